@@ -1,0 +1,190 @@
+import { readFileSync } from 'node:fs'
+import { cpus } from 'node:os'
+import { z } from 'zod'
+
+/*
+ * The single source of every setting: defaults, units in names, and why each non-obvious default is what it
+ * is. Env names derive mechanically from the path (`limits.maxEventBytes` → APIARY_LIMITS_MAX_EVENT_BYTES).
+ * `loadConfig` runs once; nothing else reads process.env.
+ */
+
+const rule = (ratePerSecond: number, burst: number, what: string) =>
+  z
+    .object({
+      ratePerSecond: z.number().positive().default(ratePerSecond).describe(`${what}: sustained rate, per second`),
+      burst: z.number().int().positive().default(burst).describe(`${what}: bucket size (requests allowed at once)`),
+    })
+    .prefault({})
+
+/** Numbers per tier: humans type; agents are programs and get more. Generous so normal clients never notice. */
+const tier = (eventsPerSecond: number, eventsBurst: number, reqsPerSecond: number, reqsBurst: number, name: string) =>
+  z
+    .object({
+      events: rule(eventsPerSecond, eventsBurst, `${name} EVENT`),
+      // A client opening many subscriptions at start-up (a feed, notifications, DMs, profiles) sends
+      // dozens of REQs at once: the burst is what lets it in.
+      reqs: rule(reqsPerSecond, reqsBurst, `${name} REQ/COUNT`),
+    })
+    .prefault({})
+
+const limits = z
+  .object({
+    // strfry's default maxWebsocketPayloadSize is 131072; events with big contact lists (kind 3) reach ~100 KB.
+    maxMessageBytes: z.number().int().positive().default(131_072).describe('largest WebSocket frame accepted, bytes (ws maxPayload)'),
+    maxEventBytes: z.number().int().positive().default(131_072).describe('largest serialized event accepted, bytes'),
+    maxContentBytes: z.number().int().positive().default(65_536).describe('largest event content, bytes (UTF-8)'),
+    // strfry: 20 subscriptions per connection; we allow more because agents multiplex many channels.
+    maxSubscriptions: z.number().int().positive().default(50).describe('open subscriptions per connection'),
+    maxFilters: z.number().int().positive().default(10).describe('filters per REQ/COUNT'),
+    maxLimit: z.number().int().positive().default(500).describe('largest `limit` served; larger ones are clamped, not refused'),
+    defaultLimit: z.number().int().positive().default(100).describe('`limit` applied to a filter that has none'),
+    // NIP-01 recommends sub ids stay short; 64 fits any UUID/hex id a client makes.
+    maxSubidLength: z.number().int().positive().default(64).describe('longest subscription id, characters'),
+    // Kind 3 contact lists of heavy users reach ~2,000 p tags.
+    maxEventTags: z.number().int().positive().default(2_500).describe('tags per event'),
+    maxTagValueBytes: z.number().int().positive().default(1_024).describe('longest tag element, bytes'),
+    // One year back keeps imports of older notes working; 15 minutes ahead tolerates skewed phone clocks.
+    createdAtPastSeconds: z.number().int().nonnegative().default(31_536_000).describe('how far in the past created_at may be, seconds'),
+    createdAtFutureSeconds: z.number().int().nonnegative().default(900).describe('how far in the future created_at may be, seconds'),
+    // 4 MiB is ~8x the largest REQ result page (500 events x ~1 KB); a reader that lags further is a slow consumer.
+    maxPendingOutboundBytes: z.number().int().positive().default(4_194_304).describe('bytes queued for one connection before it is closed as a slow consumer'),
+  })
+  .prefault({})
+
+export const configSchema = z.object({
+  port: z.number().int().min(0).max(65_535).default(7777).describe('TCP port for WebSocket and HTTP'),
+  host: z.string().default('127.0.0.1').describe('address to bind'),
+  dataDir: z.string().default('./data').describe('directory for the SQLite file and the relay key'),
+  logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info').describe('pino log level'),
+  relayName: z.string().default('Apiary').describe('NIP-11 name, unless the community sets its own'),
+  relayDescription: z.string().default('A Nostr relay for communities of people and AI agents').describe('NIP-11 description'),
+  relayContact: z.string().default('').describe('NIP-11 contact'),
+  relaySecretKey: z
+    .string()
+    .regex(/^([0-9a-f]{64})?$/)
+    .default('')
+    .describe('relay secret key, hex; empty = generate on first start into <dataDir>/relay.key'),
+  authRequired: z.stringbool().or(z.boolean()).default(false).describe('require NIP-42 AUTH before any REQ/EVENT'),
+  trustForwardedProto: z
+    .stringbool()
+    .or(z.boolean())
+    .default(false)
+    .describe('trust X-Forwarded-Proto/Host from a TLS proxy for the NIP-42 relay URL'),
+  verifyThreads: z
+    .number()
+    .int()
+    .min(1)
+    .max(64)
+    .default(Math.max(1, Math.min(cpus().length, 4)))
+    .describe('signature-verification worker threads (default: cores, at most 4)'),
+  limits,
+  rateLimits: z
+    .object({
+      human: tier(10, 50, 20, 100, 'human'),
+      agentStandard: tier(20, 100, 20, 100, 'agent-standard'),
+      agentElevated: tier(100, 500, 50, 200, 'agent-elevated'),
+      agentPlatform: tier(1_000, 5_000, 200, 1_000, 'agent-platform'),
+      // A page reload opens a handful of sockets at once; NATs put many people behind one IP.
+      connectionsPerIp: rule(10, 100, 'new connections per IP'),
+    })
+    .prefault({}),
+  timeouts: z
+    .object({
+      // NIP-01 says nothing; 30 s keeps NAT mappings and proxies (typ. 60 s idle) alive.
+      pingIntervalMs: z.number().int().positive().default(30_000).describe('WebSocket ping interval; a missed pong closes the connection'),
+      // An unauthenticated socket with no subscriptions that stays silent this long holds memory for nothing.
+      idleUnauthenticatedMs: z.number().int().positive().default(300_000).describe('close a connection that sent nothing and never authenticated'),
+      authWindowSeconds: z.number().int().positive().default(600).describe('NIP-42: AUTH event created_at must be within ± this'),
+    })
+    .prefault({}),
+  store: z
+    .object({
+      // One fsync per batch: 500 events per transaction kept commit time under ~5 ms here.
+      groupCommitMaxEvents: z.number().int().positive().default(500).describe('events per write transaction at most'),
+      groupCommitMaxDelayMs: z.number().int().nonnegative().default(2).describe('how long a write may wait for others to share its commit'),
+    })
+    .prefault({}),
+  communities: z
+    .array(
+      z.object({
+        id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/),
+        name: z.string().optional(),
+        hosts: z.array(z.string()).min(1),
+        agents: z.array(z.object({ pubkey: z.string().regex(/^[0-9a-f]{64}$/), tier: z.enum(['standard', 'elevated', 'platform']) })).default([]),
+      }),
+    )
+    .default([])
+    .describe('communities from the config file, added to those in the database (JSON in env)'),
+})
+
+export type Config = z.infer<typeof configSchema>
+export type ConfigInput = z.input<typeof configSchema>
+
+export class ConfigError extends Error {
+  readonly code = 'APIARY_CONFIG_INVALID'
+}
+
+const toEnvName = (path: string[]) =>
+  'APIARY_' + path.map((p) => p.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()).join('_')
+
+/** Every leaf setting with its env name, from the defaults (used by loadConfig and the README table). */
+export function listSettings(): { path: string[]; env: string; defaultValue: unknown }[] {
+  const out: { path: string[]; env: string; defaultValue: unknown }[] = []
+  const walk = (v: unknown, path: string[]) => {
+    if (v && typeof v === 'object' && !Array.isArray(v)) {
+      for (const [k, child] of Object.entries(v)) walk(child, [...path, k])
+    } else out.push({ path, env: toEnvName(path), defaultValue: v })
+  }
+  walk(configSchema.parse({}), [])
+  return out
+}
+
+function fromEnvString(raw: string, like: unknown): unknown {
+  if (typeof like === 'number') return Number(raw)
+  if (typeof like === 'boolean') return raw
+  if (Array.isArray(like)) return JSON.parse(raw)
+  return raw
+}
+
+function setPath(target: Record<string, unknown>, path: string[], value: unknown) {
+  let o = target
+  for (const p of path.slice(0, -1)) {
+    if (typeof o[p] !== 'object' || o[p] === null) o[p] = {}
+    o = o[p] as Record<string, unknown>
+  }
+  o[path[path.length - 1]!] = value
+}
+
+function merge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base }
+  for (const [k, v] of Object.entries(over)) {
+    const b = out[k]
+    out[k] =
+      v && typeof v === 'object' && !Array.isArray(v) && b && typeof b === 'object' && !Array.isArray(b)
+        ? merge(b as Record<string, unknown>, v as Record<string, unknown>)
+        : v
+  }
+  return out
+}
+
+export interface LoadConfigSources {
+  env?: Record<string, string | undefined>
+  file?: string
+  overrides?: ConfigInput
+}
+
+/** defaults ← config file (JSON) ← APIARY_* env ← overrides (CLI flags, createRelay options). */
+export function loadConfig(sources: LoadConfigSources = {}): Config {
+  let input: Record<string, unknown> = {}
+  if (sources.file) input = JSON.parse(readFileSync(sources.file, 'utf8')) as Record<string, unknown>
+  const env = sources.env ?? {}
+  const fromEnv: Record<string, unknown> = {}
+  for (const s of listSettings()) {
+    const raw = env[s.env]
+    if (raw !== undefined && raw !== '') setPath(fromEnv, s.path, fromEnvString(raw, s.defaultValue))
+  }
+  input = merge(merge(input, fromEnv), (sources.overrides ?? {}) as Record<string, unknown>)
+  const parsed = configSchema.safeParse(input)
+  if (!parsed.success) throw new ConfigError(`invalid config: ${z.prettifyError(parsed.error)}`)
+  return parsed.data
+}

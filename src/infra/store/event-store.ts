@@ -1,0 +1,54 @@
+import type { NostrEvent, VerifiedEvent } from '../../protocols/nip01/event'
+import type { Filter } from '../../protocols/nip01/filter'
+
+/** An event as stored: the parsed event and the exact raw JSON it arrived as (fan-out reuses the string). */
+export interface StoredEvent {
+  event: NostrEvent
+  raw: string
+}
+
+/**
+ * What the store decided for one write. The store is the only place that decides these (DESIGN §7):
+ * - `saved`: committed (OK true only after this resolves).
+ * - `duplicate`: the same id is already stored in this community.
+ * - `superseded`: replaceable/addressable and a newer version (or same created_at, lower id) is stored.
+ * - `deleted`: a NIP-09 deletion by the same author already covers this event.
+ * `replaced` lists ids the write removed (older replaceable versions, or events a kind-5 deleted).
+ */
+export type SaveOutcome =
+  | { status: 'saved'; removedIds: string[] }
+  | { status: 'duplicate' }
+  | { status: 'superseded' }
+  | { status: 'deleted' }
+
+export interface QueryOptions {
+  /** unix seconds; events whose NIP-40 `expiration` is <= now are never returned */
+  now: number
+}
+
+export interface EventStore {
+  /**
+   * Queue one verified event for the next group commit. Resolves after its transaction committed.
+   * Kind 5 (NIP-09) deletes the author's referenced events in the same transaction and remembers the
+   * deletion so a later arrival of a deleted event answers `deleted`. Ephemeral kinds must not be passed.
+   */
+  save(community: string, event: VerifiedEvent, raw: string): Promise<SaveOutcome>
+  /** Each filter's own `limit` applies to it (clamped by the caller); results merged, deduplicated,
+   * ordered created_at desc, ties by lowest id first. */
+  query(community: string, filters: Filter[], opts: QueryOptions): Promise<StoredEvent[]>
+  /** NIP-45: number of distinct events matching any filter (limits ignored). */
+  count(community: string, filters: Filter[], opts: QueryOptions): Promise<number>
+  /** true when the backend answers (readiness). */
+  ping(): Promise<boolean>
+  /** flush pending commits, then release the backend. */
+  close(): Promise<void>
+}
+
+/** A backend outage (disk full, database gone). Inside actors it goes to supervision; at the edge `error:`. */
+export class StoreError extends Error {
+  readonly code = 'APIARY_STORE_UNAVAILABLE'
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = 'StoreError'
+  }
+}
