@@ -1,0 +1,15 @@
+import type { NostrEvent } from './nip01/event'
+import { KIND_DM, KIND_GIFT_WRAP } from './nip01/kinds'
+
+/**
+ * Kinds only the parties may read: NIP-04 DMs (4) and NIP-59 gift wraps (1059). A gift wrap's author is a
+ * throwaway key, so in practice its reader is the `p`-tagged recipient.
+ */
+export const isAuthorOnlyKind = (kind: number): boolean => kind === KIND_DM || kind === KIND_GIFT_WRAP
+
+/** Whether a connection authenticated as `authedPubkeys` may receive this event. */
+export function canRead(e: Pick<NostrEvent, 'kind' | 'pubkey' | 'tags'>, authedPubkeys: ReadonlySet<string>): boolean {
+  if (!isAuthorOnlyKind(e.kind)) return true
+  if (authedPubkeys.has(e.pubkey)) return true
+  return e.tags.some((t) => t[0] === 'p' && t[1] !== undefined && authedPubkeys.has(t[1]))
+}

@@ -1,0 +1,75 @@
+import type { Limits } from './limits'
+
+export interface RelayInfoParams {
+  name: string
+  description: string
+  /** the operator's pubkey; omitted from the document when undefined */
+  pubkey?: string
+  contact?: string
+  supportedNips: number[]
+  software: string
+  version: string
+  limits: Limits
+  authRequired: boolean
+  restrictedWrites: boolean
+  paymentRequired: boolean
+}
+
+export interface RelayLimitation {
+  max_message_length: number
+  max_subscriptions: number
+  max_filters: number
+  max_limit: number
+  default_limit: number
+  max_subid_length: number
+  max_event_tags: number
+  max_content_length: number
+  created_at_lower_limit: number
+  created_at_upper_limit: number
+  auth_required: boolean
+  restricted_writes: boolean
+  payment_required: boolean
+}
+
+export interface RelayInfo {
+  name: string
+  description: string
+  pubkey?: string
+  contact?: string
+  supported_nips: number[]
+  software: string
+  version: string
+  limitation: RelayLimitation
+}
+
+/**
+ * The NIP-11 document. `limitation` states exactly what parseClientMessage/parseEvent/parseFilter enforce
+ * (DESIGN §9); created_at limits are seconds relative to now, as our window is.
+ */
+export function buildRelayInfo(p: RelayInfoParams): RelayInfo {
+  const l = p.limits
+  return {
+    name: p.name,
+    description: p.description,
+    ...(p.pubkey !== undefined && { pubkey: p.pubkey }),
+    ...(p.contact !== undefined && { contact: p.contact }),
+    supported_nips: [...new Set(p.supportedNips)].sort((a, b) => a - b),
+    software: p.software,
+    version: p.version,
+    limitation: {
+      max_message_length: l.maxMessageBytes,
+      max_subscriptions: l.maxSubscriptions,
+      max_filters: l.maxFilters,
+      max_limit: l.maxLimit,
+      default_limit: l.defaultLimit,
+      max_subid_length: l.maxSubidLength,
+      max_event_tags: l.maxEventTags,
+      max_content_length: l.maxContentBytes,
+      created_at_lower_limit: l.createdAtPastSeconds,
+      created_at_upper_limit: l.createdAtFutureSeconds,
+      auth_required: p.authRequired,
+      restricted_writes: p.restrictedWrites,
+      payment_required: p.paymentRequired,
+    },
+  }
+}
