@@ -1,0 +1,86 @@
+// Ingest ceiling (DESIGN §12): events/s the three verifiers sustain on this machine, measured in one process
+// so the figures compare as ratios. Run standalone: `npx tsx bench/verify-ceiling.ts [events] [threads]`.
+import os from 'node:os'
+import { pathToFileURL } from 'node:url'
+import { finalizeEvent, generateSecretKey } from 'nostr-tools/pure'
+import { createInlineVerifier, createNobleVerifier } from '../src/infra/verify/inline-verifier'
+import type { Verifier } from '../src/infra/verify/verifier'
+import { createVerifierPool } from '../src/infra/verify/verifier-pool'
+import type { NostrEvent } from '../src/protocols/nip01/event'
+
+export interface VerifyCeiling {
+  nobleInlinePerSec: number
+  wasmInlinePerSec: number
+  poolPerSec: number
+  threads: number
+}
+
+export async function measureVerifyCeiling(opts: { events: number; threads: number }): Promise<VerifyCeiling> {
+  const events = signEvents(opts.events)
+  const pool = await createVerifierPool({ threads: opts.threads })
+  try {
+    // Each verifier sees the events once untimed so JIT and WASM warm-up stay out of the figures.
+    const noble = createNobleVerifier()
+    const wasm = createInlineVerifier()
+    return {
+      // noble is ~5× slower: a fifth of the events keeps its share of the run comparable
+      nobleInlinePerSec: await sequentialRate(noble, events.slice(0, Math.max(50, Math.ceil(events.length / 5)))),
+      wasmInlinePerSec: await sequentialRate(wasm, events),
+      poolPerSec: await concurrentRate(pool, events),
+      threads: pool.threads,
+    }
+  } finally {
+    await pool.close()
+  }
+}
+
+function signEvents(count: number): NostrEvent[] {
+  const keys = Array.from({ length: 16 }, () => generateSecretKey())
+  return Array.from({ length: count }, (_, i) =>
+    finalizeEvent(
+      {
+        kind: 1,
+        created_at: 1_700_000_000 + i,
+        tags: [['t', 'bench']],
+        content: `event ${i} `.repeat(20),
+      },
+      keys[i % keys.length]!,
+    ),
+  )
+}
+
+// In-thread verifiers block the loop per event anyway, so awaiting one at a time measures them fairly.
+async function sequentialRate(verifier: Verifier, events: NostrEvent[]): Promise<number> {
+  for (const e of events.slice(0, 20)) await verifier.verify(e)
+  const start = performance.now()
+  for (const e of events) {
+    if ((await verifier.verify(e)) !== 'ok') throw new Error('bench event failed verification')
+  }
+  return perSecond(events.length, start)
+}
+
+// The pool only reaches its ceiling with many requests outstanding, as under real ingest.
+async function concurrentRate(verifier: Verifier, events: NostrEvent[]): Promise<number> {
+  await Promise.all(events.slice(0, 200).map((e) => verifier.verify(e)))
+  const start = performance.now()
+  const verdicts = await Promise.all(events.map((e) => verifier.verify(e)))
+  const rate = perSecond(events.length, start)
+  if (verdicts.some((v) => v !== 'ok')) throw new Error('bench event failed verification')
+  return rate
+}
+
+function perSecond(count: number, startMs: number): number {
+  return Math.round((count * 1000) / (performance.now() - startMs))
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const events = Number(process.argv[2] ?? 2000)
+  const threads = Number(process.argv[3] ?? os.cpus().length)
+  const r = await measureVerifyCeiling({ events, threads })
+  console.log(`cpu: ${os.cpus()[0]?.model ?? 'unknown'} × ${os.cpus().length} cores, node ${process.version}`)
+  console.log(`events: ${events}`)
+  console.log(`noble inline : ${r.nobleInlinePerSec} events/s`)
+  const ratio = (a: number, b: number): string => (a / b).toFixed(2)
+  console.log(`wasm inline  : ${r.wasmInlinePerSec} events/s (${ratio(r.wasmInlinePerSec, r.nobleInlinePerSec)}× noble)`)
+  console.log(`pool (${r.threads} threads): ${r.poolPerSec} events/s (${ratio(r.poolPerSec, r.wasmInlinePerSec)}× wasm)`)
+}

@@ -1,0 +1,120 @@
+// Admission for one node (DESIGN §6): GCRA with one theoretical arrival time (TAT) per key, decided
+// synchronously inside admit(), so two calls can never both take the last token.
+//
+// Derivation (T = 1000 / ratePerSecond ms per token, burst B, cost n): a request is a virtual arrival
+// spaced nT after the later of the stored TAT and now, so newTat = max(TAT, now) + nT. A bucket holding
+// B tokens lets TAT run at most B·T ahead of now, hence: admit iff newTat − now ≤ B·T, i.e. (TAT > now)
+// now ≥ allowAt = TAT − τ + T·(n − 1) with tolerance τ = T·(B − 1). A bigger cost needs a *later* now
+// (the + T·(n − 1)); retryAfterMs = allowAt − now, computed below as a duration. Refusals change nothing:
+// a client knocking while limited is not pushed further back. No window, hence no 2× burst at its edges.
+//
+// A stored TAT at or before now means "bucket full", exactly like an absent key, so such entries can be
+// dropped at any time without changing a decision; that is what keeps memory bounded.
+import { type Admission, GateError, type RateLimiter, type RateRule } from './rate-limit'
+
+export interface MemoryRateLimiterOptions {
+  /**
+   * Clock in ms. Default performance.now(): monotonic, so an NTP step cannot block every key for the size
+   * of the jump (wall-clock TATs would sit in the future) or hand out a fresh burst. Tests under vitest
+   * fake timers (which leave `performance` alone) inject their own.
+   */
+  now?: () => number
+  /**
+   * Most keys held at once; default 100_000, measured at ≈37 MB of heap with 83-char keys
+   * (community:type:pubkey). Entries whose TAT has passed are dropped first. If every entry is still live,
+   * the least recently admitted 1% are dropped: those keys get a fresh burst early (fail open for them)
+   * rather than memory growing without bound or new keys being locked out by whoever filled the table.
+   */
+  maxKeys?: number
+}
+
+export interface MemoryRateLimiter extends RateLimiter {
+  /** keys currently held (for tests and the metrics endpoint) */
+  readonly size: number
+}
+
+/**
+ * A request costing more than `burst` can never be admitted: the bucket never holds that many tokens.
+ * It is refused with this delay so callers can tell "never" from "later" (`Number.isFinite`) and answer
+ * `rate-limited: request exceeds burst` instead of promising a retry that would fail again.
+ */
+export const neverAdmissibleMs = Number.POSITIVE_INFINITY
+
+// Float noise in TAT arithmetic is ~1e-10 ms; a nanosecond of slack keeps it from flipping exact-boundary
+// decisions (a client arriving exactly one interval later) without admitting anything measurably early.
+const floatSlackMs = 1e-6
+
+// Entries examined at the front of the map per admission; two per admit outpaces one insertion per admit.
+const trimPerAdmit = 2
+
+export function createMemoryRateLimiter(opts: MemoryRateLimiterOptions = {}): MemoryRateLimiter {
+  const now = opts.now ?? (() => performance.now())
+  const maxKeys = opts.maxKeys ?? 100_000
+  if (!Number.isInteger(maxKeys) || maxKeys < 1) throw new RangeError(`maxKeys must be an integer ≥ 1: ${maxKeys}`)
+  const evictChunk = Math.max(1, Math.floor(maxKeys / 100))
+  // key → TAT (ms on `now`'s clock). Insertion order is last-admission order (entries are re-inserted on
+  // update), so the front holds the keys idle longest: the likeliest to have expired.
+  const tats = new Map<string, number>()
+  let closed = false
+
+  function decide(key: string, rule: RateRule, cost: number): Admission {
+    checkRule(rule, cost)
+    if (cost > rule.burst) return { allowed: false, retryAfterMs: neverAdmissibleMs }
+    const t = now()
+    const intervalMs = 1000 / rule.ratePerSecond
+    const stored = tats.get(key)
+    // Compared as durations, not as absolute times: (t + nT) − B·T loses the low bits of t when T is large
+    // (0.001/s ⇒ T = 10⁶ ms) and would refuse a fresh key by a rounding error.
+    const debtMs = stored !== undefined && stored > t ? stored - t : 0
+    const waitMs = debtMs + cost * intervalMs - rule.burst * intervalMs
+    // Rounded up (and at least 1 ms) so that retrying after exactly retryAfterMs is admitted.
+    if (waitMs > floatSlackMs) return { allowed: false, retryAfterMs: Math.max(1, Math.ceil(waitMs - floatSlackMs)) }
+    const newTat = t + debtMs + cost * intervalMs
+    if (cost > 0) store(key, newTat, t)
+    return { allowed: true }
+  }
+
+  function store(key: string, tat: number, t: number): void {
+    if (!tats.delete(key) && tats.size >= maxKeys) makeRoom(t)
+    tats.set(key, tat)
+    let examined = 0
+    for (const [k, v] of tats) {
+      if (examined++ === trimPerAdmit || v > t) break
+      tats.delete(k)
+    }
+  }
+
+  // Runs only when the table is full; evicting a chunk of live keys means the next `evictChunk` inserts
+  // skip the O(maxKeys) sweep, so a flood of new keys costs O(100) per admission, not O(maxKeys).
+  function makeRoom(t: number): void {
+    for (const [k, v] of tats) if (v <= t) tats.delete(k)
+    if (tats.size < maxKeys) return
+    for (const k of tats.keys()) {
+      if (tats.size <= maxKeys - evictChunk) break
+      tats.delete(k)
+    }
+  }
+
+  return {
+    get size() {
+      return tats.size
+    },
+    async admit(key, rule, cost = 1) {
+      if (closed) throw new GateError('memory rate limiter is closed')
+      return decide(key, rule, cost)
+    },
+    async close() {
+      closed = true
+      tats.clear()
+    },
+  }
+}
+
+// Rules come from config and costs from our own code: a bad one is a bug, not something a client did.
+function checkRule(rule: RateRule, cost: number): void {
+  if (!(rule.ratePerSecond > 0 && Number.isFinite(rule.ratePerSecond))) {
+    throw new RangeError(`ratePerSecond must be a finite number > 0: ${rule.ratePerSecond}`)
+  }
+  if (!(rule.burst >= 1 && Number.isFinite(rule.burst))) throw new RangeError(`burst must be ≥ 1: ${rule.burst}`)
+  if (!(cost >= 0 && Number.isFinite(cost))) throw new RangeError(`cost must be a finite number ≥ 0: ${cost}`)
+}

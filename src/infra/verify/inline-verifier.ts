@@ -1,0 +1,55 @@
+// In-thread verifiers. The WASM one serves small deployments and tests that want no threads; the noble one
+// is the reference implementation (DESIGN §12): pure JS from hash to curve, sharing only the field checks
+// and the serialization with the WASM path, so agreeing verdicts are evidence rather than tautology.
+import { schnorr } from '@noble/curves/secp256k1.js'
+import { sha256 } from '@noble/hashes/sha2.js'
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js'
+import type { NostrEvent } from '../../protocols/nip01/event'
+import { type Verifier, VerifierError, type VerifyVerdict } from './verifier'
+// Extension needed: verify-core is plain JS so worker threads can load it without a TypeScript loader.
+import { checkEventWasm, hasIdFields, serializeForId } from './verify-core.mjs'
+
+const hex64 = /^[0-9a-f]{64}$/
+const hex128 = /^[0-9a-f]{128}$/
+const utf8 = new TextEncoder()
+
+/** libsecp256k1 (WASM) on the calling thread: ~5× noble, but still blocks the event loop per event. */
+export function createInlineVerifier(): Verifier {
+  return inThread((event) => checkEventWasm(event))
+}
+
+/** @noble/curves + @noble/hashes on the calling thread: slow (~420/s/core), kept as the reference. */
+export function createNobleVerifier(): Verifier {
+  return inThread(checkEventNoble)
+}
+
+function checkEventNoble(event: NostrEvent): VerifyVerdict {
+  let digest: Uint8Array
+  try {
+    if (!hasIdFields(event) || typeof event.id !== 'string') return 'bad-id'
+    digest = sha256(utf8.encode(serializeForId(event)))
+    if (bytesToHex(digest) !== event.id) return 'bad-id'
+  } catch {
+    return 'bad-id'
+  }
+  if (typeof event.sig !== 'string' || !hex64.test(event.pubkey) || !hex128.test(event.sig)) return 'bad-sig'
+  try {
+    return schnorr.verify(hexToBytes(event.sig), digest, hexToBytes(event.pubkey)) ? 'ok' : 'bad-sig'
+  } catch {
+    return 'bad-sig'
+  }
+}
+
+function inThread(check: (event: NostrEvent) => VerifyVerdict): Verifier {
+  let closed = false
+  return {
+    threads: 1,
+    verify: async (event) => {
+      if (closed) throw new VerifierError('APIARY_VERIFIER_CLOSED', 'verifier is closed')
+      return check(event)
+    },
+    close: async () => {
+      closed = true
+    },
+  }
+}

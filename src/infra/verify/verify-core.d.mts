@@ -1,0 +1,6 @@
+import type { NostrEvent } from '../../protocols/nip01/event'
+import type { VerifyVerdict } from './verifier'
+
+export function serializeForId(event: NostrEvent): string
+export function hasIdFields(event: unknown): event is Omit<NostrEvent, 'id' | 'sig'>
+export function checkEventWasm(event: NostrEvent): VerifyVerdict

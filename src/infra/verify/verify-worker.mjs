@@ -1,0 +1,24 @@
+// Verifier worker thread. State: one test flag. Inbox: VerifierPoolInbox (see verifier-pool.ts): 'Batch' is
+// answered with one 'Verdicts' message in the same order; 'CrashOnNextBatch' is a documented test hook.
+// Crash policy: none here; per-event errors become verdicts, and the pool replaces a worker that exits.
+// Plain .mjs so it loads in a bare worker under both tsx and vitest (see verify-core.mjs).
+import { parentPort } from 'node:worker_threads'
+import { checkEventWasm } from './verify-core.mjs'
+
+let crashOnNextBatch = false
+
+parentPort.on('message', (msg) => {
+  switch (msg.type) {
+    case 'Batch':
+      // test hook: dies holding a whole batch in flight, so the pool's retry path is exercised for real
+      if (crashOnNextBatch) process.exit(70)
+      parentPort.postMessage({ type: 'Verdicts', seqs: msg.seqs, verdicts: msg.events.map(checkEventWasm) })
+      return
+    case 'CrashOnNextBatch':
+      crashOnNextBatch = true
+      return
+  }
+})
+
+// Sent after tiny-secp256k1 has compiled its WASM, so the pool only counts a worker once it can verify.
+parentPort.postMessage({ type: 'Ready' })

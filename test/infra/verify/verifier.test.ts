@@ -1,0 +1,196 @@
+import { schnorr } from '@noble/curves/secp256k1.js'
+import { hexToBytes } from '@noble/hashes/utils.js'
+import { finalizeEvent, generateSecretKey } from 'nostr-tools/pure'
+import { verifySchnorr } from 'tiny-secp256k1'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createInlineVerifier, createNobleVerifier } from '../../../src/infra/verify/inline-verifier'
+import { type Verifier, VerifierError, type VerifyVerdict } from '../../../src/infra/verify/verifier'
+import { createVerifierPool, type VerifierPool } from '../../../src/infra/verify/verifier-pool'
+import type { NostrEvent } from '../../../src/protocols/nip01/event'
+import { bip340Vectors } from './bip340-vectors'
+
+const tinyVerify = (msg: Uint8Array, pub: Uint8Array, sig: Uint8Array): boolean => {
+  try {
+    return verifySchnorr(msg, pub, sig)
+  } catch {
+    return false
+  }
+}
+
+describe('BIP-340 official test vectors', () => {
+  const withHashSizedMessage = bip340Vectors.filter((v) => v.message.length === 64)
+
+  it.each(bip340Vectors)('@noble/curves agrees with vector $index ($comment)', (v) => {
+    const verdict = schnorr.verify(hexToBytes(v.signature), hexToBytes(v.message), hexToBytes(v.publicKey))
+    expect(verdict).toBe(v.valid)
+  })
+
+  // tiny-secp256k1 takes a 32-byte hash only; nostr always signs the 32-byte id, so rows 15–18 don't apply.
+  it.each(withHashSizedMessage)('tiny-secp256k1 agrees with vector $index ($comment)', (v) => {
+    const verdict = tinyVerify(hexToBytes(v.message), hexToBytes(v.publicKey), hexToBytes(v.signature))
+    expect(verdict).toBe(v.valid)
+  })
+
+  it('tiny-secp256k1 refuses messages that are not 32 bytes (vectors 15–18) instead of misverifying them', () => {
+    const others = bip340Vectors.filter((v) => v.message.length !== 64)
+    expect(others.map((v) => v.index)).toEqual([15, 16, 17, 18])
+    for (const v of others) {
+      expect(() => verifySchnorr(hexToBytes(v.message), hexToBytes(v.publicKey), hexToBytes(v.signature))).toThrow()
+    }
+  })
+})
+
+function signedEvents(count: number): NostrEvent[] {
+  const keys = Array.from({ length: 8 }, () => generateSecretKey())
+  return Array.from({ length: count }, (_, i) =>
+    finalizeEvent(
+      {
+        kind: i % 7,
+        created_at: 1_700_000_000 + i,
+        tags: i % 3 === 0 ? [] : [['p', 'ab'.repeat(32)], ['t', `tag ${i}`, 'x']],
+        content: i % 5 === 0 ? `"quotes" \\ \n\t ünï ${'🐝'.repeat(i % 4)} \u0001 #${i}` : `note ${i}`,
+      },
+      keys[i % keys.length]!,
+    ),
+  )
+}
+
+function flipBit(hex: string, bit: number): string {
+  const bytes = hexToBytes(hex)
+  bytes[bit >> 3]! ^= 1 << (bit & 7)
+  return Buffer.from(bytes).toString('hex')
+}
+
+// Each is not a valid NIP-01 event, whatever else it is; the verifiers must answer, not throw.
+function garbageEvents(e: NostrEvent): unknown[] {
+  return [
+    { ...e, sig: 'zz'.repeat(64) },
+    { ...e, sig: e.sig.toUpperCase() },
+    { ...e, sig: e.sig.slice(0, 126) },
+    { ...e, pubkey: e.pubkey.slice(2) },
+    { ...e, id: e.id.toUpperCase() },
+    { ...e, id: 'not hex at all' },
+    { ...e, tags: [['e', 42]] },
+    { ...e, tags: 'p' },
+    { ...e, content: undefined },
+    { ...e, created_at: '1700000000' },
+    { ...e, kind: 1.5 },
+    { ...e, sig: undefined },
+    { ...e, sig: () => 'a function cannot be cloned to a worker' },
+    null,
+    'a string',
+    {},
+  ]
+}
+
+async function verdictsOf(verifier: Verifier, events: unknown[]): Promise<VerifyVerdict[]> {
+  return Promise.all(events.map((e) => verifier.verify(e as NostrEvent)))
+}
+
+describe('verifying nostr events', () => {
+  const events = signedEvents(300)
+  let pool: Verifier
+  const inline = createInlineVerifier()
+  const noble = createNobleVerifier()
+  const all = (): [string, Verifier][] => [
+    ['pool', pool],
+    ['inline wasm', inline],
+    ['noble', noble],
+  ]
+
+  beforeAll(async () => {
+    pool = await createVerifierPool({ threads: 2 })
+  })
+  afterAll(async () => {
+    await pool.close()
+  })
+
+  it('answers ok for 300 events signed by nostr-tools, on the pool, inline WASM and noble alike', async () => {
+    for (const [, verifier] of all()) {
+      expect(await verdictsOf(verifier, events)).toEqual(events.map(() => 'ok'))
+    }
+  })
+
+  it('answers bad-id when the content was changed after signing', async () => {
+    const tampered = events.slice(0, 40).map((e) => ({ ...e, content: e.content + '!' }))
+    for (const [, verifier] of all()) {
+      expect(await verdictsOf(verifier, tampered)).toEqual(tampered.map(() => 'bad-id'))
+    }
+  })
+
+  it('answers bad-sig when one bit of the signature is flipped', async () => {
+    const tampered = events.slice(0, 40).map((e, i) => ({ ...e, sig: flipBit(e.sig, (i * 13) % 512) }))
+    for (const [, verifier] of all()) {
+      expect(await verdictsOf(verifier, tampered)).toEqual(tampered.map(() => 'bad-sig'))
+    }
+  })
+
+  it('never answers ok for garbage, and the three verifiers give the same verdict for each', async () => {
+    const garbage = events.slice(0, 3).flatMap(garbageEvents)
+    const [fromPool, fromInline, fromNoble] = await Promise.all(all().map(([, v]) => verdictsOf(v, garbage)))
+    expect(fromPool).toEqual(fromNoble)
+    expect(fromInline).toEqual(fromNoble)
+    expect(fromNoble).not.toContain('ok')
+    expect(fromNoble).toContain('bad-id')
+    expect(fromNoble).toContain('bad-sig')
+  })
+})
+
+describe('the verifier pool under failure', () => {
+  const events = signedEvents(100)
+
+  it('answers every request when a worker dies holding a batch, by retrying on another worker', async () => {
+    const pool = await createVerifierPool({ threads: 2 })
+    try {
+      pool.crashWorkerOnNextBatchForTest(0)
+      expect(await verdictsOf(pool, events)).toEqual(events.map(() => 'ok'))
+      expect(pool.stats()).toMatchObject({ respawns: 1, queued: 0, inFlight: 0 })
+      expect(pool.stats().retries).toBeGreaterThan(0)
+      expect(await verdictsOf(pool, events.slice(0, 10))).toEqual(events.slice(0, 10).map(() => 'ok'))
+    } finally {
+      await pool.close()
+    }
+  })
+
+  it('retries on the replacement worker when it has only one thread', async () => {
+    const pool = await createVerifierPool({ threads: 1 })
+    try {
+      pool.crashWorkerOnNextBatchForTest(0)
+      expect(await verdictsOf(pool, events.slice(0, 20))).toEqual(events.slice(0, 20).map(() => 'ok'))
+      expect(pool.stats()).toMatchObject({ respawns: 1, retries: 20 })
+    } finally {
+      await pool.close()
+    }
+  })
+
+  it('rejects with APIARY_VERIFIER_WORKER_DIED once a request has been on two workers that died', async () => {
+    const pool = await createVerifierPool({ threads: 2 })
+    try {
+      pool.crashWorkerOnNextBatchForTest(0)
+      pool.crashWorkerOnNextBatchForTest(1)
+      const err = await pool.verify(events[0]!).catch((e: unknown) => e)
+      expect(err).toBeInstanceOf(VerifierError)
+      expect((err as VerifierError).code).toBe('APIARY_VERIFIER_WORKER_DIED')
+      expect(await pool.verify(events[1]!)).toBe('ok')
+    } finally {
+      await pool.close()
+    }
+  })
+
+  it('close() rejects queued and in-flight requests with APIARY_VERIFIER_CLOSED, and later ones too', async () => {
+    const pool: VerifierPool = await createVerifierPool({ threads: 2 })
+    const dispatched = events.map((e) => pool.verify(e).catch((err: unknown) => err))
+    await new Promise((resolve) => setImmediate(resolve))
+    const queued = events.slice(0, 5).map((e) => pool.verify(e).catch((err: unknown) => err))
+    await pool.close()
+    const outcomes = await Promise.all([...dispatched, ...queued])
+    const rejected = outcomes.filter((o) => o instanceof VerifierError)
+    expect(rejected.length).toBeGreaterThanOrEqual(5)
+    expect(outcomes.every((o) => o === 'ok' || (o as VerifierError).code === 'APIARY_VERIFIER_CLOSED')).toBe(true)
+    await expect(pool.verify(events[0]!)).rejects.toMatchObject({ code: 'APIARY_VERIFIER_CLOSED' })
+  })
+
+  it('refuses a thread count below one', async () => {
+    await expect(createVerifierPool({ threads: 0 })).rejects.toBeInstanceOf(RangeError)
+  })
+})
