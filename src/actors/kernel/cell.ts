@@ -1,0 +1,221 @@
+import { decideOnCrash } from './crash-policy'
+import { DropReporter } from './drop-reporter'
+import { ActorStoppedError, describeError } from './errors'
+import type { KernelEnv, LiveCell } from './kernel-env'
+import { type Admission, bindRef, type RefTarget } from './messaging'
+import { type NactRef, nact, toNactName } from './nact-binding'
+import { DEFAULT_MAILBOX_CAPACITY, FailureWindow, resolvePolicy } from './policy'
+import type { ActorContext, ActorDef, ActorPath, Clock, StopReason, SupervisionPolicy, TypedRef } from './types'
+
+type Phase = 'running' | 'backoff' | 'stopped'
+
+function isMessage(msg: unknown): boolean {
+  return typeof msg === 'object' && msg !== null && typeof (msg as { type?: unknown }).type === 'string'
+}
+
+/**
+ * One actor: admission (bounded mailbox, restart stash), the handler nact runs one message at a time,
+ * idle stop, and our own stop (nact's stop neither awaits nor guards afterStop, and skips children).
+ */
+export class ActorCell<S, M extends { type: string }> implements RefTarget, LiveCell {
+  readonly ref: TypedRef<M>
+  readonly ctx: ActorContext<M>
+  readonly kind: string
+  readonly policy: SupervisionPolicy
+  readonly clock: Clock
+  readonly pendingAsks = new Set<(error: Error) => void>()
+  readonly failures = new FailureWindow()
+  phase: Phase = 'running'
+  state!: S
+  /** 1-based number of the last restart attempt; 0 when stable */
+  attempt = 0
+  /** when the current incarnation started running; +Infinity while waiting to restart */
+  runningSince: number
+  backoff: { cancel(): void } | undefined
+  private readonly capacity: number
+  private readonly drops: DropReporter
+  private readonly nactRef: NactRef
+  // admitted and not yet finished (nact's own mailbox is unbounded)
+  private inFlight = 0
+  private handling = false
+  private stash: M[] = []
+  private stopping: Promise<void> | undefined
+  private handlerDone: (() => void) | undefined
+  private idleTimer: unknown = undefined
+  private lastActivityAt: number
+
+  constructor(
+    readonly path: ActorPath,
+    readonly def: ActorDef<S, M>,
+    readonly env: KernelEnv,
+    kindRef: NactRef,
+  ) {
+    this.kind = def.kind
+    this.policy = resolvePolicy(def.policy)
+    this.capacity = def.mailboxCapacity ?? DEFAULT_MAILBOX_CAPACITY
+    if (!Number.isInteger(this.capacity) || this.capacity < 1) throw new RangeError('mailboxCapacity must be >= 1')
+    this.clock = env.clock
+    this.drops = new DropReporter(env.clock, env.overflowReportMs, (dropped) =>
+      env.emit({ type: 'overflow', path, kind: this.kind, dropped }),
+    )
+    this.ref = bindRef<M>(this)
+    this.ctx = { self: this.ref, path, kernel: env.kernel }
+    // Our cell, not nact's initialStateFunc, runs init: nact turns an init error into a fault and then
+    // resumes the actor on an undefined state. nact's state only mirrors ours, so its reset re-reads it.
+    this.nactRef = nact.spawn(kindRef, (_nactState, msg) => this.run(msg as M), toNactName(path), {
+      initialStateFunc: () => this.state,
+      onCrash: (msg, error, nctx) => decideOnCrash(this, msg, error, nctx),
+    })
+    try {
+      this.state = def.init(this.ctx)
+    } catch (error) {
+      this.phase = 'stopped'
+      nact.stop(this.nactRef)
+      throw error
+    }
+    this.runningSince = this.lastActivityAt = env.clock.now()
+    if (def.idleStopMs !== undefined) this.armIdle(def.idleStopMs)
+  }
+
+  admit(msg: unknown): Admission {
+    if (this.phase === 'stopped') return 'stopped'
+    if (!isMessage(msg)) {
+      this.env.emit({ type: 'invalid-message', path: this.path, kind: this.kind, detail: 'no string type' })
+      return 'invalid'
+    }
+    if (this.phase === 'backoff') return this.stashMessage(msg as M)
+    if (this.inFlight >= this.capacity) {
+      this.drops.drop()
+      return 'full'
+    }
+    this.inFlight++
+    nact.dispatch(this.nactRef, msg)
+    return 'accepted'
+  }
+
+  stats(): { queued: number; dropped: number } {
+    return { queued: this.inFlight + this.stash.length, dropped: this.drops.total }
+  }
+
+  /**
+   * Called with a fresh state once the backoff wait is over, before nact's reset. Stashed messages go into
+   * nact's mailbox now: it is still blocked in the fault handler, so they queue behind the messages that
+   * were already waiting when the actor crashed, and the original order holds.
+   */
+  restart(fresh: S): void {
+    this.state = fresh
+    this.phase = 'running'
+    this.runningSince = this.clock.now()
+    const stash = this.stash
+    this.stash = []
+    for (const msg of stash) {
+      this.inFlight++
+      nact.dispatch(this.nactRef, msg)
+    }
+  }
+
+  stop(reason: StopReason): Promise<void> {
+    if (this.stopping !== undefined) return this.stopping
+    this.phase = 'stopped'
+    try {
+      this.halt()
+    } catch (error) {
+      this.env.markDegraded(`halting ${this.path} failed: ${describeError(error)}`)
+    }
+    this.stopping = this.finishStop(reason)
+    return this.stopping
+  }
+
+  private stashMessage(msg: M): Admission {
+    if (this.stash.length >= this.policy.stashCapacity) {
+      this.drops.drop()
+      return 'full'
+    }
+    this.stash.push(msg)
+    return 'accepted'
+  }
+
+  private async run(msg: M): Promise<S> {
+    this.handling = true
+    try {
+      if (this.phase === 'stopped') return this.state
+      const next = await this.def.handle(this.state, msg, this.ctx)
+      this.state = next
+      return next
+    } finally {
+      this.inFlight--
+      this.handling = false
+      if (this.def.idleStopMs !== undefined) this.lastActivityAt = this.clock.now()
+      this.handlerDone?.()
+    }
+  }
+
+  private halt(): void {
+    this.env.onStopping(this)
+    if (this.idleTimer !== undefined) this.clock.clearTimeout(this.idleTimer)
+    this.backoff?.cancel()
+    this.backoff = undefined
+    this.stash = []
+    // releases the nact name at once, so getOrSpawn can activate this path again while afterStop runs
+    nact.stop(this.nactRef)
+  }
+
+  private async finishStop(reason: StopReason): Promise<void> {
+    try {
+      await this.handlerFinished()
+      await this.runAfterStop()
+      this.drops.flush()
+      for (const fail of [...this.pendingAsks]) fail(new ActorStoppedError(this.path))
+      this.env.emit({ type: 'stopped', path: this.path, kind: this.kind, reason })
+    } catch (error) {
+      // a stop promise must never reject: callers `void kernel.stop(...)`, and a rejection would end the process
+      this.env.markDegraded(`stopping ${this.path} failed: ${describeError(error)}`)
+    } finally {
+      this.env.onStopped(this)
+    }
+  }
+
+  private async runAfterStop(): Promise<void> {
+    try {
+      await this.def.afterStop?.(this.state, this.ctx)
+    } catch (error) {
+      this.env.emit({ type: 'crashed', path: this.path, kind: this.kind, error, msgType: undefined })
+    }
+  }
+
+  /** the message in progress, if any, finishes first; a hung one is waited for stopGraceMs at most */
+  private handlerFinished(): Promise<void> {
+    if (!this.handling) return Promise.resolve()
+    return new Promise((resolve) => {
+      const done = () => {
+        this.handlerDone = undefined
+        this.clock.clearTimeout(timer)
+        resolve()
+      }
+      const timer = this.clock.setTimeout(done, this.env.stopGraceMs)
+      this.handlerDone = done
+    })
+  }
+
+  private armIdle(delayMs: number): void {
+    this.idleTimer = this.clock.setTimeout(() => this.checkIdle(), delayMs)
+  }
+
+  // One timer per actor, re-armed lazily, instead of one clearTimeout/setTimeout pair per message.
+  private checkIdle(): void {
+    this.idleTimer = undefined
+    const idleStopMs = this.def.idleStopMs
+    if (this.phase === 'stopped' || idleStopMs === undefined) return
+    try {
+      const idleForMs = this.clock.now() - this.lastActivityAt
+      const quiet = this.phase === 'running' && this.inFlight === 0
+      if (quiet && idleForMs >= idleStopMs) {
+        void this.stop('idle')
+        return
+      }
+      this.armIdle(quiet ? idleStopMs - idleForMs : idleStopMs)
+    } catch (error) {
+      this.env.markDegraded(`idle check of ${this.path} failed: ${describeError(error)}`)
+    }
+  }
+}

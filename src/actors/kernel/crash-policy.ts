@@ -1,0 +1,111 @@
+import type { ActorCell } from './cell'
+import { describeError } from './errors'
+import type { NactSupervisionCtx } from './nact-binding'
+import { backoffDelayMs } from './policy'
+
+type Decision = symbol | Promise<symbol>
+
+function typeOfMessage(msg: unknown): string | undefined {
+  const type = typeof msg === 'object' && msg !== null ? (msg as { type?: unknown }).type : undefined
+  return typeof type === 'string' ? type : undefined
+}
+
+/**
+ * nact's onCrash for every actor. It must never throw nor return a rejecting promise: nact awaits it
+ * without a catch, and the unhandled rejection ends the process. It only ever answers stop, reset or
+ * resume: anything else makes nact escalate to the kind supervisor, and an escalated child that gets
+ * `resume` is stuck forever. The failing message is dropped (nact never retries it). Everything is decided
+ * synchronously; only the wait before a restart is asynchronous.
+ */
+export function decideOnCrash<S, M extends { type: string }>(
+  cell: ActorCell<S, M>,
+  msg: unknown,
+  error: unknown,
+  nctx: NactSupervisionCtx,
+): Decision {
+  try {
+    cell.env.emit({ type: 'crashed', path: cell.path, kind: cell.kind, error, msgType: typeOfMessage(msg) })
+    if (cell.phase === 'stopped') return nctx.stop
+    // Temporary (Erlang's restart type): a crash ends the actor, the way a socket ending ends a connection;
+    // the budget is not consulted and nothing counts against the kind, since a client can cause these.
+    if (cell.policy.mode === 'temporary') {
+      void cell.stop('gave-up')
+      return nctx.stop
+    }
+    return restartOrGiveUp(cell, nctx)
+  } catch (failure) {
+    return failSafe(cell, failure, nctx)
+  }
+}
+
+function restartOrGiveUp<S, M extends { type: string }>(cell: ActorCell<S, M>, nctx: NactSupervisionCtx): Decision {
+  const { env, policy } = cell
+  const now = env.clock.now()
+  const failures = cell.failures.record(now, policy.windowMs, policy.maxRestarts + 1)
+  if (failures > policy.maxRestarts) {
+    env.emit({ type: 'gave-up', path: cell.path, kind: cell.kind, failures })
+    void cell.stop('gave-up')
+    env.onGaveUp(cell)
+    return nctx.stop
+  }
+  if (now - cell.runningSince >= policy.resetAfterMs) cell.attempt = 0
+  cell.attempt++
+  const u = env.random()
+  const delayMs = backoffDelayMs(policy.backoff, cell.attempt, Number.isFinite(u) ? Math.min(1, Math.max(0, u)) : 0)
+  env.emit({ type: 'backoff', path: cell.path, kind: cell.kind, delayMs, attempt: cell.attempt })
+  cell.phase = 'backoff'
+  cell.runningSince = Number.POSITIVE_INFINITY
+  return waitThenRestart(cell, delayMs, nctx)
+}
+
+function waitThenRestart<S, M extends { type: string }>(
+  cell: ActorCell<S, M>,
+  delayMs: number,
+  nctx: NactSupervisionCtx,
+): Promise<symbol> {
+  const { clock } = cell.env
+  let decide!: (decision: Decision) => void
+  const decision = new Promise<symbol>((resolve) => {
+    decide = resolve
+  })
+  const timer = clock.setTimeout(() => decide(restartNow(cell, nctx)), delayMs)
+  cell.backoff = {
+    cancel: () => {
+      clock.clearTimeout(timer)
+      decide(nctx.stop)
+    },
+  }
+  return decision
+}
+
+/** An init that throws on restart is one more crash: it counts in the window and backs off again. */
+function restartNow<S, M extends { type: string }>(cell: ActorCell<S, M>, nctx: NactSupervisionCtx): Decision {
+  try {
+    cell.backoff = undefined
+    if (cell.phase === 'stopped') return nctx.stop
+    cell.restart(cell.def.init(cell.ctx))
+    cell.env.emit({ type: 'restarted', path: cell.path, kind: cell.kind })
+    return nctx.reset
+  } catch (error) {
+    return decideOnCrash(cell, undefined, error, nctx)
+  }
+}
+
+/** Supervision itself failed (a throwing clock or random): stop the actor, mark degraded, keep the process. */
+function failSafe<S, M extends { type: string }>(
+  cell: ActorCell<S, M>,
+  failure: unknown,
+  nctx: NactSupervisionCtx,
+): symbol {
+  try {
+    cell.env.markDegraded(`supervision of ${cell.path} failed: ${describeError(failure)}`)
+  } catch {
+    // the bus never throws; this only keeps the promise to nact that onCrash never does
+  }
+  try {
+    void cell.stop('gave-up')
+  } catch {
+    // returning stop still ends the nact actor
+  }
+  return nctx.stop
+}

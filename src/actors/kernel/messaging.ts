@@ -1,0 +1,71 @@
+import { ActorStoppedError, AskTimeoutError, InvalidMessageError, MailboxFullError } from './errors'
+import type { ActorPath, Clock, TypedRef } from './types'
+
+export type Admission = 'accepted' | 'stopped' | 'full' | 'invalid'
+
+/** What a ref leads to: the actor cell, seen only through what tell and ask need. */
+export interface RefTarget {
+  readonly path: ActorPath
+  readonly clock: Clock
+  /** fail callbacks of asks still waiting; the cell rejects them all once it has stopped */
+  readonly pendingAsks: Set<(error: Error) => void>
+  admit(msg: unknown): Admission
+}
+
+// A ref is a plain frozen { path }; the link to its cell lives here so nobody can forge or reach into it.
+const targets = new WeakMap<object, RefTarget>()
+
+export function bindRef<M>(target: RefTarget): TypedRef<M> {
+  const ref = Object.freeze({ path: target.path }) as unknown as TypedRef<M>
+  targets.set(ref, target)
+  return ref
+}
+
+/** false when the actor is stopped/unknown, its mailbox (or restart stash) is full, or msg has no type */
+export function tell<M>(ref: TypedRef<M>, msg: NoInfer<M>): boolean {
+  return targets.get(ref)?.admit(msg) === 'accepted'
+}
+
+function admissionError(path: ActorPath, outcome: Exclude<Admission, 'accepted'>): Error {
+  if (outcome === 'full') return new MailboxFullError(path)
+  if (outcome === 'invalid') return new InvalidMessageError(path)
+  return new ActorStoppedError(path)
+}
+
+/**
+ * The reply callback travels inside the message, so a reply can only reach the promise that made it
+ * (nact's query keys replies by a 32-bit random id and misroutes at ~1e5 in flight). Calls after the first
+ * reply, or after the timeout, are ignored.
+ *
+ * `const M`: without it TypeScript widens the `type` literal of the object the callback returns to string
+ * (a bare type parameter as a callback's return type) and `ask(ref, (reply) => ({ type: 'Get', reply }))`
+ * fails to compile. M is then the literal message type, which the ref must accept (contravariance).
+ * R comes from explicit type arguments or the surrounding return type, else it is unknown.
+ */
+export function ask<const M extends { type: string }, R>(
+  ref: TypedRef<M>,
+  build: (reply: (r: R) => void) => M,
+  timeoutMs: number,
+): Promise<R> {
+  const target = targets.get(ref)
+  if (target === undefined) return Promise.reject(new ActorStoppedError(ref.path))
+  if (!(timeoutMs > 0)) return Promise.reject(new RangeError(`ask timeoutMs must be > 0, got ${timeoutMs}`))
+  return new Promise<R>((resolve, reject) => {
+    let settled = false
+    let timer: unknown
+    const settle = (finish: () => void) => {
+      if (settled) return
+      settled = true
+      target.clock.clearTimeout(timer)
+      target.pendingAsks.delete(fail)
+      finish()
+    }
+    const fail = (error: Error) => settle(() => reject(error))
+    const msg = build((r) => settle(() => resolve(r)))
+    if (settled) return
+    target.pendingAsks.add(fail)
+    timer = target.clock.setTimeout(() => fail(new AskTimeoutError(ref.path, timeoutMs)), timeoutMs)
+    const outcome = target.admit(msg)
+    if (outcome !== 'accepted') fail(admissionError(ref.path, outcome))
+  })
+}

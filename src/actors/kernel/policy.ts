@@ -1,0 +1,49 @@
+import type { SupervisionPolicy } from './types'
+
+/** DESIGN §3 defaults; a Redis subscriber bridge overrides backoff to 1 s → 30 s. */
+export const defaultPolicy: Readonly<SupervisionPolicy> = Object.freeze({
+  mode: 'permanent',
+  maxRestarts: 5,
+  windowMs: 60_000,
+  backoff: Object.freeze({ minMs: 100, maxMs: 30_000, jitter: 0.2 }),
+  resetAfterMs: 30_000,
+  stashCapacity: 1000,
+})
+
+export const DEFAULT_MAILBOX_CAPACITY = 10_000
+
+export function resolvePolicy(partial: Partial<SupervisionPolicy> = {}): SupervisionPolicy {
+  const policy = { ...defaultPolicy, ...partial, backoff: { ...defaultPolicy.backoff, ...partial.backoff } }
+  const { backoff } = policy
+  const counts = [policy.maxRestarts, policy.stashCapacity]
+  const durations = [policy.windowMs, policy.resetAfterMs, backoff.minMs, backoff.maxMs, backoff.jitter]
+  if (!counts.every((n) => Number.isInteger(n) && n >= 0) || !durations.every((n) => Number.isFinite(n) && n >= 0)) {
+    throw new RangeError(`invalid supervision policy: ${JSON.stringify(policy)}`)
+  }
+  if (backoff.maxMs < backoff.minMs) throw new RangeError('backoff.maxMs must be >= backoff.minMs')
+  return policy
+}
+
+// 2^52·minMs is finite; an uncapped exponent reaches Infinity, and 0·Infinity is NaN when minMs is 0.
+const MAX_EXPONENT = 52
+
+/** attempt is 1-based; u is the injected random draw in [0, 1]. */
+export function backoffDelayMs(backoff: SupervisionPolicy['backoff'], attempt: number, u: number): number {
+  const exponent = Math.min(MAX_EXPONENT, Math.max(0, attempt - 1))
+  const base = Math.min(backoff.maxMs, backoff.minMs * 2 ** exponent)
+  return Math.min(backoff.maxMs, base * (1 + u * backoff.jitter))
+}
+
+/** Sliding window of failure times: a failure counts while less than windowMs old. */
+export class FailureWindow {
+  private readonly times: number[] = []
+
+  /** records a failure at now and returns how many fall in the window */
+  record(now: number, windowMs: number, keep: number): number {
+    this.times.push(now)
+    while (this.times.length > 0 && (now - this.times[0]! >= windowMs || this.times.length > keep)) {
+      this.times.shift()
+    }
+    return this.times.length
+  }
+}

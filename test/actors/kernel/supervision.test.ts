@@ -1,0 +1,233 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { ask, createKernel, type Kernel, type TypedRef, tell } from '../../../src/actors/kernel'
+import { newProbeLog, type ProbeLog, type ProbeMsg, probe, quickBackoff } from './fixtures'
+import { type EventLog, recordEvents, settle, waitFor } from './harness'
+import { ManualClock } from './manual-clock'
+
+let kernel: Kernel
+let clock: ManualClock
+let events: EventLog
+
+function start(random: () => number = () => 0): void {
+  clock = new ManualClock()
+  kernel = createKernel({ clock, random })
+  events = recordEvents(kernel)
+}
+
+afterEach(async () => {
+  await kernel.shutdown()
+})
+
+/** crashes the actor once and returns the backoff delay it announced (undefined if it gave up instead) */
+async function crash(ref: TypedRef<ProbeMsg>): Promise<number | undefined> {
+  const crashes = events.of('crashed', ref.path).length
+  tell(ref, { type: 'Boom' })
+  await events.waitFor('crashed', ref.path, crashes + 1)
+  return events.of('backoff', ref.path)[crashes]?.delayMs
+}
+
+async function crashAndRestart(ref: TypedRef<ProbeMsg>): Promise<number> {
+  const restarts = events.of('restarted', ref.path).length
+  const delayMs = await crash(ref)
+  if (delayMs === undefined) throw new Error('gave up instead of backing off')
+  clock.advance(delayMs)
+  await events.waitFor('restarted', ref.path, restarts + 1)
+  return delayMs
+}
+
+function items(ref: TypedRef<ProbeMsg>): Promise<number[]> {
+  return ask<ProbeMsg, number[]>(ref, (reply) => ({ type: 'Get', reply }), 10_000)
+}
+
+function spawnProbe(path: string, log: ProbeLog, policy = quickBackoff): TypedRef<ProbeMsg> {
+  return kernel.spawn(path, probe(log, { policy }))
+}
+
+describe('restarting a permanent actor', () => {
+  it('drops the failing message, waits minMs, then restarts with fresh state and keeps the queue', async () => {
+    start()
+    const log = newProbeLog()
+    const ref = spawnProbe('probe/p', log)
+    tell(ref, { type: 'Push', n: 1 })
+    tell(ref, { type: 'Boom' })
+    tell(ref, { type: 'Push', n: 2 })
+    await events.waitFor('backoff', 'probe/p')
+    expect(events.of('crashed')[0]).toMatchObject({ path: 'probe/p', kind: 'probe', msgType: 'Boom' })
+    expect(events.of('backoff')[0]).toEqual({ type: 'backoff', path: 'probe/p', kind: 'probe', delayMs: 100, attempt: 1 })
+    clock.advance(99)
+    await settle()
+    expect(events.of('restarted')).toHaveLength(0)
+    expect(log.handled).toEqual([1])
+    clock.advance(1)
+    await events.waitFor('restarted', 'probe/p')
+    expect(await items(ref)).toEqual([2])
+    expect(log.inits).toBe(2)
+  })
+
+  it('treats a rejected promise from handle as a crash', async () => {
+    start()
+    const ref = spawnProbe('probe/r', newProbeLog())
+    tell(ref, { type: 'Reject' })
+    await events.waitFor('backoff', 'probe/r')
+    expect(events.of('crashed')[0]).toMatchObject({ msgType: 'Reject', error: new Error('rejected') })
+  })
+
+  it('treats an init that throws on restart as one more crash and backs off again', async () => {
+    start()
+    let inits = 0
+    const ref = kernel.spawn<number, ProbeMsg>('flaky/1', {
+      kind: 'flaky',
+      policy: quickBackoff,
+      init: () => {
+        inits++
+        if (inits === 2) throw new Error('init failed')
+        return inits
+      },
+      handle: (state, msg) => {
+        if (msg.type === 'Boom') throw new Error('boom')
+        if (msg.type === 'Get') msg.reply([state])
+        return state
+      },
+    })
+    tell(ref, { type: 'Boom' })
+    await events.waitFor('backoff', 'flaky/1')
+    clock.advance(100)
+    await events.waitFor('backoff', 'flaky/1', 2)
+    expect(events.of('crashed').map((e) => e.msgType)).toEqual(['Boom', undefined])
+    expect(events.of('backoff').map((e) => e.attempt)).toEqual([1, 2])
+    clock.advance(200)
+    await events.waitFor('restarted', 'flaky/1')
+    expect(await ask<ProbeMsg, number[]>(ref, (reply) => ({ type: 'Get', reply }), 1000)).toEqual([3])
+  })
+})
+
+describe('backoff delay', () => {
+  const policy = { maxRestarts: 100, backoff: { minMs: 100, maxMs: 1000, jitter: 0.5 } }
+
+  it('is min(maxMs, minMs·2^(attempt−1)) when the random draw is 0', async () => {
+    start(() => 0)
+    const ref = spawnProbe('probe/u0', newProbeLog(), policy)
+    const delays: number[] = []
+    for (let i = 0; i < 6; i++) delays.push(await crashAndRestart(ref))
+    expect(delays).toEqual([100, 200, 400, 800, 1000, 1000])
+    expect(events.of('backoff').map((e) => e.attempt)).toEqual([1, 2, 3, 4, 5, 6])
+  })
+
+  it('is that times (1 + jitter), still capped at maxMs, when the random draw is 1', async () => {
+    start(() => 1)
+    const ref = spawnProbe('probe/u1', newProbeLog(), policy)
+    const delays: number[] = []
+    for (let i = 0; i < 6; i++) delays.push(await crashAndRestart(ref))
+    expect(delays).toEqual([150, 300, 600, 1000, 1000, 1000])
+  })
+
+  it('starts again at attempt 1 only after resetAfterMs without a crash', async () => {
+    start()
+    const ref = spawnProbe('probe/reset', newProbeLog(), { ...quickBackoff, resetAfterMs: 5000 })
+    expect(await crashAndRestart(ref)).toBe(100)
+    clock.advance(4999)
+    expect(await crashAndRestart(ref)).toBe(200)
+    clock.advance(5000)
+    expect(await crashAndRestart(ref)).toBe(100)
+    expect(events.of('backoff').map((e) => e.attempt)).toEqual([1, 2, 1])
+  })
+})
+
+describe('giving up', () => {
+  it('stops the actor after maxRestarts + 1 crashes within windowMs', async () => {
+    start()
+    const log = newProbeLog()
+    const ref = spawnProbe('probe/g', log, { ...quickBackoff, maxRestarts: 2, windowMs: 10_000 })
+    await crashAndRestart(ref)
+    await crashAndRestart(ref)
+    tell(ref, { type: 'Push', n: 2 })
+    expect(await crash(ref)).toBeUndefined()
+    await events.waitFor('stopped', 'probe/g')
+    expect(events.of('gave-up')).toEqual([{ type: 'gave-up', path: 'probe/g', kind: 'probe', failures: 3 }])
+    expect(events.of('stopped')).toEqual([{ type: 'stopped', path: 'probe/g', kind: 'probe', reason: 'gave-up' }])
+    expect(log.stopped).toEqual([{ items: [2] }])
+    expect(kernel.exists('probe/g')).toBe(false)
+    expect(tell(ref, { type: 'Push', n: 3 })).toBe(false)
+  })
+
+  it('keeps restarting when the crashes are spread wider than windowMs', async () => {
+    start()
+    const ref = spawnProbe('probe/spread', newProbeLog(), { ...quickBackoff, maxRestarts: 2, windowMs: 1000 })
+    for (let i = 0; i < 6; i++) {
+      await crashAndRestart(ref)
+      clock.advance(1000)
+    }
+    expect(events.of('gave-up')).toHaveLength(0)
+    expect(kernel.exists('probe/spread')).toBe(true)
+  })
+
+  it('marks the kernel degraded when more than maxRestarts actors of one kind give up within windowMs', async () => {
+    start()
+    const policy = { ...quickBackoff, maxRestarts: 1 }
+    const a = spawnProbe('probe/a', newProbeLog(), policy)
+    const b = spawnProbe('probe/b', newProbeLog(), policy)
+    await crashAndRestart(a)
+    await crash(a)
+    expect(kernel.degraded).toBe(false)
+    await crashAndRestart(b)
+    await crash(b)
+    expect(events.of('gave-up').map((e) => e.path)).toEqual(['probe/a', 'probe/b'])
+    expect(events.of('degraded')).toEqual([{ type: 'degraded', reason: expect.stringContaining('probe') }])
+    expect(kernel.degraded).toBe(true)
+    const other = kernel.spawn('other/1', probe(newProbeLog(), { kind: 'other' }))
+    tell(other, { type: 'Push', n: 5 })
+    expect(await items(other)).toEqual([5])
+  })
+})
+
+describe('messages during backoff', () => {
+  it('holds up to stashCapacity, drops the rest as overflow, and replays the held ones in order', async () => {
+    start()
+    const log = newProbeLog()
+    const ref = spawnProbe('probe/stash', log, { ...quickBackoff, stashCapacity: 2 })
+    tell(ref, { type: 'Boom' })
+    tell(ref, { type: 'Push', n: 1 })
+    tell(ref, { type: 'Push', n: 2 })
+    await events.waitFor('backoff', 'probe/stash')
+    expect(tell(ref, { type: 'Push', n: 3 })).toBe(true)
+    expect(tell(ref, { type: 'Push', n: 4 })).toBe(true)
+    expect(tell(ref, { type: 'Push', n: 5 })).toBe(false)
+    expect(kernel.stats('probe/stash')).toEqual({ queued: 4, dropped: 1 })
+    expect(events.of('overflow')).toEqual([{ type: 'overflow', path: 'probe/stash', kind: 'probe', dropped: 1 }])
+    clock.advance(100)
+    await waitFor(() => log.handled.length === 4)
+    expect(log.handled).toEqual([1, 2, 3, 4])
+    expect(await items(ref)).toEqual([1, 2, 3, 4])
+  })
+
+  it('stops without restarting when stopped during backoff, and afterStop sees the last good state', async () => {
+    start()
+    const log = newProbeLog()
+    const ref = spawnProbe('probe/sb', log)
+    tell(ref, { type: 'Push', n: 1 })
+    tell(ref, { type: 'Boom' })
+    await events.waitFor('backoff', 'probe/sb')
+    await kernel.stop('probe/sb')
+    clock.advance(10_000)
+    await settle()
+    expect(events.of('restarted')).toHaveLength(0)
+    expect(events.of('stopped')).toEqual([{ type: 'stopped', path: 'probe/sb', kind: 'probe', reason: 'requested' }])
+    expect(log.stopped).toEqual([{ items: [1] }])
+  })
+})
+
+describe('temporary actors', () => {
+  it('are stopped on their first crash, never restarted', async () => {
+    start()
+    const log = newProbeLog()
+    const ref = kernel.spawn('connection/1', probe(log, { kind: 'connection', policy: { mode: 'temporary' } }))
+    tell(ref, { type: 'Push', n: 1 })
+    tell(ref, { type: 'Boom' })
+    await events.waitFor('stopped', 'connection/1')
+    expect(events.events.map((e) => e.type)).toEqual(['started', 'crashed', 'stopped'])
+    expect(events.of('stopped')[0]?.reason).toBe('gave-up')
+    expect(log.stopped).toEqual([{ items: [1] }])
+    expect(log.inits).toBe(1)
+    expect(tell(ref, { type: 'Push', n: 2 })).toBe(false)
+  })
+})
