@@ -1,0 +1,60 @@
+import Database from 'better-sqlite3'
+import type { CommunityRecord, CommunityStore } from './community-store'
+
+/** Communities on SQLite: one row each, hosts unique across communities (a host picks exactly one tenant). */
+export function openSqliteCommunityStore(file: string): CommunityStore {
+  const db = new Database(file)
+  db.pragma('journal_mode = WAL')
+  db.pragma('busy_timeout = 5000')
+  db.exec(`
+    CREATE TABLE IF NOT EXISTS communities (
+      id TEXT PRIMARY KEY,
+      name TEXT NOT NULL,
+      agents TEXT NOT NULL DEFAULT '[]'
+    );
+    CREATE TABLE IF NOT EXISTS community_hosts (
+      host TEXT PRIMARY KEY,
+      community TEXT NOT NULL REFERENCES communities(id) ON DELETE CASCADE
+    );
+  `)
+  const selectAll = db.prepare('SELECT id, name, agents FROM communities ORDER BY id')
+  const selectHosts = db.prepare('SELECT host, community FROM community_hosts ORDER BY host')
+  const hostOwner = db.prepare('SELECT community FROM community_hosts WHERE host = ?')
+  const upsert = db.prepare(
+    'INSERT INTO communities (id, name, agents) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET name = excluded.name, agents = excluded.agents',
+  )
+  const dropHosts = db.prepare('DELETE FROM community_hosts WHERE community = ?')
+  const addHost = db.prepare('INSERT INTO community_hosts (host, community) VALUES (?, ?)')
+
+  const put = db.transaction((r: CommunityRecord): { ok: true } | { ok: false; error: string } => {
+    for (const h of r.hosts) {
+      const owner = hostOwner.get(h) as { community: string } | undefined
+      if (owner && owner.community !== r.id) return { ok: false, error: `host ${h} is bound to community ${owner.community}` }
+    }
+    upsert.run(r.id, r.name, JSON.stringify(r.agents))
+    dropHosts.run(r.id)
+    for (const h of r.hosts) addHost.run(h, r.id)
+    return { ok: true }
+  })
+
+  return {
+    async list() {
+      const hosts = new Map<string, string[]>()
+      for (const row of selectHosts.all() as { host: string; community: string }[]) {
+        hosts.set(row.community, [...(hosts.get(row.community) ?? []), row.host])
+      }
+      return (selectAll.all() as { id: string; name: string; agents: string }[]).map((row) => ({
+        id: row.id,
+        name: row.name,
+        hosts: hosts.get(row.id) ?? [],
+        agents: JSON.parse(row.agents) as CommunityRecord['agents'],
+      }))
+    },
+    async put(record) {
+      return put(record)
+    },
+    async close() {
+      db.close()
+    },
+  }
+}

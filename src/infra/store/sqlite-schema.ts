@@ -1,0 +1,95 @@
+import type { Database } from 'better-sqlite3'
+
+/**
+ * Schema of the embedded event store. Every row is scoped by `community`, and every index starts with it, so
+ * one tenant's queries never touch another tenant's rows.
+ *
+ * - `events.d_tag`: '' for replaceable kinds, the `d` value for addressable kinds, NULL for the rest; the
+ *   partial index `events_by_address` is the (community, pubkey, kind, d) key that "latest wins" needs.
+ * - `tags`: single-letter tags only (NIP-01 indexes nothing else). `kind` and `created_at` are copied from the
+ *   event so a tag lookup can also narrow by kind and time inside the index, before touching `events`.
+ * - `deleted_ids` / `deleted_addresses`: NIP-09 tombstones, kept after the target is gone so that a later
+ *   arrival of a deleted event answers `deleted` instead of reappearing.
+ */
+const V1 = `
+CREATE TABLE IF NOT EXISTS events (
+  seq INTEGER PRIMARY KEY,
+  community TEXT NOT NULL,
+  id TEXT NOT NULL,
+  pubkey TEXT NOT NULL,
+  kind INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  d_tag TEXT,
+  expires_at INTEGER,
+  raw TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS events_by_id ON events (community, id);
+CREATE INDEX IF NOT EXISTS events_by_time ON events (community, created_at DESC, id);
+CREATE INDEX IF NOT EXISTS events_by_author ON events (community, pubkey, created_at DESC);
+CREATE INDEX IF NOT EXISTS events_by_author_kind ON events (community, pubkey, kind, created_at DESC);
+CREATE INDEX IF NOT EXISTS events_by_kind ON events (community, kind, created_at DESC);
+CREATE INDEX IF NOT EXISTS events_by_address ON events (community, pubkey, kind, d_tag) WHERE d_tag IS NOT NULL;
+
+CREATE TABLE IF NOT EXISTS tags (
+  community TEXT NOT NULL,
+  name TEXT NOT NULL,
+  value TEXT NOT NULL,
+  kind INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  event_seq INTEGER NOT NULL REFERENCES events (seq) ON DELETE CASCADE,
+  PRIMARY KEY (community, name, value, created_at, event_seq)
+) WITHOUT ROWID;
+-- kinds + tag filters (kinds:[1], #t:[x]) read one (value, kind) range newest first
+CREATE INDEX IF NOT EXISTS tags_by_value_kind ON tags (community, name, value, kind, created_at);
+-- the cascade from events looks tags up by event_seq; without this index every delete would scan tags
+CREATE INDEX IF NOT EXISTS tags_by_event ON tags (event_seq);
+
+CREATE TABLE IF NOT EXISTS deleted_ids (
+  community TEXT NOT NULL,
+  event_id TEXT NOT NULL,
+  pubkey TEXT NOT NULL,
+  deleted_at INTEGER NOT NULL,
+  PRIMARY KEY (community, event_id, pubkey)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS deleted_addresses (
+  community TEXT NOT NULL,
+  kind INTEGER NOT NULL,
+  pubkey TEXT NOT NULL,
+  d TEXT NOT NULL,
+  until_created_at INTEGER NOT NULL,
+  PRIMARY KEY (community, kind, pubkey, d)
+) WITHOUT ROWID;
+`
+
+/** MIGRATIONS[i] takes the schema from user_version i to i + 1. Append only; never edit a shipped entry. */
+const MIGRATIONS: readonly string[] = [V1]
+
+export const SCHEMA_VERSION = MIGRATIONS.length
+
+export function applyPragmas(db: Database): void {
+  // WAL lets readers run while one batch commits. synchronous=NORMAL in WAL mode fsyncs only at checkpoints:
+  // a committed transaction survives a process crash (it is in the WAL file the OS already has), but the
+  // last transactions before a power loss or kernel crash may be lost. We accept that trade for group-commit
+  // throughput; synchronous=FULL would fsync on every commit.
+  db.pragma('journal_mode = WAL')
+  db.pragma('synchronous = NORMAL')
+  // another process (a CLI, a backup) may hold the write lock briefly; wait instead of failing at once
+  db.pragma('busy_timeout = 5000')
+  // tags rows go with their event through ON DELETE CASCADE
+  db.pragma('foreign_keys = ON')
+}
+
+/** Idempotent: safe on a fresh file, on an up-to-date one, and when two processes open the file at once. */
+export function migrate(db: Database): void {
+  const step = db.transaction(() => {
+    const current = db.pragma('user_version', { simple: true }) as number
+    if (current > SCHEMA_VERSION) {
+      throw new Error(`database schema version ${current} is newer than this build (${SCHEMA_VERSION})`)
+    }
+    for (let v = current; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v]!)
+    db.pragma(`user_version = ${SCHEMA_VERSION}`)
+  })
+  // IMMEDIATE takes the write lock before reading user_version, so two processes cannot both migrate
+  step.immediate()
+}

@@ -1,0 +1,218 @@
+import { randomUUID } from 'node:crypto'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { type EventStore, StoreError } from '../../../src/infra/store/event-store'
+import type { Filter } from '../../../src/protocols/nip01/filter'
+import { type EventTemplate, makeKeys, type SignedEvent, signEvent, type TestKeys } from '../../support/events'
+import { at, type ContractContext, idsOf, NOW } from './contract-context'
+import { describeDeletionContract, describeReplaceableContract } from './event-store-versions.contract'
+
+/**
+ * The EventStore contract: every backend (SQLite, PostgreSQL) runs these same tests. Each test owns a fresh
+ * community id, so backends that share one database across tests never see each other's rows.
+ */
+
+export interface EventStoreContractOptions {
+  /**
+   * Opens a store whose backend really fails (a trigger, a constraint; no mocks) every write transaction
+   * holding an event whose content contains `marker`. Without it the fault test is skipped.
+   */
+  openWithWriteFault?: (marker: string) => Promise<EventStore>
+  /** committed write transactions so far; without it the group-commit test is skipped */
+  transactionsOf?: (store: EventStore) => number
+}
+
+const alice = makeKeys()
+const bob = makeKeys()
+
+export function describeEventStoreContract(
+  name: string,
+  open: () => Promise<EventStore>,
+  options: EventStoreContractOptions = {},
+): void {
+  describe(`${name} event store`, () => {
+    const ctx = {} as ContractContext
+    beforeEach(async () => {
+      const store = await open()
+      const community = `c-${randomUUID()}`
+      Object.assign(ctx, {
+        store,
+        community,
+        alice,
+        bob,
+        save: (e: SignedEvent, c = community) => store.save(c, e.event, e.raw),
+        query: (filters: Filter[], c = community) => store.query(c, filters, { now: NOW }),
+      })
+    })
+    afterEach(() => ctx.store.close())
+
+    describeBasics(ctx)
+    describeReplaceableContract(ctx)
+    describeDeletionContract(ctx)
+    describeLifecycle(ctx, open, options)
+  })
+}
+
+const note = (keys: TestKeys, t: EventTemplate = {}) => signEvent(keys, { created_at: at(100), ...t })
+
+function describeBasics(ctx: ContractContext): void {
+  describe('storing and querying', () => {
+    it('serves a saved event back with its exact raw JSON', async () => {
+      const e = note(ctx.alice, { content: 'hello', tags: [['t', 'intro']] })
+      expect(await ctx.save(e)).toEqual({ status: 'saved', removedIds: [] })
+      expect(await ctx.query([{ ids: [e.event.id] }])).toEqual([{ event: e.event, raw: e.raw }])
+    })
+
+    it('answers duplicate for an id already stored in the community', async () => {
+      const e = note(ctx.alice)
+      await ctx.save(e)
+      expect(await ctx.save(e)).toEqual({ status: 'duplicate' })
+      expect(await Promise.all([ctx.save(e), ctx.save(e)])).toEqual([{ status: 'duplicate' }, { status: 'duplicate' }])
+    })
+
+    it('treats the same id twice in one batch as saved then duplicate', async () => {
+      const e = note(ctx.alice)
+      const outcomes = await Promise.all([ctx.save(e), ctx.save(e)])
+      expect(outcomes.map((o) => o.status)).toEqual(['saved', 'duplicate'])
+    })
+
+    it('stores the same event once per community and never lets a query cross communities', async () => {
+      const other = `${ctx.community}-other`
+      const shared = note(ctx.alice)
+      const onlyHere = note(ctx.bob)
+      expect((await ctx.save(shared)).status).toBe('saved')
+      expect((await ctx.save(shared, other)).status).toBe('saved')
+      await ctx.save(onlyHere)
+      expect(idsOf(await ctx.query([{}], other))).toEqual([shared.event.id])
+      expect(await ctx.query([{ authors: [ctx.bob.pubkey] }], other)).toEqual([])
+      expect(await ctx.store.count(other, [{}], { now: NOW })).toBe(1)
+    })
+
+    it('matches ids, authors, kinds, since/until and single-letter tags', async () => {
+      const a = note(ctx.alice, { kind: 1, created_at: at(30), tags: [['e', 'x'.repeat(64)], ['p', ctx.bob.pubkey]] })
+      const b = note(ctx.bob, { kind: 7, created_at: at(20), tags: [['t', 'nostr'], ['e', 'x'.repeat(64)]] })
+      const c = note(ctx.bob, { kind: 1, created_at: at(10), tags: [['t', 'other']] })
+      for (const e of [a, b, c]) await ctx.save(e)
+      const ids = async (f: Filter) => idsOf(await ctx.query([f]))
+      expect(await ids({ ids: [a.event.id, c.event.id] })).toEqual([c.event.id, a.event.id])
+      expect(await ids({ authors: [ctx.bob.pubkey] })).toEqual([c.event.id, b.event.id])
+      expect(await ids({ authors: [ctx.bob.pubkey], kinds: [7] })).toEqual([b.event.id])
+      expect(await ids({ kinds: [1] })).toEqual([c.event.id, a.event.id])
+      expect(await ids({ tags: { e: ['x'.repeat(64)] } })).toEqual([b.event.id, a.event.id])
+      expect(await ids({ tags: { p: [ctx.bob.pubkey] } })).toEqual([a.event.id])
+      expect(await ids({ kinds: [7], tags: { t: ['nostr', 'other'] } })).toEqual([b.event.id])
+      expect(await ids({ since: at(20), until: at(10) })).toEqual([c.event.id, b.event.id])
+      expect(await ids({ ids: [] })).toEqual([])
+    })
+
+    it('answers filters with thousands of values', async () => {
+      const e = note(ctx.alice, { tags: [['p', ctx.bob.pubkey]] })
+      await ctx.save(e)
+      const many = (last: string) => [...Array.from({ length: 40_000 }, (_, i) => i.toString(16).padStart(64, '0')), last]
+      const filters: Filter[] = [{ ids: many(e.event.id) }, { authors: many(ctx.alice.pubkey), limit: 5 }]
+      expect(idsOf(await ctx.query(filters))).toEqual([e.event.id])
+      expect(idsOf(await ctx.query([{ tags: { p: many(ctx.bob.pubkey) }, kinds: [1] }]))).toEqual([e.event.id])
+      expect(await ctx.store.count(ctx.community, filters, { now: NOW })).toBe(1)
+    })
+
+    it('orders newest first with ties by lowest id, and applies each filter its own limit', async () => {
+      const same = [1, 2, 3].map((i) => note(ctx.alice, { created_at: at(50), content: `tie ${i}` }))
+      const older = note(ctx.bob, { created_at: at(60), kind: 7 })
+      const newer = note(ctx.bob, { created_at: at(40), kind: 7 })
+      for (const e of [...same, older, newer]) await ctx.save(e)
+      const tied = same.map((e) => e.event.id).sort()
+      expect(idsOf(await ctx.query([{}]))).toEqual([newer.event.id, ...tied, older.event.id])
+      expect(idsOf(await ctx.query([{ authors: [ctx.alice.pubkey], limit: 2 }]))).toEqual(tied.slice(0, 2))
+      const both = await ctx.query([{ kinds: [1], limit: 1 }, { kinds: [7], limit: 1 }, { limit: 0 }])
+      expect(idsOf(both)).toEqual([newer.event.id, tied[0]])
+    })
+
+    it('returns an event matching several values of one tag once, and still fills the limit', async () => {
+      const both = note(ctx.alice, { created_at: at(10), tags: [['t', 'a'], ['t', 'b']] })
+      const onlyA = note(ctx.alice, { created_at: at(20), tags: [['t', 'a']] })
+      for (const e of [both, onlyA]) await ctx.save(e)
+      const got = await ctx.query([{ tags: { t: ['a', 'b'] }, limit: 2 }])
+      expect(idsOf(got)).toEqual([both.event.id, onlyA.event.id])
+    })
+
+    it('never serves an event past its NIP-40 expiration, and does not count it', async () => {
+      const expired = note(ctx.alice, { tags: [['expiration', String(NOW)]] })
+      const live = note(ctx.alice, { tags: [['expiration', String(NOW + 60)]] })
+      await ctx.save(expired)
+      await ctx.save(live)
+      expect(idsOf(await ctx.query([{}]))).toEqual([live.event.id])
+      expect(await ctx.store.query(ctx.community, [{}], { now: NOW + 60 })).toEqual([])
+      expect(await ctx.store.count(ctx.community, [{}], { now: NOW })).toBe(1)
+    })
+
+    it('counts distinct events across overlapping filters, ignoring limits', async () => {
+      const events = [1, 2, 3].map((i) => note(ctx.alice, { content: `${i}`, tags: [['t', 'a'], ['t', 'b']] }))
+      for (const e of events) await ctx.save(e)
+      const filters: Filter[] = [{ tags: { t: ['a', 'b'] }, limit: 1 }, { authors: [ctx.alice.pubkey] }, { kinds: [9] }]
+      expect(await ctx.store.count(ctx.community, filters, { now: NOW })).toBe(3)
+      expect(await ctx.store.count(ctx.community, [{ kinds: [9] }], { now: NOW })).toBe(0)
+    })
+
+    it('refuses an ephemeral kind as a programming error, not an outage', async () => {
+      const e = note(ctx.alice, { kind: 20_001 })
+      const attempt = (async () => ctx.save(e))()
+      await expect(attempt).rejects.toThrow(/ephemeral/)
+      await expect(attempt).rejects.not.toBeInstanceOf(StoreError)
+    })
+  })
+}
+
+function describeLifecycle(ctx: ContractContext, open: () => Promise<EventStore>, o: EventStoreContractOptions): void {
+  describe('group commit and lifecycle', () => {
+    it.runIf(o.transactionsOf)('resolves many concurrent saves, committed in few transactions', async () => {
+      const events = Array.from({ length: 200 }, (_, i) => note(ctx.alice, { content: `burst ${i}` }))
+      const before = o.transactionsOf!(ctx.store)
+      const outcomes = await Promise.all(events.map((e) => ctx.save(e)))
+      expect(outcomes.every((x) => x.status === 'saved')).toBe(true)
+      expect(o.transactionsOf!(ctx.store) - before).toBeLessThanOrEqual(10)
+      expect(await ctx.store.count(ctx.community, [{}], { now: NOW })).toBe(200)
+    })
+
+    it('commits saves still queued when close() is called before answering them', async () => {
+      const events = Array.from({ length: 20 }, (_, i) => note(ctx.alice, { content: `last ${i}` }))
+      const pending = events.map((e) => ctx.save(e))
+      await ctx.store.close()
+      expect((await Promise.all(pending)).every((x) => x.status === 'saved')).toBe(true)
+    })
+
+    it('rejects every call after close() with StoreError; ping answers false', async () => {
+      expect(await ctx.store.ping()).toBe(true)
+      await ctx.store.close()
+      await expect(ctx.save(note(ctx.alice))).rejects.toBeInstanceOf(StoreError)
+      await expect(ctx.query([{}])).rejects.toBeInstanceOf(StoreError)
+      await expect(ctx.store.count(ctx.community, [{}], { now: NOW })).rejects.toBeInstanceOf(StoreError)
+      expect(await ctx.store.ping()).toBe(false)
+    })
+
+    it.runIf(o.openWithWriteFault)('rejects the whole batch of a failed transaction with StoreError and writes none of it', async () => {
+      const faulty = await o.openWithWriteFault!('FAIL-THIS-WRITE')
+      try {
+        const good = [1, 2].map((i) => note(ctx.alice, { content: `innocent ${i}` }))
+        const bad = note(ctx.alice, { content: 'FAIL-THIS-WRITE' })
+        const batch = [good[0]!, bad, good[1]!].map((e) => faulty.save(ctx.community, e.event, e.raw))
+        const settled = await Promise.allSettled(batch)
+        for (const s of settled) {
+          expect(s.status).toBe('rejected')
+          const reason = (s as PromiseRejectedResult).reason
+          expect(reason).toBeInstanceOf(StoreError)
+          expect(reason.cause).toBeDefined()
+        }
+        expect(await faulty.query(ctx.community, [{}], { now: NOW })).toEqual([])
+        // the failure belongs to that batch only: the next one commits
+        expect((await faulty.save(ctx.community, good[0]!.event, good[0]!.raw)).status).toBe('saved')
+      } finally {
+        await faulty.close()
+      }
+    })
+
+    it('opens again on the same backend after a close', async () => {
+      const again = await open()
+      expect(await again.ping()).toBe(true)
+      await again.close()
+    })
+  })
+}

@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest'
+import { createGroupCommit } from '../../../src/infra/store/group-commit'
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+function recorder(opts: { maxItems: number; maxDelayMs: number; commitMs?: number; failOn?: number }) {
+  const batches: number[][] = []
+  let active = 0
+  let overlapped = false
+  const gc = createGroupCommit<number, string>({
+    ...opts,
+    commit: async (batch) => {
+      overlapped ||= active > 0
+      active++
+      if (opts.commitMs) await sleep(opts.commitMs)
+      active--
+      if (opts.failOn !== undefined && batch.includes(opts.failOn)) throw new Error('disk full')
+      batches.push([...batch])
+      return batch.map((n) => `ok ${n}`)
+    },
+    toError: (cause) => new Error('store down', { cause }),
+  })
+  return { gc, batches, overlapped: () => overlapped }
+}
+
+describe('group commit', () => {
+  it('commits as soon as maxItems are queued, without waiting for the delay', async () => {
+    const { gc, batches } = recorder({ maxItems: 3, maxDelayMs: 60_000 })
+    expect(await Promise.all([1, 2, 3].map((n) => gc.submit(n)))).toEqual(['ok 1', 'ok 2', 'ok 3'])
+    expect(batches).toEqual([[1, 2, 3]])
+  })
+
+  it('commits a partial batch after maxDelayMs, and on the next turn when the delay is 0', async () => {
+    for (const maxDelayMs of [0, 5]) {
+      const { gc, batches } = recorder({ maxItems: 100, maxDelayMs })
+      await Promise.all([1, 2].map((n) => gc.submit(n)))
+      expect(batches).toEqual([[1, 2]])
+    }
+  })
+
+  it('commits one batch at a time; what arrives meanwhile shares the next commit', async () => {
+    const { gc, batches, overlapped } = recorder({ maxItems: 2, maxDelayMs: 0, commitMs: 10 })
+    const first = [1, 2].map((n) => gc.submit(n))
+    const later = [3, 4, 5].map((n) => gc.submit(n))
+    await Promise.all([...first, ...later])
+    expect(batches).toEqual([[1, 2], [3, 4], [5]])
+    expect(overlapped()).toBe(false)
+    expect(gc.stats()).toEqual({ transactions: 3, items: 5 })
+  })
+
+  it('rejects every item of a failed batch and only that batch', async () => {
+    const { gc, batches } = recorder({ maxItems: 2, maxDelayMs: 0, failOn: 2 })
+    const settled = await Promise.allSettled([1, 2, 3].map((n) => gc.submit(n)))
+    expect(settled.map((s) => s.status)).toEqual(['rejected', 'rejected', 'fulfilled'])
+    expect((settled[0] as PromiseRejectedResult).reason.cause.message).toBe('disk full')
+    expect(batches).toEqual([[3]])
+    expect(gc.stats()).toEqual({ transactions: 1, items: 1 })
+  })
+
+  it('drain() commits what is queued and waits for the commit in flight', async () => {
+    const { gc, batches } = recorder({ maxItems: 100, maxDelayMs: 60_000, commitMs: 5 })
+    const pending = [1, 2].map((n) => gc.submit(n))
+    await gc.drain()
+    expect(batches).toEqual([[1, 2]])
+    expect(await Promise.all(pending)).toEqual(['ok 1', 'ok 2'])
+  })
+
+  it('picks up a submit made by a resumed submitter while the last batch was finishing', async () => {
+    const { gc, batches } = recorder({ maxItems: 100, maxDelayMs: 0 })
+    const chained = gc.submit(1).then(() => gc.submit(2))
+    expect(await chained).toBe('ok 2')
+    expect(batches).toEqual([[1], [2]])
+  })
+})

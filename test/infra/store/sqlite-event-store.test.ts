@@ -1,0 +1,96 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import { afterAll, describe, expect, it } from 'vitest'
+import type { EventStore } from '../../../src/infra/store/event-store'
+import { openSqliteEventStore, type SqliteEventStore } from '../../../src/infra/store/sqlite-event-store'
+import { SCHEMA_VERSION } from '../../../src/infra/store/sqlite-schema'
+import { makeKeys, signEvent } from '../../support/events'
+import { NOW } from './contract-context'
+import { describeEventStoreContract } from './event-store.contract'
+
+const dir = mkdtempSync(join(tmpdir(), 'apiary-sqlite-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+let files = 0
+const freshFile = () => join(dir, `events-${++files}.db`)
+
+const openFile = async (file = freshFile()) =>
+  openSqliteEventStore({ file, groupCommitMaxEvents: 64, groupCommitMaxDelayMs: 2 })
+
+/** A real failure: a second connection installs a trigger that aborts any insert carrying the marker. */
+async function openWithWriteFault(marker: string): Promise<EventStore> {
+  const file = freshFile()
+  const store = await openFile(file)
+  // DDL takes no bound parameters; the marker is spliced in, so it must be a plain word
+  if (!/^[A-Za-z-]+$/.test(marker)) throw new Error(`unsafe marker ${marker}`)
+  const admin = new Database(file)
+  admin.exec(`CREATE TRIGGER fail_marked BEFORE INSERT ON events WHEN instr(NEW.raw, '${marker}') > 0
+    BEGIN SELECT RAISE(ABORT, 'injected write failure'); END`)
+  admin.close()
+  return store
+}
+
+const transactionsOf = (s: EventStore) => (s as SqliteEventStore).stats().transactions
+
+describeEventStoreContract(
+  'SQLite :memory:',
+  async () => openSqliteEventStore({ file: ':memory:', groupCommitMaxEvents: 64, groupCommitMaxDelayMs: 0 }),
+  { transactionsOf },
+)
+
+describeEventStoreContract('SQLite file', () => openFile(), { transactionsOf, openWithWriteFault })
+
+describe('SQLite event store file', () => {
+  const alice = makeKeys()
+
+  it('keeps saves that close() committed: reopening the file serves them', async () => {
+    const file = freshFile()
+    const store = await openFile(file)
+    const events = Array.from({ length: 10 }, (_, i) => signEvent(alice, { created_at: NOW - i }))
+    const pending = events.map((e) => store.save('c', e.event, e.raw))
+    await store.close()
+    await Promise.all(pending)
+    const reopened = await openFile(file)
+    expect(await reopened.count('c', [{}], { now: NOW })).toBe(10)
+    await reopened.close()
+  })
+
+  it('runs in WAL mode with synchronous=NORMAL at the current schema version, however often opened', async () => {
+    const file = freshFile()
+    for (let i = 0; i < 2; i++) await (await openFile(file)).close()
+    const db = new Database(file, { readonly: true })
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal')
+    expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION)
+    db.close()
+    const store = openSqliteEventStore({ file, groupCommitMaxEvents: 1, groupCommitMaxDelayMs: 0 })
+    expect(await store.ping()).toBe(true)
+    await store.close()
+  })
+
+  it('commits one transaction per event when groupCommitMaxEvents is 1', async () => {
+    const store = openSqliteEventStore({ file: ':memory:', groupCommitMaxEvents: 1, groupCommitMaxDelayMs: 50 })
+    const events = Array.from({ length: 5 }, (_, i) => signEvent(alice, { content: `${i}` }))
+    await Promise.all(events.map((e) => store.save('c', e.event, e.raw)))
+    expect(store.stats()).toEqual({ transactions: 5, events: 5 })
+    await store.close()
+  })
+
+  it('logs a failed write transaction with its cause', async () => {
+    const file = freshFile()
+    const logged: object[] = []
+    const store = openSqliteEventStore({
+      file,
+      groupCommitMaxEvents: 8,
+      groupCommitMaxDelayMs: 0,
+      log: { error: (obj) => logged.push(obj) },
+    })
+    const admin = new Database(file)
+    admin.exec('DROP TABLE deleted_ids')
+    admin.close()
+    const e = signEvent(alice, { kind: 5, tags: [['e', 'f'.repeat(64)]] })
+    await expect(store.save('c', e.event, e.raw)).rejects.toMatchObject({ code: 'APIARY_STORE_UNAVAILABLE' })
+    expect(logged).toEqual([expect.objectContaining({ batchSize: 1, err: expect.any(Error) })])
+    await store.close()
+  })
+})
