@@ -1,0 +1,173 @@
+// State: the community's live-subscription index, the recent-id guard and counters.
+// Messages: CommunityMsg (publish, subscribe, count, disconnect, stats) and Saved (a store commit came back).
+// Crash policy: permanent with backoff — all state is rebuilt from the store and from clients re-subscribing.
+
+import type { Logger } from '../../infra/log'
+import type { Metrics } from '../../infra/metrics'
+import type { CommunityRecord } from '../../infra/store/community-store'
+import type { EventStore } from '../../infra/store/event-store'
+import { canRead } from '../../protocols/dm-access'
+import type { Limits } from '../../protocols/limits'
+import type { VerifiedEvent } from '../../protocols/nip01/event'
+import { effectiveLimit } from '../../protocols/nip01/filter'
+import { KIND_AUTH, kindClass } from '../../protocols/nip01/kinds'
+import { eoseFrame, eventFrame } from '../../protocols/nip01/relay-message'
+import { isExpired } from '../../protocols/nip40'
+import { reason } from '../../protocols/reasons'
+import { assertNever } from '../../protocols/result'
+import { type ActorContext, type ActorDef, tell } from '../kernel'
+import type { CommunityMsg, PublishOutcome } from './messages'
+import { planReadableCount } from './readable-count'
+import { RecentIds } from './recent-ids'
+import { SubscriptionIndex } from './subscription-index'
+
+export interface CommunityDeps {
+  record: CommunityRecord
+  store: EventStore
+  limits: Limits
+  nowSeconds: () => number
+  metrics: Metrics
+  log: Logger
+}
+
+interface CommunityState {
+  index: SubscriptionIndex
+  recent: RecentIds
+  accepted: number
+}
+
+type Ctx = ActorContext<CommunityMsg>
+
+export const communityPath = (id: string) => `community/${id}`
+
+export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, CommunityMsg> {
+  return {
+    kind: 'community',
+    init: () => ({ index: new SubscriptionIndex(), recent: new RecentIds(10_000), accepted: 0 }),
+    handle: (state, msg, ctx) => handle(state, msg, ctx, deps),
+    mailboxCapacity: 100_000,
+    policy: { mode: 'permanent' },
+  }
+}
+
+async function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: CommunityDeps): Promise<CommunityState> {
+  switch (msg.type) {
+    case 'Publish':
+      return onPublish(state, msg, ctx, deps)
+    case 'Saved':
+      return onSaved(state, msg, deps)
+    case 'Subscribe':
+      return onSubscribe(state, msg, deps)
+    case 'Unsubscribe':
+      state.index.remove(msg.connId, msg.subId)
+      return state
+    case 'Count':
+      return onCount(state, msg, deps)
+    case 'Disconnect':
+      state.index.removeConnection(msg.connId)
+      return state
+    case 'Stats':
+      msg.reply({ id: deps.record.id, subscriptions: state.index.size, connections: state.index.connections, eventsAccepted: state.accepted })
+      return state
+    default:
+      return assertNever(msg)
+  }
+}
+
+function onPublish(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Publish' }>, ctx: Ctx, deps: CommunityDeps) {
+  const { event, raw, reply } = msg
+  // NIP-42: AUTH events travel in AUTH messages only and are never stored or relayed.
+  if (event.kind === KIND_AUTH) return refuse(state, reply, reason('invalid', 'kind 22242 is only accepted in AUTH messages'))
+  if (isExpired(event, deps.nowSeconds())) return refuse(state, reply, reason('invalid', 'event has expired'))
+  // The inbound guard answers resends cheaply; the store stays authoritative for everything it forgot.
+  if (state.recent.has(event.id)) {
+    reply({ accepted: true, message: reason('duplicate', 'already have this event') })
+    return state
+  }
+  if (kindClass(event.kind) === 'ephemeral') {
+    fanOut(state, event, raw, deps)
+    reply({ accepted: true, message: '' })
+    return state
+  }
+  const end = deps.metrics.storeLatency.startTimer({ op: 'save' })
+  deps.store.save(deps.record.id, event, raw).then(
+    (outcome) => {
+      end()
+      if (!tell(ctx.self, { type: 'Saved', event, raw, outcome, reply })) reply(savedButUnannounced())
+    },
+    (error: unknown) => {
+      end()
+      deps.log.error({ err: error, community: deps.record.id, eventId: event.id }, 'store save failed')
+      if (!tell(ctx.self, { type: 'Saved', event, raw, outcome: { status: 'error' }, reply }))
+        reply({ accepted: false, message: reason('error', 'could not store the event') })
+    },
+  )
+  return state
+}
+
+/** The commit happened but this actor is gone (restarting): the event is stored, so OK true is the truth. */
+const savedButUnannounced = (): PublishOutcome => ({ accepted: true, message: '' })
+
+function refuse(state: CommunityState, reply: (o: PublishOutcome) => void, message: PublishOutcome['message']) {
+  reply({ accepted: false, message } as PublishOutcome)
+  return state
+}
+
+function onSaved(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Saved' }>, deps: CommunityDeps) {
+  const { event, raw, outcome, reply } = msg
+  switch (outcome.status) {
+    case 'saved':
+      state.recent.add(event.id)
+      state.accepted++
+      fanOut(state, event, raw, deps)
+      reply({ accepted: true, message: '' })
+      return state
+    case 'duplicate':
+      state.recent.add(event.id)
+      reply({ accepted: true, message: reason('duplicate', 'already have this event') })
+      return state
+    case 'superseded':
+      return refuse(state, reply, reason('duplicate', 'a newer version of this event is already stored'))
+    case 'deleted':
+      return refuse(state, reply, reason('blocked', 'this event was deleted by its author'))
+    case 'error':
+      return refuse(state, reply, reason('error', 'could not store the event'))
+    default:
+      return assertNever(outcome)
+  }
+}
+
+/** Live delivery: one frame per matching subscription, built from the stored raw JSON by concatenation. */
+function fanOut(state: CommunityState, event: VerifiedEvent, raw: string, deps: CommunityDeps) {
+  let delivered = 0
+  for (const sub of state.index.match(event)) {
+    if (!canRead(event, sub.conn.authed)) continue
+    if (sub.conn.queue.push(eventFrame(sub.subId, raw))) delivered++
+  }
+  if (delivered) deps.metrics.fanoutDeliveries.inc(delivered)
+}
+
+async function onSubscribe(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Subscribe' }>, deps: CommunityDeps) {
+  const { conn, subId, filters } = msg
+  const clamped = filters.map((f) => ({ ...f, limit: effectiveLimit(f, deps.limits) }))
+  const end = deps.metrics.storeLatency.startTimer({ op: 'query' })
+  const stored = await deps.store.query(deps.record.id, clamped, { now: deps.nowSeconds() })
+  end()
+  for (const s of stored) {
+    if (canRead(s.event, conn.authed)) conn.queue.push(eventFrame(subId, s.raw))
+  }
+  conn.queue.push(eoseFrame(subId))
+  state.index.add(conn, subId, filters)
+  return state
+}
+
+async function onCount(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Count' }>, deps: CommunityDeps) {
+  const plan = planReadableCount(msg.filters, msg.conn.authed)
+  const opts = { now: deps.nowSeconds() }
+  const id = deps.record.id
+  const all = await deps.store.count(id, plan.all, opts)
+  const dm = plan.dm.length ? await deps.store.count(id, plan.dm, opts) : 0
+  const readable = plan.dmReadable.length ? await deps.store.count(id, plan.dmReadable, opts) : 0
+  msg.reply(all - dm + readable)
+  return state
+}

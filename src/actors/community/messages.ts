@@ -1,0 +1,24 @@
+import type { SaveOutcome } from '../../infra/store/event-store'
+import type { VerifiedEvent } from '../../protocols/nip01/event'
+import type { Filter } from '../../protocols/nip01/filter'
+import type { Reason } from '../../protocols/reasons'
+import type { ConnView } from './subscription-index'
+
+/** The answer to a publish: what the OK frame says. `message` is '' or a prefixed reason. */
+export type PublishOutcome = { accepted: true; message: '' | Reason } | { accepted: false; message: Reason }
+
+export interface CommunityStats {
+  id: string
+  subscriptions: number
+  connections: number
+  eventsAccepted: number
+}
+
+export type CommunityMsg =
+  | { type: 'Publish'; event: VerifiedEvent; raw: string; reply: (o: PublishOutcome) => void }
+  | { type: 'Saved'; event: VerifiedEvent; raw: string; outcome: SaveOutcome | { status: 'error' }; reply: (o: PublishOutcome) => void }
+  | { type: 'Subscribe'; conn: ConnView; subId: string; filters: Filter[] }
+  | { type: 'Unsubscribe'; connId: string; subId: string }
+  | { type: 'Count'; conn: ConnView; subId: string; filters: Filter[]; reply: (count: number | Reason) => void }
+  | { type: 'Disconnect'; connId: string }
+  | { type: 'Stats'; reply: (s: CommunityStats) => void }

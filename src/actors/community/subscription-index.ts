@@ -1,0 +1,116 @@
+import type { OutboundQueue } from '../../infra/ws/outbound-queue'
+import type { NostrEvent } from '../../protocols/nip01/event'
+import { type Filter, matchFilter } from '../../protocols/nip01/filter'
+
+/** What a community needs to know of a connection to deliver to it (owned and mutated by the connection). */
+export interface ConnView {
+  readonly id: string
+  readonly queue: OutboundQueue
+  readonly authed: ReadonlySet<string>
+}
+
+export interface Subscription {
+  conn: ConnView
+  subId: string
+  filters: Filter[]
+}
+
+interface Entry {
+  sub: Subscription
+  filter: Filter
+}
+
+/**
+ * Maps an event to the subscriptions it matches without scanning every filter (DESIGN §5). Each filter is
+ * filed under one key — its most selective field (ids, then authors, then one tag, then kinds) — and an
+ * event looks up only the keys it carries; candidates are then checked with the reference matcher.
+ */
+export class SubscriptionIndex {
+  private readonly byKey = new Map<string, Set<Entry>>()
+  private readonly wildcard = new Set<Entry>()
+  private readonly subs = new Map<string, Map<string, { sub: Subscription; entries: [string | null, Entry][] }>>()
+
+  get size(): number {
+    let n = 0
+    for (const m of this.subs.values()) n += m.size
+    return n
+  }
+
+  get connections(): number {
+    return this.subs.size
+  }
+
+  add(conn: ConnView, subId: string, filters: Filter[]): void {
+    this.remove(conn.id, subId)
+    const sub: Subscription = { conn, subId, filters }
+    const entries: [string | null, Entry][] = []
+    for (const filter of filters) {
+      const entry = { sub, filter }
+      const keys = keysOfFilter(filter)
+      if (keys === null) {
+        this.wildcard.add(entry)
+        entries.push([null, entry])
+        continue
+      }
+      for (const k of keys) {
+        const set = this.byKey.get(k) ?? new Set<Entry>()
+        this.byKey.set(k, set)
+        set.add(entry)
+        entries.push([k, entry])
+      }
+    }
+    const perConn = this.subs.get(conn.id) ?? new Map()
+    this.subs.set(conn.id, perConn)
+    perConn.set(subId, { sub, entries })
+  }
+
+  remove(connId: string, subId: string): void {
+    const perConn = this.subs.get(connId)
+    const found = perConn?.get(subId)
+    if (!perConn || !found) return
+    for (const [k, entry] of found.entries) {
+      if (k === null) this.wildcard.delete(entry)
+      else {
+        const set = this.byKey.get(k)
+        set?.delete(entry)
+        if (set && set.size === 0) this.byKey.delete(k)
+      }
+    }
+    perConn.delete(subId)
+    if (perConn.size === 0) this.subs.delete(connId)
+  }
+
+  removeConnection(connId: string): void {
+    const perConn = this.subs.get(connId)
+    if (!perConn) return
+    for (const subId of [...perConn.keys()]) this.remove(connId, subId)
+  }
+
+  /** Every subscription with at least one filter matching `e`, each once. */
+  match(e: NostrEvent): Subscription[] {
+    const out = new Set<Subscription>()
+    const consider = (set: Set<Entry> | undefined) => {
+      if (!set) return
+      for (const entry of set) if (!out.has(entry.sub) && matchFilter(entry.filter, e)) out.add(entry.sub)
+    }
+    consider(this.byKey.get(`i:${e.id}`))
+    consider(this.byKey.get(`a:${e.pubkey}`))
+    consider(this.byKey.get(`k:${e.kind}`))
+    for (const t of e.tags) {
+      if (t[0] !== undefined && t[0].length === 1 && t[1] !== undefined) consider(this.byKey.get(`t:${t[0]}:${t[1]}`))
+    }
+    consider(this.wildcard)
+    return [...out]
+  }
+}
+
+function keysOfFilter(f: Filter): string[] | null {
+  if (f.ids) return f.ids.map((id) => `i:${id}`)
+  if (f.authors) return f.authors.map((a) => `a:${a}`)
+  if (f.tags) {
+    const first = Object.entries(f.tags)[0]
+    if (first) return first[1].map((v) => `t:${first[0]}:${v}`)
+  }
+  if (f.kinds) return f.kinds.map((k) => `k:${k}`)
+  return null
+}

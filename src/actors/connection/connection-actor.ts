@@ -1,0 +1,257 @@
+// State: this socket's open subscription ids and in-flight EVENT count; AUTH state lives in the shared ConnView.
+// Messages: Frame (one client message), AuthChecked (NIP-42 verification came back), SocketClosed.
+// Crash policy: temporary — a crash ends the connection (afterStop closes the socket); clients reconnect.
+import type { WebSocket } from 'ws'
+import type { Logger } from '../../infra/log'
+import type { Metrics } from '../../infra/metrics'
+import type { Verifier } from '../../infra/verify/verifier'
+import type { Limits } from '../../protocols/limits'
+import { type ClientMessage, parseClientMessage } from '../../protocols/nip01/client-message'
+import { asVerified } from '../../protocols/nip01/event'
+import { closedFrame, countFrame, noticeFrame, okFrame } from '../../protocols/nip01/relay-message'
+import { checkAuthEvent } from '../../protocols/nip42'
+import { checkProtected } from '../../protocols/nip70'
+import { prefixOf, type Reason, reason } from '../../protocols/reasons'
+import { assertNever } from '../../protocols/result'
+import type { CommunityMsg } from '../community/messages'
+import type { ConnView } from '../community/subscription-index'
+import { type ActorContext, type ActorDef, ask, type TypedRef, tell } from '../kernel'
+import type { AdmissionAnswer, LimitType } from '../principal/principal-actor'
+import type { ConnectionMsg } from './messages'
+import { admissionReason, isAuthorOnlyRequest } from './refusals'
+
+export interface MutableConnView extends ConnView {
+  readonly authed: Set<string>
+}
+
+export interface ConnectionDeps {
+  view: MutableConnView
+  ws: WebSocket
+  ip: string
+  /** NIP-42: the URL this client connected to (scheme + normalized host with non-default port) */
+  relayUrl: string
+  challenge: string
+  community: { id: string; ref: TypedRef<CommunityMsg> }
+  verifier: Verifier
+  admit: (principal: string, limit: LimitType) => Promise<AdmissionAnswer>
+  limits: Limits
+  authRequired: boolean
+  authWindowSeconds: number
+  nowSeconds: () => number
+  metrics: Metrics
+  log: Logger
+  /** tells the edge how many subscriptions are open (an idle socket with subscriptions is not idle) */
+  onSubscriptionCount: (n: number) => void
+}
+
+interface ConnectionState {
+  subs: Set<string>
+  inFlight: number
+}
+
+type Ctx = ActorContext<ConnectionMsg>
+
+export const connectionPath = (id: string) => `connection/${id}`
+
+/** Enough to keep both verifier threads busy from one pipelining client without unbounded promises. */
+const MAX_IN_FLIGHT_EVENTS = 256
+const ASK_TIMEOUT_MS = 30_000
+
+export function connectionActor(deps: ConnectionDeps): ActorDef<ConnectionState, ConnectionMsg> {
+  const slots = new SlotGate(MAX_IN_FLIGHT_EVENTS)
+  return {
+    kind: 'connection',
+    init: () => ({ subs: new Set(), inFlight: 0 }),
+    handle: (state, msg, ctx) => handle(state, msg, ctx, deps, slots),
+    afterStop: () => {
+      tell(deps.community.ref, { type: 'Disconnect', connId: deps.view.id })
+      if (deps.ws.readyState === deps.ws.OPEN) deps.ws.close(1011, 'error: internal')
+    },
+    mailboxCapacity: 10_000,
+    policy: { mode: 'temporary' },
+  }
+}
+
+async function handle(state: ConnectionState, msg: ConnectionMsg, ctx: Ctx, deps: ConnectionDeps, slots: SlotGate) {
+  switch (msg.type) {
+    case 'Frame':
+      return onFrame(state, msg.text, ctx, deps, slots)
+    case 'AuthChecked':
+      if (msg.result.ok) deps.view.authed.add(msg.event.pubkey)
+      sendOk(deps, msg.event.id, msg.result.ok ? '' : msg.result.error, msg.result.ok)
+      return state
+    case 'SocketClosed':
+      tell(deps.community.ref, { type: 'Disconnect', connId: deps.view.id })
+      state.subs.clear()
+      return state
+    default:
+      return assertNever(msg)
+  }
+}
+
+async function onFrame(state: ConnectionState, text: string, ctx: Ctx, deps: ConnectionDeps, slots: SlotGate) {
+  const parsed = parseClientMessage(text, deps.limits, deps.nowSeconds())
+  if (!parsed.ok) {
+    const e = parsed.error
+    if (e.kind === 'notice') {
+      deps.metrics.notices.inc()
+      deps.view.queue.pushControl(noticeFrame(e.message))
+    } else if (e.kind === 'ok-false') sendOk(deps, e.eventId, e.reason, false)
+    else deps.view.queue.pushControl(closedFrame(e.subId, e.reason))
+    return state
+  }
+  const m = parsed.value
+  switch (m.type) {
+    case 'EVENT':
+      await slots.take()
+      state.inFlight++
+      void onEvent(m, deps).finally(() => {
+        state.inFlight--
+        slots.give()
+      })
+      return state
+    case 'REQ':
+      return onReq(state, m, deps)
+    case 'COUNT':
+      return onCount(state, m, deps)
+    case 'CLOSE':
+      state.subs.delete(m.subId)
+      deps.onSubscriptionCount(state.subs.size)
+      tell(deps.community.ref, { type: 'Unsubscribe', connId: deps.view.id, subId: m.subId })
+      return state
+    case 'AUTH':
+      return onAuth(state, m, ctx, deps)
+    default:
+      return assertNever(m)
+  }
+}
+
+function sendOk(deps: ConnectionDeps, id: string, message: '' | Reason, accepted: boolean) {
+  if (!accepted) deps.metrics.eventsRejected.inc({ reason: prefixOf(message) ?? 'unknown' })
+  deps.view.queue.pushControl(okFrame(id, accepted, message))
+}
+
+/** The principal an unauthenticated request is charged to is its IP: an unverified pubkey can't spend a budget. */
+function principalOf(deps: ConnectionDeps, pubkey?: string): string {
+  if (pubkey !== undefined && deps.view.authed.has(pubkey)) return pubkey
+  const first = deps.view.authed.values().next().value
+  return pubkey === undefined && first !== undefined ? first : `ip:${deps.ip}`
+}
+
+async function onEvent(m: Extract<ClientMessage, { type: 'EVENT' }>, deps: ConnectionDeps): Promise<void> {
+  const { event, raw } = m
+  deps.metrics.eventsReceived.inc()
+  const refuse = (r: Reason) => sendOk(deps, event.id, r, false)
+  try {
+    if (deps.authRequired && deps.view.authed.size === 0)
+      return refuse(reason('auth-required', 'this relay requires authentication to publish'))
+    const prot = checkProtected(event, deps.view.authed)
+    if (!prot.ok) return refuse(prot.error)
+    const admission = await deps.admit(principalOf(deps, event.pubkey), 'events')
+    if (!admission.allowed) return refuse(admissionReason(admission, deps.metrics, 'events'))
+    const verdict = await deps.verifier.verify(event)
+    if (verdict !== 'ok') return refuse(reason('invalid', verdict === 'bad-id' ? 'event id does not match its content' : 'bad signature'))
+    const outcome = await ask<CommunityMsg, Parameters<Extract<CommunityMsg, { type: 'Publish' }>['reply']>[0]>(
+      deps.community.ref,
+      (reply) => ({ type: 'Publish', event: asVerified(event), raw, reply }),
+      ASK_TIMEOUT_MS,
+    )
+    if (outcome.accepted) deps.metrics.eventsAccepted.inc()
+    sendOk(deps, event.id, outcome.message, outcome.accepted)
+  } catch (error) {
+    deps.log.error({ err: error, eventId: event.id, community: deps.community.id }, 'publish failed')
+    refuse(reason('error', 'could not process the event'))
+  }
+}
+
+async function gateRequest(deps: ConnectionDeps, subId: string, filters: { kinds?: number[] }[]): Promise<Reason | null> {
+  if (deps.authRequired && deps.view.authed.size === 0) return reason('auth-required', 'this relay requires authentication to read')
+  if (deps.view.authed.size === 0 && isAuthorOnlyRequest(filters))
+    return reason('auth-required', 'direct messages are served only to their author or recipient')
+  const admission = await deps.admit(principalOf(deps), 'reqs')
+  if (!admission.allowed) return admissionReason(admission, deps.metrics, 'reqs')
+  void subId
+  return null
+}
+
+async function onReq(state: ConnectionState, m: Extract<ClientMessage, { type: 'REQ' }>, deps: ConnectionDeps) {
+  if (!state.subs.has(m.subId) && state.subs.size >= deps.limits.maxSubscriptions) {
+    deps.view.queue.pushControl(closedFrame(m.subId, reason('blocked', `too many subscriptions (max ${deps.limits.maxSubscriptions})`)))
+    return state
+  }
+  const refused = await gateRequest(deps, m.subId, m.filters)
+  if (refused) {
+    deps.view.queue.pushControl(closedFrame(m.subId, refused))
+    return state
+  }
+  state.subs.add(m.subId)
+  deps.onSubscriptionCount(state.subs.size)
+  tell(deps.community.ref, { type: 'Subscribe', conn: deps.view, subId: m.subId, filters: m.filters })
+  return state
+}
+
+async function onCount(state: ConnectionState, m: Extract<ClientMessage, { type: 'COUNT' }>, deps: ConnectionDeps) {
+  const refused = await gateRequest(deps, m.subId, m.filters)
+  if (refused) {
+    deps.view.queue.pushControl(closedFrame(m.subId, refused))
+    return state
+  }
+  const view = deps.view
+  void ask<CommunityMsg, number | Reason>(
+    deps.community.ref,
+    (reply) => ({ type: 'Count', conn: view, subId: m.subId, filters: m.filters, reply }),
+    ASK_TIMEOUT_MS,
+  ).then(
+    (n) => view.queue.pushControl(typeof n === 'number' ? countFrame(m.subId, n) : closedFrame(m.subId, n)),
+    (error: unknown) => {
+      deps.log.error({ err: error, community: deps.community.id }, 'count failed')
+      view.queue.pushControl(closedFrame(m.subId, reason('error', 'could not count')))
+    },
+  )
+  return state
+}
+
+function onAuth(state: ConnectionState, m: Extract<ClientMessage, { type: 'AUTH' }>, ctx: Ctx, deps: ConnectionDeps) {
+  const { event } = m
+  const checked = checkAuthEvent(event, {
+    challenge: deps.challenge,
+    relayUrl: deps.relayUrl,
+    nowSeconds: deps.nowSeconds(),
+    windowSeconds: deps.authWindowSeconds,
+  })
+  if (!checked.ok) {
+    sendOk(deps, event.id, checked.error, false)
+    return state
+  }
+  void deps.verifier.verify(event).then(
+    (verdict) =>
+      tell(ctx.self, {
+        type: 'AuthChecked',
+        event,
+        result: verdict === 'ok' ? { ok: true, value: undefined } : { ok: false, error: reason('invalid', 'bad AUTH signature') },
+      }),
+    () => tell(ctx.self, { type: 'AuthChecked', event, result: { ok: false, error: reason('error', 'could not verify') } }),
+  )
+  return state
+}
+
+/** A counting semaphore: the connection waits (and so stops reading its mailbox) instead of buffering promises. */
+class SlotGate {
+  private free: number
+  private readonly waiters: (() => void)[] = []
+  constructor(n: number) {
+    this.free = n
+  }
+  take(): Promise<void> | void {
+    if (this.free > 0) {
+      this.free--
+      return
+    }
+    return new Promise((resolve) => this.waiters.push(resolve))
+  }
+  give(): void {
+    const next = this.waiters.shift()
+    if (next) next()
+    else this.free++
+  }
+}

@@ -1,0 +1,45 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Metrics } from '../metrics'
+
+/** What the HTTP side needs from the node; the composition root provides it. */
+export interface HttpSurface {
+  metrics: Metrics
+  /** NIP-11 document for the community bound to this host, or undefined when the host is unknown */
+  relayInfo(host: string | undefined): object | undefined
+  isKnownHost(host: string | undefined): boolean
+  ready(): Promise<boolean>
+}
+
+const CORS = {
+  'Access-Control-Allow-Origin': '*',
+  'Access-Control-Allow-Headers': '*',
+  'Access-Control-Allow-Methods': 'GET, POST, OPTIONS',
+}
+
+const send = (res: ServerResponse, status: number, type: string, body: string, extra: Record<string, string> = {}) => {
+  res.writeHead(status, { 'Content-Type': type, ...extra })
+  res.end(body)
+}
+
+/** GET / (NIP-11 or a short text), /metrics, /health/live, /health/ready. Unknown host ⇒ 404 before anything else. */
+export async function handleHttp(req: IncomingMessage, res: ServerResponse, s: HttpSurface): Promise<void> {
+  const path = (req.url ?? '/').split('?')[0]
+  if (path === '/health/live') return send(res, 200, 'text/plain', 'ok\n')
+  if (path === '/health/ready') {
+    const ready = await s.ready().catch(() => false)
+    return send(res, ready ? 200 : 503, 'text/plain', ready ? 'ready\n' : 'not ready\n')
+  }
+  if (path === '/metrics') return send(res, 200, s.metrics.registry.contentType, await s.metrics.registry.metrics())
+  if (!s.isKnownHost(req.headers.host)) return send(res, 404, 'text/plain', 'not found\n')
+  if (req.method === 'OPTIONS') {
+    res.writeHead(204, CORS)
+    return void res.end()
+  }
+  if (path === '/' && req.method === 'GET') {
+    if ((req.headers.accept ?? '').includes('application/nostr+json')) {
+      return send(res, 200, 'application/nostr+json', JSON.stringify(s.relayInfo(req.headers.host)), CORS)
+    }
+    return send(res, 200, 'text/plain', 'This is a Nostr relay (Apiary). Connect with a Nostr client over WebSocket.\n', CORS)
+  }
+  return send(res, 404, 'text/plain', 'not found\n')
+}

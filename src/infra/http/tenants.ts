@@ -1,0 +1,37 @@
+import { normalizeHost } from '../../protocols/host'
+import type { CommunityRecord } from '../store/community-store'
+
+/** The Host header's name without its port (`[::1]:7777` → `[::1]`). */
+export function hostnameOf(normalized: string): string {
+  if (normalized.startsWith('[')) return normalized.slice(0, normalized.indexOf(']') + 1)
+  const i = normalized.lastIndexOf(':')
+  return i < 0 ? normalized : normalized.slice(0, i)
+}
+
+/**
+ * Host → community, decided before the WebSocket upgrade (DESIGN §9). A binding with a port
+ * (`relay.example:8443`) wins over one without; unknown hosts resolve to nothing (HTTP 404).
+ */
+export class Tenants {
+  private readonly byHost = new Map<string, CommunityRecord>()
+
+  constructor(records: CommunityRecord[]) {
+    for (const r of records) {
+      for (const h of r.hosts) {
+        const n = normalizeHost(h, 'http')
+        if (n) this.byHost.set(n, r)
+      }
+    }
+  }
+
+  ids(): string[] {
+    return [...new Set([...this.byHost.values()].map((r) => r.id))]
+  }
+
+  resolve(hostHeader: string | undefined, scheme: 'ws' | 'wss' | 'http' | 'https'): { record: CommunityRecord; host: string } | undefined {
+    const host = normalizeHost(hostHeader, scheme)
+    if (!host) return undefined
+    const record = this.byHost.get(host) ?? this.byHost.get(hostnameOf(host))
+    return record ? { record, host } : undefined
+  }
+}

@@ -1,0 +1,47 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+
+/** Every metric the node exports (DESIGN §11), on a registry of its own so two relays in one process don't clash. */
+export function createMetrics() {
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry, prefix: 'apiary_process_', eventLoopMonitoringPrecision: 10 })
+  const r = [registry]
+  return {
+    registry,
+    connectionsActive: new Gauge({ name: 'apiary_connections_active', help: 'open WebSocket connections', registers: r }),
+    connectionsTotal: new Counter({ name: 'apiary_connections_total', help: 'WebSocket connections accepted', registers: r }),
+    connectionsRefused: new Counter({
+      name: 'apiary_connections_refused_total',
+      help: 'upgrades refused before the WebSocket opened',
+      labelNames: ['reason'],
+      registers: r,
+    }),
+    eventsReceived: new Counter({ name: 'apiary_events_received_total', help: 'EVENT messages received', registers: r }),
+    eventsAccepted: new Counter({ name: 'apiary_events_accepted_total', help: 'events answered OK true', registers: r }),
+    eventsRejected: new Counter({
+      name: 'apiary_events_rejected_total',
+      help: 'events answered OK false, by reason prefix',
+      labelNames: ['reason'],
+      registers: r,
+    }),
+    admissionRejections: new Counter({
+      name: 'apiary_admission_rejections_total',
+      help: 'rate-limit refusals',
+      labelNames: ['type', 'reason'],
+      registers: r,
+    }),
+    fanoutDeliveries: new Counter({ name: 'apiary_fanout_deliveries_total', help: 'live EVENT frames queued to subscribers', registers: r }),
+    slowConsumerCloses: new Counter({ name: 'apiary_slow_consumer_closes_total', help: 'connections closed for exceeding their outbound bound', registers: r }),
+    fanoutLag: new Counter({ name: 'apiary_fanout_lag_total', help: 'fan-out messages dropped by a lagging bridge', registers: r }),
+    supervision: new Counter({ name: 'apiary_supervision_events_total', help: 'actor supervision events', labelNames: ['type', 'kind'], registers: r }),
+    storeLatency: new Histogram({
+      name: 'apiary_store_seconds',
+      help: 'store operation latency',
+      labelNames: ['op'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers: r,
+    }),
+    notices: new Counter({ name: 'apiary_notices_total', help: 'NOTICE frames sent (malformed input)', registers: r }),
+  }
+}
+
+export type Metrics = ReturnType<typeof createMetrics>

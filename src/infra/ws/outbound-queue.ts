@@ -1,0 +1,75 @@
+import type { WebSocket } from 'ws'
+
+/**
+ * One connection's outbound lane (DESIGN §5). Producers (its own actor, the community's fan-out) push ready
+ * frames; at most one flush is pending at a time (the "one pending wake"). The bound counts bytes queued here
+ * plus bytes `ws` has not yet written to the kernel: a reader that stays over it is a slow consumer and is
+ * closed with a reason — a subscriber is never silently skipped.
+ */
+export interface OutboundQueue {
+  /** false when the connection is closed or was just closed as a slow consumer */
+  push(frame: string): boolean
+  /** frames that must not wait behind bulk data (NOTICE, CLOSED, OK): sent first at the next flush */
+  pushControl(frame: string): boolean
+  readonly pendingBytes: number
+  readonly closed: boolean
+}
+
+export interface OutboundQueueOptions {
+  maxPendingBytes: number
+  onSlowConsumer: () => void
+}
+
+export function createOutboundQueue(ws: WebSocket, opts: OutboundQueueOptions): OutboundQueue {
+  let control: string[] = []
+  let bulk: string[] = []
+  let queuedBytes = 0
+  let wakePending = false
+  let closed = false
+
+  const overBound = () => queuedBytes + ws.bufferedAmount > opts.maxPendingBytes
+  const flush = () => {
+    wakePending = false
+    if (closed || ws.readyState !== ws.OPEN) {
+      control = []
+      bulk = []
+      queuedBytes = 0
+      return
+    }
+    const frames = control.length ? control.concat(bulk) : bulk
+    control = []
+    bulk = []
+    queuedBytes = 0
+    for (const f of frames) ws.send(f)
+  }
+  const enqueue = (lane: string[], frame: string): boolean => {
+    if (closed || ws.readyState !== ws.OPEN) return false
+    lane.push(frame)
+    // string length is a lower bound of UTF-8 bytes; close enough for a bound measured in MiB
+    queuedBytes += frame.length
+    if (overBound()) {
+      closed = true
+      control = []
+      bulk = []
+      queuedBytes = 0
+      opts.onSlowConsumer()
+      return false
+    }
+    if (!wakePending) {
+      wakePending = true
+      setImmediate(flush)
+    }
+    return true
+  }
+
+  return {
+    push: (frame) => enqueue(bulk, frame),
+    pushControl: (frame) => enqueue(control, frame),
+    get pendingBytes() {
+      return queuedBytes + ws.bufferedAmount
+    },
+    get closed() {
+      return closed || ws.readyState !== ws.OPEN
+    },
+  }
+}
