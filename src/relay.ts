@@ -18,6 +18,7 @@ import { createLogger, type Logger } from './infra/log'
 import { createMetrics } from './infra/metrics'
 import { type EventTemplate, loadRelayKey, type RelayKey, signAsRelay } from './infra/relay-key'
 import type { CommunityRecord } from './infra/store/community-store'
+import type { EventStore } from './infra/store/event-store'
 import { openSqliteCommunityStore } from './infra/store/sqlite-community-store'
 import { openSqliteEventStore } from './infra/store/sqlite-event-store'
 import { createVerifierPool } from './infra/verify/verifier-pool'
@@ -45,6 +46,8 @@ export interface Relay {
 
 export interface RelayOptions {
   logger?: Logger
+  /** bring your own EventStore (e.g. a wrapped or instrumented one); default: SQLite in dataDir */
+  eventStore?: EventStore
 }
 
 export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): Relay {
@@ -77,12 +80,14 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
     }
     const records = await communities.list()
     tenants = new Tenants(records)
-    const store = openSqliteEventStore({
-      file: dbFile,
-      groupCommitMaxEvents: config.store.groupCommitMaxEvents,
-      groupCommitMaxDelayMs: config.store.groupCommitMaxDelayMs,
-      log,
-    })
+    const store =
+      opts.eventStore ??
+      openSqliteEventStore({
+        file: dbFile,
+        groupCommitMaxEvents: config.store.groupCommitMaxEvents,
+        groupCommitMaxDelayMs: config.store.groupCommitMaxDelayMs,
+        log,
+      })
     const verifier = await createVerifierPool({ threads: config.verifyThreads })
     const limiter = createMemoryRateLimiter()
     for (const record of records) {

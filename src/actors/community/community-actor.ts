@@ -1,17 +1,18 @@
-// State: the community's live-subscription index, the recent-id guard and counters.
+// State: the live-subscription index, the recent-id guard and counters.
 // Messages: CommunityMsg (publish, subscribe, count, disconnect, stats) and Saved (a store commit came back).
-// Crash policy: permanent with backoff — all state is rebuilt from the store and from clients re-subscribing.
+// Crash policy: permanent with backoff. The index is created once per activation and survives a restart:
+// its connections still believe they are subscribed, and events are never silently skipped for them.
 
 import type { Logger } from '../../infra/log'
 import type { Metrics } from '../../infra/metrics'
 import type { CommunityRecord } from '../../infra/store/community-store'
-import type { EventStore } from '../../infra/store/event-store'
+import type { EventStore, StoredEvent } from '../../infra/store/event-store'
 import { canRead } from '../../protocols/dm-access'
 import type { Limits } from '../../protocols/limits'
 import type { VerifiedEvent } from '../../protocols/nip01/event'
 import { effectiveLimit } from '../../protocols/nip01/filter'
 import { KIND_AUTH, kindClass } from '../../protocols/nip01/kinds'
-import { eoseFrame, eventFrame } from '../../protocols/nip01/relay-message'
+import { closedFrame, eoseFrame, eventFrame } from '../../protocols/nip01/relay-message'
 import { isExpired } from '../../protocols/nip40'
 import { reason } from '../../protocols/reasons'
 import { assertNever } from '../../protocols/result'
@@ -41,9 +42,10 @@ type Ctx = ActorContext<CommunityMsg>
 export const communityPath = (id: string) => `community/${id}`
 
 export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, CommunityMsg> {
+  const index = new SubscriptionIndex()
   return {
     kind: 'community',
-    init: () => ({ index: new SubscriptionIndex(), recent: new RecentIds(10_000), accepted: 0 }),
+    init: () => ({ index, recent: new RecentIds(10_000), accepted: 0 }),
     handle: (state, msg, ctx) => handle(state, msg, ctx, deps),
     mailboxCapacity: 100_000,
     policy: { mode: 'permanent' },
@@ -151,8 +153,16 @@ async function onSubscribe(state: CommunityState, msg: Extract<CommunityMsg, { t
   const { conn, subId, filters } = msg
   const clamped = filters.map((f) => ({ ...f, limit: effectiveLimit(f, deps.limits) }))
   const end = deps.metrics.storeLatency.startTimer({ op: 'query' })
-  const stored = await deps.store.query(deps.record.id, clamped, { now: deps.nowSeconds() })
-  end()
+  let stored: StoredEvent[]
+  try {
+    stored = await deps.store.query(deps.record.id, clamped, { now: deps.nowSeconds() })
+  } catch (error) {
+    // The client hears of the outage at once; the actor crashes so supervision sees it (DESIGN §3).
+    conn.queue.pushControl(closedFrame(subId, reason('error', 'could not query events')))
+    throw error
+  } finally {
+    end()
+  }
   for (const s of stored) {
     if (canRead(s.event, conn.authed)) conn.queue.push(eventFrame(subId, s.raw))
   }
