@@ -1,0 +1,215 @@
+// Both sides of running a relay in its own process (so the load generator's CPU and memory stay out of its
+// figures). The child prints its URL on stdout and answers IPC requests: memory after GC, event-loop delay
+// sampling, pre-fill, close. The parent forks it with `--expose-gc --import tsx`.
+import { type ChildProcess, fork } from 'node:child_process'
+import { type IntervalHistogram, monitorEventLoopDelay } from 'node:perf_hooks'
+import { fileURLToPath } from 'node:url'
+
+export interface MemorySample {
+  rss: number
+  heapUsed: number
+  external: number
+  arrayBuffers: number
+}
+
+export interface LoopDelay {
+  p50Ms: number
+  p99Ms: number
+  maxMs: number
+  meanMs: number
+}
+
+export interface StartedRelay {
+  url: string
+  close(): Promise<void>
+  /** load a fixture file (jsonl, first `count` events) straight into storage; optional per relay */
+  prefill?(file: string, count: number): Promise<number>
+}
+
+type Request = { id: number; cmd: 'mem' } | { id: number; cmd: 'cpu' } | { id: number; cmd: 'eld-start' } | { id: number; cmd: 'eld-stop' } | { id: number; cmd: 'close' } | { id: number; cmd: 'prefill'; file: string; count: number }
+
+type Reply = { type: 'ready'; url: string } | { type: 'failed'; error: string } | { id: number; ok: true; result: unknown } | { id: number; ok: false; error: string }
+
+// ---------------------------------------------------------------- child side
+
+export async function runRelayChild(start: (dataDir: string) => Promise<StartedRelay>): Promise<void> {
+  const send = (m: Reply) => process.send?.(m)
+  const dataDir = process.argv[2]
+  if (!dataDir || !process.send) {
+    console.error('usage: forked by bench/child.ts with <dataDir>')
+    process.exit(2)
+  }
+  let relay: StartedRelay
+  try {
+    relay = await start(dataDir)
+  } catch (error) {
+    send({ type: 'failed', error: errorText(error) })
+    process.exitCode = 1
+    setTimeout(() => process.exit(1), 200).unref()
+    return
+  }
+  let eld: IntervalHistogram | undefined
+  process.stdout.write(`${relay.url}\n`)
+  send({ type: 'ready', url: relay.url })
+  process.on('message', async (req: Request) => {
+    try {
+      let result: unknown
+      switch (req.cmd) {
+        case 'mem': {
+          const gc = (globalThis as { gc?: () => void }).gc
+          for (let i = 0; i < 3; i++) {
+            gc?.()
+            await new Promise((r) => setImmediate(r))
+          }
+          const m = process.memoryUsage()
+          result = { rss: m.rss, heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers } satisfies MemorySample
+          break
+        }
+        case 'cpu': {
+          // whole process: the main thread and every worker thread (verifier pool, storage)
+          const c = process.cpuUsage()
+          result = c.user + c.system
+          break
+        }
+        case 'eld-start':
+          eld?.disable()
+          eld = monitorEventLoopDelay({ resolution: 5 })
+          eld.enable()
+          result = null
+          break
+        case 'eld-stop': {
+          if (!eld) throw new Error('eld-stop without eld-start')
+          eld.disable()
+          const ms = (ns: number) => Math.round(ns / 1e4) / 100
+          result = { p50Ms: ms(eld.percentile(50)), p99Ms: ms(eld.percentile(99)), maxMs: ms(eld.max), meanMs: ms(eld.mean) } satisfies LoopDelay
+          eld = undefined
+          break
+        }
+        case 'prefill':
+          if (!relay.prefill) throw new Error('this relay has no direct pre-fill')
+          result = await relay.prefill(req.file, req.count)
+          break
+        case 'close':
+          await relay.close()
+          send({ id: req.id, ok: true, result: null })
+          setTimeout(() => process.exit(0), 50)
+          return
+      }
+      send({ id: req.id, ok: true, result })
+    } catch (error) {
+      send({ id: req.id, ok: false, error: errorText(error) })
+    }
+  })
+  process.on('disconnect', () => {
+    relay.close().finally(() => process.exit(0))
+  })
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? `${error.message}${error.stack ? `\n${error.stack.split('\n').slice(1, 4).join('\n')}` : ''}` : String(error)
+}
+
+// ---------------------------------------------------------------- parent side
+
+export interface RelayProcess {
+  url: string
+  pid: number
+  memory(): Promise<MemorySample>
+  /** CPU time the relay process has used so far (all threads), microseconds */
+  cpuMicros(): Promise<number>
+  loopDelayStart(): Promise<void>
+  loopDelayStop(): Promise<LoopDelay>
+  prefill(file: string, count: number): Promise<number>
+  close(): Promise<void>
+}
+
+const here = (f: string) => fileURLToPath(new URL(f, import.meta.url))
+export const CHILD_SCRIPTS = { apiary: here('./serve-apiary.ts'), baseline: here('./serve-baseline.ts') } as const
+
+/** Fork a relay child; rejects with the child's own error (or its stderr tail) if it does not come up. */
+export function spawnRelay(script: string, dataDir: string, startTimeoutMs = 60_000): Promise<RelayProcess> {
+  const child: ChildProcess = fork(script, [dataDir], {
+    execArgv: ['--expose-gc', '--import', 'tsx'],
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  })
+  let stderr = ''
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-4_000)
+  })
+  child.stdout?.resume()
+  let nextId = 1
+  const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>()
+  const request = <T>(msg: Record<string, unknown>, timeoutMs = 600_000): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      if (!child.connected) return reject(new Error(`relay process gone${stderrTail(stderr)}`))
+      const id = nextId++
+      const timer = setTimeout(() => {
+        pending.delete(id)
+        reject(new Error(`relay process did not answer ${String(msg.cmd)}`))
+      }, timeoutMs)
+      pending.set(id, {
+        resolve: (v) => {
+          clearTimeout(timer)
+          resolve(v as T)
+        },
+        reject: (e) => {
+          clearTimeout(timer)
+          reject(e)
+        },
+      })
+      child.send({ id, ...msg })
+    })
+  return new Promise<RelayProcess>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`relay did not start within ${startTimeoutMs} ms${stderrTail(stderr)}`))
+    }, startTimeoutMs)
+    child.on('message', (m: Reply) => {
+      if ('type' in m && m.type === 'ready') {
+        clearTimeout(timer)
+        resolve({
+          url: m.url,
+          pid: child.pid!,
+          memory: () => request<MemorySample>({ cmd: 'mem' }, 60_000),
+          cpuMicros: () => request<number>({ cmd: 'cpu' }, 10_000),
+          loopDelayStart: () => request<void>({ cmd: 'eld-start' }, 10_000),
+          loopDelayStop: () => request<LoopDelay>({ cmd: 'eld-stop' }, 10_000),
+          prefill: (file, count) => request<number>({ cmd: 'prefill', file, count }),
+          close: async () => {
+            if (child.exitCode !== null || child.signalCode !== null) return
+            const exited = new Promise<void>((r) => child.once('exit', () => r()))
+            try {
+              await request({ cmd: 'close' }, 30_000)
+            } catch {
+              child.kill('SIGKILL')
+            }
+            const killer = setTimeout(() => child.kill('SIGKILL'), 10_000)
+            await exited
+            clearTimeout(killer)
+          },
+        })
+      } else if ('type' in m && m.type === 'failed') {
+        clearTimeout(timer)
+        reject(new Error(m.error.split('\n')[0]))
+      } else if ('id' in m) {
+        const p = pending.get(m.id)
+        pending.delete(m.id)
+        if (m.ok) p?.resolve(m.result)
+        else p?.reject(new Error(m.error))
+      }
+    })
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer)
+      const err = new Error(`relay process exited (${signal ?? code})${stderrTail(stderr)}`)
+      for (const p of pending.values()) p.reject(err)
+      pending.clear()
+      reject(err) // no-op once resolved
+    })
+  })
+}
+
+function stderrTail(stderr: string): string {
+  const lines = stderr.trim().split('\n').filter(Boolean)
+  const firstError = lines.find((l) => /Error|error/.test(l))
+  return lines.length ? `: ${firstError ?? lines[lines.length - 1]}` : ''
+}
