@@ -7,7 +7,7 @@ import type { Logger } from '../../infra/log'
 import type { Metrics } from '../../infra/metrics'
 import type { CommunityRecord } from '../../infra/store/community-store'
 import type { EventStore, StoredEvent } from '../../infra/store/event-store'
-import { canRead } from '../../protocols/dm-access'
+import { canRead, isAuthorOnlyKind } from '../../protocols/dm-access'
 import type { Limits } from '../../protocols/limits'
 import type { VerifiedEvent } from '../../protocols/nip01/event'
 import { effectiveLimit } from '../../protocols/nip01/filter'
@@ -119,6 +119,7 @@ function onSaved(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Save
   const { event, raw, outcome, reply } = msg
   switch (outcome.status) {
     case 'saved':
+      for (const id of outcome.removedIds) state.recent.delete(id)
       state.recent.add(event.id)
       state.accepted++
       fanOut(state, event, raw, deps)
@@ -164,7 +165,7 @@ async function onSubscribe(state: CommunityState, msg: Extract<CommunityMsg, { t
     end()
   }
   for (const s of stored) {
-    if (canRead(s.event, conn.authed)) conn.queue.push(eventFrame(subId, s.raw))
+    if (!isAuthorOnlyKind(s.kind) || canRead(s.event, conn.authed)) conn.queue.push(eventFrame(subId, s.raw))
   }
   conn.queue.push(eoseFrame(subId))
   state.index.add(conn, subId, filters)

@@ -1,10 +1,27 @@
 import type { NostrEvent, VerifiedEvent } from '../../protocols/nip01/event'
 import type { Filter } from '../../protocols/nip01/filter'
 
-/** An event as stored: the parsed event and the exact raw JSON it arrived as (fan-out reuses the string). */
+/**
+ * An event as stored: the exact raw JSON (frames reuse the string) and its kind. `event` parses `raw` on
+ * first access only: serving a REQ page needs no parse unless an access rule must look inside.
+ */
 export interface StoredEvent {
-  event: NostrEvent
-  raw: string
+  readonly raw: string
+  readonly kind: number
+  readonly event: NostrEvent
+}
+
+/** A StoredEvent over a raw string; the parse happens once, on first access to `event`. */
+export function storedEvent(raw: string, kind: number): StoredEvent {
+  let parsed: NostrEvent | undefined
+  return {
+    raw,
+    kind,
+    get event() {
+      parsed ??= JSON.parse(raw) as NostrEvent
+      return parsed
+    },
+  }
 }
 
 /**

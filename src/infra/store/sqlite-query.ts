@@ -149,7 +149,7 @@ export function toSelectSql(community: string, f: Filter, nowSeconds: number, wh
     const [clause, params] = inList('x.value', values)
     b.add(`EXISTS (SELECT 1 FROM tags x WHERE x.event_seq = e.seq AND x.name = ? AND ${clause})`, letter, ...params)
   }
-  const select = what === 'rows' ? 'e.raw, e.id, e.created_at' : 'e.seq'
+  const select = what === 'rows' ? 'e.raw, e.id, e.created_at, e.kind' : 'e.seq'
   let sql = `SELECT ${select} FROM ${from} WHERE ${b.where.join(' AND ')}`
   if (what === 'rows' && f.limit !== undefined) {
     // NIP-01: newest first, ties lowest id first; the limited set must be the newest ones

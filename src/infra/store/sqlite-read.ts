@@ -1,6 +1,6 @@
 import type { Database, Statement } from 'better-sqlite3'
 import type { Filter } from '../../protocols/nip01/filter'
-import type { StoredEvent } from './event-store'
+import { type StoredEvent, storedEvent } from './event-store'
 import { armsOf, canMatch, type SqlQuery, toCountSql, toSelectSql } from './sqlite-query'
 
 /** The read side of the SQLite event store: runs the SQL that sqlite-query builds and merges the answers. */
@@ -9,6 +9,7 @@ interface Row {
   raw: string
   id: string
   created_at: number
+  kind: number
 }
 
 // NIP-01: newest first, ties lowest id first
@@ -46,7 +47,7 @@ export function prepareReads(db: Database): SqliteReads {
   return {
     query(community, filters, nowSeconds) {
       const rows = dedupe(filters.flatMap((f) => rowsOf(community, f, nowSeconds))).sort(newestFirst)
-      return rows.map((r) => ({ event: JSON.parse(r.raw), raw: r.raw }))
+      return rows.map((r) => storedEvent(r.raw, r.kind))
     },
     count(community, filters, nowSeconds) {
       const q = toCountSql(community, filters, nowSeconds)

@@ -40,7 +40,12 @@ export function createOutboundQueue(ws: WebSocket, opts: OutboundQueueOptions): 
     control = []
     bulk = []
     queuedBytes = 0
+    // ws writes each frame with its own syscall; corking the TCP socket for the batch turns a REQ page of
+    // 40 frames into one writev (measured: writev was a third of the main thread under REQ load).
+    const socket = (ws as unknown as { _socket?: { cork(): void; uncork(): void } })._socket
+    socket?.cork()
     for (const f of frames) ws.send(f)
+    socket?.uncork()
   }
   const enqueue = (lane: string[], frame: string): boolean => {
     if (closed || ws.readyState !== ws.OPEN) return false
