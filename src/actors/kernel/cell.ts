@@ -1,4 +1,5 @@
-import { decideOnCrash } from './crash-policy'
+import { decideOnDrainCrash } from './crash-policy'
+import { DRAIN_BATCH, DRAIN_TOKEN, DrainQueue, HandlerFault, registerTurns } from './drain'
 import { DropReporter } from './drop-reporter'
 import { ActorStoppedError, describeError } from './errors'
 import type { KernelEnv, LiveCell } from './kernel-env'
@@ -14,8 +15,14 @@ function isMessage(msg: unknown): boolean {
 }
 
 /**
- * One actor: admission (bounded mailbox, restart stash), the handler nact runs one message at a time,
- * idle stop, and our own stop (nact's stop neither awaits nor guards afterStop, and skips children).
+ * One actor: admission (bounded mailbox, restart stash), the drain nact runs, idle stop, and our own stop
+ * (nact's stop neither awaits nor guards afterStop, and skips children).
+ *
+ * Batching (see drain.ts): admitted messages wait in `queue`; at most one DRAIN_TOKEN is with nact at a
+ * time, and nact still runs it, so its serial execution and onCrash/reset supervision stay in charge. A
+ * drain runs queued messages one by one, awaiting each, up to DRAIN_BATCH, then hands nact a new token if
+ * any remain. A message told during a drain joins the queue and may run in the same drain: order is
+ * admission order either way, and the cap still bounds the turn.
  */
 export class ActorCell<S, M extends { type: string }> implements RefTarget, LiveCell {
   readonly ref: TypedRef<M>
@@ -35,8 +42,9 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
   private readonly capacity: number
   private readonly drops: DropReporter
   private readonly nactRef: NactRef
-  // admitted and not yet finished (nact's own mailbox is unbounded)
+  // admitted and not yet finished: queued + the one running (nact's own mailbox is unbounded)
   private inFlight = 0
+  private readonly queue: DrainQueue<M>
   private handling = false
   private stash: M[] = []
   private stopping: Promise<void> | undefined
@@ -62,10 +70,12 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
     this.ctx = { self: this.ref, path, kernel: env.kernel }
     // Our cell, not nact's initialStateFunc, runs init: nact turns an init error into a fault and then
     // resumes the actor on an undefined state. nact's state only mirrors ours, so its reset re-reads it.
-    this.nactRef = nact.spawn(kindRef, (_nactState, msg) => this.run(msg as M), toNactName(path), {
+    this.queue = new DrainQueue(() => nact.dispatch(this.nactRef, DRAIN_TOKEN))
+    this.nactRef = nact.spawn(kindRef, () => this.drain(), toNactName(path), {
       initialStateFunc: () => this.state,
-      onCrash: (msg, error, nctx) => decideOnCrash(this, msg, error, nctx),
+      onCrash: (_token, error, nctx) => decideOnDrainCrash(this, error, nctx),
     })
+    registerTurns(this.ref, this.queue)
     try {
       this.state = def.init(this.ctx)
     } catch (error) {
@@ -89,7 +99,7 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
       return 'full'
     }
     this.inFlight++
-    nact.dispatch(this.nactRef, msg)
+    this.queue.push(msg as M)
     return 'accepted'
   }
 
@@ -98,20 +108,21 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
   }
 
   /**
-   * Called with a fresh state once the backoff wait is over, before nact's reset. Stashed messages go into
-   * nact's mailbox now: it is still blocked in the fault handler, so they queue behind the messages that
-   * were already waiting when the actor crashed, and the original order holds.
+   * Called with a fresh state once the backoff wait is over, before nact's reset. The messages that were
+   * queued behind the failing one are still in `queue`; the stash goes after them, so the original order
+   * holds. The crashed drain's token still counts as scheduled (pushing dispatches nothing); nact, still in
+   * its fault handler, keeps the token handed over now in its mailbox until reset → resume → processNext.
    */
   restart(fresh: S): void {
     this.state = fresh
     this.phase = 'running'
     this.runningSince = this.clock.now()
-    const stash = this.stash
-    this.stash = []
-    for (const msg of stash) {
+    for (const msg of this.stash) {
       this.inFlight++
-      nact.dispatch(this.nactRef, msg)
+      this.queue.push(msg)
     }
+    this.stash = []
+    this.queue.handOver(true)
   }
 
   stop(reason: StopReason): Promise<void> {
@@ -135,13 +146,29 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
     return 'accepted'
   }
 
-  private async run(msg: M): Promise<S> {
+  /**
+   * nact's handler for DRAIN_TOKEN. A failing message ends the drain by throwing (nact then calls onCrash
+   * and the rest stay queued, in order); a stop ends it after the message in progress.
+   */
+  private async drain(): Promise<S> {
+    this.queue.turns++
+    for (let n = 0; n < DRAIN_BATCH && this.phase !== 'stopped'; n++) {
+      const msg = this.queue.shift()
+      if (msg === undefined) break
+      await this.runOne(msg)
+    }
+    // nact asserts a dispatch target is not stopped; a stopped cell's queue is dropped (asks fail in stop)
+    this.queue.handOver(this.phase !== 'stopped')
+    // nact keeps this as its state; ours is authoritative and nact's reset reads it back
+    return this.state
+  }
+
+  private async runOne(msg: M): Promise<void> {
     this.handling = true
     try {
-      if (this.phase === 'stopped') return this.state
-      const next = await this.def.handle(this.state, msg, this.ctx)
-      this.state = next
-      return next
+      this.state = await this.def.handle(this.state, msg, this.ctx)
+    } catch (error) {
+      throw new HandlerFault(msg, error)
     } finally {
       this.inFlight--
       this.handling = false
@@ -156,6 +183,7 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
     this.backoff?.cancel()
     this.backoff = undefined
     this.stash = []
+    this.queue.clear()
     // releases the nact name at once, so getOrSpawn can activate this path again while afterStop runs
     nact.stop(this.nactRef)
   }

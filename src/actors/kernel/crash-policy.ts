@@ -1,4 +1,5 @@
 import type { ActorCell } from './cell'
+import { unwrapFault } from './drain'
 import { describeError } from './errors'
 import type { NactSupervisionCtx } from './nact-binding'
 import { backoffDelayMs } from './policy'
@@ -10,14 +11,24 @@ function typeOfMessage(msg: unknown): string | undefined {
   return typeof type === 'string' ? type : undefined
 }
 
+/** nact's onCrash for every actor: nact passes the drain token, the failing message is inside the error. */
+export function decideOnDrainCrash<S, M extends { type: string }>(
+  cell: ActorCell<S, M>,
+  error: unknown,
+  nctx: NactSupervisionCtx,
+): Decision {
+  const fault = unwrapFault(error)
+  return decideOnCrash(cell, fault.msg, fault.error, nctx)
+}
+
 /**
- * nact's onCrash for every actor. It must never throw nor return a rejecting promise: nact awaits it
- * without a catch, and the unhandled rejection ends the process. It only ever answers stop, reset or
- * resume: anything else makes nact escalate to the kind supervisor, and an escalated child that gets
- * `resume` is stuck forever. The failing message is dropped (nact never retries it). Everything is decided
+ * The crash decision. It must never throw nor return a rejecting promise: nact awaits it without a catch,
+ * and the unhandled rejection ends the process. It only ever answers stop, reset or resume: anything else
+ * makes nact escalate to the kind supervisor, and an escalated child that gets `resume` is stuck forever.
+ * The failing message is dropped (the drain has already taken it off the queue). Everything is decided
  * synchronously; only the wait before a restart is asynchronous.
  */
-export function decideOnCrash<S, M extends { type: string }>(
+function decideOnCrash<S, M extends { type: string }>(
   cell: ActorCell<S, M>,
   msg: unknown,
   error: unknown,

@@ -1,0 +1,120 @@
+import type { TypedRef } from './types'
+
+/**
+ * Pieces of the cell's batched mailbox. nact 7.6.2 runs every dispatched message in its own setImmediate
+ * (actor.js handleMessage), so an actor dispatched one nact message per message handles at most one per
+ * event-loop turn; a busy actor then waits for turns while the thread idles. The cell instead keeps its own
+ * FIFO and dispatches one DRAIN_TOKEN, whose nact turn runs up to DRAIN_BATCH queued messages.
+ */
+
+/**
+ * Messages one drain runs before it yields: enough to amortise the turn, few enough that other actors and
+ * I/O get theirs (the next drain is a fresh setImmediate, queued behind those already waiting).
+ */
+export const DRAIN_BATCH = 256
+
+/** The only message nact ever sees from a cell; frozen so no handler can alter it. */
+export const DRAIN_TOKEN = Object.freeze({ type: 'kernel/drain' })
+
+/**
+ * What a drain throws when a handler fails. nact hands onCrash the message it dispatched (always the
+ * token), so the failing message travels inside the error; the crash policy reports its type.
+ */
+export class HandlerFault {
+  constructor(
+    readonly msg: unknown,
+    readonly error: unknown,
+  ) {}
+}
+
+/** the failing message (undefined when the failure is not a handler's) and the error it threw */
+export function unwrapFault(error: unknown): { msg: unknown; error: unknown } {
+  return error instanceof HandlerFault ? { msg: error.msg, error: error.error } : { msg: undefined, error }
+}
+
+// Compacting is O(remaining), so do it only once the dead prefix is both large and most of the array.
+const COMPACT_AT = 1024
+
+/** FIFO with amortised O(1) shift (Array#shift is O(n), which a 10k-deep mailbox would feel). */
+export class Fifo<T> {
+  private items: (T | undefined)[] = []
+  private head = 0
+
+  get length(): number {
+    return this.items.length - this.head
+  }
+
+  push(item: T): void {
+    this.items.push(item)
+  }
+
+  shift(): T | undefined {
+    if (this.head === this.items.length) return undefined
+    const item = this.items[this.head]
+    this.items[this.head++] = undefined
+    if (this.head === this.items.length) this.clear()
+    else if (this.head >= COMPACT_AT && this.head * 2 >= this.items.length) {
+      this.items = this.items.slice(this.head)
+      this.head = 0
+    }
+    return item
+  }
+
+  clear(): void {
+    this.items = []
+    this.head = 0
+  }
+}
+
+/**
+ * The cell's queue of admitted messages plus the rule that at most one DRAIN_TOKEN is with nact at a time:
+ * `scheduled` holds while a token sits in nact's mailbox, a drain runs, or nact handles a drain's crash.
+ */
+export class DrainQueue<M> {
+  /** nact turns spent draining (tests assert batching through drainTurns) */
+  turns = 0
+  private readonly fifo = new Fifo<M>()
+  private scheduled = false
+
+  constructor(private readonly dispatchToken: () => void) {}
+
+  get length(): number {
+    return this.fifo.length
+  }
+
+  /** appends; hands nact a token unless one is already on its way (a running drain will reach msg) */
+  push(msg: M): void {
+    this.fifo.push(msg)
+    if (this.scheduled) return
+    this.scheduled = true
+    this.dispatchToken()
+  }
+
+  shift(): M | undefined {
+    return this.fifo.shift()
+  }
+
+  /**
+   * The token's work is over (a drain ended, or a crashed one is to go on after restart): hand nact the
+   * next token if messages remain and the actor may run them, else let the next push schedule one.
+   */
+  handOver(mayRun: boolean): void {
+    if (mayRun && this.fifo.length > 0) this.dispatchToken()
+    else this.scheduled = false
+  }
+
+  clear(): void {
+    this.fifo.clear()
+  }
+}
+
+/** Read by tests only (not exported from the kernel's index): how many nact turns a cell's drains took. */
+const turnCounters = new WeakMap<object, { readonly turns: number }>()
+
+export function registerTurns(ref: TypedRef<never>, counter: { readonly turns: number }): void {
+  turnCounters.set(ref, counter)
+}
+
+export function drainTurns<M>(ref: TypedRef<M>): number | undefined {
+  return turnCounters.get(ref)?.turns
+}
