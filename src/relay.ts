@@ -140,7 +140,7 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
       pubkey: key?.pubkey ?? '',
       contact: config.relayContact,
       supportedNips: SUPPORTED_NIPS,
-      software: 'https://github.com/apiary/apiary',
+      software: 'apiary',
       version: '0.1.0',
       limits: config.limits,
       authRequired: config.authRequired,

@@ -7,6 +7,11 @@ export class RecentIds {
     return this.ids.has(id)
   }
 
+  /** an id the store no longer holds (replaced or deleted) must not be answered "duplicate:" any more */
+  delete(id: string): void {
+    this.ids.delete(id)
+  }
+
   add(id: string): void {
     if (this.ids.has(id)) return
     this.ids.add(id)

@@ -97,7 +97,10 @@ async function onFrame(state: ConnectionState, text: string, ctx: Ctx, deps: Con
       deps.metrics.notices.inc()
       deps.view.queue.pushControl(noticeFrame(e.message))
     } else if (e.kind === 'ok-false') sendOk(deps, e.eventId, e.reason, false)
-    else deps.view.queue.pushControl(closedFrame(e.subId, e.reason))
+    else {
+      dropSubscription(state, e.subId, deps)
+      deps.view.queue.pushControl(closedFrame(e.subId, e.reason))
+    }
     return state
   }
   const m = parsed.value
@@ -115,15 +118,20 @@ async function onFrame(state: ConnectionState, text: string, ctx: Ctx, deps: Con
     case 'COUNT':
       return onCount(state, m, deps)
     case 'CLOSE':
-      state.subs.delete(m.subId)
-      deps.onSubscriptionCount(state.subs.size)
-      tell(deps.community.ref, { type: 'Unsubscribe', connId: deps.view.id, subId: m.subId })
+      dropSubscription(state, m.subId, deps)
       return state
     case 'AUTH':
       return onAuth(state, m, ctx, deps)
     default:
       return assertNever(m)
   }
+}
+
+/** CLOSED names a subscription id: one open under it is closed too, or it would go on delivering. */
+function dropSubscription(state: ConnectionState, subId: string, deps: ConnectionDeps) {
+  if (!state.subs.delete(subId)) return
+  deps.onSubscriptionCount(state.subs.size)
+  tell(deps.community.ref, { type: 'Unsubscribe', connId: deps.view.id, subId })
 }
 
 function sendOk(deps: ConnectionDeps, id: string, message: '' | Reason, accepted: boolean) {
@@ -181,6 +189,7 @@ async function onReq(state: ConnectionState, m: Extract<ClientMessage, { type: '
   }
   const refused = await gateRequest(deps, m.subId, m.filters)
   if (refused) {
+    dropSubscription(state, m.subId, deps)
     deps.view.queue.pushControl(closedFrame(m.subId, refused))
     return state
   }

@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest'
+import { makeKeys } from '../support/events'
+import { connect } from '../support/ws-client'
+import { auth, client, fresh, metric, publish, relayUrlOf, reqAnswer, useRelays } from './helpers'
+
+describe('rate limits', () => {
+  const relays = useRelays()
+
+  it('answers the EVENT past the burst with OK false "rate-limited:"', async () => {
+    const r = await relays.start({ rateLimits: { human: { events: { ratePerSecond: 1, burst: 3 } } } })
+    const c = await client(r)
+    const keys = makeKeys()
+    const events = Array.from({ length: 4 }, () => fresh(keys))
+    for (const e of events) c.sendRaw(`["EVENT",${e.raw}]`)
+    const oks = await Promise.all(events.map((e) => c.ok(e.event.id)))
+    expect(oks.map((f) => f[2])).toEqual([true, true, true, false])
+    expect(oks[3]![3]).toMatch(/^rate-limited: /)
+    expect(await metric(r, 'apiary_admission_rejections_total')).toBe(1)
+  })
+
+  it('charges unauthenticated events to the IP across connections', async () => {
+    const r = await relays.start({ rateLimits: { human: { events: { ratePerSecond: 1, burst: 2 } } } })
+    const keys = makeKeys()
+    expect((await publish(await client(r), fresh(keys))).accepted).toBe(true)
+    expect((await publish(await client(r), fresh(keys))).accepted).toBe(true)
+    expect(await publish(await client(r), fresh(keys))).toMatchObject({ accepted: false, prefix: 'rate-limited' })
+  })
+
+  it('gives an authenticated pubkey its own budget', async () => {
+    const r = await relays.start({ rateLimits: { human: { events: { ratePerSecond: 1, burst: 1 } } } })
+    const c = await client(r)
+    const anon = makeKeys()
+    const authed = makeKeys()
+    expect((await publish(c, fresh(anon))).accepted).toBe(true)
+    expect((await publish(c, fresh(anon))).prefix).toBe('rate-limited')
+    await auth(c, authed, relayUrlOf(r))
+    expect((await publish(c, fresh(authed))).accepted).toBe(true)
+    expect((await publish(c, fresh(authed))).prefix).toBe('rate-limited')
+  })
+
+  it('answers the REQ past the burst with CLOSED "rate-limited:"', async () => {
+    const r = await relays.start({ rateLimits: { human: { reqs: { ratePerSecond: 1, burst: 2 } } } })
+    const c = await client(r)
+    expect((await reqAnswer(c, 'r1', [{ kinds: [1] }]))[0]).toBe('EOSE')
+    expect((await reqAnswer(c, 'r2', [{ kinds: [1] }]))[0]).toBe('EOSE')
+    const third = await reqAnswer(c, 'r3', [{ kinds: [1] }])
+    expect(third[0]).toBe('CLOSED')
+    expect(third[2]).toMatch(/^rate-limited: /)
+  })
+
+  it('refuses the connection past the per-IP burst with HTTP 429', async () => {
+    const r = await relays.start({ rateLimits: { connectionsPerIp: { ratePerSecond: 0.001, burst: 2 } } })
+    await connect(r.url)
+    await connect(r.url)
+    await expect(connect(r.url)).rejects.toThrow('HTTP 429')
+    expect(await metric(r, 'apiary_connections_refused_total')).toBe(1)
+  })
+})
