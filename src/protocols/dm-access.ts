@@ -5,6 +5,7 @@ import { KIND_DM, KIND_GIFT_WRAP } from './nip01/kinds'
  * Kinds only the parties may read: NIP-04 DMs (4) and NIP-59 gift wraps (1059). A gift wrap's author is a
  * throwaway key, so in practice its reader is the `p`-tagged recipient.
  */
+export const AUTHOR_ONLY_KINDS: readonly number[] = [KIND_DM, KIND_GIFT_WRAP]
 export const isAuthorOnlyKind = (kind: number): boolean => kind === KIND_DM || kind === KIND_GIFT_WRAP
 
 /** Whether a connection authenticated as `authedPubkeys` may receive this event. */

@@ -6,8 +6,8 @@
 import type { Logger } from '../../infra/log'
 import type { Metrics } from '../../infra/metrics'
 import type { CommunityRecord } from '../../infra/store/community-store'
-import type { EventStore, StoredEvent } from '../../infra/store/event-store'
-import { canRead, isAuthorOnlyKind } from '../../protocols/dm-access'
+import type { EventStore, QueryOptions, StoredEvent } from '../../infra/store/event-store'
+import { AUTHOR_ONLY_KINDS, canRead } from '../../protocols/dm-access'
 import type { Limits } from '../../protocols/limits'
 import type { VerifiedEvent } from '../../protocols/nip01/event'
 import { effectiveLimit } from '../../protocols/nip01/filter'
@@ -18,9 +18,8 @@ import { reason } from '../../protocols/reasons'
 import { assertNever } from '../../protocols/result'
 import { type ActorContext, type ActorDef, tell } from '../kernel'
 import type { CommunityMsg, PublishOutcome } from './messages'
-import { planReadableCount } from './readable-count'
 import { RecentIds } from './recent-ids'
-import { SubscriptionIndex } from './subscription-index'
+import { type ConnView, SubscriptionIndex } from './subscription-index'
 
 export interface CommunityDeps {
   record: CommunityRecord
@@ -156,7 +155,7 @@ async function onSubscribe(state: CommunityState, msg: Extract<CommunityMsg, { t
   const end = deps.metrics.storeLatency.startTimer({ op: 'query' })
   let stored: StoredEvent[]
   try {
-    stored = await deps.store.query(deps.record.id, clamped, { now: deps.nowSeconds() })
+    stored = await deps.store.query(deps.record.id, clamped, readOptions(conn, deps))
   } catch (error) {
     // The client hears of the outage at once; the actor crashes so supervision sees it (DESIGN §3).
     conn.queue.pushControl(closedFrame(subId, reason('error', 'could not query events')))
@@ -164,21 +163,19 @@ async function onSubscribe(state: CommunityState, msg: Extract<CommunityMsg, { t
   } finally {
     end()
   }
-  for (const s of stored) {
-    if (!isAuthorOnlyKind(s.kind) || canRead(s.event, conn.authed)) conn.queue.push(eventFrame(subId, s.raw))
-  }
+  for (const s of stored) conn.queue.push(eventFrame(subId, s.raw))
   conn.queue.push(eoseFrame(subId))
   state.index.add(conn, subId, filters)
   return state
 }
 
 async function onCount(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Count' }>, deps: CommunityDeps) {
-  const plan = planReadableCount(msg.filters, msg.conn.authed)
-  const opts = { now: deps.nowSeconds() }
-  const id = deps.record.id
-  const all = await deps.store.count(id, plan.all, opts)
-  const dm = plan.dm.length ? await deps.store.count(id, plan.dm, opts) : 0
-  const readable = plan.dmReadable.length ? await deps.store.count(id, plan.dmReadable, opts) : 0
-  msg.reply(all - dm + readable)
+  msg.reply(await deps.store.count(deps.record.id, msg.filters, readOptions(msg.conn, deps)))
   return state
 }
+
+/** What a store read may return to this connection: the access rule is decided in the query (DESIGN §6). */
+const readOptions = (conn: ConnView, deps: CommunityDeps): QueryOptions => ({
+  now: deps.nowSeconds(),
+  authorOnly: { kinds: AUTHOR_ONLY_KINDS, readers: [...conn.authed] },
+})

@@ -41,6 +41,11 @@ export type SaveOutcome =
 export interface QueryOptions {
   /** unix seconds; events whose NIP-40 `expiration` is <= now are never returned */
   now: number
+  /**
+   * Access rule decided inside the query, so hidden rows never take a place in a `limit` or a count:
+   * events of `kinds` are returned only when authored by, or `p`-tagging, one of `readers`.
+   */
+  authorOnly?: { kinds: readonly number[]; readers: readonly string[] }
 }
 
 export interface EventStore {

@@ -59,8 +59,8 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
       if (closing) return Promise.reject(new StoreError('event store is closed'))
       return writes.submit({ community, event, raw })
     },
-    query: (community, filters, { now }) => read('query', () => reads.query(community, filters, now)),
-    count: (community, filters, { now }) => read('count', () => reads.count(community, filters, now)),
+    query: (community, filters, opts) => read('query', () => reads.query(community, filters, opts)),
+    count: (community, filters, opts) => read('count', () => reads.count(community, filters, opts)),
     async ping() {
       if (closing) return false
       try {

@@ -1,4 +1,5 @@
 import type { Filter } from '../../protocols/nip01/filter'
+import type { QueryOptions } from './event-store'
 
 /**
  * Filter → SQL for the SQLite event store. Values are always bound parameters; only index names, column
@@ -122,7 +123,7 @@ class SqlBuilder {
  * One SELECT for one filter (call `canMatch` first). `rows` selects what query() returns, ordered and
  * limited; `seqs` selects row keys only, for COUNT.
  */
-export function toSelectSql(community: string, f: Filter, nowSeconds: number, what: 'rows' | 'seqs'): SqlQuery {
+export function toSelectSql(community: string, f: Filter, opts: QueryOptions, what: 'rows' | 'seqs'): SqlQuery {
   const access = accessOf(f)
   const b = new SqlBuilder()
   const driving = access === 'tag' ? drivingTagOf(f)! : undefined
@@ -143,7 +144,8 @@ export function toSelectSql(community: string, f: Filter, nowSeconds: number, wh
     addTimeRange(b, 'e', f)
   }
   // NIP-40: an expired event is never served
-  b.add('(e.expires_at IS NULL OR e.expires_at > ?)', nowSeconds)
+  b.add('(e.expires_at IS NULL OR e.expires_at > ?)', opts.now)
+  if (opts.authorOnly) addAuthorOnly(b, opts.authorOnly)
   for (const [letter, values] of Object.entries(f.tags ?? {})) {
     if (letter === driving) continue
     const [clause, params] = inList('x.value', values)
@@ -159,6 +161,21 @@ export function toSelectSql(community: string, f: Filter, nowSeconds: number, wh
   return { sql, params: b.params }
 }
 
+/** Author-only kinds (DMs, gift wraps) only for their author or a `p`-tagged reader. */
+function addAuthorOnly(b: SqlBuilder, rule: NonNullable<QueryOptions['authorOnly']>): void {
+  if (rule.kinds.length === 0) return
+  const [notHidden, kindParams] = inList('e.kind', rule.kinds)
+  if (rule.readers.length === 0) return b.add(`NOT ${notHidden}`, ...kindParams)
+  const [byAuthor, authorParams] = inList('e.pubkey', rule.readers)
+  const [byTag, tagParams] = inList('y.value', rule.readers)
+  b.add(
+    `(NOT ${notHidden} OR ${byAuthor} OR EXISTS (SELECT 1 FROM tags y WHERE y.event_seq = e.seq AND y.name = 'p' AND ${byTag}))`,
+    ...kindParams,
+    ...authorParams,
+    ...tagParams,
+  )
+}
+
 function addTimeRange(b: SqlBuilder, alias: string, f: Filter): void {
   // NIP-01: since <= created_at <= until, both inclusive
   if (f.since !== undefined) b.add(`${alias}.created_at >= ?`, f.since)
@@ -166,11 +183,11 @@ function addTimeRange(b: SqlBuilder, alias: string, f: Filter): void {
 }
 
 /** NIP-45: distinct events matching any filter; limits ignored. undefined when no filter can match. */
-export function toCountSql(community: string, filters: readonly Filter[], nowSeconds: number): SqlQuery | undefined {
+export function toCountSql(community: string, filters: readonly Filter[], opts: QueryOptions): SqlQuery | undefined {
   const parts = filters
     .map((f) => ({ ...f, limit: undefined }))
     .filter(canMatch)
-    .map((f) => toSelectSql(community, f, nowSeconds, 'seqs'))
+    .map((f) => toSelectSql(community, f, opts, 'seqs'))
   if (parts.length === 0) return undefined
   // UNION ALL + DISTINCT: a tag join yields an event once per matching value, and filters overlap
   const sql = `SELECT COUNT(DISTINCT seq) AS n FROM (${parts.map((p) => p.sql).join(' UNION ALL ')})`

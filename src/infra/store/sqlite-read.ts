@@ -1,6 +1,6 @@
 import type { Database, Statement } from 'better-sqlite3'
 import type { Filter } from '../../protocols/nip01/filter'
-import { type StoredEvent, storedEvent } from './event-store'
+import { type QueryOptions, type StoredEvent, storedEvent } from './event-store'
 import { armsOf, canMatch, type SqlQuery, toCountSql, toSelectSql } from './sqlite-query'
 
 /** The read side of the SQLite event store: runs the SQL that sqlite-query builds and merges the answers. */
@@ -19,8 +19,8 @@ const newestFirst = (a: Row, b: Row) => b.created_at - a.created_at || (a.id < b
 const MAX_CACHED_STATEMENTS = 256
 
 export interface SqliteReads {
-  query(community: string, filters: readonly Filter[], nowSeconds: number): StoredEvent[]
-  count(community: string, filters: readonly Filter[], nowSeconds: number): number
+  query(community: string, filters: readonly Filter[], opts: QueryOptions): StoredEvent[]
+  count(community: string, filters: readonly Filter[], opts: QueryOptions): number
 }
 
 export function prepareReads(db: Database): SqliteReads {
@@ -36,21 +36,21 @@ export function prepareReads(db: Database): SqliteReads {
   }
   const run = (q: SqlQuery) => prepared(q.sql).all(...q.params) as Row[]
 
-  function rowsOf(community: string, f: Filter, nowSeconds: number): Row[] {
+  function rowsOf(community: string, f: Filter, opts: QueryOptions): Row[] {
     if (!canMatch(f)) return []
-    const rows = armsOf(f).flatMap((arm) => run(toSelectSql(community, arm, nowSeconds, 'rows')))
+    const rows = armsOf(f).flatMap((arm) => run(toSelectSql(community, arm, opts, 'rows')))
     if (f.limit === undefined) return rows
     // arms of a tag filter can return the same event once each; a copy must not take a place in the limit
     return dedupe(rows).sort(newestFirst).slice(0, f.limit)
   }
 
   return {
-    query(community, filters, nowSeconds) {
-      const rows = dedupe(filters.flatMap((f) => rowsOf(community, f, nowSeconds))).sort(newestFirst)
+    query(community, filters, opts) {
+      const rows = dedupe(filters.flatMap((f) => rowsOf(community, f, opts))).sort(newestFirst)
       return rows.map((r) => storedEvent(r.raw, r.kind))
     },
-    count(community, filters, nowSeconds) {
-      const q = toCountSql(community, filters, nowSeconds)
+    count(community, filters, opts) {
+      const q = toCountSql(community, filters, opts)
       return q ? (prepared(q.sql).get(...q.params) as { n: number }).n : 0
     },
   }

@@ -64,6 +64,23 @@ function describeBasics(ctx: ContractContext): void {
       expect([got?.raw, got?.kind, got?.event]).toEqual([e.raw, e.event.kind, e.event])
     })
 
+    it('serves author-only kinds only to their author or a p-tagged reader, inside the limit and the count', async () => {
+      const carol = makeKeys()
+      const pub = note(ctx.alice, { created_at: at(300), content: 'public' })
+      const dm = note(ctx.alice, { kind: 4, created_at: at(200), tags: [['p', ctx.bob.pubkey]] })
+      const wrap = note(carol, { kind: 1059, created_at: at(100), tags: [['p', ctx.bob.pubkey]] })
+      for (const e of [pub, dm, wrap]) await ctx.save(e)
+      const rule = (readers: string[]) => ({ now: NOW, authorOnly: { kinds: [4, 1059], readers } })
+      const q = (filters: Filter[], readers: string[]) => ctx.store.query(ctx.community, filters, rule(readers))
+      // the hidden newer rows must not take the places of the readable older one
+      expect(idsOf(await q([{ limit: 1 }], []))).toEqual([pub.event.id])
+      expect(idsOf(await q([{}], [ctx.alice.pubkey]))).toEqual([dm.event.id, pub.event.id])
+      expect(idsOf(await q([{}], [ctx.bob.pubkey]))).toEqual([wrap.event.id, dm.event.id, pub.event.id])
+      expect(idsOf(await q([{ kinds: [4, 1059] }], [carol.pubkey]))).toEqual([wrap.event.id])
+      expect(await ctx.store.count(ctx.community, [{}], rule([]))).toBe(1)
+      expect(await ctx.store.count(ctx.community, [{}], rule([ctx.bob.pubkey]))).toBe(3)
+    })
+
     it('answers duplicate for an id already stored in the community', async () => {
       const e = note(ctx.alice)
       await ctx.save(e)

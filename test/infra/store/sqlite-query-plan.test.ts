@@ -44,9 +44,13 @@ const shapes: Record<string, Filter> = {
 describe('SQLite query plans', () => {
   for (const [shape, filter] of Object.entries(shapes)) {
     it(`answers ${shape} with index seeks, never a full scan, with or without a limit`, () => {
-      for (const f of [filter, { ...filter, limit: 20 }]) {
+      for (const [f, opts] of [
+        [filter, { now: 100 }],
+        [{ ...filter, limit: 20 }, { now: 100 }],
+        [{ ...filter, limit: 20 }, { now: 100, authorOnly: { kinds: [4, 1059], readers: ['r'] } }],
+      ] as const) {
         for (const arm of armsOf(f)) {
-          const q = toSelectSql('community', arm, 100, 'rows')
+          const q = toSelectSql('community', arm, opts, 'rows')
           const plan = planOf(q.sql, q.params)
           expect(plan.filter((d) => fullScan.test(d)), plan.join(' | ')).toEqual([])
           if (f.limit !== undefined && !mayFullySort.has(shape)) expect(plan, plan.join(' | ')).not.toContain(fullSort)
@@ -56,7 +60,7 @@ describe('SQLite query plans', () => {
   }
 
   it('counts every shape at once without a full scan', () => {
-    const q = toCountSql('community', Object.values(shapes), 100)!
+    const q = toCountSql('community', Object.values(shapes), { now: 100, authorOnly: { kinds: [4], readers: [] } })!
     const plan = planOf(q.sql, q.params)
     expect(plan.filter((d) => fullScan.test(d) && !d.startsWith('SCAN (subquery')), plan.join(' | ')).toEqual([])
   })
