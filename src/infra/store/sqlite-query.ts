@@ -165,7 +165,10 @@ export function toSelectSql(community: string, f: Filter, opts: QueryOptions, wh
 function addAuthorOnly(b: SqlBuilder, rule: NonNullable<QueryOptions['authorOnly']>): void {
   if (rule.kinds.length === 0) return
   const [notHidden, kindParams] = inList('e.kind', rule.kinds)
-  if (rule.readers.length === 0) return b.add(`NOT ${notHidden}`, ...kindParams)
+  if (rule.readers.length === 0) {
+    b.add(`NOT ${notHidden}`, ...kindParams)
+    return
+  }
   const [byAuthor, authorParams] = inList('e.pubkey', rule.readers)
   const [byTag, tagParams] = inList('y.value', rule.readers)
   b.add(
