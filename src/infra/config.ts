@@ -47,7 +47,14 @@ const limits = z
     createdAtPastSeconds: z.number().int().nonnegative().default(31_536_000).describe('how far in the past created_at may be, seconds'),
     createdAtFutureSeconds: z.number().int().nonnegative().default(900).describe('how far in the future created_at may be, seconds'),
     // 4 MiB is ~8x the largest REQ result page (500 events x ~1 KB); a reader that lags further is a slow consumer.
-    maxPendingOutboundBytes: z.number().int().positive().default(4_194_304).describe('bytes queued for one connection before it is closed as a slow consumer'),
+    maxPendingOutboundBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(4_194_304)
+      .describe('bytes queued for one connection; a reader that stays over it for slowConsumerGraceMs (or goes over 4x) is closed'),
+    // A healthy reader on a slow mobile link drains a 4 MiB page in a few seconds; one that can't is stuck.
+    slowConsumerGraceMs: z.number().int().nonnegative().default(5_000).describe('how long a connection may stay over maxPendingOutboundBytes'),
   })
   .prefault({})
 

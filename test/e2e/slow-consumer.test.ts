@@ -12,7 +12,7 @@ describe('slow consumers', () => {
 
   it('closes a subscriber that stops reading with 1008 and counts it; readers that keep up stay open', async () => {
     // The bound must exceed one frame: a ~30 KB event, 200 KB of backlog allowed.
-    const r = await relays.start({ limits: { maxPendingOutboundBytes: 200_000 } })
+    const r = await relays.start({ limits: { maxPendingOutboundBytes: 200_000, slowConsumerGraceMs: 200 } })
     const keys = makeKeys()
     const slow = await client(r)
     const healthy = await client(r)
@@ -44,10 +44,8 @@ describe('slow consumers', () => {
     expect(pub.ws.readyState).toBe(pub.ws.OPEN)
   })
 
-  // BUG (src/actors/community/community-actor.ts onSubscribe + src/infra/ws/outbound-queue.ts): a REQ's
-  // stored page is pushed into the outbound queue in one go, before any flush, so a page bigger than
-  // maxPendingOutboundBytes closes a client that reads perfectly well (default 4 MiB: 100 events of 45 KB).
-  it.fails('serves a stored page bigger than maxPendingOutboundBytes to a client that keeps reading', async () => {
+  // One REQ page may take a healthy reader over the bound for a moment: only staying over it closes.
+  it('serves a stored page bigger than maxPendingOutboundBytes to a client that keeps reading', async () => {
     const r = await relays.start({ limits: { maxPendingOutboundBytes: 100_000 } })
     const keys = makeKeys()
     const pub = await client(r)

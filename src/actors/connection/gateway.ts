@@ -88,6 +88,7 @@ export function acceptConnections(d: GatewayDeps) {
     d.metrics.connectionsActive.inc()
     const queue = createOutboundQueue(ws, {
       maxPendingBytes: d.config.limits.maxPendingOutboundBytes,
+      graceMs: d.config.limits.slowConsumerGraceMs,
       onSlowConsumer: () => {
         d.metrics.slowConsumerCloses.inc()
         d.log.warn({ conn: id, community: record.id }, 'slow consumer closed')

@@ -3,8 +3,9 @@ import type { WebSocket } from 'ws'
 /**
  * One connection's outbound lane (DESIGN §5). Producers (its own actor, the community's fan-out) push ready
  * frames; at most one flush is pending at a time (the "one pending wake"). The bound counts bytes queued here
- * plus bytes `ws` has not yet written to the kernel: a reader that stays over it is a slow consumer and is
- * closed with a reason — a subscriber is never silently skipped.
+ * plus bytes `ws` has not yet written to the kernel. A reader that STAYS over it (for the grace period) is a
+ * slow consumer and is closed with a reason — a subscriber is never silently skipped. One big REQ page may
+ * take a healthy reader over the bound for a moment; only HARD_FACTOR times the bound closes at once.
  */
 export interface OutboundQueue {
   /** false when the connection is closed or was just closed as a slow consumer */
@@ -17,8 +18,12 @@ export interface OutboundQueue {
 
 export interface OutboundQueueOptions {
   maxPendingBytes: number
+  graceMs: number
   onSlowConsumer: () => void
 }
+
+/** Memory bound per connection: beyond this multiple of maxPendingBytes no grace is given. */
+const HARD_FACTOR = 4
 
 export function createOutboundQueue(ws: WebSocket, opts: OutboundQueueOptions): OutboundQueue {
   let control: string[] = []
@@ -26,8 +31,32 @@ export function createOutboundQueue(ws: WebSocket, opts: OutboundQueueOptions): 
   let queuedBytes = 0
   let wakePending = false
   let closed = false
+  let graceTimer: ReturnType<typeof setTimeout> | undefined
 
-  const overBound = () => queuedBytes + ws.bufferedAmount > opts.maxPendingBytes
+  const pending = () => queuedBytes + ws.bufferedAmount
+  const closeSlow = () => {
+    closed = true
+    control = []
+    bulk = []
+    queuedBytes = 0
+    if (graceTimer) clearTimeout(graceTimer)
+    opts.onSlowConsumer()
+  }
+  const checkBound = (): boolean => {
+    const p = pending()
+    if (p > opts.maxPendingBytes * HARD_FACTOR) {
+      closeSlow()
+      return false
+    }
+    if (p > opts.maxPendingBytes && graceTimer === undefined) {
+      graceTimer = setTimeout(() => {
+        graceTimer = undefined
+        if (!closed && ws.readyState === ws.OPEN && pending() > opts.maxPendingBytes) closeSlow()
+      }, opts.graceMs)
+      graceTimer.unref?.()
+    }
+    return true
+  }
   const flush = () => {
     wakePending = false
     if (closed || ws.readyState !== ws.OPEN) {
@@ -52,14 +81,7 @@ export function createOutboundQueue(ws: WebSocket, opts: OutboundQueueOptions): 
     lane.push(frame)
     // string length is a lower bound of UTF-8 bytes; close enough for a bound measured in MiB
     queuedBytes += frame.length
-    if (overBound()) {
-      closed = true
-      control = []
-      bulk = []
-      queuedBytes = 0
-      opts.onSlowConsumer()
-      return false
-    }
+    if (!checkBound()) return false
     if (!wakePending) {
       wakePending = true
       setImmediate(flush)
