@@ -4,6 +4,7 @@ import { kindClass } from '../../protocols/nip01/kinds'
 import { type EventStore, type SaveOutcome, StoreError } from './event-store'
 import { createGroupCommit, type GroupCommit } from './group-commit'
 import { prepareReads } from './sqlite-read'
+import { startWalCheckpointer } from './wal-checkpointer'
 import { prepareSave, type SaveRequest } from './sqlite-save'
 import { applyPragmas, migrate } from './sqlite-schema'
 
@@ -37,6 +38,8 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
   migrate(db)
   const writes = createWrites(db, opts)
   const reads = prepareReads(db)
+  // an in-memory database has no WAL to fold back
+  const checkpointer = opts.file === ':memory:' || opts.file === '' ? undefined : startWalCheckpointer(db, opts.file, opts.log)
   const ping = db.prepare('SELECT 1').pluck()
   let closing: Promise<void> | undefined
 
@@ -72,7 +75,8 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
     },
     close() {
       // saves accepted before close() still commit: their callers are waiting for OK
-      closing ??= writes.drain().then(() => {
+      closing ??= writes.drain().then(async () => {
+        await checkpointer?.stop()
         db.close()
       })
       return closing
