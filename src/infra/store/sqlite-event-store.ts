@@ -4,9 +4,9 @@ import { kindClass } from '../../protocols/nip01/kinds'
 import { type EventStore, type SaveOutcome, StoreError } from './event-store'
 import { createGroupCommit, type GroupCommit } from './group-commit'
 import { prepareReads } from './sqlite-read'
-import { startWalCheckpointer } from './wal-checkpointer'
 import { prepareSave, type SaveRequest } from './sqlite-save'
 import { applyPragmas, migrate } from './sqlite-schema'
+import { startWalCheckpointer } from './wal-checkpointer'
 
 export interface SqliteEventStoreOptions {
   /** path of the database file; ':memory:' for a private in-memory database (tests) */
