@@ -8,7 +8,7 @@ import os from 'node:os'
 import { join } from 'node:path'
 import { CHILD_SCRIPTS, type LoopDelay, type RelayProcess, spawnRelay } from './child'
 import { BENCH_DATA_DIR, type Dataset, ingestEvents, reqDataset } from './fixtures'
-import { fanout, type IdleMemoryResult, type IngestResult, idleConnectionMemory, ingestClosedLoop, ingestPipelined, REQ_SHAPES, type ReqShapeResult, reqLatency } from './load'
+import { fanout, type IdleMemoryResult, idleConnectionMemory, ingestClosedLoop, ingestPipelined, REQ_SHAPES, type ReqShapeResult, reqLatency } from './load'
 
 // ---------------------------------------------------------------- options
 

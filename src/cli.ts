@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util'
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { bytesToHex } from '@noble/hashes/utils.js'
 import { type ConfigInput, loadConfig } from './infra/config'
-import { COMMUNITY_ID_PATTERN } from './infra/store/community-store'
+import { COMMUNITY_ID_PATTERN, seedDefaultCommunity } from './infra/store/community-store'
 import { openSqliteCommunityStore } from './infra/store/sqlite-community-store'
 import { createRelay } from './relay'
 
@@ -59,6 +59,7 @@ async function main(argv: string[]): Promise<number> {
     mkdirSync(c.dataDir, { recursive: true })
     const store = openSqliteCommunityStore(join(c.dataDir, 'apiary.sqlite'))
     try {
+      await seedDefaultCommunity(store)
       if (sub === 'list') {
         for (const r of await store.list()) process.stdout.write(`${r.id}\t${r.hosts.join(',')}\n`)
         return 0

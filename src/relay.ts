@@ -17,7 +17,10 @@ import { Tenants } from './infra/http/tenants'
 import { createLogger, type Logger } from './infra/log'
 import { createMetrics } from './infra/metrics'
 import { type EventTemplate, loadRelayKey, type RelayKey, signAsRelay } from './infra/relay-key'
-import type { CommunityRecord } from './infra/store/community-store'
+import { type CommunityRecord, seedDefaultCommunity } from './infra/store/community-store'
+
+export { DEFAULT_COMMUNITY } from './infra/store/community-store'
+
 import type { EventStore } from './infra/store/event-store'
 import { openSqliteCommunityStore } from './infra/store/sqlite-community-store'
 import { openSqliteEventStore } from './infra/store/sqlite-event-store'
@@ -25,7 +28,6 @@ import { createVerifierPool } from './infra/verify/verifier-pool'
 import { asVerified } from './protocols/nip01/event'
 import { buildRelayInfo } from './protocols/nip11'
 
-export const DEFAULT_COMMUNITY: CommunityRecord = { id: 'default', name: 'default', hosts: ['localhost', '127.0.0.1', '[::1]'], agents: [] }
 export const SUPPORTED_NIPS = [1, 9, 11, 40, 42, 45, 70]
 
 export interface Relay {
@@ -73,7 +75,7 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
     key = loadRelayKey(config.dataDir, config.relaySecretKey)
     const dbFile = join(config.dataDir, 'apiary.sqlite')
     const communities = openSqliteCommunityStore(dbFile)
-    if ((await communities.list()).length === 0) await communities.put(DEFAULT_COMMUNITY)
+    await seedDefaultCommunity(communities)
     for (const c of config.communities) {
       const r = await communities.put({ id: c.id, name: c.name ?? c.id, hosts: c.hosts, agents: c.agents })
       if (!r.ok) throw new Error(`config community ${c.id}: ${r.error}`)

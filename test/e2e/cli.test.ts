@@ -25,10 +25,12 @@ describe('the apiary CLI', () => {
     expect(added.stdout).toMatch(/team/)
     const listed = await apiary('community', 'list', '--data-dir', dir)
     expect(listed.stdout.split('\n')).toContain('team\tteam.test')
+    // a fresh data directory starts with the default community, whichever command touched it first
+    expect(listed.stdout.split('\n')).toContain('default\t127.0.0.1,[::1],localhost')
     // a relay started on that data directory serves the community on its host
     const relay = await startTestRelay({}, dir)
     try {
-      expect(relay.relay.communityIds()).toContain('team')
+      expect(relay.relay.communityIds().sort()).toEqual(['default', 'team'])
       const c = await connect(relay.url, { host: `team.test:${relay.port}` })
       c.send(['REQ', 'team', { kinds: [1] }])
       await c.next((f) => f[0] === 'EOSE' && f[1] === 'team')

@@ -48,6 +48,14 @@ describe('rate limits', () => {
     expect(third[2]).toMatch(/^rate-limited: /)
   })
 
+  it('charges AUTH messages to the REQ budget, so signature checks are not free', async () => {
+    const r = await relays.start({ rateLimits: { human: { reqs: { ratePerSecond: 0.001, burst: 2 } } } })
+    const c = await client(r)
+    expect((await auth(c, makeKeys(), relayUrlOf(r))).accepted).toBe(true)
+    expect((await auth(c, makeKeys(), relayUrlOf(r))).accepted).toBe(true)
+    expect(await auth(c, makeKeys(), relayUrlOf(r))).toMatchObject({ accepted: false, prefix: 'rate-limited' })
+  })
+
   it('refuses the connection past the per-IP burst with HTTP 429', async () => {
     const r = await relays.start({ rateLimits: { connectionsPerIp: { ratePerSecond: 0.001, burst: 2 } } })
     await connect(r.url)

@@ -220,8 +220,14 @@ async function onCount(state: ConnectionState, m: Extract<ClientMessage, { type:
   return state
 }
 
-function onAuth(state: ConnectionState, m: Extract<ClientMessage, { type: 'AUTH' }>, ctx: Ctx, deps: ConnectionDeps) {
+async function onAuth(state: ConnectionState, m: Extract<ClientMessage, { type: 'AUTH' }>, ctx: Ctx, deps: ConnectionDeps) {
   const { event } = m
+  // each AUTH costs us a signature check: it spends from the REQ budget of the IP (no pubkey is proven yet)
+  const admission = await deps.admit(`ip:${deps.ip}`, 'reqs')
+  if (!admission.allowed) {
+    sendOk(deps, event.id, admissionReason(admission, deps.metrics, 'reqs'), false)
+    return state
+  }
   const checked = checkAuthEvent(event, {
     challenge: deps.challenge,
     relayUrl: deps.relayUrl,

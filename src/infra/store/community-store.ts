@@ -16,3 +16,11 @@ export interface CommunityStore {
 }
 
 export const COMMUNITY_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/
+
+/** The embedded default (DESIGN §9): one community answering on the loopback names. */
+export const DEFAULT_COMMUNITY: CommunityRecord = { id: 'default', name: 'default', hosts: ['localhost', '127.0.0.1', '[::1]'], agents: [] }
+
+/** A fresh data directory starts with the default community, whichever command touches it first. */
+export async function seedDefaultCommunity(store: CommunityStore): Promise<void> {
+  if ((await store.list()).length === 0) await store.put(DEFAULT_COMMUNITY)
+}
