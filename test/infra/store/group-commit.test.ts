@@ -38,6 +38,23 @@ describe('group commit', () => {
     }
   })
 
+  it('commits on the next turn once nothing more arrives, however long maxDelayMs is', async () => {
+    const { gc, batches } = recorder({ maxItems: 100, maxDelayMs: 60_000 })
+    expect(await gc.submit(1)).toBe('ok 1')
+    expect(batches).toEqual([[1]])
+  })
+
+  it('keeps gathering while writes arrive turn after turn, so they share one commit', async () => {
+    const { gc, batches } = recorder({ maxItems: 100, maxDelayMs: 60_000 })
+    const results: Promise<string>[] = []
+    for (let i = 1; i <= 20; i++) {
+      results.push(gc.submit(i))
+      await new Promise((r) => setImmediate(r))
+    }
+    await Promise.all(results)
+    expect(batches).toEqual([Array.from({ length: 20 }, (_, i) => i + 1)])
+  })
+
   it('commits one batch at a time; what arrives meanwhile shares the next commit', async () => {
     const { gc, batches, overlapped } = recorder({ maxItems: 2, maxDelayMs: 0, commitMs: 10 })
     const first = [1, 2].map((n) => gc.submit(n))
