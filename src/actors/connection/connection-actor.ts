@@ -1,5 +1,5 @@
-// State: this socket's open subscription ids and in-flight EVENT count; AUTH state lives in the shared ConnView.
-// Messages: Frame (one client message), AuthChecked (NIP-42 verification came back), SocketClosed.
+// State: this socket's open subscription ids; AUTH state lives in the shared ConnView.
+// Messages: Frame (one client message), AuthChecked (NIP-42 verification came back).
 // Crash policy: temporary — a crash ends the connection (afterStop closes the socket); clients reconnect.
 import type { WebSocket } from 'ws'
 import type { Logger } from '../../infra/log'
@@ -46,7 +46,6 @@ export interface ConnectionDeps {
 
 interface ConnectionState {
   subs: Set<string>
-  inFlight: number
 }
 
 type Ctx = ActorContext<ConnectionMsg>
@@ -61,8 +60,9 @@ export function connectionActor(deps: ConnectionDeps): ActorDef<ConnectionState,
   const slots = new SlotGate(MAX_IN_FLIGHT_EVENTS)
   return {
     kind: 'connection',
-    init: () => ({ subs: new Set(), inFlight: 0 }),
+    init: () => ({ subs: new Set() }),
     handle: (state, msg, ctx) => handle(state, msg, ctx, deps, slots),
+    // the socket closed, the actor crashed, or the relay is shutting down: the community forgets this connection
     afterStop: () => {
       tell(deps.community.ref, { type: 'Disconnect', connId: deps.view.id })
       if (deps.ws.readyState === deps.ws.OPEN) deps.ws.close(1011, 'error: internal')
@@ -79,10 +79,6 @@ async function handle(state: ConnectionState, msg: ConnectionMsg, ctx: Ctx, deps
     case 'AuthChecked':
       if (msg.result.ok) deps.view.authed.add(msg.event.pubkey)
       sendOk(deps, msg.event.id, msg.result.ok ? '' : msg.result.error, msg.result.ok)
-      return state
-    case 'SocketClosed':
-      tell(deps.community.ref, { type: 'Disconnect', connId: deps.view.id })
-      state.subs.clear()
       return state
     default:
       return assertNever(msg)
@@ -107,11 +103,7 @@ async function onFrame(state: ConnectionState, text: string, ctx: Ctx, deps: Con
   switch (m.type) {
     case 'EVENT':
       await slots.take()
-      state.inFlight++
-      void onEvent(m, deps).finally(() => {
-        state.inFlight--
-        slots.give()
-      })
+      void onEvent(m, deps).finally(() => slots.give())
       return state
     case 'REQ':
       return onReq(state, m, deps)

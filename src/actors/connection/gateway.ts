@@ -18,7 +18,6 @@ import type { CommunityMsg } from '../community/messages'
 import { type Kernel, type TypedRef, tell } from '../kernel'
 import type { AdmissionAnswer, LimitType } from '../principal/principal-actor'
 import { connectionActor, connectionPath, type MutableConnView } from './connection-actor'
-import type { ConnectionMsg } from './messages'
 
 export interface GatewayDeps {
   http: Server
@@ -98,7 +97,7 @@ export function acceptConnections(d: GatewayDeps) {
     const view: MutableConnView = { id, queue, authed: new Set() }
     const challenge = randomBytes(16).toString('hex')
     let subsOpen = 0
-    const ref = d.kernel.spawn<unknown, ConnectionMsg>(
+    const ref = d.kernel.spawn(
       path,
       connectionActor({
         view,
@@ -118,7 +117,7 @@ export function acceptConnections(d: GatewayDeps) {
         onSubscriptionCount: (n) => {
           subsOpen = n
         },
-      }) as never,
+      }),
     )
     const watched = watch(ws, Date.now, () => view.authed.size > 0 || subsOpen > 0)
     live.set(id, watched)
@@ -147,7 +146,6 @@ export function acceptConnections(d: GatewayDeps) {
     ws.on('close', () => {
       live.delete(id)
       d.metrics.connectionsActive.dec()
-      tell(ref, { type: 'SocketClosed' })
       void d.kernel.stop(path)
     })
   }

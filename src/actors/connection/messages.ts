@@ -4,4 +4,3 @@ import type { Result } from '../../protocols/result'
 export type ConnectionMsg =
   | { type: 'Frame'; text: string }
   | { type: 'AuthChecked'; event: NostrEvent; result: Result<void> }
-  | { type: 'SocketClosed' }
