@@ -38,6 +38,25 @@ describe('rate limits', () => {
     expect((await publish(c, fresh(authed))).prefix).toBe('rate-limited')
   })
 
+  it('gives an agent from the community roster the budget of its tier once it authenticates', async () => {
+    const agent = makeKeys()
+    const human = makeKeys()
+    const r = await relays.start({
+      communities: [{ id: 'hive', hosts: ['hive.test'], agents: [{ pubkey: agent.pubkey, tier: 'platform' }] }],
+      rateLimits: { human: { events: { ratePerSecond: 0.001, burst: 1 } }, agentPlatform: { events: { ratePerSecond: 0.001, burst: 3 } } },
+    })
+    const url = `ws://hive.test:${r.port}`
+    const a = await client(r, 'hive.test')
+    await auth(a, agent, url)
+    const h = await client(r, 'hive.test')
+    await auth(h, human, url)
+    const agentOks = [await publish(a, fresh(agent)), await publish(a, fresh(agent)), await publish(a, fresh(agent))]
+    expect(agentOks.map((o) => o.accepted)).toEqual([true, true, true])
+    expect((await publish(a, fresh(agent))).prefix).toBe('rate-limited')
+    expect((await publish(h, fresh(human))).accepted).toBe(true)
+    expect((await publish(h, fresh(human))).prefix).toBe('rate-limited')
+  })
+
   it('answers the REQ past the burst with CLOSED "rate-limited:"', async () => {
     const r = await relays.start({ rateLimits: { human: { reqs: { ratePerSecond: 1, burst: 2 } } } })
     const c = await client(r)
