@@ -8,16 +8,10 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { verifyEvent } from 'nostr-tools/pure'
 import * as ecc from 'tiny-secp256k1'
+import type { NostrEvent } from '../src/protocols/nip01/event'
 
-export interface BenchEvent {
-  id: string
-  pubkey: string
-  created_at: number
-  kind: number
-  tags: string[][]
-  content: string
-  sig: string
-}
+/** A signed event as the load generators send it: the relay's own wire type. */
+export type BenchEvent = NostrEvent
 
 export const BENCH_DATA_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '.bench-data')
 const FIXTURE_DIR = join(BENCH_DATA_DIR, 'fixtures')
