@@ -62,6 +62,9 @@ export const configSchema = z.object({
   port: z.number().int().min(0).max(65_535).default(7777).describe('TCP port for WebSocket and HTTP'),
   host: z.string().default('127.0.0.1').describe('address to bind'),
   dataDir: z.string().default('./data').describe('directory for the SQLite file and the relay key'),
+  // Cluster mode (DESIGN §7): both set ⇒ this node joins the cluster; both empty ⇒ the embedded default.
+  redisUrl: z.string().default('').describe('Redis for shared gates and cross-node fan-out (redis://host:port/db); empty = in-process'),
+  databaseUrl: z.string().default('').describe('PostgreSQL for events, communities and bans (postgres://...); empty = SQLite in dataDir'),
   logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info').describe('pino log level'),
   relayName: z.string().default('Apiary').describe('NIP-11 name, unless the community sets its own'),
   relayDescription: z.string().default('A Nostr relay for communities of people and AI agents').describe('NIP-11 description'),
