@@ -1,0 +1,153 @@
+import type { Redis } from 'ioredis'
+import type { Observable } from 'rxjs'
+import type { Logger } from '../log'
+import { type Bus, BusError, type ChannelStats, checkNodeId } from './bus'
+import { ChannelWatchers } from './channel-watchers'
+import { openSubscriber, type SubscriberSession } from './redis-subscriber'
+
+/**
+ * Redis pub/sub backend of the Bus (DESIGN §5 "Cross-node", §7). The split with the bus bridge actor
+ * (src/actors/bridges/bus-bridge.ts): this object keeps the watcher refcounts, the Subjects and the
+ * publisher; it never connects a subscriber on its own. The bridge owns the dedicated subscriber connection
+ * through `link`: it opens it, (re)subscribes what `link.channels()` lists, and crashes when it drops, so the
+ * kernel's backoff is the reconnect. Infra may not import actors (DESIGN §2), hence the link interface.
+ */
+export interface RedisBusOptions {
+  /** the caller's command connection, connected before use (publish is refused unless it is ready); ioredis
+   * may reconnect it by itself; the bus never closes it */
+  publisher: Redis
+  nodeId: string
+  unsubscribeDebounceMs: number
+  /** a fresh client for each subscriber connection; see subscriberConnectionOptions */
+  connectSubscriber: () => Redis
+  log?: Pick<Logger, 'warn'>
+}
+
+/** What the bridge actor needs from the bus to own its subscriber connection. */
+export interface SubscriberLink {
+  /** channels the subscription must cover: the wanted ones and those still within their unsubscribe debounce */
+  channels(): string[]
+  readonly closed: boolean
+  /** called after channels() or closed changed; returns the unregister function */
+  onChange(listener: () => void): () => void
+  /** a new, ready subscriber connection whose messages go straight to the watchers (no mailbox hop) */
+  open(onDown: (error: BusError) => void): Promise<SubscriberSession>
+}
+
+export interface RedisBus extends Bus {
+  readonly link: SubscriberLink
+  /** envelopes without a node id: foreign publishers on our channels (counted, dropped, logged) */
+  readonly malformed: number
+}
+
+export function createRedisBus(opts: RedisBusOptions): RedisBus {
+  checkNodeId(opts.nodeId)
+  return new RedisPubSubBus(opts)
+}
+
+// `<nodeId>\n<payload>`: the origin costs one concatenation and one indexOf, the payload (a raw event JSON)
+// is never parsed or re-encoded on the way.
+const SEPARATOR = '\n'
+
+class RedisPubSubBus implements RedisBus, SubscriberLink {
+  readonly nodeId: string
+  readonly link: SubscriberLink = this
+  malformed = 0
+  closed = false
+  private readonly watchers: ChannelWatchers
+  private readonly listeners = new Set<() => void>()
+
+  constructor(private readonly opts: RedisBusOptions) {
+    this.nodeId = opts.nodeId
+    this.watchers = new ChannelWatchers(opts.unsubscribeDebounceMs, {
+      hold: () => this.changed(),
+      release: () => this.changed(),
+    })
+  }
+
+  async publish(channel: string, payload: string): Promise<void> {
+    if (this.closed) throw new BusError('APIARY_BUS_CLOSED', 'the bus is closed')
+    const { publisher } = this.opts
+    // Refused unless ready: ioredis would otherwise queue it through the outage and deliver stale events
+    // late (or hold them in memory without bound). Best effort means: now, or an error now.
+    if (publisher.status !== 'ready') {
+      throw new BusError('APIARY_BUS_UNAVAILABLE', `redis publisher is ${publisher.status}`)
+    }
+    try {
+      await publisher.publish(channel, this.nodeId + SEPARATOR + payload)
+    } catch (cause) {
+      const detail = cause instanceof Error ? cause.message : String(cause)
+      throw new BusError('APIARY_BUS_UNAVAILABLE', `redis publish failed (${detail})`, { cause })
+    }
+  }
+
+  watch(channel: string): Observable<string> {
+    return this.watchers.watch(channel)
+  }
+
+  wanted(): string[] {
+    return this.watchers.wanted()
+  }
+
+  stats(channel: string): ChannelStats {
+    return this.watchers.stats(channel)
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    this.watchers.close()
+    this.changed()
+  }
+
+  channels(): string[] {
+    return this.closed ? [] : this.watchers.held()
+  }
+
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  async open(onDown: (error: BusError) => void): Promise<SubscriberSession> {
+    if (this.closed) throw new BusError('APIARY_BUS_CLOSED', 'the bus is closed')
+    const session = await openSubscriber(this.opts.connectSubscriber(), {
+      onMessage: (channel, raw) => this.ingest(channel, raw),
+      onDown,
+    })
+    return {
+      subscribe: async (channels) => {
+        await session.subscribe(channels)
+        for (const channel of channels) this.watchers.count(channel, 'subscribes')
+      },
+      unsubscribe: async (channels) => {
+        await session.unsubscribe(channels)
+        for (const channel of channels) this.watchers.count(channel, 'unsubscribes')
+      },
+      close: () => session.close(),
+    }
+  }
+
+  private ingest(channel: string, raw: string): void {
+    this.watchers.count(channel, 'received')
+    const cut = raw.indexOf(SEPARATOR)
+    if (cut < 0) {
+      this.malformed++
+      this.opts.log?.warn({ channel }, 'bus message without a node id dropped')
+      return
+    }
+    // own-echo suppression: compare the prefix in place, without slicing the origin out
+    if (cut === this.nodeId.length && raw.startsWith(this.nodeId)) return
+    this.watchers.deliver(channel, raw.slice(cut + 1))
+  }
+
+  private changed(): void {
+    for (const listener of [...this.listeners]) {
+      try {
+        listener()
+      } catch (error) {
+        this.opts.log?.warn({ err: error }, 'bus link listener threw')
+      }
+    }
+  }
+}

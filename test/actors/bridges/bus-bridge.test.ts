@@ -1,0 +1,81 @@
+import { once } from 'node:events'
+import { filter, firstValueFrom } from 'rxjs'
+import { afterEach, describe, expect, it } from 'vitest'
+import type { SupervisionEvent } from '../../../src/actors/kernel'
+import { BusError } from '../../../src/infra/bus/bus'
+import { collect, uniqueChannel, until } from '../../infra/bus/bus-harness'
+import { type RedisNode, startRedisNode } from '../../infra/bus/redis-node'
+import { type PrivateRedis, startPrivateRedis } from '../../support/redis-server'
+
+// Short, jitter-free backoff so the fault tests take milliseconds; production uses busBridgePolicy.
+const quickBackoff = { backoff: { minMs: 50, maxMs: 200, jitter: 0 } }
+
+const bridgeEvents = (node: RedisNode, type: SupervisionEvent['type']) =>
+  node.events.filter((e) => e.type === type && 'kind' in e && e.kind === 'bus-bridge')
+
+function nextBridgeEvent(node: RedisNode, type: SupervisionEvent['type']): Promise<SupervisionEvent> {
+  return firstValueFrom(node.kernel.supervision$.pipe(filter((e) => e.type === type && 'kind' in e && e.kind === 'bus-bridge')))
+}
+
+describe('bus bridge supervision (private redis-server, killed and restarted)', () => {
+  let redis: PrivateRedis
+  const nodes: RedisNode[] = []
+
+  afterEach(async () => {
+    await Promise.all(nodes.splice(0).map((node) => node.close()))
+    await redis?.stop()
+  })
+
+  async function startNode(nodeId: string): Promise<RedisNode> {
+    const node = await startRedisNode(redis.url, nodeId, { policy: quickBackoff })
+    nodes.push(node)
+    return node
+  }
+
+  it('crashes and backs off when Redis dies, then reconnects by itself, resubscribes, and delivery resumes', async () => {
+    redis = await startPrivateRedis()
+    const a = await startNode('node-a')
+    const b = await startNode('node-b')
+    const ch = uniqueChannel('fault')
+    const got = collect(b.bus.watch(ch))
+    await until(() => b.bus.stats(ch).subscribes === 1)
+    await a.bus.publish(ch, 'before')
+    await until(() => got.items.length === 1)
+
+    const backoff = nextBridgeEvent(b, 'backoff')
+    const publisherClosed = once(a.publisher, 'close')
+    await redis.kill()
+    await backoff
+    expect(bridgeEvents(b, 'crashed')[0]).toMatchObject({ msgType: 'Down', error: expect.any(BusError) })
+
+    await publisherClosed
+    const refused = a.bus.publish(ch, 'during')
+    await expect(refused).rejects.toBeInstanceOf(BusError)
+    await expect(refused).rejects.toMatchObject({ code: 'APIARY_BUS_UNAVAILABLE' })
+
+    const publisherReady = once(a.publisher, 'ready')
+    await redis.restart()
+    await until(() => b.bus.stats(ch).subscribes === 2)
+    await publisherReady
+    await a.bus.publish(ch, 'after')
+    await until(() => got.items.length === 2)
+    expect(got.items).toEqual(['before', 'after'])
+    expect(bridgeEvents(b, 'restarted').length).toBeGreaterThanOrEqual(1)
+    expect(bridgeEvents(b, 'gave-up')).toEqual([])
+  })
+
+  it('keeps retrying its first connection, with growing backoff, until Redis is up', async () => {
+    redis = await startPrivateRedis()
+    await redis.kill()
+    const node = await startRedisNode(redis.url, 'late', { policy: quickBackoff, redisIsDown: true })
+    nodes.push(node)
+    const ch = uniqueChannel('late')
+    collect(node.bus.watch(ch))
+    await until(() => bridgeEvents(node, 'backoff').length >= 3)
+    const delays = bridgeEvents(node, 'backoff').map((e) => (e as { delayMs: number }).delayMs)
+    expect(delays.slice(0, 3)).toEqual([50, 100, 200])
+    expect(bridgeEvents(node, 'crashed')[0]).toMatchObject({ msgType: 'Sync', error: expect.any(BusError) })
+    await redis.restart()
+    await until(() => node.bus.stats(ch).subscribes === 1)
+  })
+})
