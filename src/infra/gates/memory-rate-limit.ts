@@ -10,7 +10,9 @@
 //
 // A stored TAT at or before now means "bucket full", exactly like an absent key, so such entries can be
 // dropped at any time without changing a decision; that is what keeps memory bounded.
-import { type Admission, GateError, type RateLimiter, type RateRule } from './rate-limit'
+import { type Admission, checkRateRule, GateError, neverAdmissibleMs, type RateLimiter, type RateRule } from './rate-limit'
+
+export { neverAdmissibleMs }
 
 export interface MemoryRateLimiterOptions {
   /**
@@ -33,13 +35,6 @@ export interface MemoryRateLimiter extends RateLimiter {
   readonly size: number
 }
 
-/**
- * A request costing more than `burst` can never be admitted: the bucket never holds that many tokens.
- * It is refused with this delay so callers can tell "never" from "later" (`Number.isFinite`) and answer
- * `rate-limited: request exceeds burst` instead of promising a retry that would fail again.
- */
-export const neverAdmissibleMs = Number.POSITIVE_INFINITY
-
 // Float noise in TAT arithmetic is ~1e-10 ms; a nanosecond of slack keeps it from flipping exact-boundary
 // decisions (a client arriving exactly one interval later) without admitting anything measurably early.
 const floatSlackMs = 1e-6
@@ -58,7 +53,7 @@ export function createMemoryRateLimiter(opts: MemoryRateLimiterOptions = {}): Me
   let closed = false
 
   function decide(key: string, rule: RateRule, cost: number): Admission {
-    checkRule(rule, cost)
+    checkRateRule(rule, cost)
     if (cost > rule.burst) return { allowed: false, retryAfterMs: neverAdmissibleMs }
     const t = now()
     const intervalMs = 1000 / rule.ratePerSecond
@@ -108,13 +103,4 @@ export function createMemoryRateLimiter(opts: MemoryRateLimiterOptions = {}): Me
       tats.clear()
     },
   }
-}
-
-// Rules come from config and costs from our own code: a bad one is a bug, not something a client did.
-function checkRule(rule: RateRule, cost: number): void {
-  if (!(rule.ratePerSecond > 0 && Number.isFinite(rule.ratePerSecond))) {
-    throw new RangeError(`ratePerSecond must be a finite number > 0: ${rule.ratePerSecond}`)
-  }
-  if (!(rule.burst >= 1 && Number.isFinite(rule.burst))) throw new RangeError(`burst must be ≥ 1: ${rule.burst}`)
-  if (!(cost >= 0 && Number.isFinite(cost))) throw new RangeError(`cost must be a finite number ≥ 0: ${cost}`)
 }

@@ -16,6 +16,23 @@ export interface RateLimiter {
   close(): Promise<void>
 }
 
+/**
+ * A request costing more than `burst` can never be admitted: the bucket never holds that many tokens.
+ * It is refused with this delay so callers can tell "never" from "later" (`Number.isFinite`) and answer
+ * `rate-limited: request exceeds burst` instead of promising a retry that would fail again.
+ */
+export const neverAdmissibleMs = Number.POSITIVE_INFINITY
+
+// Rules come from config and costs from our own code: a bad one is a bug, not something a client did.
+// Shared by every backend so that they refuse exactly the same misuse.
+export function checkRateRule(rule: RateRule, cost: number): void {
+  if (!(rule.ratePerSecond > 0 && Number.isFinite(rule.ratePerSecond))) {
+    throw new RangeError(`ratePerSecond must be a finite number > 0: ${rule.ratePerSecond}`)
+  }
+  if (!(rule.burst >= 1 && Number.isFinite(rule.burst))) throw new RangeError(`burst must be ≥ 1: ${rule.burst}`)
+  if (!(cost >= 0 && Number.isFinite(cost))) throw new RangeError(`cost must be a finite number ≥ 0: ${cost}`)
+}
+
 export class GateError extends Error {
   readonly code = 'APIARY_GATE_UNAVAILABLE'
   constructor(message: string, options?: { cause?: unknown }) {

@@ -1,0 +1,71 @@
+// Presence for one node: status and expiry per (community, pubkey), expired entries dropped lazily.
+import { presenceKey } from '../redis/keys'
+import { type PresenceStore, toPresenceTtlSeconds } from './presence'
+
+export interface MemoryPresenceStoreOptions {
+  /** clock in ms; default performance.now() (monotonic) */
+  now?: () => number
+  /**
+   * Most entries held; default 100_000, one per present pubkey (each also holds a connection, so the
+   * connection limits bind first). Over it, the least recently refreshed entries are dropped: those pubkeys
+   * show offline until their next heartbeat, the cheapest failure presence has.
+   */
+  maxEntries?: number
+}
+
+interface Entry {
+  status: string
+  expiresAt: number
+}
+
+// Entries examined at the front per set: two per set outpaces one insertion per set.
+const trimPerSet = 2
+
+export function createMemoryPresenceStore(opts: MemoryPresenceStoreOptions = {}): PresenceStore & { readonly size: number } {
+  const now = opts.now ?? (() => performance.now())
+  const maxEntries = opts.maxEntries ?? 100_000
+  if (!Number.isInteger(maxEntries) || maxEntries < 1) throw new RangeError(`maxEntries must be an integer ≥ 1: ${maxEntries}`)
+  // presenceKey → entry; re-inserted on every set, so the front holds the entries refreshed longest ago.
+  const entries = new Map<string, Entry>()
+
+  function live(key: string, t: number): Entry | undefined {
+    const e = entries.get(key)
+    if (e === undefined || e.expiresAt > t) return e
+    entries.delete(key)
+    return undefined
+  }
+
+  return {
+    get size() {
+      return entries.size
+    },
+    async set(community, pubkey, status, ttlSeconds) {
+      const key = presenceKey(community, pubkey)
+      const t = now()
+      const expiresAt = t + toPresenceTtlSeconds(ttlSeconds) * 1000
+      entries.delete(key)
+      if (entries.size >= maxEntries) {
+        const oldest = entries.keys().next()
+        if (!oldest.done) entries.delete(oldest.value)
+      }
+      let examined = 0
+      for (const [k, e] of entries) {
+        if (examined++ === trimPerSet || e.expiresAt > t) break
+        entries.delete(k)
+      }
+      entries.set(key, { status, expiresAt })
+    },
+    async get(community, pubkeys) {
+      const t = now()
+      const found = new Map<string, string>()
+      for (const p of pubkeys) {
+        const e = live(presenceKey(community, p), t)
+        if (e) found.set(p, e.status)
+      }
+      return found
+    },
+    async clear(community, pubkey) {
+      entries.delete(presenceKey(community, pubkey))
+    },
+  }
+}

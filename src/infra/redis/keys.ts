@@ -1,0 +1,191 @@
+// Every Redis key and pub/sub channel name Apiary uses (DESIGN §8) is spelled here and nowhere else, so two
+// nodes of different builds can only disagree about a name if this file differs between them.
+//
+// Shape: `apiary:{<communityId>}:<what>`; the braces are a Redis Cluster hash tag, so one community's keys
+// share a slot and a multi-key script (or MGET) over them works in cluster mode. The only global key is the
+// per-IP connection limiter, `apiary:ip:<ip>:conn`: it is decided before the Host header picks a community.
+//
+// Case: every component is lowercase, and a formatter *rejects* (RangeError) an uppercase or otherwise
+// non-canonical pubkey, event id or community id instead of lowercasing it. An uppercase hex would open a
+// second budget for the same pubkey; but every producer already demands lowercase (NIP-01 ids and pubkeys
+// are lowercase hex, `parseEvent` and the config schema enforce it), so reaching here with one is a bug
+// that normalising would hide. IP addresses are the exception: their text is not canonical by nature
+// (`::1` = `0:0::1` = `::FFFF:…`), so they are normalised (see parseIpSegment).
+//
+// Formatters take values our own code produced and throw RangeError on a bad one (a bug); parseChannel and
+// parseIpSegment take text from outside and return a Result.
+import { type Reason, reason } from '../../protocols/reasons'
+import { err, ok, type Result } from '../../protocols/result'
+import { COMMUNITY_ID_PATTERN } from '../store/community-store'
+
+export type RateLimitType = 'events' | 'reqs' | 'api'
+export type ChannelKind = 'events' | 'conn-control' | 'cache-invalidation'
+
+export interface ParsedChannel {
+  community: string
+  kind: ChannelKind
+  /** the NIP-29 group of an events channel; absent for `ev:global` and for the other kinds */
+  channelId?: string
+}
+
+const ROOT = 'apiary'
+const HEX64 = /^[0-9a-f]{64}$/
+// NIP-29: group ids are restricted to a-z0-9-_. The length cap is ours (NIP-29 sets none): it keeps channel
+// names short and bounded; a longer group id is refused by eventsChannel rather than silently truncated.
+const CHANNEL_ID = /^[a-z0-9_-]{1,64}$/
+// `global` names the events channel of channel-less events, so a NIP-29 group may not take that id: the
+// group-creation path must refuse it (isChannelId), or its events would be indistinguishable from global ones.
+const GLOBAL = 'global'
+const IP_PRINCIPAL = 'ip:'
+
+/** A NIP-29 group id that can name an events channel (charset, ≤ 64 chars, not the reserved `global`). */
+export function isChannelId(id: string): boolean {
+  return CHANNEL_ID.test(id) && id !== GLOBAL
+}
+
+/**
+ * `apiary:{c}:rl:<principal>:<type>`. `principal` is a 64-hex pubkey or `ip:<address>` (any spelling
+ * parseIpSegment accepts; it is normalised): `rl:ip:203.0.113.7:api`, `rl:ip:2001-0db8-…-0001:api`.
+ * The two never collide: an IP principal has one segment more and `ip` is not 64 hex digits.
+ */
+export function rateLimitKey(community: string, principal: string, type: RateLimitType): string {
+  if (type !== 'events' && type !== 'reqs' && type !== 'api') throw new RangeError(`unknown rate-limit type: ${type}`)
+  return scoped(community, 'rl', toPrincipalSegment(principal), type)
+}
+
+/** `apiary:ip:<ip>:conn` — global, not hash-tagged: per-IP admission happens before tenant resolution. */
+export function ipConnKey(ip: string): string {
+  return `${ROOT}:ip:${toIpSegment(ip)}:conn`
+}
+
+/** `apiary:{c}:nip98:<eventId>` — a claimed NIP-98 auth event id (replay guard). */
+export function nip98Key(community: string, eventId: string): string {
+  return scoped(community, 'nip98', checkHex(eventId, 'event id'))
+}
+
+/** `apiary:{c}:presence:<pubkey>` — the latest presence status of a pubkey, expiring with its TTL. */
+export function presenceKey(community: string, pubkey: string): string {
+  return scoped(community, 'presence', checkHex(pubkey, 'pubkey'))
+}
+
+/** `apiary:{c}:ev:<channelId>` for a NIP-29 group's events, `apiary:{c}:ev:global` for the rest. */
+export function eventsChannel(community: string, channelId?: string): string {
+  if (channelId === undefined) return scoped(community, 'ev', GLOBAL)
+  if (!isChannelId(channelId)) throw new RangeError(`not a usable channel id: ${JSON.stringify(channelId)}`)
+  return scoped(community, 'ev', channelId)
+}
+
+/** `apiary:{c}:conn-control` — disconnect orders (imperative; DESIGN §5 keeps it apart from invalidation). */
+export function connControlChannel(community: string): string {
+  return scoped(community, 'conn-control')
+}
+
+/** `apiary:{c}:cache-invalidation` — cache keys to drop (idempotent). */
+export function cacheInvalidationChannel(community: string): string {
+  return scoped(community, 'cache-invalidation')
+}
+
+const CHANNEL_NAME = /^apiary:\{([^{}]*)\}:(.*)$/
+
+/**
+ * The inverse of the three channel formatters, for names arriving from Redis (pmessage). Strict: anything
+ * a formatter could not have produced — another prefix, a community outside the id pattern, missing
+ * braces, an extra or empty segment, any uppercase — is refused rather than guessed at.
+ */
+export function parseChannel(name: string): Result<ParsedChannel> {
+  const m = CHANNEL_NAME.exec(name)
+  if (!m) return invalid('not an apiary community channel', name)
+  const [, community = '', rest = ''] = m
+  if (!COMMUNITY_ID_PATTERN.test(community)) return invalid('bad community id in channel', name)
+  if (rest === 'conn-control') return ok({ community, kind: 'conn-control' })
+  if (rest === 'cache-invalidation') return ok({ community, kind: 'cache-invalidation' })
+  if (!rest.startsWith('ev:')) return invalid('unknown channel kind', name)
+  const channelId = rest.slice('ev:'.length)
+  if (channelId === GLOBAL) return ok({ community, kind: 'events' })
+  if (!isChannelId(channelId)) return invalid('bad channel id', name)
+  return ok({ community, kind: 'events', channelId })
+}
+
+/**
+ * An IP address as one key segment: IPv4 in dotted decimal (`203.0.113.7`); IPv6 fully expanded to eight
+ * 4-digit lowercase hex groups joined by `-` (`2001-0db8-0000-0000-0000-0000-0000-0001`), because a `:`
+ * would split the segment and the compressed forms are not unique. Normalised so that every spelling of one
+ * address shares one budget: hex case, `::` compression, leading zeros of a group, an IPv4-mapped IPv6
+ * address (`::ffff:203.0.113.7`, how a dual-stack socket reports an IPv4 client) becomes its IPv4 form, and
+ * a zone (`fe80::1%eth0`, which names our interface, not the peer) is dropped. Idempotent: an encoded
+ * segment parses to itself. Refused: IPv4 with leading zeros (octal in some parsers), brackets, ports.
+ */
+export function parseIpSegment(text: string): Result<string> {
+  const lower = text.toLowerCase()
+  const v4 = parseIpv4(lower)
+  if (v4) return ok(v4.join('.'))
+  const groups = ENCODED_V6.test(lower) ? lower.split('-').map((g) => Number.parseInt(g, 16)) : parseIpv6(lower.replace(/%[^%]+$/, ''))
+  if (!groups) return err(reason('invalid', `not an IP address: ${JSON.stringify(text.slice(0, 64))}`))
+  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
+    const [hi = 0, lo = 0] = groups.slice(6)
+    return ok([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff].join('.'))
+  }
+  return ok(groups.map((g) => g.toString(16).padStart(4, '0')).join('-'))
+}
+
+const ENCODED_V6 = /^[0-9a-f]{4}(-[0-9a-f]{4}){7}$/
+const OCTET = '(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])'
+const IPV4 = new RegExp(`^${OCTET}\\.${OCTET}\\.${OCTET}\\.${OCTET}$`)
+const HEXTET = /^[0-9a-f]{1,4}$/
+
+function parseIpv4(text: string): number[] | undefined {
+  return IPV4.test(text) ? text.split('.').map(Number) : undefined
+}
+
+// RFC 4291 §2.2 text forms: eight hextets, one `::` standing for one or more zero groups, and an optional
+// dotted IPv4 tail counting as two hextets.
+function parseIpv6(text: string): number[] | undefined {
+  const halves = text.split('::')
+  if (halves.length > 2) return undefined
+  const [head = '', tail] = halves
+  const headGroups = parseHextets(head, tail === undefined)
+  const tailGroups = tail === undefined ? [] : parseHextets(tail, true)
+  if (!headGroups || !tailGroups) return undefined
+  if (tail === undefined) return headGroups.length === 8 ? headGroups : undefined
+  const missing = 8 - headGroups.length - tailGroups.length
+  return missing >= 1 ? [...headGroups, ...new Array<number>(missing).fill(0), ...tailGroups] : undefined
+}
+
+function parseHextets(part: string, mayEndInIpv4: boolean): number[] | undefined {
+  if (part === '') return []
+  const pieces = part.split(':')
+  const out: number[] = []
+  for (const [i, piece] of pieces.entries()) {
+    const v4 = mayEndInIpv4 && i === pieces.length - 1 ? parseIpv4(piece) : undefined
+    if (v4) out.push(((v4[0] ?? 0) << 8) | (v4[1] ?? 0), ((v4[2] ?? 0) << 8) | (v4[3] ?? 0))
+    else if (HEXTET.test(piece)) out.push(Number.parseInt(piece, 16))
+    else return undefined
+  }
+  return out
+}
+
+function toIpSegment(ip: string): string {
+  const parsed = parseIpSegment(ip)
+  if (!parsed.ok) throw new RangeError(parsed.error)
+  return parsed.value
+}
+
+function toPrincipalSegment(principal: string): string {
+  if (HEX64.test(principal)) return principal
+  if (principal.startsWith(IP_PRINCIPAL)) return IP_PRINCIPAL + toIpSegment(principal.slice(IP_PRINCIPAL.length))
+  throw new RangeError(`principal must be a lowercase 64-hex pubkey or ip:<address>: ${JSON.stringify(principal.slice(0, 80))}`)
+}
+
+function scoped(community: string, ...parts: string[]): string {
+  if (!COMMUNITY_ID_PATTERN.test(community)) throw new RangeError(`not a community id: ${JSON.stringify(community.slice(0, 80))}`)
+  return `${ROOT}:{${community}}:${parts.join(':')}`
+}
+
+function checkHex(value: string, what: string): string {
+  if (!HEX64.test(value)) throw new RangeError(`${what} must be 64 lowercase hex digits: ${JSON.stringify(value.slice(0, 80))}`)
+  return value
+}
+
+function invalid(why: string, name: string): Result<never, Reason> {
+  return err(reason('invalid', `${why}: ${JSON.stringify(name.slice(0, 120))}`))
+}

@@ -1,0 +1,67 @@
+import type { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createMemoryPresenceStore } from '../../../src/infra/gates/memory-presence'
+import { createRedisPresenceStore } from '../../../src/infra/gates/redis-presence'
+import { presenceKey } from '../../../src/infra/redis/keys'
+import { connectRedis, hex64, testCommunity } from '../redis/connect'
+import { describePresenceContract } from './presence.contract'
+
+let redis: Redis
+let nodeB: Redis
+beforeAll(async () => {
+  redis = await connectRedis()
+  nodeB = await connectRedis()
+})
+afterAll(() => {
+  redis.disconnect()
+  nodeB.disconnect()
+})
+
+describePresenceContract('memory', () => createMemoryPresenceStore())
+describePresenceContract('redis', () => createRedisPresenceStore({ redis }))
+
+describe('redis presence store', () => {
+  it('stores each status under the presence key with the TTL asked, rounded up to whole seconds', async () => {
+    const [c, alice] = [testCommunity(), hex64()]
+    await createRedisPresenceStore({ redis }).set(c, alice, 'online', 29.2)
+    const key = presenceKey(c, alice)
+    expect(await redis.get(key)).toBe('online')
+    const pttl = await redis.pttl(key)
+    expect(pttl).toBeGreaterThan(28_000)
+    expect(pttl).toBeLessThanOrEqual(30_000)
+    await redis.del(key)
+  })
+
+  it('shows a status set on one node to another node, and a clear on either to both', async () => {
+    const [a, b] = [createRedisPresenceStore({ redis }), createRedisPresenceStore({ redis: nodeB })]
+    const [c, alice] = [testCommunity(), hex64()]
+    await a.set(c, alice, 'online', 30)
+    expect(await b.get(c, [alice])).toEqual(new Map([[alice, 'online']]))
+    await b.clear(c, alice)
+    expect(await a.get(c, [alice])).toEqual(new Map())
+  })
+})
+
+describe('memory presence store', () => {
+  it('holds at most maxEntries pubkeys, dropping the least recently refreshed', async () => {
+    const store = createMemoryPresenceStore({ now: () => 0, maxEntries: 50 })
+    const c = testCommunity()
+    const pubkeys = Array.from({ length: 500 }, hex64)
+    for (const p of pubkeys) {
+      await store.set(c, p, 'online', 60)
+      expect(store.size).toBeLessThanOrEqual(50)
+    }
+    expect((await store.get(c, pubkeys)).size).toBe(50)
+    expect((await store.get(c, pubkeys.slice(-50))).size).toBe(50)
+  })
+
+  it('shrinks to the live entries under churn', async () => {
+    const clock = { t: 0 }
+    const store = createMemoryPresenceStore({ now: () => clock.t })
+    for (let i = 0; i < 1000; i++) {
+      clock.t = i * 1000
+      await store.set(testCommunity(), hex64(), 'online', 30)
+    }
+    expect(store.size).toBeLessThanOrEqual(32)
+  })
+})

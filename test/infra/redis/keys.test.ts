@@ -1,0 +1,170 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import {
+  cacheInvalidationChannel,
+  connControlChannel,
+  eventsChannel,
+  ipConnKey,
+  isChannelId,
+  nip98Key,
+  type ParsedChannel,
+  parseChannel,
+  parseIpSegment,
+  presenceKey,
+  rateLimitKey,
+} from '../../../src/infra/redis/keys'
+import { prefixOf } from '../../../src/protocols/reasons'
+
+const PK = 'ab'.repeat(32)
+const ID = '0f'.repeat(32)
+const LOOPBACK6 = '0000-0000-0000-0000-0000-0000-0000-0001'
+
+describe('Redis key and channel names', () => {
+  it.each([
+    [rateLimitKey('acme', PK, 'events'), `apiary:{acme}:rl:${PK}:events`],
+    [rateLimitKey('acme', PK, 'reqs'), `apiary:{acme}:rl:${PK}:reqs`],
+    [rateLimitKey('acme', 'ip:203.0.113.7', 'api'), 'apiary:{acme}:rl:ip:203.0.113.7:api'],
+    [rateLimitKey('acme', 'ip:::1', 'api'), `apiary:{acme}:rl:ip:${LOOPBACK6}:api`],
+    [ipConnKey('203.0.113.7'), 'apiary:ip:203.0.113.7:conn'],
+    [ipConnKey('2001:DB8::1'), 'apiary:ip:2001-0db8-0000-0000-0000-0000-0000-0001:conn'],
+    [nip98Key('acme', ID), `apiary:{acme}:nip98:${ID}`],
+    [presenceKey('a-1', PK), `apiary:{a-1}:presence:${PK}`],
+    [eventsChannel('acme'), 'apiary:{acme}:ev:global'],
+    [eventsChannel('acme', 'dev_ops-2'), 'apiary:{acme}:ev:dev_ops-2'],
+    [connControlChannel('acme'), 'apiary:{acme}:conn-control'],
+    [cacheInvalidationChannel('acme'), 'apiary:{acme}:cache-invalidation'],
+  ])('formats %s', (got, want) => {
+    expect(got).toBe(want)
+  })
+
+  it('gives one IP a single budget whatever spelling it arrives in', () => {
+    const spellings = ['::ffff:203.0.113.7', '::FFFF:cb00:7107', '0:0:0:0:0:ffff:203.0.113.7', '203.0.113.7']
+    for (const s of spellings) expect(ipConnKey(s)).toBe('apiary:ip:203.0.113.7:conn')
+    for (const s of ['::1', '0:0:0:0:0:0:0:1', '0000::0001', '::0:1']) expect(ipConnKey(s)).toBe(`apiary:ip:${LOOPBACK6}:conn`)
+    expect(ipConnKey('fe80::1%eth0')).toBe(ipConnKey('FE80::1'))
+    expect(parseIpSegment(LOOPBACK6)).toEqual({ ok: true, value: LOOPBACK6 })
+  })
+
+  it.each([
+    ['an uppercase community', () => eventsChannel('Acme')],
+    ['a community with a colon', () => connControlChannel('a:b')],
+    ['a community with a brace', () => connControlChannel('a}b')],
+    ['a community starting with a dash', () => connControlChannel('-a')],
+    ['an empty community', () => presenceKey('', PK)],
+    ['a 64-character community (limit 63)', () => presenceKey(`a${'b'.repeat(63)}`, PK)],
+    ['an uppercase pubkey', () => rateLimitKey('acme', PK.toUpperCase(), 'events')],
+    ['a 63-digit pubkey', () => presenceKey('acme', PK.slice(1))],
+    ['an uppercase event id', () => nip98Key('acme', ID.toUpperCase())],
+    ['an unknown principal kind', () => rateLimitKey('acme', 'npub1xyz', 'events')],
+    ['an uppercase IP principal tag', () => rateLimitKey('acme', 'IP:1.2.3.4', 'events')],
+    ['an unknown limit type', () => rateLimitKey('acme', PK, 'connections' as 'events')],
+    ['a channel named global (reserved)', () => eventsChannel('acme', 'global')],
+    ['a channel id with a colon', () => eventsChannel('acme', 'a:b')],
+    ['an uppercase channel id', () => eventsChannel('acme', 'Dev')],
+    ['a 65-character channel id (limit 64)', () => eventsChannel('acme', 'c'.repeat(65))],
+    ['a socket with no address', () => ipConnKey('unknown')],
+  ])('refuses to format a key from %s (a bug, so RangeError)', (_what, format) => {
+    expect(format).toThrow(RangeError)
+  })
+
+  it('accepts a channel id of exactly 64 characters', () => {
+    expect(eventsChannel('acme', 'c'.repeat(64))).toBe(`apiary:{acme}:ev:${'c'.repeat(64)}`)
+    expect(isChannelId('_')).toBe(true)
+  })
+})
+
+describe('IP segments', () => {
+  it.each([
+    '01.2.3.4', '256.1.1.1', '1.2.3', '1.2.3.4.5', '1.2.3.4:80', '[::1]', '1::2::3', '1:2:3:4:5:6:7:8:9',
+    '1:2:3:4:5:6:7:8::', ':::', '::1.2.3.4.5', 'g::1', '12345::', '1.2.3.4::', ':1::', '', 'unknown', ' 1.2.3.4',
+  ])('refuses %j as "invalid:"', (text) => {
+    const r = parseIpSegment(text)
+    expect(r.ok).toBe(false)
+    if (!r.ok) expect(prefixOf(r.error)).toBe('invalid')
+  })
+
+  it('encodes every text form of an IPv6 address alike, and encoding is idempotent (property)', () => {
+    const u16 = fc.integer({ min: 0, max: 0xffff })
+    fc.assert(
+      fc.property(fc.array(u16, { minLength: 8, maxLength: 8 }), fc.boolean(), (groups, upper) => {
+        const full = groups.map((g) => g.toString(16).padStart(4, '0')).join(':')
+        const compressed = new URL(`http://[${full}]/`).hostname.slice(1, -1) // WHATWG: RFC 5952 form
+        const mapped = groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff
+        const want = mapped
+          ? [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.')
+          : groups.map((g) => g.toString(16).padStart(4, '0')).join('-')
+        for (const text of [full, compressed, upper ? compressed.toUpperCase() : groups.map((g) => g.toString(16)).join(':')]) {
+          expect(parseIpSegment(text)).toEqual({ ok: true, value: want })
+        }
+        expect(parseIpSegment(want)).toEqual({ ok: true, value: want })
+      }),
+      { numRuns: 300 },
+    )
+  })
+
+  it('keeps IPv4 dotted and maps ::ffff:a.b.c.d onto it (property)', () => {
+    fc.assert(
+      fc.property(fc.ipV4(), (ip) => {
+        expect(parseIpSegment(ip)).toEqual({ ok: true, value: ip })
+        expect(parseIpSegment(`::ffff:${ip}`)).toEqual({ ok: true, value: ip })
+      }),
+    )
+  })
+})
+
+describe('parsing channel names', () => {
+  it.each<[string, ParsedChannel]>([
+    ['apiary:{acme}:ev:global', { community: 'acme', kind: 'events' }],
+    ['apiary:{acme}:ev:dev_ops-2', { community: 'acme', kind: 'events', channelId: 'dev_ops-2' }],
+    ['apiary:{0}:conn-control', { community: '0', kind: 'conn-control' }],
+    ['apiary:{a-b}:cache-invalidation', { community: 'a-b', kind: 'cache-invalidation' }],
+  ])('reads %s', (name, want) => {
+    expect(parseChannel(name)).toEqual({ ok: true, value: want })
+  })
+
+  it.each([
+    'other:{acme}:conn-control', 'Apiary:{acme}:conn-control', 'apiary:acme:conn-control', 'apiary:{acme:conn-control',
+    'apiary:{Acme}:conn-control', 'apiary:{-acme}:conn-control', 'apiary:{}:conn-control', 'apiary:{{acme}}:conn-control',
+    'apiary:{acme}}:conn-control', 'apiary:{acme}:conn-control:x', 'apiary:{acme}:CONN-CONTROL', 'apiary:{acme}:ev',
+    'apiary:{acme}:ev:', 'apiary:{acme}:ev:a:b', 'apiary:{acme}:ev:Global', 'apiary:{acme}:EV:global',
+    'apiary:{acme}:conn-control\n', ' apiary:{acme}:conn-control', `apiary:{acme}:rl:${PK}:events`,
+    'apiary:ip:1.2.3.4:conn', `apiary:{acme}:ev:${'c'.repeat(65)}`, '',
+  ])('refuses %j as "invalid:"', (name) => {
+    const r = parseChannel(name)
+    expect(r.ok).toBe(false)
+    if (!r.ok) expect(prefixOf(r.error)).toBe('invalid')
+  })
+
+  const community = fc.stringMatching(/^[a-z0-9][a-z0-9-]{0,62}$/)
+  const channelId = fc.stringMatching(/^[a-z0-9_-]{1,64}$/).filter(isChannelId)
+  const channel = fc.oneof(
+    fc.record({ community, kind: fc.constant('events' as const) }),
+    fc.record({ community, kind: fc.constant('events' as const), channelId }),
+    fc.record({ community, kind: fc.constantFrom('conn-control' as const, 'cache-invalidation' as const) }),
+  )
+  const format = (c: ParsedChannel): string =>
+    c.kind === 'events' ? eventsChannel(c.community, c.channelId) : c.kind === 'conn-control' ? connControlChannel(c.community) : cacheInvalidationChannel(c.community)
+
+  it('reads back every channel it formats (property)', () => {
+    fc.assert(
+      fc.property(channel, (c) => {
+        expect(parseChannel(format(c))).toEqual({ ok: true, value: c })
+      }),
+      { numRuns: 500 },
+    )
+  })
+
+  it('accepts only names a formatter produces, byte for byte (property)', () => {
+    const nearMiss = fc.oneof(
+      fc.string(),
+      channel.map(format).chain((n) => fc.tuple(fc.nat(n.length), fc.string({ maxLength: 3 })).map(([i, s]) => n.slice(0, i) + s + n.slice(i + s.length))),
+    )
+    fc.assert(
+      fc.property(nearMiss, (name) => {
+        const r = parseChannel(name)
+        if (r.ok) expect(format(r.value)).toBe(name)
+      }),
+      { numRuns: 1000 },
+    )
+  })
+})
