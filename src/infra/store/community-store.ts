@@ -8,10 +8,29 @@ export interface CommunityRecord {
   agents: { pubkey: string; tier: AgentTier }[]
 }
 
+/** A pubkey refused in one community, checked at AUTH and at every write (rows shared by every node). */
+export interface BanRecord {
+  pubkey: string
+  reason: string
+  /** unix seconds the ban ends at (exclusive); absent for a ban without end */
+  untilSeconds?: number
+}
+
+/** A ban row as stored (`until_seconds` NULL for a ban without end) → BanRecord. */
+export const toBanRecord = (pubkey: string, reason: string, untilSeconds: number | null): BanRecord =>
+  untilSeconds === null ? { pubkey, reason } : { pubkey, reason, untilSeconds }
+
 export interface CommunityStore {
   list(): Promise<CommunityRecord[]>
   /** insert or replace by id; a host already bound to another community is refused */
   put(record: CommunityRecord): Promise<{ ok: true } | { ok: false; error: string }>
+  /** bans, or re-bans with a new reason and end; `untilSeconds` absent bans until unbanned */
+  banPubkey(community: string, pubkey: string, reason: string, untilSeconds?: number): Promise<void>
+  /** the ban in force at `nowSeconds`; a timed ban whose end is <= now is no longer a ban */
+  isBanned(community: string, pubkey: string, nowSeconds: number): Promise<{ reason: string } | undefined>
+  unbanPubkey(community: string, pubkey: string): Promise<void>
+  /** bans in force at `nowSeconds`, by pubkey */
+  listBans(community: string, nowSeconds: number): Promise<BanRecord[]>
   close(): Promise<void>
 }
 

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3'
-import type { CommunityRecord, CommunityStore } from './community-store'
+import { type CommunityRecord, type CommunityStore, toBanRecord } from './community-store'
 
 /** Communities on SQLite: one row each, hosts unique across communities (a host picks exactly one tenant). */
 export function openSqliteCommunityStore(file: string): CommunityStore {
@@ -16,6 +16,14 @@ export function openSqliteCommunityStore(file: string): CommunityStore {
       host TEXT PRIMARY KEY,
       community TEXT NOT NULL REFERENCES communities(id) ON DELETE CASCADE
     );
+    -- until_seconds NULL: until unbanned. Expired rows stay until replaced or unbanned; reads skip them.
+    CREATE TABLE IF NOT EXISTS bans (
+      community TEXT NOT NULL,
+      pubkey TEXT NOT NULL,
+      reason TEXT NOT NULL,
+      until_seconds INTEGER,
+      PRIMARY KEY (community, pubkey)
+    ) WITHOUT ROWID;
   `)
   const selectAll = db.prepare('SELECT id, name, agents FROM communities ORDER BY id')
   const selectHosts = db.prepare('SELECT host, community FROM community_hosts ORDER BY host')
@@ -25,6 +33,16 @@ export function openSqliteCommunityStore(file: string): CommunityStore {
   )
   const dropHosts = db.prepare('DELETE FROM community_hosts WHERE community = ?')
   const addHost = db.prepare('INSERT INTO community_hosts (host, community) VALUES (?, ?)')
+  const ban = db.prepare(
+    `INSERT INTO bans (community, pubkey, reason, until_seconds) VALUES (?, ?, ?, ?)
+     ON CONFLICT DO UPDATE SET reason = excluded.reason, until_seconds = excluded.until_seconds`,
+  )
+  const inForce = '(until_seconds IS NULL OR until_seconds > ?)'
+  const banOf = db.prepare(`SELECT reason FROM bans WHERE community = ? AND pubkey = ? AND ${inForce}`)
+  const unban = db.prepare('DELETE FROM bans WHERE community = ? AND pubkey = ?')
+  const bansOf = db.prepare(
+    `SELECT pubkey, reason, until_seconds FROM bans WHERE community = ? AND ${inForce} ORDER BY pubkey`,
+  )
 
   const put = db.transaction((r: CommunityRecord): { ok: true } | { ok: false; error: string } => {
     for (const h of r.hosts) {
@@ -52,6 +70,20 @@ export function openSqliteCommunityStore(file: string): CommunityStore {
     },
     async put(record) {
       return put(record)
+    },
+    async banPubkey(community, pubkey, reason, untilSeconds) {
+      ban.run(community, pubkey, reason, untilSeconds ?? null)
+    },
+    async isBanned(community, pubkey, nowSeconds) {
+      const row = banOf.get(community, pubkey, nowSeconds) as { reason: string } | undefined
+      return row && { reason: row.reason }
+    },
+    async unbanPubkey(community, pubkey) {
+      unban.run(community, pubkey)
+    },
+    async listBans(community, nowSeconds) {
+      const rows = bansOf.all(community, nowSeconds) as { pubkey: string; reason: string; until_seconds: number | null }[]
+      return rows.map((r) => toBanRecord(r.pubkey, r.reason, r.until_seconds))
     },
     async close() {
       db.close()

@@ -1,0 +1,123 @@
+import type { VerifiedEvent } from '../../protocols/nip01/event'
+import { kindClass } from '../../protocols/nip01/kinds'
+import { type EventStore, type SaveOutcome, type StoredEvent, StoreError, storedEvent } from './event-store'
+import { createGroupCommit } from './group-commit'
+import { type PgQuery, toCountSql, toQuerySql } from './postgres-query'
+import { commitBatch, type SaveRequest } from './postgres-save'
+import { connectPostgres, EVENT_MIGRATIONS, migrate } from './postgres-schema'
+
+export interface PostgresEventStoreOptions {
+  /** postgres://user@host:port/database */
+  url: string
+  groupCommitMaxEvents: number
+  groupCommitMaxDelayMs: number
+  log?: { error(obj: object, msg: string): void }
+}
+
+export interface PostgresEventStoreStats {
+  /** committed write transactions */
+  transactions: number
+  /** events in committed write transactions */
+  events: number
+}
+
+/** The cluster EventStore; `stats()` is for tests and metrics, not part of the port. */
+export interface PostgresEventStore extends EventStore {
+  stats(): PostgresEventStoreStats
+}
+
+/** SELECT e.raw, e.id, e.created_at, e.kind, fetched as arrays: no object per row on the REQ hot path */
+type Row = [raw: string, id: string, created_at: number, kind: number]
+
+// NIP-01: newest first, ties lowest id first
+const newestFirst = (a: Row, b: Row) => b[2] - a[2] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0)
+
+/**
+ * Connects and migrates (see postgres-schema.ts); several nodes may open the same database at once. Writes go
+ * through group commit; the batch transaction is asynchronous, so reads keep running while one commits.
+ */
+export async function openPostgresEventStore(opts: PostgresEventStoreOptions): Promise<PostgresEventStore> {
+  const sql = connectPostgres(opts.url)
+  try {
+    await migrate(sql, 'events', EVENT_MIGRATIONS)
+  } catch (cause) {
+    await sql.end({ timeout: 1 })
+    throw new StoreError('event store migration failed', { cause })
+  }
+  const writes = createGroupCommit<SaveRequest, SaveOutcome>({
+    maxItems: opts.groupCommitMaxEvents,
+    maxDelayMs: opts.groupCommitMaxDelayMs,
+    commit: (batch) => commitBatch(sql, batch),
+    toError: (cause, batchSize) => {
+      opts.log?.error({ err: cause, batchSize }, 'event store: write transaction failed, batch rolled back')
+      return new StoreError('event store write failed', { cause })
+    },
+  })
+  let closing: Promise<void> | undefined
+
+  /** A closed store or a backend failure is an outage (StoreError), never a partial answer. */
+  async function read<T>(what: string, body: () => Promise<T>): Promise<T> {
+    if (closing) throw new StoreError('event store is closed')
+    try {
+      return await body()
+    } catch (cause) {
+      throw new StoreError(`event store ${what} failed`, { cause })
+    }
+  }
+
+  const rowsOf = (q: PgQuery) => sql.unsafe(q.sql, q.params as never[], { prepare: true }).values() as unknown as Promise<Row[]>
+
+  return {
+    save(community: string, event: VerifiedEvent, raw: string): Promise<SaveOutcome> {
+      // a programming error, thrown at the call site rather than mistaken for an outage
+      if (kindClass(event.kind) === 'ephemeral') {
+        throw new Error(`ephemeral kind ${event.kind} must never reach the event store`)
+      }
+      if (closing) return Promise.reject(new StoreError('event store is closed'))
+      return writes.submit({ community, event, raw })
+    },
+    query: (community, filters, o) =>
+      read('query', async () => {
+        const planned = filters.flatMap((f) => {
+          const q = toQuerySql(community, f, o)
+          return q ? [{ limited: f.limit !== undefined, q }] : []
+        })
+        const pages = await Promise.all(planned.map((p) => rowsOf(p.q)))
+        // one limited filter's page is already exact; a tag filter without a limit repeats an event per value
+        const rows = planned.length === 1 && planned[0]!.limited ? pages[0]! : merge(pages)
+        return rows.map((r): StoredEvent => storedEvent(r[0], r[3]))
+      }),
+    count: (community, filters, o) =>
+      read('count', async () => {
+        const q = toCountSql(community, filters, o)
+        if (!q) return 0
+        const [row] = await sql.unsafe(q.sql, q.params as never[], { prepare: true })
+        return row!.n as number
+      }),
+    async ping() {
+      if (closing) return false
+      try {
+        const [row] = await sql`SELECT 1 AS one`
+        return row?.one === 1
+      } catch (err) {
+        opts.log?.error({ err }, 'event store: ping failed')
+        return false
+      }
+    },
+    close() {
+      // saves accepted before close() still commit: their callers are waiting for OK
+      closing ??= writes.drain().then(() => sql.end({ timeout: 5 }))
+      return closing
+    },
+    stats: () => {
+      const s = writes.stats()
+      return { transactions: s.transactions, events: s.items }
+    },
+  }
+}
+
+function merge(pages: Row[][]): Row[] {
+  const byId = new Map<string, Row>()
+  for (const page of pages) for (const r of page) byId.set(r[1], r)
+  return [...byId.values()].sort(newestFirst)
+}

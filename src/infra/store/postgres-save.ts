@@ -1,0 +1,231 @@
+import { createHash } from 'node:crypto'
+import type { VerifiedEvent } from '../../protocols/nip01/event'
+import { dTagOf, KIND_DELETION, kindClass } from '../../protocols/nip01/kinds'
+import { deletionTargets } from '../../protocols/nip09'
+import { expirationOf } from '../../protocols/nip40'
+import type { SaveOutcome } from './event-store'
+import { type Sql, toIndexText } from './postgres-schema'
+
+/**
+ * The write decisions of the PostgreSQL store, made by the database so that nodes sharing it agree (DESIGN §7).
+ *
+ * A batch is one transaction. It first takes exclusive transaction-scoped advisory locks on every event id
+ * and address the batch touches, in one global order (sorted keys), so two nodes writing the same id or
+ * address serialize instead of deadlocking, and a deletion and its target arriving on two nodes at once see
+ * each other (without the lock, each would commit blind to the other's uncommitted row). Every statement then
+ * runs in READ COMMITTED after those locks, so it sees whatever the other node committed.
+ *
+ * Each event's decision is a fixed list of statements that depend on earlier ones only through the database,
+ * so the whole batch is pipelined: one round trip per batch, not per event. Each statement sees the writes of
+ * the statements before it, so events in one batch are decided in arrival order, as in SQLite.
+ */
+
+export interface SaveRequest {
+  community: string
+  event: VerifiedEvent
+  raw: string
+}
+
+// NIP-01: the newer created_at wins; on a tie the lowest id wins. The upsert's WHERE is the whole rule.
+const SAVE_EVENT = `
+WITH blocked AS (
+  SELECT $11::bool AND (
+    EXISTS (SELECT 1 FROM deleted_ids WHERE community = $1 AND event_id = $2 AND pubkey = $3)
+    OR ($6::text IS NOT NULL AND EXISTS (SELECT 1 FROM deleted_addresses
+      WHERE community = $1 AND kind = $4 AND pubkey = $3 AND d = $6 AND until_created_at >= $5))
+  ) AS yes
+), duplicate AS (
+  SELECT EXISTS (SELECT 1 FROM events WHERE community = $1 AND id = $2) AS yes
+), won AS (
+  INSERT INTO versions (community, pubkey, kind, d, event_id, created_at)
+  SELECT $1, $3, $4, $6, $2, $5
+  WHERE $6::text IS NOT NULL AND NOT (SELECT yes FROM blocked) AND NOT (SELECT yes FROM duplicate)
+  ON CONFLICT (community, pubkey, kind, d) DO UPDATE SET event_id = excluded.event_id, created_at = excluded.created_at
+  WHERE excluded.created_at > versions.created_at
+     OR (excluded.created_at = versions.created_at AND excluded.event_id < versions.event_id)
+  RETURNING 1
+), inserted AS (
+  INSERT INTO events (community, id, pubkey, kind, created_at, d_tag, expires_at, raw)
+  SELECT $1, $2, $3, $4, $5, $6, $7, $8
+  WHERE NOT (SELECT yes FROM blocked) AND ($6::text IS NULL OR EXISTS (SELECT 1 FROM won))
+  ON CONFLICT (community, id) DO NOTHING
+  RETURNING seq
+), tagged AS (
+  INSERT INTO tags (event_seq, name, value, community, kind, created_at)
+  SELECT inserted.seq, t.name, t.value, $1, $4, $5 FROM inserted, unnest($9::text[], $10::text[]) AS t (name, value)
+  ON CONFLICT DO NOTHING
+)
+SELECT (SELECT yes FROM duplicate) AS duplicate, (SELECT yes FROM blocked) AS blocked, (SELECT seq FROM inserted) AS seq`
+
+// A separate statement, so its snapshot includes what other nodes committed while the upsert waited.
+// Deletes only while `versions` names this event: a superseded or duplicate save removes nothing.
+const DELETE_LOSERS = `
+DELETE FROM events WHERE community = $1 AND pubkey = $2 AND kind = $3 AND d_tag = $4 AND id <> $5
+  AND EXISTS (SELECT 1 FROM versions WHERE community = $1 AND pubkey = $2 AND kind = $3 AND d = $4 AND event_id = $5)
+RETURNING id`
+
+// NIP-09: only the deleter's own events, never a deletion; the tombstone is kept even for an unknown target,
+// which may arrive after its deletion. Removing the `versions` row keeps the invariant of postgres-schema.ts.
+const DELETE_BY_ID = `
+WITH target AS (SELECT DISTINCT unnest($3::text[]) AS id),
+removed AS (
+  DELETE FROM events e USING target
+  WHERE e.community = $1 AND e.id = target.id AND e.pubkey = $2 AND e.kind <> ${KIND_DELETION}
+  RETURNING e.id, e.kind, e.d_tag
+), unversioned AS (
+  DELETE FROM versions v USING removed
+  WHERE v.community = $1 AND v.pubkey = $2 AND v.kind = removed.kind AND v.d = removed.d_tag AND v.event_id = removed.id
+), remembered AS (
+  INSERT INTO deleted_ids (community, event_id, pubkey, deleted_at) SELECT $1, id, $2, $4 FROM target
+  ON CONFLICT DO NOTHING
+)
+SELECT id FROM removed`
+
+// NIP-09: an `a` deletion covers the versions up to the deletion's created_at, not later ones
+const DELETE_BY_ADDRESS = `
+WITH address AS (SELECT * FROM unnest($3::int[], $4::text[]) AS a (kind, d)),
+removed AS (
+  DELETE FROM events e USING address a
+  WHERE e.community = $1 AND e.pubkey = $2 AND e.kind = a.kind AND e.d_tag = a.d AND e.created_at <= $5
+  RETURNING e.id
+), unversioned AS (
+  DELETE FROM versions v USING address a
+  WHERE v.community = $1 AND v.pubkey = $2 AND v.kind = a.kind AND v.d = a.d AND v.created_at <= $5
+), remembered AS (
+  INSERT INTO deleted_addresses (community, kind, pubkey, d, until_created_at) SELECT $1, kind, $2, d, $5 FROM address
+  ON CONFLICT (community, kind, pubkey, d)
+  DO UPDATE SET until_created_at = GREATEST(deleted_addresses.until_created_at, excluded.until_created_at)
+)
+SELECT id FROM removed`
+
+const LOCK_KEYS = 'SELECT count(pg_advisory_xact_lock(k)) FROM unnest($1::int8[]) AS k'
+
+/** Exported for the query-plan test: every write statement must find its rows through an index. */
+export const SAVE_SQL = { SAVE_EVENT, DELETE_LOSERS, DELETE_BY_ID, DELETE_BY_ADDRESS } as const
+
+interface Statement {
+  sql: string
+  params: unknown[]
+}
+
+type Row = Record<string, unknown>
+
+/** One event's statements, the lock keys it needs, and how to read its outcome from their results. */
+interface Plan {
+  statements: Statement[]
+  lockKeys: string[]
+  outcome(results: Row[][]): SaveOutcome
+}
+
+const INDEXED_TAG = /^[A-Za-z]$/
+
+/** The `d` key of a replaceable/addressable event ('' for replaceable kinds), null for regular ones. */
+function addressKeyOf(event: VerifiedEvent): string | null {
+  const cls = kindClass(event.kind)
+  if (cls === 'addressable') return toIndexText(dTagOf(event))
+  return cls === 'replaceable' ? '' : null
+}
+
+function planSave({ community, event: e, raw }: SaveRequest): Plan {
+  const d = addressKeyOf(e)
+  const names: string[] = []
+  const values: string[] = []
+  for (const [name, value] of e.tags) {
+    // NIP-01 filters address single-letter tags only; the rest is never looked up
+    if (name === undefined || value === undefined || !INDEXED_TAG.test(name)) continue
+    names.push(name)
+    values.push(toIndexText(value))
+  }
+  const expiresAt = expirationOf(e) ?? null
+  // NIP-09: deleting a deletion has no effect, so no tombstone ever blocks a kind 5
+  const blockable = e.kind !== KIND_DELETION
+  const statements: Statement[] = [
+    { sql: SAVE_EVENT, params: [community, e.id, e.pubkey, e.kind, e.created_at, d, expiresAt, raw, names, values, blockable] },
+  ]
+  const lockKeys = [`e\0${community}\0${e.id}`]
+  if (d !== null) {
+    statements.push({ sql: DELETE_LOSERS, params: [community, e.pubkey, e.kind, d, e.id] })
+    lockKeys.push(addressLockKey(community, e.kind, e.pubkey, d))
+  }
+  if (e.kind === KIND_DELETION) planDeletion({ community, event: e, raw }, statements, lockKeys)
+  return {
+    statements,
+    lockKeys,
+    outcome(results) {
+      const first = results[0]![0]!
+      if (first.seq !== null) {
+        return { status: 'saved', removedIds: results.slice(1).flatMap((rows) => rows.map((r) => r.id as string)) }
+      }
+      if (first.duplicate) return { status: 'duplicate' }
+      if (first.blocked) return { status: 'deleted' }
+      // a regular event not inserted although no row was seen: another writer inserted the id since (only
+      // possible for a writer that skips the id lock); ON CONFLICT DO NOTHING made it a duplicate
+      return d === null ? { status: 'duplicate' } : { status: 'superseded' }
+    },
+  }
+}
+
+const addressLockKey = (community: string, kind: number, pubkey: string, d: string) =>
+  `a\0${community}\0${kind}\0${pubkey}\0${d}`
+
+/**
+ * A deletion's statements run whether or not the kind 5 itself turns out a duplicate: applying a stored
+ * deletion again changes nothing (its targets are gone and tombstoned), and a duplicate reports no removals.
+ */
+function planDeletion({ community, event }: SaveRequest, statements: Statement[], lockKeys: string[]): void {
+  const targets = deletionTargets(event)
+  const ids = [...new Set(targets.ids)]
+  if (ids.length > 0) {
+    statements.push({ sql: DELETE_BY_ID, params: [community, event.pubkey, ids, event.created_at] })
+    for (const id of ids) lockKeys.push(`e\0${community}\0${id}`)
+  }
+  const addresses = new Map<string, { kind: number; d: string }>()
+  for (const a of targets.addresses) {
+    const cls = kindClass(a.kind)
+    if (cls !== 'replaceable' && cls !== 'addressable') continue
+    const d = toIndexText(a.d)
+    // one row per address: ON CONFLICT DO UPDATE may not touch a row twice in one statement
+    addresses.set(addressLockKey(community, a.kind, event.pubkey, d), { kind: a.kind, d })
+  }
+  if (addresses.size === 0) return
+  const list = [...addresses.values()]
+  statements.push({
+    sql: DELETE_BY_ADDRESS,
+    params: [community, event.pubkey, list.map((a) => a.kind), list.map((a) => a.d), event.created_at],
+  })
+  lockKeys.push(...addresses.keys())
+}
+
+/** 64-bit advisory lock keys, deduplicated and sorted: every transaction locks in the same order. */
+function toLockIds(keys: readonly string[]): string[] {
+  const ids = new Set(keys.map((k) => createHash('sha256').update(k).digest().readBigInt64BE(0)))
+  return [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).map(String)
+}
+
+// deadlock_detected, serialization_failure: the transaction was rolled back whole and may simply run again
+const RETRYABLE = new Set(['40P01', '40001'])
+const MAX_ATTEMPTS = 3
+
+/** One transaction for the whole batch; resolves after COMMIT with one outcome per request, in order. */
+export async function commitBatch(sql: Sql, batch: readonly SaveRequest[]): Promise<SaveOutcome[]> {
+  const plans = batch.map(planSave)
+  const lockIds = toLockIds(plans.flatMap((p) => p.lockKeys))
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await sql.begin(async (tx) => {
+        // the driver's queries are lazy: `then` sends them, so each is sent here, in this order
+        const run = (s: Statement): Promise<Row[]> => tx.unsafe(s.sql, s.params as never[], { prepare: true }).then((r) => r)
+        // issued without awaiting one another: the driver pipelines them, the server runs them in order.
+        // One Promise.all over everything, so a failure after the first leaves no rejection unhandled.
+        const [, ...perPlan] = await Promise.all([
+          run({ sql: LOCK_KEYS, params: [lockIds] }),
+          ...plans.map((p) => Promise.all(p.statements.map(run))),
+        ])
+        return plans.map((p, i) => p.outcome(perPlan[i] as Row[][]))
+      })
+    } catch (err) {
+      const code = (err as { code?: string }).code
+      if (attempt >= MAX_ATTEMPTS || code === undefined || !RETRYABLE.has(code)) throw err
+    }
+  }
+}

@@ -1,0 +1,128 @@
+import { randomUUID } from 'node:crypto'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import type { CommunityRecord, CommunityStore } from '../../../src/infra/store/community-store'
+
+/**
+ * The CommunityStore contract, run against every backend. `open` may be called several times: each call is
+ * another node on the same backend. Tests share that backend, so each owns its ids, hosts and pubkeys and
+ * reads back only its own rows.
+ */
+export function describeCommunityStoreContract(name: string, open: () => Promise<CommunityStore>): void {
+  describe(`${name} community store`, () => {
+    let store: CommunityStore
+    const others: CommunityStore[] = []
+    // another node on the same backend
+    const another = async () => {
+      const s = await open()
+      others.push(s)
+      return s
+    }
+    let tag: string
+    const record = (suffix: string, hosts: string[], agents: CommunityRecord['agents'] = []): CommunityRecord => ({
+      id: `${tag}-${suffix}`,
+      name: `community ${suffix}`,
+      hosts: hosts.map((h) => `${h}.${tag}.example`),
+      agents,
+    })
+    const mine = async (s = store) => (await s.list()).filter((r) => r.id.startsWith(tag))
+    const pubkey = (c: string) => c.repeat(64)
+
+    beforeEach(async () => {
+      store = await open()
+      tag = `t${randomUUID().slice(0, 8)}`
+    })
+    afterEach(async () => {
+      await Promise.all([store, ...others.splice(0)].map((s) => s.close()))
+    })
+
+    describe('communities and their hosts', () => {
+      it('lists what was put, by id, with hosts by name and agents as given', async () => {
+        const b = record('b', ['y', 'x'], [{ pubkey: pubkey('a'), tier: 'elevated' }])
+        const a = record('a', ['z'])
+        expect(await store.put(b)).toEqual({ ok: true })
+        expect(await store.put(a)).toEqual({ ok: true })
+        expect(await mine()).toEqual([a, { ...b, hosts: [...b.hosts].sort() }])
+      })
+
+      it('replaces a community by id: name, agents and hosts, releasing the hosts it dropped', async () => {
+        await store.put(record('a', ['old', 'kept']))
+        const changed = { ...record('a', ['kept', 'new'], [{ pubkey: pubkey('b'), tier: 'platform' }]), name: 'renamed' }
+        expect(await store.put(changed)).toEqual({ ok: true })
+        expect(await mine()).toEqual([changed])
+        expect(await store.put(record('b', ['old']))).toEqual({ ok: true })
+      })
+
+      it('refuses a host bound to another community and changes nothing', async () => {
+        const a = record('a', ['shared'])
+        await store.put(a)
+        const refused = await store.put(record('b', ['own', 'shared']))
+        expect(refused).toMatchObject({ ok: false, error: expect.any(String) })
+        expect(await mine()).toEqual([a])
+        const renamed = await store.put({ ...a, name: 'still mine', hosts: [...a.hosts, ...record('b', ['own']).hosts] })
+        expect(renamed).toEqual({ ok: true })
+      })
+
+      it('binds a host to exactly one community when two nodes claim it at once', async () => {
+        const node2 = await another()
+        const outcomes = await Promise.all([store.put(record('a', ['contested'])), node2.put(record('b', ['contested']))])
+        expect(outcomes.filter((o) => o.ok)).toHaveLength(1)
+        const bound = (await mine(node2)).filter((r) => r.hosts.length > 0)
+        expect(bound).toHaveLength(1)
+      })
+
+      it('shows every node what one node put', async () => {
+        const a = record('a', ['seen'])
+        await store.put(a)
+        expect(await mine(await another())).toEqual([a])
+      })
+    })
+
+    describe('bans', () => {
+      const NOW = 1_700_000_000
+
+      it('bans a pubkey in one community only, with its reason, until unbanned', async () => {
+        const [here, there] = [`${tag}-here`, `${tag}-there`]
+        expect(await store.isBanned(here, pubkey('a'), NOW)).toBeUndefined()
+        await store.banPubkey(here, pubkey('a'), 'spam')
+        expect(await store.isBanned(here, pubkey('a'), NOW)).toEqual({ reason: 'spam' })
+        expect(await store.isBanned(there, pubkey('a'), NOW)).toBeUndefined()
+        expect(await store.isBanned(here, pubkey('b'), NOW)).toBeUndefined()
+        await store.unbanPubkey(here, pubkey('a'))
+        expect(await store.isBanned(here, pubkey('a'), NOW)).toBeUndefined()
+        await store.unbanPubkey(here, pubkey('a'))
+      })
+
+      it('ends a timed ban at its end second, and lists only the bans in force', async () => {
+        const c = `${tag}-timed`
+        await store.banPubkey(c, pubkey('b'), 'cool down', NOW + 60)
+        await store.banPubkey(c, pubkey('a'), 'forever')
+        await store.banPubkey(c, pubkey('c'), 'over', NOW)
+        expect(await store.isBanned(c, pubkey('b'), NOW + 59)).toEqual({ reason: 'cool down' })
+        expect(await store.isBanned(c, pubkey('b'), NOW + 60)).toBeUndefined()
+        expect(await store.isBanned(c, pubkey('c'), NOW)).toBeUndefined()
+        expect(await store.listBans(c, NOW)).toEqual([
+          { pubkey: pubkey('a'), reason: 'forever' },
+          { pubkey: pubkey('b'), reason: 'cool down', untilSeconds: NOW + 60 },
+        ])
+        expect(await store.listBans(c, NOW + 60)).toEqual([{ pubkey: pubkey('a'), reason: 'forever' }])
+      })
+
+      it('replaces a ban\'s reason and end when the pubkey is banned again', async () => {
+        const c = `${tag}-again`
+        await store.banPubkey(c, pubkey('a'), 'first', NOW + 10)
+        await store.banPubkey(c, pubkey('a'), 'second')
+        expect(await store.isBanned(c, pubkey('a'), NOW + 3600)).toEqual({ reason: 'second' })
+        expect(await store.listBans(c, NOW)).toEqual([{ pubkey: pubkey('a'), reason: 'second' }])
+      })
+
+      it('applies a ban made on one node on every node', async () => {
+        const c = `${tag}-shared`
+        const node2 = await another()
+        await store.banPubkey(c, pubkey('a'), 'abuse')
+        expect(await node2.isBanned(c, pubkey('a'), NOW)).toEqual({ reason: 'abuse' })
+        await node2.unbanPubkey(c, pubkey('a'))
+        expect(await store.isBanned(c, pubkey('a'), NOW)).toBeUndefined()
+      })
+    })
+  })
+}

@@ -1,0 +1,111 @@
+import postgres from 'postgres'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { EventStore } from '../../../src/infra/store/event-store'
+import { openPostgresEventStore, type PostgresEventStore } from '../../../src/infra/store/postgres-event-store'
+import { EVENT_MIGRATIONS } from '../../../src/infra/store/postgres-schema'
+import { makeKeys, signEvent } from '../../support/events'
+import { createTestDatabase, type TestDatabase } from '../../support/postgres'
+import { idsOf, NOW } from './contract-context'
+import { describeEventStoreContract } from './event-store.contract'
+
+let db: TestDatabase
+beforeAll(async () => {
+  db = await createTestDatabase()
+})
+afterAll(() => db?.drop())
+
+const open = (groupCommitMaxEvents = 64) =>
+  openPostgresEventStore({ url: db.url, groupCommitMaxEvents, groupCommitMaxDelayMs: 2 })
+
+/** A real failure: a trigger installed through another connection aborts any insert carrying the marker. */
+async function openWithWriteFault(marker: string): Promise<EventStore> {
+  // DDL takes no bound parameters: the marker becomes part of the trigger's name and argument
+  if (!/^[A-Za-z-]+$/.test(marker)) throw new Error(`unsafe marker ${marker}`)
+  const store = await open()
+  const admin = postgres(db.url, { max: 1, onnotice: () => {} })
+  try {
+    await admin.unsafe(`CREATE OR REPLACE FUNCTION fail_marked() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF strpos(NEW.raw, TG_ARGV[0]) > 0 THEN RAISE EXCEPTION 'injected write failure'; END IF;
+        RETURN NEW;
+      END $$`)
+    const trigger = `fail_${marker.toLowerCase().replaceAll('-', '_')}`
+    await admin.unsafe(`CREATE OR REPLACE TRIGGER ${trigger} BEFORE INSERT ON events
+      FOR EACH ROW EXECUTE FUNCTION fail_marked('${marker}')`)
+  } finally {
+    await admin.end()
+  }
+  return store
+}
+
+const transactionsOf = (s: EventStore) => (s as PostgresEventStore).stats().transactions
+
+describeEventStoreContract('PostgreSQL', () => open(), { transactionsOf, openWithWriteFault })
+
+describe('PostgreSQL event store', () => {
+  const alice = makeKeys()
+
+  it('migrates once when several nodes open the same database at the same moment', async () => {
+    const fresh = await createTestDatabase()
+    try {
+      const opens = Array.from({ length: 4 }, () =>
+        openPostgresEventStore({ url: fresh.url, groupCommitMaxEvents: 8, groupCommitMaxDelayMs: 0 }),
+      )
+      const stores = await Promise.all(opens)
+      for (const s of stores) expect(await s.ping()).toBe(true)
+      await Promise.all(stores.map((s) => s.close()))
+      const sql = postgres(fresh.url, { max: 1, onnotice: () => {} })
+      const [row] = await sql`SELECT version FROM apiary_schema WHERE component = 'events'`
+      await sql.end()
+      expect(row?.version).toBe(EVENT_MIGRATIONS.length)
+    } finally {
+      await fresh.drop()
+    }
+  })
+
+  it('stores and finds tag values PostgreSQL text cannot index as they are (NUL, very long, lone surrogate)', async () => {
+    const store = await open()
+    const odd = ['a\u0000b', 'x'.repeat(5000), 'lone \ud800 surrogate', '\u0001starts with the digest mark']
+    const events = odd.map((v, i) => signEvent(alice, { kind: 30_000, created_at: NOW - i, tags: [['d', v], ['t', v]] }))
+    const outcomes = await Promise.all(events.map((e) => store.save('odd', e.event, e.raw)))
+    expect(outcomes.map((o) => o.status)).toEqual(['saved', 'saved', 'saved', 'saved'])
+    for (const [i, v] of odd.entries()) {
+      const got = await store.query('odd', [{ tags: { t: [v] } }, { tags: { d: [v] }, limit: 5 }], { now: NOW })
+      expect(idsOf(got)).toEqual([events[i]!.event.id])
+    }
+    await store.close()
+  })
+
+  it('commits one transaction per event when groupCommitMaxEvents is 1', async () => {
+    const store = await open(1)
+    const events = Array.from({ length: 5 }, (_, i) => signEvent(alice, { content: `one by one ${i}` }))
+    await Promise.all(events.map((e) => store.save('single', e.event, e.raw)))
+    expect(store.stats()).toEqual({ transactions: 5, events: 5 })
+    await store.close()
+  })
+
+  it('logs a failed write transaction with its cause', async () => {
+    const logged: object[] = []
+    const store = await openPostgresEventStore({
+      url: db.url,
+      groupCommitMaxEvents: 8,
+      groupCommitMaxDelayMs: 0,
+      log: { error: (obj) => logged.push(obj) },
+    })
+    const e = signEvent(alice, { content: 'LOG-THIS-FAILURE' })
+    const faulty = await openWithWriteFault('LOG-THIS-FAILURE')
+    await faulty.close()
+    await expect(store.save('log', e.event, e.raw)).rejects.toMatchObject({ code: 'APIARY_STORE_UNAVAILABLE' })
+    expect(logged).toEqual([expect.objectContaining({ batchSize: 1, err: expect.any(Error) })])
+    await store.close()
+  })
+
+  it('refuses to open with StoreError when the server is unreachable', async () => {
+    const store = await openPostgresEventStore({
+      url: db.url.replace(':5432/', ':1/'),
+      groupCommitMaxEvents: 8,
+      groupCommitMaxDelayMs: 0,
+    }).catch((err: unknown) => err)
+    expect(store).toMatchObject({ code: 'APIARY_STORE_UNAVAILABLE' })
+  })
+})
