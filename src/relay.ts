@@ -2,16 +2,14 @@
 import { mkdirSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { join } from 'node:path'
 import type { Observable } from 'rxjs'
 import { WebSocketServer } from 'ws'
 import { communityActor, communityPath } from './actors/community/community-actor'
 import type { CommunityMsg, CommunityStats, PublishOutcome } from './actors/community/messages'
 import { acceptConnections } from './actors/connection/gateway'
-import { ask, createKernel, type Kernel, type SupervisionEvent, type TypedRef } from './actors/kernel'
+import { ask, createKernel, type Kernel, type SupervisionEvent, type TypedRef, tell } from './actors/kernel'
 import { type AdmissionAnswer, type LimitType, type PrincipalTier, principalActor, principalPath } from './actors/principal/principal-actor'
 import { type Config, type ConfigInput, configSchema } from './infra/config'
-import { createMemoryRateLimiter } from './infra/gates/memory-rate-limit'
 import { handleHttp } from './infra/http/http-routes'
 import { Tenants } from './infra/http/tenants'
 import { createLogger, type Logger } from './infra/log'
@@ -21,12 +19,13 @@ import { type CommunityRecord, seedDefaultCommunity } from './infra/store/commun
 
 export { DEFAULT_COMMUNITY } from './infra/store/community-store'
 
+import { createCommunityLink } from './actors/community/community-link'
 import type { EventStore } from './infra/store/event-store'
-import { openSqliteCommunityStore } from './infra/store/sqlite-community-store'
-import { openSqliteEventStore } from './infra/store/sqlite-event-store'
+import type { Verifier } from './infra/verify/verifier'
 import { createVerifierPool } from './infra/verify/verifier-pool'
 import { asVerified } from './protocols/nip01/event'
 import { buildRelayInfo } from './protocols/nip11'
+import { type Backends, openBackends } from './relay-backends'
 
 export const SUPPORTED_NIPS = [1, 9, 11, 40, 42, 45, 70]
 
@@ -44,6 +43,8 @@ export interface Relay {
   /** sign `template` with the relay key and publish it in `communityId` (stored, fanned out) */
   publish(communityId: string, template: EventTemplate): Promise<PublishOutcome>
   stats(communityId: string): Promise<CommunityStats>
+  /** write the ban row, close the pubkey's sockets on this node and (in a cluster) on every other node */
+  banPubkey(communityId: string, pubkey: string, reason: string, untilSeconds?: number): Promise<void>
 }
 
 export interface RelayOptions {
@@ -67,72 +68,110 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
   let url = ''
   let tenants = new Tenants([])
   let shutdown: (() => Promise<void>) | undefined
+  let backends: Backends | undefined
 
   const communityRef = (id: string) => kernel.lookup<CommunityMsg>(communityPath(id))
 
   async function listen(): Promise<string> {
     mkdirSync(config.dataDir, { recursive: true })
-    key = loadRelayKey(config.dataDir, config.relaySecretKey)
-    const dbFile = join(config.dataDir, 'apiary.sqlite')
-    const communities = openSqliteCommunityStore(dbFile)
-    await seedDefaultCommunity(communities)
+    const relayKey = loadRelayKey(config.dataDir, config.relaySecretKey)
+    key = relayKey
+    const b = await openBackends(config, log, { eventStore: opts.eventStore })
+    backends = b
+    await seedDefaultCommunity(b.communities)
     for (const c of config.communities) {
-      const r = await communities.put({ id: c.id, name: c.name ?? c.id, hosts: c.hosts, agents: c.agents })
+      const r = await b.communities.put({ id: c.id, name: c.name ?? c.id, hosts: c.hosts, agents: c.agents })
       if (!r.ok) throw new Error(`config community ${c.id}: ${r.error}`)
     }
-    const records = await communities.list()
+    const records = await b.communities.list()
     tenants = new Tenants(records)
-    const store =
-      opts.eventStore ??
-      openSqliteEventStore({
-        file: dbFile,
-        groupCommitMaxEvents: config.store.groupCommitMaxEvents,
-        groupCommitMaxDelayMs: config.store.groupCommitMaxDelayMs,
-        log,
-      })
     const verifier = await createVerifierPool({ threads: config.verifyThreads })
-    const limiter = createMemoryRateLimiter()
-    for (const record of records) {
-      kernel.spawn(communityPath(record.id), communityActor({ record, store, limits: config.limits, nowSeconds, metrics, log }))
-    }
+    b.startBridges(kernel)
+    for (const record of records) spawnCommunity(record, b, verifier, relayKey)
     const admit = (record: CommunityRecord, principal: string, limit: LimitType): Promise<AdmissionAnswer> => {
       const tier = tierOf(record, principal)
       const ref = kernel.getOrSpawn(
         principalPath(record.id, principal),
-        principalActor({ key: `${record.id}:${principal}`, tier, rules: config.rateLimits[tier], limiter }),
+        principalActor({ community: record.id, principal, tier, rules: config.rateLimits[tier], limiter: b.limiter }),
       )
       return ask(ref, (reply) => ({ type: 'Admit', limit, reply }), 10_000)
     }
+    const banOf = async (community: string, pubkey: string) => b.communities.isBanned(community, pubkey, nowSeconds())
     const http = createServer((req, res) => {
       handleHttp(req, res, {
         metrics,
         isKnownHost: (h) => tenants.resolve(h, 'http') !== undefined,
         relayInfo: (h) => relayInfoFor(tenants.resolve(h, 'http')?.record),
-        ready: () => store.ping(),
+        ready: () => b.ready(),
       }).catch((error: unknown) => {
         log.error({ err: error }, 'http handler failed')
         if (!res.headersSent) res.writeHead(500).end()
       })
     })
     const wss = new WebSocketServer({ noServer: true, maxPayload: config.limits.maxMessageBytes })
-    const gateway = acceptConnections({ http, wss, kernel, config, tenants, limiter, verifier, admit, metrics, log, nowSeconds, communityRef })
+    const gateway = acceptConnections({
+      http,
+      wss,
+      kernel,
+      config,
+      tenants,
+      limiter: b.limiter,
+      verifier,
+      admit,
+      banOf,
+      metrics,
+      log,
+      nowSeconds,
+      communityRef,
+    })
     await new Promise<void>((resolve, reject) => {
       http.once('error', reject)
       http.listen(config.port, config.host, () => resolve())
     })
     const addr = http.address() as AddressInfo
     url = `ws://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`
-    log.info({ url, communities: records.map((r) => r.id) }, 'apiary listening')
+    log.info({ url, mode: b.mode, node: b.nodeId, communities: records.map((r) => r.id) }, 'apiary listening')
     shutdown = async () => {
       await gateway.close()
       await new Promise<void>((resolve) => http.close(() => resolve()))
-      await store.close()
-      await communities.close()
+      await kernel.stopPrefix('community/')
+      await b.close()
       await verifier.close()
-      await limiter.close()
       await kernel.shutdown()
     }
     return url
+  }
+
+  function spawnCommunity(record: CommunityRecord, b: Backends, verifier: Verifier, relayKey: RelayKey) {
+    const path = communityPath(record.id)
+    const link = createCommunityLink({
+      community: record.id,
+      bus: b.bus,
+      deliver: (msg) => {
+        const ref = kernel.lookup<CommunityMsg>(path)
+        return ref ? tell(ref, msg) : false
+      },
+      sign: (t) => signAsRelay(relayKey, t, nowSeconds()),
+      metrics,
+      log,
+    })
+    const cluster = {
+      link,
+      verifier,
+      relayPubkey: relayKey.pubkey,
+      nowSeconds,
+      log,
+      rejected: (why: string) => metrics.controlRejected.inc({ reason: why }),
+    }
+    kernel.spawn(path, communityActor({ record, store: b.events, limits: config.limits, nowSeconds, metrics, log, cluster }))
+  }
+
+  async function banPubkey(communityId: string, pubkey: string, reason: string, untilSeconds?: number): Promise<void> {
+    const ref = communityRef(communityId)
+    if (!ref || !backends) throw new Error(`unknown community ${communityId} (or relay not listening)`)
+    // the row first: it is the durable truth every node checks at AUTH and at every write
+    await backends.communities.banPubkey(communityId, pubkey, reason, untilSeconds)
+    tell(ref, { type: 'DisconnectPubkey', pubkey, reason, broadcast: true })
   }
 
   function relayInfoFor(record: CommunityRecord | undefined) {
@@ -184,6 +223,7 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
     community: communityRef,
     publish,
     stats,
+    banPubkey,
   }
 }
 

@@ -32,6 +32,13 @@ export function createMetrics() {
     fanoutDeliveries: new Counter({ name: 'apiary_fanout_deliveries_total', help: 'live EVENT frames queued to subscribers', registers: r }),
     slowConsumerCloses: new Counter({ name: 'apiary_slow_consumer_closes_total', help: 'connections closed for exceeding their outbound bound', registers: r }),
     fanoutLag: new Counter({ name: 'apiary_fanout_lag_total', help: 'fan-out messages dropped by a lagging bridge', registers: r }),
+    connControlLag: new Counter({ name: 'apiary_conn_control_lag_total', help: 'conn-control messages a community could not take', registers: r }),
+    cacheInvalidationLag: new Counter({
+      name: 'apiary_cache_invalidation_lag_total',
+      help: 'cache-invalidation messages a community could not take',
+      registers: r,
+    }),
+    controlRejected: new Counter({ name: 'apiary_control_rejected_total', help: 'control payloads refused (unsigned, foreign, stale, unknown op)', labelNames: ['reason'], registers: r }),
     supervision: new Counter({ name: 'apiary_supervision_events_total', help: 'actor supervision events', labelNames: ['type', 'kind'], registers: r }),
     storeLatency: new Histogram({
       name: 'apiary_store_seconds',

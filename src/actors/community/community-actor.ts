@@ -7,6 +7,7 @@ import type { Logger } from '../../infra/log'
 import type { Metrics } from '../../infra/metrics'
 import type { CommunityRecord } from '../../infra/store/community-store'
 import type { EventStore, QueryOptions, StoredEvent } from '../../infra/store/event-store'
+import type { ConnControlOp } from '../../protocols/control'
 import { AUTHOR_ONLY_KINDS, canRead } from '../../protocols/dm-access'
 import type { Limits } from '../../protocols/limits'
 import type { VerifiedEvent } from '../../protocols/nip01/event'
@@ -17,9 +18,10 @@ import { isExpired } from '../../protocols/nip40'
 import { reason } from '../../protocols/reasons'
 import { assertNever } from '../../protocols/result'
 import { type ActorContext, type ActorDef, tell } from '../kernel'
+import { acceptControl, acceptRemoteEvent, type ClusterDeps, disconnectAll, disconnectPubkey, toLocalMessage } from './community-cluster'
 import type { CommunityMsg, PublishOutcome } from './messages'
 import { RecentIds } from './recent-ids'
-import { type ConnView, SubscriptionIndex } from './subscription-index'
+import { type ConnectionRegistry, type ConnView, SubscriptionIndex } from './subscription-index'
 
 export interface CommunityDeps {
   record: CommunityRecord
@@ -28,10 +30,12 @@ export interface CommunityDeps {
   nowSeconds: () => number
   metrics: Metrics
   log: Logger
+  cluster: ClusterDeps
 }
 
 interface CommunityState {
   index: SubscriptionIndex
+  conns: ConnectionRegistry
   recent: RecentIds
   accepted: number
 }
@@ -42,10 +46,17 @@ export const communityPath = (id: string) => `community/${id}`
 
 export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, CommunityMsg> {
   const index = new SubscriptionIndex()
+  const conns: ConnectionRegistry = new Map()
   return {
     kind: 'community',
-    init: () => ({ index, recent: new RecentIds(10_000), accepted: 0 }),
-    handle: (state, msg, ctx) => handle(state, msg, ctx, deps),
+    init: () => ({ index, conns, recent: new RecentIds(10_000), accepted: 0 }),
+    handle: async (state, msg, ctx) => {
+      const next = await handle(state, msg, ctx, deps)
+      // the events channel is watched only while someone here is subscribed (DESIGN §5)
+      deps.cluster.link.setInterest(state.index.size > 0)
+      return next
+    },
+    afterStop: () => deps.cluster.link.close(),
     mailboxCapacity: 100_000,
     policy: { mode: 'permanent' },
   }
@@ -62,13 +73,36 @@ async function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: 
     case 'Unsubscribe':
       state.index.remove(msg.connId, msg.subId)
       return state
+    case 'Join':
+      state.conns.set(msg.conn.id, msg.conn)
+      return state
     case 'Count':
       return onCount(state, msg, deps)
     case 'Disconnect':
       state.index.removeConnection(msg.connId)
+      state.conns.delete(msg.connId)
+      return state
+    case 'RemoteEvent': {
+      const e = await acceptRemoteEvent(msg.raw, deps.cluster)
+      if (e) fanOut(state, e, msg.raw, deps)
+      return state
+    }
+    case 'Control': {
+      const op = await acceptControl(msg, deps.record.id, deps.cluster)
+      if (op && (op.op === 'DisconnectPubkey' || op.op === 'DisconnectCommunity')) return handle(state, toLocalMessage(op), ctx, deps)
+      // cache-invalidation ops: no caches to drop yet (membership caches arrive with NIP-29 channels)
+      return state
+    }
+    case 'DisconnectPubkey':
+      disconnectPubkey(state.conns, msg.pubkey, msg.reason)
+      if (msg.broadcast) await broadcast(deps, { op: 'DisconnectPubkey', pubkey: msg.pubkey, eventId: '', reason: msg.reason })
+      return state
+    case 'DisconnectCommunity':
+      disconnectAll(state.conns, msg.reason)
+      if (msg.broadcast) await broadcast(deps, { op: 'DisconnectCommunity', reason: msg.reason })
       return state
     case 'Stats':
-      msg.reply({ id: deps.record.id, subscriptions: state.index.size, connections: state.index.connections, eventsAccepted: state.accepted })
+      msg.reply({ id: deps.record.id, subscriptions: state.index.size, connections: state.conns.size, eventsAccepted: state.accepted })
       return state
     default:
       return assertNever(msg)
@@ -87,6 +121,7 @@ function onPublish(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Pu
   }
   if (kindClass(event.kind) === 'ephemeral') {
     fanOut(state, event, raw, deps)
+    deps.cluster.link.publishEvent(raw)
     reply({ accepted: true, message: '' })
     return state
   }
@@ -122,6 +157,7 @@ function onSaved(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Save
       state.recent.add(event.id)
       state.accepted++
       fanOut(state, event, raw, deps)
+      deps.cluster.link.publishEvent(raw)
       reply({ accepted: true, message: '' })
       return state
     case 'duplicate':
@@ -152,6 +188,8 @@ function fanOut(state: CommunityState, event: VerifiedEvent, raw: string, deps: 
 async function onSubscribe(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Subscribe' }>, deps: CommunityDeps) {
   const { conn, subId, filters } = msg
   const clamped = filters.map((f) => ({ ...f, limit: effectiveLimit(f, deps.limits) }))
+  // live events from other nodes must start arriving before this REQ's EOSE, or one could fall in between
+  await deps.cluster.link.ensureInterest()
   const end = deps.metrics.storeLatency.startTimer({ op: 'query' })
   let stored: StoredEvent[]
   try {
@@ -179,3 +217,10 @@ const readOptions = (conn: ConnView, deps: CommunityDeps): QueryOptions => ({
   now: deps.nowSeconds(),
   authorOnly: { kinds: AUTHOR_ONLY_KINDS, readers: [...conn.authed] },
 })
+
+/** Best effort: a lost broadcast is covered by the ban row checked at AUTH and at every write (DESIGN §5). */
+async function broadcast(deps: CommunityDeps, op: ConnControlOp) {
+  await deps.cluster.link.broadcast('conn-control', op).catch((error: unknown) => {
+    deps.log.warn({ err: error, community: deps.record.id }, 'conn-control broadcast failed')
+  })
+}

@@ -1,4 +1,5 @@
 import type { SaveOutcome } from '../../infra/store/event-store'
+import type { ControlChannel } from '../../protocols/control'
 import type { VerifiedEvent } from '../../protocols/nip01/event'
 import type { Filter } from '../../protocols/nip01/filter'
 import type { Reason } from '../../protocols/reasons'
@@ -20,5 +21,13 @@ export type CommunityMsg =
   | { type: 'Subscribe'; conn: ConnView; subId: string; filters: Filter[] }
   | { type: 'Unsubscribe'; connId: string; subId: string }
   | { type: 'Count'; conn: ConnView; subId: string; filters: Filter[]; reply: (count: number | Reason) => void }
+  | { type: 'Join'; conn: ConnView }
   | { type: 'Disconnect'; connId: string }
+  /** an event another node accepted (raw JSON from the bus) */
+  | { type: 'RemoteEvent'; raw: string }
+  /** a signed control payload from the bus, not yet verified */
+  | { type: 'Control'; channel: ControlChannel; raw: string }
+  /** close this node's sockets authenticated as `pubkey` (a ban); `broadcast` also tells the other nodes */
+  | { type: 'DisconnectPubkey'; pubkey: string; reason: string; broadcast: boolean }
+  | { type: 'DisconnectCommunity'; reason: string; broadcast: boolean }
   | { type: 'Stats'; reply: (s: CommunityStats) => void }

@@ -9,6 +9,9 @@ export interface ConnView {
   readonly authed: ReadonlySet<string>
 }
 
+/** Every connection of the community, subscribed or not (a ban must reach sockets that only publish). */
+export type ConnectionRegistry = Map<string, ConnView>
+
 export interface Subscription {
   conn: ConnView
   subId: string

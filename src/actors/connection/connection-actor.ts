@@ -7,12 +7,12 @@ import type { Metrics } from '../../infra/metrics'
 import type { Verifier } from '../../infra/verify/verifier'
 import type { Limits } from '../../protocols/limits'
 import { type ClientMessage, parseClientMessage } from '../../protocols/nip01/client-message'
-import { asVerified } from '../../protocols/nip01/event'
+import { asVerified, type NostrEvent } from '../../protocols/nip01/event'
 import { closedFrame, countFrame, noticeFrame, okFrame } from '../../protocols/nip01/relay-message'
 import { checkAuthEvent } from '../../protocols/nip42'
 import { checkProtected } from '../../protocols/nip70'
 import { prefixOf, type Reason, reason } from '../../protocols/reasons'
-import { assertNever } from '../../protocols/result'
+import { assertNever, type Result } from '../../protocols/result'
 import type { CommunityMsg } from '../community/messages'
 import type { ConnView } from '../community/subscription-index'
 import { type ActorContext, type ActorDef, ask, type TypedRef, tell } from '../kernel'
@@ -34,6 +34,8 @@ export interface ConnectionDeps {
   community: { id: string; ref: TypedRef<CommunityMsg> }
   verifier: Verifier
   admit: (principal: string, limit: LimitType) => Promise<AdmissionAnswer>
+  /** the community's ban row for this pubkey, if any (DESIGN §6: checked at AUTH and at every write) */
+  banOf: (pubkey: string) => Promise<{ reason: string } | undefined>
   limits: Limits
   authRequired: boolean
   authWindowSeconds: number
@@ -149,6 +151,8 @@ async function onEvent(m: Extract<ClientMessage, { type: 'EVENT' }>, deps: Conne
     if (!prot.ok) return refuse(prot.error)
     const admission = await deps.admit(principalOf(deps, event.pubkey), 'events')
     if (!admission.allowed) return refuse(admissionReason(admission, deps.metrics, 'events'))
+    const ban = await deps.banOf(event.pubkey)
+    if (ban) return refuse(reason('blocked', ban.reason))
     const verdict = await deps.verifier.verify(event)
     if (verdict !== 'ok') return refuse(reason('invalid', verdict === 'bad-id' ? 'event id does not match its content' : 'bad signature'))
     const outcome = await ask<CommunityMsg, Parameters<Extract<CommunityMsg, { type: 'Publish' }>['reply']>[0]>(
@@ -230,16 +234,20 @@ async function onAuth(state: ConnectionState, m: Extract<ClientMessage, { type: 
     sendOk(deps, event.id, checked.error, false)
     return state
   }
-  void deps.verifier.verify(event).then(
-    (verdict) =>
-      tell(ctx.self, {
-        type: 'AuthChecked',
-        event,
-        result: verdict === 'ok' ? { ok: true, value: undefined } : { ok: false, error: reason('invalid', 'bad AUTH signature') },
-      }),
-    () => tell(ctx.self, { type: 'AuthChecked', event, result: { ok: false, error: reason('error', 'could not verify') } }),
+  void checkAuthSignatureAndBan(event, deps).then(
+    (result) => tell(ctx.self, { type: 'AuthChecked', event, result }),
+    (error: unknown) => {
+      deps.log.error({ err: error, community: deps.community.id }, 'AUTH check failed')
+      tell(ctx.self, { type: 'AuthChecked', event, result: { ok: false, error: reason('error', 'could not verify') } })
+    },
   )
   return state
+}
+
+async function checkAuthSignatureAndBan(event: NostrEvent, deps: ConnectionDeps): Promise<Result<void>> {
+  if ((await deps.verifier.verify(event)) !== 'ok') return { ok: false, error: reason('invalid', 'bad AUTH signature') }
+  const ban = await deps.banOf(event.pubkey)
+  return ban ? { ok: false, error: reason('blocked', ban.reason) } : { ok: true, value: undefined }
 }
 
 /** A counting semaphore: the connection waits (and so stops reading its mailbox) instead of buffering promises. */

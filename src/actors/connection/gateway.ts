@@ -9,6 +9,7 @@ import type { RateLimiter } from '../../infra/gates/rate-limit'
 import type { Tenants } from '../../infra/http/tenants'
 import type { Logger } from '../../infra/log'
 import type { Metrics } from '../../infra/metrics'
+import { ipConnKey } from '../../infra/redis/keys'
 import type { CommunityRecord } from '../../infra/store/community-store'
 import type { Verifier } from '../../infra/verify/verifier'
 import { startHeartbeat, type Watched, watch } from '../../infra/ws/heartbeat'
@@ -28,6 +29,7 @@ export interface GatewayDeps {
   limiter: RateLimiter
   verifier: Verifier
   admit: (record: CommunityRecord, principal: string, limit: LimitType) => Promise<AdmissionAnswer>
+  banOf: (community: string, pubkey: string) => Promise<{ reason: string } | undefined>
   metrics: Metrics
   log: Logger
   nowSeconds: () => number
@@ -62,9 +64,10 @@ export function acceptConnections(d: GatewayDeps) {
 
   async function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
     if (closing) return refuseUpgrade(socket, 503, 'Service Unavailable')
-    const ip = req.socket.remoteAddress ?? 'unknown'
+    // a socket that already lost its peer address still gets a key (and is gone a moment later anyway)
+    const ip = req.socket.remoteAddress ?? '0.0.0.0'
     // Per-IP admission comes before tenant resolution, so unknown hosts can't be used to probe for free.
-    const admitted = await d.limiter.admit(`ip:${ip}:conn`, d.config.rateLimits.connectionsPerIp).catch(() => ({ allowed: false as const, retryAfterMs: 1000 }))
+    const admitted = await d.limiter.admit(ipConnKey(ip), d.config.rateLimits.connectionsPerIp).catch(() => ({ allowed: false as const, retryAfterMs: 1000 }))
     if (!admitted.allowed) {
       d.metrics.connectionsRefused.inc({ reason: 'rate-limited' })
       return refuseUpgrade(socket, 429, 'Too Many Requests')
@@ -108,6 +111,7 @@ export function acceptConnections(d: GatewayDeps) {
         community: { id: record.id, ref: community },
         verifier: d.verifier,
         admit: (principal, limit) => d.admit(record, principal, limit),
+        banOf: (pubkey) => d.banOf(record.id, pubkey),
         limits: d.config.limits,
         authRequired: d.config.authRequired,
         authWindowSeconds: d.config.timeouts.authWindowSeconds,
@@ -121,6 +125,7 @@ export function acceptConnections(d: GatewayDeps) {
     )
     const watched = watch(ws, Date.now, () => view.authed.size > 0 || subsOpen > 0)
     live.set(id, watched)
+    tell(community, { type: 'Join', conn: view })
     queue.pushControl(authFrame(challenge))
     let paused = false
     ws.on('message', (data, isBinary) => {

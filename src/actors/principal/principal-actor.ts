@@ -2,6 +2,7 @@
 // Messages: Admit (one EVENT or REQ/COUNT wants in).
 // Crash policy: temporary with an idle stop — the next message re-activates it from the same inputs.
 import type { Admission, RateLimiter, RateRule } from '../../infra/gates/rate-limit'
+import { rateLimitKey } from '../../infra/redis/keys'
 import type { ActorDef } from '../kernel'
 
 export type LimitType = 'events' | 'reqs'
@@ -13,8 +14,9 @@ export type AdmissionAnswer = Admission | { allowed: false; unavailable: true }
 export type PrincipalMsg = { type: 'Admit'; limit: LimitType; reply: (a: AdmissionAnswer) => void }
 
 export interface PrincipalDeps {
-  /** gate key prefix: `<community>:<pubkey or ip:addr>` */
-  key: string
+  community: string
+  /** a pubkey, or `ip:<addr>` for requests no signature has tied to a pubkey yet */
+  principal: string
   tier: PrincipalTier
   rules: Record<LimitType, RateRule>
   limiter: RateLimiter
@@ -31,7 +33,7 @@ export function principalActor(deps: PrincipalDeps): ActorDef<null, PrincipalMsg
     policy: { mode: 'temporary' },
     handle: async (state, msg) => {
       try {
-        msg.reply(await deps.limiter.admit(`${deps.key}:${msg.limit}`, deps.rules[msg.limit]))
+        msg.reply(await deps.limiter.admit(rateLimitKey(deps.community, deps.principal, msg.limit), deps.rules[msg.limit]))
       } catch {
         msg.reply({ allowed: false, unavailable: true })
       }

@@ -15,6 +15,12 @@ export interface Bus {
    * never delivered (own-echo suppression). Completes when the bus closes.
    */
   watch(channel: string): Observable<string>
+  /**
+   * Resolves once messages other nodes publish on a watched `channel` will reach its watchers (the backend
+   * confirmed the subscription). A reader that answers "end of stored events" first must wait for this, or
+   * an event published in between reaches nobody. Never rejects; may wait across a reconnect.
+   */
+  ready(channel: string): Promise<void>
   /** channels currently wanted (refcount > 0) */
   wanted(): string[]
   /** what reached this node from the backend for one channel, and the backend (un)subscriptions it made */

@@ -84,6 +84,11 @@ class LocalBus implements Bus {
     return this.watchers.watch(channel)
   }
 
+  /** in-process: a watch is live the moment it exists */
+  ready(_channel: string): Promise<void> {
+    return Promise.resolve()
+  }
+
   wanted(): string[] {
     return this.watchers.wanted()
   }

@@ -56,6 +56,9 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
   closed = false
   private readonly watchers: ChannelWatchers
   private readonly listeners = new Set<() => void>()
+  /** channels the current subscriber connection has confirmed; emptied when it drops */
+  private readonly live = new Set<string>()
+  private readonly waiting = new Map<string, (() => void)[]>()
 
   constructor(private readonly opts: RedisBusOptions) {
     this.nodeId = opts.nodeId
@@ -85,6 +88,19 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
     return this.watchers.watch(channel)
   }
 
+  ready(channel: string): Promise<void> {
+    if (this.live.has(channel) || this.closed) return Promise.resolve()
+    return new Promise((resolve) => this.waiting.set(channel, [...(this.waiting.get(channel) ?? []), resolve]))
+  }
+
+  private confirm(channels: readonly string[]): void {
+    for (const channel of channels) {
+      this.live.add(channel)
+      for (const resolve of this.waiting.get(channel) ?? []) resolve()
+      this.waiting.delete(channel)
+    }
+  }
+
   wanted(): string[] {
     return this.watchers.wanted()
   }
@@ -97,6 +113,9 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
     if (this.closed) return
     this.closed = true
     this.watchers.close()
+    // nobody will confirm anything any more: readers stop waiting
+    for (const resolves of this.waiting.values()) for (const resolve of resolves) resolve()
+    this.waiting.clear()
     this.changed()
   }
 
@@ -111,20 +130,31 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
 
   async open(onDown: (error: BusError) => void): Promise<SubscriberSession> {
     if (this.closed) throw new BusError('APIARY_BUS_CLOSED', 'the bus is closed')
+    this.live.clear()
     const session = await openSubscriber(this.opts.connectSubscriber(), {
       onMessage: (channel, raw) => this.ingest(channel, raw),
-      onDown,
+      onDown: (error) => {
+        this.live.clear()
+        onDown(error)
+      },
     })
     return {
       subscribe: async (channels) => {
         await session.subscribe(channels)
         for (const channel of channels) this.watchers.count(channel, 'subscribes')
+        this.confirm(channels)
       },
       unsubscribe: async (channels) => {
         await session.unsubscribe(channels)
-        for (const channel of channels) this.watchers.count(channel, 'unsubscribes')
+        for (const channel of channels) {
+          this.watchers.count(channel, 'unsubscribes')
+          this.live.delete(channel)
+        }
       },
-      close: () => session.close(),
+      close: () => {
+        this.live.clear()
+        session.close()
+      },
     }
   }
 

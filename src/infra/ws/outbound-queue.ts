@@ -14,6 +14,8 @@ export interface OutboundQueue {
   pushControl(frame: string): boolean
   readonly pendingBytes: number
   readonly closed: boolean
+  /** send what is queued (a NOTICE/OK explaining why), then close the socket */
+  closeAfterFlush(code: number, reason: string): void
 }
 
 export interface OutboundQueueOptions {
@@ -90,6 +92,13 @@ export function createOutboundQueue(ws: WebSocket, opts: OutboundQueueOptions): 
   }
 
   return {
+    closeAfterFlush(code, reason) {
+      if (closed) return
+      flush()
+      closed = true
+      if (graceTimer) clearTimeout(graceTimer)
+      if (ws.readyState === ws.OPEN) ws.close(code, reason)
+    },
     push: (frame) => enqueue(bulk, frame),
     pushControl: (frame) => enqueue(control, frame),
     get pendingBytes() {

@@ -1,0 +1,98 @@
+import type { Verifier } from '../../infra/verify/verifier'
+import { type ConnControlOp, parseControlEvent } from '../../protocols/control'
+import { asVerified, type NostrEvent, type VerifiedEvent } from '../../protocols/nip01/event'
+import { noticeFrame } from '../../protocols/nip01/relay-message'
+import { isExpired } from '../../protocols/nip40'
+import { reason } from '../../protocols/reasons'
+import type { CommunityLink } from './community-link'
+import type { CommunityMsg } from './messages'
+import type { ConnectionRegistry, ConnView } from './subscription-index'
+
+/** What the community's cluster handlers need beyond the single-node ones. */
+export interface ClusterDeps {
+  link: CommunityLink
+  verifier: Verifier
+  relayPubkey: string
+  nowSeconds: () => number
+  log: { warn(o: object, m: string): void }
+  rejected: (why: string) => void
+}
+
+/** Control payloads older than this do nothing: a replayed ban broadcast can't kick anyone a day later. */
+export const CONTROL_MAX_AGE_SECONDS = 300
+/** WebSocket close code for policy refusals (RFC 6455 §7.4.1: 1008 policy violation). */
+const CLOSE_POLICY = 1008
+
+/** Parse and verify a remote event; anything Redis hands us that isn't a valid, live event is dropped. */
+export async function acceptRemoteEvent(raw: string, d: ClusterDeps): Promise<VerifiedEvent | undefined> {
+  let e: NostrEvent
+  try {
+    e = JSON.parse(raw) as NostrEvent
+  } catch {
+    d.rejected('remote-event-json')
+    return undefined
+  }
+  // Redis write access must not let anyone put words in a pubkey's mouth: remote events are verified too.
+  if ((await d.verifier.verify(e).catch(() => 'bad-sig')) !== 'ok') {
+    d.rejected('remote-event-signature')
+    return undefined
+  }
+  return isExpired(e, d.nowSeconds()) ? undefined : asVerified(e)
+}
+
+/** Verify a control payload and turn it into the local message it asks for; log and skip anything else. */
+export async function acceptControl(msg: Extract<CommunityMsg, { type: 'Control' }>, community: string, d: ClusterDeps) {
+  let e: NostrEvent
+  try {
+    e = JSON.parse(msg.raw) as NostrEvent
+  } catch {
+    d.rejected('json')
+    return undefined
+  }
+  if ((await d.verifier.verify(e).catch(() => 'bad-sig')) !== 'ok') {
+    d.log.warn({ community, channel: msg.channel }, 'control payload with a bad signature skipped')
+    d.rejected('signature')
+    return undefined
+  }
+  const op = parseControlEvent(e, {
+    relayPubkey: d.relayPubkey,
+    community,
+    channel: msg.channel,
+    nowSeconds: d.nowSeconds(),
+    maxAgeSeconds: CONTROL_MAX_AGE_SECONDS,
+  })
+  if (!op.ok) {
+    d.log.warn({ community, channel: msg.channel, why: op.error }, 'control payload skipped')
+    d.rejected(op.error)
+    return undefined
+  }
+  return op.value
+}
+
+/** Tell the client why, then close: NIP-01 clients see a `blocked:` NOTICE before the socket ends. */
+function closeFor(conn: ConnView, why: string) {
+  conn.queue.pushControl(noticeFrame(reason('blocked', why)))
+  conn.queue.closeAfterFlush(CLOSE_POLICY, `blocked: ${why}`.slice(0, 120))
+}
+
+export function disconnectPubkey(conns: ConnectionRegistry, pubkey: string, why: string): number {
+  let n = 0
+  for (const conn of conns.values()) {
+    if (!conn.authed.has(pubkey)) continue
+    closeFor(conn, why)
+    n++
+  }
+  return n
+}
+
+export function disconnectAll(conns: ConnectionRegistry, why: string): number {
+  for (const conn of conns.values()) closeFor(conn, why)
+  return conns.size
+}
+
+/** A conn-control op applied on this node only (it came from the bus: never re-broadcast). */
+export function toLocalMessage(op: ConnControlOp): CommunityMsg {
+  return op.op === 'DisconnectPubkey'
+    ? { type: 'DisconnectPubkey', pubkey: op.pubkey, reason: op.reason, broadcast: false }
+    : { type: 'DisconnectCommunity', reason: op.reason, broadcast: false }
+}

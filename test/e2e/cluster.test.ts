@@ -1,0 +1,132 @@
+import { randomBytes } from 'node:crypto'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { ConfigInput } from '../../src/infra/config'
+import { eventsChannel } from '../../src/infra/redis/keys'
+import { openPostgresCommunityStore } from '../../src/infra/store/postgres-community-store'
+import { makeKeys, signEvent } from '../support/events'
+import { createTestDatabase, type TestDatabase } from '../support/postgres'
+import type { TestRelay } from '../support/relay'
+import { auth, client, fresh, publish, relayUrlOf, reqEvents, useRelays } from './helpers'
+
+const REDIS_URL = 'redis://127.0.0.1:6379'
+
+/** Two or three nodes of one cluster: one Redis, one PostgreSQL database (this file's own), one relay key. */
+describe('a cluster of nodes on one Redis and one PostgreSQL', () => {
+  const relays = useRelays()
+  let db: TestDatabase
+  const relaySecretKey = randomBytes(32).toString('hex')
+  beforeAll(async () => {
+    db = await createTestDatabase()
+  })
+  afterAll(async () => {
+    await db.drop()
+  })
+
+  /** a community of the test's own, so its Redis keys and channels are its own too */
+  async function nodes(n: number, extra: ConfigInput = {}) {
+    const id = `c-${randomBytes(5).toString('hex')}`
+    const host = `${id}.test`
+    const config: ConfigInput = { redisUrl: REDIS_URL, databaseUrl: db.url, relaySecretKey, communities: [{ id, hosts: [host] }], ...extra }
+    const started: TestRelay[] = []
+    for (let i = 0; i < n; i++) started.push(await relays.start(config))
+    return { id, host, nodes: started }
+  }
+
+  it('delivers an event published on A to a live subscriber on B, and back', async () => {
+    const { host, nodes: [a, b] } = await nodes(2)
+    const onA = await client(a!, host)
+    const onB = await client(b!, host)
+    const keys = makeKeys()
+    await reqEvents(onA, [{ authors: [keys.pubkey] }], 'live')
+    await reqEvents(onB, [{ authors: [keys.pubkey] }], 'live')
+    const first = fresh(keys, { content: 'from A' })
+    expect((await publish(onA, first)).accepted).toBe(true)
+    expect(((await onB.next((f) => f[0] === 'EVENT' && f[1] === 'live')) as [string, string, { id: string }])[2].id).toBe(first.event.id)
+    const second = fresh(keys, { content: 'from B' })
+    expect((await publish(onB, second)).accepted).toBe(true)
+    const seenOnA = await onA.next((f) => f[0] === 'EVENT' && f[1] === 'live' && (f[2] as { id: string }).id === second.event.id)
+    expect(seenOnA).toBeDefined()
+  })
+
+  it('subscribes a node to a community topic only while it has subscribers there', async () => {
+    const { id, host, nodes: [a, b] } = await nodes(2)
+    const redis = new Redis(REDIS_URL)
+    const numsub = async () => Number(((await redis.pubsub('NUMSUB', eventsChannel(id))) as [string, number])[1])
+    try {
+      expect(await numsub()).toBe(0)
+      const onA = await client(a!, host)
+      await reqEvents(onA, [{ kinds: [1] }], 'x')
+      const until = async (n: number) => {
+        for (let i = 0; i < 200 && (await numsub()) !== n; i++) await new Promise((r) => setTimeout(r, 10))
+        return numsub()
+      }
+      // only A has an interest: B's Redis connection receives nothing for this community
+      expect(await until(1)).toBe(1)
+      const onB = await client(b!, host)
+      await reqEvents(onB, [{ kinds: [1] }], 'y')
+      expect(await until(2)).toBe(2)
+    } finally {
+      redis.disconnect()
+    }
+  })
+
+  it('shares one rate budget across nodes', async () => {
+    const { host, nodes: [a, b] } = await nodes(2, {
+      rateLimits: { human: { events: { ratePerSecond: 0.001, burst: 3 } }, connectionsPerIp: { ratePerSecond: 1000, burst: 1000 } },
+    })
+    const keys = makeKeys()
+    const [ca, cb] = [await client(a!, host), await client(b!, host)]
+    const results = [await publish(ca, fresh(keys)), await publish(cb, fresh(keys)), await publish(ca, fresh(keys)), await publish(cb, fresh(keys))]
+    expect(results.filter((r) => r.accepted)).toHaveLength(3)
+    expect(results[3]!.prefix).toBe('rate-limited')
+  })
+
+  it('stores an event sent to two nodes once', async () => {
+    const { host, nodes: [a, b] } = await nodes(2)
+    const keys = makeKeys()
+    const e = fresh(keys)
+    const [ra, rb] = await Promise.all([publish(await client(a!, host), e), publish(await client(b!, host), e)])
+    expect([ra.accepted, rb.accepted]).toEqual([true, true])
+    expect([ra.prefix, rb.prefix].filter((p) => p === 'duplicate')).toHaveLength(1)
+    expect(await reqEvents(await client(b!, host), [{ ids: [e.event.id] }])).toHaveLength(1)
+  })
+
+  it('converges when two nodes race on the same replaceable event', async () => {
+    const { host, nodes: [a, b] } = await nodes(2)
+    const keys = makeKeys()
+    const at = Math.floor(Date.now() / 1000)
+    const versions = Array.from({ length: 6 }, (_, i) => signEvent(keys, { kind: 0, created_at: at - (i % 3), content: `v${i}` }))
+    const [ca, cb] = [await client(a!, host), await client(b!, host)]
+    await Promise.all(versions.map((v, i) => publish(i % 2 ? cb : ca, v)))
+    const newest = versions.filter((v) => v.event.created_at === at).map((v) => v.event.id).sort()[0]
+    for (const c of [ca, cb]) expect((await reqEvents(c, [{ kinds: [0], authors: [keys.pubkey] }])).map((e) => e.id)).toEqual([newest])
+  })
+
+  it('closes a banned pubkey on every node with a blocked: frame, and refuses its next AUTH and write everywhere', async () => {
+    const { id, host, nodes: [a, b] } = await nodes(2)
+    const bad = makeKeys()
+    const onB = await client(b!, host)
+    expect((await auth(onB, bad, relayUrlOf(b!, host))).accepted).toBe(true)
+    await a!.relay.banPubkey(id, bad.pubkey, 'spam')
+    const notice = await onB.next((f) => f[0] === 'NOTICE')
+    expect(String(notice[1])).toMatch(/^blocked: /)
+    expect((await onB.closed).code).toBe(1008)
+    const again = await client(a!, host)
+    expect((await auth(again, bad, relayUrlOf(a!, host))).prefix).toBe('blocked')
+    expect((await publish(again, fresh(bad))).prefix).toBe('blocked')
+  })
+
+  it('refuses a banned pubkey on every node even when the broadcast is lost (only the row was written)', async () => {
+    const { id, host, nodes: [a, b] } = await nodes(2)
+    const bad = makeKeys()
+    const store = await openPostgresCommunityStore({ url: db.url })
+    await store.banPubkey(id, bad.pubkey, 'quietly banned')
+    await store.close()
+    for (const node of [a!, b!]) {
+      const c = await client(node, host)
+      expect((await publish(c, fresh(bad))).prefix).toBe('blocked')
+      expect((await auth(c, bad, relayUrlOf(node, host))).prefix).toBe('blocked')
+    }
+  })
+})
