@@ -1,9 +1,9 @@
-// State: none beyond the limits it was activated with (the bucket lives in the gate backend, DESIGN §6).
-// Messages: Admit (one EVENT or REQ/COUNT wants in).
+// State: Admit requests waiting for the next gate call (the bucket itself lives in the gate backend, DESIGN §6).
+// Messages: Admit (one EVENT or REQ/COUNT wants in), Flush (decide everything waiting in one gate call).
 // Crash policy: temporary with an idle stop — the next message re-activates it from the same inputs.
 import type { Admission, RateLimiter, RateRule } from '../../infra/gates/rate-limit'
 import { rateLimitKey } from '../../infra/redis/keys'
-import type { ActorDef } from '../kernel'
+import { type ActorDef, tell } from '../kernel'
 
 export type LimitType = 'events' | 'reqs'
 export type PrincipalTier = 'human' | 'agentStandard' | 'agentElevated' | 'agentPlatform'
@@ -11,7 +11,13 @@ export type PrincipalTier = 'human' | 'agentStandard' | 'agentElevated' | 'agent
 /** 'unavailable': the gate backend failed; the caller fails closed. */
 export type AdmissionAnswer = Admission | { allowed: false; unavailable: true }
 
-export type PrincipalMsg = { type: 'Admit'; limit: LimitType; reply: (a: AdmissionAnswer) => void }
+type Admit = { type: 'Admit'; limit: LimitType; reply: (a: AdmissionAnswer) => void }
+export type PrincipalMsg = Admit | { type: 'Flush' }
+
+interface PrincipalState {
+  pending: Admit[]
+  flushQueued: boolean
+}
 
 export interface PrincipalDeps {
   community: string
@@ -24,20 +30,40 @@ export interface PrincipalDeps {
 
 export const principalPath = (community: string, principal: string) => `principal/${community}/${principal}`
 
-export function principalActor(deps: PrincipalDeps): ActorDef<null, PrincipalMsg> {
+/**
+ * Coalescing: Admits queue up while a gate call is in flight; one Flush then decides all of them in one
+ * round trip (`admitMany`), so a busy principal costs one Redis call per batch, not one per request.
+ */
+export function principalActor(deps: PrincipalDeps): ActorDef<PrincipalState, PrincipalMsg> {
   return {
     kind: 'principal',
-    init: () => null,
+    init: () => ({ pending: [], flushQueued: false }),
     // An idle principal costs memory for nothing; a minute covers a chatty client's pauses.
     idleStopMs: 60_000,
     policy: { mode: 'temporary' },
-    handle: async (state, msg) => {
-      try {
-        msg.reply(await deps.limiter.admit(rateLimitKey(deps.community, deps.principal, msg.limit), deps.rules[msg.limit]))
-      } catch {
-        msg.reply({ allowed: false, unavailable: true })
+    handle: async (state, msg, ctx) => {
+      if (msg.type === 'Admit') {
+        state.pending.push(msg)
+        if (!state.flushQueued) state.flushQueued = tell(ctx.self, { type: 'Flush' })
+        return state
       }
+      state.flushQueued = false
+      await decide(state.pending.splice(0), deps)
       return state
     },
+  }
+}
+
+async function decide(batch: Admit[], deps: PrincipalDeps): Promise<void> {
+  if (batch.length === 0) return
+  const requests = batch.map((a) => ({ key: rateLimitKey(deps.community, deps.principal, a.limit), rule: deps.rules[a.limit] }))
+  try {
+    const answers = deps.limiter.admitMany
+      ? await deps.limiter.admitMany(requests)
+      : await Promise.all(requests.map((r) => deps.limiter.admit(r.key, r.rule)))
+    for (const [i, a] of batch.entries()) a.reply(answers[i]!)
+  } catch {
+    // the gate backend failed: every waiting request fails closed
+    for (const a of batch) a.reply({ allowed: false, unavailable: true })
   }
 }

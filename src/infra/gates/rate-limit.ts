@@ -13,6 +13,8 @@ export type Admission = { allowed: true } | { allowed: false; retryAfterMs: numb
 export interface RateLimiter {
   /** Take `cost` tokens from `key` under `rule`. Rejects (throws GateError) only on backend failure. */
   admit(key: string, rule: RateRule, cost?: number): Promise<Admission>
+  /** several decisions in one backend round trip (what a principal does with requests that queued up) */
+  admitMany?(requests: readonly { key: string; rule: RateRule; cost?: number }[]): Promise<Admission[]>
   close(): Promise<void>
 }
 
