@@ -45,6 +45,8 @@ export interface Relay {
   stats(communityId: string): Promise<CommunityStats>
   /** write the ban row, close the pubkey's sockets on this node and (in a cluster) on every other node */
   banPubkey(communityId: string, pubkey: string, reason: string, untilSeconds?: number): Promise<void>
+  /** stop serving a community on every node: sockets closed, new connections 404; its data is kept */
+  archiveCommunity(communityId: string): Promise<boolean>
 }
 
 export interface RelayOptions {
@@ -66,9 +68,11 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
   const nowSeconds = () => Math.floor(Date.now() / 1000)
   let key: RelayKey | undefined
   let url = ''
-  let tenants = new Tenants([])
+  const tenants = new Tenants([])
   let shutdown: (() => Promise<void>) | undefined
   let backends: Backends | undefined
+  const running = new Set<string>()
+  let revalidate: () => Promise<void> = async () => {}
 
   const communityRef = (id: string) => kernel.lookup<CommunityMsg>(communityPath(id))
 
@@ -84,10 +88,13 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
       if (!r.ok) throw new Error(`config community ${c.id}: ${r.error}`)
     }
     const records = await b.communities.list()
-    tenants = new Tenants(records)
+    tenants.replace(records)
     const verifier = await createVerifierPool({ threads: config.verifyThreads })
     b.startBridges(kernel)
     for (const record of records) spawnCommunity(record, b, verifier, relayKey)
+    revalidate = () => reconcile(b, verifier, relayKey)
+    const revalidateTimer = setInterval(() => void revalidate(), config.revalidateSeconds * 1000)
+    revalidateTimer.unref()
     const admit = (record: CommunityRecord, principal: string, limit: LimitType): Promise<AdmissionAnswer> => {
       const tier = tierOf(record, principal)
       const ref = kernel.getOrSpawn(
@@ -132,6 +139,7 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
     url = `ws://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`
     log.info({ url, mode: b.mode, node: b.nodeId, communities: records.map((r) => r.id) }, 'apiary listening')
     shutdown = async () => {
+      clearInterval(revalidateTimer)
       await gateway.close()
       await new Promise<void>((resolve) => http.close(() => resolve()))
       await kernel.stopPrefix('community/')
@@ -142,7 +150,37 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
     return url
   }
 
+  /**
+   * Revalidation (DESIGN §5's durable backstop): the store's list of active communities is the truth. A
+   * community no longer listed (archived) has its sockets closed and its actor stopped, so new upgrades get
+   * 404; a community another node added is served from now on.
+   */
+  async function reconcile(b: Backends, verifier: Verifier, relayKey: RelayKey): Promise<void> {
+    let records: CommunityRecord[]
+    try {
+      records = await b.communities.list()
+    } catch (error) {
+      log.warn({ err: error }, 'revalidation: community list unavailable; keeping the current one')
+      return
+    }
+    tenants.replace(records)
+    const active = new Set(records.map((r) => r.id))
+    for (const id of [...running]) {
+      if (active.has(id)) continue
+      running.delete(id)
+      const ref = communityRef(id)
+      if (!ref) continue
+      await ask<CommunityMsg, void>(ref, (done) => ({ type: 'DisconnectCommunity', reason: 'community archived', broadcast: false, done }), 10_000).catch(
+        () => {},
+      )
+      await kernel.stop(communityPath(id))
+      log.info({ community: id }, 'community archived: closed and stopped')
+    }
+    for (const record of records) if (!running.has(record.id)) spawnCommunity(record, b, verifier, relayKey)
+  }
+
   function spawnCommunity(record: CommunityRecord, b: Backends, verifier: Verifier, relayKey: RelayKey) {
+    running.add(record.id)
     const path = communityPath(record.id)
     const link = createCommunityLink({
       community: record.id,
@@ -162,8 +200,19 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
       nowSeconds,
       log,
       rejected: (why: string) => metrics.controlRejected.inc({ reason: why }),
+      revalidate: () => void revalidate(),
     }
     kernel.spawn(path, communityActor({ record, store: b.events, limits: config.limits, nowSeconds, metrics, log, cluster }))
+  }
+
+  async function archiveCommunity(communityId: string): Promise<boolean> {
+    const ref = communityRef(communityId)
+    if (!backends) throw new Error('relay not listening')
+    if (!(await backends.communities.archive(communityId, nowSeconds()))) return false
+    // close here and tell every other node now; each node's revalidation is the backstop if that is lost
+    if (ref) tell(ref, { type: 'DisconnectCommunity', reason: 'community archived', broadcast: true })
+    await revalidate()
+    return true
   }
 
   async function banPubkey(communityId: string, pubkey: string, reason: string, untilSeconds?: number): Promise<void> {
@@ -224,6 +273,7 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
     publish,
     stats,
     banPubkey,
+    archiveCommunity,
   }
 }
 

@@ -65,6 +65,12 @@ export const configSchema = z.object({
   // Cluster mode (DESIGN §7): both set ⇒ this node joins the cluster; both empty ⇒ the embedded default.
   redisUrl: z.string().default('').describe('Redis for shared gates and cross-node fan-out (redis://host:port/db); empty = in-process'),
   databaseUrl: z.string().default('').describe('PostgreSQL for events, communities and bans (postgres://...); empty = SQLite in dataDir'),
+  // The durable backstop when an archive broadcast is lost: every node re-reads the community list this often.
+  revalidateSeconds: z
+    .number()
+    .default(30)
+    .transform((s) => Math.min(300, Math.max(1, Math.round(s))))
+    .describe('how often a node re-reads the community list (archived ones are closed, new ones served); clamped to 1-300'),
   logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info').describe('pino log level'),
   relayName: z.string().default('Apiary').describe('NIP-11 name, unless the community sets its own'),
   relayDescription: z.string().default('A Nostr relay for communities of people and AI agents').describe('NIP-11 description'),

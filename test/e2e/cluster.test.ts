@@ -129,4 +129,39 @@ describe('a cluster of nodes on one Redis and one PostgreSQL', () => {
       expect((await auth(c, bad, relayUrlOf(node, host))).prefix).toBe('blocked')
     }
   })
+
+  /** connects until the node refuses with HTTP 404 (bounded), i.e. once it no longer serves the community */
+  async function until404(node: TestRelay, host: string) {
+    for (let i = 0; i < 100; i++) {
+      try {
+        ;(await client(node, host)).close()
+      } catch (error) {
+        if (String(error).includes('HTTP 404')) return true
+        throw error
+      }
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    return false
+  }
+
+  it('archives a community on every node: sockets closed, new connections refused with 404', async () => {
+    const { id, host, nodes: [a, b] } = await nodes(2)
+    const onA = await client(a!, host)
+    const onB = await client(b!, host)
+    expect(await a!.relay.archiveCommunity(id)).toBe(true)
+    expect((await onA.closed).code).toBe(1008)
+    expect((await onB.closed).code).toBe(1008)
+    expect(await until404(a!, host)).toBe(true)
+    expect(await until404(b!, host)).toBe(true)
+  })
+
+  it('closes an archived community at the next revalidation when the broadcast was lost', async () => {
+    const { id, host, nodes: [a] } = await nodes(1, { revalidateSeconds: 1 })
+    const onA = await client(a!, host)
+    const store = await openPostgresCommunityStore({ url: db.url })
+    expect(await store.archive(id, Math.floor(Date.now() / 1000))).toBe(true)
+    await store.close()
+    expect((await onA.closed).code).toBe(1008)
+    expect(await until404(a!, host)).toBe(true)
+  })
 })

@@ -89,6 +89,8 @@ async function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: 
     }
     case 'Control': {
       const op = await acceptControl(msg, deps.record.id, deps.cluster)
+      // an archive on another node: re-read the community list now rather than at the next revalidation
+      if (op?.op === 'DisconnectCommunity') deps.cluster.revalidate()
       if (op && (op.op === 'DisconnectPubkey' || op.op === 'DisconnectCommunity')) return handle(state, toLocalMessage(op), ctx, deps)
       // cache-invalidation ops: no caches to drop yet (membership caches arrive with NIP-29 channels)
       return state
@@ -100,6 +102,7 @@ async function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: 
     case 'DisconnectCommunity':
       disconnectAll(state.conns, msg.reason)
       if (msg.broadcast) await broadcast(deps, { op: 'DisconnectCommunity', reason: msg.reason })
+      msg.done?.()
       return state
     case 'Stats':
       msg.reply({ id: deps.record.id, subscriptions: state.index.size, connections: state.conns.size, eventsAccepted: state.accepted })

@@ -16,6 +16,8 @@ export interface ClusterDeps {
   nowSeconds: () => number
   log: { warn(o: object, m: string): void }
   rejected: (why: string) => void
+  /** re-read the community list now (another node archived one) */
+  revalidate: () => void
 }
 
 /** Control payloads older than this do nothing: a replayed ban broadcast can't kick anyone a day later. */

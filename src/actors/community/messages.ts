@@ -29,5 +29,5 @@ export type CommunityMsg =
   | { type: 'Control'; channel: ControlChannel; raw: string }
   /** close this node's sockets authenticated as `pubkey` (a ban); `broadcast` also tells the other nodes */
   | { type: 'DisconnectPubkey'; pubkey: string; reason: string; broadcast: boolean }
-  | { type: 'DisconnectCommunity'; reason: string; broadcast: boolean }
+  | { type: 'DisconnectCommunity'; reason: string; broadcast: boolean; done?: () => void }
   | { type: 'Stats'; reply: (s: CommunityStats) => void }

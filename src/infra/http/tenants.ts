@@ -16,6 +16,12 @@ export class Tenants {
   private readonly byHost = new Map<string, CommunityRecord>()
 
   constructor(records: CommunityRecord[]) {
+    this.replace(records)
+  }
+
+  /** swap in a fresh community list (revalidation): the gateway keeps its reference to this object */
+  replace(records: CommunityRecord[]): void {
+    this.byHost.clear()
     for (const r of records) {
       for (const h of r.hosts) {
         const n = normalizeHost(h, 'http')

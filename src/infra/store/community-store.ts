@@ -21,7 +21,10 @@ export const toBanRecord = (pubkey: string, reason: string, untilSeconds: number
   untilSeconds === null ? { pubkey, reason } : { pubkey, reason, untilSeconds }
 
 export interface CommunityStore {
+  /** the active communities (archived ones keep their rows, hosts and events, but are not listed) */
   list(): Promise<CommunityRecord[]>
+  /** stop serving a community on every node (each node's revalidation drops it); false when unknown */
+  archive(id: string, nowSeconds: number): Promise<boolean>
   /** insert or replace by id; a host already bound to another community is refused */
   put(record: CommunityRecord): Promise<{ ok: true } | { ok: false; error: string }>
   /** bans, or re-bans with a new reason and end; `untilSeconds` absent bans until unbanned */

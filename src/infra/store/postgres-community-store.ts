@@ -24,6 +24,9 @@ CREATE TABLE bans (
 );
 `
 
+// archived communities keep rows, hosts and events; list() leaves them out
+const COMMUNITIES_V2 = 'ALTER TABLE communities ADD COLUMN archived_at BIGINT'
+
 /** Thrown inside the put transaction to roll it back; answered as a refusal, not an outage. */
 class HostTaken extends Error {}
 
@@ -33,7 +36,7 @@ export async function openPostgresCommunityStore(opts: { url: string }): Promise
   // community reads are rare (startup, admin commands, cache misses): a small pool is plenty
   const sql = connectPostgres(opts.url, 4)
   try {
-    await migrate(sql, 'communities', [COMMUNITIES_V1])
+    await migrate(sql, 'communities', [COMMUNITIES_V1, COMMUNITIES_V2])
   } catch (err) {
     await sql.end({ timeout: 1 })
     throw err
@@ -62,13 +65,17 @@ export async function openPostgresCommunityStore(opts: { url: string }): Promise
       for (const row of await sql`SELECT host, community FROM community_hosts ORDER BY host`) {
         hosts.set(row.community, [...(hosts.get(row.community) ?? []), row.host])
       }
-      const rows = await sql`SELECT id, name, agents::text AS agents FROM communities ORDER BY id`
+      const rows = await sql`SELECT id, name, agents::text AS agents FROM communities WHERE archived_at IS NULL ORDER BY id`
       return rows.map((row) => ({
         id: row.id as string,
         name: row.name as string,
         hosts: hosts.get(row.id) ?? [],
         agents: JSON.parse(row.agents) as CommunityRecord['agents'],
       }))
+    },
+    async archive(id, nowSeconds) {
+      const rows = await sql`UPDATE communities SET archived_at = ${nowSeconds} WHERE id = ${id} AND archived_at IS NULL RETURNING id`
+      return rows.length > 0
     },
     async put(record) {
       try {

@@ -25,7 +25,11 @@ export function openSqliteCommunityStore(file: string): CommunityStore {
       PRIMARY KEY (community, pubkey)
     ) WITHOUT ROWID;
   `)
-  const selectAll = db.prepare('SELECT id, name, agents FROM communities ORDER BY id')
+  // added after the first release: databases created before it get the column here
+  const columns = db.prepare('SELECT name FROM pragma_table_info(?)').pluck().all('communities') as string[]
+  if (!columns.includes('archived_at')) db.exec('ALTER TABLE communities ADD COLUMN archived_at INTEGER')
+  const selectAll = db.prepare('SELECT id, name, agents FROM communities WHERE archived_at IS NULL ORDER BY id')
+  const archive = db.prepare('UPDATE communities SET archived_at = ? WHERE id = ? AND archived_at IS NULL')
   const selectHosts = db.prepare('SELECT host, community FROM community_hosts ORDER BY host')
   const hostOwner = db.prepare('SELECT community FROM community_hosts WHERE host = ?')
   const upsert = db.prepare(
@@ -70,6 +74,9 @@ export function openSqliteCommunityStore(file: string): CommunityStore {
     },
     async put(record) {
       return put(record)
+    },
+    async archive(id, nowSeconds) {
+      return archive.run(nowSeconds, id).changes > 0
     },
     async banPubkey(community, pubkey, reason, untilSeconds) {
       ban.run(community, pubkey, reason, untilSeconds ?? null)

@@ -70,6 +70,18 @@ export function describeCommunityStoreContract(name: string, open: () => Promise
         expect(bound).toHaveLength(1)
       })
 
+      it('archives a community for every node: no longer listed, its hosts still taken, archived once', async () => {
+        const a = record('a', ['gone'])
+        const b = record('b', ['stays'])
+        await store.put(a)
+        await store.put(b)
+        expect(await store.archive(a.id, 1_700_000_000)).toBe(true)
+        expect(await store.archive(a.id, 1_700_000_001)).toBe(false)
+        expect(await store.archive(`${tag}-unknown`, 1_700_000_000)).toBe(false)
+        expect(await mine(await another())).toEqual([b])
+        expect((await store.put(record('c', ['gone']))).ok).toBe(false)
+      })
+
       it('shows every node what one node put', async () => {
         const a = record('a', ['seen'])
         await store.put(a)
