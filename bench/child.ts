@@ -126,11 +126,15 @@ export interface RelayProcess {
 const here = (f: string) => fileURLToPath(new URL(f, import.meta.url))
 export const CHILD_SCRIPTS = { apiary: here('./serve-apiary.ts'), baseline: here('./serve-baseline.ts') } as const
 
-/** Fork a relay child; rejects with the child's own error (or its stderr tail) if it does not come up. */
-export function spawnRelay(script: string, dataDir: string, startTimeoutMs = 60_000): Promise<RelayProcess> {
+/**
+ * Fork a relay child; rejects with the child's own error (or its stderr tail) if it does not come up.
+ * `env` is added to this process's environment (bench/serve-apiary.ts reads BENCH_APIARY_CONFIG from it).
+ */
+export function spawnRelay(script: string, dataDir: string, startTimeoutMs = 60_000, env: Record<string, string> = {}): Promise<RelayProcess> {
   const child: ChildProcess = fork(script, [dataDir], {
     execArgv: ['--expose-gc', '--import', 'tsx'],
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    env: { ...process.env, ...env },
   })
   let stderr = ''
   child.stderr?.on('data', (d: Buffer) => {

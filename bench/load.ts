@@ -12,7 +12,7 @@ export interface Latency {
   maxMs: number
 }
 
-function latency(samples: ArrayLike<number>, n = samples.length): Latency {
+export function latency(samples: ArrayLike<number>, n = samples.length): Latency {
   if (n === 0) return { p50Ms: Number.NaN, p99Ms: Number.NaN, maxMs: Number.NaN }
   const sorted = Float64Array.from({ length: n }, (_, i) => samples[i]!).sort()
   const at = (q: number) => round2(sorted[Math.min(n - 1, Math.floor(q * n))]!)
@@ -28,9 +28,19 @@ function cores(since: NodeJS.CpuUsage, t0: number): number {
 }
 const perSecond = (count: number, ms: number) => (ms > 0 ? Math.round((count * 1000) / ms) : 0)
 
-export function connect(url: string, timeoutMs = 15_000): Promise<WebSocket> {
+/**
+ * `host`: a community's host name (bench/cluster.ts binds one): sent as the Host header with the URL's port
+ * appended, as a client of `wss://<host>` behind a proxy would; without it the Host is the URL's (the relay's
+ * default community).
+ */
+export function connect(url: string, timeoutMs = 15_000, host?: string): Promise<WebSocket> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { perMessageDeflate: false, skipUTF8Validation: true, handshakeTimeout: timeoutMs })
+    const ws = new WebSocket(url, {
+      perMessageDeflate: false,
+      skipUTF8Validation: true,
+      handshakeTimeout: timeoutMs,
+      ...(host ? { headers: { host: `${host}:${new URL(url).port}` } } : {}),
+    })
     ws.once('open', () => {
       ws.removeAllListeners('error')
       ws.on('error', () => {}) // a later socket error shows up as 'close'
@@ -42,10 +52,10 @@ export function connect(url: string, timeoutMs = 15_000): Promise<WebSocket> {
 }
 
 /** Open `n` sockets, `parallel` handshakes at a time (a burst of thousands overflows accept queues). */
-export async function openMany(url: string, n: number, parallel = 50): Promise<WebSocket[]> {
+export async function openMany(url: string, n: number, parallel = 50, host?: string): Promise<WebSocket[]> {
   const out: WebSocket[] = []
   for (let i = 0; i < n; i += parallel) {
-    out.push(...(await Promise.all(Array.from({ length: Math.min(parallel, n - i) }, () => connect(url)))))
+    out.push(...(await Promise.all(Array.from({ length: Math.min(parallel, n - i) }, () => connect(url, 15_000, host)))))
   }
   return out
 }
@@ -89,6 +99,8 @@ export interface IngestOptions {
   maxSeconds?: number
   /** give up when no OK arrives for this long */
   stallSeconds?: number
+  /** Host header name (port appended), to reach a community bound to that host */
+  host?: string
   /** awaited right before the first send / right after the last OK (event-loop delay sampling) */
   onStart?: () => Promise<void> | void
   onEnd?: () => Promise<void> | void
@@ -107,7 +119,7 @@ export function ingestPipelined(url: string, opts: IngestOptions & { window: num
 async function ingest(url: string, opts: IngestOptions & { window: number }): Promise<IngestResult> {
   const events = resolveEvents(opts.events)
   const frames = events.map((e) => `["EVENT",${JSON.stringify(e)}]`)
-  const sockets = await openMany(url, opts.connections)
+  const sockets = await openMany(url, opts.connections, 50, opts.host)
   const lat = new Float64Array(events.length)
   let nLat = 0
   let next = 0
@@ -213,7 +225,8 @@ export interface FanoutResult {
 
 /**
  * `subscribers` sockets each REQ {kinds:[1], "#t":["bench"]} on an empty relay and wait for EOSE; one publisher
- * socket then sends the events pipelined (window 200). Events are pre-signed, so instead of embedding the send
+ * socket (on `publisherUrl` when given, else the same relay) then sends the events pipelined (window 200).
+ * Events are pre-signed, so instead of embedding the send
  * time in the content the publisher records it per event id (publisher and subscribers share this process's clock).
  * deliveries/s = EVENT frames received by all subscribers / (first publish → last delivery).
  */
@@ -224,6 +237,10 @@ export async function fanout(
     events: number | BenchEvent[]
     window?: number
     settleSeconds?: number
+    /** Host header name (port appended), to reach a community bound to that host */
+    host?: string
+    /** publish through another relay than the subscribers' (cluster: publisher on node A, subscribers on B) */
+    publisherUrl?: string
     onStart?: () => Promise<void> | void
     onEnd?: () => Promise<void> | void
   },
@@ -231,7 +248,7 @@ export async function fanout(
   const events = resolveEvents(opts.events)
   const frames = events.map((e) => `["EVENT",${JSON.stringify(e)}]`)
   const sentAt = new Map<string, number>()
-  const subs = await openMany(url, opts.subscribers)
+  const subs = await openMany(url, opts.subscribers, 50, opts.host)
   const expectedPerSub = events.length
   const lat = new Float64Array(opts.subscribers * expectedPerSub)
   let nLat = 0
@@ -267,7 +284,7 @@ export async function fanout(
     })
     ws.once('close', () => closedSubscribers++)
   }
-  const pub = await connect(url)
+  const pub = await connect(opts.publisherUrl ?? url, 15_000, opts.host)
   const window = opts.window ?? 200
   let next = 0
   let acked = 0

@@ -1,12 +1,15 @@
 // `npm run bench` — Apiary against the baseline (@nostr-relay/core + SQLite, bench/baseline-relay.ts), each
 // relay in its own child process, alternating over rounds because this machine is noisy (±30 %).
 // Flags: --quick (small counts), --rounds N (default 3), --only a,b (scenarios: ceiling, ingest-closed,
-// ingest-pipelined, fanout, req, idle-memory), --relays apiary,baseline.
-// Prints a table of medians with the DESIGN §12 targets and writes it to .bench-data/last-run.json.
+// ingest-pipelined, fanout, req, idle-memory, cluster-fanout, admission, ingest-pg), --relays apiary,baseline.
+// The cluster scenarios (bench/cluster.ts) need Redis and PostgreSQL on 127.0.0.1; a run without them skips
+// those with a note. Prints a table of medians with the DESIGN §12 targets and writes it to
+// .bench-data/last-run.json.
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { CHILD_SCRIPTS, type LoopDelay, type RelayProcess, spawnRelay } from './child'
+import { type AdmissionCell, admissionBench, clusterFanout, clusterUnavailable, dropBenchDatabases, FANOUT_VARIANTS, INGEST_BACKENDS, ingestOnBackend } from './cluster'
 import { BENCH_DATA_DIR, type Dataset, ingestEvents, reqDataset } from './fixtures'
 import { fanout, type IdleMemoryResult, idleConnectionMemory, ingestClosedLoop, ingestPipelined, REQ_SHAPES, type ReqShapeResult, reqLatency } from './load'
 
@@ -20,7 +23,8 @@ const option = (name: string) => {
 }
 const quick = flag('quick')
 const rounds = Number(option('rounds') ?? 3)
-const SCENARIOS = ['ceiling', 'ingest-closed', 'ingest-pipelined', 'fanout', 'req', 'idle-memory'] as const
+const SCENARIOS = ['ceiling', 'ingest-closed', 'ingest-pipelined', 'fanout', 'req', 'idle-memory', 'cluster-fanout', 'admission', 'ingest-pg'] as const
+const CLUSTER_SCENARIOS: readonly Scenario[] = ['cluster-fanout', 'admission', 'ingest-pg']
 type Scenario = (typeof SCENARIOS)[number]
 const only = option('only')?.split(',') as Scenario[] | undefined
 for (const s of only ?? []) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; known: ${SCENARIOS.join(', ')}`)
@@ -36,6 +40,9 @@ const size = quick
       fanout: { subscribers: 1_000, events: 100 },
       req: { stored: 10_000, queries: 50, concurrentQueries: 200, connections: 8 },
       idle: { connections: 1_000 },
+      clusterFanout: { subscribers: 200, events: 100 },
+      admission: { seconds: 1, maxDecisions: 2_000_000, callers: [1, 16, 64], batches: [8, 32, 128], batchCallers: [1, 16], memoryCallers: 16 },
+      ingestPg: { events: 3_000, connections: 4, window: 200, maxSeconds: 10 },
     }
   : {
       ceilingEvents: 4_000,
@@ -44,6 +51,9 @@ const size = quick
       fanout: { subscribers: 1_000, events: 500 },
       req: { stored: 100_000, queries: 200, concurrentQueries: 800, connections: 8 },
       idle: { connections: 2_000 },
+      clusterFanout: { subscribers: 200, events: 500 },
+      admission: { seconds: 3, maxDecisions: 10_000_000, callers: [1, 16, 64], batches: [8, 32, 128], batchCallers: [1, 16], memoryCallers: 16 },
+      ingestPg: { events: 30_000, connections: 4, window: 200, maxSeconds: 20 },
     }
 
 const log = (s: string) => process.stderr.write(`${s}\n`)
@@ -80,19 +90,29 @@ async function attempt<T>(fn: () => Promise<T>): Promise<Outcome<T>> {
   }
 }
 
-/** One round = each relay once, order alternating per round; every run gets a fresh relay and data dir. */
-async function alternate<T>(label: string, run: (name: RelayName, round: number) => Promise<T>): Promise<Record<RelayName, Outcome<T>[]>> {
-  const out: Record<RelayName, Outcome<T>[]> = { apiary: [], baseline: [] }
+/** One round = each variant once, order alternating per round (A,B then B,A). */
+async function alternateVariants<V extends string, T>(
+  label: string,
+  variants: readonly V[],
+  run: (variant: V, round: number) => Promise<T>,
+): Promise<Record<V, Outcome<T>[]>> {
+  const out = Object.fromEntries(variants.map((v) => [v, []])) as unknown as Record<V, Outcome<T>[]>
   for (let round = 0; round < rounds; round++) {
-    const order = round % 2 === 0 ? relayNames : [...relayNames].reverse()
-    for (const name of order) {
-      log(`  ${label}: ${name} round ${round + 1}/${rounds}`)
-      const r = await attempt(() => run(name, round))
+    const order = round % 2 === 0 ? variants : [...variants].reverse()
+    for (const variant of order) {
+      log(`  ${label}: ${variant} round ${round + 1}/${rounds}`)
+      const r = await attempt(() => run(variant, round))
       if (!r.ok) log(`    failed: ${r.error}`)
-      out[name].push(r)
+      out[variant].push(r)
     }
   }
   return out
+}
+
+/** One round = each relay once, order alternating per round; every run gets a fresh relay and data dir. */
+async function alternate<T>(label: string, run: (name: RelayName, round: number) => Promise<T>): Promise<Record<RelayName, Outcome<T>[]>> {
+  const out: Partial<Record<RelayName, Outcome<T>[]>> = await alternateVariants(label, relayNames, run)
+  return { apiary: out.apiary ?? [], baseline: out.baseline ?? [] }
 }
 
 // ---------------------------------------------------------------- result table
@@ -207,10 +227,32 @@ const machine = {
 console.log(`machine: ${machine.cpu} × ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.platform}`)
 console.log(`node ${machine.node}, ${machine.date}, load avg ${machine.loadavg.join(' ')}, ${machine.mode} mode, ${rounds} round(s)`)
 
+// The cluster scenarios run only when Redis and PostgreSQL answer (explicitly asked for or not).
+let clusterSkipped: string | undefined
+if (CLUSTER_SCENARIOS.some(wanted)) {
+  clusterSkipped = await clusterUnavailable()
+  if (clusterSkipped) {
+    log(`cluster scenarios skipped: ${clusterSkipped}`)
+    notes.push(`cluster scenarios (${CLUSTER_SCENARIOS.filter(wanted).join(', ')}) skipped: ${clusterSkipped}`)
+  }
+}
+const wantedCluster = (s: Scenario) => wanted(s) && clusterSkipped === undefined
+if (CLUSTER_SCENARIOS.some(wantedCluster)) {
+  // an interrupted run still drops its databases (its relay children get the same signal from the terminal)
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      log(`${signal}: dropping bench databases`)
+      void dropBenchDatabases().finally(() => process.exit(130))
+    })
+  }
+}
+
 // Sign everything before any clock starts (cached in .bench-data/fixtures/).
 log('setup: fixtures')
-const maxIngest = Math.max(size.closed.events, size.pipelined.events, size.fanout.events)
-if (wanted('ingest-closed') || wanted('ingest-pipelined') || wanted('fanout')) ingestEvents(maxIngest)
+const maxIngest = Math.max(size.closed.events, size.pipelined.events, size.fanout.events, size.clusterFanout.events, size.ingestPg.events)
+if (wanted('ingest-closed') || wanted('ingest-pipelined') || wanted('fanout') || wantedCluster('cluster-fanout') || wantedCluster('ingest-pg')) {
+  ingestEvents(maxIngest)
+}
 let dataset: Dataset | undefined
 if (wanted('req')) dataset = reqDataset(size.req.stored)
 
@@ -328,6 +370,103 @@ if (wanted('idle-memory')) {
   addRow(label, 'heap+external per conn', 'KiB', results, (r) => r.heapPerConnection / 1024, { text: '≤ 16 KiB', check: (a) => a <= 16 })
   addRow(label, 'rss per conn', 'KiB', results, (r) => r.rssPerConnection / 1024)
 }
+
+// ---------------------------------------------------------------- cluster (bench/cluster.ts)
+
+/** A row with one side only (the Apiary column). */
+function addOneSided<T>(scenario: string, metric: string, unit: string, outcomes: Outcome<T>[], get: (v: T) => number) {
+  rows.push({ scenario, metric, unit, apiary: cell(outcomes, get), baseline: '', ratio: null, target: '', met: null })
+}
+
+if (wantedCluster('cluster-fanout')) {
+  const { subscribers } = size.clusterFanout
+  const events = ingestEvents(size.clusterFanout.events)
+  const results = await alternateVariants('cluster-fanout', FANOUT_VARIANTS, (variant) => clusterFanout(variant, { subscribers, events, dir: freshDir }))
+  raw['cluster-fanout'] = results
+  const label = `cluster fan-out (${subscribers} subs × ${events.length} ev)`
+  const vs = { apiary: results['cross-node'], baseline: results['single-node'] }
+  addRow(label, 'A→B deliveries', '/s', vs, (r) => r.deliveriesPerSec)
+  addRow(label, 'A→B publish→delivery p50', 'ms', vs, (r) => r.delivery.p50Ms)
+  addRow(label, 'A→B publish→delivery p99', 'ms', vs, (r) => r.delivery.p99Ms)
+  addRow(label, 'A→B deliveries received', 'count', vs, (r) => r.deliveries)
+  addRow(label, 'A→B relay CPU (both nodes)', 'cores', vs, (r) => r.relayCores)
+  addOneSided(label, 'A→B redis-server CPU', 'cores', results['cross-node'], (r) => r.redisCores)
+  addOneSided(label, 'A→B postgres server CPU', 'cores', results['cross-node'], (r) => r.postgresCores)
+  const same = { apiary: results['same-node'], baseline: results['single-node'] }
+  addRow(label, 'same cluster node: deliveries', '/s', same, (r) => r.deliveriesPerSec)
+  addRow(label, 'same cluster node: p50', 'ms', same, (r) => r.delivery.p50Ms)
+  addRow(label, 'same cluster node: p99', 'ms', same, (r) => r.delivery.p99Ms)
+  notes.push(
+    'cluster-fanout: Apiary column = two cluster nodes (publisher on A, subscribers on B) or, "same cluster node" rows, one cluster node; baseline column = one embedded node (SQLite), same subscribers and events',
+  )
+  for (const v of FANOUT_VARIANTS) {
+    results[v].forEach((o, i) => {
+      if (o.ok && (o.value.incomplete || Object.keys(o.value.rejected).length)) {
+        notes.push(`cluster-fanout ${v} r${i + 1}: ${o.value.incomplete ?? ''} ${Object.entries(o.value.rejected).map(([k, n]) => `${k}=${n}`).join(' ')}`.trim())
+      }
+    })
+  }
+}
+
+if (wantedCluster('admission')) {
+  const runs: Outcome<AdmissionCell[]>[] = []
+  for (let round = 0; round < rounds; round++) {
+    log(`  admission: round ${round + 1}/${rounds}`)
+    const r = await attempt(() => admissionBench({ ...size.admission, reverse: round % 2 === 1 }))
+    if (!r.ok) log(`    failed: ${r.error}`)
+    runs.push(r)
+  }
+  raw.admission = runs
+  const first = runs.find((r): r is { ok: true; value: AdmissionCell[] } => r.ok)
+  if (!first) addOneSided('admission', 'decisions', '/s', runs, () => 0)
+  else {
+    const label = `admission (${size.admission.seconds} s per line)`
+    for (const c of first.value) {
+      const get = (f: (x: AdmissionCell) => number) => (cells: AdmissionCell[]) => f(cells.find((x) => x.label === c.label)!)
+      addOneSided(label, `${c.label}: decisions`, '/s', runs, get((x) => x.decisionsPerSec))
+      if (c.backend === 'redis') {
+        addOneSided(label, `${c.label}: call p50`, 'ms', runs, get((x) => x.callLatency.p50Ms))
+        addOneSided(label, `${c.label}: call p99`, 'ms', runs, get((x) => x.callLatency.p99Ms))
+        addOneSided(label, `${c.label}: redis-server CPU`, 'cores', runs, get((x) => x.redisCores))
+      }
+      addOneSided(label, `${c.label}: client CPU`, 'cores', runs, get((x) => x.loadGenCores))
+    }
+    runs.forEach((o, i) => {
+      if (!o.ok) return
+      for (const c of o.value) if (c.failed || c.refused) notes.push(`admission r${i + 1} ${c.label}: ${c.failed} calls failed, ${c.refused} decisions refused`)
+    })
+    notes.push('admission: "×C" = C concurrent callers on one ioredis connection; admitMany/B = B decisions per call (one pipeline); redis-server CPU counts every client of the shared server')
+  }
+}
+
+if (wantedCluster('ingest-pg')) {
+  const { events: n, ...rest } = size.ingestPg
+  const events = ingestEvents(n)
+  const results = await alternateVariants('ingest-pg', INGEST_BACKENDS, (backend) => ingestOnBackend(backend, { events, ...rest, dir: freshDir }))
+  raw['ingest-pg'] = results
+  const label = `ingest pipelined, PG+Redis vs SQLite (${rest.connections}×${rest.window})`
+  const vs = { apiary: results.postgres, baseline: results.sqlite }
+  addRow(label, 'accepted', 'ev/s', vs, (r) => r.eventsPerSec)
+  addRow(label, 'OK latency p50', 'ms', vs, (r) => r.okLatency.p50Ms)
+  addRow(label, 'OK latency p99', 'ms', vs, (r) => r.okLatency.p99Ms)
+  addRow(label, 'relay CPU (all threads)', 'cores', vs, (r) => r.relayCores)
+  addRow(label, 'load-generator CPU', 'cores', vs, (r) => r.loadGenCores)
+  addOneSided(label, 'redis-server CPU', 'cores', results.postgres, (r) => r.redisCores)
+  addOneSided(label, 'postgres server CPU', 'cores', results.postgres, (r) => r.postgresCores)
+  notes.push(
+    'ingest-pg: Apiary column = one node on PostgreSQL + Redis; baseline column = one embedded node (SQLite); same events. Relay CPU is the node process only: the PostgreSQL and Redis servers are their own rows (shared servers: every client counts)',
+  )
+  for (const b of INGEST_BACKENDS) {
+    results[b].forEach((o, i) => {
+      if (!o.ok) return
+      const rej = Object.entries(o.value.rejected)
+      if (rej.length) notes.push(`ingest-pg ${b} r${i + 1}: not accepted ${rej.map(([k, v]) => `${k}=${v}`).join(' ')}`)
+      if (o.value.incomplete) notes.push(`ingest-pg ${b} r${i + 1}: incomplete (${o.value.incomplete})`)
+    })
+  }
+}
+
+if (CLUSTER_SCENARIOS.some(wanted)) await dropBenchDatabases()
 
 // ---------------------------------------------------------------- output
 

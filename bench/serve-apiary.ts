@@ -1,6 +1,9 @@
 // Child process: Apiary (createRelay) with bench settings. Forked by bench/child.ts; prints its URL.
 // Rate limits are opened wide: the defaults (per human pubkey and per IP) would throttle the load generator,
-// which is one IP and a handful of pubkeys. Everything else is the default configuration.
+// which is one IP and a handful of pubkeys. Everything else is the default configuration, plus whatever
+// BENCH_APIARY_CONFIG (JSON, a ConfigInput) adds: bench/cluster.ts passes redisUrl, databaseUrl,
+// relaySecretKey and a community bound to its own host that way.
+import type { ConfigInput } from '../src/infra/config'
 import { runRelayChild } from './child'
 
 export const BENCH_RATE_LIMITS = {
@@ -8,9 +11,11 @@ export const BENCH_RATE_LIMITS = {
   connectionsPerIp: { ratePerSecond: 1e6, burst: 1e6 },
 }
 
+const extra = JSON.parse(process.env.BENCH_APIARY_CONFIG || '{}') as ConfigInput
+
 await runRelayChild(async (dataDir) => {
   const { createRelay } = await import('../src/relay')
-  const relay = createRelay({ port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', rateLimits: BENCH_RATE_LIMITS, verifyThreads: 2 })
+  const relay = createRelay({ port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', rateLimits: BENCH_RATE_LIMITS, verifyThreads: 2, ...extra })
   const url = await relay.listen()
   return { url, close: () => relay.close() }
 })
