@@ -12,8 +12,11 @@ import { createRedisBus, type RedisBus } from './infra/bus/redis-bus'
 import { subscriberConnectionOptions } from './infra/bus/redis-subscriber'
 import type { Config } from './infra/config'
 import { createMemoryRateLimiter } from './infra/gates/memory-rate-limit'
+import { createMemoryReplayGuard } from './infra/gates/memory-replay-guard'
 import type { RateLimiter } from './infra/gates/rate-limit'
 import { createRedisRateLimiter } from './infra/gates/redis-rate-limit'
+import { createRedisReplayGuard } from './infra/gates/redis-replay-guard'
+import type { ReplayGuard } from './infra/gates/replay-guard'
 import type { Logger } from './infra/log'
 import type { CommunityStore } from './infra/store/community-store'
 import type { EventStore } from './infra/store/event-store'
@@ -29,6 +32,8 @@ export interface Backends {
   events: EventStore
   communities: CommunityStore
   limiter: RateLimiter
+  /** NIP-98 auth event ids already used (NIP-86 management): per node embedded, shared in a cluster */
+  replayGuard: ReplayGuard
   bus: Bus
   /** spawns the actors that own backend connections (the Redis subscriber bridge) */
   startBridges(kernel: Kernel): void
@@ -76,6 +81,7 @@ export async function openBackends(config: Config, log: Logger, opts: { eventSto
     events,
     communities,
     limiter: createRedisRateLimiter({ redis, log }),
+    replayGuard: createRedisReplayGuard({ redis }),
     bus,
     startBridges: (kernel) => void spawnBusBridge(kernel, bus.link),
     ready: async () => (await events.ping()) && (await redis.ping().then((r) => r === 'PONG', () => false)),
@@ -108,6 +114,7 @@ function embedded(config: Config, log: Logger, nodeId: string, eventStore?: Even
     events,
     communities,
     limiter,
+    replayGuard: createMemoryReplayGuard(),
     bus,
     startBridges: () => {},
     ready: () => events.ping(),

@@ -10,7 +10,9 @@ import { acceptConnections } from './actors/connection/gateway'
 import { ask, createKernel, type Kernel, type SupervisionEvent, type TypedRef, tell } from './actors/kernel'
 import { type AdmissionAnswer, type LimitType, type PrincipalTier, principalActor, principalPath } from './actors/principal/principal-actor'
 import { type Config, type ConfigInput, configSchema } from './infra/config'
+import { createMemoryRateLimiter } from './infra/gates/memory-rate-limit'
 import { handleHttp } from './infra/http/http-routes'
+import { createManagement } from './infra/http/management'
 import { Tenants } from './infra/http/tenants'
 import { createLogger, type Logger } from './infra/log'
 import { createMetrics } from './infra/metrics'
@@ -20,6 +22,7 @@ import { type CommunityRecord, seedDefaultCommunity } from './infra/store/commun
 export { DEFAULT_COMMUNITY } from './infra/store/community-store'
 
 import { createCommunityLink } from './actors/community/community-link'
+import { createBanLookup } from './infra/store/ban-lookup'
 import type { EventStore } from './infra/store/event-store'
 import type { Verifier } from './infra/verify/verifier'
 import { createVerifierPool } from './infra/verify/verifier-pool'
@@ -27,7 +30,7 @@ import { asVerified } from './protocols/nip01/event'
 import { buildRelayInfo } from './protocols/nip11'
 import { type Backends, openBackends } from './relay-backends'
 
-export const SUPPORTED_NIPS = [1, 9, 11, 40, 42, 45, 70]
+export const SUPPORTED_NIPS = [1, 9, 11, 40, 42, 45, 70, 86, 98]
 
 export interface Relay {
   readonly config: Config
@@ -95,21 +98,35 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
     revalidate = () => reconcile(b, verifier, relayKey)
     const revalidateTimer = setInterval(() => void revalidate(), config.revalidateSeconds * 1000)
     revalidateTimer.unref()
+    const readFallback = createMemoryRateLimiter()
     const admit = (record: CommunityRecord, principal: string, limit: LimitType): Promise<AdmissionAnswer> => {
       const tier = tierOf(record, principal)
       const ref = kernel.getOrSpawn(
         principalPath(record.id, principal),
-        principalActor({ community: record.id, principal, tier, rules: config.rateLimits[tier], limiter: b.limiter }),
+        principalActor({ community: record.id, principal, tier, rules: config.rateLimits[tier], limiter: b.limiter, readFallback }),
       )
       return ask(ref, (reply) => ({ type: 'Admit', limit, reply }), 10_000)
     }
-    const banOf = async (community: string, pubkey: string) => b.communities.isBanned(community, pubkey, nowSeconds())
+    const banOf = createBanLookup(b.communities, nowSeconds)
+    const operators = new Set([...config.operatorPubkeys, relayKey.pubkey])
+    const manage = createManagement({
+      tenants,
+      trustForwardedProto: config.trustForwardedProto,
+      verifier,
+      replayGuard: b.replayGuard,
+      isOperator: (pubkey) => operators.has(pubkey),
+      banPubkey: (community, pubkey, reason) => banPubkey(community, pubkey, reason),
+      listBans: (community) => b.communities.listBans(community, nowSeconds()),
+      nowSeconds,
+      log,
+    })
     const http = createServer((req, res) => {
       handleHttp(req, res, {
         metrics,
         isKnownHost: (h) => tenants.resolve(h, 'http') !== undefined,
         relayInfo: (h) => relayInfoFor(tenants.resolve(h, 'http')?.record),
         ready: () => b.ready(),
+        manage,
       }).catch((error: unknown) => {
         log.error({ err: error }, 'http handler failed')
         if (!res.headersSent) res.writeHead(500).end()

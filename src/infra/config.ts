@@ -86,6 +86,11 @@ export const configSchema = z.object({
     .or(z.boolean())
     .default(false)
     .describe('trust X-Forwarded-Proto/Host from a TLS proxy for the NIP-42 relay URL'),
+  // NIP-86 callers allowed to manage every community on this node; the relay's own key always is one.
+  operatorPubkeys: z
+    .array(z.string().regex(/^[0-9a-f]{64}$/))
+    .default([])
+    .describe('NIP-86 operators: hex pubkeys allowed to call management methods (JSON in env); the relay key is always one'),
   verifyThreads: z
     .number()
     .int()

@@ -47,7 +47,8 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     })
   const kill = async () => {
     const p = proc
-    if (!p || p.exitCode !== null) return
+    // a killed process has a signalCode and no exitCode: either means it is gone
+    if (!p || p.exitCode !== null || p.signalCode !== null) return
     await new Promise<void>((resolve) => {
       p.once('exit', () => resolve())
       p.kill('SIGKILL')

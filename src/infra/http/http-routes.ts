@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Metrics } from '../metrics'
+import { isManagementRequest } from './management'
 
 /** What the HTTP side needs from the node; the composition root provides it. */
 export interface HttpSurface {
@@ -8,11 +9,14 @@ export interface HttpSurface {
   relayInfo(host: string | undefined): object | undefined
   isKnownHost(host: string | undefined): boolean
   ready(): Promise<boolean>
+  /** NIP-86 management (management.ts): resolves the community itself, answers 404 for an unknown host */
+  manage(req: IncomingMessage, res: ServerResponse): Promise<void>
 }
 
 const CORS = {
   'Access-Control-Allow-Origin': '*',
-  'Access-Control-Allow-Headers': '*',
+  // the Fetch spec never lets `*` cover Authorization: a browser's NIP-86 preflight needs it named
+  'Access-Control-Allow-Headers': 'Authorization, *',
   'Access-Control-Allow-Methods': 'GET, POST, OPTIONS',
 }
 
@@ -21,7 +25,7 @@ const send = (res: ServerResponse, status: number, type: string, body: string, e
   res.end(body)
 }
 
-/** GET / (NIP-11 or a short text), /metrics, /health/live, /health/ready. Unknown host ⇒ 404 before anything else. */
+/** GET / (NIP-11 or a short text), POST / (NIP-86), /metrics, /health/live, /health/ready. Unknown host ⇒ 404 before anything else. */
 export async function handleHttp(req: IncomingMessage, res: ServerResponse, s: HttpSurface): Promise<void> {
   const path = (req.url ?? '/').split('?')[0]
   if (path === '/health/live') return send(res, 200, 'text/plain', 'ok\n')
@@ -41,5 +45,6 @@ export async function handleHttp(req: IncomingMessage, res: ServerResponse, s: H
     }
     return send(res, 200, 'text/plain', 'This is a Nostr relay (Apiary). Connect with a Nostr client over WebSocket.\n', CORS)
   }
+  if (path === '/' && isManagementRequest(req)) return s.manage(req, res)
   return send(res, 404, 'text/plain', 'not found\n')
 }

@@ -1,0 +1,89 @@
+import { randomBytes } from 'node:crypto'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { ConfigInput } from '../../src/infra/config'
+import { prefixOf } from '../../src/protocols/reasons'
+import { makeKeys } from '../support/events'
+import { createTestDatabase, type TestDatabase } from '../support/postgres'
+import { startPrivateRedis } from '../support/redis-server'
+import type { TestRelay } from '../support/relay'
+import { auth, client, relayUrlOf, useRelays } from './helpers'
+import { callNip86, managementUrl, nip98Header, postNip86, rpc } from './nip86-client'
+
+const REDIS_URL = 'redis://127.0.0.1:6379'
+
+/** NIP-86 on a cluster: one Redis (the shared replay guard), one PostgreSQL (the ban rows), one relay key. */
+describe('relay management on a cluster of nodes', () => {
+  const relays = useRelays()
+  let db: TestDatabase
+  const relaySecretKey = randomBytes(32).toString('hex')
+  const operator = makeKeys()
+  beforeAll(async () => {
+    db = await createTestDatabase()
+  })
+  afterAll(async () => {
+    await db.drop()
+  })
+
+  /** a community of the test's own, so its Redis keys (replay claims included) are its own too */
+  async function nodes(n: number, redisUrl = REDIS_URL) {
+    const id = `c-${randomBytes(5).toString('hex')}`
+    const host = `${id}.test`
+    const config: ConfigInput = {
+      redisUrl,
+      databaseUrl: db.url,
+      relaySecretKey,
+      operatorPubkeys: [operator.pubkey],
+      communities: [{ id, hosts: [host] }],
+    }
+    const started: TestRelay[] = []
+    for (let i = 0; i < n; i++) started.push(await relays.start(config))
+    return { id, host, nodes: started }
+  }
+
+  it('refuses (401) on node B an Authorization header node A already accepted', async () => {
+    const { host, nodes: [a, b] } = await nodes(2)
+    // Behind a load balancer both nodes see one Host. Here each listens on its own port, so B gets A's
+    // Host header: the header then names B's URL too, and only the shared replay guard can refuse it.
+    const body = rpc('supportedmethods')
+    const header = nip98Header(operator, managementUrl(a!, host), body)
+    expect((await postNip86(a!, body, header, host)).status).toBe(200)
+    const replayed = await postNip86(b!, body, header, host, a!.port)
+    expect(replayed.status).toBe(401)
+    expect(prefixOf(replayed.json.error ?? '')).toBe('invalid')
+    // the same URL with a fresh auth event passes on B: the refusal above was the replay, nothing else
+    const fresh = nip98Header(operator, managementUrl(a!, host), body, { created_at: Math.floor(Date.now() / 1000) - 1 })
+    expect((await postNip86(b!, body, fresh, host, a!.port)).status).toBe(200)
+  })
+
+  it('closes the banned pubkey on B when an operator bans it through A, and B lists the ban', async () => {
+    const { host, nodes: [a, b] } = await nodes(2)
+    const bad = makeKeys()
+    const onB = await client(b!, host)
+    expect((await auth(onB, bad, relayUrlOf(b!, host))).accepted).toBe(true)
+    const ban = await callNip86(a!, operator, 'banpubkey', [bad.pubkey, 'spam'], host)
+    expect(ban.status).toBe(200)
+    const notice = await onB.next((f) => f[0] === 'NOTICE')
+    expect(prefixOf(String(notice[1]))).toBe('blocked')
+    expect((await onB.closed).code).toBe(1008)
+    const list = await callNip86(b!, operator, 'listbannedpubkeys', [], host)
+    expect(list.json.result).toEqual([{ pubkey: bad.pubkey, reason: 'spam' }])
+  })
+
+  it('fails closed (401) while the replay guard cannot answer, even for an operator', async () => {
+    const redis = await startPrivateRedis()
+    // stop() after kill() would wait for an exit that already happened (redis-server.ts checks exitCode
+    // only, which stays null after a signal), so the private server is stopped only when still running
+    let killed = false
+    try {
+      const { host, nodes: [a] } = await nodes(1, redis.url)
+      expect((await callNip86(a!, operator, 'supportedmethods', [], host)).status).toBe(200)
+      await redis.kill()
+      killed = true
+      const refused = await callNip86(a!, operator, 'supportedmethods', [], host)
+      expect(refused.status).toBe(401)
+      expect(prefixOf(refused.json.error ?? '')).toBe('error')
+    } finally {
+      if (!killed) await redis.stop()
+    }
+  })
+})
