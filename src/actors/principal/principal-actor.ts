@@ -26,6 +26,8 @@ export interface PrincipalDeps {
   tier: PrincipalTier
   rules: Record<LimitType, RateRule>
   limiter: RateLimiter
+  /** this node's own buckets, for reads only while `limiter` fails (see decide) */
+  readFallback?: RateLimiter
 }
 
 export const principalPath = (community: string, principal: string) => `principal/${community}/${principal}`
@@ -54,6 +56,8 @@ export function principalActor(deps: PrincipalDeps): ActorDef<PrincipalState, Pr
   }
 }
 
+const UNAVAILABLE = { allowed: false, unavailable: true } as const
+
 async function decide(batch: Admit[], deps: PrincipalDeps): Promise<void> {
   if (batch.length === 0) return
   const requests = batch.map((a) => ({ key: rateLimitKey(deps.community, deps.principal, a.limit), rule: deps.rules[a.limit] }))
@@ -63,7 +67,12 @@ async function decide(batch: Admit[], deps: PrincipalDeps): Promise<void> {
       : await Promise.all(requests.map((r) => deps.limiter.admit(r.key, r.rule)))
     for (const [i, a] of batch.entries()) a.reply(answers[i]!)
   } catch {
-    // the gate backend failed: every waiting request fails closed
-    for (const a of batch) a.reply({ allowed: false, unavailable: true })
+    // The gate backend failed: writes fail closed (DESIGN §6), but the node keeps serving reads from the
+    // database (relay-backends.ts), still rate-limited, per node instead of cluster-wide, until Redis is back.
+    for (const [i, a] of batch.entries()) {
+      const fallback = a.limit === 'reqs' ? deps.readFallback : undefined
+      const r = requests[i]!
+      a.reply(fallback ? await fallback.admit(r.key, r.rule).catch(() => UNAVAILABLE) : UNAVAILABLE)
+    }
   }
 }

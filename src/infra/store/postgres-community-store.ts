@@ -1,5 +1,5 @@
 import { type CommunityRecord, type CommunityStore, toBanRecord } from './community-store'
-import { connectPostgres, migrate } from './postgres-schema'
+import { connectPostgres, migrate, withDeadline } from './postgres-schema'
 
 /** Communities on PostgreSQL, shared by every node; same behaviour as sqlite-community-store.ts. */
 const COMMUNITIES_V1 = `
@@ -102,9 +102,10 @@ export async function openPostgresCommunityStore(opts: { url: string }): Promise
       )
     },
     async isBanned(community, pubkey, nowSeconds) {
-      const [row] = await sql.unsafe(
-        `SELECT reason FROM bans WHERE community = $1 AND pubkey = $2 AND ${inForce('$3')}`,
-        [community, pubkey, nowSeconds],
+      // on every write and AUTH: an unreachable server must fail it, not park it (see withDeadline)
+      const [row] = await withDeadline(
+        'ban lookup',
+        sql.unsafe(`SELECT reason FROM bans WHERE community = $1 AND pubkey = $2 AND ${inForce('$3')}`, [community, pubkey, nowSeconds]),
       )
       return row && { reason: row.reason as string }
     },

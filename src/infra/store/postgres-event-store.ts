@@ -4,7 +4,7 @@ import { type EventStore, type SaveOutcome, type StoredEvent, StoreError, stored
 import { createGroupCommit } from './group-commit'
 import { type PgQuery, toCountSql, toQuerySql } from './postgres-query'
 import { commitBatch, type SaveRequest } from './postgres-save'
-import { connectPostgres, EVENT_MIGRATIONS, migrate } from './postgres-schema'
+import { connectPostgres, EVENT_MIGRATIONS, migrate, withDeadline } from './postgres-schema'
 
 export interface PostgresEventStoreOptions {
   /** postgres://user@host:port/database */
@@ -47,7 +47,7 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
   const writes = createGroupCommit<SaveRequest, SaveOutcome>({
     maxItems: opts.groupCommitMaxEvents,
     maxDelayMs: opts.groupCommitMaxDelayMs,
-    commit: (batch) => commitBatch(sql, batch),
+    commit: (batch) => withDeadline('event store commit', commitBatch(sql, batch)),
     toError: (cause, batchSize) => {
       opts.log?.error({ err: cause, batchSize }, 'event store: write transaction failed, batch rolled back')
       return new StoreError('event store write failed', { cause })
@@ -59,7 +59,7 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
   async function read<T>(what: string, body: () => Promise<T>): Promise<T> {
     if (closing) throw new StoreError('event store is closed')
     try {
-      return await body()
+      return await withDeadline(`event store ${what}`, body())
     } catch (cause) {
       throw new StoreError(`event store ${what} failed`, { cause })
     }
@@ -97,7 +97,7 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
     async ping() {
       if (closing) return false
       try {
-        const [row] = await sql`SELECT 1 AS one`
+        const [row] = await withDeadline('event store ping', sql`SELECT 1 AS one`)
         return row?.one === 1
       } catch (err) {
         opts.log?.error({ err }, 'event store: ping failed')

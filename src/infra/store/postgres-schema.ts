@@ -94,6 +94,23 @@ export function connectPostgres(url: string, max = 10): Sql {
   })
 }
 
+/**
+ * Upper bound on one store round trip, as connect_timeout bounds a connect. postgres.js 3.4 has no query
+ * timeout, and when a connection is accepted and then closed before its startup handshake (a pgbouncer,
+ * HAProxy or Service in front of a dead server) it reconnects forever, cancelling connect_timeout at each
+ * close: the query, and the actor awaiting it, would wait out the whole outage (test/e2e/cluster-faults).
+ * The abandoned query may still run once the server is back; callers already treat a failed write as unknown.
+ */
+export const STORE_DEADLINE_MS = 10_000
+
+export function withDeadline<T>(what: string, pending: PromiseLike<T>, ms = STORE_DEADLINE_MS): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer from PostgreSQL within ${ms} ms`)), ms)
+  })
+  return Promise.race([pending, late]).finally(() => clearTimeout(timer))
+}
+
 // one key for every component: they share the apiary_schema table, which two creators would race on
 const SCHEMA_LOCK_KEY = 0x417069617279 // "Apiary"
 
