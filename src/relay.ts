@@ -140,6 +140,7 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
       config,
       tenants,
       limiter: b.limiter,
+      readFallback,
       verifier,
       admit,
       banOf,

@@ -50,14 +50,19 @@ export async function connect(url: string, opts: { host?: string } = {}): Promis
         consumed.add(found)
         return resolve(found)
       }
-      const timer = setTimeout(() => reject(new Error(`no matching frame in ${timeoutMs} ms; got ${JSON.stringify(frames).slice(0, 500)}`)), timeoutMs)
-      waiters.push({
+      const waiter = {
         pred,
-        resolve: (f) => {
+        resolve: (f: Frame) => {
           clearTimeout(timer)
           resolve(f)
         },
-      })
+      }
+      // a wait that timed out must stop claiming frames, or it swallows the ones a later wait expects
+      const timer = setTimeout(() => {
+        waiters.splice(waiters.indexOf(waiter), 1)
+        reject(new Error(`no matching frame in ${timeoutMs} ms; got ${JSON.stringify(frames).slice(0, 500)}`))
+      }, timeoutMs)
+      waiters.push(waiter)
     })
   return {
     ws,

@@ -27,6 +27,8 @@ export interface GatewayDeps {
   config: Config
   tenants: Tenants
   limiter: RateLimiter
+  /** node-local limits used while the shared gate backend is down, for what can't write */
+  readFallback: RateLimiter
   verifier: Verifier
   admit: (record: CommunityRecord, principal: string, limit: LimitType) => Promise<AdmissionAnswer>
   banOf: (community: string, pubkey: string) => Promise<{ reason: string } | undefined>
@@ -67,7 +69,13 @@ export function acceptConnections(d: GatewayDeps) {
     // a socket that already lost its peer address still gets a key (and is gone a moment later anyway)
     const ip = req.socket.remoteAddress ?? '0.0.0.0'
     // Per-IP admission comes before tenant resolution, so unknown hosts can't be used to probe for free.
-    const admitted = await d.limiter.admit(ipConnKey(ip), d.config.rateLimits.connectionsPerIp).catch(() => ({ allowed: false as const, retryAfterMs: 1000 }))
+    // With the shared gate down, a new socket is limited by this node alone: it can only read until Redis
+    // returns (writes fail closed), and a node started during an outage must still serve reads.
+    const rule = d.config.rateLimits.connectionsPerIp
+    const admitted = await d.limiter
+      .admit(ipConnKey(ip), rule)
+      .catch(() => d.readFallback.admit(ipConnKey(ip), rule))
+      .catch(() => ({ allowed: false as const, retryAfterMs: 1000 }))
     if (!admitted.allowed) {
       d.metrics.connectionsRefused.inc({ reason: 'rate-limited' })
       return refuseUpgrade(socket, 429, 'Too Many Requests')
