@@ -4,7 +4,7 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Observable } from 'rxjs'
 import { WebSocketServer } from 'ws'
-import { communityActor, communityPath } from './actors/community/community-actor'
+import { communityPath } from './actors/community/community-actor'
 import type { CommunityMsg, CommunityStats, PublishOutcome } from './actors/community/messages'
 import { acceptConnections } from './actors/connection/gateway'
 import { ask, createKernel, type Kernel, type SupervisionEvent, type TypedRef, tell } from './actors/kernel'
@@ -21,14 +21,14 @@ import { type CommunityRecord, seedDefaultCommunity } from './infra/store/commun
 
 export { DEFAULT_COMMUNITY } from './infra/store/community-store'
 
-import { createCommunityLink } from './actors/community/community-link'
+
 import { createBanLookup } from './infra/store/ban-lookup'
 import type { EventStore } from './infra/store/event-store'
-import type { Verifier } from './infra/verify/verifier'
 import { createVerifierPool } from './infra/verify/verifier-pool'
 import { asVerified } from './protocols/nip01/event'
 import { buildRelayInfo } from './protocols/nip11'
 import { type Backends, openBackends } from './relay-backends'
+import { type Communities, createCommunities } from './relay-communities'
 
 export const SUPPORTED_NIPS = [1, 9, 11, 40, 42, 45, 70, 86, 98]
 
@@ -74,8 +74,7 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
   const tenants = new Tenants([])
   let shutdown: (() => Promise<void>) | undefined
   let backends: Backends | undefined
-  const running = new Set<string>()
-  let revalidate: () => Promise<void> = async () => {}
+  let communities: Communities | undefined
 
   const communityRef = (id: string) => kernel.lookup<CommunityMsg>(communityPath(id))
 
@@ -94,9 +93,10 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
     tenants.replace(records)
     const verifier = await createVerifierPool({ threads: config.verifyThreads })
     b.startBridges(kernel)
-    for (const record of records) spawnCommunity(record, b, verifier, relayKey)
-    revalidate = () => reconcile(b, verifier, relayKey)
-    const revalidateTimer = setInterval(() => void revalidate(), config.revalidateSeconds * 1000)
+    const c = createCommunities({ kernel, config, backends: b, verifier, relayKey, tenants, metrics, log, nowSeconds })
+    communities = c
+    c.start(records)
+    const revalidateTimer = setInterval(() => void c.reconcile(), config.revalidateSeconds * 1000)
     revalidateTimer.unref()
     const readFallback = createMemoryRateLimiter()
     const admit = (record: CommunityRecord, principal: string, limit: LimitType): Promise<AdmissionAnswer> => {
@@ -168,69 +168,9 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
     return url
   }
 
-  /**
-   * Revalidation (DESIGN §5's durable backstop): the store's list of active communities is the truth. A
-   * community no longer listed (archived) has its sockets closed and its actor stopped, so new upgrades get
-   * 404; a community another node added is served from now on.
-   */
-  async function reconcile(b: Backends, verifier: Verifier, relayKey: RelayKey): Promise<void> {
-    let records: CommunityRecord[]
-    try {
-      records = await b.communities.list()
-    } catch (error) {
-      log.warn({ err: error }, 'revalidation: community list unavailable; keeping the current one')
-      return
-    }
-    tenants.replace(records)
-    const active = new Set(records.map((r) => r.id))
-    for (const id of [...running]) {
-      if (active.has(id)) continue
-      running.delete(id)
-      const ref = communityRef(id)
-      if (!ref) continue
-      await ask<CommunityMsg, void>(ref, (done) => ({ type: 'DisconnectCommunity', reason: 'community archived', broadcast: false, done }), 10_000).catch(
-        () => {},
-      )
-      await kernel.stop(communityPath(id))
-      log.info({ community: id }, 'community archived: closed and stopped')
-    }
-    for (const record of records) if (!running.has(record.id)) spawnCommunity(record, b, verifier, relayKey)
-  }
-
-  function spawnCommunity(record: CommunityRecord, b: Backends, verifier: Verifier, relayKey: RelayKey) {
-    running.add(record.id)
-    const path = communityPath(record.id)
-    const link = createCommunityLink({
-      community: record.id,
-      bus: b.bus,
-      deliver: (msg) => {
-        const ref = kernel.lookup<CommunityMsg>(path)
-        return ref ? tell(ref, msg) : false
-      },
-      sign: (t) => signAsRelay(relayKey, t, nowSeconds()),
-      metrics,
-      log,
-    })
-    const cluster = {
-      link,
-      verifier,
-      relayPubkey: relayKey.pubkey,
-      nowSeconds,
-      log,
-      rejected: (why: string) => metrics.controlRejected.inc({ reason: why }),
-      revalidate: () => void revalidate(),
-    }
-    kernel.spawn(path, communityActor({ record, store: b.events, limits: config.limits, nowSeconds, metrics, log, cluster }))
-  }
-
   async function archiveCommunity(communityId: string): Promise<boolean> {
-    const ref = communityRef(communityId)
-    if (!backends) throw new Error('relay not listening')
-    if (!(await backends.communities.archive(communityId, nowSeconds()))) return false
-    // close here and tell every other node now; each node's revalidation is the backstop if that is lost
-    if (ref) tell(ref, { type: 'DisconnectCommunity', reason: 'community archived', broadcast: true })
-    await revalidate()
-    return true
+    if (!communities) throw new Error('relay not listening')
+    return communities.archive(communityId)
   }
 
   async function banPubkey(communityId: string, pubkey: string, reason: string, untilSeconds?: number): Promise<void> {
