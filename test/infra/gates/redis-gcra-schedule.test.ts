@@ -10,6 +10,7 @@ import { rateLimitKey } from '../../../src/infra/redis/keys'
 import { connectRedis, hex64, testCommunity } from '../redis/connect'
 
 const TIME_CALL = "redis.call('TIME')"
+const EXPIRY_SET = "'PX', math.max(1, math.ceil(aheadMs))"
 // An arbitrary Redis wall clock (2027) for t = 0: the script must only depend on differences.
 const baseSeconds = 1_800_000_000
 
@@ -19,7 +20,13 @@ const created: string[] = []
 beforeAll(async () => {
   redis = await connectRedis()
   expect(gcraLua).toContain(TIME_CALL)
-  redis.defineCommand('gcraAtTime', { numberOfKeys: 1, lua: gcraLua.replace(TIME_CALL, '{ARGV[4], ARGV[5]}') })
+  expect(gcraLua).toContain(EXPIRY_SET)
+  // The stubbed clock runs apart from Redis's own: an expiry of "when the bucket is full again" (often 100 ms)
+  // would lapse in REAL time whenever the machine is slow between two steps, and Redis would hand the script
+  // a fresh key the memory backend doesn't have. A key kept longer decides the same (a past TAT = a full
+  // bucket), so the stub only stretches the expiry; the expiry itself is checked in redis-rate-limit.test.ts.
+  const lua = gcraLua.replace(TIME_CALL, '{ARGV[4], ARGV[5]}').replace(EXPIRY_SET, `${EXPIRY_SET} + 600000`)
+  redis.defineCommand('gcraAtTime', { numberOfKeys: 1, lua })
 })
 afterAll(async () => {
   for (let i = 0; i < created.length; i += 500) await redis.del(...created.slice(i, i + 500))
