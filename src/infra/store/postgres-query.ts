@@ -1,7 +1,7 @@
 import type { Filter } from '../../protocols/nip01/filter'
 import type { QueryOptions } from './event-store'
+import { type Access, accessOf, canMatch, drivingTagOf, MAX_PAIR_ARMS } from './filter-plan'
 import { toIndexText } from './postgres-schema'
-import { canMatch, MAX_PAIR_ARMS } from './sqlite-query'
 
 /**
  * Filter → SQL for the PostgreSQL event store. Every list travels as one array parameter (`= ANY($n)`), so
@@ -39,20 +39,8 @@ class Params {
   }
 }
 
-type Access = 'ids' | 'author-kind' | 'author' | 'tag' | 'kind' | 'time'
 
-function drivingTagOf(f: Filter): string | undefined {
-  let best: [string, string[]] | undefined
-  for (const entry of Object.entries(f.tags ?? {})) if (!best || entry[1].length < best[1].length) best = entry
-  return best?.[0]
-}
 
-function accessOf(f: Filter): Access {
-  if (f.ids) return 'ids'
-  if (f.authors) return f.kinds ? 'author-kind' : 'author'
-  if (drivingTagOf(f) !== undefined) return 'tag'
-  return f.kinds ? 'kind' : 'time'
-}
 
 /** The arm lists of a limited filter: what to unnest, and the equalities each arm adds to its rows. */
 interface Arms {

@@ -1,5 +1,6 @@
 import type { Filter } from '../../protocols/nip01/filter'
 import type { QueryOptions } from './event-store'
+import { type Access, accessOf, canMatch, drivingTagOf, MAX_PAIR_ARMS } from './filter-plan'
 
 /**
  * Filter → SQL for the SQLite event store. Values are always bound parameters; only index names, column
@@ -31,7 +32,6 @@ export interface SqlQuery {
   params: SqlParam[]
 }
 
-type Access = 'ids' | 'author-kind' | 'author' | 'tag' | 'kind' | 'time'
 
 const INDEX_OF: Record<Exclude<Access, 'tag'>, string> = {
   ids: 'events_by_id',
@@ -41,28 +41,9 @@ const INDEX_OF: Record<Exclude<Access, 'tag'>, string> = {
   time: 'events_by_time',
 }
 
-/** Above this many (value, kind) pairs a filter gets one arm per value instead of one per pair. */
-export const MAX_PAIR_ARMS = 1024
 
-/** false when the filter can match nothing: an empty list (NIP-01 `includes` on []), or limit 0. */
-export function canMatch(f: Filter): boolean {
-  if (f.limit !== undefined && f.limit <= 0) return false
-  if (f.ids?.length === 0 || f.authors?.length === 0 || f.kinds?.length === 0) return false
-  return Object.values(f.tags ?? {}).every((values) => values.length > 0)
-}
 
-function drivingTagOf(f: Filter): string | undefined {
-  let best: [string, string[]] | undefined
-  for (const entry of Object.entries(f.tags ?? {})) if (!best || entry[1].length < best[1].length) best = entry
-  return best?.[0]
-}
 
-function accessOf(f: Filter): Access {
-  if (f.ids) return 'ids'
-  if (f.authors) return f.kinds ? 'author-kind' : 'author'
-  if (drivingTagOf(f) !== undefined) return 'tag'
-  return f.kinds ? 'kind' : 'time'
-}
 
 /** Sub-filters whose union is `f`, each with one value in its driving list (only worth it with a limit). */
 export function armsOf(f: Filter): Filter[] {

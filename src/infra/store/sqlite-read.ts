@@ -1,7 +1,8 @@
 import type { Database, Statement } from 'better-sqlite3'
 import type { Filter } from '../../protocols/nip01/filter'
 import { type QueryOptions, type StoredEvent, storedEvent } from './event-store'
-import { armsOf, canMatch, type SqlQuery, toCountSql, toSelectSql } from './sqlite-query'
+import { canMatch } from './filter-plan'
+import { armsOf, type SqlQuery, toCountSql, toSelectSql } from './sqlite-query'
 
 /** The read side of the SQLite event store: runs the SQL that sqlite-query builds and merges the answers. */
 
