@@ -8,5 +8,6 @@ export default defineConfig({
     // nact schedules every message with setImmediate: fake timers must never fake it (DESIGN §3).
     fakeTimers: { toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] },
     pool: 'forks',
+    reporters: ['default', './test/support/summary-reporter.ts'],
   },
 })
