@@ -11,9 +11,12 @@ import { createLocalBus } from './infra/bus/local-bus'
 import { createRedisBus, type RedisBus } from './infra/bus/redis-bus'
 import { subscriberConnectionOptions } from './infra/bus/redis-subscriber'
 import type { Config } from './infra/config'
+import { createMemoryPresenceStore } from './infra/gates/memory-presence'
 import { createMemoryRateLimiter } from './infra/gates/memory-rate-limit'
 import { createMemoryReplayGuard } from './infra/gates/memory-replay-guard'
+import type { PresenceStore } from './infra/gates/presence'
 import type { RateLimiter } from './infra/gates/rate-limit'
+import { createRedisPresenceStore } from './infra/gates/redis-presence'
 import { createRedisRateLimiter } from './infra/gates/redis-rate-limit'
 import { createRedisReplayGuard } from './infra/gates/redis-replay-guard'
 import type { ReplayGuard } from './infra/gates/replay-guard'
@@ -34,6 +37,8 @@ export interface Backends {
   limiter: RateLimiter
   /** NIP-98 auth event ids already used (NIP-86 management): per node embedded, shared in a cluster */
   replayGuard: ReplayGuard
+  /** kind 20001 presence (DESIGN §6): per node embedded, shared in a cluster so any node's REQ sees it */
+  presence: PresenceStore
   bus: Bus
   /** spawns the actors that own backend connections (the Redis subscriber bridge) */
   startBridges(kernel: Kernel): void
@@ -82,6 +87,7 @@ export async function openBackends(config: Config, log: Logger, opts: { eventSto
     communities,
     limiter: createRedisRateLimiter({ redis, log }),
     replayGuard: createRedisReplayGuard({ redis }),
+    presence: createRedisPresenceStore({ redis }),
     bus,
     startBridges: (kernel) => void spawnBusBridge(kernel, bus.link),
     ready: async () => (await events.ping()) && (await redis.ping().then((r) => r === 'PONG', () => false)),
@@ -115,6 +121,7 @@ function embedded(config: Config, log: Logger, nodeId: string, eventStore?: Even
     communities,
     limiter,
     replayGuard: createMemoryReplayGuard(),
+    presence: createMemoryPresenceStore(),
     bus,
     startBridges: () => {},
     ready: () => events.ping(),

@@ -61,7 +61,8 @@ export function createCommunities(d: CommunitiesDeps): Communities {
       revalidate: () => void reconcile(),
     }
     const { config, metrics, log, nowSeconds } = d
-    d.kernel.spawn(path, communityActor({ record, store: d.backends.events, limits: config.limits, nowSeconds, metrics, log, cluster }))
+    const presence = { community: record.id, store: d.backends.presence, ttlSeconds: 3 * config.presenceHeartbeatSeconds, log }
+    d.kernel.spawn(path, communityActor({ record, store: d.backends.events, limits: config.limits, nowSeconds, metrics, log, cluster, presence }))
   }
 
   /**

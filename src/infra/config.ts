@@ -80,6 +80,13 @@ export const configSchema = z.object({
     .regex(/^([0-9a-f]{64})?$/)
     .default('')
     .describe('relay secret key, hex; empty = generate on first start into <dataDir>/relay.key'),
+  // DESIGN §6 / the issue: 30 s, the interval chat clients commonly ping at; presence lives 3 heartbeats,
+  // so two lost heartbeats in a row don't show someone offline. Decimals allow sub-second tests.
+  presenceHeartbeatSeconds: z
+    .number()
+    .positive()
+    .default(30)
+    .describe('expected interval of kind 20001 presence heartbeats; a presence expires after 3 of them, seconds'),
   authRequired: z.stringbool().or(z.boolean()).default(false).describe('require NIP-42 AUTH before any REQ/EVENT'),
   trustForwardedProto: z
     .stringbool()

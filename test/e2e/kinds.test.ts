@@ -106,16 +106,17 @@ describe('addressable events (kinds 30000-39999)', () => {
   })
 })
 
+// Kind 20002, not 20001: 20001 is presence, which also needs AUTH as its author (presence.test.ts).
 describe('ephemeral events (kinds 20000-29999)', () => {
   const relays = useRelays()
 
-  it('delivers a kind 20001 live with OK true and never serves it from storage', async () => {
+  it('delivers a kind 20002 live with OK true and never serves it from storage', async () => {
     const r = await relays.start()
     const sub = await client(r)
     const pub = await client(r)
     const keys = makeKeys()
     await reqEvents(sub, [{ authors: [keys.pubkey] }], 'eph')
-    const e = fresh(keys, { kind: 20001 })
+    const e = fresh(keys, { kind: 20002 })
     expect((await publish(pub, e)).accepted).toBe(true)
     const f = await sub.next((x) => x[0] === 'EVENT' && x[1] === 'eph')
     expect((f[2] as NostrEvent).id).toBe(e.event.id)
@@ -129,7 +130,7 @@ describe('ephemeral events (kinds 20000-29999)', () => {
     const pub = await client(r)
     const keys = makeKeys()
     await reqEvents(sub, [{ authors: [keys.pubkey] }], 'eph2')
-    const e = signEvent(keys, { kind: 20001, content: 'twice' })
+    const e = signEvent(keys, { kind: 20002, content: 'twice' })
     expect((await publish(pub, e)).accepted).toBe(true)
     expect((await publish(pub, e)).accepted).toBe(true)
     await sub.next((x) => x[0] === 'EVENT' && x[1] === 'eph2')

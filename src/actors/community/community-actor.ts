@@ -1,7 +1,8 @@
-// State: the live-subscription index, the recent-id guard and counters.
+// State: the live-subscription index, presence holds per connection, the recent-id guard and counters.
 // Messages: CommunityMsg (publish, subscribe, count, disconnect, stats) and Saved (a store commit came back).
 // Crash policy: permanent with backoff. The index is created once per activation and survives a restart:
-// its connections still believe they are subscribed, and events are never silently skipped for them.
+// its connections still believe they are subscribed, and events are never silently skipped for them (the
+// presence holds survive likewise, so a restart can't leak a connection count).
 
 import type { Logger } from '../../infra/log'
 import type { Metrics } from '../../infra/metrics'
@@ -19,6 +20,7 @@ import { reason } from '../../protocols/reasons'
 import { assertNever } from '../../protocols/result'
 import { type ActorContext, type ActorDef, tell } from '../kernel'
 import { acceptControl, acceptRemoteEvent, type ClusterDeps, disconnectAll, disconnectPubkey, toLocalMessage } from './community-cluster'
+import { KIND_PRESENCE, type PresenceDeps, type PresenceHolds, queryPresence, releasePresence, setPresence } from './community-presence'
 import type { CommunityMsg, PublishOutcome } from './messages'
 import { RecentIds } from './recent-ids'
 import { type ConnectionRegistry, type ConnView, SubscriptionIndex } from './subscription-index'
@@ -31,11 +33,13 @@ export interface CommunityDeps {
   metrics: Metrics
   log: Logger
   cluster: ClusterDeps
+  presence: PresenceDeps
 }
 
 interface CommunityState {
   index: SubscriptionIndex
   conns: ConnectionRegistry
+  presenceHolds: PresenceHolds
   recent: RecentIds
   accepted: number
 }
@@ -47,9 +51,10 @@ export const communityPath = (id: string) => `community/${id}`
 export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, CommunityMsg> {
   const index = new SubscriptionIndex()
   const conns: ConnectionRegistry = new Map()
+  const presenceHolds: PresenceHolds = new Map()
   return {
     kind: 'community',
-    init: () => ({ index, conns, recent: new RecentIds(10_000), accepted: 0 }),
+    init: () => ({ index, conns, presenceHolds, recent: new RecentIds(10_000), accepted: 0 }),
     handle: async (state, msg, ctx) => {
       const next = await handle(state, msg, ctx, deps)
       // the events channel is watched only while someone here is subscribed (DESIGN §5)
@@ -81,6 +86,7 @@ async function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: 
     case 'Disconnect':
       state.index.removeConnection(msg.connId)
       state.conns.delete(msg.connId)
+      await releasePresence(state.presenceHolds, msg.connId, deps.presence)
       return state
     case 'RemoteEvent': {
       const e = await acceptRemoteEvent(msg.raw, deps.cluster)
@@ -112,7 +118,7 @@ async function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: 
   }
 }
 
-function onPublish(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Publish' }>, ctx: Ctx, deps: CommunityDeps) {
+async function onPublish(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Publish' }>, ctx: Ctx, deps: CommunityDeps) {
   const { event, raw, reply } = msg
   // NIP-42: AUTH events travel in AUTH messages only and are never stored or relayed.
   if (event.kind === KIND_AUTH) return refuse(state, reply, reason('invalid', 'kind 22242 is only accepted in AUTH messages'))
@@ -123,6 +129,13 @@ function onPublish(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Pu
     return state
   }
   if (kindClass(event.kind) === 'ephemeral') {
+    if (event.kind === KIND_PRESENCE) {
+      const refused = await setPresence(state.presenceHolds, state.conns, event, raw, msg.conn, deps.presence).catch((error: unknown) => {
+        deps.log.error({ err: error, community: deps.record.id }, 'presence store failed')
+        return reason('error', 'could not record presence')
+      })
+      if (refused) return refuse(state, reply, refused)
+    }
     fanOut(state, event, raw, deps)
     deps.cluster.link.publishEvent(raw)
     reply({ accepted: true, message: '' })
@@ -195,8 +208,10 @@ async function onSubscribe(state: CommunityState, msg: Extract<CommunityMsg, { t
   await deps.cluster.link.ensureInterest()
   const end = deps.metrics.storeLatency.startTimer({ op: 'query' })
   let stored: StoredEvent[]
+  let presence: string[]
   try {
-    stored = await deps.store.query(deps.record.id, clamped, readOptions(conn, deps))
+    // kind 20001 is never stored: its current presence comes from the presence store (DESIGN §6)
+    ;[stored, presence] = await Promise.all([deps.store.query(deps.record.id, clamped, readOptions(conn, deps)), queryPresence(clamped, deps.presence)])
   } catch (error) {
     // The client hears of the outage at once; the actor crashes so supervision sees it (DESIGN §3).
     conn.queue.pushControl(closedFrame(subId, reason('error', 'could not query events')))
@@ -205,6 +220,7 @@ async function onSubscribe(state: CommunityState, msg: Extract<CommunityMsg, { t
     end()
   }
   for (const s of stored) conn.queue.push(eventFrame(subId, s.raw))
+  for (const raw of presence) conn.queue.push(eventFrame(subId, raw))
   conn.queue.push(eoseFrame(subId))
   state.index.add(conn, subId, filters)
   return state

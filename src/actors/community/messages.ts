@@ -16,7 +16,8 @@ export interface CommunityStats {
 }
 
 export type CommunityMsg =
-  | { type: 'Publish'; event: VerifiedEvent; raw: string; reply: (o: PublishOutcome) => void }
+  /** `conn`: the publishing connection (presence is held by it); absent when the relay itself publishes */
+  | { type: 'Publish'; event: VerifiedEvent; raw: string; conn?: ConnView; reply: (o: PublishOutcome) => void }
   | { type: 'Saved'; event: VerifiedEvent; raw: string; outcome: SaveOutcome | { status: 'error' }; reply: (o: PublishOutcome) => void }
   | { type: 'Subscribe'; conn: ConnView; subId: string; filters: Filter[] }
   | { type: 'Unsubscribe'; connId: string; subId: string }

@@ -157,7 +157,7 @@ async function onEvent(m: Extract<ClientMessage, { type: 'EVENT' }>, deps: Conne
     if (verdict !== 'ok') return refuse(reason('invalid', verdict === 'bad-id' ? 'event id does not match its content' : 'bad signature'))
     const outcome = await ask<CommunityMsg, Parameters<Extract<CommunityMsg, { type: 'Publish' }>['reply']>[0]>(
       deps.community.ref,
-      (reply) => ({ type: 'Publish', event: asVerified(event), raw, reply }),
+      (reply) => ({ type: 'Publish', event: asVerified(event), raw, conn: deps.view, reply }),
       ASK_TIMEOUT_MS,
     )
     if (outcome.accepted) deps.metrics.eventsAccepted.inc()

@@ -27,6 +27,9 @@ export function createMemoryPresenceStore(opts: MemoryPresenceStoreOptions = {})
   if (!Number.isInteger(maxEntries) || maxEntries < 1) throw new RangeError(`maxEntries must be an integer ≥ 1: ${maxEntries}`)
   // presenceKey → entry; re-inserted on every set, so the front holds the entries refreshed longest ago.
   const entries = new Map<string, Entry>()
+  // presenceKey → connections holding it. One node has no other node to outlive, so no expiry is needed:
+  // a connection that closes always disconnects (the community actor sees every close of this process).
+  const holders = new Map<string, number>()
 
   function live(key: string, t: number): Entry | undefined {
     const e = entries.get(key)
@@ -66,6 +69,22 @@ export function createMemoryPresenceStore(opts: MemoryPresenceStoreOptions = {})
     },
     async clear(community, pubkey) {
       entries.delete(presenceKey(community, pubkey))
+    },
+    async connect(community, pubkey, ttlSeconds) {
+      const key = presenceKey(community, pubkey)
+      toPresenceTtlSeconds(ttlSeconds)
+      holders.set(key, (holders.get(key) ?? 0) + 1)
+    },
+    async disconnect(community, pubkey) {
+      const key = presenceKey(community, pubkey)
+      const left = (holders.get(key) ?? 0) - 1
+      if (left > 0) {
+        holders.set(key, left)
+        return left
+      }
+      holders.delete(key)
+      entries.delete(key)
+      return 0
     },
   }
 }

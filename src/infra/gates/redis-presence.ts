@@ -2,11 +2,21 @@
 // so Redis drops silent pubkeys by itself. A community's keys share a hash slot ({community} tag), which
 // is what lets one MGET read many pubkeys in cluster mode.
 import type { Redis } from 'ioredis'
-import { presenceKey } from '../redis/keys'
+import { presenceConnKey, presenceKey } from '../redis/keys'
 import { type PresenceStore, toPresenceTtlSeconds } from './presence'
 import { callRedis, checkFailsFast } from './redis-gate-client'
 
 const WHO = 'redis presence store'
+
+// KEYS[1] = connection count, KEYS[2] = presence (one slot). A count that went missing (expired with a node
+// that stopped heartbeating) or negative means nobody is counted any more: clear rather than pin.
+const DISCONNECT = `
+local n = redis.call('DECR', KEYS[1])
+if n <= 0 then
+  redis.call('DEL', KEYS[1], KEYS[2])
+  return 0
+end
+return n`
 
 /** `redis` must fail fast (redis-gate-client.ts); every Redis failure rejects with GateError. */
 export function createRedisPresenceStore(opts: { redis: Redis }): PresenceStore {
@@ -16,7 +26,8 @@ export function createRedisPresenceStore(opts: { redis: Redis }): PresenceStore 
     async set(community, pubkey, status, ttlSeconds) {
       const key = presenceKey(community, pubkey)
       const ttl = toPresenceTtlSeconds(ttlSeconds)
-      await callRedis(WHO, () => redis.set(key, status, 'EX', ttl))
+      // the heartbeat also keeps the connection count alive (same slot, so one MULTI works in cluster mode)
+      await callRedis(WHO, () => redis.multi().set(key, status, 'EX', ttl).expire(presenceConnKey(community, pubkey), ttl).exec().then(checkExec))
     },
     async get(community, pubkeys) {
       const keys = pubkeys.map((p) => presenceKey(community, p))
@@ -30,5 +41,20 @@ export function createRedisPresenceStore(opts: { redis: Redis }): PresenceStore 
       const key = presenceKey(community, pubkey)
       await callRedis(WHO, () => redis.del(key))
     },
+    async connect(community, pubkey, ttlSeconds) {
+      const key = presenceConnKey(community, pubkey)
+      const ttl = toPresenceTtlSeconds(ttlSeconds)
+      await callRedis(WHO, () => redis.multi().incr(key).expire(key, ttl).exec().then(checkExec))
+    },
+    async disconnect(community, pubkey) {
+      const keys = [presenceConnKey(community, pubkey), presenceKey(community, pubkey)]
+      return Number(await callRedis(WHO, () => redis.eval(DISCONNECT, 2, ...keys)))
+    },
   }
+}
+
+/** MULTI reports each command's error in its reply instead of rejecting: surface the first one. */
+function checkExec(replies: [Error | null, unknown][] | null): void {
+  const failed = replies?.find(([e]) => e !== null)?.[0]
+  if (failed) throw failed
 }

@@ -68,6 +68,14 @@ export function presenceKey(community: string, pubkey: string): string {
   return scoped(community, 'presence', checkHex(pubkey, 'pubkey'))
 }
 
+/**
+ * `apiary:{c}:presence-conn:<pubkey>` — how many connections, on any node, hold this pubkey's presence. Same
+ * hash slot as presenceKey (one MULTI refreshes both); `presence-conn` can't collide with `presence:<hex>`.
+ */
+export function presenceConnKey(community: string, pubkey: string): string {
+  return scoped(community, 'presence-conn', checkHex(pubkey, 'pubkey'))
+}
+
 /** `apiary:{c}:ev:<channelId>` for a NIP-29 group's events, `apiary:{c}:ev:global` for the rest. */
 export function eventsChannel(community: string, channelId?: string): string {
   if (channelId === undefined) return scoped(community, 'ev', GLOBAL)

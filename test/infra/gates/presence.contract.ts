@@ -57,6 +57,43 @@ export function describePresenceContract(name: string, make: () => PresenceStore
       expect(await store.get(c, [alice, bob])).toEqual(new Map([[bob, 'online']]))
     })
 
+    it('clears a presence only when the last connection holding it disconnects', async () => {
+      const store = make()
+      const [c, alice] = [testCommunity(), hex64()]
+      await store.connect(c, alice, 30)
+      await store.connect(c, alice, 30)
+      await store.set(c, alice, 'online', 30)
+      expect(await store.disconnect(c, alice)).toBe(1)
+      expect(await store.get(c, [alice])).toEqual(new Map([[alice, 'online']]))
+      expect(await store.disconnect(c, alice)).toBe(0)
+      expect(await store.get(c, [alice])).toEqual(new Map())
+    })
+
+    it('counts connections afresh after the last one left, and a stray disconnect is harmless', async () => {
+      const store = make()
+      const [c, alice] = [testCommunity(), hex64()]
+      expect(await store.disconnect(c, alice)).toBe(0)
+      await store.connect(c, alice, 30)
+      await store.set(c, alice, 'back', 30)
+      expect(await store.get(c, [alice])).toEqual(new Map([[alice, 'back']]))
+      expect(await store.disconnect(c, alice)).toBe(0)
+      expect(await store.get(c, [alice])).toEqual(new Map())
+    })
+
+    it('keeps connection counts apart per community', async () => {
+      const store = make()
+      const [a, b, alice] = [testCommunity(), testCommunity(), hex64()]
+      await store.connect(a, alice, 30)
+      await store.connect(b, alice, 30)
+      await store.connect(b, alice, 30)
+      await store.set(a, alice, 'in a', 30)
+      await store.set(b, alice, 'in b', 30)
+      expect(await store.disconnect(a, alice)).toBe(0)
+      expect(await store.get(a, [alice])).toEqual(new Map())
+      expect(await store.get(b, [alice])).toEqual(new Map([[alice, 'in b']]))
+      expect(await store.disconnect(b, alice)).toBe(1)
+    })
+
     it('refuses a non-canonical pubkey or a TTL that is not positive as a bug (RangeError)', async () => {
       const store = make()
       const c = testCommunity()
@@ -64,6 +101,9 @@ export function describePresenceContract(name: string, make: () => PresenceStore
       await expect(store.get(c, [hex64(), 'npub1'])).rejects.toBeInstanceOf(RangeError)
       await expect(store.set(c, hex64(), 'online', 0)).rejects.toBeInstanceOf(RangeError)
       await expect(store.set(c, hex64(), 'online', Number.NaN)).rejects.toBeInstanceOf(RangeError)
+      await expect(store.connect(c, hex64().toUpperCase(), 30)).rejects.toBeInstanceOf(RangeError)
+      await expect(store.connect(c, hex64(), 0)).rejects.toBeInstanceOf(RangeError)
+      await expect(store.disconnect(c, 'npub1')).rejects.toBeInstanceOf(RangeError)
     })
   })
 }

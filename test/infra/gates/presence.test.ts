@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createMemoryPresenceStore } from '../../../src/infra/gates/memory-presence'
 import { createRedisPresenceStore } from '../../../src/infra/gates/redis-presence'
-import { presenceKey } from '../../../src/infra/redis/keys'
+import { presenceConnKey, presenceKey } from '../../../src/infra/redis/keys'
 import { connectRedis, hex64, testCommunity } from '../redis/connect'
 import { describePresenceContract } from './presence.contract'
 
@@ -30,6 +30,31 @@ describe('redis presence store', () => {
     expect(pttl).toBeGreaterThan(28_000)
     expect(pttl).toBeLessThanOrEqual(30_000)
     await redis.del(key)
+  })
+
+  it('gives the connection count an expiry that each heartbeat refreshes, so a crashed node pins nobody', async () => {
+    const store = createRedisPresenceStore({ redis })
+    const [c, alice] = [testCommunity(), hex64()]
+    await store.connect(c, alice, 5)
+    const key = presenceConnKey(c, alice)
+    expect(await redis.get(key)).toBe('1')
+    expect(await redis.pttl(key)).toBeLessThanOrEqual(5_000)
+    await store.set(c, alice, 'online', 90)
+    expect(await redis.pttl(key)).toBeGreaterThan(80_000)
+    await store.disconnect(c, alice)
+    expect(await redis.exists(key, presenceKey(c, alice))).toBe(0)
+  })
+
+  it('counts connections across nodes: a close on one node keeps a presence another node still holds', async () => {
+    const [a, b] = [createRedisPresenceStore({ redis }), createRedisPresenceStore({ redis: nodeB })]
+    const [c, alice] = [testCommunity(), hex64()]
+    await a.connect(c, alice, 30)
+    await b.connect(c, alice, 30)
+    await a.set(c, alice, 'online', 30)
+    expect(await a.disconnect(c, alice)).toBe(1)
+    expect(await b.get(c, [alice])).toEqual(new Map([[alice, 'online']]))
+    expect(await b.disconnect(c, alice)).toBe(0)
+    expect(await a.get(c, [alice])).toEqual(new Map())
   })
 
   it('shows a status set on one node to another node, and a clear on either to both', async () => {
