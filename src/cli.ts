@@ -1,9 +1,10 @@
-// `apiary start | keygen | community add | config print` — the same config path as createRelay.
+// `apiary start | keygen | community add | config print | admin` — the same config path as createRelay.
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { bytesToHex } from '@noble/hashes/utils.js'
+import { runAdmin } from './cli-admin'
 import { type ConfigInput, loadConfig } from './infra/config'
 import { COMMUNITY_ID_PATTERN, seedDefaultCommunity } from './infra/store/community-store'
 import { openSqliteCommunityStore } from './infra/store/sqlite-community-store'
@@ -15,6 +16,7 @@ const USAGE = `usage:
   apiary community add <name> --host <host> [--host <host> ...] [--data-dir DIR] [--config FILE]
   apiary community list [--data-dir DIR] [--config FILE]
   apiary config print [--config FILE]
+  apiary admin <method> [args...] --url <http(s)://host[:port]/> [--key <secret hex>]   (apiary admin --help)
 `
 
 function configFrom(values: { port?: string; host?: string; 'data-dir'?: string; config?: string }) {
@@ -26,6 +28,8 @@ function configFrom(values: { port?: string; host?: string; 'data-dir'?: string;
 }
 
 async function main(argv: string[]): Promise<number> {
+  // admin has its own flags (--url, --key, --admin ...), parsed in cli-admin.ts
+  if (argv[0] === 'admin') return runAdmin(argv.slice(1), process.env)
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,

@@ -1,0 +1,132 @@
+// `apiary admin <method> ...`: NIP-86 management calls from the command line, signed with NIP-98.
+// Exit codes: 0 the relay answered 200 without `error`; 1 it refused or could not be reached; 2 usage.
+import { parseArgs } from 'node:util'
+import { callManagement, isSecretKeyHex, toManagementUrl } from './admin-client'
+import { COMMUNITY_ID_PATTERN } from './infra/store/community-store'
+
+export const ADMIN_USAGE = `usage: apiary admin <method> [args...] --url <http(s)://host[:port]/> [--key <secret hex>]
+  apiary admin supportedmethods
+  apiary admin banpubkey <pubkey> [reason]
+  apiary admin listbannedpubkeys
+  apiary admin createcommunity <id> --host <host> [--host <host> ...] [--name NAME] [--admin <pubkey> ...]
+  apiary admin archivecommunity <id>
+  apiary admin listcommunities
+  apiary admin setagenttier <pubkey> <standard|elevated|platform|none>
+  apiary admin listagents
+--url is the relay URL the call is signed for; its host picks the community (as for clients).
+--key is the operator's secret key; APIARY_ADMIN_KEY is used when --key is absent (keeps it out of ps).
+Keys and pubkeys are 64 hex characters (no npub/nsec).
+`
+
+type Flags = { host?: string[]; name?: string; admin?: string[] }
+/** The method's params from its positional args and flags, or what is wrong with them. */
+type ToParams = (args: string[], flags: Flags) => unknown[] | string
+
+const HEX64 = /^[0-9a-f]{64}$/
+const TIERS = ['standard', 'elevated', 'platform', 'none']
+
+const noArgs: ToParams = (args) => (args.length === 0 ? [] : 'takes no arguments')
+
+const METHODS: Record<string, ToParams> = {
+  supportedmethods: noArgs,
+  listbannedpubkeys: noArgs,
+  listcommunities: noArgs,
+  listagents: noArgs,
+  banpubkey: ([pubkey, ...why]) => {
+    if (!isPubkey(pubkey)) return 'needs a pubkey (64 hex characters)'
+    const text = why.join(' ')
+    return text === '' ? [pubkey] : [pubkey, text]
+  },
+  createcommunity: (args, flags) => {
+    const [id] = args
+    if (args.length !== 1 || !id || !COMMUNITY_ID_PATTERN.test(id)) return 'needs one lowercase id ([a-z0-9-])'
+    if (!flags.host?.length) return 'needs at least one --host'
+    const admins = flags.admin ?? []
+    const bad = admins.find((a) => !isPubkey(a))
+    if (bad !== undefined) return `--admin ${bad} is not a hex pubkey`
+    const params: unknown[] = [id, flags.host.map((h) => h.toLowerCase())]
+    // params are positional: admins need a name before them, and the id is what `community add` names it
+    if (flags.name !== undefined || admins.length > 0) params.push(flags.name ?? id)
+    if (admins.length > 0) params.push(admins)
+    return params
+  },
+  archivecommunity: (args) => (args.length === 1 && args[0] && COMMUNITY_ID_PATTERN.test(args[0]) ? [args[0]] : 'needs one community id'),
+  setagenttier: ([pubkey, tier, ...rest]) => {
+    if (!isPubkey(pubkey) || tier === undefined || !TIERS.includes(tier) || rest.length > 0) {
+      return `needs a pubkey (64 hex characters) and one of ${TIERS.join('|')}`
+    }
+    return [pubkey, tier]
+  },
+}
+
+const isPubkey = (s: string | undefined): s is string => s !== undefined && HEX64.test(s)
+
+export async function runAdmin(argv: string[], env: Record<string, string | undefined>): Promise<number> {
+  let parsed: ReturnType<typeof parseAdminArgs>
+  try {
+    parsed = parseAdminArgs(argv)
+  } catch (error) {
+    return usage(error instanceof Error ? error.message : String(error))
+  }
+  const { values, positionals } = parsed
+  const [method, ...args] = positionals
+  if (values.help) {
+    process.stdout.write(ADMIN_USAGE)
+    return 0
+  }
+  if (method === undefined) return usage('missing method')
+  const toParams = METHODS[method]
+  if (!toParams) return usage(`unknown method ${method}`)
+  // lowercase hex is what NIP-86 relays compare; accept what a user pastes in upper case
+  const params = toParams(
+    args.map((a) => (HEX64.test(a.toLowerCase()) ? a.toLowerCase() : a)),
+    { host: values.host, name: values.name, admin: values.admin?.map((a) => a.toLowerCase()) },
+  )
+  if (typeof params === 'string') return usage(`${method} ${params}`)
+  const url = values.url === undefined ? undefined : toManagementUrl(values.url)
+  if (url === undefined) return usage('--url must be the relay http(s) URL, e.g. http://127.0.0.1:7777/')
+  const key = values.key ?? env.APIARY_ADMIN_KEY
+  if (key === undefined || !isSecretKeyHex(key)) return usage('--key (or APIARY_ADMIN_KEY) must be a 64-hex secret key')
+
+  let answer: Awaited<ReturnType<typeof callManagement>>
+  try {
+    answer = await callManagement({ url, secretKeyHex: key, method, params })
+  } catch (error) {
+    const cause = error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : ''
+    process.stderr.write(`apiary admin: cannot reach ${url}${cause || `: ${String(error)}`}\n`)
+    return 1
+  }
+  return report(answer.status, answer.body)
+}
+
+function parseAdminArgs(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      url: { type: 'string' },
+      key: { type: 'string' },
+      host: { type: 'string', multiple: true },
+      name: { type: 'string' },
+      admin: { type: 'string', multiple: true },
+      help: { type: 'boolean', short: 'h' },
+    },
+  })
+}
+
+/** NIP-86 answers `{ result }` or `{ result: null, error }`; refusals come with 401/403 and an `error`. */
+function report(status: number, body: unknown): number {
+  const { result, error } = typeof body === 'object' && body !== null ? (body as { result?: unknown; error?: unknown }) : {}
+  if (status === 200 && typeof body === 'object' && body !== null && (error === undefined || error === null)) {
+    process.stdout.write(`${JSON.stringify(result ?? null, null, 2)}\n`)
+    return 0
+  }
+  const text = typeof error === 'string' ? error : typeof body === 'string' ? body.trim() : JSON.stringify(body)
+  process.stderr.write(`apiary admin: HTTP ${status}: ${text}\n`)
+  return 1
+}
+
+function usage(problem: string): number {
+  process.stderr.write(`apiary admin: ${problem}\n${ADMIN_USAGE}`)
+  return 2
+}

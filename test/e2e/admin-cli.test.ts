@@ -1,0 +1,106 @@
+import { execFile } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { createServer, type IncomingHttpHeaders } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import { verifyEvent } from 'nostr-tools/pure'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { callManagement } from '../../src/admin-client'
+import type { NostrEvent } from '../../src/protocols/nip01/event'
+import { makeKeys } from '../support/events'
+import { startTestRelay, type TestRelay } from '../support/relay'
+
+const TSX = join(process.cwd(), 'node_modules/.bin/tsx')
+const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex')
+
+/** `apiary admin ...` with no APIARY_* settings leaking in; resolves with the exit code, never rejects on it. */
+function apiaryAdmin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('APIARY_')))
+  return new Promise((resolve) => {
+    execFile(TSX, ['src/cli.ts', 'admin', ...args], { env, timeout: 30_000 }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1
+      resolve({ code, stdout, stderr })
+    })
+  })
+}
+
+describe('the NIP-86 management client', () => {
+  it('signs a NIP-98 event naming the URL (with its /), POST and the sha256 of the exact body', async () => {
+    const keys = makeKeys()
+    const seen: { method?: string; path?: string; headers?: IncomingHttpHeaders; body?: string } = {}
+    const server = createServer((req, res) => {
+      let body = ''
+      req.setEncoding('utf8')
+      req.on('data', (d: string) => {
+        body += d
+      })
+      req.on('end', () => {
+        Object.assign(seen, { method: req.method, path: req.url, headers: req.headers, body })
+        res.writeHead(200, { 'Content-Type': 'application/nostr+json+rpc' }).end('{"result":true}')
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const { port } = server.address() as AddressInfo
+    try {
+      const answer = await callManagement({
+        url: `http://127.0.0.1:${port}`,
+        secretKeyHex: hex(keys.secretKey),
+        method: 'banpubkey',
+        params: ['ab'.repeat(32), 'spam ✉'],
+      })
+      expect(answer).toEqual({ status: 200, body: { result: true } })
+      expect(seen.method).toBe('POST')
+      expect(seen.path).toBe('/')
+      expect(seen.headers?.['content-type']).toBe('application/nostr+json+rpc')
+      expect(JSON.parse(seen.body ?? '')).toEqual({ method: 'banpubkey', params: ['ab'.repeat(32), 'spam ✉'] })
+      const [scheme, token] = (seen.headers?.authorization ?? '').split(' ')
+      expect(scheme).toBe('Nostr')
+      const event = JSON.parse(Buffer.from(token ?? '', 'base64').toString('utf8')) as NostrEvent
+      expect(verifyEvent(event)).toBe(true)
+      expect(event.kind).toBe(27235)
+      expect(event.pubkey).toBe(keys.pubkey)
+      expect(Math.abs(event.created_at - Date.now() / 1000)).toBeLessThan(5)
+      expect(event.tags).toEqual([
+        ['u', `http://127.0.0.1:${port}/`],
+        ['method', 'POST'],
+        ['payload', createHash('sha256').update(Buffer.from(seen.body ?? '', 'utf8')).digest('hex')],
+      ])
+    } finally {
+      await new Promise((resolve) => server.close(resolve))
+    }
+  })
+})
+
+describe('apiary admin', () => {
+  const operator = makeKeys()
+  const target = makeKeys()
+  let relay: TestRelay
+  let url: string
+  beforeAll(async () => {
+    relay = await startTestRelay({ operatorPubkeys: [operator.pubkey] })
+    url = `http://127.0.0.1:${relay.port}/`
+  })
+  afterAll(() => relay.close())
+
+  it('lists the supported methods for an operator and exits 0', async () => {
+    const { code, stdout } = await apiaryAdmin('supportedmethods', '--url', url, '--key', hex(operator.secretKey))
+    expect(code).toBe(0)
+    expect(JSON.parse(stdout)).toContain('banpubkey')
+  })
+
+  it('bans a pubkey with a reason, which listbannedpubkeys then shows', async () => {
+    const banned = await apiaryAdmin('banpubkey', target.pubkey, 'spam', '--url', url, '--key', hex(operator.secretKey))
+    expect(banned.code).toBe(0)
+    expect(JSON.parse(banned.stdout)).toBe(true)
+    const listed = await apiaryAdmin('listbannedpubkeys', '--url', url, '--key', hex(operator.secretKey))
+    expect(listed.code).toBe(0)
+    expect(JSON.parse(listed.stdout)).toContainEqual({ pubkey: target.pubkey, reason: 'spam' })
+  })
+
+  it('exits 1 and prints the 403 "restricted:" answer for a key that is not an operator', async () => {
+    const { code, stdout, stderr } = await apiaryAdmin('listbannedpubkeys', '--url', url, '--key', hex(target.secretKey))
+    expect(code).toBe(1)
+    expect(stdout).toBe('')
+    expect(stderr).toMatch(/HTTP 403: restricted:/)
+  })
+})
