@@ -1,9 +1,10 @@
 // Community lifecycle, part of the composition root: spawn each community actor with its link to the other
 // nodes, and reconcile the running set with the store (revalidation, archiving).
 import { communityActor, communityPath } from './actors/community/community-actor'
-import { createCommunityLink } from './actors/community/community-link'
+import { type CommunityLink, createCommunityLink } from './actors/community/community-link'
 import type { CommunityMsg } from './actors/community/messages'
 import { ask, type Kernel, tell } from './actors/kernel'
+import { principalPath } from './actors/principal/principal-actor'
 import type { Config } from './infra/config'
 import type { Tenants } from './infra/http/tenants'
 import type { Logger } from './infra/log'
@@ -31,10 +32,18 @@ export interface Communities {
   reconcile(): Promise<void>
   /** archive in the store, close here and on every other node; false when unknown */
   archive(id: string): Promise<boolean>
+  /**
+   * Reconcile here now, and ask every other node to (an `InvalidateAll` on `via`'s cache-invalidation channel:
+   * every node serving `via` hears it). Best effort: a lost broadcast waits for the next revalidation.
+   */
+  announce(via: string): Promise<void>
 }
 
 export function createCommunities(d: CommunitiesDeps): Communities {
   const running = new Set<string>()
+  const links = new Map<string, CommunityLink>()
+  // the records the running actors and principals were started from: a roster change stops the principals
+  let known = new Map<string, CommunityRecord>()
   const refOf = (id: string) => d.kernel.lookup<CommunityMsg>(communityPath(id))
 
   function spawn(record: CommunityRecord) {
@@ -51,6 +60,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
       metrics: d.metrics,
       log: d.log,
     })
+    links.set(record.id, link)
     const cluster = {
       link,
       verifier: d.verifier,
@@ -79,10 +89,13 @@ export function createCommunities(d: CommunitiesDeps): Communities {
       return
     }
     d.tenants.replace(records)
+    await stopRetieredPrincipals(known, records)
+    known = new Map(records.map((r) => [r.id, r]))
     const active = new Set(records.map((r) => r.id))
     for (const id of [...running]) {
       if (active.has(id)) continue
       running.delete(id)
+      links.delete(id)
       const ref = refOf(id)
       if (!ref) continue
       await ask<CommunityMsg, void>(ref, (done) => ({ type: 'DisconnectCommunity', reason: 'community archived', broadcast: false, done }), 10_000).catch(
@@ -94,9 +107,35 @@ export function createCommunities(d: CommunitiesDeps): Communities {
     for (const record of records) if (!running.has(record.id)) spawn(record)
   }
 
+  /**
+   * A principal actor keeps the tier it was spawned with; stop those whose roster entry changed so the next
+   * request respawns them with the new tier (their counters live in the limiter, not in the actor).
+   */
+  async function stopRetieredPrincipals(before: Map<string, CommunityRecord>, after: CommunityRecord[]) {
+    const stops: Promise<void>[] = []
+    for (const record of after) {
+      const old = before.get(record.id)
+      if (!old) continue
+      const tiers = new Map(old.agents.map((a) => [a.pubkey, a.tier]))
+      const now = new Map(record.agents.map((a) => [a.pubkey, a.tier]))
+      for (const pubkey of new Set([...tiers.keys(), ...now.keys()])) {
+        if (tiers.get(pubkey) !== now.get(pubkey)) stops.push(d.kernel.stopPrefix(principalPath(record.id, pubkey)))
+      }
+    }
+    await Promise.all(stops)
+  }
+
   return {
     start: (records) => {
+      known = new Map(records.map((r) => [r.id, r]))
       for (const record of records) spawn(record)
+    },
+    async announce(via) {
+      await reconcile()
+      await links
+        .get(via)
+        ?.broadcast('cache-invalidation', { op: 'InvalidateAll' })
+        .catch((error: unknown) => d.log.warn({ err: error, community: via }, 'InvalidateAll broadcast failed'))
     },
     reconcile,
     async archive(id) {

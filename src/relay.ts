@@ -29,6 +29,7 @@ import { asVerified } from './protocols/nip01/event'
 import { buildRelayInfo } from './protocols/nip11'
 import { type Backends, openBackends } from './relay-backends'
 import { type Communities, createCommunities } from './relay-communities'
+import { createManagementOps } from './relay-management'
 
 export const SUPPORTED_NIPS = [1, 9, 11, 40, 42, 45, 70, 86, 98]
 
@@ -86,7 +87,7 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
     backends = b
     await seedDefaultCommunity(b.communities)
     for (const c of config.communities) {
-      const r = await b.communities.put({ id: c.id, name: c.name ?? c.id, hosts: c.hosts, agents: c.agents })
+      const r = await b.communities.put({ id: c.id, name: c.name ?? c.id, hosts: c.hosts, agents: c.agents, admins: c.admins })
       if (!r.ok) throw new Error(`config community ${c.id}: ${r.error}`)
     }
     const records = await b.communities.list()
@@ -100,7 +101,8 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
     revalidateTimer.unref()
     const readFallback = createMemoryRateLimiter()
     const admit = (record: CommunityRecord, principal: string, limit: LimitType): Promise<AdmissionAnswer> => {
-      const tier = tierOf(record, principal)
+      // the roster as of the latest reconcile, not as of the socket's upgrade (setagenttier changes it)
+      const tier = tierOf(tenants.byId(record.id) ?? record, principal)
       const ref = kernel.getOrSpawn(
         principalPath(record.id, principal),
         principalActor({ community: record.id, principal, tier, rules: config.rateLimits[tier], limiter: b.limiter, readFallback }),
@@ -114,9 +116,7 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
       trustForwardedProto: config.trustForwardedProto,
       verifier,
       replayGuard: b.replayGuard,
-      isOperator: (pubkey) => operators.has(pubkey),
-      banPubkey: (community, pubkey, reason) => banPubkey(community, pubkey, reason),
-      listBans: (community) => b.communities.listBans(community, nowSeconds()),
+      ...createManagementOps({ store: b.communities, communities: c, operators, banPubkey, nowSeconds }),
       nowSeconds,
       log,
     })

@@ -146,6 +146,8 @@ export const configSchema = z.object({
         name: z.string().optional(),
         hosts: z.array(z.string()).min(1),
         agents: z.array(z.object({ pubkey: z.string().regex(/^[0-9a-f]{64}$/), tier: z.enum(['standard', 'elevated', 'platform']) })).default([]),
+        // NIP-86 callers for this community only (bans, agent tiers); operators manage every community
+        admins: z.array(z.string().regex(/^[0-9a-f]{64}$/)).default([]),
       }),
     )
     .default([])

@@ -4,9 +4,21 @@ import { err, ok, type Result } from './result'
 /** NIP-86: the body's media type, on the same URI as the relay's WebSocket. */
 export const NIP86_CONTENT_TYPE = 'application/nostr+json+rpc'
 
-/** The methods this relay answers, in the order `supportedmethods` lists them. */
-export const NIP86_METHODS = ['supportedmethods', 'banpubkey', 'listbannedpubkeys'] as const
+/** The methods this relay answers, in the order `supportedmethods` lists them (docs/nip86-methods.md). */
+export const NIP86_METHODS = [
+  'supportedmethods',
+  'banpubkey',
+  'listbannedpubkeys',
+  'setagenttier',
+  'listagents',
+  'createcommunity',
+  'archivecommunity',
+  'listcommunities',
+] as const
 export type Nip86Method = (typeof NIP86_METHODS)[number]
+
+/** Methods that act on the relay rather than on the addressed community: operators only. */
+export const OPERATOR_METHODS: ReadonlySet<Nip86Method> = new Set(['createcommunity', 'archivecommunity', 'listcommunities'])
 
 export interface Nip86Request {
   method: string
@@ -28,7 +40,7 @@ export interface BanPubkeyParams {
 const MAX_METHOD_CHARS = 64
 // A ban reason is a line for operators (and the NOTICE the banned socket gets); not a document.
 export const maxBanReasonChars = 1_000
-const HEX64 = /^[0-9a-f]{64}$/
+export const HEX64 = /^[0-9a-f]{64}$/
 
 /** `{ method, params }` from the request body; `params` may be left out (it means `[]`). */
 export function parseNip86Request(body: string): Result<Nip86Request> {
@@ -61,4 +73,4 @@ export const toNip86Result = (result: unknown): Nip86Response => ({ result })
 /** NIP-86 puts a failed call's message in `error`; `result` is null then. */
 export const toNip86Error = (why: Reason): Nip86Response => ({ result: null, error: why })
 
-const invalid = (text: string): Result<never> => err(reason('invalid', text))
+export const invalid = (text: string): Result<never> => err(reason('invalid', text))

@@ -45,13 +45,15 @@ describe('relay management on a cluster of nodes', () => {
     // Behind a load balancer both nodes see one Host. Here each listens on its own port, so B gets A's
     // Host header: the header then names B's URL too, and only the shared replay guard can refuse it.
     const body = rpc('supportedmethods')
-    const header = nip98Header(operator, managementUrl(a!, host), body)
+    // one clock reading: the fresh header below must differ (another created_at, so another event id)
+    const now = Math.floor(Date.now() / 1000)
+    const header = nip98Header(operator, managementUrl(a!, host), body, { created_at: now })
     expect((await postNip86(a!, body, header, host)).status).toBe(200)
     const replayed = await postNip86(b!, body, header, host, a!.port)
     expect(replayed.status).toBe(401)
     expect(prefixOf(replayed.json.error ?? '')).toBe('invalid')
     // the same URL with a fresh auth event passes on B: the refusal above was the replay, nothing else
-    const fresh = nip98Header(operator, managementUrl(a!, host), body, { created_at: Math.floor(Date.now() / 1000) - 1 })
+    const fresh = nip98Header(operator, managementUrl(a!, host), body, { created_at: now - 1 })
     expect((await postNip86(b!, body, fresh, host, a!.port)).status).toBe(200)
   })
 
@@ -67,6 +69,26 @@ describe('relay management on a cluster of nodes', () => {
     expect((await onB.closed).code).toBe(1008)
     const list = await callNip86(b!, operator, 'listbannedpubkeys', [], host)
     expect(list.json.result).toEqual([{ pubkey: bad.pubkey, reason: 'spam' }])
+  })
+
+  it('serves a community created through A on B within a second, without waiting for revalidation', async () => {
+    const { host, nodes: [a, b] } = await nodes(2)
+    const fresh = `n-${randomBytes(5).toString('hex')}`
+    const created = await callNip86(a!, operator, 'createcommunity', [fresh, [`${fresh}.test`]], host)
+    expect(created.json).toEqual({ result: true })
+    // revalidation is every 30 s by default: only the InvalidateAll broadcast makes B serve it this soon
+    let served = false
+    for (let i = 0; i < 20 && !served; i++) {
+      served = await client(b!, `${fresh}.test`).then(
+        (c) => {
+          c.close()
+          return true
+        },
+        () => false,
+      )
+      if (!served) await new Promise((r) => setTimeout(r, 50))
+    }
+    expect(served).toBe(true)
   })
 
   it('fails closed (401) while the replay guard cannot answer, even for an operator', async () => {

@@ -91,7 +91,18 @@ describe('relay management over HTTP (NIP-86 with NIP-98 auth)', () => {
     expect(a.status).toBe(200)
     expect(a.headers['content-type']).toMatch(/^application\/nostr\+json\+rpc/)
     expect(a.headers['access-control-allow-origin']).toBe('*')
-    expect(a.json).toEqual({ result: ['supportedmethods', 'banpubkey', 'listbannedpubkeys'] })
+    expect(a.json).toEqual({
+      result: [
+        'supportedmethods',
+        'banpubkey',
+        'listbannedpubkeys',
+        'setagenttier',
+        'listagents',
+        'createcommunity',
+        'archivecommunity',
+        'listcommunities',
+      ],
+    })
   })
 
   it("treats the relay's own key as an operator", async () => {

@@ -43,8 +43,17 @@ describe('parsing a NIP-86 request body', () => {
 })
 
 describe('the methods this relay answers', () => {
-  it('are supportedmethods, banpubkey and listbannedpubkeys', () => {
-    expect([...NIP86_METHODS]).toEqual(['supportedmethods', 'banpubkey', 'listbannedpubkeys'])
+  it("are NIP-86's supportedmethods, banpubkey and listbannedpubkeys, then Apiary's community methods", () => {
+    expect([...NIP86_METHODS]).toEqual([
+      'supportedmethods',
+      'banpubkey',
+      'listbannedpubkeys',
+      'setagenttier',
+      'listagents',
+      'createcommunity',
+      'archivecommunity',
+      'listcommunities',
+    ])
     expect(isNip86Method('banpubkey')).toBe(true)
     expect(isNip86Method('allowpubkey')).toBe(false)
   })

@@ -95,8 +95,9 @@ async function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: 
     }
     case 'Control': {
       const op = await acceptControl(msg, deps.record.id, deps.cluster)
-      // an archive on another node: re-read the community list now rather than at the next revalidation
-      if (op?.op === 'DisconnectCommunity') deps.cluster.revalidate()
+      // an archive, a new community or a roster change on another node: re-read the community list now
+      // rather than at the next revalidation
+      if (op?.op === 'DisconnectCommunity' || op?.op === 'InvalidateAll') deps.cluster.revalidate()
       if (op && (op.op === 'DisconnectPubkey' || op.op === 'DisconnectCommunity')) return handle(state, toLocalMessage(op), ctx, deps)
       // cache-invalidation ops: no caches to drop yet (membership caches arrive with NIP-29 channels)
       return state

@@ -1,47 +1,31 @@
 // NIP-86 relay management on `POST /` (DESIGN §10): NIP-98 auth against this community's URL, the
-// signature, then the replay claim (DESIGN §6: never claim before verifying), then the operator check.
+// signature, then the replay claim (DESIGN §6: never claim before verifying), then who may call what
+// (the community's admins and the operators; some methods operators only: management-methods.ts).
 import { createHash } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { NostrEvent } from '../../protocols/nip01/event'
-import {
-  isNip86Method,
-  NIP86_CONTENT_TYPE,
-  NIP86_METHODS,
-  type Nip86Request,
-  type Nip86Response,
-  parseBanPubkeyParams,
-  parseNip86Request,
-  toNip86Error,
-  toNip86Result,
-} from '../../protocols/nip86'
+import { NIP86_CONTENT_TYPE, type Nip86Response, parseNip86Request, toNip86Error } from '../../protocols/nip86'
 import { checkNip98, nip98WindowSeconds } from '../../protocols/nip98'
 import { type Reason, reason } from '../../protocols/reasons'
-import { assertNever, err, ok, type Result } from '../../protocols/result'
+import { err, ok, type Result } from '../../protocols/result'
 import { minReplayTtlSeconds, type ReplayGuard } from '../gates/replay-guard'
 import type { Logger } from '../log'
-import type { BanRecord } from '../store/community-store'
+import type { CommunityRecord } from '../store/community-store'
 import type { Verifier } from '../verify/verifier'
+import { type Caller, callMethod, canManage, isAllowed, type ManagementOps } from './management-methods'
 import type { Tenants } from './tenants'
 
-export interface ManagementDeps {
+export interface ManagementDeps extends ManagementOps {
   tenants: Tenants
   trustForwardedProto: boolean
   verifier: Verifier
   replayGuard: ReplayGuard
-  /** configured operators and the relay's own pubkey */
-  isOperator(pubkey: string): boolean
-  /** the relay's ban path: the row, then the pubkey's sockets closed on every node */
-  banPubkey(community: string, pubkey: string, reason: string): Promise<void>
-  listBans(community: string): Promise<BanRecord[]>
   nowSeconds(): number
   log: Logger
 }
 
-// NIP-86 calls are a method name and a pubkey or two; 64 KiB is far beyond any and bounds what we buffer
+// NIP-86 calls are a method name and a few short params; 64 KiB is far beyond any and bounds what we buffer
 // (and hash) before the caller is authenticated.
 const MAX_BODY_BYTES = 65_536
-// A ban row needs a reason and the banned socket gets it in its `blocked:` NOTICE; NIP-86's is optional.
-const DEFAULT_BAN_REASON = 'banned by a relay operator'
 
 const HEADERS = {
   'Content-Type': NIP86_CONTENT_TYPE,
@@ -65,10 +49,10 @@ export function createManagement(d: ManagementDeps): (req: IncomingMessage, res:
     const scheme = secure ? 'https' : 'http'
     const host = d.trustForwardedProto ? ((req.headers['x-forwarded-host'] as string | undefined) ?? req.headers.host) : req.headers.host
     const tenant = d.tenants.resolve(host, scheme)
-    return tenant && { community: tenant.record.id, url: `${scheme}://${tenant.host}${req.url ?? '/'}` }
+    return tenant && { record: tenant.record, url: `${scheme}://${tenant.host}${req.url ?? '/'}` }
   }
 
-  async function authenticate(req: IncomingMessage, url: string, community: string, body: Buffer): Promise<Result<NostrEvent, Refusal>> {
+  async function authenticate(req: IncomingMessage, url: string, record: CommunityRecord, body: Buffer): Promise<Result<Caller, Refusal>> {
     const checked = checkNip98(req.headers.authorization, {
       url,
       method: 'POST',
@@ -90,36 +74,15 @@ export function createManagement(d: ManagementDeps): (req: IncomingMessage, res:
     // only now: a forgery must not burn the id of a real operator's event
     let claim: 'claimed' | 'replayed'
     try {
-      claim = await d.replayGuard.claim(community, event.id, minReplayTtlSeconds)
+      claim = await d.replayGuard.claim(record.id, event.id, minReplayTtlSeconds)
     } catch (error) {
       d.log.warn({ err: error }, 'nip86: replay guard unavailable; refusing')
       return err({ status: 401, why: reason('error', 'authorization unavailable, retry later') })
     }
     if (claim === 'replayed') return err({ status: 401, why: reason('invalid', 'auth event already used') })
-    if (!d.isOperator(event.pubkey)) return err({ status: 403, why: reason('restricted', 'only relay operators may manage this relay') })
-    return ok(event)
-  }
-
-  async function call(community: string, operator: string, request: Nip86Request): Promise<Nip86Response> {
-    const { method, params } = request
-    if (!isNip86Method(method)) return toNip86Error(reason('unsupported', `method ${method.slice(0, 64)}`))
-    switch (method) {
-      case 'supportedmethods':
-        return toNip86Result([...NIP86_METHODS])
-      case 'banpubkey': {
-        const ban = parseBanPubkeyParams(params)
-        if (!ban.ok) return toNip86Error(ban.error)
-        await d.banPubkey(community, ban.value.pubkey, ban.value.reason ?? DEFAULT_BAN_REASON)
-        d.log.info({ community, operator, pubkey: ban.value.pubkey }, 'nip86: pubkey banned')
-        return toNip86Result(true)
-      }
-      case 'listbannedpubkeys': {
-        const bans = await d.listBans(community)
-        return toNip86Result(bans.map((b) => ({ pubkey: b.pubkey, reason: b.reason })))
-      }
-      default:
-        return assertNever(method)
-    }
+    const caller = { pubkey: event.pubkey, operator: d.isOperator(event.pubkey) }
+    if (!canManage(record, caller)) return err({ status: 403, why: reason('restricted', "only this community's admins and relay operators may manage it") })
+    return ok(caller)
   }
 
   return async function manage(req, res) {
@@ -127,15 +90,17 @@ export function createManagement(d: ManagementDeps): (req: IncomingMessage, res:
     if (!where) return void res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found\n')
     const body = await readBody(req, MAX_BODY_BYTES)
     if (body === undefined) return send(res, 413, toNip86Error(reason('invalid', `body larger than ${MAX_BODY_BYTES} bytes`)), { Connection: 'close' })
-    const who = await authenticate(req, where.url, where.community, body)
+    const who = await authenticate(req, where.url, where.record, body)
     if (!who.ok) {
       const extra: Record<string, string> = who.error.status === 401 ? { 'WWW-Authenticate': 'Nostr' } : {}
       return send(res, who.error.status, toNip86Error(who.error.why), extra)
     }
     const request = parseNip86Request(body.toString('utf8'))
     if (!request.ok) return send(res, 400, toNip86Error(request.error))
+    if (!isAllowed(request.value.method, who.value))
+      return send(res, 403, toNip86Error(reason('restricted', `only relay operators may call ${request.value.method}`)))
     try {
-      return send(res, 200, await call(where.community, who.value.pubkey, request.value))
+      return send(res, 200, await callMethod(d, d.log, where.record.id, who.value, request.value))
     } catch (error) {
       d.log.error({ err: error, method: request.value.method }, 'nip86: call failed')
       return send(res, 500, toNip86Error(reason('error', 'management call failed')))

@@ -14,6 +14,7 @@ export function hostnameOf(normalized: string): string {
  */
 export class Tenants {
   private readonly byHost = new Map<string, CommunityRecord>()
+  private readonly records = new Map<string, CommunityRecord>()
 
   constructor(records: CommunityRecord[]) {
     this.replace(records)
@@ -22,12 +23,19 @@ export class Tenants {
   /** swap in a fresh community list (revalidation): the gateway keeps its reference to this object */
   replace(records: CommunityRecord[]): void {
     this.byHost.clear()
+    this.records.clear()
     for (const r of records) {
+      this.records.set(r.id, r)
       for (const h of r.hosts) {
         const n = normalizeHost(h, 'http')
         if (n) this.byHost.set(n, r)
       }
     }
+  }
+
+  /** the current record of a community (after the latest revalidation); undefined once archived */
+  byId(id: string): CommunityRecord | undefined {
+    return this.records.get(id)
   }
 
   ids(): string[] {

@@ -1,4 +1,4 @@
-/** A community as the node knows it: where it answers, and who is an agent there (DESIGN §1). */
+/** A community as the node knows it: where it answers, who is an agent there, who manages it (DESIGN §1). */
 export type AgentTier = 'standard' | 'elevated' | 'platform'
 
 export interface CommunityRecord {
@@ -6,7 +6,12 @@ export interface CommunityRecord {
   name: string
   hosts: string[]
   agents: { pubkey: string; tier: AgentTier }[]
+  /** hex pubkeys allowed to call this community's NIP-86 methods (operators always are) */
+  admins: string[]
 }
+
+/** What `put` takes: a record whose `admins` may be left out (it means none). */
+export type CommunityInput = Omit<CommunityRecord, 'admins'> & { admins?: string[] }
 
 /** A pubkey refused in one community, checked at AUTH and at every write (rows shared by every node). */
 export interface BanRecord {
@@ -25,8 +30,11 @@ export interface CommunityStore {
   list(): Promise<CommunityRecord[]>
   /** stop serving a community on every node (each node's revalidation drops it); false when unknown */
   archive(id: string, nowSeconds: number): Promise<boolean>
-  /** insert or replace by id; a host already bound to another community is refused */
-  put(record: CommunityRecord): Promise<{ ok: true } | { ok: false; error: string }>
+  /**
+   * insert or replace by id; a host already bound to another community is refused. `create`: refuse an id
+   * that exists, archived ones included (an archived id keeps its events and hosts; it is never reused).
+   */
+  put(record: CommunityInput, opts?: { create?: boolean }): Promise<{ ok: true } | { ok: false; error: string }>
   /** bans, or re-bans with a new reason and end; `untilSeconds` absent bans until unbanned */
   banPubkey(community: string, pubkey: string, reason: string, untilSeconds?: number): Promise<void>
   /** the ban in force at `nowSeconds`; a timed ban whose end is <= now is no longer a ban */
@@ -40,7 +48,7 @@ export interface CommunityStore {
 export const COMMUNITY_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/
 
 /** The embedded default (DESIGN §9): one community answering on the loopback names. */
-export const DEFAULT_COMMUNITY: CommunityRecord = { id: 'default', name: 'default', hosts: ['localhost', '127.0.0.1', '[::1]'], agents: [] }
+export const DEFAULT_COMMUNITY: CommunityRecord = { id: 'default', name: 'default', hosts: ['localhost', '127.0.0.1', '[::1]'], agents: [], admins: [] }
 
 /** A fresh data directory starts with the default community, whichever command touches it first. */
 export async function seedDefaultCommunity(store: CommunityStore): Promise<void> {

@@ -1,4 +1,4 @@
-import { type CommunityRecord, type CommunityStore, toBanRecord } from './community-store'
+import { type CommunityInput, type CommunityRecord, type CommunityStore, toBanRecord } from './community-store'
 import { connectPostgres, migrate, withDeadline } from './postgres-schema'
 
 /** Communities on PostgreSQL, shared by every node; same behaviour as sqlite-community-store.ts. */
@@ -27,7 +27,10 @@ CREATE TABLE bans (
 // archived communities keep rows, hosts and events; list() leaves them out
 const COMMUNITIES_V2 = 'ALTER TABLE communities ADD COLUMN archived_at BIGINT'
 
-/** Thrown inside the put transaction to roll it back; answered as a refusal, not an outage. */
+// per-community NIP-86 admins (hex pubkeys); operators manage every community regardless
+const COMMUNITIES_V3 = `ALTER TABLE communities ADD COLUMN admins JSONB NOT NULL DEFAULT '[]'`
+
+/** Thrown inside the put transaction to roll it back (a host or, on create, an id taken); a refusal, not an outage. */
 class HostTaken extends Error {}
 
 const inForce = (now: string) => `(until_seconds IS NULL OR until_seconds > ${now})`
@@ -36,13 +39,13 @@ export async function openPostgresCommunityStore(opts: { url: string }): Promise
   // community reads are rare (startup, admin commands, cache misses): a small pool is plenty
   const sql = connectPostgres(opts.url, 4)
   try {
-    await migrate(sql, 'communities', [COMMUNITIES_V1, COMMUNITIES_V2])
+    await migrate(sql, 'communities', [COMMUNITIES_V1, COMMUNITIES_V2, COMMUNITIES_V3])
   } catch (err) {
     await sql.end({ timeout: 1 })
     throw err
   }
 
-  async function bindHosts(tx: typeof sql, record: CommunityRecord): Promise<void> {
+  async function bindHosts(tx: typeof sql, record: CommunityInput): Promise<void> {
     const hosts = [...new Set(record.hosts)]
     await tx.unsafe('DELETE FROM community_hosts WHERE community = $1', [record.id])
     // ON CONFLICT waits for a concurrent binder's commit, so two nodes cannot both take one host
@@ -65,27 +68,33 @@ export async function openPostgresCommunityStore(opts: { url: string }): Promise
       for (const row of await sql`SELECT host, community FROM community_hosts ORDER BY host`) {
         hosts.set(row.community, [...(hosts.get(row.community) ?? []), row.host])
       }
-      const rows = await sql`SELECT id, name, agents::text AS agents FROM communities WHERE archived_at IS NULL ORDER BY id`
+      const rows = await sql`SELECT id, name, agents::text AS agents, admins::text AS admins FROM communities WHERE archived_at IS NULL ORDER BY id`
       return rows.map((row) => ({
         id: row.id as string,
         name: row.name as string,
         hosts: hosts.get(row.id) ?? [],
         agents: JSON.parse(row.agents) as CommunityRecord['agents'],
+        admins: JSON.parse(row.admins) as string[],
       }))
     },
     async archive(id, nowSeconds) {
       const rows = await sql`UPDATE communities SET archived_at = ${nowSeconds} WHERE id = ${id} AND archived_at IS NULL RETURNING id`
       return rows.length > 0
     },
-    async put(record) {
+    async put(record, opts) {
+      // create: DO NOTHING on an existing id, then nothing returned ⇒ refused (atomic against a racing node)
+      const onConflict = opts?.create
+        ? 'DO NOTHING'
+        : 'DO UPDATE SET name = excluded.name, agents = excluded.agents, admins = excluded.admins'
       try {
         await sql.begin(async (tx) => {
           // through text: a string bound straight to a jsonb parameter is JSON-encoded again by the driver
-          await tx.unsafe(
-            `INSERT INTO communities (id, name, agents) VALUES ($1, $2, $3::text::jsonb)
-             ON CONFLICT (id) DO UPDATE SET name = excluded.name, agents = excluded.agents`,
-            [record.id, record.name, JSON.stringify(record.agents)],
+          const written = await tx.unsafe(
+            `INSERT INTO communities (id, name, agents, admins) VALUES ($1, $2, $3::text::jsonb, $4::text::jsonb)
+             ON CONFLICT (id) ${onConflict} RETURNING id`,
+            [record.id, record.name, JSON.stringify(record.agents), JSON.stringify(record.admins ?? [])],
           )
+          if (written.length === 0) throw new HostTaken(`community ${record.id} already exists`)
           await bindHosts(tx as unknown as typeof sql, record)
         })
         return { ok: true }

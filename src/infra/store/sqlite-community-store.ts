@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3'
-import { type CommunityRecord, type CommunityStore, toBanRecord } from './community-store'
+import { type CommunityInput, type CommunityRecord, type CommunityStore, toBanRecord } from './community-store'
 
 /** Communities on SQLite: one row each, hosts unique across communities (a host picks exactly one tenant). */
 export function openSqliteCommunityStore(file: string): CommunityStore {
@@ -28,12 +28,15 @@ export function openSqliteCommunityStore(file: string): CommunityStore {
   // added after the first release: databases created before it get the column here
   const columns = db.prepare('SELECT name FROM pragma_table_info(?)').pluck().all('communities') as string[]
   if (!columns.includes('archived_at')) db.exec('ALTER TABLE communities ADD COLUMN archived_at INTEGER')
-  const selectAll = db.prepare('SELECT id, name, agents FROM communities WHERE archived_at IS NULL ORDER BY id')
+  if (!columns.includes('admins')) db.exec("ALTER TABLE communities ADD COLUMN admins TEXT NOT NULL DEFAULT '[]'")
+  const selectAll = db.prepare('SELECT id, name, agents, admins FROM communities WHERE archived_at IS NULL ORDER BY id')
   const archive = db.prepare('UPDATE communities SET archived_at = ? WHERE id = ? AND archived_at IS NULL')
   const selectHosts = db.prepare('SELECT host, community FROM community_hosts ORDER BY host')
+  const exists = db.prepare('SELECT 1 FROM communities WHERE id = ?')
   const hostOwner = db.prepare('SELECT community FROM community_hosts WHERE host = ?')
   const upsert = db.prepare(
-    'INSERT INTO communities (id, name, agents) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET name = excluded.name, agents = excluded.agents',
+    `INSERT INTO communities (id, name, agents, admins) VALUES (?, ?, ?, ?)
+     ON CONFLICT(id) DO UPDATE SET name = excluded.name, agents = excluded.agents, admins = excluded.admins`,
   )
   const dropHosts = db.prepare('DELETE FROM community_hosts WHERE community = ?')
   const addHost = db.prepare('INSERT INTO community_hosts (host, community) VALUES (?, ?)')
@@ -48,12 +51,13 @@ export function openSqliteCommunityStore(file: string): CommunityStore {
     `SELECT pubkey, reason, until_seconds FROM bans WHERE community = ? AND ${inForce} ORDER BY pubkey`,
   )
 
-  const put = db.transaction((r: CommunityRecord): { ok: true } | { ok: false; error: string } => {
+  const put = db.transaction((r: CommunityInput, create: boolean): { ok: true } | { ok: false; error: string } => {
+    if (create && exists.get(r.id)) return { ok: false, error: `community ${r.id} already exists` }
     for (const h of r.hosts) {
       const owner = hostOwner.get(h) as { community: string } | undefined
       if (owner && owner.community !== r.id) return { ok: false, error: `host ${h} is bound to community ${owner.community}` }
     }
-    upsert.run(r.id, r.name, JSON.stringify(r.agents))
+    upsert.run(r.id, r.name, JSON.stringify(r.agents), JSON.stringify(r.admins ?? []))
     dropHosts.run(r.id)
     for (const h of r.hosts) addHost.run(h, r.id)
     return { ok: true }
@@ -65,15 +69,16 @@ export function openSqliteCommunityStore(file: string): CommunityStore {
       for (const row of selectHosts.all() as { host: string; community: string }[]) {
         hosts.set(row.community, [...(hosts.get(row.community) ?? []), row.host])
       }
-      return (selectAll.all() as { id: string; name: string; agents: string }[]).map((row) => ({
+      return (selectAll.all() as { id: string; name: string; agents: string; admins: string }[]).map((row) => ({
         id: row.id,
         name: row.name,
         hosts: hosts.get(row.id) ?? [],
         agents: JSON.parse(row.agents) as CommunityRecord['agents'],
+        admins: JSON.parse(row.admins) as string[],
       }))
     },
-    async put(record) {
-      return put(record)
+    async put(record, opts) {
+      return put(record, opts?.create === true)
     },
     async archive(id, nowSeconds) {
       return archive.run(nowSeconds, id).changes > 0

@@ -18,11 +18,12 @@ export function describeCommunityStoreContract(name: string, open: () => Promise
       return s
     }
     let tag: string
-    const record = (suffix: string, hosts: string[], agents: CommunityRecord['agents'] = []): CommunityRecord => ({
+    const record = (suffix: string, hosts: string[], agents: CommunityRecord['agents'] = [], admins: string[] = []): CommunityRecord => ({
       id: `${tag}-${suffix}`,
       name: `community ${suffix}`,
       hosts: hosts.map((h) => `${h}.${tag}.example`),
       agents,
+      admins,
     })
     const mine = async (s = store) => (await s.list()).filter((r) => r.id.startsWith(tag))
     const pubkey = (c: string) => c.repeat(64)
@@ -50,6 +51,29 @@ export function describeCommunityStoreContract(name: string, open: () => Promise
         expect(await store.put(changed)).toEqual({ ok: true })
         expect(await mine()).toEqual([changed])
         expect(await store.put(record('b', ['old']))).toEqual({ ok: true })
+      })
+
+      it('keeps admins as given, replaces them with the record, and lists none when put leaves them out', async () => {
+        const a = record('a', ['admins'], [], [pubkey('c'), pubkey('d')])
+        await store.put(a)
+        expect(await mine(await another())).toEqual([a])
+        await store.put({ ...a, admins: [pubkey('e')] })
+        expect((await mine())[0]?.admins).toEqual([pubkey('e')])
+        const { admins: _, ...withoutAdmins } = a
+        await store.put(withoutAdmins)
+        expect((await mine())[0]?.admins).toEqual([])
+      })
+
+      it('refuses to create an id that exists, archived or not, and changes nothing', async () => {
+        const a = record('a', ['first'])
+        const b = record('b', ['second'])
+        expect(await store.put(a, { create: true })).toEqual({ ok: true })
+        expect(await store.put({ ...a, name: 'again' }, { create: true })).toMatchObject({ ok: false, error: expect.any(String) })
+        await store.put(b)
+        await store.archive(b.id, 1_700_000_000)
+        expect((await store.put(record('b', ['third']), { create: true })).ok).toBe(false)
+        expect(await mine()).toEqual([a])
+        expect((await store.put(record('c', ['third']))).ok).toBe(true)
       })
 
       it('refuses a host bound to another community and changes nothing', async () => {

@@ -1,0 +1,108 @@
+// The NIP-86 methods (docs/nip86-methods.md): who may call each, and what it does. The caller is already
+// authenticated (management.ts); community methods act on the community whose host the call addressed.
+import {
+  isNip86Method,
+  NIP86_METHODS,
+  type Nip86Method,
+  type Nip86Request,
+  type Nip86Response,
+  OPERATOR_METHODS,
+  parseBanPubkeyParams,
+  toNip86Error,
+  toNip86Result,
+} from '../../protocols/nip86'
+import { parseCommunityIdParam, parseCreateCommunityParams, parseSetAgentTierParams, type SetAgentTierParams } from '../../protocols/nip86-communities'
+import { reason } from '../../protocols/reasons'
+import { assertNever } from '../../protocols/result'
+import type { Logger } from '../log'
+import type { BanRecord, CommunityInput, CommunityRecord } from '../store/community-store'
+
+/** What the methods do, wired by the relay (src/relay.ts). */
+export interface ManagementOps {
+  /** configured operators and the relay's own pubkey */
+  isOperator(pubkey: string): boolean
+  /** the relay's ban path: the row, then the pubkey's sockets closed on every node */
+  banPubkey(community: string, pubkey: string, reason: string): Promise<void>
+  listBans(community: string): Promise<BanRecord[]>
+  /** the roster entry written to the store, then every node re-reads it; false when the community is gone */
+  setAgentTier(community: string, pubkey: string, tier: SetAgentTierParams['tier']): Promise<boolean>
+  listAgents(community: string): Promise<CommunityRecord['agents'] | undefined>
+  /** a new id only; served on this node at once, on the others when they hear of it */
+  createCommunity(record: CommunityInput, via: string): Promise<{ ok: true } | { ok: false; error: string }>
+  archiveCommunity(id: string): Promise<boolean>
+  listCommunities(): Promise<CommunityRecord[]>
+}
+
+// A ban row needs a reason and the banned socket gets it in its `blocked:` NOTICE; NIP-86's is optional.
+const DEFAULT_BAN_REASON = 'banned by a relay operator'
+
+export interface Caller {
+  pubkey: string
+  operator: boolean
+}
+
+/** May this caller use this community's management endpoint at all? Its admins and the operators may. */
+export const canManage = (record: CommunityRecord, caller: Caller) => caller.operator || record.admins.includes(caller.pubkey)
+
+/** 403 for a community admin calling an operator-only method; unknown methods are for `call` to refuse. */
+export const isAllowed = (method: string, caller: Caller) => caller.operator || !OPERATOR_METHODS.has(method as Nip86Method)
+
+export async function callMethod(
+  ops: ManagementOps,
+  log: Logger,
+  community: string,
+  caller: Caller,
+  request: Nip86Request,
+): Promise<Nip86Response> {
+  const { method, params } = request
+  if (!isNip86Method(method)) return toNip86Error(reason('unsupported', `method ${method.slice(0, 64)}`))
+  const by = caller.pubkey
+  switch (method) {
+    case 'supportedmethods':
+      return toNip86Result([...NIP86_METHODS])
+    case 'banpubkey': {
+      const ban = parseBanPubkeyParams(params)
+      if (!ban.ok) return toNip86Error(ban.error)
+      await ops.banPubkey(community, ban.value.pubkey, ban.value.reason ?? DEFAULT_BAN_REASON)
+      log.info({ community, by, pubkey: ban.value.pubkey }, 'nip86: pubkey banned')
+      return toNip86Result(true)
+    }
+    case 'listbannedpubkeys': {
+      const bans = await ops.listBans(community)
+      return toNip86Result(bans.map((b) => ({ pubkey: b.pubkey, reason: b.reason })))
+    }
+    case 'setagenttier': {
+      const p = parseSetAgentTierParams(params)
+      if (!p.ok) return toNip86Error(p.error)
+      if (!(await ops.setAgentTier(community, p.value.pubkey, p.value.tier))) return toNip86Error(reason('invalid', 'community no longer exists'))
+      log.info({ community, by, pubkey: p.value.pubkey, tier: p.value.tier }, 'nip86: agent tier set')
+      return toNip86Result(true)
+    }
+    case 'listagents': {
+      const agents = await ops.listAgents(community)
+      return toNip86Result((agents ?? []).map((a) => ({ pubkey: a.pubkey, tier: a.tier })))
+    }
+    case 'createcommunity': {
+      const p = parseCreateCommunityParams(params)
+      if (!p.ok) return toNip86Error(p.error)
+      const { id, hosts, name, admins } = p.value
+      const created = await ops.createCommunity({ id, name: name ?? id, hosts, agents: [], admins }, community)
+      if (!created.ok) return toNip86Error(reason('invalid', created.error))
+      log.info({ by, id, hosts }, 'nip86: community created')
+      return toNip86Result(true)
+    }
+    case 'archivecommunity': {
+      const id = parseCommunityIdParam(params)
+      if (!id.ok) return toNip86Error(id.error)
+      if (!(await ops.archiveCommunity(id.value))) return toNip86Error(reason('invalid', `no active community ${id.value}`))
+      log.info({ by, id: id.value }, 'nip86: community archived')
+      return toNip86Result(true)
+    }
+    case 'listcommunities': {
+      const all = await ops.listCommunities()
+      return toNip86Result(all.map((c) => ({ id: c.id, name: c.name, hosts: c.hosts })))
+    }
+    default:
+      return assertNever(method)
+  }
+}
