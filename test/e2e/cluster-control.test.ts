@@ -2,17 +2,13 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { ConfigInput } from '../../src/infra/config'
 import { connControlChannel } from '../../src/infra/redis/keys'
 import { loadRelayKey, signAsRelay } from '../../src/infra/relay-key'
 import { type ConnControlOp, KIND_CONTROL, toControlTemplate } from '../../src/protocols/control'
 import { makeKeys, type TestKeys } from '../support/events'
-import { createTestDatabase, type TestDatabase } from '../support/postgres'
 import type { TestRelay } from '../support/relay'
 import type { TestClient } from '../support/ws-client'
-import { auth, client, httpGet, metric, nowSeconds, relayUrlOf, reqEvents, useRelays } from './helpers'
-
-const REDIS_URL = 'redis://127.0.0.1:6379'
+import { auth, client, httpGet, metric, nowSeconds, REDIS_URL, relayUrlOf, reqEvents, useCluster, useRelays } from './helpers'
 
 /**
  * The conn-control channel (DESIGN §5): payloads are events signed by the relay key, so write access to Redis
@@ -20,25 +16,18 @@ const REDIS_URL = 'redis://127.0.0.1:6379'
  */
 describe('cluster control messages', () => {
   const relays = useRelays()
-  let db: TestDatabase
   let redis: Redis
-  const relaySecretKey = randomBytes(32).toString('hex')
-  const relayKey = loadRelayKey(tmpdir(), relaySecretKey)
-  beforeAll(async () => {
-    db = await createTestDatabase()
+  const cluster = useCluster(relays)
+  const relayKey = loadRelayKey(tmpdir(), cluster.relaySecretKey)
+  beforeAll(() => {
     redis = new Redis(REDIS_URL)
   })
-  afterAll(async () => {
+  afterAll(() => {
     redis.disconnect()
-    await db.drop()
   })
 
   async function nodes(n: number) {
-    const id = `c-${randomBytes(5).toString('hex')}`
-    const host = `${id}.test`
-    const config: ConfigInput = { redisUrl: REDIS_URL, databaseUrl: db.url, relaySecretKey, communities: [{ id, hosts: [host] }] }
-    const started: TestRelay[] = []
-    for (let i = 0; i < n; i++) started.push(await relays.start(config))
+    const { id, host, nodes: started } = await cluster.nodes(n)
     // a node's subscriber connection confirms its control channels shortly after listen(): poll Redis (bounded)
     const channel = connControlChannel(id)
     const subscribers = async () => Number(((await redis.pubsub('NUMSUB', channel)) as [string, number])[1])

@@ -1,18 +1,16 @@
-import { randomBytes } from 'node:crypto'
+
 import { filter, firstValueFrom, type Observable, ReplaySubject } from 'rxjs'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import type { SupervisionEvent } from '../../src/actors/kernel'
-import type { ConfigInput } from '../../src/infra/config'
 import { openPostgresEventStore } from '../../src/infra/store/postgres-event-store'
 import { STORE_DEADLINE_MS } from '../../src/infra/store/postgres-schema'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys, type SignedEvent } from '../support/events'
-import { createTestDatabase, type TestDatabase } from '../support/postgres'
 import { type PrivateRedis, startPrivateRedis } from '../support/redis-server'
 import type { TestRelay } from '../support/relay'
 import { startTcpProxy, type TcpProxy, type TcpProxyOptions } from '../support/tcp-proxy'
 import type { TestClient } from '../support/ws-client'
-import { client, count, fresh, httpGet, idsOf, type Ok, publish, publishNew, reqEvents, useRelays } from './helpers'
+import { client, count, fresh, httpGet, idsOf, type Ok, publish, publishNew, reqEvents, useCluster, useRelays } from './helpers'
 
 /**
  * Backend outages in cluster mode (DESIGN §5–§7): each test kills its own redis-server or cuts its own path to
@@ -20,25 +18,13 @@ import { client, count, fresh, httpGet, idsOf, type Ok, publish, publishNew, req
  */
 describe('a cluster node when a backend goes away', () => {
   const relays = useRelays()
-  let db: TestDatabase
-  const relaySecretKey = randomBytes(32).toString('hex')
+  const cluster = useCluster(relays)
   const cleanups: (() => Promise<void>)[] = []
-  beforeAll(async () => {
-    db = await createTestDatabase()
-  })
   afterAll(async () => {
     for (const c of cleanups.splice(0).reverse()) await c()
-    await db.drop()
   })
 
-  async function nodes(n: number, backends: { redisUrl: string; databaseUrl: string }) {
-    const id = `c-${randomBytes(5).toString('hex')}`
-    const host = `${id}.test`
-    const config: ConfigInput = { ...backends, relaySecretKey, communities: [{ id, hosts: [host] }] }
-    const started: TestRelay[] = []
-    for (let i = 0; i < n; i++) started.push(await relays.start(config))
-    return { id, host, nodes: started }
-  }
+  const nodes = (n: number, backends: { redisUrl: string; databaseUrl: string }) => cluster.nodes(n, backends)
 
   async function privateRedis(): Promise<PrivateRedis> {
     const r = await startPrivateRedis()
@@ -73,7 +59,7 @@ describe('a cluster node when a backend goes away', () => {
 
   it('fails admission closed while Redis is down, keeps serving stored events, and heals by itself when Redis returns', async () => {
     const redis = await privateRedis()
-    const { host, nodes: [a, b] } = await nodes(2, { redisUrl: redis.url, databaseUrl: db.url })
+    const { host, nodes: [a, b] } = await nodes(2, { redisUrl: redis.url, databaseUrl: cluster.databaseUrl() })
     const keys = makeKeys()
     // connections are admitted per IP through Redis too: these are opened while it answers
     const [onA, onB, readerB] = [await client(a!, host), await client(b!, host), await client(b!, host)]
@@ -132,8 +118,8 @@ describe('a cluster node when a backend goes away', () => {
     ['when a pooler in front of it accepts connections and drops them', 'accept-and-close'],
   ] as const)('answers "error:" without hanging while PostgreSQL is unreachable (%s), accepts again once it is back, and loses no event it accepted', async (_, whenCut) => {
     const redis = await privateRedis()
-    const proxy = await proxyTo(Number(new URL(db.url).port), whenCut)
-    const viaProxy = new URL(db.url)
+    const proxy = await proxyTo(Number(new URL(cluster.databaseUrl()).port), whenCut)
+    const viaProxy = new URL(cluster.databaseUrl())
     viaProxy.port = String(proxy.port)
     const { id, host, nodes: [a, b] } = await nodes(2, { redisUrl: redis.url, databaseUrl: viaProxy.toString() })
     const keys = makeKeys()
@@ -175,7 +161,7 @@ describe('a cluster node when a backend goes away', () => {
     expect(await reqEvents(onB, [{ ids: [accepted.at(-1)!] }])).toHaveLength(1)
 
     // every OK true is durable: read back through a store of our own, straight to the server
-    const store = await openPostgresEventStore({ url: db.url, groupCommitMaxEvents: 100, groupCommitMaxDelayMs: 1 })
+    const store = await openPostgresEventStore({ url: cluster.databaseUrl(), groupCommitMaxEvents: 100, groupCommitMaxDelayMs: 1 })
     try {
       const rows = await store.query(id, [{ authors: [keys.pubkey], limit: 1000 }], { now: Math.floor(Date.now() / 1000) })
       const have = new Set(rows.map((r) => r.event.id))

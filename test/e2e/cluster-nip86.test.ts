@@ -1,44 +1,18 @@
 import { randomBytes } from 'node:crypto'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { ConfigInput } from '../../src/infra/config'
+import { describe, expect, it } from 'vitest'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys } from '../support/events'
-import { createTestDatabase, type TestDatabase } from '../support/postgres'
 import { startPrivateRedis } from '../support/redis-server'
-import type { TestRelay } from '../support/relay'
-import { auth, client, relayUrlOf, useRelays } from './helpers'
+import { auth, client, REDIS_URL, relayUrlOf, useCluster, useRelays } from './helpers'
 import { callNip86, managementUrl, nip98Header, postNip86, rpc } from './nip86-client'
-
-const REDIS_URL = 'redis://127.0.0.1:6379'
 
 /** NIP-86 on a cluster: one Redis (the shared replay guard), one PostgreSQL (the ban rows), one relay key. */
 describe('relay management on a cluster of nodes', () => {
   const relays = useRelays()
-  let db: TestDatabase
-  const relaySecretKey = randomBytes(32).toString('hex')
   const operator = makeKeys()
-  beforeAll(async () => {
-    db = await createTestDatabase()
-  })
-  afterAll(async () => {
-    await db.drop()
-  })
-
+  const cluster = useCluster(relays)
   /** a community of the test's own, so its Redis keys (replay claims included) are its own too */
-  async function nodes(n: number, redisUrl = REDIS_URL) {
-    const id = `c-${randomBytes(5).toString('hex')}`
-    const host = `${id}.test`
-    const config: ConfigInput = {
-      redisUrl,
-      databaseUrl: db.url,
-      relaySecretKey,
-      operatorPubkeys: [operator.pubkey],
-      communities: [{ id, hosts: [host] }],
-    }
-    const started: TestRelay[] = []
-    for (let i = 0; i < n; i++) started.push(await relays.start(config))
-    return { id, host, nodes: started }
-  }
+  const nodes = (n: number, redisUrl = REDIS_URL) => cluster.nodes(n, { redisUrl, operatorPubkeys: [operator.pubkey] })
 
   it('refuses (401) on node B an Authorization header node A already accepted', async () => {
     const { host, nodes: [a, b] } = await nodes(2)

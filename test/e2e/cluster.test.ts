@@ -1,37 +1,17 @@
-import { randomBytes } from 'node:crypto'
+
 import { Redis } from 'ioredis'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { ConfigInput } from '../../src/infra/config'
+import { describe, expect, it } from 'vitest'
 import { eventsChannel } from '../../src/infra/redis/keys'
 import { openPostgresCommunityStore } from '../../src/infra/store/postgres-community-store'
 import { makeKeys, signEvent } from '../support/events'
-import { createTestDatabase, type TestDatabase } from '../support/postgres'
 import type { TestRelay } from '../support/relay'
-import { auth, client, fresh, publish, relayUrlOf, reqEvents, useRelays } from './helpers'
-
-const REDIS_URL = 'redis://127.0.0.1:6379'
+import { auth, client, fresh, publish, REDIS_URL, relayUrlOf, reqEvents, useCluster, useRelays } from './helpers'
 
 /** Two or three nodes of one cluster: one Redis, one PostgreSQL database (this file's own), one relay key. */
 describe('a cluster of nodes on one Redis and one PostgreSQL', () => {
   const relays = useRelays()
-  let db: TestDatabase
-  const relaySecretKey = randomBytes(32).toString('hex')
-  beforeAll(async () => {
-    db = await createTestDatabase()
-  })
-  afterAll(async () => {
-    await db.drop()
-  })
-
-  /** a community of the test's own, so its Redis keys and channels are its own too */
-  async function nodes(n: number, extra: ConfigInput = {}) {
-    const id = `c-${randomBytes(5).toString('hex')}`
-    const host = `${id}.test`
-    const config: ConfigInput = { redisUrl: REDIS_URL, databaseUrl: db.url, relaySecretKey, communities: [{ id, hosts: [host] }], ...extra }
-    const started: TestRelay[] = []
-    for (let i = 0; i < n; i++) started.push(await relays.start(config))
-    return { id, host, nodes: started }
-  }
+  const cluster = useCluster(relays)
+  const nodes = cluster.nodes
 
   it('delivers an event published on A to a live subscriber on B, and back', async () => {
     const { host, nodes: [a, b] } = await nodes(2)
@@ -120,7 +100,7 @@ describe('a cluster of nodes on one Redis and one PostgreSQL', () => {
   it('refuses a banned pubkey on every node even when the broadcast is lost (only the row was written)', async () => {
     const { id, host, nodes: [a, b] } = await nodes(2)
     const bad = makeKeys()
-    const store = await openPostgresCommunityStore({ url: db.url })
+    const store = await openPostgresCommunityStore({ url: cluster.databaseUrl() })
     await store.banPubkey(id, bad.pubkey, 'quietly banned')
     await store.close()
     for (const node of [a!, b!]) {
@@ -158,7 +138,7 @@ describe('a cluster of nodes on one Redis and one PostgreSQL', () => {
   it('closes an archived community at the next revalidation when the broadcast was lost', async () => {
     const { id, host, nodes: [a] } = await nodes(1, { revalidateSeconds: 1 })
     const onA = await client(a!, host)
-    const store = await openPostgresCommunityStore({ url: db.url })
+    const store = await openPostgresCommunityStore({ url: cluster.databaseUrl() })
     expect(await store.archive(id, Math.floor(Date.now() / 1000))).toBe(true)
     await store.close()
     expect((await onA.closed).code).toBe(1008)

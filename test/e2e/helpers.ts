@@ -1,9 +1,11 @@
+import { randomBytes } from 'node:crypto'
 import { request } from 'node:http'
-import { afterEach } from 'vitest'
+import { afterAll, afterEach, beforeAll } from 'vitest'
 import type { ConfigInput } from '../../src/infra/config'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { prefixOf } from '../../src/protocols/reasons'
 import { type EventTemplate, type SignedEvent, signEvent, type TestKeys, toRaw } from '../support/events'
+import { createTestDatabase, type TestDatabase } from '../support/postgres'
 import { startTestRelay, type TestRelay } from '../support/relay'
 import { connect, type Frame, type TestClient } from '../support/ws-client'
 
@@ -178,5 +180,46 @@ export async function inOneSecond<T>(fn: (now: number) => Promise<T>): Promise<T
     const start = nowSeconds()
     const out = await fn(start)
     if (nowSeconds() === start || attempt >= 4) return out
+  }
+}
+
+/** The shared Redis the cluster tests use (each test keeps to its own community id, so its own keys). */
+export const REDIS_URL = 'redis://127.0.0.1:6379'
+
+/**
+ * A cluster for a test file: one PostgreSQL database of the file's own (dropped after it), one relay key all
+ * its nodes share (they verify each other's control messages with it), Redis at REDIS_URL unless `extra`
+ * says otherwise. `nodes(n)` starts n nodes serving a fresh community, so its Redis keys are its own too.
+ */
+export function useCluster(relays: ReturnType<typeof useRelays>) {
+  let db: TestDatabase | undefined
+  const relaySecretKey = randomBytes(32).toString('hex')
+  beforeAll(async () => {
+    db = await createTestDatabase()
+  })
+  afterAll(async () => {
+    await db?.drop()
+  })
+  const databaseUrl = () => {
+    if (!db) throw new Error('useCluster: the database is created in beforeAll')
+    return db.url
+  }
+  return {
+    relaySecretKey,
+    databaseUrl,
+    async nodes(n: number, extra: ConfigInput = {}) {
+      const id = `c-${randomBytes(5).toString('hex')}`
+      const host = `${id}.test`
+      const config: ConfigInput = {
+        redisUrl: REDIS_URL,
+        databaseUrl: databaseUrl(),
+        relaySecretKey,
+        communities: [{ id, hosts: [host] }],
+        ...extra,
+      }
+      const started: TestRelay[] = []
+      for (let i = 0; i < n; i++) started.push(await relays.start(config))
+      return { id, host, nodes: started }
+    },
   }
 }

@@ -1,14 +1,11 @@
-import { randomBytes } from 'node:crypto'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { ConfigInput } from '../../src/infra/config'
+
+import { describe, expect, it } from 'vitest'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { makeKeys, type SignedEvent, signEvent, type TestKeys } from '../support/events'
-import { createTestDatabase, type TestDatabase } from '../support/postgres'
 import type { TestRelay } from '../support/relay'
 import type { TestClient } from '../support/ws-client'
-import { auth, client, idsOf, publish, relayUrlOf, reqEvents, useRelays } from './helpers'
+import { auth, client, idsOf, publish, relayUrlOf, reqEvents, useCluster, useRelays } from './helpers'
 
-const REDIS_URL = 'redis://127.0.0.1:6379'
 const BETA = { communities: [{ id: 'beta', hosts: ['beta.test'] }] }
 
 const heartbeat = (keys: TestKeys, status = `online ${Math.random()}`): SignedEvent => signEvent(keys, { kind: 20001, content: status })
@@ -115,20 +112,10 @@ describe('presence (kind 20001) on one node', () => {
 
 describe('presence across two nodes of a cluster', () => {
   const relays = useRelays()
-  let db: TestDatabase
-  const relaySecretKey = randomBytes(32).toString('hex')
-  beforeAll(async () => {
-    db = await createTestDatabase()
-  })
-  afterAll(async () => {
-    await db.drop()
-  })
-
+  const cluster = useCluster(relays)
   async function twoNodes() {
-    const id = `c-${randomBytes(5).toString('hex')}`
-    const host = `${id}.test`
-    const config: ConfigInput = { redisUrl: REDIS_URL, databaseUrl: db.url, relaySecretKey, communities: [{ id, hosts: [host] }] }
-    return { host, a: await relays.start(config), b: await relays.start(config) }
+    const { host, nodes: [a, b] } = await cluster.nodes(2)
+    return { host, a: a!, b: b! }
   }
 
   it('shows a heartbeat on A to a REQ on B, and clears it only when the last connection on either node closes', async () => {
