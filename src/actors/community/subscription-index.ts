@@ -33,10 +33,11 @@ export class SubscriptionIndex {
   private readonly wildcard = new Set<Entry>()
   private readonly subs = new Map<string, Map<string, { sub: Subscription; entries: [string | null, Entry][] }>>()
 
+  // kept, not summed: the community reads it after every message it handles
+  private count = 0
+
   get size(): number {
-    let n = 0
-    for (const m of this.subs.values()) n += m.size
-    return n
+    return this.count
   }
 
   get connections(): number {
@@ -65,6 +66,7 @@ export class SubscriptionIndex {
     const perConn = this.subs.get(conn.id) ?? new Map()
     this.subs.set(conn.id, perConn)
     perConn.set(subId, { sub, entries })
+    this.count++
   }
 
   remove(connId: string, subId: string): void {
@@ -80,6 +82,7 @@ export class SubscriptionIndex {
       }
     }
     perConn.delete(subId)
+    this.count--
     if (perConn.size === 0) this.subs.delete(connId)
   }
 
