@@ -168,13 +168,12 @@ async function onEvent(m: Extract<ClientMessage, { type: 'EVENT' }>, deps: Conne
   }
 }
 
-async function gateRequest(deps: ConnectionDeps, subId: string, filters: { kinds?: number[] }[]): Promise<Reason | null> {
+async function gateRequest(deps: ConnectionDeps, filters: { kinds?: number[] }[]): Promise<Reason | null> {
   if (deps.authRequired && deps.view.authed.size === 0) return reason('auth-required', 'this relay requires authentication to read')
   if (deps.view.authed.size === 0 && isAuthorOnlyRequest(filters))
     return reason('auth-required', 'direct messages are served only to their author or recipient')
   const admission = await deps.admit(principalOf(deps), 'reqs')
   if (!admission.allowed) return admissionReason(admission, deps.metrics, 'reqs')
-  void subId
   return null
 }
 
@@ -183,7 +182,7 @@ async function onReq(state: ConnectionState, m: Extract<ClientMessage, { type: '
     deps.view.queue.pushControl(closedFrame(m.subId, reason('blocked', `too many subscriptions (max ${deps.limits.maxSubscriptions})`)))
     return state
   }
-  const refused = await gateRequest(deps, m.subId, m.filters)
+  const refused = await gateRequest(deps, m.filters)
   if (refused) {
     dropSubscription(state, m.subId, deps)
     deps.view.queue.pushControl(closedFrame(m.subId, refused))
@@ -196,7 +195,7 @@ async function onReq(state: ConnectionState, m: Extract<ClientMessage, { type: '
 }
 
 async function onCount(state: ConnectionState, m: Extract<ClientMessage, { type: 'COUNT' }>, deps: ConnectionDeps) {
-  const refused = await gateRequest(deps, m.subId, m.filters)
+  const refused = await gateRequest(deps, m.filters)
   if (refused) {
     deps.view.queue.pushControl(closedFrame(m.subId, refused))
     return state
