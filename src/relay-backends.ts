@@ -21,10 +21,13 @@ import { createRedisRateLimiter } from './infra/gates/redis-rate-limit'
 import { createRedisReplayGuard } from './infra/gates/redis-replay-guard'
 import type { ReplayGuard } from './infra/gates/replay-guard'
 import type { Logger } from './infra/log'
+import type { ChannelStore } from './infra/store/channel-store'
 import type { CommunityStore } from './infra/store/community-store'
 import type { EventStore } from './infra/store/event-store'
+import { openPostgresChannelStore } from './infra/store/postgres-channel-store'
 import { openPostgresCommunityStore } from './infra/store/postgres-community-store'
 import { openPostgresEventStore } from './infra/store/postgres-event-store'
+import { openSqliteChannelStore } from './infra/store/sqlite-channel-store'
 import { openSqliteCommunityStore } from './infra/store/sqlite-community-store'
 import { openSqliteEventStore } from './infra/store/sqlite-event-store'
 
@@ -34,6 +37,8 @@ export interface Backends {
   nodeId: string
   events: EventStore
   communities: CommunityStore
+  /** NIP-29 channels and their members: in the communities' SQLite file embedded, in PostgreSQL in a cluster */
+  channels: ChannelStore
   limiter: RateLimiter
   /** NIP-98 auth event ids already used (NIP-86 management): per node embedded, shared in a cluster */
   replayGuard: ReplayGuard
@@ -73,6 +78,7 @@ export async function openBackends(config: Config, log: Logger, opts: { eventSto
   const groupCommit = { groupCommitMaxEvents: config.store.groupCommitMaxEvents, groupCommitMaxDelayMs: config.store.groupCommitMaxDelayMs }
   const events = opts.eventStore ?? (await openPostgresEventStore({ url: config.databaseUrl, ...groupCommit, log }))
   const communities = await openPostgresCommunityStore({ url: config.databaseUrl })
+  const channels = await openPostgresChannelStore({ url: config.databaseUrl })
   const bus: RedisBus = createRedisBus({
     publisher: redis,
     nodeId,
@@ -85,6 +91,7 @@ export async function openBackends(config: Config, log: Logger, opts: { eventSto
     nodeId,
     events,
     communities,
+    channels,
     limiter: createRedisRateLimiter({ redis, log }),
     replayGuard: createRedisReplayGuard({ redis }),
     presence: createRedisPresenceStore({ redis }),
@@ -95,6 +102,7 @@ export async function openBackends(config: Config, log: Logger, opts: { eventSto
       await bus.close()
       await events.close()
       await communities.close()
+      await channels.close()
       redis.disconnect()
     },
   }
@@ -112,6 +120,7 @@ function embedded(config: Config, log: Logger, nodeId: string, eventStore?: Even
       log,
     })
   const communities = openSqliteCommunityStore(file)
+  const channels = openSqliteChannelStore(file)
   const limiter = createMemoryRateLimiter()
   const bus = createLocalBus({ nodeId })
   return {
@@ -119,6 +128,7 @@ function embedded(config: Config, log: Logger, nodeId: string, eventStore?: Even
     nodeId,
     events,
     communities,
+    channels,
     limiter,
     replayGuard: createMemoryReplayGuard(),
     presence: createMemoryPresenceStore(),
@@ -129,6 +139,7 @@ function embedded(config: Config, log: Logger, nodeId: string, eventStore?: Even
       await bus.close()
       await events.close()
       await communities.close()
+      await channels.close()
       await limiter.close()
     },
   }

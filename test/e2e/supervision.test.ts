@@ -18,6 +18,7 @@ function storeFailingQueries(file: string) {
     save: (c, e, r) => inner.save(c, e, r),
     query: (c, f, o) => (control.failQueries-- > 0 ? Promise.reject(new StoreError('disk gone')) : inner.query(c, f, o)),
     count: (c, f, o) => inner.count(c, f, o),
+    deleteEvents: (c, ids) => inner.deleteEvents(c, ids),
     ping: () => inner.ping(),
     close: () => inner.close(),
   }

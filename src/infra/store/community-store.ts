@@ -1,6 +1,66 @@
 /** A community as the node knows it: where it answers, who is an agent there, who manages it (DESIGN §1). */
 export type AgentTier = 'standard' | 'elevated' | 'platform'
 
+/** Who may read (REQ/COUNT/live) or write (EVENT) in a community. `members`: admins, agents and allowed pubkeys. */
+export type AccessPolicy = 'public' | 'authenticated' | 'members'
+
+export interface CommunitySettings {
+  readPolicy: AccessPolicy
+  writePolicy: AccessPolicy
+  /** NIP-42 AUTH before any REQ/COUNT/EVENT (the relay-wide `authRequired` forces it everywhere) */
+  authRequired: boolean
+  /** NIP-11 `description` and `icon` (`name` is the record's) */
+  description: string
+  icon: string
+}
+
+export const DEFAULT_SETTINGS: CommunitySettings = {
+  readPolicy: 'public',
+  writePolicy: 'public',
+  authRequired: false,
+  description: '',
+  icon: '',
+}
+
+/**
+ * Settings as read back: the defaults fill what a row lacks (rows from before a setting existed), and only
+ * known keys are kept, so a row written by another build never leaks an unknown field into the record.
+ */
+export function toSettings(stored: Partial<CommunitySettings>): CommunitySettings {
+  return { ...DEFAULT_SETTINGS, ...settingsPatch(stored) }
+}
+
+/** The known settings among `patch` that carry a value: what a store writes (JSON drops `undefined` anyway). */
+export function settingsPatch(patch: Partial<CommunitySettings>): Partial<CommunitySettings> {
+  const out: Record<string, unknown> = {}
+  for (const key of Object.keys(DEFAULT_SETTINGS) as (keyof CommunitySettings)[]) {
+    if (patch[key] !== undefined) out[key] = patch[key]
+  }
+  return out as Partial<CommunitySettings>
+}
+
+/** NIP-86 allowkind/disallowkind: `allowed` empty means every kind not `disallowed`. */
+export interface KindRules {
+  allowed: number[]
+  disallowed: number[]
+}
+
+/** Kind rule rows of any communities → each community's rules, kinds ascending. */
+export function toKindRules(rows: readonly { community: string; kind: number; rule: string }[]): Map<string, KindRules> {
+  const out = new Map<string, KindRules>()
+  for (const r of rows) {
+    const rules = out.get(r.community) ?? { allowed: [], disallowed: [] }
+    out.set(r.community, rules)
+    if (r.rule === 'allow') rules.allowed.push(r.kind)
+    else rules.disallowed.push(r.kind)
+  }
+  for (const rules of out.values()) {
+    rules.allowed.sort((a, b) => a - b)
+    rules.disallowed.sort((a, b) => a - b)
+  }
+  return out
+}
+
 export interface CommunityRecord {
   id: string
   name: string
@@ -8,10 +68,18 @@ export interface CommunityRecord {
   agents: { pubkey: string; tier: AgentTier }[]
   /** hex pubkeys allowed to call this community's NIP-86 methods (operators always are) */
   admins: string[]
+  settings: CommunitySettings
+  kinds: KindRules
 }
 
-/** What `put` takes: a record whose `admins` may be left out (it means none). */
-export type CommunityInput = Omit<CommunityRecord, 'admins'> & { admins?: string[] }
+/** What `put` takes: `admins` and `settings` may be left out (none, and the defaults); `kinds` is not written by put. */
+export type CommunityInput = Omit<CommunityRecord, 'admins' | 'settings' | 'kinds'> & { admins?: string[]; settings?: Partial<CommunitySettings> }
+
+/** One row of a NIP-86 list (allowed pubkeys, banned events, blocked IPs): the key and why. */
+export interface ListedEntry {
+  value: string
+  reason: string
+}
 
 /** A pubkey refused in one community, checked at AUTH and at every write (rows shared by every node). */
 export interface BanRecord {
@@ -33,6 +101,8 @@ export interface CommunityStore {
   /**
    * insert or replace by id; a host already bound to another community is refused. `create`: refuse an id
    * that exists, archived ones included (an archived id keeps its events and hosts; it is never reused).
+   * `settings` are merged over the stored ones (over the defaults for a new id): a put that leaves them out
+   * keeps what an admin changed. Kind rules and the NIP-86 lists are never touched by put.
    */
   put(record: CommunityInput, opts?: { create?: boolean }): Promise<{ ok: true } | { ok: false; error: string }>
   /** bans, or re-bans with a new reason and end; `untilSeconds` absent bans until unbanned */
@@ -42,13 +112,35 @@ export interface CommunityStore {
   unbanPubkey(community: string, pubkey: string): Promise<void>
   /** bans in force at `nowSeconds`, by pubkey */
   listBans(community: string, nowSeconds: number): Promise<BanRecord[]>
+  /** merges into the stored settings (and renames when `name` is given), atomically; false when unknown */
+  updateSettings(id: string, patch: Partial<CommunitySettings> & { name?: string }): Promise<boolean>
+  /** one rule per (community, kind): 'allow' replaces a 'disallow' and the other way round */
+  setKindRule(community: string, kind: number, rule: 'allow' | 'disallow'): Promise<void>
+  /** NIP-86 allowpubkey: the community's members list (for the `members` policies) */
+  allowPubkey(community: string, pubkey: string, reason: string): Promise<void>
+  /** false when it was not listed */
+  disallowPubkey(community: string, pubkey: string): Promise<boolean>
+  listAllowedPubkeys(community: string): Promise<ListedEntry[]>
+  /** those among `pubkeys` on the allowed list */
+  allowedAmong(community: string, pubkeys: readonly string[]): Promise<Set<string>>
+  /** NIP-86 banevent: remembered so a resubmission is refused (the caller deletes the stored event) */
+  banEvent(community: string, id: string, reason: string): Promise<void>
+  /** false when it was not banned */
+  allowEvent(community: string, id: string): Promise<boolean>
+  listBannedEvents(community: string): Promise<ListedEntry[]>
+  isEventBanned(community: string, id: string): Promise<boolean>
+  blockIp(community: string, ip: string, reason: string): Promise<void>
+  /** false when it was not blocked */
+  unblockIp(community: string, ip: string): Promise<boolean>
+  listBlockedIps(community: string): Promise<ListedEntry[]>
+  isIpBlocked(community: string, ip: string): Promise<boolean>
   close(): Promise<void>
 }
 
 export const COMMUNITY_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/
 
 /** The embedded default (DESIGN §9): one community answering on the loopback names. */
-export const DEFAULT_COMMUNITY: CommunityRecord = { id: 'default', name: 'default', hosts: ['localhost', '127.0.0.1', '[::1]'], agents: [], admins: [] }
+export const DEFAULT_COMMUNITY: CommunityInput = { id: 'default', name: 'default', hosts: ['localhost', '127.0.0.1', '[::1]'], agents: [] }
 
 /** A fresh data directory starts with the default community, whichever command touches it first. */
 export async function seedDefaultCommunity(store: CommunityStore): Promise<void> {

@@ -46,6 +46,8 @@ export interface QueryOptions {
    * events of `kinds` are returned only when authored by, or `p`-tagging, one of `readers`.
    */
   authorOnly?: { kinds: readonly number[]; readers: readonly string[] }
+  /** NIP-29 channels this reader may not see (private without membership, or deleted): their `h`-tagged events are left out */
+  hiddenChannels?: readonly string[]
 }
 
 export interface EventStore {
@@ -58,6 +60,8 @@ export interface EventStore {
   /** Each filter's own `limit` applies to it (clamped by the caller); results merged, deduplicated,
    * ordered created_at desc, ties by lowest id first. */
   query(community: string, filters: Filter[], opts: QueryOptions): Promise<StoredEvent[]>
+  /** removes these events outright (NIP-86 banevent, a moderator's delete); resolves to the ids that were stored */
+  deleteEvents(community: string, ids: readonly string[]): Promise<string[]>
   /** NIP-45: number of distinct events matching any filter (limits ignored). */
   count(community: string, filters: Filter[], opts: QueryOptions): Promise<number>
   /** true when the backend answers (readiness). */

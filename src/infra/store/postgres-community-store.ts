@@ -1,5 +1,15 @@
-import { type CommunityInput, type CommunityRecord, type CommunityStore, toBanRecord } from './community-store'
-import { connectPostgres, migrate, withDeadline } from './postgres-schema'
+import {
+  type CommunityInput,
+  type CommunityRecord,
+  type CommunityStore,
+  DEFAULT_SETTINGS,
+  type ListedEntry,
+  settingsPatch,
+  toBanRecord,
+  toKindRules,
+  toSettings,
+} from './community-store'
+import { connectPostgres, migrate, type Sql, withDeadline } from './postgres-schema'
 
 /** Communities on PostgreSQL, shared by every node; same behaviour as sqlite-community-store.ts. */
 const COMMUNITIES_V1 = `
@@ -30,6 +40,36 @@ const COMMUNITIES_V2 = 'ALTER TABLE communities ADD COLUMN archived_at BIGINT'
 // per-community NIP-86 admins (hex pubkeys); operators manage every community regardless
 const COMMUNITIES_V3 = `ALTER TABLE communities ADD COLUMN admins JSONB NOT NULL DEFAULT '[]'`
 
+// settings: a JSON object, '{}' (rows from before it) reads as the defaults (see toSettings). Kind rules and
+// the NIP-86 lists: one row per (community, key), so a second node's write replaces instead of duplicating.
+const COMMUNITIES_V4 = `
+ALTER TABLE communities ADD COLUMN IF NOT EXISTS settings JSONB NOT NULL DEFAULT '{}';
+CREATE TABLE IF NOT EXISTS community_kinds (
+  community TEXT COLLATE "C" NOT NULL,
+  kind INTEGER NOT NULL,
+  rule TEXT NOT NULL CHECK (rule IN ('allow', 'disallow')),
+  PRIMARY KEY (community, kind)
+);
+CREATE TABLE IF NOT EXISTS allowed_pubkeys (
+  community TEXT COLLATE "C" NOT NULL,
+  pubkey TEXT COLLATE "C" NOT NULL,
+  reason TEXT NOT NULL,
+  PRIMARY KEY (community, pubkey)
+);
+CREATE TABLE IF NOT EXISTS banned_events (
+  community TEXT COLLATE "C" NOT NULL,
+  event_id TEXT COLLATE "C" NOT NULL,
+  reason TEXT NOT NULL,
+  PRIMARY KEY (community, event_id)
+);
+CREATE TABLE IF NOT EXISTS blocked_ips (
+  community TEXT COLLATE "C" NOT NULL,
+  ip TEXT COLLATE "C" NOT NULL,
+  reason TEXT NOT NULL,
+  PRIMARY KEY (community, ip)
+);
+`
+
 /** Thrown inside the put transaction to roll it back (a host or, on create, an id taken); a refusal, not an outage. */
 class HostTaken extends Error {}
 
@@ -39,11 +79,15 @@ export async function openPostgresCommunityStore(opts: { url: string }): Promise
   // community reads are rare (startup, admin commands, cache misses): a small pool is plenty
   const sql = connectPostgres(opts.url, 4)
   try {
-    await migrate(sql, 'communities', [COMMUNITIES_V1, COMMUNITIES_V2, COMMUNITIES_V3])
+    await migrate(sql, 'communities', [COMMUNITIES_V1, COMMUNITIES_V2, COMMUNITIES_V3, COMMUNITIES_V4])
   } catch (err) {
     await sql.end({ timeout: 1 })
     throw err
   }
+
+  const allowed = listTable(sql, 'allowed_pubkeys', 'pubkey')
+  const bannedEvents = listTable(sql, 'banned_events', 'event_id')
+  const blockedIps = listTable(sql, 'blocked_ips', 'ip')
 
   async function bindHosts(tx: typeof sql, record: CommunityInput): Promise<void> {
     const hosts = [...new Set(record.hosts)]
@@ -68,13 +112,18 @@ export async function openPostgresCommunityStore(opts: { url: string }): Promise
       for (const row of await sql`SELECT host, community FROM community_hosts ORDER BY host`) {
         hosts.set(row.community, [...(hosts.get(row.community) ?? []), row.host])
       }
-      const rows = await sql`SELECT id, name, agents::text AS agents, admins::text AS admins FROM communities WHERE archived_at IS NULL ORDER BY id`
+      const kindRows = await sql`SELECT community, kind, rule FROM community_kinds`
+      const kinds = toKindRules(kindRows as unknown as { community: string; kind: number; rule: string }[])
+      const rows = await sql`SELECT id, name, agents::text AS agents, admins::text AS admins, settings::text AS settings
+        FROM communities WHERE archived_at IS NULL ORDER BY id`
       return rows.map((row) => ({
         id: row.id as string,
         name: row.name as string,
         hosts: hosts.get(row.id) ?? [],
         agents: JSON.parse(row.agents) as CommunityRecord['agents'],
         admins: JSON.parse(row.admins) as string[],
+        settings: toSettings(JSON.parse(row.settings)),
+        kinds: kinds.get(row.id) ?? { allowed: [], disallowed: [] },
       }))
     },
     async archive(id, nowSeconds) {
@@ -83,16 +132,26 @@ export async function openPostgresCommunityStore(opts: { url: string }): Promise
     },
     async put(record, opts) {
       // create: DO NOTHING on an existing id, then nothing returned ⇒ refused (atomic against a racing node)
+      // settings: a new id gets the defaults under the given ones; an existing id keeps what is stored under them
       const onConflict = opts?.create
         ? 'DO NOTHING'
-        : 'DO UPDATE SET name = excluded.name, agents = excluded.agents, admins = excluded.admins'
+        : `DO UPDATE SET name = excluded.name, agents = excluded.agents, admins = excluded.admins,
+             settings = $5::text::jsonb || communities.settings || $6::text::jsonb`
       try {
         await sql.begin(async (tx) => {
           // through text: a string bound straight to a jsonb parameter is JSON-encoded again by the driver
           const written = await tx.unsafe(
-            `INSERT INTO communities (id, name, agents, admins) VALUES ($1, $2, $3::text::jsonb, $4::text::jsonb)
+            `INSERT INTO communities (id, name, agents, admins, settings)
+             VALUES ($1, $2, $3::text::jsonb, $4::text::jsonb, $5::text::jsonb || $6::text::jsonb)
              ON CONFLICT (id) ${onConflict} RETURNING id`,
-            [record.id, record.name, JSON.stringify(record.agents), JSON.stringify(record.admins ?? [])],
+            [
+              record.id,
+              record.name,
+              JSON.stringify(record.agents),
+              JSON.stringify(record.admins ?? []),
+              JSON.stringify(DEFAULT_SETTINGS),
+              JSON.stringify(settingsPatch(record.settings ?? {})),
+            ],
           )
           if (written.length === 0) throw new HostTaken(`community ${record.id} already exists`)
           await bindHosts(tx as unknown as typeof sql, record)
@@ -128,8 +187,78 @@ export async function openPostgresCommunityStore(opts: { url: string }): Promise
       )
       return rows.map((r) => toBanRecord(r.pubkey, r.reason, r.until_seconds))
     },
+    async updateSettings(id, patch) {
+      // one statement: two admins changing different settings at once both keep their change
+      const rows = await sql.unsafe(
+        `UPDATE communities SET settings = settings || $1::text::jsonb, name = coalesce($2, name)
+         WHERE id = $3 AND archived_at IS NULL RETURNING id`,
+        [JSON.stringify(settingsPatch(patch)), patch.name ?? null, id],
+      )
+      return rows.length > 0
+    },
+    async setKindRule(community, kind, rule) {
+      await sql.unsafe(
+        `INSERT INTO community_kinds (community, kind, rule) VALUES ($1, $2, $3)
+         ON CONFLICT (community, kind) DO UPDATE SET rule = excluded.rule`,
+        [community, kind, rule],
+      )
+    },
+    allowPubkey: (community, pubkey, reason) => allowed.add(community, pubkey, reason),
+    disallowPubkey: (community, pubkey) => allowed.remove(community, pubkey),
+    listAllowedPubkeys: (community) => allowed.list(community),
+    async allowedAmong(community, pubkeys) {
+      if (pubkeys.length === 0) return new Set()
+      // on reads under a `members` policy: bounded like the ban lookup
+      const rows = await withDeadline(
+        'allowed pubkeys lookup',
+        sql.unsafe('SELECT pubkey FROM allowed_pubkeys WHERE community = $1 AND pubkey = ANY($2::text[])', [
+          community,
+          pubkeys as string[],
+        ]),
+      )
+      return new Set(rows.map((r) => r.pubkey as string))
+    },
+    banEvent: (community, id, reason) => bannedEvents.add(community, id, reason),
+    allowEvent: (community, id) => bannedEvents.remove(community, id),
+    listBannedEvents: (community) => bannedEvents.list(community),
+    isEventBanned: (community, id) => bannedEvents.has(community, id),
+    blockIp: (community, ip, reason) => blockedIps.add(community, ip, reason),
+    unblockIp: (community, ip) => blockedIps.remove(community, ip),
+    listBlockedIps: (community) => blockedIps.list(community),
+    isIpBlocked: (community, ip) => blockedIps.has(community, ip),
     async close() {
       await sql.end({ timeout: 5 })
+    },
+  }
+}
+
+/** One NIP-86 list table (community, key, reason): listing again replaces the reason. */
+function listTable(sql: Sql, table: string, key: string) {
+  return {
+    async add(community: string, value: string, reason: string): Promise<void> {
+      await sql.unsafe(
+        `INSERT INTO ${table} (community, ${key}, reason) VALUES ($1, $2, $3)
+         ON CONFLICT (community, ${key}) DO UPDATE SET reason = excluded.reason`,
+        [community, value, reason],
+      )
+    },
+    async remove(community: string, value: string): Promise<boolean> {
+      const rows = await sql.unsafe(`DELETE FROM ${table} WHERE community = $1 AND ${key} = $2 RETURNING 1`, [community, value])
+      return rows.length > 0
+    },
+    async list(community: string): Promise<ListedEntry[]> {
+      const rows = await sql.unsafe(`SELECT ${key} AS value, reason FROM ${table} WHERE community = $1 ORDER BY ${key}`, [
+        community,
+      ])
+      return rows.map((r) => ({ value: r.value as string, reason: r.reason as string }))
+    },
+    async has(community: string, value: string): Promise<boolean> {
+      // checked on writes (banned event) and connects (blocked IP): bounded like the ban lookup
+      const rows = await withDeadline(
+        `${table} lookup`,
+        sql.unsafe(`SELECT 1 FROM ${table} WHERE community = $1 AND ${key} = $2`, [community, value]),
+      )
+      return rows.length > 0
     },
   }
 }

@@ -3,7 +3,7 @@ import { kindClass } from '../../protocols/nip01/kinds'
 import { type EventStore, type SaveOutcome, type StoredEvent, StoreError, storedEvent } from './event-store'
 import { createGroupCommit } from './group-commit'
 import { type PgQuery, toCountSql, toQuerySql } from './postgres-query'
-import { commitBatch, type SaveRequest } from './postgres-save'
+import { commitBatch, deleteEvents, type SaveRequest } from './postgres-save'
 import { connectPostgres, EVENT_MIGRATIONS, migrate, withDeadline } from './postgres-schema'
 
 export interface PostgresEventStoreOptions {
@@ -87,6 +87,8 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
         const rows = planned.length === 1 && planned[0]!.limited ? pages[0]! : merge(pages)
         return rows.map((r): StoredEvent => storedEvent(r[0], r[3]))
       }),
+    // outside group commit: its own transaction, ordered against saves of the same ids by their id locks
+    deleteEvents: (community, ids) => read('delete', () => deleteEvents(sql, community, ids)),
     count: (community, filters, o) =>
       read('count', async () => {
         const q = toCountSql(community, filters, o)

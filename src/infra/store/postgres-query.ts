@@ -118,6 +118,7 @@ function toSelectSql(p: Params, community: string, f: Filter, opts: QueryOptions
   // NIP-40: an expired event is never served
   where.push(`(e.expires_at IS NULL OR e.expires_at > ${p.add(opts.now)})`)
   if (opts.authorOnly && opts.authorOnly.kinds.length > 0) where.push(authorOnlyCondition(p, c, opts.authorOnly))
+  if (opts.hiddenChannels && opts.hiddenChannels.length > 0) where.push(`NOT ${tagCondition(p, c, 'z', "'h'", opts.hiddenChannels)}`)
   for (const [letter, values] of Object.entries(f.tags ?? {})) {
     if (letter === driving) continue
     where.push(tagCondition(p, c, 'x', p.add(letter), values))

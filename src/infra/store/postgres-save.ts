@@ -98,10 +98,23 @@ removed AS (
 )
 SELECT id FROM removed`
 
+// EventStore.deleteEvents: outright, any author and kind, without a tombstone (a ban is remembered by the
+// CommunityStore). Tags follow through ON DELETE CASCADE; a removed winner takes its `versions` row with it.
+const DELETE_EVENTS = `
+WITH removed AS (
+  DELETE FROM events WHERE community = $1 AND id = ANY($2::text[])
+  RETURNING id, pubkey, kind, d_tag
+), unversioned AS (
+  DELETE FROM versions v USING removed
+  WHERE v.community = $1 AND v.pubkey = removed.pubkey AND v.kind = removed.kind AND v.d = removed.d_tag
+    AND v.event_id = removed.id
+)
+SELECT id FROM removed`
+
 const LOCK_KEYS = 'SELECT count(pg_advisory_xact_lock(k)) FROM unnest($1::int8[]) AS k'
 
 /** Exported for the query-plan test: every write statement must find its rows through an index. */
-export const SAVE_SQL = { SAVE_EVENT, DELETE_LOSERS, DELETE_BY_ID, DELETE_BY_ADDRESS } as const
+export const SAVE_SQL = { SAVE_EVENT, DELETE_LOSERS, DELETE_BY_ID, DELETE_BY_ADDRESS, DELETE_EVENTS } as const
 
 interface Statement {
   sql: string
@@ -207,22 +220,48 @@ const RETRYABLE = new Set(['40P01', '40001'])
 const MAX_ATTEMPTS = 3
 
 /** One transaction for the whole batch; resolves after COMMIT with one outcome per request, in order. */
-export async function commitBatch(sql: Sql, batch: readonly SaveRequest[]): Promise<SaveOutcome[]> {
+export function commitBatch(sql: Sql, batch: readonly SaveRequest[]): Promise<SaveOutcome[]> {
   const plans = batch.map(planSave)
   const lockIds = toLockIds(plans.flatMap((p) => p.lockKeys))
+  return retrying(() =>
+    sql.begin(async (tx) => {
+      // the driver's queries are lazy: `then` sends them, so each is sent here, in this order
+      const run = (s: Statement): Promise<Row[]> => tx.unsafe(s.sql, s.params as never[], { prepare: true }).then((r) => r)
+      // issued without awaiting one another: the driver pipelines them, the server runs them in order.
+      // One Promise.all over everything, so a failure after the first leaves no rejection unhandled.
+      const [, ...perPlan] = await Promise.all([
+        run({ sql: LOCK_KEYS, params: [lockIds] }),
+        ...plans.map((p) => Promise.all(p.statements.map(run))),
+      ])
+      return plans.map((p, i) => p.outcome(perPlan[i] as Row[][]))
+    }),
+  )
+}
+
+/**
+ * EventStore.deleteEvents: the ids among `ids` that were stored, in the order given. Takes the same id locks
+ * as a save, so a save of one of these ids committing on another node at this moment is either removed here
+ * or arrives after (and is the caller's to refuse), never left behind by a delete that could not see it.
+ */
+export async function deleteEvents(sql: Sql, community: string, ids: readonly string[]): Promise<string[]> {
+  const unique = [...new Set(ids)]
+  if (unique.length === 0) return []
+  const lockIds = toLockIds(unique.map((id) => `e\0${community}\0${id}`))
+  const rows = await retrying(() =>
+    sql.begin(async (tx) => {
+      await tx.unsafe(LOCK_KEYS, [lockIds])
+      return tx.unsafe(DELETE_EVENTS, [community, unique], { prepare: true })
+    }),
+  )
+  const removed = new Set(rows.map((r) => r.id as string))
+  return unique.filter((id) => removed.has(id))
+}
+
+/** Runs a whole transaction again when PostgreSQL rolled it back for a deadlock or a serialization failure. */
+async function retrying<T>(transaction: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await sql.begin(async (tx) => {
-        // the driver's queries are lazy: `then` sends them, so each is sent here, in this order
-        const run = (s: Statement): Promise<Row[]> => tx.unsafe(s.sql, s.params as never[], { prepare: true }).then((r) => r)
-        // issued without awaiting one another: the driver pipelines them, the server runs them in order.
-        // One Promise.all over everything, so a failure after the first leaves no rejection unhandled.
-        const [, ...perPlan] = await Promise.all([
-          run({ sql: LOCK_KEYS, params: [lockIds] }),
-          ...plans.map((p) => Promise.all(p.statements.map(run))),
-        ])
-        return plans.map((p, i) => p.outcome(perPlan[i] as Row[][]))
-      })
+      return await transaction()
     } catch (err) {
       const code = (err as { code?: string }).code
       if (attempt >= MAX_ATTEMPTS || code === undefined || !RETRYABLE.has(code)) throw err

@@ -4,7 +4,7 @@ import { kindClass } from '../../protocols/nip01/kinds'
 import { type EventStore, type SaveOutcome, StoreError } from './event-store'
 import { createGroupCommit, type GroupCommit } from './group-commit'
 import { prepareReads } from './sqlite-read'
-import { prepareSave, type SaveRequest } from './sqlite-save'
+import { prepareDeleteEvents, prepareSave, type SaveRequest } from './sqlite-save'
 import { applyPragmas, migrate } from './sqlite-schema'
 import { startWalCheckpointer } from './wal-checkpointer'
 
@@ -38,6 +38,7 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
   migrate(db)
   const writes = createWrites(db, opts)
   const reads = prepareReads(db)
+  const deleteEvents = prepareDeleteEvents(db)
   // an in-memory database has no WAL to fold back
   const checkpointer = opts.file === ':memory:' || opts.file === '' ? undefined : startWalCheckpointer(db, opts.file, opts.log)
   const ping = db.prepare('SELECT 1').pluck()
@@ -64,6 +65,8 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
     },
     query: (community, filters, opts) => read('query', () => reads.query(community, filters, opts)),
     count: (community, filters, opts) => read('count', () => reads.count(community, filters, opts)),
+    // outside group commit: better-sqlite3 is synchronous, so it commits between two batches, never inside one
+    deleteEvents: (community, ids) => read('delete', () => deleteEvents(community, ids)),
     async ping() {
       if (closing) return false
       try {

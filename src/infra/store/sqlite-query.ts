@@ -127,6 +127,10 @@ export function toSelectSql(community: string, f: Filter, opts: QueryOptions, wh
   // NIP-40: an expired event is never served
   b.add('(e.expires_at IS NULL OR e.expires_at > ?)', opts.now)
   if (opts.authorOnly) addAuthorOnly(b, opts.authorOnly)
+  if (opts.hiddenChannels && opts.hiddenChannels.length > 0) {
+    const [inHidden, params] = inList('z.value', opts.hiddenChannels)
+    b.add(`NOT EXISTS (SELECT 1 FROM tags z WHERE z.event_seq = e.seq AND z.name = 'h' AND ${inHidden})`, ...params)
+  }
   for (const [letter, values] of Object.entries(f.tags ?? {})) {
     if (letter === driving) continue
     const [clause, params] = inList('x.value', values)

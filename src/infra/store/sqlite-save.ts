@@ -46,6 +46,9 @@ export const SAVE_SQL = {
     'INSERT INTO deleted_ids (community, event_id, pubkey, deleted_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
   tombstoneAddress: `INSERT INTO deleted_addresses (community, kind, pubkey, d, until_created_at) VALUES (?, ?, ?, ?, ?)
     ON CONFLICT DO UPDATE SET until_created_at = max(until_created_at, excluded.until_created_at)`,
+  // EventStore.deleteEvents: outright, without a tombstone (a ban is remembered by the CommunityStore);
+  // tags rows follow through ON DELETE CASCADE, and the versions of an address are its remaining rows
+  deleteByIds: 'DELETE FROM events WHERE community = ? AND id IN (SELECT value FROM json_each(?)) RETURNING id',
 } as const
 
 function prepareStatements(db: Database) {
@@ -62,6 +65,16 @@ function prepareStatements(db: Database) {
     insertTag: s(SAVE_SQL.insertTag),
     tombstoneId: s(SAVE_SQL.tombstoneId),
     tombstoneAddress: s(SAVE_SQL.tombstoneAddress),
+  }
+}
+
+/** EventStore.deleteEvents: the ids among `ids` that were stored, in the order given; one statement, so atomic. */
+export function prepareDeleteEvents(db: Database): (community: string, ids: readonly string[]) => string[] {
+  const deleteByIds = db.prepare(SAVE_SQL.deleteByIds).pluck()
+  return (community, ids) => {
+    if (ids.length === 0) return []
+    const removed = new Set(deleteByIds.all(community, JSON.stringify(ids)) as string[])
+    return [...new Set(ids)].filter((id) => removed.has(id))
   }
 }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { CommunityRecord, CommunityStore } from '../../../src/infra/store/community-store'
+import { type CommunityRecord, type CommunityStore, DEFAULT_SETTINGS } from '../../../src/infra/store/community-store'
+import { describeCommunityPolicyContract } from './community-policy.contract'
 
 /**
  * The CommunityStore contract, run against every backend. `open` may be called several times: each call is
@@ -24,6 +25,8 @@ export function describeCommunityStoreContract(name: string, open: () => Promise
       hosts: hosts.map((h) => `${h}.${tag}.example`),
       agents,
       admins,
+      settings: DEFAULT_SETTINGS,
+      kinds: { allowed: [], disallowed: [] },
     })
     const mine = async (s = store) => (await s.list()).filter((r) => r.id.startsWith(tag))
     const pubkey = (c: string) => c.repeat(64)
@@ -159,6 +162,14 @@ export function describeCommunityStoreContract(name: string, open: () => Promise
         await node2.unbanPubkey(c, pubkey('a'))
         expect(await store.isBanned(c, pubkey('a'), NOW)).toBeUndefined()
       })
+    })
+
+    describeCommunityPolicyContract({
+      store: () => store,
+      another,
+      id: (suffix) => `${tag}-${suffix}`,
+      record: (suffix) => record(suffix, [suffix]),
+      mine: (s) => mine(s),
     })
   })
 }

@@ -4,6 +4,7 @@ import { type EventStore, StoreError } from '../../../src/infra/store/event-stor
 import type { Filter } from '../../../src/protocols/nip01/filter'
 import { type EventTemplate, makeKeys, type SignedEvent, signEvent, type TestKeys } from '../../support/events'
 import { at, type ContractContext, idsOf, NOW } from './contract-context'
+import { describeRemovalContract } from './event-store-removal.contract'
 import { describeDeletionContract, describeReplaceableContract } from './event-store-versions.contract'
 
 /**
@@ -48,6 +49,7 @@ export function describeEventStoreContract(
     describeBasics(ctx)
     describeReplaceableContract(ctx)
     describeDeletionContract(ctx)
+    describeRemovalContract(ctx)
     describeLifecycle(ctx, open, options)
   })
 }
@@ -204,6 +206,7 @@ function describeLifecycle(ctx: ContractContext, open: () => Promise<EventStore>
       await expect(ctx.save(note(ctx.alice))).rejects.toBeInstanceOf(StoreError)
       await expect(ctx.query([{}])).rejects.toBeInstanceOf(StoreError)
       await expect(ctx.store.count(ctx.community, [{}], { now: NOW })).rejects.toBeInstanceOf(StoreError)
+      await expect(ctx.store.deleteEvents(ctx.community, ['f'.repeat(64)])).rejects.toBeInstanceOf(StoreError)
       expect(await ctx.store.ping()).toBe(false)
     })
 

@@ -45,6 +45,21 @@ describeEventStoreContract('PostgreSQL', () => open(), { transactionsOf, openWit
 describe('PostgreSQL event store', () => {
   const alice = makeKeys()
 
+  it('drops the tag and version rows of the events deleteEvents removes, and only theirs', async () => {
+    const store = await open()
+    const community = `removal-${Date.now()}`
+    const [gone, kept] = ['gone', 'kept'].map((t) => signEvent(alice, { kind: 30_000, tags: [['d', t], ['t', t]] }))
+    for (const e of [gone!, kept!]) await store.save(community, e.event, e.raw)
+    await store.deleteEvents(community, [gone!.event.id])
+    await store.close()
+    const sql = postgres(db.url, { max: 1, onnotice: () => {} })
+    const tags = await sql`SELECT value FROM tags WHERE community = ${community} AND name = 't'`
+    const versions = await sql`SELECT d FROM versions WHERE community = ${community}`
+    await sql.end()
+    expect(tags.map((r) => r.value)).toEqual(['kept'])
+    expect(versions.map((r) => r.d)).toEqual(['kept'])
+  })
+
   it('migrates once when several nodes open the same database at the same moment', async () => {
     const fresh = await createTestDatabase()
     try {

@@ -102,6 +102,7 @@ describe('PostgreSQL query plans', () => {
     DELETE_LOSERS: ['c1', pk('b'), 30023, 'slug', pk('a')],
     DELETE_BY_ID: ['c1', pk('b'), [pk('a'), pk('c')], 1],
     DELETE_BY_ADDRESS: ['c1', pk('b'), [30023], ['slug'], 1],
+    DELETE_EVENTS: ['c1', [pk('a'), pk('c')]],
   }
   for (const [name, text] of Object.entries(SAVE_SQL)) {
     it(`runs the write step ${name} through indexes`, async () => {

@@ -44,6 +44,19 @@ describeEventStoreContract('SQLite file', () => openFile(), { transactionsOf, op
 describe('SQLite event store file', () => {
   const alice = makeKeys()
 
+  it('drops the tag rows of the events deleteEvents removes, and only theirs', async () => {
+    const file = freshFile()
+    const store = await openFile(file)
+    const [gone, kept] = ['gone', 'kept'].map((t) => signEvent(alice, { tags: [['t', t], ['p', alice.pubkey]] }))
+    for (const e of [gone!, kept!]) await store.save('c', e.event, e.raw)
+    await store.deleteEvents('c', [gone!.event.id])
+    const admin = new Database(file, { readonly: true })
+    const tags = admin.prepare("SELECT value FROM tags WHERE community = 'c' AND name = 't'").pluck().all()
+    admin.close()
+    await store.close()
+    expect(tags).toEqual(['kept'])
+  })
+
   it('keeps saves that close() committed: reopening the file serves them', async () => {
     const file = freshFile()
     const store = await openFile(file)

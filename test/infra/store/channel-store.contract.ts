@@ -1,0 +1,210 @@
+import { randomUUID } from 'node:crypto'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import type { ChannelInit, ChannelStore } from '../../../src/infra/store/channel-store'
+
+/**
+ * The ChannelStore contract, run against every backend. `open` may be called several times: each call is
+ * another node on the same backend. Each test owns its community ids, so tests never see each other's rows.
+ */
+export function describeChannelStoreContract(name: string, open: () => Promise<ChannelStore>): void {
+  describe(`${name} channel store`, () => {
+    let store: ChannelStore
+    const others: ChannelStore[] = []
+    const another = async () => {
+      const s = await open()
+      others.push(s)
+      return s
+    }
+    let community: string
+    const pubkey = (c: string) => c.repeat(64)
+    const channel = (id: string, over: Partial<ChannelInit> = {}): ChannelInit => ({
+      id,
+      name: `channel ${id}`,
+      about: '',
+      picture: '',
+      private: false,
+      closed: false,
+      createdAt: 1_700_000_000,
+      ...over,
+    })
+
+    beforeEach(async () => {
+      store = await open()
+      community = `c-${randomUUID().slice(0, 8)}`
+    })
+    afterEach(async () => {
+      await Promise.all([store, ...others.splice(0)].map((s) => s.close()))
+    })
+
+    describe('channels', () => {
+      it('creates a channel with its creator as admin, shown to every node', async () => {
+        const c = channel('general', { about: 'all', picture: 'https://x.example/p.png', private: true, closed: true })
+        expect(await store.create(community, c, pubkey('a'))).toBe('created')
+        const node2 = await another()
+        expect(await node2.get(community, ['general'])).toEqual(new Map([['general', { ...c, deleted: false }]]))
+        expect(await node2.members(community, 'general')).toEqual([{ pubkey: pubkey('a'), role: 'admin' }])
+      })
+
+      it('answers exists for an id in use and keeps the first channel and its admin', async () => {
+        const first = channel('dup', { name: 'first' })
+        await store.create(community, first, pubkey('a'))
+        expect(await store.create(community, channel('dup', { name: 'second' }), pubkey('b'))).toBe('exists')
+        expect((await store.get(community, ['dup'])).get('dup')?.name).toBe('first')
+        expect(await store.members(community, 'dup')).toEqual([{ pubkey: pubkey('a'), role: 'admin' }])
+      })
+
+      it('creates a channel exactly once when two nodes create the same id at once', async () => {
+        const node2 = await another()
+        const ids = ['r1', 'r2', 'r3', 'r4', 'r5']
+        const outcomes = await Promise.all(
+          ids.flatMap((id) => [store.create(community, channel(id), pubkey('a')), node2.create(community, channel(id), pubkey('b'))]),
+        )
+        expect(outcomes.filter((o) => o === 'created')).toHaveLength(ids.length)
+        for (const id of ids) expect(await store.members(community, id)).toHaveLength(1)
+      })
+
+      it('never hands out the id of a deleted channel again', async () => {
+        await store.create(community, channel('old'), pubkey('a'))
+        expect(await store.remove(community, 'old')).toBe(true)
+        expect(await store.create(community, channel('old'), pubkey('b'))).toBe('exists')
+        expect(await store.members(community, 'old')).toEqual([])
+      })
+
+      it('gets the channels that exist among some ids, deleted ones flagged, unknown ones absent', async () => {
+        await store.create(community, channel('live'), pubkey('a'))
+        await store.create(community, channel('gone'), pubkey('a'))
+        await store.remove(community, 'gone')
+        const got = await store.get(community, ['live', 'gone', 'never'])
+        expect([...got.keys()].sort()).toEqual(['gone', 'live'])
+        expect(got.get('live')?.deleted).toBe(false)
+        expect(got.get('gone')?.deleted).toBe(true)
+        expect(await store.get(community, [])).toEqual(new Map())
+      })
+
+      it('lists the channels not deleted by id, and as restricted the private and the deleted ones', async () => {
+        for (const [id, isPrivate] of [['b', true], ['a', false], ['d', false], ['c', false]] as const) {
+          await store.create(community, channel(id, { private: isPrivate }), pubkey('a'))
+        }
+        await store.remove(community, 'c')
+        expect((await store.list(community)).map((c) => c.id)).toEqual(['a', 'b', 'd'])
+        expect((await store.restricted(community)).map((c) => [c.id, c.private, c.deleted])).toEqual([
+          ['b', true, false],
+          ['c', false, true],
+        ])
+      })
+
+      it('changes only the fields a patch gives and answers the updated record', async () => {
+        const c = channel('edit', { about: 'before', private: true })
+        await store.create(community, c, pubkey('a'))
+        const updated = { ...c, name: 'renamed', private: false, closed: true, deleted: false }
+        expect(await store.update(community, 'edit', { name: 'renamed', private: false, closed: true })).toEqual(updated)
+        expect(await store.update(community, 'edit', {})).toEqual(updated)
+        expect((await (await another()).get(community, ['edit'])).get('edit')).toEqual(updated)
+      })
+
+      it('updates neither an unknown nor a deleted channel', async () => {
+        await store.create(community, channel('gone'), pubkey('a'))
+        await store.remove(community, 'gone')
+        expect(await store.update(community, 'gone', { name: 'back' })).toBeUndefined()
+        expect(await store.update(community, 'never', { name: 'new' })).toBeUndefined()
+        expect((await store.get(community, ['gone', 'never'])).get('gone')?.name).toBe('channel gone')
+      })
+
+      it('removes a channel once: its members go, later removes answer false, unknown ids too', async () => {
+        await store.create(community, channel('x'), pubkey('a'))
+        await store.putMember(community, 'x', pubkey('b'), 'member')
+        expect(await store.remove(community, 'x')).toBe(true)
+        expect(await store.remove(community, 'x')).toBe(false)
+        expect(await store.remove(community, 'never')).toBe(false)
+        expect(await store.members(community, 'x')).toEqual([])
+        expect(await store.rolesOf(community, 'x', [pubkey('a'), pubkey('b')])).toEqual(new Map())
+      })
+    })
+
+    describe('members', () => {
+      beforeEach(async () => {
+        await store.create(community, channel('room'), pubkey('a'))
+      })
+
+      it('answers added, then updated for a new role, then unchanged for the same role', async () => {
+        expect(await store.putMember(community, 'room', pubkey('b'), 'member')).toBe('added')
+        expect(await store.putMember(community, 'room', pubkey('b'), 'admin')).toBe('updated')
+        expect(await store.putMember(community, 'room', pubkey('b'), 'admin')).toBe('unchanged')
+        expect(await store.putMember(community, 'room', pubkey('a'), 'member')).toBe('updated')
+        expect(await store.rolesOf(community, 'room', [pubkey('a'), pubkey('b')])).toEqual(
+          new Map([
+            [pubkey('a'), 'member'],
+            [pubkey('b'), 'admin'],
+          ]),
+        )
+      })
+
+      it('writes no member into an unknown or deleted channel', async () => {
+        await store.create(community, channel('gone'), pubkey('a'))
+        await store.remove(community, 'gone')
+        expect(await store.putMember(community, 'gone', pubkey('b'), 'member')).toBe('unchanged')
+        expect(await store.putMember(community, 'never', pubkey('b'), 'member')).toBe('unchanged')
+        expect(await store.members(community, 'gone')).toEqual([])
+        expect(await store.members(community, 'never')).toEqual([])
+      })
+
+      it('removes a member once, answering false for a pubkey that is not one', async () => {
+        await store.putMember(community, 'room', pubkey('b'), 'member')
+        expect(await store.removeMember(community, 'room', pubkey('b'))).toBe(true)
+        expect(await store.removeMember(community, 'room', pubkey('b'))).toBe(false)
+        expect(await store.removeMember(community, 'room', pubkey('c'))).toBe(false)
+        expect(await store.members(community, 'room')).toEqual([{ pubkey: pubkey('a'), role: 'admin' }])
+      })
+
+      it('answers the roles of the members among some pubkeys, leaving non-members out', async () => {
+        await store.putMember(community, 'room', pubkey('c'), 'member')
+        const roles = await store.rolesOf(community, 'room', [pubkey('d'), pubkey('c'), pubkey('a')])
+        expect(roles).toEqual(
+          new Map([
+            [pubkey('c'), 'member'],
+            [pubkey('a'), 'admin'],
+          ]),
+        )
+        expect(await store.rolesOf(community, 'room', [])).toEqual(new Map())
+      })
+
+      it('lists admins first, then members, each by pubkey', async () => {
+        for (const [p, role] of [['e', 'member'], ['1', 'admin'], ['c', 'member'], ['f', 'admin']] as const) {
+          await store.putMember(community, 'room', pubkey(p), role)
+        }
+        expect(await store.members(community, 'room')).toEqual([
+          { pubkey: pubkey('1'), role: 'admin' },
+          { pubkey: pubkey('a'), role: 'admin' },
+          { pubkey: pubkey('f'), role: 'admin' },
+          { pubkey: pubkey('c'), role: 'member' },
+          { pubkey: pubkey('e'), role: 'member' },
+        ])
+      })
+
+      it('leaves no member in a channel removed on one node while another node adds one', async () => {
+        const node2 = await another()
+        const ids = Array.from({ length: 32 }, (_, i) => `race-${i}`)
+        for (const id of ids) await store.create(community, channel(id), pubkey('a'))
+        await Promise.all(ids.flatMap((id) => [store.remove(community, id), node2.putMember(community, id, pubkey('b'), 'member')]))
+        for (const id of ids) expect(await node2.members(community, id)).toEqual([])
+      })
+    })
+
+    describe('isolation', () => {
+      it('keeps the same channel id in two communities apart: records, members and removal', async () => {
+        const other = `${community}-other`
+        await store.create(community, channel('shared', { name: 'here' }), pubkey('a'))
+        expect(await store.create(other, channel('shared', { name: 'there' }), pubkey('b'))).toBe('created')
+        await store.putMember(community, 'shared', pubkey('c'), 'member')
+        await store.update(other, 'shared', { about: 'only there' })
+        expect(await store.remove(community, 'shared')).toBe(true)
+        const there = (await store.get(other, ['shared'])).get('shared')
+        expect([there?.name, there?.about, there?.deleted]).toEqual(['there', 'only there', false])
+        expect(await store.members(other, 'shared')).toEqual([{ pubkey: pubkey('b'), role: 'admin' }])
+        expect(await store.rolesOf(other, 'shared', [pubkey('a'), pubkey('c')])).toEqual(new Map())
+        expect((await store.list(other)).map((c) => c.name)).toEqual(['there'])
+        expect(await store.list(community)).toEqual([])
+      })
+    })
+  })
+}
