@@ -72,7 +72,25 @@ export function createCommunities(d: CommunitiesDeps): Communities {
     }
     const { config, metrics, log, nowSeconds } = d
     const presence = { community: record.id, store: d.backends.presence, ttlSeconds: 3 * config.presenceHeartbeatSeconds, log }
-    d.kernel.spawn(path, communityActor({ record, store: d.backends.events, limits: config.limits, nowSeconds, metrics, log, cluster, presence }))
+    d.kernel.spawn(
+      path,
+      communityActor({
+        record,
+        store: d.backends.events,
+        channels: d.backends.channels,
+        communities: d.backends.communities,
+        sign: (t, createdAt) => signAsRelay(d.relayKey, t, createdAt),
+        authRequired: config.authRequired,
+        accessCacheTtlMs: config.accessCacheTtlMs,
+        limits: config.limits,
+        nowSeconds,
+        nowMs: () => Date.now(),
+        metrics,
+        log,
+        cluster,
+        presence,
+      }),
+    )
   }
 
   /**
@@ -104,7 +122,14 @@ export function createCommunities(d: CommunitiesDeps): Communities {
       await d.kernel.stop(communityPath(id))
       d.log.info({ community: id }, 'community archived: closed and stopped')
     }
-    for (const record of records) if (!running.has(record.id)) spawn(record)
+    for (const record of records) {
+      if (!running.has(record.id)) spawn(record)
+      else {
+        // settings, roster, admins, kind rules or banned events may have changed: the actor re-reads them
+        const ref = refOf(record.id)
+        if (ref) tell(ref, { type: 'RecordChanged', record })
+      }
+    }
   }
 
   /**

@@ -1,30 +1,84 @@
-// The NIP-86 methods' effects, part of the composition root: roster and community changes go to the store
+// The NIP-86 methods' effects, part of the composition root: roster, settings and list changes go to the store
 // (the truth every node reads), then this node reconciles and tells the others (relay-communities.ts).
 import type { ManagementOps } from './infra/http/management-methods'
 import type { CommunityStore } from './infra/store/community-store'
+import type { EventStore } from './infra/store/event-store'
 import type { Communities } from './relay-communities'
 
 export interface ManagementOpsDeps {
   store: CommunityStore
+  events: EventStore
   communities: Communities
   operators: ReadonlySet<string>
-  banPubkey(community: string, pubkey: string, reason: string): Promise<void>
+  /** the relay's ban path (relay.ts): the row, then the pubkey's sockets closed on every node */
+  banPubkey(community: string, pubkey: string, reason: string, untilSeconds?: number): Promise<void>
   nowSeconds(): number
 }
 
 export function createManagementOps(d: ManagementOpsDeps): ManagementOps {
   const recordOf = async (id: string) => (await d.store.list()).find((r) => r.id === id)
+  const { store } = d
   return {
     isOperator: (pubkey) => d.operators.has(pubkey),
-    banPubkey: d.banPubkey,
-    listBans: (community) => d.store.listBans(community, d.nowSeconds()),
+    async banPubkey(community, pubkey, reason) {
+      // NIP-86: "Should automatically remove the pubkey from the allow list" (a timeout keeps it: it ends)
+      await store.disallowPubkey(community, pubkey)
+      await d.banPubkey(community, pubkey, reason)
+      // the allow list changed: every node's membership answers are dropped (AccessGate caches them)
+      await d.communities.announce(community)
+    },
+    async timeoutPubkey(community, pubkey, reason, seconds) {
+      const until = d.nowSeconds() + seconds
+      await d.banPubkey(community, pubkey, reason, until)
+      return until
+    },
+    // bans are read from the store at every AUTH and write (ban-lookup.ts, no cache): nothing to announce
+    unbanPubkey: (community, pubkey) => store.unbanPubkey(community, pubkey),
+    listBans: (community) => store.listBans(community, d.nowSeconds()),
+    async allowPubkey(community, pubkey, reason) {
+      // NIP-86: "Should automatically remove the pubkey from the ban list"
+      await store.unbanPubkey(community, pubkey)
+      await store.allowPubkey(community, pubkey, reason)
+      await d.communities.announce(community)
+    },
+    async unallowPubkey(community, pubkey) {
+      await store.disallowPubkey(community, pubkey)
+      await d.communities.announce(community)
+    },
+    listAllowedPubkeys: (community) => store.listAllowedPubkeys(community),
+    async banEvent(community, id, reason) {
+      // the ban first: a copy resubmitted between the two steps is refused rather than stored again
+      await store.banEvent(community, id, reason)
+      await d.events.deleteEvents(community, [id])
+      // each community actor keeps the banned ids in memory: every node re-reads them now
+      await d.communities.announce(community)
+    },
+    async allowEvent(community, id) {
+      await store.allowEvent(community, id)
+      await d.communities.announce(community)
+    },
+    listBannedEvents: (community) => store.listBannedEvents(community),
+    async updateCommunity(community, patch) {
+      if (!(await store.updateSettings(community, patch))) return false
+      // every node's actors and NIP-11 read the record: re-read it here, InvalidateAll to the others
+      await d.communities.announce(community)
+      return true
+    },
+    async setKindRule(community, kind, rule) {
+      await store.setKindRule(community, kind, rule)
+      await d.communities.announce(community)
+    },
+    kindRules: async (community) => (await recordOf(community))?.kinds,
+    blockIp: (community, ip, reason) => store.blockIp(community, ip, reason),
+    unblockIp: async (community, ip) => void (await store.unblockIp(community, ip)),
+    listBlockedIps: (community) => store.listBlockedIps(community),
     async setAgentTier(community, pubkey, tier) {
       // read-modify-write of one roster: two admins changing it at the same instant may lose one change
       const record = await recordOf(community)
       if (!record) return false
       const agents = record.agents.filter((a) => a.pubkey !== pubkey)
       if (tier !== 'none') agents.push({ pubkey, tier })
-      const written = await d.store.put({ ...record, agents })
+      const written = await store.put({ ...record, agents })
       if (!written.ok) throw new Error(`setagenttier: ${written.error}`)
       // reconcile stops the principal actors whose tier changed, here and (on InvalidateAll) on every node
       await d.communities.announce(community)
@@ -32,11 +86,11 @@ export function createManagementOps(d: ManagementOpsDeps): ManagementOps {
     },
     listAgents: async (community) => (await recordOf(community))?.agents,
     async createCommunity(record, via) {
-      const created = await d.store.put(record, { create: true })
+      const created = await store.put(record, { create: true })
       if (created.ok) await d.communities.announce(via)
       return created
     },
     archiveCommunity: (id) => d.communities.archive(id),
-    listCommunities: () => d.store.list(),
+    listCommunities: () => store.list(),
   }
 }

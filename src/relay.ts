@@ -16,6 +16,7 @@ import { createManagement } from './infra/http/management'
 import { Tenants } from './infra/http/tenants'
 import { createLogger, type Logger } from './infra/log'
 import { createMetrics } from './infra/metrics'
+import { rateLimitKey } from './infra/redis/keys'
 import { type EventTemplate, loadRelayKey, type RelayKey, signAsRelay } from './infra/relay-key'
 import { type CommunityRecord, seedDefaultCommunity } from './infra/store/community-store'
 
@@ -31,7 +32,7 @@ import { type Backends, openBackends } from './relay-backends'
 import { type Communities, createCommunities } from './relay-communities'
 import { createManagementOps } from './relay-management'
 
-export const SUPPORTED_NIPS = [1, 9, 11, 40, 42, 45, 70, 86, 98]
+export const SUPPORTED_NIPS = [1, 9, 11, 29, 40, 42, 45, 70, 86, 98]
 
 export interface Relay {
   readonly config: Config
@@ -100,9 +101,11 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
     const revalidateTimer = setInterval(() => void c.reconcile(), config.revalidateSeconds * 1000)
     revalidateTimer.unref()
     const readFallback = createMemoryRateLimiter()
-    const admit = (record: CommunityRecord, principal: string, limit: LimitType): Promise<AdmissionAnswer> => {
+    const admit = (record: CommunityRecord, principal: string, limit: LimitType, attested: boolean): Promise<AdmissionAnswer> => {
       // the roster as of the latest reconcile, not as of the socket's upgrade (setagenttier changes it)
-      const tier = tierOf(tenants.byId(record.id) ?? record, principal)
+      const rostered = tierOf(tenants.byId(record.id) ?? record, principal)
+      // an agent by owner attestation is at least agent-standard (its principal actor keeps the tier it got first)
+      const tier = rostered === 'human' && attested ? 'agentStandard' : rostered
       const ref = kernel.getOrSpawn(
         principalPath(record.id, principal),
         principalActor({ community: record.id, principal, tier, rules: config.rateLimits[tier], limiter: b.limiter, readFallback }),
@@ -116,7 +119,9 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
       trustForwardedProto: config.trustForwardedProto,
       verifier,
       replayGuard: b.replayGuard,
-      ...createManagementOps({ store: b.communities, communities: c, operators, banPubkey, nowSeconds }),
+      // DESIGN §6: the caller's tier's `api` budget, in the limiter its EVENTs and REQs go through
+      admitApi: (record, pubkey) => b.limiter.admit(rateLimitKey(record.id, pubkey, 'api'), config.rateLimits[tierOf(record, pubkey)].api),
+      ...createManagementOps({ store: b.communities, events: b.events, communities: c, operators, banPubkey, nowSeconds }),
       nowSeconds,
       log,
     })
@@ -144,6 +149,7 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
       verifier,
       admit,
       banOf,
+      isIpBlocked: (community, ip) => b.communities.isIpBlocked(community, ip),
       metrics,
       log,
       nowSeconds,
@@ -182,17 +188,22 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
   }
 
   function relayInfoFor(record: CommunityRecord | undefined) {
+    // the community's own (changerelayname/-description/-icon), else the relay-wide values; the seeded
+    // default community's name is its id, which tells a client nothing until someone renames it
+    const named = record && !(record.id === 'default' && record.name === 'default')
     return buildRelayInfo({
-      name: record && record.id !== 'default' ? record.name : config.relayName,
-      description: config.relayDescription,
+      name: named ? record.name : config.relayName,
+      description: record?.settings.description || config.relayDescription,
+      icon: record?.settings.icon || undefined,
       pubkey: key?.pubkey ?? '',
       contact: config.relayContact,
       supportedNips: SUPPORTED_NIPS,
       software: 'apiary',
       version: '0.1.0',
       limits: config.limits,
-      authRequired: config.authRequired,
-      restrictedWrites: config.authRequired,
+      // DESIGN §9: `limitation` states what this community enforces (setcommunitypolicy, allow/disallowkind)
+      authRequired: config.authRequired || (record?.settings.authRequired ?? false),
+      restrictedWrites: config.authRequired || (record !== undefined && hasWriteRules(record)),
       paymentRequired: false,
     })
   }
@@ -234,6 +245,9 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
     archiveCommunity,
   }
 }
+
+const hasWriteRules = ({ settings, kinds }: CommunityRecord) =>
+  settings.authRequired || settings.writePolicy !== 'public' || kinds.allowed.length > 0 || kinds.disallowed.length > 0
 
 function tierOf(record: CommunityRecord, principal: string): PrincipalTier {
   const agent = record.agents.find((a) => a.pubkey === principal)

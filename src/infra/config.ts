@@ -17,13 +17,17 @@ const rule = (ratePerSecond: number, burst: number, what: string) =>
     .prefault({})
 
 /** Numbers per tier: humans type; agents are programs and get more. Generous so normal clients never notice. */
-const tier = (eventsPerSecond: number, eventsBurst: number, reqsPerSecond: number, reqsBurst: number, name: string) =>
+const tier = (eventsPerSecond: number, eventsBurst: number, reqsPerSecond: number, reqsBurst: number, apiPerSecond: number, apiBurst: number, name: string) =>
   z
     .object({
       events: rule(eventsPerSecond, eventsBurst, `${name} EVENT`),
       // A client opening many subscriptions at start-up (a feed, notifications, DMs, profiles) sends
       // dozens of REQs at once: the burst is what lets it in.
       reqs: rule(reqsPerSecond, reqsBurst, `${name} REQ/COUNT`),
+      // NIP-86 calls are moderation by hand or by a bot: an admin page loading its lists sends a few at once,
+      // a clean-up script bans in batches (the burst); each call is a NIP-98 verification plus store writes
+      // and, for settings, a reconcile on every node, so the sustained rate stays far below events'.
+      api: rule(apiPerSecond, apiBurst, `${name} NIP-86 management call`),
     })
     .prefault({})
 
@@ -71,6 +75,15 @@ export const configSchema = z.object({
     .default(30)
     .transform((s) => Math.min(300, Math.max(1, Math.round(s))))
     .describe('how often a node re-reads the community list (archived ones are closed, new ones served); clamped to 1-300'),
+  // A removed member keeps receiving a private channel on a node that missed the invalidation broadcast for
+  // at most this long; every membership read within it costs nothing. 5 s: a chat message or two, at worst.
+  accessCacheTtlMs: z
+    .number()
+    .int()
+    .min(0)
+    .max(60_000)
+    .default(5_000)
+    .describe('how long a channel-membership or community-membership answer is reused (0 = never); bounds a lost invalidation, ms'),
   logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info').describe('pino log level'),
   relayName: z.string().default('Apiary').describe('NIP-11 name, unless the community sets its own'),
   relayDescription: z.string().default('A Nostr relay for communities of people and AI agents').describe('NIP-11 description'),
@@ -108,10 +121,10 @@ export const configSchema = z.object({
   limits,
   rateLimits: z
     .object({
-      human: tier(10, 50, 20, 100, 'human'),
-      agentStandard: tier(20, 100, 20, 100, 'agent-standard'),
-      agentElevated: tier(100, 500, 50, 200, 'agent-elevated'),
-      agentPlatform: tier(1_000, 5_000, 200, 1_000, 'agent-platform'),
+      human: tier(10, 50, 20, 100, 2, 20, 'human'),
+      agentStandard: tier(20, 100, 20, 100, 5, 50, 'agent-standard'),
+      agentElevated: tier(100, 500, 50, 200, 10, 100, 'agent-elevated'),
+      agentPlatform: tier(1_000, 5_000, 200, 1_000, 50, 200, 'agent-platform'),
       // A page reload opens a handful of sockets at once; NATs put many people behind one IP.
       connectionsPerIp: rule(10, 100, 'new connections per IP'),
     })

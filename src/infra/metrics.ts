@@ -39,6 +39,11 @@ export function createMetrics() {
       registers: r,
     }),
     controlRejected: new Counter({ name: 'apiary_control_rejected_total', help: 'control payloads refused (unsigned, foreign, stale, unknown op)', labelNames: ['reason'], registers: r }),
+    accessLookupFailures: new Counter({
+      name: 'apiary_access_lookup_failures_total',
+      help: 'live deliveries withheld because a membership or visibility lookup failed (fail closed)',
+      registers: r,
+    }),
     supervision: new Counter({ name: 'apiary_supervision_events_total', help: 'actor supervision events', labelNames: ['type', 'kind'], registers: r }),
     storeLatency: new Histogram({
       name: 'apiary_store_seconds',

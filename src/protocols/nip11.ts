@@ -3,6 +3,8 @@ import type { Limits } from './limits'
 export interface RelayInfoParams {
   name: string
   description: string
+  /** NIP-11 `icon`, a URL; omitted from the document when undefined */
+  icon?: string
   /** the operator's pubkey; omitted from the document when undefined */
   pubkey?: string
   contact?: string
@@ -34,6 +36,7 @@ export interface RelayLimitation {
 export interface RelayInfo {
   name: string
   description: string
+  icon?: string
   pubkey?: string
   contact?: string
   supported_nips: number[]
@@ -51,6 +54,7 @@ export function buildRelayInfo(p: RelayInfoParams): RelayInfo {
   return {
     name: p.name,
     description: p.description,
+    ...(p.icon !== undefined && { icon: p.icon }),
     ...(p.pubkey !== undefined && { pubkey: p.pubkey }),
     ...(p.contact !== undefined && { contact: p.contact }),
     supported_nips: [...new Set(p.supportedNips)].sort((a, b) => a - b),

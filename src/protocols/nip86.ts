@@ -4,11 +4,40 @@ import { err, ok, type Result } from './result'
 /** NIP-86: the body's media type, on the same URI as the relay's WebSocket. */
 export const NIP86_CONTENT_TYPE = 'application/nostr+json+rpc'
 
+/**
+ * The moderation methods: NIP-86's allow/ban lists, relay info, kinds and IPs (which act on the addressed
+ * community, not the whole relay), and Apiary's timed ban and access policy. Answered by
+ * infra/http/management-moderation.ts; params parsed in nip86-moderation.ts.
+ */
+export const MODERATION_METHODS = [
+  'unbanpubkey',
+  'allowpubkey',
+  'unallowpubkey',
+  'listallowedpubkeys',
+  'banevent',
+  'allowevent',
+  'listbannedevents',
+  'changerelayname',
+  'changerelaydescription',
+  'changerelayicon',
+  'allowkind',
+  'disallowkind',
+  'listallowedkinds',
+  'listdisallowedkinds',
+  'blockip',
+  'unblockip',
+  'listblockedips',
+  'timeoutpubkey',
+  'setcommunitypolicy',
+] as const
+export type ModerationMethod = (typeof MODERATION_METHODS)[number]
+
 /** The methods this relay answers, in the order `supportedmethods` lists them (docs/nip86-methods.md). */
 export const NIP86_METHODS = [
   'supportedmethods',
   'banpubkey',
   'listbannedpubkeys',
+  ...MODERATION_METHODS,
   'setagenttier',
   'listagents',
   'createcommunity',

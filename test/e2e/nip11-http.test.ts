@@ -23,7 +23,7 @@ describe('relay information document (NIP-11)', () => {
     const info = JSON.parse(res.body)
     expect(info.name).toBe('Test Hive')
     expect(info.contact).toBe('ops@example.test')
-    expect(info.supported_nips).toEqual([1, 9, 11, 40, 42, 45, 70, 86, 98])
+    expect(info.supported_nips).toEqual([1, 9, 11, 29, 40, 42, 45, 70, 86, 98])
     expect(info.pubkey).toMatch(/^[0-9a-f]{64}$/)
     expect(info.pubkey).toBe(r.relay.pubkey)
   })

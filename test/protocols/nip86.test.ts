@@ -43,11 +43,30 @@ describe('parsing a NIP-86 request body', () => {
 })
 
 describe('the methods this relay answers', () => {
-  it("are NIP-86's supportedmethods, banpubkey and listbannedpubkeys, then Apiary's community methods", () => {
+  it("are NIP-86's, then Apiary's timed ban, access policy and community methods", () => {
     expect([...NIP86_METHODS]).toEqual([
       'supportedmethods',
       'banpubkey',
       'listbannedpubkeys',
+      'unbanpubkey',
+      'allowpubkey',
+      'unallowpubkey',
+      'listallowedpubkeys',
+      'banevent',
+      'allowevent',
+      'listbannedevents',
+      'changerelayname',
+      'changerelaydescription',
+      'changerelayicon',
+      'allowkind',
+      'disallowkind',
+      'listallowedkinds',
+      'listdisallowedkinds',
+      'blockip',
+      'unblockip',
+      'listblockedips',
+      'timeoutpubkey',
+      'setcommunitypolicy',
       'setagenttier',
       'listagents',
       'createcommunity',
@@ -55,7 +74,8 @@ describe('the methods this relay answers', () => {
       'listcommunities',
     ])
     expect(isNip86Method('banpubkey')).toBe(true)
-    expect(isNip86Method('allowpubkey')).toBe(false)
+    expect(isNip86Method('allowpubkey')).toBe(true)
+    expect(isNip86Method('createrole')).toBe(false)
   })
 })
 

@@ -6,30 +6,43 @@
 
 import type { Logger } from '../../infra/log'
 import type { Metrics } from '../../infra/metrics'
-import type { CommunityRecord } from '../../infra/store/community-store'
-import type { EventStore, QueryOptions, StoredEvent } from '../../infra/store/event-store'
-import type { ConnControlOp } from '../../protocols/control'
-import { AUTHOR_ONLY_KINDS, canRead } from '../../protocols/dm-access'
+import type { ChannelStore } from '../../infra/store/channel-store'
+import type { CommunityRecord, CommunityStore } from '../../infra/store/community-store'
+import type { EventStore, StoredEvent } from '../../infra/store/event-store'
+import type { CacheInvalidationOp, ConnControlOp } from '../../protocols/control'
 import type { Limits } from '../../protocols/limits'
-import type { VerifiedEvent } from '../../protocols/nip01/event'
+import type { NostrEvent, VerifiedEvent } from '../../protocols/nip01/event'
 import { effectiveLimit } from '../../protocols/nip01/filter'
 import { KIND_AUTH, kindClass } from '../../protocols/nip01/kinds'
 import { closedFrame, eoseFrame, eventFrame } from '../../protocols/nip01/relay-message'
+import type { EventTemplate } from '../../protocols/nip29'
 import { isExpired } from '../../protocols/nip40'
 import { reason } from '../../protocols/reasons'
 import { assertNever } from '../../protocols/result'
 import { type ActorContext, type ActorDef, tell } from '../kernel'
+import { AccessGate } from './access-gate'
+import { applyChannelPlan, type ChannelDeps, type ChannelPlan, planChannelEvent, type RelayEvent } from './community-channels'
 import { acceptControl, acceptRemoteEvent, type ClusterDeps, disconnectAll, disconnectPubkey, toLocalMessage } from './community-cluster'
+import { checkWrite } from './community-policy'
 import { KIND_PRESENCE, type PresenceDeps, type PresenceHolds, queryPresence, releasePresence, setPresence } from './community-presence'
 import type { CommunityMsg, PublishOutcome } from './messages'
 import { RecentIds } from './recent-ids'
-import { type ConnectionRegistry, type ConnView, SubscriptionIndex } from './subscription-index'
+import { type ConnectionRegistry, type ConnView, type Subscription, SubscriptionIndex } from './subscription-index'
 
 export interface CommunityDeps {
   record: CommunityRecord
   store: EventStore
+  channels: ChannelStore
+  communities: Pick<CommunityStore, 'allowedAmong' | 'listBannedEvents'>
+  /** sign with the relay key (channel state events 39000–39002, the relay's answers to joins and leaves) */
+  sign: (t: EventTemplate, createdAt: number) => NostrEvent
+  /** the relay-wide AUTH requirement (each community may add its own) */
+  authRequired: boolean
+  /** how long a membership answer is reused: what bounds a lost invalidation broadcast */
+  accessCacheTtlMs: number
   limits: Limits
   nowSeconds: () => number
+  nowMs: () => number
   metrics: Metrics
   log: Logger
   cluster: ClusterDeps
@@ -42,6 +55,10 @@ interface CommunityState {
   presenceHolds: PresenceHolds
   recent: RecentIds
   accepted: number
+  /** the current record: replaced on RecordChanged, read by the access gate */
+  current: { record: CommunityRecord; bannedEvents: Set<string> }
+  gate: AccessGate
+  channels: ChannelDeps
 }
 
 type Ctx = ActorContext<CommunityMsg>
@@ -52,9 +69,37 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
   const index = new SubscriptionIndex()
   const conns: ConnectionRegistry = new Map()
   const presenceHolds: PresenceHolds = new Map()
+  const current = { record: deps.record, bannedEvents: new Set<string>() }
+  const id = deps.record.id
+  const gate = new AccessGate({
+    community: id,
+    channels: deps.channels,
+    record: () => current.record,
+    allowedAmong: (pubkeys) => deps.communities.allowedAmong(id, pubkeys),
+    ttlMs: deps.accessCacheTtlMs,
+    nowMs: deps.nowMs,
+  })
+  const channels: ChannelDeps = {
+    community: id,
+    channels: deps.channels,
+    gate,
+    events: deps.store,
+    relayPubkey: deps.cluster.relayPubkey,
+    isModerator: (pubkey) => pubkey === deps.cluster.relayPubkey || current.record.admins.includes(pubkey),
+    sign: deps.sign,
+    invalidate: async (op) => {
+      gate.invalidate(op)
+      await deps.cluster.link.broadcast('cache-invalidation', op).catch((error: unknown) => {
+        deps.log.warn({ err: error, community: id }, 'cache-invalidation broadcast failed')
+      })
+    },
+    nowSeconds: deps.nowSeconds,
+    log: deps.log,
+  }
+  void loadBannedEvents(current, deps)
   return {
     kind: 'community',
-    init: () => ({ index, conns, presenceHolds, recent: new RecentIds(10_000), accepted: 0 }),
+    init: () => ({ index, conns, presenceHolds, recent: new RecentIds(10_000), accepted: 0, current, gate, channels }),
     handle: async (state, msg, ctx) => {
       const next = await handle(state, msg, ctx, deps)
       // the events channel is watched only while someone here is subscribed (DESIGN §5)
@@ -90,18 +135,25 @@ async function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: 
       return state
     case 'RemoteEvent': {
       const e = await acceptRemoteEvent(msg.raw, deps.cluster)
-      if (e) fanOut(state, e, msg.raw, deps)
+      if (e) await fanOut(state, e, msg.raw, deps)
       return state
     }
     case 'Control': {
       const op = await acceptControl(msg, deps.record.id, deps.cluster)
+      if (!op) return state
       // an archive, a new community or a roster change on another node: re-read the community list now
       // rather than at the next revalidation
-      if (op?.op === 'DisconnectCommunity' || op?.op === 'InvalidateAll') deps.cluster.revalidate()
-      if (op && (op.op === 'DisconnectPubkey' || op.op === 'DisconnectCommunity')) return handle(state, toLocalMessage(op), ctx, deps)
-      // cache-invalidation ops: no caches to drop yet (membership caches arrive with NIP-29 channels)
+      if (op.op === 'DisconnectCommunity' || op.op === 'InvalidateAll') deps.cluster.revalidate()
+      if (op.op === 'DisconnectPubkey' || op.op === 'DisconnectCommunity') return handle(state, toLocalMessage(op), ctx, deps)
+      state.gate.invalidate(op as CacheInvalidationOp)
       return state
     }
+    case 'RecordChanged':
+      state.current.record = msg.record
+      // roster, admins or the allowed list may have changed: community membership answers are re-read
+      state.gate.invalidate({ op: 'InvalidateMembers' })
+      await loadBannedEvents(state.current, deps, state.recent)
+      return state
     case 'DisconnectPubkey':
       disconnectPubkey(state.conns, msg.pubkey, msg.reason)
       if (msg.broadcast) await broadcast(deps, { op: 'DisconnectPubkey', pubkey: msg.pubkey, eventId: '', reason: msg.reason })
@@ -124,11 +176,21 @@ async function onPublish(state: CommunityState, msg: Extract<CommunityMsg, { typ
   // NIP-42: AUTH events travel in AUTH messages only and are never stored or relayed.
   if (event.kind === KIND_AUTH) return refuse(state, reply, reason('invalid', 'kind 22242 is only accepted in AUTH messages'))
   if (isExpired(event, deps.nowSeconds())) return refuse(state, reply, reason('invalid', 'event has expired'))
+  const { record, bannedEvents } = state.current
+  // before the inbound guard: a banned event may still be among the recent ids
+  if (bannedEvents.has(event.id)) return refuse(state, reply, reason('blocked', 'this event was banned by a moderator'))
   // The inbound guard answers resends cheaply; the store stays authoritative for everything it forgot.
   if (state.recent.has(event.id)) {
     reply({ accepted: true, message: reason('duplicate', 'already have this event') })
     return state
   }
+  if (msg.conn) {
+    const refused = await checkWrite(record, event, msg.conn, state.gate, deps.authRequired)
+    if (refused) return refuse(state, reply, refused)
+  }
+  const planned = await planChannelEvent(event, state.channels)
+  if (!planned.ok) return refuse(state, reply, planned.error)
+  const plan = planned.value
   if (kindClass(event.kind) === 'ephemeral') {
     if (event.kind === KIND_PRESENCE) {
       const refused = await setPresence(state.presenceHolds, state.conns, event, raw, msg.conn, deps.presence).catch((error: unknown) => {
@@ -137,7 +199,7 @@ async function onPublish(state: CommunityState, msg: Extract<CommunityMsg, { typ
       })
       if (refused) return refuse(state, reply, refused)
     }
-    fanOut(state, event, raw, deps)
+    await fanOut(state, event, raw, deps)
     deps.cluster.link.publishEvent(raw)
     reply({ accepted: true, message: '' })
     return state
@@ -146,12 +208,12 @@ async function onPublish(state: CommunityState, msg: Extract<CommunityMsg, { typ
   deps.store.save(deps.record.id, event, raw).then(
     (outcome) => {
       end()
-      if (!tell(ctx.self, { type: 'Saved', event, raw, outcome, reply })) reply(savedButUnannounced())
+      if (!tell(ctx.self, { type: 'Saved', event, raw, outcome, plan, reply })) reply(savedButUnannounced())
     },
     (error: unknown) => {
       end()
       deps.log.error({ err: error, community: deps.record.id, eventId: event.id }, 'store save failed')
-      if (!tell(ctx.self, { type: 'Saved', event, raw, outcome: { status: 'error' }, reply }))
+      if (!tell(ctx.self, { type: 'Saved', event, raw, outcome: { status: 'error' }, plan, reply }))
         reply({ accepted: false, message: reason('error', 'could not store the event') })
     },
   )
@@ -166,17 +228,23 @@ function refuse(state: CommunityState, reply: (o: PublishOutcome) => void, messa
   return state
 }
 
-function onSaved(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Saved' }>, deps: CommunityDeps) {
+async function onSaved(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Saved' }>, deps: CommunityDeps) {
   const { event, raw, outcome, reply } = msg
   switch (outcome.status) {
-    case 'saved':
+    case 'saved': {
       for (const id of outcome.removedIds) state.recent.delete(id)
       state.recent.add(event.id)
       state.accepted++
-      fanOut(state, event, raw, deps)
+      const changes = msg.plan ? await applyPlan(state, msg.plan, event, deps) : []
+      await fanOut(state, event, raw, deps)
       deps.cluster.link.publishEvent(raw)
+      for (const c of changes) {
+        await fanOut(state, c.event, c.raw, deps)
+        deps.cluster.link.publishEvent(c.raw)
+      }
       reply({ accepted: true, message: '' })
       return state
+    }
     case 'duplicate':
       state.recent.add(event.id)
       reply({ accepted: true, message: reason('duplicate', 'already have this event') })
@@ -192,27 +260,57 @@ function onSaved(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Save
   }
 }
 
-/** Live delivery: one frame per matching subscription, built from the stored raw JSON by concatenation. */
-function fanOut(state: CommunityState, event: VerifiedEvent, raw: string, deps: CommunityDeps) {
-  let delivered = 0
-  for (const sub of state.index.match(event)) {
-    if (!canRead(event, sub.conn.authed)) continue
-    if (sub.conn.queue.push(eventFrame(sub.subId, raw))) delivered++
+/**
+ * The channel rows change after the event is stored. A failure there leaves the event stored and the change
+ * not made: the client hears `error:` only through the log; the event itself is the record of the request.
+ */
+async function applyPlan(state: CommunityState, plan: ChannelPlan, event: VerifiedEvent, deps: CommunityDeps): Promise<RelayEvent[]> {
+  try {
+    return await applyChannelPlan(plan, event, state.channels)
+  } catch (error) {
+    deps.log.error({ err: error, community: deps.record.id, eventId: event.id, action: plan.action.type }, 'channel change failed')
+    return []
   }
+}
+
+/**
+ * Live delivery, local and remote alike, through the access gate: one frame per allowed subscription, built
+ * from the stored raw JSON by concatenation. A gate lookup that fails delivers nothing (fail closed).
+ */
+async function fanOut(state: CommunityState, event: VerifiedEvent, raw: string, deps: CommunityDeps) {
+  const matched: Subscription[] = [...state.index.match(event)]
+  if (matched.length === 0) return
+  let allowed: Subscription[]
+  try {
+    allowed = await state.gate.deliverable(event, matched)
+  } catch (error) {
+    deps.log.error({ err: error, community: deps.record.id, eventId: event.id }, 'access lookup failed: event not delivered live')
+    deps.metrics.accessLookupFailures.inc()
+    return
+  }
+  let delivered = 0
+  for (const sub of allowed) if (sub.conn.queue.push(eventFrame(sub.subId, raw))) delivered++
   if (delivered) deps.metrics.fanoutDeliveries.inc(delivered)
 }
 
 async function onSubscribe(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Subscribe' }>, deps: CommunityDeps) {
   const { conn, subId, filters } = msg
   const clamped = filters.map((f) => ({ ...f, limit: effectiveLimit(f, deps.limits) }))
+  const refused = await state.gate.checkRead(conn).catch(() => reason('error', 'could not check access'))
+  if (refused) {
+    // the connection still counts the id until the client reuses or closes it (NIP-01 clients do)
+    conn.queue.pushControl(closedFrame(subId, refused))
+    return state
+  }
   // live events from other nodes must start arriving before this REQ's EOSE, or one could fall in between
   await deps.cluster.link.ensureInterest()
   const end = deps.metrics.storeLatency.startTimer({ op: 'query' })
   let stored: StoredEvent[]
   let presence: string[]
   try {
+    const options = await state.gate.readOptions(conn, deps.nowSeconds())
     // kind 20001 is never stored: its current presence comes from the presence store (DESIGN §6)
-    ;[stored, presence] = await Promise.all([deps.store.query(deps.record.id, clamped, readOptions(conn, deps)), queryPresence(clamped, deps.presence)])
+    ;[stored, presence] = await Promise.all([deps.store.query(deps.record.id, clamped, options), queryPresence(clamped, deps.presence)])
   } catch (error) {
     // The client hears of the outage at once; the actor crashes so supervision sees it (DESIGN §3).
     conn.queue.pushControl(closedFrame(subId, reason('error', 'could not query events')))
@@ -228,15 +326,29 @@ async function onSubscribe(state: CommunityState, msg: Extract<CommunityMsg, { t
 }
 
 async function onCount(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Count' }>, deps: CommunityDeps) {
-  msg.reply(await deps.store.count(deps.record.id, msg.filters, readOptions(msg.conn, deps)))
+  const refused = await state.gate.checkRead(msg.conn)
+  if (refused) {
+    msg.reply(refused)
+    return state
+  }
+  msg.reply(await deps.store.count(deps.record.id, msg.filters, await state.gate.readOptions(msg.conn, deps.nowSeconds())))
   return state
 }
 
-/** What a store read may return to this connection: the access rule is decided in the query (DESIGN §6). */
-const readOptions = (conn: ConnView, deps: CommunityDeps): QueryOptions => ({
-  now: deps.nowSeconds(),
-  authorOnly: { kinds: AUTHOR_ONLY_KINDS, readers: [...conn.authed] },
-})
+/**
+ * Banned events (NIP-86 banevent) are few: kept in memory, re-read whenever the record is. An id banned or
+ * allowed since leaves the inbound guard too: a banned one was deleted, and a resend of an allowed one must
+ * reach the store rather than be answered `duplicate:`.
+ */
+async function loadBannedEvents(current: CommunityState['current'], deps: CommunityDeps, recent?: RecentIds) {
+  try {
+    const next = new Set((await deps.communities.listBannedEvents(deps.record.id)).map((e) => e.value))
+    if (recent) for (const id of [...current.bannedEvents, ...next]) recent.delete(id)
+    current.bannedEvents = next
+  } catch (error) {
+    deps.log.warn({ err: error, community: deps.record.id }, 'banned events unavailable; keeping the previous list')
+  }
+}
 
 /** Best effort: a lost broadcast is covered by the ban row checked at AUTH and at every write (DESIGN §5). */
 async function broadcast(deps: CommunityDeps, op: ConnControlOp) {

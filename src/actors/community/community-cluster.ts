@@ -80,7 +80,8 @@ function closeFor(conn: ConnView, why: string) {
 export function disconnectPubkey(conns: ConnectionRegistry, pubkey: string, why: string): number {
   let n = 0
   for (const conn of conns.values()) {
-    if (!conn.authed.has(pubkey)) continue
+    // an owner's ban covers the agents it attested (docs/agent-attestation.md)
+    if (!conn.authed.has(pubkey) && ![...conn.owners.values()].includes(pubkey)) continue
     closeFor(conn, why)
     n++
   }

@@ -1,8 +1,10 @@
+import type { CommunityRecord } from '../../infra/store/community-store'
 import type { SaveOutcome } from '../../infra/store/event-store'
 import type { ControlChannel } from '../../protocols/control'
 import type { VerifiedEvent } from '../../protocols/nip01/event'
 import type { Filter } from '../../protocols/nip01/filter'
 import type { Reason } from '../../protocols/reasons'
+import type { ChannelPlan } from './community-channels'
 import type { ConnView } from './subscription-index'
 
 /** The answer to a publish: what the OK frame says. `message` is '' or a prefixed reason. */
@@ -18,7 +20,15 @@ export interface CommunityStats {
 export type CommunityMsg =
   /** `conn`: the publishing connection (presence is held by it); absent when the relay itself publishes */
   | { type: 'Publish'; event: VerifiedEvent; raw: string; conn?: ConnView; reply: (o: PublishOutcome) => void }
-  | { type: 'Saved'; event: VerifiedEvent; raw: string; outcome: SaveOutcome | { status: 'error' }; reply: (o: PublishOutcome) => void }
+  | {
+      type: 'Saved'
+      event: VerifiedEvent
+      raw: string
+      outcome: SaveOutcome | { status: 'error' }
+      /** a channel event's change, applied once the event is stored */
+      plan?: ChannelPlan
+      reply: (o: PublishOutcome) => void
+    }
   | { type: 'Subscribe'; conn: ConnView; subId: string; filters: Filter[] }
   | { type: 'Unsubscribe'; connId: string; subId: string }
   | { type: 'Count'; conn: ConnView; subId: string; filters: Filter[]; reply: (count: number | Reason) => void }
@@ -32,3 +42,5 @@ export type CommunityMsg =
   | { type: 'DisconnectPubkey'; pubkey: string; reason: string; broadcast: boolean }
   | { type: 'DisconnectCommunity'; reason: string; broadcast: boolean; done?: () => void }
   | { type: 'Stats'; reply: (s: CommunityStats) => void }
+  /** the store's record changed (settings, roster, admins, kind rules, banned events): use it from now on */
+  | { type: 'RecordChanged'; record: CommunityRecord }

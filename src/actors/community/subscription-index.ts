@@ -7,6 +7,8 @@ export interface ConnView {
   readonly id: string
   readonly queue: OutboundQueue
   readonly authed: ReadonlySet<string>
+  /** agents authenticated here with an owner attestation (docs/agent-attestation.md): agent → its owner's pubkey */
+  readonly owners: ReadonlyMap<string, string>
 }
 
 /** Every connection of the community, subscribed or not (a ban must reach sockets that only publish). */

@@ -6,13 +6,14 @@ import type { Logger } from '../../infra/log'
 import type { Metrics } from '../../infra/metrics'
 import type { Verifier } from '../../infra/verify/verifier'
 import type { Limits } from '../../protocols/limits'
+import { checkOwnerAttestation, conditionsAllowKind, type OwnerAttestation, parseOwnerAttestation } from '../../protocols/nip-oa'
 import { type ClientMessage, parseClientMessage } from '../../protocols/nip01/client-message'
 import { asVerified, type NostrEvent } from '../../protocols/nip01/event'
 import { closedFrame, countFrame, noticeFrame, okFrame } from '../../protocols/nip01/relay-message'
 import { checkAuthEvent } from '../../protocols/nip42'
 import { checkProtected } from '../../protocols/nip70'
 import { prefixOf, type Reason, reason } from '../../protocols/reasons'
-import { assertNever, type Result } from '../../protocols/result'
+import { assertNever, err, ok, type Result } from '../../protocols/result'
 import type { CommunityMsg } from '../community/messages'
 import type { ConnView } from '../community/subscription-index'
 import { type ActorContext, type ActorDef, ask, type TypedRef, tell } from '../kernel'
@@ -22,6 +23,9 @@ import { admissionReason, isAuthorOnlyRequest } from './refusals'
 
 export interface MutableConnView extends ConnView {
   readonly authed: Set<string>
+  readonly owners: Map<string, string>
+  /** the attestation each attested agent authenticated with: its `kind=` clauses bind every write */
+  readonly attestations: Map<string, OwnerAttestation>
 }
 
 export interface ConnectionDeps {
@@ -33,7 +37,8 @@ export interface ConnectionDeps {
   challenge: string
   community: { id: string; ref: TypedRef<CommunityMsg> }
   verifier: Verifier
-  admit: (principal: string, limit: LimitType) => Promise<AdmissionAnswer>
+  /** `attested`: an agent by owner attestation, charged to the agent-standard tier unless the roster says more */
+  admit: (principal: string, limit: LimitType, attested: boolean) => Promise<AdmissionAnswer>
   /** the community's ban row for this pubkey, if any (DESIGN §6: checked at AUTH and at every write) */
   banOf: (pubkey: string) => Promise<{ reason: string } | undefined>
   limits: Limits
@@ -79,7 +84,18 @@ async function handle(state: ConnectionState, msg: ConnectionMsg, ctx: Ctx, deps
     case 'Frame':
       return onFrame(state, msg.text, ctx, deps, slots)
     case 'AuthChecked':
-      if (msg.result.ok) deps.view.authed.add(msg.event.pubkey)
+      if (msg.result.ok) {
+        const agent = msg.event.pubkey
+        deps.view.authed.add(agent)
+        const att = msg.result.value
+        if (att) {
+          deps.view.owners.set(agent, att.owner)
+          deps.view.attestations.set(agent, att)
+        } else {
+          deps.view.owners.delete(agent)
+          deps.view.attestations.delete(agent)
+        }
+      }
       sendOk(deps, msg.event.id, msg.result.ok ? '' : msg.result.error, msg.result.ok)
       return state
     default:
@@ -149,9 +165,12 @@ async function onEvent(m: Extract<ClientMessage, { type: 'EVENT' }>, deps: Conne
       return refuse(reason('auth-required', 'this relay requires authentication to publish'))
     const prot = checkProtected(event, deps.view.authed)
     if (!prot.ok) return refuse(prot.error)
-    const admission = await deps.admit(principalOf(deps, event.pubkey), 'events')
+    const principal = principalOf(deps, event.pubkey)
+    const admission = await deps.admit(principal, 'events', deps.view.owners.has(principal))
     if (!admission.allowed) return refuse(admissionReason(admission, deps.metrics, 'events'))
-    const ban = await deps.banOf(event.pubkey)
+    const att = deps.view.attestations.get(event.pubkey)
+    if (att && !conditionsAllowKind(att, event.kind)) return refuse(reason('restricted', `the owner attestation does not allow kind ${event.kind}`))
+    const ban = await banOfPrincipal(deps, event.pubkey)
     if (ban) return refuse(reason('blocked', ban.reason))
     const verdict = await deps.verifier.verify(event)
     if (verdict !== 'ok') return refuse(reason('invalid', verdict === 'bad-id' ? 'event id does not match its content' : 'bad signature'))
@@ -172,7 +191,8 @@ async function gateRequest(deps: ConnectionDeps, filters: { kinds?: number[] }[]
   if (deps.authRequired && deps.view.authed.size === 0) return reason('auth-required', 'this relay requires authentication to read')
   if (deps.view.authed.size === 0 && isAuthorOnlyRequest(filters))
     return reason('auth-required', 'direct messages are served only to their author or recipient')
-  const admission = await deps.admit(principalOf(deps), 'reqs')
+  const principal = principalOf(deps)
+  const admission = await deps.admit(principal, 'reqs', deps.view.owners.has(principal))
   if (!admission.allowed) return admissionReason(admission, deps.metrics, 'reqs')
   return null
 }
@@ -218,7 +238,7 @@ async function onCount(state: ConnectionState, m: Extract<ClientMessage, { type:
 async function onAuth(state: ConnectionState, m: Extract<ClientMessage, { type: 'AUTH' }>, ctx: Ctx, deps: ConnectionDeps) {
   const { event } = m
   // each AUTH costs us a signature check: it spends from the REQ budget of the IP (no pubkey is proven yet)
-  const admission = await deps.admit(`ip:${deps.ip}`, 'reqs')
+  const admission = await deps.admit(`ip:${deps.ip}`, 'reqs', false)
   if (!admission.allowed) {
     sendOk(deps, event.id, admissionReason(admission, deps.metrics, 'reqs'), false)
     return state
@@ -243,10 +263,31 @@ async function onAuth(state: ConnectionState, m: Extract<ClientMessage, { type: 
   return state
 }
 
-async function checkAuthSignatureAndBan(event: NostrEvent, deps: ConnectionDeps): Promise<Result<void>> {
-  if ((await deps.verifier.verify(event)) !== 'ok') return { ok: false, error: reason('invalid', 'bad AUTH signature') }
+/**
+ * The AUTH signature, the pubkey's ban, and an owner attestation if the AUTH event carries one: a valid one
+ * makes the pubkey an agent of its owner, whose ban then covers it (docs/agent-attestation.md).
+ */
+async function checkAuthSignatureAndBan(event: NostrEvent, deps: ConnectionDeps): Promise<Result<OwnerAttestation | undefined>> {
+  if ((await deps.verifier.verify(event)) !== 'ok') return err(reason('invalid', 'bad AUTH signature'))
   const ban = await deps.banOf(event.pubkey)
-  return ban ? { ok: false, error: reason('blocked', ban.reason) } : { ok: true, value: undefined }
+  if (ban) return err(reason('blocked', ban.reason))
+  const parsed = parseOwnerAttestation(event.tags)
+  if (!parsed.ok || parsed.value === undefined) return parsed
+  // NIP-AA: time conditions are judged at the AUTH's own created_at (kept within the AUTH window of now)
+  const checked = checkOwnerAttestation(parsed.value, { agentPubkey: event.pubkey, nowSeconds: event.created_at })
+  if (!checked.ok) return checked
+  const ownerBan = await deps.banOf(checked.value.owner)
+  if (ownerBan) return err(reason('blocked', `the owner of this agent is banned: ${ownerBan.reason}`))
+  return ok(parsed.value)
+}
+
+/** A pubkey's own ban, or the ban of the owner it authenticated under. */
+async function banOfPrincipal(deps: ConnectionDeps, pubkey: string): Promise<{ reason: string } | undefined> {
+  const own = await deps.banOf(pubkey)
+  if (own) return own
+  const owner = deps.view.owners.get(pubkey)
+  const ownerBan = owner === undefined ? undefined : await deps.banOf(owner)
+  return ownerBan && { reason: `the owner of this agent is banned: ${ownerBan.reason}` }
 }
 
 /** A counting semaphore: the connection waits (and so stops reading its mailbox) instead of buffering promises. */

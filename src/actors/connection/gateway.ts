@@ -6,6 +6,7 @@ import type { Duplex } from 'node:stream'
 import type { WebSocket, WebSocketServer } from 'ws'
 import type { Config } from '../../infra/config'
 import type { RateLimiter } from '../../infra/gates/rate-limit'
+import { toCanonicalIp } from '../../infra/http/management-moderation'
 import type { Tenants } from '../../infra/http/tenants'
 import type { Logger } from '../../infra/log'
 import type { Metrics } from '../../infra/metrics'
@@ -30,8 +31,10 @@ export interface GatewayDeps {
   /** node-local limits used while the shared gate backend is down, for what can't write */
   readFallback: RateLimiter
   verifier: Verifier
-  admit: (record: CommunityRecord, principal: string, limit: LimitType) => Promise<AdmissionAnswer>
+  admit: (record: CommunityRecord, principal: string, limit: LimitType, attested: boolean) => Promise<AdmissionAnswer>
   banOf: (community: string, pubkey: string) => Promise<{ reason: string } | undefined>
+  /** NIP-86 blockip: this community refuses sockets from `ip` */
+  isIpBlocked: (community: string, ip: string) => Promise<boolean>
   metrics: Metrics
   log: Logger
   nowSeconds: () => number
@@ -41,6 +44,12 @@ export interface GatewayDeps {
 /** Mailbox depth at which we stop reading a socket (TCP pushes back on the client) and where we resume. */
 const PAUSE_AT_QUEUED = 1_000
 const RESUME_AT_QUEUED = 100
+
+/** Blocks are stored canonical (a dual-stack socket's ::ffff:a.b.c.d is a.b.c.d); so is the peer we look up. */
+function canonical(ip: string): string {
+  const c = toCanonicalIp(ip)
+  return c.ok ? c.value : ip
+}
 
 function refuseUpgrade(socket: Duplex, status: number, text: string) {
   socket.end(`HTTP/1.1 ${status} ${text}\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: ${text.length + 1}\r\n\r\n${text}\n`)
@@ -88,6 +97,12 @@ export function acceptConnections(d: GatewayDeps) {
       d.metrics.connectionsRefused.inc({ reason: 'unknown-host' })
       return refuseUpgrade(socket, 404, 'Not Found')
     }
+    // a lookup that fails refuses too: a blocked address must not get in while the store is away
+    const blocked = await d.isIpBlocked(tenant.record.id, canonical(ip)).catch(() => 'unavailable' as const)
+    if (blocked) {
+      d.metrics.connectionsRefused.inc({ reason: blocked === true ? 'ip-blocked' : 'unavailable' })
+      return blocked === true ? refuseUpgrade(socket, 403, 'Forbidden') : refuseUpgrade(socket, 503, 'Service Unavailable')
+    }
     d.wss.handleUpgrade(req, socket, head, (ws) => onOpen(ws, ip, `${s}://${tenant.host}`, tenant.record, community))
   }
 
@@ -105,7 +120,7 @@ export function acceptConnections(d: GatewayDeps) {
         ws.close(1008, 'error: slow consumer, outbound queue over its bound')
       },
     })
-    const view: MutableConnView = { id, queue, authed: new Set() }
+    const view: MutableConnView = { id, queue, authed: new Set(), owners: new Map(), attestations: new Map() }
     const challenge = randomBytes(16).toString('hex')
     let subsOpen = 0
     const ref = d.kernel.spawn(
@@ -118,7 +133,7 @@ export function acceptConnections(d: GatewayDeps) {
         challenge,
         community: { id: record.id, ref: community },
         verifier: d.verifier,
-        admit: (principal, limit) => d.admit(record, principal, limit),
+        admit: (principal, limit, attested) => d.admit(record, principal, limit, attested),
         banOf: (pubkey) => d.banOf(record.id, pubkey),
         limits: d.config.limits,
         authRequired: d.config.authRequired,

@@ -13,15 +13,15 @@ import {
 } from '../../protocols/nip86'
 import { parseCommunityIdParam, parseCreateCommunityParams, parseSetAgentTierParams, type SetAgentTierParams } from '../../protocols/nip86-communities'
 import { reason } from '../../protocols/reasons'
-import { assertNever } from '../../protocols/result'
 import type { Logger } from '../log'
 import type { BanRecord, CommunityInput, CommunityRecord } from '../store/community-store'
+import { callModerationMethod, type ModerationOps } from './management-moderation'
 
-/** What the methods do, wired by the relay (src/relay.ts). */
-export interface ManagementOps {
+/** What the methods do, wired by the relay (src/relay.ts and src/relay-management.ts). */
+export interface ManagementOps extends ModerationOps {
   /** configured operators and the relay's own pubkey */
   isOperator(pubkey: string): boolean
-  /** the relay's ban path: the row, then the pubkey's sockets closed on every node */
+  /** the relay's ban path: off the allow list (NIP-86), the row, then the pubkey's sockets closed on every node */
   banPubkey(community: string, pubkey: string, reason: string): Promise<void>
   listBans(community: string): Promise<BanRecord[]>
   /** the roster entry written to the store, then every node re-reads it; false when the community is gone */
@@ -68,8 +68,9 @@ export async function callMethod(
       return toNip86Result(true)
     }
     case 'listbannedpubkeys': {
+      // `until` (unix seconds) only on a timed ban (timeoutpubkey): NIP-86 names pubkey and reason only
       const bans = await ops.listBans(community)
-      return toNip86Result(bans.map((b) => ({ pubkey: b.pubkey, reason: b.reason })))
+      return toNip86Result(bans.map((b) => ({ pubkey: b.pubkey, reason: b.reason, ...(b.untilSeconds !== undefined && { until: b.untilSeconds }) })))
     }
     case 'setagenttier': {
       const p = parseSetAgentTierParams(params)
@@ -103,6 +104,7 @@ export async function callMethod(
       return toNip86Result(all.map((c) => ({ id: c.id, name: c.name, hosts: c.hosts })))
     }
     default:
-      return assertNever(method)
+      // every method not answered above is a moderation method, or this stops compiling
+      return callModerationMethod(ops, log, community, by, method, params)
   }
 }

@@ -1,12 +1,14 @@
 // NIP-86 relay management on `POST /` (DESIGN §10): NIP-98 auth against this community's URL, the
-// signature, then the replay claim (DESIGN §6: never claim before verifying), then who may call what
-// (the community's admins and the operators; some methods operators only: management-methods.ts).
+// signature, then the replay claim (DESIGN §6: never claim before verifying), then the caller's `api` rate
+// limit, then who may call what (the community's admins and the operators; some methods operators only:
+// management-methods.ts).
 import { createHash } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { NIP86_CONTENT_TYPE, type Nip86Response, parseNip86Request, toNip86Error } from '../../protocols/nip86'
 import { checkNip98, nip98WindowSeconds } from '../../protocols/nip98'
 import { type Reason, reason } from '../../protocols/reasons'
 import { err, ok, type Result } from '../../protocols/result'
+import type { Admission } from '../gates/rate-limit'
 import { minReplayTtlSeconds, type ReplayGuard } from '../gates/replay-guard'
 import type { Logger } from '../log'
 import type { CommunityRecord } from '../store/community-store'
@@ -19,6 +21,8 @@ export interface ManagementDeps extends ManagementOps {
   trustForwardedProto: boolean
   verifier: Verifier
   replayGuard: ReplayGuard
+  /** one call against `pubkey`'s `api` budget in this community (its tier's rule); rejects when the limiter fails */
+  admitApi(record: CommunityRecord, pubkey: string): Promise<Admission>
   nowSeconds(): number
   log: Logger
 }
@@ -40,7 +44,7 @@ export function isManagementRequest(req: IncomingMessage): boolean {
   return req.method === 'POST' && type === NIP86_CONTENT_TYPE
 }
 
-type Refusal = { status: 401 | 403 | 500; why: Reason }
+type Refusal = { status: 401 | 403 | 429 | 500 | 503; why: Reason; headers?: Record<string, string> }
 
 export function createManagement(d: ManagementDeps): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   /** The community bound to the Host the client used, and the URL it addressed (as the NIP-42 relay URL). */
@@ -80,9 +84,26 @@ export function createManagement(d: ManagementDeps): (req: IncomingMessage, res:
       return err({ status: 401, why: reason('error', 'authorization unavailable, retry later') })
     }
     if (claim === 'replayed') return err({ status: 401, why: reason('invalid', 'auth event already used') })
+    // before the admin check: a signer who may not manage still spends its own budget probing
+    const admitted = await admit(record, event.pubkey)
+    if (!admitted.ok) return admitted
     const caller = { pubkey: event.pubkey, operator: d.isOperator(event.pubkey) }
     if (!canManage(record, caller)) return err({ status: 403, why: reason('restricted', "only this community's admins and relay operators may manage it") })
     return ok(caller)
+  }
+
+  /** DESIGN §6: the delay in the reason and in Retry-After; a limiter that fails refuses (fail closed). */
+  async function admit(record: CommunityRecord, pubkey: string): Promise<Result<void, Refusal>> {
+    let a: Admission
+    try {
+      a = await d.admitApi(record, pubkey)
+    } catch (error) {
+      d.log.warn({ err: error }, 'nip86: rate limiter unavailable; refusing')
+      return err({ status: 503, why: reason('rate-limited', 'admission unavailable'), headers: { 'Retry-After': '1' } })
+    }
+    if (a.allowed) return ok(undefined)
+    const seconds = Number.isFinite(a.retryAfterMs) ? Math.max(1, Math.ceil(a.retryAfterMs / 1000)) : 60
+    return err({ status: 429, why: reason('rate-limited', `retry in ${seconds}s`), headers: { 'Retry-After': String(seconds) } })
   }
 
   return async function manage(req, res) {
@@ -92,7 +113,7 @@ export function createManagement(d: ManagementDeps): (req: IncomingMessage, res:
     if (body === undefined) return send(res, 413, toNip86Error(reason('invalid', `body larger than ${MAX_BODY_BYTES} bytes`)), { Connection: 'close' })
     const who = await authenticate(req, where.url, where.record, body)
     if (!who.ok) {
-      const extra: Record<string, string> = who.error.status === 401 ? { 'WWW-Authenticate': 'Nostr' } : {}
+      const extra: Record<string, string> = who.error.status === 401 ? { 'WWW-Authenticate': 'Nostr' } : (who.error.headers ?? {})
       return send(res, who.error.status, toNip86Error(who.error.why), extra)
     }
     const request = parseNip86Request(body.toString('utf8'))

@@ -1,0 +1,205 @@
+// The access gate (DESIGN §6): one place decides what a connection may read — REQ results, COUNT, local and
+// remote fan-out. Community policy, channel privacy, and (inside the store query) author-only kinds.
+// A lookup error yields no delivery. Caches hold only what can over-restrict when stale, or are bounded by
+// a short TTL and dropped at once by the cache-invalidation broadcast.
+import type { ChannelRecord, ChannelRole, ChannelStore } from '../../infra/store/channel-store'
+import type { CommunityRecord } from '../../infra/store/community-store'
+import type { QueryOptions } from '../../infra/store/event-store'
+import type { CacheInvalidationOp } from '../../protocols/control'
+import { AUTHOR_ONLY_KINDS, canRead } from '../../protocols/dm-access'
+import type { NostrEvent } from '../../protocols/nip01/event'
+import { channelTagOf } from '../../protocols/nip29'
+import { type Reason, reason } from '../../protocols/reasons'
+import { readPolicyOf } from './community-policy'
+import type { ConnView, Subscription } from './subscription-index'
+
+export interface AccessGateDeps {
+  community: string
+  channels: ChannelStore
+  /** the community's current record (settings, roster, admins) */
+  record: () => CommunityRecord
+  /** those of `pubkeys` on the community's allowed list (NIP-86 allowpubkey) */
+  allowedAmong: (pubkeys: readonly string[]) => Promise<Set<string>>
+  /** how long a membership answer may be reused: the bound on staleness when a broadcast is lost */
+  ttlMs: number
+  nowMs: () => number
+}
+
+const SWEEP_EVERY_WRITES = 4_096
+
+interface Cached<T> {
+  value: T
+  expiresAt: number
+}
+
+/** A channel as the gate sees it; `undefined` state is "no such channel" (its events are not secret). */
+type Visibility = 'public' | 'private' | 'deleted' | 'unknown'
+
+export class AccessGate {
+  // only `private`/`deleted` are cached: a stale entry can only refuse what is now public (DESIGN §6)
+  private readonly restricted = new Map<string, Cached<'private' | 'deleted'>>()
+  private readonly roles = new Map<string, Map<string, Cached<ChannelRole | null>>>()
+  private readonly members = new Map<string, Cached<boolean>>()
+  private writes = 0
+
+  constructor(private readonly d: AccessGateDeps) {}
+
+  /** REQ/COUNT refusal under the community's read policy, or null. */
+  async checkRead(conn: ConnView): Promise<Reason | null> {
+    const policy = readPolicyOf(this.d.record().settings, false)
+    if (policy === 'public') return null
+    if (conn.authed.size === 0) return reason('auth-required', 'this community is readable only after authentication')
+    if (policy === 'members' && !(await this.isMember([...conn.authed])))
+      return reason('restricted', 'this community is readable by its members only')
+    return null
+  }
+
+  /** The store options for this reader: author-only kinds and hidden channels decided inside the query. */
+  async readOptions(conn: ConnView, nowSeconds: number): Promise<QueryOptions> {
+    const readers = [...conn.authed]
+    const hidden: string[] = []
+    const channels = await this.d.channels.restricted(this.d.community)
+    for (const c of channels) {
+      this.remember(c.id, c.deleted ? 'deleted' : 'private')
+      if (c.deleted || readers.length === 0 || !(await this.isChannelMember(c.id, readers))) hidden.push(c.id)
+    }
+    return { now: nowSeconds, authorOnly: { kinds: AUTHOR_ONLY_KINDS, readers }, hiddenChannels: hidden }
+  }
+
+  /** Live delivery: the subscriptions that may receive `event`. Any lookup error ⇒ none of them. */
+  async deliverable(event: NostrEvent, subs: Subscription[]): Promise<Subscription[]> {
+    const channel = channelTagOf(event)
+    const policy = readPolicyOf(this.d.record().settings, false)
+    const out: Subscription[] = []
+    const visibility = channel === undefined ? 'public' : await this.visibility(channel)
+    if (visibility === 'deleted') return out
+    for (const sub of subs) {
+      const authed = sub.conn.authed
+      if (!canRead(event, authed)) continue
+      if (policy !== 'public' && authed.size === 0) continue
+      if (policy === 'members' && !(await this.isMember([...authed]))) continue
+      if (visibility === 'private' && !(await this.isChannelMember(channel as string, [...authed]))) continue
+      out.push(sub)
+    }
+    return out
+  }
+
+  /** Fresh channel state for a write; private/deleted answers are cached for later reads. */
+  async channel(id: string): Promise<ChannelRecord | undefined> {
+    const found = (await this.d.channels.get(this.d.community, [id])).get(id)
+    if (found && (found.private || found.deleted)) this.remember(id, found.deleted ? 'deleted' : 'private')
+    else this.restricted.delete(id)
+    return found
+  }
+
+  /** The role of the first of `pubkeys` that is a member (admin preferred), via the membership cache. */
+  async roleIn(channel: string, pubkeys: readonly string[]): Promise<ChannelRole | undefined> {
+    const roles = await this.rolesOf(channel, pubkeys)
+    return roles.includes('admin') ? 'admin' : roles.includes('member') ? 'member' : undefined
+  }
+
+  /** Community members: admins, roster agents and allowed pubkeys (the `members` policies). */
+  async isMember(pubkeys: readonly string[]): Promise<boolean> {
+    const r = this.d.record()
+    if (pubkeys.some((p) => r.admins.includes(p) || r.agents.some((a) => a.pubkey === p))) return true
+    const now = this.d.nowMs()
+    const missing: string[] = []
+    for (const p of pubkeys) {
+      const hit = this.members.get(p)
+      if (hit && hit.expiresAt > now) {
+        if (hit.value) return true
+      } else missing.push(p)
+    }
+    if (missing.length === 0) return false
+    const allowed = await this.d.allowedAmong(missing)
+    for (const p of missing) this.members.set(p, { value: allowed.has(p), expiresAt: now + this.d.ttlMs })
+    this.sweepEvery(missing.length)
+    return allowed.size > 0
+  }
+
+  /** The cache-invalidation channel's ops (and this node's own changes): drop the keys at once. */
+  invalidate(op: CacheInvalidationOp | { op: 'InvalidateMembers' }): void {
+    switch (op.op) {
+      case 'InvalidateMembership':
+        if (op.pubkey === undefined) this.roles.delete(op.channel)
+        else this.roles.get(op.channel)?.delete(op.pubkey)
+        return
+      case 'InvalidateVisibility':
+      case 'ChannelDeleted':
+        this.restricted.delete(op.channel)
+        this.roles.delete(op.channel)
+        return
+      case 'InvalidateMembers':
+        this.members.clear()
+        return
+      case 'InvalidateAll':
+        this.restricted.clear()
+        this.roles.clear()
+        this.members.clear()
+        return
+    }
+  }
+
+  private async isChannelMember(channel: string, pubkeys: readonly string[]): Promise<boolean> {
+    if (pubkeys.length === 0) return false
+    const r = this.d.record()
+    // community admins moderate every channel, private ones included
+    if (pubkeys.some((p) => r.admins.includes(p))) return true
+    return (await this.rolesOf(channel, pubkeys)).length > 0
+  }
+
+  private async rolesOf(channel: string, pubkeys: readonly string[]): Promise<ChannelRole[]> {
+    const now = this.d.nowMs()
+    let byPubkey = this.roles.get(channel)
+    if (!byPubkey) {
+      byPubkey = new Map()
+      this.roles.set(channel, byPubkey)
+    }
+    const found: ChannelRole[] = []
+    const missing: string[] = []
+    for (const p of pubkeys) {
+      const hit = byPubkey.get(p)
+      if (hit && hit.expiresAt > now) {
+        if (hit.value) found.push(hit.value)
+      } else missing.push(p)
+    }
+    if (missing.length === 0) return found
+    const fresh = await this.d.channels.rolesOf(this.d.community, channel, missing)
+    for (const p of missing) {
+      const role = fresh.get(p) ?? null
+      byPubkey.set(p, { value: role, expiresAt: now + this.d.ttlMs })
+      if (role) found.push(role)
+    }
+    this.sweepEvery(missing.length)
+    return found
+  }
+
+  private async visibility(channel: string): Promise<Visibility> {
+    const hit = this.restricted.get(channel)
+    if (hit && hit.expiresAt > this.d.nowMs()) return hit.value
+    const c = await this.channel(channel)
+    if (!c) return 'unknown'
+    return c.deleted ? 'deleted' : c.private ? 'private' : 'public'
+  }
+
+  /** Expired entries are dropped every few thousand writes, so the caches hold about one TTL's worth of readers. */
+  private sweepEvery(n: number) {
+    this.writes += n
+    if (this.writes < SWEEP_EVERY_WRITES) return
+    this.writes = 0
+    const now = this.d.nowMs()
+    const drop = <T>(m: Map<string, Cached<T>>) => {
+      for (const [k, v] of m) if (v.expiresAt <= now) m.delete(k)
+    }
+    drop(this.members)
+    drop(this.restricted)
+    for (const [channel, byPubkey] of this.roles) {
+      drop(byPubkey)
+      if (byPubkey.size === 0) this.roles.delete(channel)
+    }
+  }
+
+  private remember(channel: string, value: 'private' | 'deleted') {
+    this.restricted.set(channel, { value, expiresAt: this.d.nowMs() + this.d.ttlMs })
+  }
+}

@@ -1,0 +1,167 @@
+// NIP-29 channels inside a community actor: decide a channel event before it is stored (plan), change the
+// channel rows after it is (apply), and keep the relay-signed 39000–39002 current. The rows are the truth
+// every node reads; each change drops the matching cache keys here and, by broadcast, on every other node.
+import type { Logger } from '../../infra/log'
+import type { ChannelStore } from '../../infra/store/channel-store'
+import type { EventStore } from '../../infra/store/event-store'
+import type { CacheInvalidationOp } from '../../protocols/control'
+import { asVerified, type NostrEvent, type VerifiedEvent } from '../../protocols/nip01/event'
+import {
+  adminsTemplate,
+  authorize,
+  type ChannelAction,
+  type EventTemplate,
+  KIND_GROUP_ADMINS,
+  KIND_GROUP_MEMBERS,
+  KIND_GROUP_METADATA,
+  membershipTemplate,
+  membersTemplate,
+  metadataTemplate,
+  parseChannelAction,
+  RELAY_ONLY_KINDS,
+  type Verdict,
+} from '../../protocols/nip29'
+import { reason } from '../../protocols/reasons'
+import { err, ok, type Result } from '../../protocols/result'
+import type { AccessGate } from './access-gate'
+
+export interface ChannelDeps {
+  community: string
+  channels: ChannelStore
+  gate: AccessGate
+  events: EventStore
+  relayPubkey: string
+  /** community admins (and the relay) moderate every channel */
+  isModerator: (pubkey: string) => boolean
+  sign: (t: EventTemplate, createdAt: number) => NostrEvent
+  /** drop the keys here and tell every other node (best effort: the cache TTL bounds a lost broadcast) */
+  invalidate: (op: CacheInvalidationOp) => Promise<void>
+  nowSeconds: () => number
+  log: Logger
+}
+
+export interface ChannelPlan {
+  action: ChannelAction
+  verdict: Verdict
+}
+
+/** An event the relay signed and stored because of a channel change; the caller fans it out. */
+export interface RelayEvent {
+  event: VerifiedEvent
+  raw: string
+}
+
+/**
+ * Before storing: is this a channel event, and may its author send it? Writes read the rows fresh (never the
+ * membership cache): a removed member must not post on the strength of a cached answer.
+ */
+export async function planChannelEvent(event: NostrEvent, d: ChannelDeps): Promise<Result<ChannelPlan | undefined>> {
+  if (RELAY_ONLY_KINDS.has(event.kind) && event.pubkey !== d.relayPubkey)
+    return err(reason('restricted', `kind ${event.kind} is published by the relay only`))
+  const parsed = parseChannelAction(event)
+  if (!parsed.ok || parsed.value === undefined) return parsed as Result<undefined>
+  const action = parsed.value
+  const found = (await d.channels.get(d.community, [action.channel])).get(action.channel)
+  const roles = found && !found.deleted ? await d.channels.rolesOf(d.community, action.channel, [event.pubkey]) : new Map()
+  const verdict = authorize(action, { channel: found, role: roles.get(event.pubkey), moderator: d.isModerator(event.pubkey) })
+  return verdict.ok ? ok({ action, verdict: verdict.value }) : verdict
+}
+
+/** After the event is stored: change the rows, sign and store the relay's own events, invalidate caches. */
+export async function applyChannelPlan(plan: ChannelPlan, event: NostrEvent, d: ChannelDeps): Promise<RelayEvent[]> {
+  const { action } = plan
+  if (plan.verdict.effect !== 'apply') return []
+  const ch = action.channel
+  const out: RelayEvent[] = []
+  switch (action.type) {
+    case 'create': {
+      const m = action.metadata
+      const init = { id: ch, name: m.name ?? ch, about: m.about ?? '', picture: m.picture ?? '', private: m.private ?? false, closed: m.closed ?? false }
+      if ((await d.channels.create(d.community, { ...init, createdAt: event.created_at }, event.pubkey)) === 'exists') return []
+      await d.invalidate({ op: 'InvalidateVisibility', channel: ch })
+      await publishState(d, ch, out, { metadata: true, members: true })
+      return out
+    }
+    case 'edit-metadata': {
+      if (!(await d.channels.update(d.community, ch, action.metadata))) return []
+      await d.invalidate({ op: 'InvalidateVisibility', channel: ch })
+      await publishState(d, ch, out, { metadata: true })
+      return out
+    }
+    case 'put-user':
+    case 'join': {
+      const pubkey = action.type === 'join' ? event.pubkey : action.pubkey
+      await d.channels.putMember(d.community, ch, pubkey, action.type === 'join' ? 'member' : action.role)
+      await d.invalidate({ op: 'InvalidateMembership', channel: ch, pubkey })
+      if (action.type === 'join') await saveRelayEvent(d, membershipTemplate(ch, pubkey, true), out)
+      await publishState(d, ch, out, { members: true })
+      return out
+    }
+    case 'remove-user':
+    case 'leave': {
+      const pubkey = action.type === 'leave' ? event.pubkey : action.pubkey
+      await d.channels.removeMember(d.community, ch, pubkey)
+      await d.invalidate({ op: 'InvalidateMembership', channel: ch, pubkey })
+      if (action.type === 'leave') await saveRelayEvent(d, membershipTemplate(ch, pubkey, false), out)
+      await publishState(d, ch, out, { members: true })
+      return out
+    }
+    case 'delete-event': {
+      // only this channel's events: a channel admin moderates their channel, not the community
+      const stored = await d.events.query(d.community, [{ ids: action.ids }], { now: d.nowSeconds() })
+      const ids = stored.filter((s) => s.event.tags.some((t) => t[0] === 'h' && t[1] === ch)).map((s) => s.event.id)
+      if (ids.length > 0) await d.events.deleteEvents(d.community, ids)
+      return []
+    }
+    case 'delete-group': {
+      await d.channels.remove(d.community, ch)
+      await d.invalidate({ op: 'ChannelDeleted', channel: ch })
+      const state = await d.events.query(d.community, [{ kinds: [KIND_GROUP_METADATA, KIND_GROUP_ADMINS, KIND_GROUP_MEMBERS], authors: [d.relayPubkey], tags: { d: [ch] } }], {
+        now: d.nowSeconds(),
+      })
+      if (state.length > 0) await d.events.deleteEvents(d.community, state.map((s) => s.event.id))
+      return []
+    }
+    case 'post':
+      return []
+  }
+}
+
+/** The relay-signed description of the channel (NIP-29: "should reflect the latest group state"). */
+async function publishState(d: ChannelDeps, channel: string, out: RelayEvent[], what: { metadata?: boolean; members?: boolean }) {
+  if (what.metadata) {
+    const c = (await d.channels.get(d.community, [channel])).get(channel)
+    if (c) await saveRelayEvent(d, metadataTemplate(c), out)
+  }
+  if (what.members) {
+    const members = await d.channels.members(d.community, channel)
+    await saveRelayEvent(d, adminsTemplate(channel, members), out)
+    await saveRelayEvent(d, membersTemplate(channel, members), out)
+  }
+}
+
+// Two changes within one second would tie on created_at, and the lowest id (not the newest list) would win:
+// each version is signed one second after the stored one when `now` is not later. A version another node
+// stored in between makes the save `superseded`: read again and retry, a few times at most.
+const MAX_STATE_RETRIES = 3
+
+async function saveRelayEvent(d: ChannelDeps, t: EventTemplate, out: RelayEvent[]) {
+  const dTag = t.tags.find((x) => x[0] === 'd')?.[1]
+  for (let i = 0; i <= MAX_STATE_RETRIES; i++) {
+    let createdAt = d.nowSeconds()
+    if (dTag !== undefined) {
+      const filter = { kinds: [t.kind], authors: [d.relayPubkey], tags: { d: [dTag] }, limit: 1 }
+      const [current] = await d.events.query(d.community, [filter], { now: createdAt })
+      if (current) createdAt = Math.max(createdAt, current.event.created_at + 1)
+    }
+    const event = asVerified(d.sign(t, createdAt))
+    const raw = JSON.stringify(event)
+    const saved = await d.events.save(d.community, event, raw)
+    if (saved.status === 'saved') {
+      out.push({ event, raw })
+      return
+    }
+    if (saved.status !== 'superseded') break
+  }
+  d.log.warn({ community: d.community, kind: t.kind }, 'relay-signed channel event not stored')
+}

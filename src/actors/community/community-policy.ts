@@ -1,0 +1,41 @@
+// A community's own rules for writes (DESIGN §6), checked by its actor before anything is stored: the write
+// policy, the AUTH requirement, the NIP-86 kind rules and banned events. The relay's own events pass.
+import type { CommunityRecord, CommunitySettings } from '../../infra/store/community-store'
+import type { NostrEvent } from '../../protocols/nip01/event'
+import { KIND_DELETION } from '../../protocols/nip01/kinds'
+import { type Reason, reason } from '../../protocols/reasons'
+import type { AccessGate } from './access-gate'
+import { KIND_PRESENCE } from './community-presence'
+import type { ConnView } from './subscription-index'
+
+/** The relay-wide `authRequired` forces AUTH in every community; a community may ask for it on its own. */
+export const readPolicyOf = (s: CommunitySettings, authRequired: boolean) =>
+  (authRequired || s.authRequired) && s.readPolicy === 'public' ? 'authenticated' : s.readPolicy
+export const writePolicyOf = (s: CommunitySettings, authRequired: boolean) =>
+  (authRequired || s.authRequired) && s.writePolicy === 'public' ? 'authenticated' : s.writePolicy
+
+// Kinds the relay needs whatever the allow list says: deletion, presence, and NIP-29's channel events.
+const isExemptKind = (kind: number) => kind === KIND_DELETION || kind === KIND_PRESENCE || (kind >= 9000 && kind <= 9022)
+
+export function checkKind(record: CommunityRecord, kind: number): Reason | null {
+  const { allowed, disallowed } = record.kinds
+  if (disallowed.includes(kind)) return reason('blocked', `kind ${kind} is not accepted in this community`)
+  if (allowed.length > 0 && !allowed.includes(kind) && !isExemptKind(kind)) return reason('blocked', `kind ${kind} is not accepted in this community`)
+  return null
+}
+
+export async function checkWrite(
+  record: CommunityRecord,
+  event: NostrEvent,
+  conn: ConnView,
+  gate: AccessGate,
+  authRequired: boolean,
+): Promise<Reason | null> {
+  const policy = writePolicyOf(record.settings, authRequired)
+  if (policy !== 'public' && conn.authed.size === 0) return reason('auth-required', 'this community accepts events only after authentication')
+  // an attested agent writes on its owner's membership
+  const owner = conn.owners.get(event.pubkey)
+  if (policy === 'members' && !(await gate.isMember(owner ? [event.pubkey, owner] : [event.pubkey])))
+    return reason('restricted', 'only members of this community may publish here')
+  return checkKind(record, event.kind)
+}

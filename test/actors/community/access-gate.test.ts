@@ -1,0 +1,121 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { AccessGate } from '../../../src/actors/community/access-gate'
+import type { ConnView, Subscription } from '../../../src/actors/community/subscription-index'
+import type { ChannelStore } from '../../../src/infra/store/channel-store'
+import { type CommunityRecord, DEFAULT_SETTINGS } from '../../../src/infra/store/community-store'
+import { openSqliteChannelStore } from '../../../src/infra/store/sqlite-channel-store'
+import type { NostrEvent } from '../../../src/protocols/nip01/event'
+
+const A = 'a'.repeat(64)
+const B = 'b'.repeat(64)
+const ADMIN = 'c'.repeat(64)
+const TTL_MS = 1_000
+
+const conn = (id: string, ...authed: string[]): ConnView => ({ id, authed: new Set(authed), owners: new Map(), queue: {} as ConnView['queue'] })
+const sub = (c: ConnView): Subscription => ({ conn: c, subId: 's', filters: [{}] })
+const inChannel = (channel: string, kind = 9): NostrEvent =>
+  ({ id: 'e'.repeat(64), pubkey: A, created_at: 1, kind, tags: [['h', channel]], content: '', sig: '' }) as NostrEvent
+
+/** A real SQLite channel store whose reads can be made to fail, as a database outage would. */
+function faulty(store: ChannelStore) {
+  const state = { failing: false, reads: 0 }
+  const guard =
+    <A extends unknown[], R>(f: (...a: A) => Promise<R>) =>
+    async (...a: A): Promise<R> => {
+      state.reads++
+      if (state.failing) throw new Error('store down')
+      return f(...a)
+    }
+  const wrapped: ChannelStore = {
+    ...store,
+    get: guard(store.get.bind(store)),
+    restricted: guard(store.restricted.bind(store)),
+    rolesOf: guard(store.rolesOf.bind(store)),
+  }
+  return { store: wrapped, state }
+}
+
+describe('the access gate deciding who receives a channel event', () => {
+  let channels: ChannelStore
+  let fault: ReturnType<typeof faulty>
+  let now: number
+  let record: CommunityRecord
+  let gate: AccessGate
+
+  beforeEach(async () => {
+    channels = openSqliteChannelStore(join(mkdtempSync(join(tmpdir(), 'gate-')), 'c.sqlite'))
+    fault = faulty(channels)
+    now = 1_000_000
+    record = { id: 'c1', name: 'c1', hosts: [], agents: [], admins: [ADMIN], settings: { ...DEFAULT_SETTINGS }, kinds: { allowed: [], disallowed: [] } }
+    gate = new AccessGate({
+      community: 'c1',
+      channels: fault.store,
+      record: () => record,
+      allowedAmong: async (pubkeys) => new Set(pubkeys.filter((p) => p === B)),
+      ttlMs: TTL_MS,
+      nowMs: () => now,
+    })
+    const base = { name: '', about: '', picture: '', closed: false, createdAt: 1 }
+    await channels.create('c1', { ...base, id: 'secret', private: true }, A)
+    await channels.create('c1', { ...base, id: 'lobby', private: false }, A)
+  })
+  afterEach(() => channels.close())
+
+  const receivers = async (channel: string, ...conns: ConnView[]) =>
+    (await gate.deliverable(inChannel(channel), conns.map(sub))).map((s) => s.conn.id)
+
+  it('delivers a private channel only to members and community admins, never to the unauthenticated', async () => {
+    expect(await receivers('secret', conn('member', A), conn('outsider', B), conn('admin', ADMIN), conn('anon'))).toEqual(['member', 'admin'])
+  })
+
+  it('delivers a public channel to everyone the community lets read', async () => {
+    expect(await receivers('lobby', conn('outsider', B), conn('anon'))).toEqual(['outsider', 'anon'])
+  })
+
+  it('keeps delivering from its cache until told, then stops at once on InvalidateMembership', async () => {
+    expect(await receivers('secret', conn('member', A))).toEqual(['member'])
+    await channels.removeMember('c1', 'secret', A)
+    expect(await receivers('secret', conn('member', A))).toEqual(['member'])
+    gate.invalidate({ op: 'InvalidateMembership', channel: 'secret', pubkey: A })
+    expect(await receivers('secret', conn('member', A))).toEqual([])
+  })
+
+  it('stops delivering to a removed member once the TTL has passed, with no broadcast at all', async () => {
+    expect(await receivers('secret', conn('member', A))).toEqual(['member'])
+    await channels.removeMember('c1', 'secret', A)
+    now += TTL_MS - 1
+    expect(await receivers('secret', conn('member', A))).toEqual(['member'])
+    now += 1
+    expect(await receivers('secret', conn('member', A))).toEqual([])
+  })
+
+  it('never caches a public answer: a channel made private is private at the next event', async () => {
+    expect(await receivers('lobby', conn('outsider', B))).toEqual(['outsider'])
+    await channels.update('c1', 'lobby', { private: true })
+    expect(await receivers('lobby', conn('outsider', B))).toEqual([])
+  })
+
+  it('delivers nothing when a lookup fails (fail closed)', async () => {
+    fault.state.failing = true
+    await expect(gate.deliverable(inChannel('secret'), [sub(conn('member', A))])).rejects.toThrow('store down')
+  })
+
+  it('hides private channels a reader is not in, and deleted ones from everyone, inside the store query', async () => {
+    await channels.create('c1', { name: '', about: '', picture: '', closed: false, createdAt: 1, id: 'gone', private: false }, A)
+    await channels.remove('c1', 'gone')
+    expect((await gate.readOptions(conn('member', A), 1)).hiddenChannels).toEqual(['gone'])
+    expect([...((await gate.readOptions(conn('outsider', B), 1)).hiddenChannels ?? [])].sort()).toEqual(['gone', 'secret'])
+    expect([...((await gate.readOptions(conn('anon'), 1)).hiddenChannels ?? [])].sort()).toEqual(['gone', 'secret'])
+  })
+
+  it('applies the community read policy: members only lets admins and allowed pubkeys in', async () => {
+    record = { ...record, settings: { ...record.settings, readPolicy: 'members' } }
+    expect(await gate.checkRead(conn('anon'))).toMatch(/^auth-required:/)
+    expect(await gate.checkRead(conn('stranger', A))).toMatch(/^restricted:/)
+    expect(await gate.checkRead(conn('allowed', B))).toBeNull()
+    expect(await receivers('lobby', conn('stranger', A), conn('allowed', B), conn('admin', ADMIN))).toEqual(['allowed', 'admin'])
+  })
+})

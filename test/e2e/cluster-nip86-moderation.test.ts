@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest'
+import { prefixOf } from '../../src/protocols/reasons'
+import { makeKeys, type TestKeys } from '../support/events'
+import type { TestRelay } from '../support/relay'
+import { auth, client, httpGet, relayUrlOf, useCluster, useRelays } from './helpers'
+import { managementUrl, nip98Header, postNip86 } from './nip86-client'
+
+let callCounter = 0
+/** One call to `node` for the community on `host`; the body's `id` keeps identical calls from being replays. */
+const call = (node: TestRelay, keys: TestKeys, host: string, method: string, params: unknown[] = []) => {
+  const body = JSON.stringify({ id: ++callCounter, method, params })
+  return postNip86(node, body, nip98Header(keys, managementUrl(node, host), body), host)
+}
+
+const nip11On = async (node: TestRelay, host: string) =>
+  JSON.parse((await httpGet(node, '/', { Accept: 'application/nostr+json', Host: `${host}:${node.port}` })).body)
+
+/** polls `read` every 50 ms for up to 2 s until it returns `want` */
+async function eventually<T>(read: () => Promise<T>, want: T): Promise<T> {
+  let got = await read()
+  for (let i = 0; i < 40 && JSON.stringify(got) !== JSON.stringify(want); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    got = await read()
+  }
+  return got
+}
+
+/** Moderation on a cluster: settings reach every node at once (InvalidateAll), budgets are shared (Redis). */
+describe('moderation over NIP-86 on a cluster of nodes', () => {
+  const relays = useRelays()
+  const operator = makeKeys()
+  const cluster = useCluster(relays)
+  const GENEROUS = { ratePerSecond: 100_000, burst: 100_000 }
+
+  it("shows a name, description and policy changed through A in B's NIP-11 without waiting for revalidation", async () => {
+    const { host, nodes: [a, b] } = await cluster.nodes(2, { operatorPubkeys: [operator.pubkey], rateLimits: { human: { api: GENEROUS } } })
+    expect((await call(a!, operator, host, 'changerelayname', ['Cluster Nest'])).json).toEqual({ result: true })
+    expect((await call(a!, operator, host, 'changerelaydescription', ['shared by every node'])).json).toEqual({ result: true })
+    expect((await call(a!, operator, host, 'setcommunitypolicy', [{ authRequired: true }])).json).toEqual({ result: true })
+    const seen = await eventually(async () => {
+      const info = await nip11On(b!, host)
+      return { name: info.name, description: info.description, auth: info.limitation.auth_required }
+    }, { name: 'Cluster Nest', description: 'shared by every node', auth: true })
+    expect(seen).toEqual({ name: 'Cluster Nest', description: 'shared by every node', auth: true })
+  })
+
+  it('lists on B the kinds and allowed pubkeys set through A', async () => {
+    const { host, nodes: [a, b] } = await cluster.nodes(2, { operatorPubkeys: [operator.pubkey], rateLimits: { human: { api: GENEROUS } } })
+    const member = makeKeys()
+    await call(a!, operator, host, 'allowkind', [1])
+    await call(a!, operator, host, 'allowpubkey', [member.pubkey, 'ok'])
+    expect((await call(b!, operator, host, 'listallowedkinds')).json.result).toEqual([1])
+    expect((await call(b!, operator, host, 'listallowedpubkeys')).json.result).toEqual([{ pubkey: member.pubkey, reason: 'ok' }])
+  })
+
+  it('closes on B the socket of a pubkey timed out through A', async () => {
+    const { host, nodes: [a, b] } = await cluster.nodes(2, { operatorPubkeys: [operator.pubkey], rateLimits: { human: { api: GENEROUS } } })
+    const noisy = makeKeys()
+    const onB = await client(b!, host)
+    expect((await auth(onB, noisy, relayUrlOf(b!, host))).accepted).toBe(true)
+    expect((await call(a!, operator, host, 'timeoutpubkey', [noisy.pubkey, 60])).json).toEqual({ result: true })
+    expect(prefixOf(String((await onB.next((f) => f[0] === 'NOTICE'))[1]))).toBe('blocked')
+    expect((await onB.closed).code).toBe(1008)
+  })
+
+  it("spends one api budget per caller across the nodes: A's calls count on B", async () => {
+    const { host, nodes: [a, b] } = await cluster.nodes(2, {
+      operatorPubkeys: [operator.pubkey],
+      rateLimits: { human: { api: { ratePerSecond: 0.01, burst: 3 } } },
+    })
+    for (let i = 0; i < 3; i++) expect((await call(a!, operator, host, 'supportedmethods')).status).toBe(200)
+    const refused = await call(b!, operator, host, 'supportedmethods')
+    expect(refused.status).toBe(429)
+    expect(prefixOf(refused.json.error ?? '')).toBe('rate-limited')
+  })
+})
