@@ -3,11 +3,29 @@
 import { parseArgs } from 'node:util'
 import { callManagement, isSecretKeyHex, toManagementUrl } from './admin-client'
 import { COMMUNITY_ID_PATTERN } from './infra/store/community-store'
+import { isNip86Method, type Nip86Method } from './protocols/nip86'
 
 export const ADMIN_USAGE = `usage: apiary admin <method> [args...] --url <http(s)://host[:port]/> [--key <secret hex>]
   apiary admin supportedmethods
   apiary admin banpubkey <pubkey> [reason]
+  apiary admin unbanpubkey <pubkey>
+  apiary admin timeoutpubkey <pubkey> <seconds> [reason]
   apiary admin listbannedpubkeys
+  apiary admin allowpubkey <pubkey> [reason]
+  apiary admin unallowpubkey <pubkey>
+  apiary admin listallowedpubkeys
+  apiary admin banevent <event id> [reason]
+  apiary admin allowevent <event id>
+  apiary admin listbannedevents
+  apiary admin allowkind <kind> | disallowkind <kind>
+  apiary admin listallowedkinds | listdisallowedkinds
+  apiary admin blockip <ip> [reason]
+  apiary admin unblockip <ip>
+  apiary admin listblockedips
+  apiary admin changerelayname <name...>
+  apiary admin changerelaydescription <text...>          ("" goes back to the relay's description)
+  apiary admin changerelayicon <http(s) url>              ("" for no icon)
+  apiary admin setcommunitypolicy [--read P] [--write P] [--auth-required true|false]   (P: public|authenticated|members)
   apiary admin createcommunity <id> --host <host> [--host <host> ...] [--name NAME] [--admin <pubkey> ...]
   apiary admin archivecommunity <id>
   apiary admin listcommunities
@@ -18,24 +36,87 @@ export const ADMIN_USAGE = `usage: apiary admin <method> [args...] --url <http(s
 Keys and pubkeys are 64 hex characters (no npub/nsec).
 `
 
-type Flags = { host?: string[]; name?: string; admin?: string[] }
+type Flags = { host?: string[]; name?: string; admin?: string[]; read?: string; write?: string; 'auth-required'?: string }
 /** The method's params from its positional args and flags, or what is wrong with them. */
 type ToParams = (args: string[], flags: Flags) => unknown[] | string
 
 const HEX64 = /^[0-9a-f]{64}$/
 const TIERS = ['standard', 'elevated', 'platform', 'none']
+const POLICIES = ['public', 'authenticated', 'members']
 
 const noArgs: ToParams = (args) => (args.length === 0 ? [] : 'takes no arguments')
 
-const METHODS: Record<string, ToParams> = {
+/** `<hex> [reason words...]` for pubkeys and event ids: the reason is the rest of the line. */
+const hexWithReason =
+  (what: string): ToParams =>
+  ([hex, ...why]) => {
+    if (!isPubkey(hex)) return `needs ${what} (64 hex characters)`
+    const text = why.join(' ')
+    return text === '' ? [hex] : [hex, text]
+  }
+const oneHex =
+  (what: string): ToParams =>
+  (args) =>
+    args.length === 1 && isPubkey(args[0]) ? [args[0]] : `needs one ${what} (64 hex characters)`
+/** The rest of the line as one string param; `""` is an argument, so it can clear a field. */
+const text =
+  (what: string): ToParams =>
+  (args) =>
+    args.length === 0 ? `needs ${what}` : [args.join(' ')]
+const kind: ToParams = (args) => {
+  const n = Number(args[0])
+  return args.length === 1 && /^\d+$/.test(args[0] ?? '') && n <= 65_535 ? [n] : 'needs one kind number (0-65535)'
+}
+
+// Partial<Record<Nip86Method, ...>>: a method the relay no longer answers is a compile error here.
+const METHODS: Partial<Record<Nip86Method, ToParams>> = {
   supportedmethods: noArgs,
   listbannedpubkeys: noArgs,
   listcommunities: noArgs,
   listagents: noArgs,
-  banpubkey: ([pubkey, ...why]) => {
-    if (!isPubkey(pubkey)) return 'needs a pubkey (64 hex characters)'
+  listallowedpubkeys: noArgs,
+  listbannedevents: noArgs,
+  listallowedkinds: noArgs,
+  listdisallowedkinds: noArgs,
+  listblockedips: noArgs,
+  banpubkey: hexWithReason('a pubkey'),
+  allowpubkey: hexWithReason('a pubkey'),
+  unbanpubkey: oneHex('pubkey'),
+  unallowpubkey: oneHex('pubkey'),
+  banevent: hexWithReason('an event id'),
+  allowevent: oneHex('event id'),
+  timeoutpubkey: ([pubkey, seconds, ...why]) => {
+    if (!isPubkey(pubkey) || seconds === undefined || !/^[1-9]\d*$/.test(seconds)) return 'needs a pubkey (64 hex characters) and a number of seconds'
     const text = why.join(' ')
-    return text === '' ? [pubkey] : [pubkey, text]
+    return text === '' ? [pubkey, Number(seconds)] : [pubkey, Number(seconds), text]
+  },
+  changerelayname: text('a name'),
+  changerelaydescription: text('the description ("" to clear it)'),
+  changerelayicon: (args) => (args.length === 1 ? [args[0]] : 'needs one http(s) URL ("" for no icon)'),
+  allowkind: kind,
+  disallowkind: kind,
+  blockip: ([ip, ...why]) => {
+    if (ip === undefined || ip === '') return 'needs an IP address'
+    const text = why.join(' ')
+    return text === '' ? [ip] : [ip, text]
+  },
+  unblockip: (args) => (args.length === 1 && args[0] !== '' ? [args[0]] : 'needs one IP address'),
+  setcommunitypolicy: (args, flags) => {
+    if (args.length > 0) return 'takes flags only: --read, --write, --auth-required'
+    const policy: { readPolicy?: string; writePolicy?: string; authRequired?: boolean } = {}
+    for (const [flag, field] of [
+      ['read', 'readPolicy'],
+      ['write', 'writePolicy'],
+    ] as const) {
+      const value = flags[flag]
+      if (value === undefined) continue
+      if (!POLICIES.includes(value)) return `--${flag} must be one of ${POLICIES.join('|')}`
+      policy[field] = value
+    }
+    const auth = flags['auth-required']
+    if (auth !== undefined && auth !== 'true' && auth !== 'false') return '--auth-required must be true or false'
+    if (auth !== undefined) policy.authRequired = auth === 'true'
+    return Object.keys(policy).length === 0 ? 'needs at least one of --read, --write, --auth-required' : [policy]
   },
   createcommunity: (args, flags) => {
     const [id] = args
@@ -75,12 +156,12 @@ export async function runAdmin(argv: string[], env: Record<string, string | unde
     return 0
   }
   if (method === undefined) return usage('missing method')
-  const toParams = METHODS[method]
+  const toParams = isNip86Method(method) ? METHODS[method] : undefined
   if (!toParams) return usage(`unknown method ${method}`)
   // lowercase hex is what NIP-86 relays compare; accept what a user pastes in upper case
   const params = toParams(
     args.map((a) => (HEX64.test(a.toLowerCase()) ? a.toLowerCase() : a)),
-    { host: values.host, name: values.name, admin: values.admin?.map((a) => a.toLowerCase()) },
+    { ...values, admin: values.admin?.map((a) => a.toLowerCase()) },
   )
   if (typeof params === 'string') return usage(`${method} ${params}`)
   const url = values.url === undefined ? undefined : toManagementUrl(values.url)
@@ -109,6 +190,9 @@ function parseAdminArgs(argv: string[]) {
       host: { type: 'string', multiple: true },
       name: { type: 'string' },
       admin: { type: 'string', multiple: true },
+      read: { type: 'string' },
+      write: { type: 'string' },
+      'auth-required': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   })

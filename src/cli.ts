@@ -1,10 +1,12 @@
-// `apiary start | keygen | community add | config print | admin` — the same config path as createRelay.
+// `apiary start | keygen | community add | config print | admin | channel | agent` — the same config path as createRelay.
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { bytesToHex } from '@noble/hashes/utils.js'
 import { runAdmin } from './cli-admin'
+import { runAgent } from './cli-agent'
+import { runChannel } from './cli-channel'
 import { type ConfigInput, loadConfig } from './infra/config'
 import { COMMUNITY_ID_PATTERN, seedDefaultCommunity } from './infra/store/community-store'
 import { openSqliteCommunityStore } from './infra/store/sqlite-community-store'
@@ -17,6 +19,8 @@ const USAGE = `usage:
   apiary community list [--data-dir DIR] [--config FILE]
   apiary config print [--config FILE]
   apiary admin <method> [args...] --url <http(s)://host[:port]/> [--key <secret hex>]   (apiary admin --help)
+  apiary channel <command> [args...] --url <ws(s)://host[:port]> [--key <secret hex>]   (apiary channel --help)
+  apiary agent attest <agent pubkey> [--conditions C] --key <owner secret hex>        (apiary agent --help)
 `
 
 function configFrom(values: { port?: string; host?: string; 'data-dir'?: string; config?: string }) {
@@ -28,8 +32,10 @@ function configFrom(values: { port?: string; host?: string; 'data-dir'?: string;
 }
 
 async function main(argv: string[]): Promise<number> {
-  // admin has its own flags (--url, --key, --admin ...), parsed in cli-admin.ts
+  // admin, channel and agent have their own flags (--url, --key, --admin ...), parsed in their cli-*.ts
   if (argv[0] === 'admin') return runAdmin(argv.slice(1), process.env)
+  if (argv[0] === 'channel') return runChannel(argv.slice(1), process.env)
+  if (argv[0] === 'agent') return runAgent(argv.slice(1), process.env)
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,

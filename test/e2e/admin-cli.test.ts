@@ -4,11 +4,13 @@ import { createServer, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { verifyEvent } from 'nostr-tools/pure'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { callManagement } from '../../src/admin-client'
+import { runAdmin } from '../../src/cli-admin'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { makeKeys } from '../support/events'
 import { startTestRelay, type TestRelay } from '../support/relay'
+import { auth, client, fresh, publish, relayUrlOf } from './helpers'
 
 const TSX = join(process.cwd(), 'node_modules/.bin/tsx')
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex')
@@ -71,9 +73,95 @@ describe('the NIP-86 management client', () => {
   })
 })
 
-describe('apiary admin', () => {
+describe('apiary admin argument mapping', () => {
+  const pubkey = 'ab'.repeat(32)
+  const id = 'cd'.repeat(32)
+  // in-process, against a recording server: what each command line posts, without a relay or a tsx start each
+  it.each([
+    [['allowpubkey', pubkey, 'core', 'team'], 'allowpubkey', [pubkey, 'core team']],
+    [['unallowpubkey', pubkey.toUpperCase()], 'unallowpubkey', [pubkey]],
+    [['unbanpubkey', pubkey], 'unbanpubkey', [pubkey]],
+    [['timeoutpubkey', pubkey, '600', 'cool', 'off'], 'timeoutpubkey', [pubkey, 600, 'cool off']],
+    [['banevent', id, 'spam'], 'banevent', [id, 'spam']],
+    [['allowevent', id], 'allowevent', [id]],
+    [['changerelayname', 'The', 'Hive'], 'changerelayname', ['The Hive']],
+    [['changerelaydescription', ''], 'changerelaydescription', ['']],
+    [['changerelayicon', 'https://hive.test/icon.png'], 'changerelayicon', ['https://hive.test/icon.png']],
+    [['allowkind', '30023'], 'allowkind', [30023]],
+    [['disallowkind', '0'], 'disallowkind', [0]],
+    [['blockip', '203.0.113.7', 'scraper'], 'blockip', ['203.0.113.7', 'scraper']],
+    [['unblockip', '2001:db8::1'], 'unblockip', ['2001:db8::1']],
+    [['listblockedips'], 'listblockedips', []],
+    [['setcommunitypolicy', '--read', 'members', '--auth-required', 'false'], 'setcommunitypolicy', [{ readPolicy: 'members', authRequired: false }]],
+  ])('posts %j as %s with params %j', async (argv, method, params) => {
+    const { calls, close, url } = await recordingServer()
+    try {
+      expect(await quietly(() => runAdmin([...argv, '--url', url], { APIARY_ADMIN_KEY: hex(makeKeys().secretKey) }))).toBe(0)
+      expect(calls).toEqual([{ method, params }])
+    } finally {
+      await close()
+    }
+  })
+
+  it.each([
+    [['timeoutpubkey', pubkey, 'soon']],
+    [['timeoutpubkey', pubkey, '0']],
+    [['allowkind', '65536']],
+    [['allowkind', '1.5']],
+    [['allowevent', 'not-an-id']],
+    [['unbanpubkey']],
+    [['changerelayname']],
+    [['setcommunitypolicy']],
+    [['setcommunitypolicy', '--write', 'anyone']],
+    [['setcommunitypolicy', '--auth-required', 'yes']],
+    [['blockip']],
+  ])('refuses %j with exit code 2, calling nothing', async (argv) => {
+    const { calls, close, url } = await recordingServer()
+    try {
+      expect(await quietly(() => runAdmin([...argv, '--url', url], { APIARY_ADMIN_KEY: hex(makeKeys().secretKey) }))).toBe(2)
+      expect(calls).toEqual([])
+    } finally {
+      await close()
+    }
+  })
+})
+
+/** An HTTP server that answers every NIP-86 call with `true` and records `{ method, params }`. */
+async function recordingServer() {
+  const calls: unknown[] = []
+  const server = createServer((req, res) => {
+    let body = ''
+    req.setEncoding('utf8')
+    req.on('data', (d: string) => {
+      body += d
+    })
+    req.on('end', () => {
+      calls.push(JSON.parse(body))
+      res.writeHead(200, { 'Content-Type': 'application/nostr+json+rpc' }).end('{"result":true}')
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  return { calls, url: `http://127.0.0.1:${port}/`, close: () => new Promise((resolve) => server.close(resolve)) }
+}
+
+/** Run a CLI entry point here with its output swallowed; its exit code is the return value. */
+async function quietly(run: () => Promise<number>): Promise<number> {
+  const out = vi.spyOn(process.stdout, 'write').mockImplementation(() => true)
+  const err = vi.spyOn(process.stderr, 'write').mockImplementation(() => true)
+  try {
+    return await run()
+  } finally {
+    out.mockRestore()
+    err.mockRestore()
+  }
+}
+
+describe('apiary admin', { timeout: 60_000 }, () => {
   const operator = makeKeys()
   const target = makeKeys()
+  const member = makeKeys()
+  const outsider = makeKeys()
   let relay: TestRelay
   let url: string
   beforeAll(async () => {
@@ -102,5 +190,33 @@ describe('apiary admin', () => {
     expect(code).toBe(1)
     expect(stdout).toBe('')
     expect(stderr).toMatch(/HTTP 403: restricted:/)
+  })
+
+  it('allows a pubkey with a reason, which listallowedpubkeys then shows', async () => {
+    const allowed = await apiaryAdmin('allowpubkey', member.pubkey, 'core', 'team', '--url', url, '--key', hex(operator.secretKey))
+    expect(allowed).toMatchObject({ code: 0, stdout: 'true\n' })
+    const listed = await apiaryAdmin('listallowedpubkeys', '--url', url, '--key', hex(operator.secretKey))
+    expect(listed.code).toBe(0)
+    expect(JSON.parse(listed.stdout)).toContainEqual({ pubkey: member.pubkey, reason: 'core team' })
+  })
+
+  it('sets the write policy to members from flags, after which a non-member\'s event is "restricted:" and a member\'s accepted', async () => {
+    const set = await apiaryAdmin('setcommunitypolicy', '--write', 'members', '--auth-required', 'true', '--url', url, '--key', hex(operator.secretKey))
+    expect(set).toMatchObject({ code: 0, stdout: 'true\n' })
+    const c = await client(relay)
+    try {
+      expect((await auth(c, outsider, relayUrlOf(relay))).accepted).toBe(true)
+      expect((await publish(c, fresh(outsider))).prefix).toBe('restricted')
+      expect((await auth(c, member, relayUrlOf(relay))).accepted).toBe(true)
+      expect((await publish(c, fresh(member))).accepted).toBe(true)
+    } finally {
+      c.close()
+    }
+  })
+
+  it('exits 2 without calling the relay when a moderation method\'s arguments are wrong', async () => {
+    const { code, stderr } = await apiaryAdmin('setcommunitypolicy', '--read', 'everyone', '--url', url, '--key', hex(operator.secretKey))
+    expect(code).toBe(2)
+    expect(stderr).toMatch(/--read must be one of public\|authenticated\|members/)
   })
 })
