@@ -113,10 +113,23 @@ describe('presence (kind 20001) on one node', () => {
 describe('presence across two nodes of a cluster', () => {
   const relays = useRelays()
   const cluster = useCluster(relays)
-  async function twoNodes() {
-    const { host, nodes: [a, b] } = await cluster.nodes(2)
+  async function twoNodes(extra = {}) {
+    const { host, nodes: [a, b] } = await cluster.nodes(2, extra)
     return { host, a: a!, b: b! }
   }
+
+  it('forgets on B a presence set on A 3 heartbeats after the last one, while its socket stays open', async () => {
+    const { host, a, b } = await twoNodes({ presenceHeartbeatSeconds: 1 })
+    const keys = makeKeys()
+    const onA = await authed(a, keys, host)
+    expect((await publish(onA, heartbeat(keys, 'here'))).accepted).toBe(true)
+    const readerB = await client(b, host)
+    expect((await presenceOf(readerB, keys.pubkey)).map((e) => e.content)).toEqual(['here'])
+    const started = performance.now()
+    expect(await eventually(() => presenceOf(readerB, keys.pubkey), (e) => e.length === 0, 10_000)).toEqual([])
+    // the Redis key's TTL is 3 × heartbeat: it can't have gone much before that
+    expect(performance.now() - started).toBeGreaterThan(1_500)
+  })
 
   it('shows a heartbeat on A to a REQ on B, and clears it only when the last connection on either node closes', async () => {
     const { host, a, b } = await twoNodes()
