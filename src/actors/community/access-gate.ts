@@ -57,12 +57,12 @@ export class AccessGate {
   /** The store options for this reader: author-only kinds and hidden channels decided inside the query. */
   async readOptions(conn: ConnView, nowSeconds: number): Promise<QueryOptions> {
     const readers = [...conn.authed]
-    const hidden: string[] = []
     const channels = await this.d.channels.restricted(this.d.community)
-    for (const c of channels) {
-      this.remember(c.id, c.deleted ? 'deleted' : 'private')
-      if (c.deleted || readers.length === 0 || !(await this.isChannelMember(c.id, readers))) hidden.push(c.id)
-    }
+    for (const c of channels) this.remember(c.id, c.deleted ? 'deleted' : 'private')
+    // one fresh read of the reader's channels per REQ (never the cache): community admins read them all
+    const admin = readers.some((p) => this.d.record().admins.includes(p))
+    const mine = channels.length > 0 && readers.length > 0 && !admin ? await this.d.channels.memberChannels(this.d.community, readers) : new Set<string>()
+    const hidden = channels.filter((c) => c.deleted || (!admin && !mine.has(c.id))).map((c) => c.id)
     return { now: nowSeconds, authorOnly: { kinds: AUTHOR_ONLY_KINDS, readers }, hiddenChannels: hidden }
   }
 

@@ -1,5 +1,6 @@
-// State: the live-subscription index, presence holds per connection, the recent-id guard and counters.
-// Messages: CommunityMsg (publish, subscribe, count, disconnect, stats) and Saved (a store commit came back).
+// State: the live-subscription index, presence holds per connection, the recent-id guard and counters, the
+// current record (settings, roster, kind rules) with the banned event ids, and the access gate's caches.
+// Messages: CommunityMsg (publish, subscribe, count, disconnect, control, record changes, stats) and Saved.
 // Crash policy: permanent with backoff. The index is created once per activation and survives a restart:
 // its connections still believe they are subscribed, and events are never silently skipped for them (the
 // presence holds survive likewise, so a restart can't leak a connection count).
@@ -8,26 +9,25 @@ import type { Logger } from '../../infra/log'
 import type { Metrics } from '../../infra/metrics'
 import type { ChannelStore } from '../../infra/store/channel-store'
 import type { CommunityRecord, CommunityStore } from '../../infra/store/community-store'
-import type { EventStore, StoredEvent } from '../../infra/store/event-store'
+import type { EventStore } from '../../infra/store/event-store'
 import type { CacheInvalidationOp, ConnControlOp } from '../../protocols/control'
 import type { Limits } from '../../protocols/limits'
-import type { NostrEvent, VerifiedEvent } from '../../protocols/nip01/event'
-import { effectiveLimit } from '../../protocols/nip01/filter'
+import type { NostrEvent, } from '../../protocols/nip01/event'
 import { KIND_AUTH, kindClass } from '../../protocols/nip01/kinds'
-import { closedFrame, eoseFrame, eventFrame } from '../../protocols/nip01/relay-message'
 import type { EventTemplate } from '../../protocols/nip29'
 import { isExpired } from '../../protocols/nip40'
 import { reason } from '../../protocols/reasons'
 import { assertNever } from '../../protocols/result'
 import { type ActorContext, type ActorDef, tell } from '../kernel'
 import { AccessGate } from './access-gate'
-import { applyChannelPlan, type ChannelDeps, type ChannelPlan, planChannelEvent, type RelayEvent } from './community-channels'
+import { applyChannelPlanLogged, type ChannelDeps, planChannelEvent } from './community-channels'
 import { acceptControl, acceptRemoteEvent, type ClusterDeps, disconnectAll, disconnectPubkey, toLocalMessage } from './community-cluster'
 import { checkWrite } from './community-policy'
-import { KIND_PRESENCE, type PresenceDeps, type PresenceHolds, queryPresence, releasePresence, setPresence } from './community-presence'
+import { KIND_PRESENCE, type PresenceDeps, type PresenceHolds, releasePresence, setPresence } from './community-presence'
+import { fanOut, onCount, onSubscribe } from './community-reads'
 import type { CommunityMsg, PublishOutcome } from './messages'
 import { RecentIds } from './recent-ids'
-import { type ConnectionRegistry, type ConnView, type Subscription, SubscriptionIndex } from './subscription-index'
+import { type ConnectionRegistry, SubscriptionIndex } from './subscription-index'
 
 export interface CommunityDeps {
   record: CommunityRecord
@@ -235,7 +235,7 @@ async function onSaved(state: CommunityState, msg: Extract<CommunityMsg, { type:
       for (const id of outcome.removedIds) state.recent.delete(id)
       state.recent.add(event.id)
       state.accepted++
-      const changes = msg.plan ? await applyPlan(state, msg.plan, event, deps) : []
+      const changes = msg.plan ? await applyChannelPlanLogged(msg.plan, event, state.channels) : []
       await fanOut(state, event, raw, deps)
       deps.cluster.link.publishEvent(raw)
       for (const c of changes) {
@@ -260,80 +260,6 @@ async function onSaved(state: CommunityState, msg: Extract<CommunityMsg, { type:
   }
 }
 
-/**
- * The channel rows change after the event is stored. A failure there leaves the event stored and the change
- * not made: the client hears `error:` only through the log; the event itself is the record of the request.
- */
-async function applyPlan(state: CommunityState, plan: ChannelPlan, event: VerifiedEvent, deps: CommunityDeps): Promise<RelayEvent[]> {
-  try {
-    return await applyChannelPlan(plan, event, state.channels)
-  } catch (error) {
-    deps.log.error({ err: error, community: deps.record.id, eventId: event.id, action: plan.action.type }, 'channel change failed')
-    return []
-  }
-}
-
-/**
- * Live delivery, local and remote alike, through the access gate: one frame per allowed subscription, built
- * from the stored raw JSON by concatenation. A gate lookup that fails delivers nothing (fail closed).
- */
-async function fanOut(state: CommunityState, event: VerifiedEvent, raw: string, deps: CommunityDeps) {
-  const matched: Subscription[] = [...state.index.match(event)]
-  if (matched.length === 0) return
-  let allowed: Subscription[]
-  try {
-    allowed = await state.gate.deliverable(event, matched)
-  } catch (error) {
-    deps.log.error({ err: error, community: deps.record.id, eventId: event.id }, 'access lookup failed: event not delivered live')
-    deps.metrics.accessLookupFailures.inc()
-    return
-  }
-  let delivered = 0
-  for (const sub of allowed) if (sub.conn.queue.push(eventFrame(sub.subId, raw))) delivered++
-  if (delivered) deps.metrics.fanoutDeliveries.inc(delivered)
-}
-
-async function onSubscribe(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Subscribe' }>, deps: CommunityDeps) {
-  const { conn, subId, filters } = msg
-  const clamped = filters.map((f) => ({ ...f, limit: effectiveLimit(f, deps.limits) }))
-  const refused = await state.gate.checkRead(conn).catch(() => reason('error', 'could not check access'))
-  if (refused) {
-    // the connection still counts the id until the client reuses or closes it (NIP-01 clients do)
-    conn.queue.pushControl(closedFrame(subId, refused))
-    return state
-  }
-  // live events from other nodes must start arriving before this REQ's EOSE, or one could fall in between
-  await deps.cluster.link.ensureInterest()
-  const end = deps.metrics.storeLatency.startTimer({ op: 'query' })
-  let stored: StoredEvent[]
-  let presence: string[]
-  try {
-    const options = await state.gate.readOptions(conn, deps.nowSeconds())
-    // kind 20001 is never stored: its current presence comes from the presence store (DESIGN §6)
-    ;[stored, presence] = await Promise.all([deps.store.query(deps.record.id, clamped, options), queryPresence(clamped, deps.presence)])
-  } catch (error) {
-    // The client hears of the outage at once; the actor crashes so supervision sees it (DESIGN §3).
-    conn.queue.pushControl(closedFrame(subId, reason('error', 'could not query events')))
-    throw error
-  } finally {
-    end()
-  }
-  for (const s of stored) conn.queue.push(eventFrame(subId, s.raw))
-  for (const raw of presence) conn.queue.push(eventFrame(subId, raw))
-  conn.queue.push(eoseFrame(subId))
-  state.index.add(conn, subId, filters)
-  return state
-}
-
-async function onCount(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Count' }>, deps: CommunityDeps) {
-  const refused = await state.gate.checkRead(msg.conn)
-  if (refused) {
-    msg.reply(refused)
-    return state
-  }
-  msg.reply(await deps.store.count(deps.record.id, msg.filters, await state.gate.readOptions(msg.conn, deps.nowSeconds())))
-  return state
-}
 
 /**
  * Banned events (NIP-86 banevent) are few: kept in memory, re-read whenever the record is. An id banned or

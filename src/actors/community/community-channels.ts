@@ -127,6 +127,19 @@ export async function applyChannelPlan(plan: ChannelPlan, event: NostrEvent, d: 
   }
 }
 
+/**
+ * The channel rows change after the event is stored. A failure there leaves the event stored and the change
+ * not made: the client hears `error:` only through the log; the event itself is the record of the request.
+ */
+export async function applyChannelPlanLogged(plan: ChannelPlan, event: NostrEvent, d: ChannelDeps): Promise<RelayEvent[]> {
+  try {
+    return await applyChannelPlan(plan, event, d)
+  } catch (error) {
+    d.log.error({ err: error, community: d.community, eventId: event.id, action: plan.action.type }, 'channel change failed')
+    return []
+  }
+}
+
 /** The relay-signed description of the channel (NIP-29: "should reflect the latest group state"). */
 async function publishState(d: ChannelDeps, channel: string, out: RelayEvent[], what: { metadata?: boolean; members?: boolean }) {
   if (what.metadata) {

@@ -50,6 +50,8 @@ export interface ChannelStore {
   removeMember(community: string, channel: string, pubkey: string): Promise<boolean>
   /** the roles of those among `pubkeys` who are members of `channel`; non-members are absent */
   rolesOf(community: string, channel: string, pubkeys: readonly string[]): Promise<Map<string, ChannelRole>>
+  /** the channels (of any kind) in which one of `pubkeys` is a member */
+  memberChannels(community: string, pubkeys: readonly string[]): Promise<Set<string>>
   /** every member, admins first, then by pubkey */
   members(community: string, channel: string): Promise<ChannelMember[]>
   close(): Promise<void>

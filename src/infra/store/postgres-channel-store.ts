@@ -30,6 +30,9 @@ CREATE TABLE channel_members (
 );
 `
 
+// the access gate asks which channels a reader is in, once per REQ
+const CHANNELS_V2 = `CREATE INDEX channel_members_by_pubkey ON channel_members (community, pubkey)`
+
 const COLUMNS = 'id, name, about, picture, private, closed, deleted, created_at'
 
 // one statement: the creator's admin row exists exactly when this call inserted the channel
@@ -72,7 +75,7 @@ export async function openPostgresChannelStore(opts: { url: string }): Promise<C
   // read on cache misses of the access gate and written by moderation events: a small pool is plenty
   const sql = connectPostgres(opts.url, 4)
   try {
-    await migrate(sql, 'channels', [CHANNELS_V1])
+    await migrate(sql, 'channels', [CHANNELS_V1, CHANNELS_V2])
   } catch (err) {
     await sql.end({ timeout: 1 })
     throw err
@@ -137,6 +140,14 @@ export async function openPostgresChannelStore(opts: { url: string }): Promise<C
       )
       for (const r of rows) out.set(r.pubkey as string, r.role as ChannelRole)
       return out
+    },
+    async memberChannels(community, pubkeys) {
+      if (pubkeys.length === 0) return new Set()
+      const rows = await withDeadline(
+        'member channels lookup',
+        q('SELECT DISTINCT channel FROM channel_members WHERE community = $1 AND pubkey = ANY($2::text[])', [community, pubkeys]),
+      )
+      return new Set(rows.map((r) => r.channel as string))
     },
     async members(community, channel) {
       // NIP-29 39001/39002 list admins before members

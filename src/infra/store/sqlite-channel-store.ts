@@ -26,6 +26,8 @@ CREATE TABLE IF NOT EXISTS channel_members (
   role TEXT NOT NULL CHECK (role IN ('admin', 'member')),
   PRIMARY KEY (community, channel, pubkey)
 ) WITHOUT ROWID;
+-- the access gate asks which channels a reader is in, once per REQ
+CREATE INDEX IF NOT EXISTS channel_members_by_pubkey ON channel_members (community, pubkey);
 `
 
 interface ChannelRow {
@@ -83,6 +85,9 @@ export function openSqliteChannelStore(file: string): ChannelStore {
      ON CONFLICT DO UPDATE SET role = excluded.role`,
   )
   const deleteMember = db.prepare('DELETE FROM channel_members WHERE community = ? AND channel = ? AND pubkey = ?')
+  const selectMemberChannels = db.prepare(
+    'SELECT DISTINCT channel FROM channel_members WHERE community = ? AND pubkey IN (SELECT value FROM json_each(?))',
+  )
   const selectRoles = db.prepare(
     `SELECT pubkey, role FROM channel_members
      WHERE community = ? AND channel = ? AND pubkey IN (SELECT value FROM json_each(?))`,
@@ -146,6 +151,10 @@ export function openSqliteChannelStore(file: string): ChannelStore {
       const rows = selectRoles.all(community, channel, JSON.stringify(pubkeys)) as ChannelMember[]
       for (const r of rows) out.set(r.pubkey, r.role)
       return out
+    },
+    async memberChannels(community, pubkeys) {
+      if (pubkeys.length === 0) return new Set()
+      return new Set(selectMemberChannels.pluck().all(community, JSON.stringify(pubkeys)) as string[])
     },
     async members(community, channel) {
       return selectMembers.all(community, channel) as ChannelMember[]

@@ -168,6 +168,16 @@ export function describeChannelStoreContract(name: string, open: () => Promise<C
         expect(await store.rolesOf(community, 'room', [])).toEqual(new Map())
       })
 
+      it('names the channels any of some pubkeys is a member of, in this community only', async () => {
+        await store.create(community, channel('second'), pubkey('b'))
+        await store.putMember(community, 'second', pubkey('c'), 'member')
+        await store.create(`${community}-other`, channel('elsewhere'), pubkey('c'))
+        expect(await store.memberChannels(community, [pubkey('c')])).toEqual(new Set(['second']))
+        expect(await store.memberChannels(community, [pubkey('a'), pubkey('c')])).toEqual(new Set(['room', 'second']))
+        expect(await store.memberChannels(community, [pubkey('d')])).toEqual(new Set())
+        expect(await store.memberChannels(community, [])).toEqual(new Set())
+      })
+
       it('lists admins first, then members, each by pubkey', async () => {
         for (const [p, role] of [['e', 'member'], ['1', 'admin'], ['c', 'member'], ['f', 'admin']] as const) {
           await store.putMember(community, 'room', pubkey(p), role)

@@ -1,0 +1,87 @@
+// What a community actor serves to readers: REQ and COUNT (the read policy, then the store query with the
+// access rule inside it, so hidden events never take a place in a limit), and live fan-out through the same gate.
+import type { StoredEvent } from '../../infra/store/event-store'
+import type { VerifiedEvent } from '../../protocols/nip01/event'
+import { effectiveLimit } from '../../protocols/nip01/filter'
+import { closedFrame, eoseFrame, eventFrame } from '../../protocols/nip01/relay-message'
+import { reason } from '../../protocols/reasons'
+import type { AccessGate } from './access-gate'
+import type { CommunityDeps } from './community-actor'
+import { queryPresence } from './community-presence'
+import type { CommunityMsg } from './messages'
+import type { Subscription, SubscriptionIndex } from './subscription-index'
+
+export interface ReadState {
+  gate: AccessGate
+  index: SubscriptionIndex
+}
+
+export type ReadDeps = Pick<CommunityDeps, 'record' | 'store' | 'limits' | 'metrics' | 'cluster' | 'presence' | 'nowSeconds'>
+
+export async function onSubscribe<S extends ReadState>(state: S, msg: Extract<CommunityMsg, { type: 'Subscribe' }>, deps: ReadDeps) {
+  const { conn, subId, filters } = msg
+  const clamped = filters.map((f) => ({ ...f, limit: effectiveLimit(f, deps.limits) }))
+  const refused = await state.gate.checkRead(conn).catch(() => reason('error', 'could not check access'))
+  if (refused) {
+    // the connection still counts the id until the client reuses or closes it (NIP-01 clients do)
+    conn.queue.pushControl(closedFrame(subId, refused))
+    return state
+  }
+  // live events from other nodes must start arriving before this REQ's EOSE, or one could fall in between
+  await deps.cluster.link.ensureInterest()
+  const end = deps.metrics.storeLatency.startTimer({ op: 'query' })
+  let stored: StoredEvent[]
+  let presence: string[]
+  try {
+    const options = await state.gate.readOptions(conn, deps.nowSeconds())
+    // kind 20001 is never stored: its current presence comes from the presence store (DESIGN §6)
+    ;[stored, presence] = await Promise.all([deps.store.query(deps.record.id, clamped, options), queryPresence(clamped, deps.presence)])
+  } catch (error) {
+    // The client hears of the outage at once; the actor crashes so supervision sees it (DESIGN §3).
+    conn.queue.pushControl(closedFrame(subId, reason('error', 'could not query events')))
+    throw error
+  } finally {
+    end()
+  }
+  for (const s of stored) conn.queue.push(eventFrame(subId, s.raw))
+  for (const raw of presence) conn.queue.push(eventFrame(subId, raw))
+  conn.queue.push(eoseFrame(subId))
+  state.index.add(conn, subId, filters)
+  return state
+}
+
+export async function onCount<S extends ReadState>(state: S, msg: Extract<CommunityMsg, { type: 'Count' }>, deps: ReadDeps) {
+  const refused = await state.gate.checkRead(msg.conn).catch(() => reason('error', 'could not check access'))
+  if (refused) {
+    msg.reply(refused)
+    return state
+  }
+  // an outage answers at once and still reaches supervision, as a failed REQ does
+  try {
+    msg.reply(await deps.store.count(deps.record.id, msg.filters, await state.gate.readOptions(msg.conn, deps.nowSeconds())))
+  } catch (error) {
+    msg.reply(reason('error', 'could not count'))
+    throw error
+  }
+  return state
+}
+
+/**
+ * Live delivery, local and remote alike, through the access gate: one frame per allowed subscription, built
+ * from the stored raw JSON by concatenation. A gate lookup that fails delivers nothing (fail closed).
+ */
+export async function fanOut(state: ReadState, event: VerifiedEvent, raw: string, deps: Pick<CommunityDeps, 'record' | 'log' | 'metrics'>) {
+  const matched: Subscription[] = [...state.index.match(event)]
+  if (matched.length === 0) return
+  let allowed: Subscription[]
+  try {
+    allowed = await state.gate.deliverable(event, matched)
+  } catch (error) {
+    deps.log.error({ err: error, community: deps.record.id, eventId: event.id }, 'access lookup failed: event not delivered live')
+    deps.metrics.accessLookupFailures.inc()
+    return
+  }
+  let delivered = 0
+  for (const sub of allowed) if (sub.conn.queue.push(eventFrame(sub.subId, raw))) delivered++
+  if (delivered) deps.metrics.fanoutDeliveries.inc(delivered)
+}
