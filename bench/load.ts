@@ -52,10 +52,15 @@ export function connect(url: string, timeoutMs = 15_000, host?: string): Promise
 }
 
 /** Open `n` sockets, `parallel` handshakes at a time (a burst of thousands overflows accept queues). */
-export async function openMany(url: string, n: number, parallel = 50, host?: string): Promise<WebSocket[]> {
+export function openMany(url: string, n: number, parallel = 50, host?: string): Promise<WebSocket[]> {
+  return openEach(n, parallel, () => connect(url, 15_000, host))
+}
+
+/** Open `n` sockets through `open(i)` (e.g. connect and authenticate), `parallel` at a time. */
+export async function openEach(n: number, parallel: number, open: (i: number) => Promise<WebSocket>): Promise<WebSocket[]> {
   const out: WebSocket[] = []
   for (let i = 0; i < n; i += parallel) {
-    out.push(...(await Promise.all(Array.from({ length: Math.min(parallel, n - i) }, () => connect(url, 15_000, host)))))
+    out.push(...(await Promise.all(Array.from({ length: Math.min(parallel, n - i) }, (_, j) => open(i + j)))))
   }
   return out
 }
@@ -224,7 +229,8 @@ export interface FanoutResult {
 }
 
 /**
- * `subscribers` sockets each REQ {kinds:[1], "#t":["bench"]} on an empty relay and wait for EOSE; one publisher
+ * `subscribers` sockets each REQ `filter` (default {kinds:[1], "#t":["bench"]}) on an empty relay and wait for EOSE
+ * (`openSubscriber` opens them when given, e.g. authenticated, else plain connections); one publisher
  * socket (on `publisherUrl` when given, else the same relay) then sends the events pipelined (window 200).
  * Events are pre-signed, so instead of embedding the send
  * time in the content the publisher records it per event id (publisher and subscribers share this process's clock).
@@ -241,6 +247,10 @@ export async function fanout(
     host?: string
     /** publish through another relay than the subscribers' (cluster: publisher on node A, subscribers on B) */
     publisherUrl?: string
+    /** the subscribers' REQ filter; it must match every event */
+    filter?: Record<string, unknown>
+    /** opens subscriber `i` (bench/channel-fanout.ts: connected and authenticated as its own key) */
+    openSubscriber?: (i: number) => Promise<WebSocket>
     onStart?: () => Promise<void> | void
     onEnd?: () => Promise<void> | void
   },
@@ -248,7 +258,8 @@ export async function fanout(
   const events = resolveEvents(opts.events)
   const frames = events.map((e) => `["EVENT",${JSON.stringify(e)}]`)
   const sentAt = new Map<string, number>()
-  const subs = await openMany(url, opts.subscribers, 50, opts.host)
+  const subs = opts.openSubscriber ? await openEach(opts.subscribers, 50, opts.openSubscriber) : await openMany(url, opts.subscribers, 50, opts.host)
+  const filter = opts.filter ?? { kinds: [1], '#t': ['bench'] }
   const expectedPerSub = events.length
   const lat = new Float64Array(opts.subscribers * expectedPerSub)
   let nLat = 0
@@ -268,7 +279,7 @@ export async function fanout(
             } else if (s.startsWith('["CLOSED"')) reject(new Error(`subscription refused: ${s}`))
           }
           ws.on('message', onEose)
-          ws.send(JSON.stringify(['REQ', subId, { kinds: [1], '#t': ['bench'] }]))
+          ws.send(JSON.stringify(['REQ', subId, filter]))
         }),
     ),
   )

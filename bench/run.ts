@@ -1,13 +1,15 @@
 // `npm run bench` — Apiary against the baseline (@nostr-relay/core + SQLite, bench/baseline-relay.ts), each
 // relay in its own child process, alternating over rounds because this machine is noisy (±30 %).
 // Flags: --quick (small counts), --rounds N (default 3), --only a,b (scenarios: ceiling, ingest-closed,
-// ingest-pipelined, fanout, req, idle-memory, cluster-fanout, admission, ingest-pg), --relays apiary,baseline.
+// ingest-pipelined, fanout, channel-fanout, req, idle-memory, cluster-fanout, admission, ingest-pg), --relays apiary,baseline.
+// channel-fanout (bench/channel-fanout.ts) runs Apiary only: plain vs public vs private channel events.
 // The cluster scenarios (bench/cluster.ts) need Redis and PostgreSQL on 127.0.0.1; a run without them skips
 // those with a note. Prints a table of medians with the DESIGN §12 targets and writes it to
 // .bench-data/last-run.json.
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
+import { CHANNEL_VARIANTS, type ChannelFixtures, channelFanout, channelFixtures } from './channel-fanout'
 import { CHILD_SCRIPTS, type LoopDelay, type RelayProcess, spawnRelay } from './child'
 import { type AdmissionCell, admissionBench, clusterFanout, clusterUnavailable, dropBenchDatabases, FANOUT_VARIANTS, INGEST_BACKENDS, ingestOnBackend } from './cluster'
 import { BENCH_DATA_DIR, type Dataset, ingestEvents, reqDataset } from './fixtures'
@@ -23,7 +25,7 @@ const option = (name: string) => {
 }
 const quick = flag('quick')
 const rounds = Number(option('rounds') ?? 3)
-const SCENARIOS = ['ceiling', 'ingest-closed', 'ingest-pipelined', 'fanout', 'req', 'idle-memory', 'cluster-fanout', 'admission', 'ingest-pg'] as const
+const SCENARIOS = ['ceiling', 'ingest-closed', 'ingest-pipelined', 'fanout', 'channel-fanout', 'req', 'idle-memory', 'cluster-fanout', 'admission', 'ingest-pg'] as const
 const CLUSTER_SCENARIOS: readonly Scenario[] = ['cluster-fanout', 'admission', 'ingest-pg']
 type Scenario = (typeof SCENARIOS)[number]
 const only = option('only')?.split(',') as Scenario[] | undefined
@@ -255,6 +257,8 @@ if (wanted('ingest-closed') || wanted('ingest-pipelined') || wanted('fanout') ||
 }
 let dataset: Dataset | undefined
 if (wanted('req')) dataset = reqDataset(size.req.stored)
+let channelFx: ChannelFixtures | undefined
+if (wanted('channel-fanout')) channelFx = channelFixtures(size.fanout)
 
 let ceiling: { nobleInlinePerSec: number; wasmInlinePerSec: number; poolPerSec: number; threads: number } | undefined
 if (wanted('ceiling')) {
@@ -320,6 +324,37 @@ if (wanted('fanout')) {
   addRow(label, 'event-loop delay p99', 'ms', results, (r) => r.loopDelay.p99Ms)
   cpuRows(label, results)
   noteOutcomes('fanout', results)
+}
+
+if (wanted('channel-fanout') && channelFx && !relayNames.includes('apiary')) notes.push('channel-fanout skipped: it runs Apiary only')
+else if (wanted('channel-fanout') && channelFx) {
+  const fx = channelFx
+  const results = await alternateVariants('channel-fanout', CHANNEL_VARIANTS, (variant) =>
+    withRelay('apiary', freshDir('apiary'), (relay) => probed(relay, (hooks) => channelFanout(relay.url, variant, fx, hooks))),
+  )
+  raw['channel-fanout'] = results
+  const label = `channel fan-out (${size.fanout.subscribers} authed subs × ${size.fanout.events} ev)`
+  for (const v of ['public channel', 'private channel'] as const) {
+    const vs = { apiary: results[v], baseline: results.plain }
+    addRow(label, `${v}: deliveries`, '/s', vs, (r) => r.deliveriesPerSec)
+    addRow(label, `${v}: publish→delivery p50`, 'ms', vs, (r) => r.delivery.p50Ms)
+    addRow(label, `${v}: publish→delivery p99`, 'ms', vs, (r) => r.delivery.p99Ms)
+    addRow(label, `${v}: deliveries received`, 'count', vs, (r) => r.deliveries)
+    addRow(label, `${v}: relay CPU (all threads)`, 'cores', vs, (r) => r.relayCores)
+  }
+  const setupS = median(results['private channel'].flatMap((o) => (o.ok ? [o.value.setupMs / 1000] : [])))
+  notes.push(
+    `channel-fanout: Apiary only. Apiary column = kind 9 to a public / private channel, baseline column = plain kind 1 (no h tag), A/B = channel ÷ plain; same relay kind (embedded SQLite), every subscriber NIP-42-authenticated and (both channels) a member; channel rows include NIP-29's per-post write check; set-up (9007 + ${fx.channels['private channel'].setup.length - 1} put-users, median ${setupS.toFixed(1)} s) is not timed`,
+  )
+  for (const v of CHANNEL_VARIANTS) {
+    results[v].forEach((o, i) => {
+      if (!o.ok) return
+      const rej = Object.entries(o.value.rejected)
+      if (rej.length) notes.push(`channel-fanout ${v} r${i + 1}: not accepted ${rej.map(([k, n]) => `${k}=${n}`).join(' ')}`)
+      if (o.value.incomplete) notes.push(`channel-fanout ${v} r${i + 1}: incomplete (${o.value.incomplete})`)
+      if (o.value.closedSubscribers) notes.push(`channel-fanout ${v} r${i + 1}: ${o.value.closedSubscribers} subscribers closed by the relay`)
+    })
+  }
 }
 
 if (wanted('req') && dataset) {
