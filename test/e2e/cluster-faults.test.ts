@@ -10,7 +10,7 @@ import { type PrivateRedis, startPrivateRedis } from '../support/redis-server'
 import type { TestRelay } from '../support/relay'
 import { startTcpProxy, type TcpProxy, type TcpProxyOptions } from '../support/tcp-proxy'
 import type { TestClient } from '../support/ws-client'
-import { client, count, fresh, httpGet, idsOf, type Ok, publish, publishNew, reqEvents, useCluster, useRelays } from './helpers'
+import { client, count, eventually, fresh, httpGet, idsOf, type Ok, publish, publishNew, reqEvents, useCluster, useRelays } from './helpers'
 
 /**
  * Backend outages in cluster mode (DESIGN §5–§7): each test kills its own redis-server or cuts its own path to
@@ -48,15 +48,6 @@ describe('a cluster node when a backend goes away', () => {
   const readiness = async (r: TestRelay) => (await httpGet(r, '/health/ready')).status
 
   /** Polls external state (a restarted server, a reconnecting pool) until `done`, at most `ms`. */
-  async function until<T>(ms: number, probe: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
-    const deadline = Date.now() + ms
-    for (;;) {
-      const v = await probe()
-      if (done(v) || Date.now() > deadline) return v
-      await new Promise((r) => setTimeout(r, 100))
-    }
-  }
-
   it('fails admission closed while Redis is down, keeps serving stored events, and heals by itself when Redis returns', async () => {
     const redis = await privateRedis()
     const { host, nodes: [a, b] } = await nodes(2, { redisUrl: redis.url, databaseUrl: cluster.databaseUrl() })
@@ -104,7 +95,7 @@ describe('a cluster node when a backend goes away', () => {
       await Promise.race([arrival, new Promise((r) => setTimeout(r, 250))])
     }
     expect((await publish(onB, fresh(keys))).accepted).toBe(true)
-    expect(await until(5_000, () => readiness(a!), (s) => s === 200)).toBe(200)
+    expect(await eventually(() => readiness(a!), (s) => s === 200)).toBe(200)
     expect(await readiness(b!)).toBe(200)
     expect(await reqEvents(await client(b!, host), [{ ids: [crossed] }])).toHaveLength(1)
   }, 40_000)
@@ -150,10 +141,10 @@ describe('a cluster node when a backend goes away', () => {
 
     proxy.restore()
     // the pools reconnect on their next query: the first writes after restore may still meet a dead connection
-    const healed = await until(
-      ANSWER_DUE_MS,
+    const healed = await eventually(
       () => send(onA, fresh(keys)),
       (ok) => ok.accepted,
+      ANSWER_DUE_MS,
     )
     expect(healed.accepted).toBe(true)
     for (let i = 0; i < 5; i++) expect((await send(i % 2 ? onB : onA, fresh(keys))).accepted).toBe(true)

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys, type TestKeys } from '../support/events'
 import type { TestRelay } from '../support/relay'
-import { auth, client, httpGet, relayUrlOf, useCluster, useRelays } from './helpers'
+import { auth, client, eventually, httpGet, relayUrlOf, useCluster, useRelays } from './helpers'
 import { managementUrl, nip98Header, postNip86 } from './nip86-client'
 
 let callCounter = 0
@@ -15,15 +15,9 @@ const call = (node: TestRelay, keys: TestKeys, host: string, method: string, par
 const nip11On = async (node: TestRelay, host: string) =>
   JSON.parse((await httpGet(node, '/', { Accept: 'application/nostr+json', Host: `${host}:${node.port}` })).body)
 
-/** polls `read` every 50 ms for up to 2 s until it returns `want` */
-async function eventually<T>(read: () => Promise<T>, want: T): Promise<T> {
-  let got = await read()
-  for (let i = 0; i < 40 && JSON.stringify(got) !== JSON.stringify(want); i++) {
-    await new Promise((resolve) => setTimeout(resolve, 50))
-    got = await read()
-  }
-  return got
-}
+/** polls `read` until it returns `want` (deep equality), for up to 2 s */
+const eventuallyEqual = <T>(read: () => Promise<T>, want: T): Promise<T> =>
+  eventually(read, (got) => JSON.stringify(got) === JSON.stringify(want), 2_000)
 
 /** Moderation on a cluster: settings reach every node at once (InvalidateAll), budgets are shared (Redis). */
 describe('moderation over NIP-86 on a cluster of nodes', () => {
@@ -37,7 +31,7 @@ describe('moderation over NIP-86 on a cluster of nodes', () => {
     expect((await call(a!, operator, host, 'changerelayname', ['Cluster Nest'])).json).toEqual({ result: true })
     expect((await call(a!, operator, host, 'changerelaydescription', ['shared by every node'])).json).toEqual({ result: true })
     expect((await call(a!, operator, host, 'setcommunitypolicy', [{ authRequired: true }])).json).toEqual({ result: true })
-    const seen = await eventually(async () => {
+    const seen = await eventuallyEqual(async () => {
       const info = await nip11On(b!, host)
       return { name: info.name, description: info.description, auth: info.limitation.auth_required }
     }, { name: 'Cluster Nest', description: 'shared by every node', auth: true })

@@ -19,7 +19,7 @@ import {
   removeUser,
   tagValues,
 } from './channel-helpers'
-import { client, fresh, idsOf, publish, reqEvents, useRelays } from './helpers'
+import { client, eventually, fresh, idsOf, nowSeconds, publish, reqEvents, useRelays } from './helpers'
 
 /** NIP-29 channels inside one community of one embedded node: who may do what, and what the relay publishes. */
 describe('NIP-29 channels', () => {
@@ -49,14 +49,21 @@ describe('NIP-29 channels', () => {
       expect(tagValues(members, 'p')).toEqual([admin.pubkey])
     })
 
-    it('keeps 39002 current through ten membership changes sent within the same second', async () => {
+    it('keeps 39002 current through a burst of 30 membership changes, never dating it more than a few seconds ahead', async () => {
       const { c, admin } = await setup()
       expect((await createChannel(c, admin, 'busy')).ok.accepted).toBe(true)
-      const added = Array.from({ length: 10 }, () => makeKeys().pubkey)
+      const added = Array.from({ length: 30 }, () => makeKeys().pubkey)
       const oks = await Promise.all(added.map((p) => putUser(c, admin, 'busy', p)))
       expect(oks.every((o) => o.ok.accepted)).toBe(true)
-      const { members } = await channelState(c, 'busy')
-      expect(new Set(tagValues(members, 'p'))).toEqual(new Set([admin.pubkey, ...added]))
+      const want = new Set([admin.pubkey, ...added])
+      const { members } = await eventually(
+        () => channelState(c, 'busy'),
+        (s) => tagValues(s.members, 'p').length === want.size,
+        10_000,
+      )
+      expect(new Set(tagValues(members, 'p'))).toEqual(want)
+      // MAX_STATE_AHEAD_SECONDS is 5; a second of slack for the clock turning between signing and here
+      expect(members!.created_at).toBeLessThanOrEqual(nowSeconds() + 6)
     })
 
     it('describes a channel created without flags as public and open, named after its id', async () => {

@@ -4,7 +4,7 @@ import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { makeKeys, type SignedEvent, signEvent, type TestKeys } from '../support/events'
 import type { TestRelay } from '../support/relay'
 import type { TestClient } from '../support/ws-client'
-import { auth, client, idsOf, publish, relayUrlOf, reqEvents, useCluster, useRelays } from './helpers'
+import { auth, client, eventually, idsOf, publish, relayUrlOf, reqEvents, useCluster, useRelays } from './helpers'
 
 const BETA = { communities: [{ id: 'beta', hosts: ['beta.test'] }] }
 
@@ -16,17 +16,6 @@ async function authed(r: TestRelay, keys: TestKeys, host?: string): Promise<Test
   const c = await client(r, host)
   expect((await auth(c, keys, relayUrlOf(r, host))).accepted).toBe(true)
   return c
-}
-
-/** Polls `probe` until it holds or `ms` pass; resolves with its last value. */
-async function eventually<T>(probe: () => Promise<T>, holds: (v: T) => boolean, ms = 5_000): Promise<T> {
-  const deadline = performance.now() + ms
-  let v = await probe()
-  while (!holds(v) && performance.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 100))
-    v = await probe()
-  }
-  return v
 }
 
 describe('presence (kind 20001) on one node', () => {

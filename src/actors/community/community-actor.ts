@@ -18,9 +18,9 @@ import type { EventTemplate } from '../../protocols/nip29'
 import { isExpired } from '../../protocols/nip40'
 import { reason } from '../../protocols/reasons'
 import { assertNever } from '../../protocols/result'
-import { type ActorContext, type ActorDef, tell } from '../kernel'
+import { type ActorContext, type ActorDef, type TypedRef, tell } from '../kernel'
 import { AccessGate } from './access-gate'
-import { applyChannelPlanLogged, type ChannelDeps, planChannelEvent } from './community-channels'
+import { applyChannelPlanLogged, type ChannelDeps, DeferredState, planChannelEvent, publishState, type RelayEvent } from './community-channels'
 import { acceptControl, acceptRemoteEvent, type ClusterDeps, disconnectAll, disconnectPubkey, toLocalMessage } from './community-cluster'
 import { checkWrite } from './community-policy'
 import { KIND_PRESENCE, type PresenceDeps, type PresenceHolds, releasePresence, setPresence } from './community-presence'
@@ -87,6 +87,7 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
     relayPubkey: deps.cluster.relayPubkey,
     isModerator: (pubkey) => pubkey === deps.cluster.relayPubkey || current.record.admins.includes(pubkey),
     sign: deps.sign,
+    defer: (channel, what) => deferred.add(channel, what),
     invalidate: async (op) => {
       gate.invalidate(op)
       await deps.cluster.link.broadcast('cache-invalidation', op).catch((error: unknown) => {
@@ -96,17 +97,23 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
     nowSeconds: deps.nowSeconds,
     log: deps.log,
   }
+  let self: TypedRef<CommunityMsg> | undefined
+  const deferred = new DeferredState((channel, what) => self !== undefined && tell(self, { type: 'PublishChannelState', channel, what }))
   void loadBannedEvents(current, deps)
   return {
     kind: 'community',
     init: () => ({ index, conns, presenceHolds, recent: new RecentIds(10_000), accepted: 0, current, gate, channels }),
     handle: async (state, msg, ctx) => {
+      self ??= ctx.self
       const next = await handle(state, msg, ctx, deps)
       // the events channel is watched only while someone here is subscribed (DESIGN §5)
       deps.cluster.link.setInterest(state.index.size > 0)
       return next
     },
-    afterStop: () => deps.cluster.link.close(),
+    afterStop: () => {
+      deferred.stop()
+      deps.cluster.link.close()
+    },
     mailboxCapacity: 100_000,
     policy: { mode: 'permanent' },
   }
@@ -146,6 +153,14 @@ async function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: 
       if (op.op === 'DisconnectCommunity' || op.op === 'InvalidateAll') deps.cluster.revalidate()
       if (op.op === 'DisconnectPubkey' || op.op === 'DisconnectCommunity') return handle(state, toLocalMessage(op), ctx, deps)
       state.gate.invalidate(op as CacheInvalidationOp)
+      return state
+    }
+    case 'PublishChannelState': {
+      const out: RelayEvent[] = []
+      await publishState(state.channels, msg.channel, out, msg.what).catch((error: unknown) =>
+        deps.log.error({ err: error, community: deps.record.id, channel: msg.channel }, 'channel state not published'),
+      )
+      await announce(state, out, deps)
       return state
     }
     case 'RecordChanged':
@@ -238,10 +253,7 @@ async function onSaved(state: CommunityState, msg: Extract<CommunityMsg, { type:
       const changes = msg.plan ? await applyChannelPlanLogged(msg.plan, event, state.channels) : []
       await fanOut(state, event, raw, deps)
       deps.cluster.link.publishEvent(raw)
-      for (const c of changes) {
-        await fanOut(state, c.event, c.raw, deps)
-        deps.cluster.link.publishEvent(c.raw)
-      }
+      await announce(state, changes, deps)
       reply({ accepted: true, message: '' })
       return state
     }
@@ -273,6 +285,14 @@ async function loadBannedEvents(current: CommunityState['current'], deps: Commun
     current.bannedEvents = next
   } catch (error) {
     deps.log.warn({ err: error, community: deps.record.id }, 'banned events unavailable; keeping the previous list')
+  }
+}
+
+/** The relay's own channel events: delivered here and to the other nodes like any accepted event. */
+async function announce(state: CommunityState, events: RelayEvent[], deps: CommunityDeps) {
+  for (const c of events) {
+    await fanOut(state, c.event, c.raw, deps)
+    deps.cluster.link.publishEvent(c.raw)
   }
 }
 

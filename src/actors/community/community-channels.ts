@@ -34,6 +34,8 @@ export interface ChannelDeps {
   /** community admins (and the relay) moderate every channel */
   isModerator: (pubkey: string) => boolean
   sign: (t: EventTemplate, createdAt: number) => NostrEvent
+  /** publish this channel's state later (a burst of changes got ahead of the clock); merged per channel */
+  defer: (channel: string, what: StateWanted) => void
   /** drop the keys here and tell every other node (best effort: the cache TTL bounds a lost broadcast) */
   invalidate: (op: CacheInvalidationOp) => Promise<void>
   nowSeconds: () => number
@@ -140,41 +142,83 @@ export async function applyChannelPlanLogged(plan: ChannelPlan, event: NostrEven
   }
 }
 
-/** The relay-signed description of the channel (NIP-29: "should reflect the latest group state"). */
-async function publishState(d: ChannelDeps, channel: string, out: RelayEvent[], what: { metadata?: boolean; members?: boolean }) {
+export interface StateWanted {
+  metadata?: boolean
+  members?: boolean
+}
+
+/**
+ * The relay-signed description of the channel (NIP-29: "should reflect the latest group state"). Each
+ * version is signed a second after the stored one when `now` is not later; a burst of changes (an agent
+ * adding a thousand members) would push created_at into the future, so past MAX_STATE_AHEAD_SECONDS the
+ * version is left to `defer`, which publishes the then-latest state once time has caught up.
+ */
+export async function publishState(d: ChannelDeps, channel: string, out: RelayEvent[], what: StateWanted): Promise<void> {
+  const late: StateWanted = {}
   if (what.metadata) {
     const c = (await d.channels.get(d.community, [channel])).get(channel)
-    if (c) await saveRelayEvent(d, metadataTemplate(c), out)
+    if (c && !c.deleted && !(await saveRelayEvent(d, metadataTemplate(c), out))) late.metadata = true
   }
   if (what.members) {
     const members = await d.channels.members(d.community, channel)
-    await saveRelayEvent(d, adminsTemplate(channel, members), out)
-    await saveRelayEvent(d, membersTemplate(channel, members), out)
+    const admins = await saveRelayEvent(d, adminsTemplate(channel, members), out)
+    const all = await saveRelayEvent(d, membersTemplate(channel, members), out)
+    if (!admins || !all) late.members = true
   }
+  if (late.metadata || late.members) d.defer(channel, late)
 }
 
-// Two changes within one second would tie on created_at, and the lowest id (not the newest list) would win:
-// each version is signed one second after the stored one when `now` is not later. A version another node
-// stored in between makes the save `superseded`: read again and retry, a few times at most.
+// Clients and other relays refuse events dated far ahead (15 min is common); a few seconds is harmless.
+const MAX_STATE_AHEAD_SECONDS = 5
+// A version another node stored in between makes the save `superseded`: read again and retry, a few times.
 const MAX_STATE_RETRIES = 3
 
-async function saveRelayEvent(d: ChannelDeps, t: EventTemplate, out: RelayEvent[]) {
+/** false: this version would be dated too far ahead and was not signed (the caller defers it). */
+async function saveRelayEvent(d: ChannelDeps, t: EventTemplate, out: RelayEvent[]): Promise<boolean> {
   const dTag = t.tags.find((x) => x[0] === 'd')?.[1]
   for (let i = 0; i <= MAX_STATE_RETRIES; i++) {
-    let createdAt = d.nowSeconds()
+    const now = d.nowSeconds()
+    let createdAt = now
     if (dTag !== undefined) {
       const filter = { kinds: [t.kind], authors: [d.relayPubkey], tags: { d: [dTag] }, limit: 1 }
-      const [current] = await d.events.query(d.community, [filter], { now: createdAt })
+      const [current] = await d.events.query(d.community, [filter], { now })
       if (current) createdAt = Math.max(createdAt, current.event.created_at + 1)
+      if (createdAt > now + MAX_STATE_AHEAD_SECONDS) return false
     }
     const event = asVerified(d.sign(t, createdAt))
     const raw = JSON.stringify(event)
     const saved = await d.events.save(d.community, event, raw)
     if (saved.status === 'saved') {
       out.push({ event, raw })
-      return
+      return true
     }
     if (saved.status !== 'superseded') break
   }
   d.log.warn({ community: d.community, kind: t.kind }, 'relay-signed channel event not stored')
+  return true
+}
+
+/** Channels whose state waits for the clock, merged per channel and published together once a second. */
+export class DeferredState {
+  private readonly pending = new Map<string, StateWanted>()
+  private timer: NodeJS.Timeout | undefined
+
+  constructor(private readonly publish: (channel: string, what: StateWanted) => void) {}
+
+  add(channel: string, what: StateWanted): void {
+    const p = this.pending.get(channel)
+    this.pending.set(channel, { metadata: p?.metadata || what.metadata, members: p?.members || what.members })
+    this.timer ??= setTimeout(() => this.flush(), 1_000)
+  }
+
+  stop(): void {
+    clearTimeout(this.timer)
+    this.pending.clear()
+  }
+
+  private flush() {
+    this.timer = undefined
+    for (const [channel, what] of this.pending) this.publish(channel, what)
+    this.pending.clear()
+  }
 }

@@ -4,7 +4,7 @@ import type { ControlChannel } from '../../protocols/control'
 import type { VerifiedEvent } from '../../protocols/nip01/event'
 import type { Filter } from '../../protocols/nip01/filter'
 import type { Reason } from '../../protocols/reasons'
-import type { ChannelPlan } from './community-channels'
+import type { ChannelPlan, StateWanted } from './community-channels'
 import type { ConnView } from './subscription-index'
 
 /** The answer to a publish: what the OK frame says. `message` is '' or a prefixed reason. */
@@ -42,5 +42,7 @@ export type CommunityMsg =
   | { type: 'DisconnectPubkey'; pubkey: string; reason: string; broadcast: boolean }
   | { type: 'DisconnectCommunity'; reason: string; broadcast: boolean; done?: () => void }
   | { type: 'Stats'; reply: (s: CommunityStats) => void }
+  /** publish a channel's relay-signed state now (deferred while a burst of changes was ahead of the clock) */
+  | { type: 'PublishChannelState'; channel: string; what: StateWanted }
   /** the store's record changed (settings, roster, admins, kind rules, banned events): use it from now on */
   | { type: 'RecordChanged'; record: CommunityRecord }
