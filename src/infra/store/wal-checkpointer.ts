@@ -18,8 +18,10 @@ export interface WalCheckpointer {
 export function startWalCheckpointer(db: Database, file: string, log?: { error(o: object, m: string): void }): WalCheckpointer {
   db.pragma('wal_autocheckpoint = 0')
   let fallenBack = false
+  // terminate() ends the worker with exit code 1: a stop we asked for is not a failure
+  let stopping = false
   const fallBack = (why: unknown) => {
-    if (fallenBack || !db.open) return
+    if (fallenBack || stopping || !db.open) return
     fallenBack = true
     db.pragma(`wal_autocheckpoint = ${AUTO_CHECKPOINT_PAGES}`)
     log?.error({ err: why }, 'event store: checkpoint worker failed; checkpointing on the main thread again')
@@ -40,6 +42,7 @@ export function startWalCheckpointer(db: Database, file: string, log?: { error(o
   })
   return {
     async stop() {
+      stopping = true
       worker.postMessage({ type: 'stop' })
       const stopped = new Promise<void>((resolve) => worker.on('message', (m: { type: string }) => m.type === 'stopped' && resolve()))
       await Promise.race([stopped, exited])

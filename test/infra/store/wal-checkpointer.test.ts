@@ -29,4 +29,16 @@ describe('WAL checkpoints off the event loop', () => {
     expect(await reopened.count('c', [{}], { now: Math.floor(Date.now() / 1000) })).toBe(300)
     await reopened.close()
   })
+
+  it('logs no failure when the store closes (stopping the worker is not the worker failing)', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'apiary-wal-'))
+    const errors: string[] = []
+    const log = { error: (_o: object, m: string) => void errors.push(m) }
+    const store = openSqliteEventStore({ file: join(dir, 'events.sqlite'), groupCommitMaxEvents: 100, groupCommitMaxDelayMs: 0, log })
+    const e = signEvent(makeKeys(), { content: 'one' })
+    await store.save('c', e.event, e.raw)
+    await store.close()
+    await new Promise((r) => setImmediate(r))
+    expect(errors).toEqual([])
+  })
 })
