@@ -26,6 +26,13 @@ export interface ManagementAnswer {
 }
 
 const HEX64 = /^[0-9a-f]{64}$/i
+const LOWER_HEX64 = /^[0-9a-f]{64}$/
+
+/** A pubkey or event id as the CLIs take it: 64 lowercase hex characters (no npub/note). */
+export const isPubkeyHex = (s: string | undefined): s is string => s !== undefined && LOWER_HEX64.test(s)
+
+/** Lowercase a pasted hex key or id; other arguments are kept as typed. */
+export const lowerHexArg = (a: string): string => (LOWER_HEX64.test(a.toLowerCase()) ? a.toLowerCase() : a)
 
 /** `http://host:port` gains its `/`; any other http(s) URL is kept exactly. Undefined when not http(s). */
 export function toManagementUrl(url: string): string | undefined {

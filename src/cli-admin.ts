@@ -1,7 +1,7 @@
 // `apiary admin <method> ...`: NIP-86 management calls from the command line, signed with NIP-98.
 // Exit codes: 0 the relay answered 200 without `error`; 1 it refused or could not be reached; 2 usage.
 import { parseArgs } from 'node:util'
-import { callManagement, isSecretKeyHex, toManagementUrl } from './admin-client'
+import { callManagement, isPubkeyHex, isSecretKeyHex, lowerHexArg, toManagementUrl } from './admin-client'
 import { COMMUNITY_ID_PATTERN } from './infra/store/community-store'
 import { isNip86Method, type Nip86Method } from './protocols/nip86'
 
@@ -40,7 +40,6 @@ type Flags = { host?: string[]; name?: string; admin?: string[]; read?: string; 
 /** The method's params from its positional args and flags, or what is wrong with them. */
 type ToParams = (args: string[], flags: Flags) => unknown[] | string
 
-const HEX64 = /^[0-9a-f]{64}$/
 const TIERS = ['standard', 'elevated', 'platform', 'none']
 const POLICIES = ['public', 'authenticated', 'members']
 
@@ -50,14 +49,14 @@ const noArgs: ToParams = (args) => (args.length === 0 ? [] : 'takes no arguments
 const hexWithReason =
   (what: string): ToParams =>
   ([hex, ...why]) => {
-    if (!isPubkey(hex)) return `needs ${what} (64 hex characters)`
+    if (!isPubkeyHex(hex)) return `needs ${what} (64 hex characters)`
     const text = why.join(' ')
     return text === '' ? [hex] : [hex, text]
   }
 const oneHex =
   (what: string): ToParams =>
   (args) =>
-    args.length === 1 && isPubkey(args[0]) ? [args[0]] : `needs one ${what} (64 hex characters)`
+    args.length === 1 && isPubkeyHex(args[0]) ? [args[0]] : `needs one ${what} (64 hex characters)`
 /** The rest of the line as one string param; `""` is an argument, so it can clear a field. */
 const text =
   (what: string): ToParams =>
@@ -86,7 +85,7 @@ const METHODS: Partial<Record<Nip86Method, ToParams>> = {
   banevent: hexWithReason('an event id'),
   allowevent: oneHex('event id'),
   timeoutpubkey: ([pubkey, seconds, ...why]) => {
-    if (!isPubkey(pubkey) || seconds === undefined || !/^[1-9]\d*$/.test(seconds)) return 'needs a pubkey (64 hex characters) and a number of seconds'
+    if (!isPubkeyHex(pubkey) || seconds === undefined || !/^[1-9]\d*$/.test(seconds)) return 'needs a pubkey (64 hex characters) and a number of seconds'
     const text = why.join(' ')
     return text === '' ? [pubkey, Number(seconds)] : [pubkey, Number(seconds), text]
   },
@@ -123,7 +122,7 @@ const METHODS: Partial<Record<Nip86Method, ToParams>> = {
     if (args.length !== 1 || !id || !COMMUNITY_ID_PATTERN.test(id)) return 'needs one lowercase id ([a-z0-9-])'
     if (!flags.host?.length) return 'needs at least one --host'
     const admins = flags.admin ?? []
-    const bad = admins.find((a) => !isPubkey(a))
+    const bad = admins.find((a) => !isPubkeyHex(a))
     if (bad !== undefined) return `--admin ${bad} is not a hex pubkey`
     const params: unknown[] = [id, flags.host.map((h) => h.toLowerCase())]
     // params are positional: admins need a name before them, and the id is what `community add` names it
@@ -133,14 +132,12 @@ const METHODS: Partial<Record<Nip86Method, ToParams>> = {
   },
   archivecommunity: (args) => (args.length === 1 && args[0] && COMMUNITY_ID_PATTERN.test(args[0]) ? [args[0]] : 'needs one community id'),
   setagenttier: ([pubkey, tier, ...rest]) => {
-    if (!isPubkey(pubkey) || tier === undefined || !TIERS.includes(tier) || rest.length > 0) {
+    if (!isPubkeyHex(pubkey) || tier === undefined || !TIERS.includes(tier) || rest.length > 0) {
       return `needs a pubkey (64 hex characters) and one of ${TIERS.join('|')}`
     }
     return [pubkey, tier]
   },
 }
-
-const isPubkey = (s: string | undefined): s is string => s !== undefined && HEX64.test(s)
 
 export async function runAdmin(argv: string[], env: Record<string, string | undefined>): Promise<number> {
   let parsed: ReturnType<typeof parseAdminArgs>
@@ -160,7 +157,7 @@ export async function runAdmin(argv: string[], env: Record<string, string | unde
   if (!toParams) return usage(`unknown method ${method}`)
   // lowercase hex is what NIP-86 relays compare; accept what a user pastes in upper case
   const params = toParams(
-    args.map((a) => (HEX64.test(a.toLowerCase()) ? a.toLowerCase() : a)),
+    args.map(lowerHexArg),
     { ...values, admin: values.admin?.map((a) => a.toLowerCase()) },
   )
   if (typeof params === 'string') return usage(`${method} ${params}`)

@@ -2,7 +2,7 @@
 // an owner vouches for an agent key (docs/agent-attestation.md). Offline: nothing is sent anywhere.
 // Exit codes: 0 the tag is printed as JSON; 2 usage (a bad key, pubkey or conditions string).
 import { parseArgs } from 'node:util'
-import { isSecretKeyHex, toAdminKey } from './admin-client'
+import { isPubkeyHex, isSecretKeyHex, toAdminKey } from './admin-client'
 import { parseConditions, signOwnerAttestation } from './protocols/nip-oa'
 
 export const AGENT_USAGE = `usage: apiary agent attest <agent pubkey> [--conditions C] --key <owner secret hex>
@@ -12,7 +12,6 @@ export const AGENT_USAGE = `usage: apiary agent attest <agent pubkey> [--conditi
 --key is the owner's secret key; APIARY_OWNER_KEY is used when --key is absent (keeps it out of ps).
 `
 
-const HEX64 = /^[0-9a-f]{64}$/
 
 export function runAgent(argv: string[], env: Record<string, string | undefined>): number {
   let parsed: ReturnType<typeof parseAgentArgs>
@@ -29,7 +28,7 @@ export function runAgent(argv: string[], env: Record<string, string | undefined>
   const [command, agentArg, ...rest] = positionals
   if (command !== 'attest') return usage(command === undefined ? 'missing command' : `unknown command ${command}`)
   const agent = agentArg?.toLowerCase()
-  if (agent === undefined || !HEX64.test(agent) || rest.length > 0) return usage('attest needs one agent pubkey (64 hex characters)')
+  if (agent === undefined || !isPubkeyHex(agent) || rest.length > 0) return usage('attest needs one agent pubkey (64 hex characters)')
   const conditions = values.conditions ?? ''
   const clauses = parseConditions(conditions)
   if (!clauses.ok) return usage(`--conditions: ${clauses.error}`)

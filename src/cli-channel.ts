@@ -1,7 +1,7 @@
 // `apiary channel <command> ...`: one NIP-29 event, sent over a NIP-42-authenticated WebSocket.
 // Exit codes: 0 the relay answered OK true; 1 it refused or could not be reached; 2 usage.
 import { parseArgs } from 'node:util'
-import { isSecretKeyHex, toAdminKey } from './admin-client'
+import { isPubkeyHex, isSecretKeyHex, lowerHexArg, toAdminKey } from './admin-client'
 import { openRelaySession, RelayClientError, type RelaySession } from './channel-client'
 import type { EventTemplate } from './infra/relay-key'
 import type { NostrEvent } from './protocols/nip01/event'
@@ -35,16 +35,15 @@ type Flags = ReturnType<typeof parseChannelArgs>['values']
 /** The event's kind and tags (after the `h` tag) from the command's args and flags, or what is wrong with them. */
 type ToEvent = (args: string[], flags: Flags) => { kind: number; tags: string[][] } | string
 
-const HEX64 = /^[0-9a-f]{64}$/
 
 const COMMANDS: Record<string, ToEvent> = {
   create: (args, flags) => (args.length === 0 ? metadata(KIND_CREATE_GROUP, flags, false) : 'takes no arguments after the id'),
   edit: (args, flags) => (args.length === 0 ? metadata(KIND_EDIT_METADATA, flags, true) : 'takes no arguments after the id'),
   add: ([pubkey, ...rest], flags) => {
-    if (!isPubkey(pubkey) || rest.length > 0) return 'needs one pubkey (64 hex characters)'
+    if (!isPubkeyHex(pubkey) || rest.length > 0) return 'needs one pubkey (64 hex characters)'
     return { kind: KIND_PUT_USER, tags: [flags.admin ? ['p', pubkey, 'admin'] : ['p', pubkey]] }
   },
-  remove: ([pubkey, ...rest]) => (isPubkey(pubkey) && rest.length === 0 ? { kind: KIND_REMOVE_USER, tags: [['p', pubkey]] } : 'needs one pubkey (64 hex characters)'),
+  remove: ([pubkey, ...rest]) => (isPubkeyHex(pubkey) && rest.length === 0 ? { kind: KIND_REMOVE_USER, tags: [['p', pubkey]] } : 'needs one pubkey (64 hex characters)'),
   delete: (args) => (args.length === 0 ? { kind: KIND_DELETE_GROUP, tags: [] } : 'takes no arguments after the id'),
   join: (args) => (args.length === 0 ? { kind: KIND_JOIN_REQUEST, tags: [] } : 'takes no arguments after the id'),
   leave: (args) => (args.length === 0 ? { kind: KIND_LEAVE_REQUEST, tags: [] } : 'takes no arguments after the id'),
@@ -61,8 +60,6 @@ function metadata(kind: number, flags: Flags, isEdit: boolean): { kind: number; 
   if (isEdit && tags.length === 0) return 'needs at least one of --name, --about, --private, --public, --closed, --open'
   return { kind, tags }
 }
-
-const isPubkey = (s: string | undefined): s is string => s !== undefined && HEX64.test(s)
 
 export async function runChannel(argv: string[], env: Record<string, string | undefined>): Promise<number> {
   let parsed: ReturnType<typeof parseChannelArgs>
@@ -87,7 +84,7 @@ export async function runChannel(argv: string[], env: Record<string, string | un
     if (id === undefined || !CHANNEL_ID.test(id)) return usage(`${command} needs a channel id (a-z 0-9 - _, at most 64)`)
     // lowercase hex is what relays compare; accept what a user pastes in upper case
     const built = toEvent(
-      rest.map((a) => (HEX64.test(a.toLowerCase()) ? a.toLowerCase() : a)),
+      rest.map(lowerHexArg),
       values,
     )
     if (typeof built === 'string') return usage(`${command} ${built}`)
