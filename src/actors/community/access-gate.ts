@@ -2,7 +2,7 @@
 // remote fan-out. Community policy, channel privacy, and (inside the store query) author-only kinds.
 // A lookup error yields no delivery. Caches hold only what can over-restrict when stale, or are bounded by
 // a short TTL and dropped at once by the cache-invalidation broadcast.
-import type { ChannelRecord, ChannelRole, ChannelStore } from '../../infra/store/channel-store'
+import type { ChannelRole, ChannelStore } from '../../infra/store/channel-store'
 import type { CommunityRecord } from '../../infra/store/community-store'
 import type { QueryOptions } from '../../infra/store/event-store'
 import type { CacheInvalidationOp } from '../../protocols/control'
@@ -84,20 +84,6 @@ export class AccessGate {
     return out
   }
 
-  /** Fresh channel state for a write; private/deleted answers are cached for later reads. */
-  async channel(id: string): Promise<ChannelRecord | undefined> {
-    const found = (await this.d.channels.get(this.d.community, [id])).get(id)
-    if (found && (found.private || found.deleted)) this.remember(id, found.deleted ? 'deleted' : 'private')
-    else this.restricted.delete(id)
-    return found
-  }
-
-  /** The role of the first of `pubkeys` that is a member (admin preferred), via the membership cache. */
-  async roleIn(channel: string, pubkeys: readonly string[]): Promise<ChannelRole | undefined> {
-    const roles = await this.rolesOf(channel, pubkeys)
-    return roles.includes('admin') ? 'admin' : roles.includes('member') ? 'member' : undefined
-  }
-
   /** Community members: admins, roster agents and allowed pubkeys (the `members` policies). */
   async isMember(pubkeys: readonly string[]): Promise<boolean> {
     const r = this.d.record()
@@ -177,8 +163,9 @@ export class AccessGate {
   private async visibility(channel: string): Promise<Visibility> {
     const hit = this.restricted.get(channel)
     if (hit && hit.expiresAt > this.d.nowMs()) return hit.value
-    const c = await this.channel(channel)
+    const c = (await this.d.channels.get(this.d.community, [channel])).get(channel)
     if (!c) return 'unknown'
+    if (c.private || c.deleted) this.remember(channel, c.deleted ? 'deleted' : 'private')
     return c.deleted ? 'deleted' : c.private ? 'private' : 'public'
   }
 

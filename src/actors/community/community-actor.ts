@@ -12,7 +12,7 @@ import type { CommunityRecord, CommunityStore } from '../../infra/store/communit
 import type { EventStore } from '../../infra/store/event-store'
 import type { CacheInvalidationOp, ConnControlOp } from '../../protocols/control'
 import type { Limits } from '../../protocols/limits'
-import type { NostrEvent, } from '../../protocols/nip01/event'
+import type { NostrEvent } from '../../protocols/nip01/event'
 import { KIND_AUTH, kindClass } from '../../protocols/nip01/kinds'
 import type { EventTemplate } from '../../protocols/nip29'
 import { isExpired } from '../../protocols/nip40'
@@ -82,7 +82,6 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
   const channels: ChannelDeps = {
     community: id,
     channels: deps.channels,
-    gate,
     events: deps.store,
     relayPubkey: deps.cluster.relayPubkey,
     isModerator: (pubkey) => pubkey === deps.cluster.relayPubkey || current.record.admins.includes(pubkey),

@@ -23,12 +23,10 @@ import {
 } from '../../protocols/nip29'
 import { reason } from '../../protocols/reasons'
 import { err, ok, type Result } from '../../protocols/result'
-import type { AccessGate } from './access-gate'
 
 export interface ChannelDeps {
   community: string
   channels: ChannelStore
-  gate: AccessGate
   events: EventStore
   relayPubkey: string
   /** community admins (and the relay) moderate every channel */

@@ -14,6 +14,8 @@
 //
 // Formatters take values our own code produced and throw RangeError on a bad one (a bug); parseChannel and
 // parseIpSegment take text from outside and return a Result.
+
+import { CHANNEL_ID } from '../../protocols/nip29'
 import { type Reason, reason } from '../../protocols/reasons'
 import { err, ok, type Result } from '../../protocols/result'
 import { COMMUNITY_ID_PATTERN } from '../store/community-store'
@@ -30,9 +32,7 @@ export interface ParsedChannel {
 
 const ROOT = 'apiary'
 const HEX64 = /^[0-9a-f]{64}$/
-// NIP-29: group ids are restricted to a-z0-9-_. The length cap is ours (NIP-29 sets none): it keeps channel
-// names short and bounded; a longer group id is refused by eventsChannel rather than silently truncated.
-const CHANNEL_ID = /^[a-z0-9_-]{1,64}$/
+// CHANNEL_ID (protocols/nip29): a longer or other-charset group id is refused by eventsChannel, never truncated.
 // `global` names the events channel of channel-less events, so a NIP-29 group may not take that id: the
 // group-creation path must refuse it (isChannelId), or its events would be indistinguishable from global ones.
 const GLOBAL = 'global'
