@@ -8,6 +8,8 @@ export default defineConfig({
     // nact schedules every message with setImmediate: fake timers must never fake it (DESIGN §3).
     fakeTimers: { toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] },
     pool: 'forks',
+    // dist/ for the tests that run the bin or import the package as plain node does
+    globalSetup: ['./test/support/build.ts'],
     reporters: ['default', './test/support/summary-reporter.ts'],
   },
 })

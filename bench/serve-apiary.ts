@@ -14,7 +14,7 @@ export const BENCH_RATE_LIMITS = {
 const extra = JSON.parse(process.env.BENCH_APIARY_CONFIG || '{}') as ConfigInput
 
 await runRelayChild(async (dataDir) => {
-  const { createRelay } = await import('../src/relay')
+  const { createRelay } = await import('../src/relay/relay')
   const relay = createRelay({ port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', rateLimits: BENCH_RATE_LIMITS, verifyThreads: 2, ...extra })
   const url = await relay.listen()
   return { url, close: () => relay.close() }

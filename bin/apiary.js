@@ -1,12 +1,10 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI through tsx, so `npx apiary` works without a build step.
-import { spawnSync } from 'node:child_process'
-import { createRequire } from 'node:module'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+// The `apiary` command: the compiled CLI, in this process (signals reach the relay directly).
+import { existsSync } from 'node:fs'
 
-const here = dirname(fileURLToPath(import.meta.url))
-const require = createRequire(import.meta.url)
-const tsx = require.resolve('tsx/cli')
-const r = spawnSync(process.execPath, [tsx, join(here, '..', 'src', 'cli.ts'), ...process.argv.slice(2)], { stdio: 'inherit' })
-process.exit(r.status ?? 1)
+const main = new URL('../dist/cli/main.js', import.meta.url)
+if (!existsSync(main)) {
+  process.stderr.write('apiary: dist/ is missing; build it with `npm run build` (npm ci and npm pack run it)\n')
+  process.exit(1)
+}
+await import(main.href)

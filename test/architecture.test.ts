@@ -55,7 +55,30 @@ describe('architecture', () => {
   it('reads process.env only where config is loaded', () => {
     const offences = sourceFiles('src')
       .filter((f) => codeOnly(readFileSync(f, 'utf8')).includes('process.env'))
-      .filter((f) => !['src/cli.ts', 'src/infra/config.ts'].includes(f))
+      .filter((f) => !['src/cli/main.ts', 'src/infra/config.ts'].includes(f))
     expect(offences).toEqual([])
+  })
+
+  it('keeps src/client to the wire: it imports only src/protocols among our modules', () => {
+    const offences = sourceFiles('src/client').flatMap((f) =>
+      importsOf(readFileSync(f, 'utf8'))
+        .filter((s) => s.startsWith('.') && !s.startsWith('./') && !s.startsWith('../protocols/'))
+        .map((s) => `${f} imports ${s}`),
+    )
+    expect(offences).toEqual([])
+  })
+
+  it('lets nothing but the CLI import src/cli, and nothing but the CLI and the package entry import src/relay', () => {
+    const offences = sourceFiles('src').flatMap((f) =>
+      importsOf(readFileSync(f, 'utf8'))
+        .filter((s) => (/\/cli\//.test(s) && !f.startsWith('src/cli/')) || (/\/relay\//.test(s) && !/^src\/(cli\/|relay\/|index\.ts$)/.test(f)))
+        .map((s) => `${f} imports ${s}`),
+    )
+    expect(offences).toEqual([])
+  })
+
+  it('holds only the package entry at the root of src/: everything else lives in its layer', () => {
+    const loose = readdirSync('src').filter((name) => statSync(join('src', name)).isFile())
+    expect(loose).toEqual(['index.ts'])
   })
 })

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { configSchema, listSettings } from './config'
+import { configSchema, listSettings } from './config.js'
 
 type JsonSchemaNode = { description?: string; properties?: Record<string, JsonSchemaNode> }
 

@@ -84,10 +84,22 @@ export const configSchema = z.object({
     .max(60_000)
     .default(5_000)
     .describe('how long a channel-membership or community-membership answer is reused (0 = never); bounds a lost invalidation, ms'),
+  // A database or Redis started beside the relay (one systemd target, one compose file) may take a few
+  // seconds to answer; half a minute covers a cold PostgreSQL start without hiding a wrong URL for long.
+  startupTimeoutSeconds: z
+    .number()
+    .positive()
+    .default(30)
+    .describe('how long start-up retries an unreachable PostgreSQL or Redis before the process exits non-zero, seconds'),
   logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info').describe('pino log level'),
   relayName: z.string().default('Apiary').describe('NIP-11 name, unless the community sets its own'),
   relayDescription: z.string().default('A Nostr relay for communities of people and AI agents').describe('NIP-11 description'),
-  relayContact: z.string().default('').describe('NIP-11 contact'),
+  relayContact: z.string().default('').describe('NIP-11 contact: an administrative alternate contact, a URI (mailto:, https:); empty = omitted'),
+  relayContactPubkey: z
+    .string()
+    .regex(/^([0-9a-f]{64})?$/)
+    .default('')
+    .describe("NIP-11 pubkey: the administrative contact's pubkey, hex; empty = omitted (the relay's own key is NIP-11 self)"),
   relaySecretKey: z
     .string()
     .regex(/^([0-9a-f]{64})?$/)

@@ -3,7 +3,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 /** Every metric the node exports (DESIGN §11), on a registry of its own so two relays in one process don't clash. */
 export function createMetrics() {
   const registry = new Registry()
-  collectDefaultMetrics({ register: registry, prefix: 'apiary_process_', eventLoopMonitoringPrecision: 10 })
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 10 })
   const r = [registry]
   return {
     registry,

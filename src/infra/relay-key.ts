@@ -2,12 +2,11 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js'
-import { computeEventId, type NostrEvent } from '../protocols/nip01/event'
+import type { NostrEvent } from '../protocols/nip01/event.js'
+import { type EventTemplate, type SigningKey, signTemplate, toSigningKey } from '../protocols/nip01/sign.js'
 
-export interface RelayKey {
-  secretKey: Uint8Array
-  pubkey: string
-}
+export type { EventTemplate } from '../protocols/nip01/sign.js'
+export type RelayKey = SigningKey
 
 /** The relay's own keypair: configured, or generated once into <dataDir>/relay.key (mode 0600) and reused. */
 export function loadRelayKey(dataDir: string, configuredHex: string): RelayKey {
@@ -21,27 +20,8 @@ export function loadRelayKey(dataDir: string, configuredHex: string): RelayKey {
       writeFileSync(file, `${hex}\n`, { mode: 0o600 })
     }
   }
-  const secretKey = hexToBytes(hex)
-  return { secretKey, pubkey: bytesToHex(schnorr.getPublicKey(secretKey)) }
-}
-
-export interface EventTemplate {
-  kind: number
-  content: string
-  tags?: string[][]
-  created_at?: number
+  return toSigningKey(hexToBytes(hex))
 }
 
 /** Sign an event as the relay (control messages, relay-authored notes published by an embedding program). */
-export function signAsRelay(key: RelayKey, t: EventTemplate, nowSeconds: number): NostrEvent {
-  const unsigned = {
-    pubkey: key.pubkey,
-    created_at: t.created_at ?? nowSeconds,
-    kind: t.kind,
-    tags: t.tags ?? [],
-    content: t.content,
-  }
-  const id = computeEventId(unsigned)
-  const sig = bytesToHex(schnorr.sign(hexToBytes(id), key.secretKey))
-  return { id, ...unsigned, sig }
-}
+export const signAsRelay = (key: RelayKey, t: EventTemplate, nowSeconds: number): NostrEvent => signTemplate(key, t, nowSeconds)

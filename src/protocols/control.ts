@@ -1,5 +1,5 @@
-import type { NostrEvent } from './nip01/event'
-import { err, ok, type Result } from './result'
+import type { NostrEvent } from './nip01/event.js'
+import { err, ok, type Result } from './result.js'
 
 /**
  * Cluster control payloads (DESIGN §5): a Nostr event signed by the relay key, so Redis write access alone

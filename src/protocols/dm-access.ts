@@ -1,5 +1,5 @@
-import type { NostrEvent } from './nip01/event'
-import { KIND_DM, KIND_GIFT_WRAP } from './nip01/kinds'
+import type { NostrEvent } from './nip01/event.js'
+import { KIND_DM, KIND_GIFT_WRAP } from './nip01/kinds.js'
 
 /**
  * Kinds only the parties may read: NIP-04 DMs (4) and NIP-59 gift wraps (1059). A gift wrap's author is a

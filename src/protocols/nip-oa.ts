@@ -1,8 +1,8 @@
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, hexToBytes, utf8ToBytes } from '@noble/hashes/utils.js'
-import { reason } from './reasons'
-import { err, ok, type Result } from './result'
+import { reason } from './reasons.js'
+import { err, ok, type Result } from './result.js'
 
 // NIP-OA (Owner Attestation, block/buzz docs/nips/NIP-OA.md) as NIP-AA uses it at NIP-42 AUTH: an owner key
 // signs that an agent key is theirs, and the agent carries the tag. See docs/agent-attestation.md.

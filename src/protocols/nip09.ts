@@ -1,5 +1,5 @@
-import type { NostrEvent } from './nip01/event'
-import { KIND_DELETION } from './nip01/kinds'
+import type { NostrEvent } from './nip01/event.js'
+import { KIND_DELETION } from './nip01/kinds.js'
 
 export interface AddressRef {
   kind: number

@@ -1,12 +1,15 @@
-import type { Limits } from './limits'
+import type { Limits } from './limits.js'
 
 export interface RelayInfoParams {
   name: string
   description: string
   /** NIP-11 `icon`, a URL; omitted from the document when undefined */
   icon?: string
-  /** the operator's pubkey; omitted from the document when undefined */
+  /** the administrative contact's pubkey; omitted when undefined */
   pubkey?: string
+  /** the relay's own pubkey (NIP-11 `self`); omitted when undefined */
+  self?: string
+  /** an administrative alternate contact (a URI); omitted when undefined */
   contact?: string
   supportedNips: number[]
   software: string
@@ -38,6 +41,7 @@ export interface RelayInfo {
   description: string
   icon?: string
   pubkey?: string
+  self?: string
   contact?: string
   supported_nips: number[]
   software: string
@@ -56,6 +60,7 @@ export function buildRelayInfo(p: RelayInfoParams): RelayInfo {
     description: p.description,
     ...(p.icon !== undefined && { icon: p.icon }),
     ...(p.pubkey !== undefined && { pubkey: p.pubkey }),
+    ...(p.self !== undefined && { self: p.self }),
     ...(p.contact !== undefined && { contact: p.contact }),
     supported_nips: [...new Set(p.supportedNips)].sort((a, b) => a - b),
     software: p.software,

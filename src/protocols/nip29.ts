@@ -1,6 +1,6 @@
-import type { NostrEvent } from './nip01/event'
-import { reason } from './reasons'
-import { err, ok, type Result } from './result'
+import type { NostrEvent } from './nip01/event.js'
+import { reason } from './reasons.js'
+import { err, ok, type Result } from './result.js'
 
 /*
  * NIP-29 channels inside a community: the `h` tag, the moderation and user events that change a channel, and

@@ -1,4 +1,4 @@
-import type { NostrEvent } from './nip01/event'
+import type { NostrEvent } from './nip01/event.js'
 
 /** NIP-40: the `expiration` tag as unix seconds, or undefined when absent or not an integer. */
 export function expirationOf(e: Pick<NostrEvent, 'tags'>): number | undefined {

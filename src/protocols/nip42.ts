@@ -1,7 +1,7 @@
-import type { NostrEvent } from './nip01/event'
-import { KIND_AUTH } from './nip01/kinds'
-import { reason } from './reasons'
-import { err, OK_VOID, type Result } from './result'
+import type { NostrEvent } from './nip01/event.js'
+import { KIND_AUTH } from './nip01/kinds.js'
+import { reason } from './reasons.js'
+import { err, OK_VOID, type Result } from './result.js'
 
 export interface AuthExpectation {
   challenge: string

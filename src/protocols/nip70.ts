@@ -1,6 +1,6 @@
-import type { NostrEvent } from './nip01/event'
-import { reason } from './reasons'
-import { err, OK_VOID, type Result } from './result'
+import type { NostrEvent } from './nip01/event.js'
+import { reason } from './reasons.js'
+import { err, OK_VOID, type Result } from './result.js'
 
 /** NIP-70: a tag that is exactly `["-"]` marks an event only its author may publish. */
 export const isProtected = (e: Pick<NostrEvent, 'tags'>): boolean =>

@@ -1,7 +1,7 @@
-import type { Limits } from './limits'
-import { type NostrEvent, parseEventWithRaw } from './nip01/event'
-import { reason } from './reasons'
-import { err, ok, type Result } from './result'
+import type { Limits } from './limits.js'
+import { type NostrEvent, parseEventWithRaw } from './nip01/event.js'
+import { reason } from './reasons.js'
+import { err, ok, type Result } from './result.js'
 
 export const KIND_HTTP_AUTH = 27235
 

@@ -1,4 +1,4 @@
-import type { Reason } from './reasons'
+import type { Reason } from './reasons.js'
 
 /** What a client can cause is a value, never an exception (STYLE: errors). */
 export type Result<T, E = Reason> = { ok: true; value: T } | { ok: false; error: E }

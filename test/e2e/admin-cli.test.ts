@@ -1,30 +1,20 @@
-import { execFile } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { createServer, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { join } from 'node:path'
 import { verifyEvent } from 'nostr-tools/pure'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { callManagement } from '../../src/admin-client'
-import { runAdmin } from '../../src/cli-admin'
+import { runAdmin } from '../../src/cli/admin'
+import { callManagement } from '../../src/client/admin-client'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
+import { apiary } from '../support/cli'
 import { makeKeys } from '../support/events'
 import { startTestRelay, type TestRelay } from '../support/relay'
 import { auth, client, fresh, publish, relayUrlOf } from './helpers'
 
-const TSX = join(process.cwd(), 'node_modules/.bin/tsx')
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex')
 
-/** `apiary admin ...` with no APIARY_* settings leaking in; resolves with the exit code, never rejects on it. */
-function apiaryAdmin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('APIARY_')))
-  return new Promise((resolve) => {
-    execFile(TSX, ['src/cli.ts', 'admin', ...args], { env, timeout: 30_000 }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1
-      resolve({ code, stdout, stderr })
-    })
-  })
-}
+/** `apiary admin ...`; resolves with the exit code, never rejects on it. */
+const apiaryAdmin = (...args: string[]) => apiary(['admin', ...args])
 
 describe('the NIP-86 management client', () => {
   it('signs a NIP-98 event naming the URL (with its /), POST and the sha256 of the exact body', async () => {

@@ -1,30 +1,21 @@
-import { execFile } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { promisify } from 'node:util'
 import { afterAll, describe, expect, it } from 'vitest'
+import { apiary } from '../support/cli'
 import { startTestRelay } from '../support/relay'
 import { connect } from '../support/ws-client'
-
-const run = promisify(execFile)
-const TSX = join(process.cwd(), 'node_modules/.bin/tsx')
-
-/** The CLI with no APIARY_* settings leaking in from the test environment. */
-function apiary(...args: string[]) {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('APIARY_')))
-  return run(TSX, ['src/cli.ts', ...args], { env, timeout: 30_000 })
-}
 
 describe('the apiary CLI', () => {
   const dir = mkdtempSync(join(tmpdir(), 'apiary-cli-'))
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-  it('adds a community bound to a host, and lists it', async () => {
-    const added = await apiary('community', 'add', 'team', '--host', 'team.test', '--data-dir', dir)
-    expect(added.stdout).toMatch(/team/)
-    const listed = await apiary('community', 'list', '--data-dir', dir)
-    expect(listed.stdout.split('\n')).toContain('team\tteam.test')
+  it('adds a community bound to a host, says when a running relay serves it, and lists it', async () => {
+    const added = await apiary(['community', 'add', 'team', '--host', 'Team.test', '--host', 'chat.test:8443', '--data-dir', dir])
+    expect(added.code).toBe(0)
+    expect(added.stdout).toMatch(/community team bound to team\.test, chat\.test:8443; a running relay serves it within 30s/)
+    const listed = await apiary(['community', 'list', '--data-dir', dir])
+    expect(listed.stdout.split('\n')).toContain('team\tchat.test:8443,team.test')
     // a fresh data directory starts with the default community, whichever command touched it first
     expect(listed.stdout.split('\n')).toContain('default\t127.0.0.1,[::1],localhost')
     // a relay started on that data directory serves the community on its host
@@ -39,16 +30,45 @@ describe('the apiary CLI', () => {
     }
   })
 
+  it.each([
+    ['not a host', ['not a host']],
+    ['a URL', ['https://team.test/']],
+    ['a port out of range', ['team.test:70000']],
+    ['no host at all', []],
+  ])('refuses a community whose host is %s with exit code 2, storing nothing', async (_, hosts) => {
+    const run = await apiary(['community', 'add', 'bad', ...hosts.flatMap((h) => ['--host', h]), '--data-dir', dir])
+    expect(run.code).toBe(2)
+    expect(run.stderr).toMatch(/usage: apiary community/)
+    const listed = await apiary(['community', 'list', '--data-dir', dir])
+    expect(listed.stdout).not.toMatch(/^bad\t/m)
+  })
+
   it('prints the effective config as JSON with the default port 7777', async () => {
-    const { stdout } = await apiary('config', 'print')
+    const { code, stdout } = await apiary(['config', 'print'])
+    expect(code).toBe(0)
     const config = JSON.parse(stdout)
     expect(config.port).toBe(7777)
     expect(config.limits.maxSubscriptions).toBeGreaterThan(0)
   })
 
   it('generates a keypair with keygen', async () => {
-    const { stdout } = await apiary('keygen')
+    const { code, stdout } = await apiary(['keygen'])
+    expect(code).toBe(0)
     expect(stdout).toMatch(/^pubkey [0-9a-f]{64}$/m)
     expect(stdout).toMatch(/^secret [0-9a-f]{64}$/m)
+  })
+
+  it('prints the usage and exits 0 for --help, and exits 2 with the usage on stderr for a usage error', async () => {
+    for (const flag of ['--help', '-h', 'help']) {
+      const help = await apiary([flag])
+      expect(help).toMatchObject({ code: 0, stderr: '' })
+      expect(help.stdout).toMatch(/^usage:\n {2}apiary start/)
+    }
+    for (const args of [[], ['frobnicate'], ['keygen', 'extra'], ['start', '--no-such-flag'], ['config', 'show']]) {
+      const bad = await apiary(args)
+      expect(bad.code, args.join(' ')).toBe(2)
+      expect(bad.stdout).toBe('')
+      expect(bad.stderr).toMatch(/usage/)
+    }
   })
 })

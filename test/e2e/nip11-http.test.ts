@@ -24,8 +24,28 @@ describe('relay information document (NIP-11)', () => {
     expect(info.name).toBe('Test Hive')
     expect(info.contact).toBe('ops@example.test')
     expect(info.supported_nips).toEqual([1, 9, 11, 29, 40, 42, 45, 70, 86, 98])
-    expect(info.pubkey).toMatch(/^[0-9a-f]{64}$/)
-    expect(info.pubkey).toBe(r.relay.pubkey)
+    // NIP-11: `self` is the relay's own key; `pubkey` (an admin contact) is left out until one is configured
+    expect(info.self).toBe(r.relay.pubkey)
+    expect(Object.keys(info)).not.toContain('pubkey')
+  })
+
+  it('names the configured admin contact as pubkey and omits empty fields such as contact', async () => {
+    const admin = 'ab'.repeat(32)
+    const r = await relays.start({ relayContactPubkey: admin })
+    const info = JSON.parse((await httpGet(r, '/', NOSTR_JSON)).body)
+    expect(info.pubkey).toBe(admin)
+    expect(info.self).toBe(r.relay.pubkey)
+    expect(Object.keys(info)).not.toContain('contact')
+    expect(info.software).toBe('https://www.npmjs.com/package/apiary-relay')
+    expect(info.version).toMatch(/^\d+\.\d+\.\d+/)
+  })
+
+  it('exports process metrics under their standard names, not doubly prefixed', async () => {
+    const r = await relays.start()
+    const body = (await httpGet(r, '/metrics')).body
+    expect(body).toMatch(/^process_cpu_user_seconds_total /m)
+    expect(body).toMatch(/^nodejs_eventloop_lag_seconds /m)
+    expect(body).not.toMatch(/apiary_process_/)
   })
 
   it('states exactly the configured limits in `limitation`', async () => {

@@ -1,6 +1,6 @@
 import { Buffer } from 'node:buffer'
 import { describe, expect, it } from 'vitest'
-import { NIP86_METHODS } from '../../src/protocols/nip86'
+import { NIP86_METHODS } from '../../src/protocols/nip86/methods'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys, type TestKeys } from '../support/events'
 import { auth, client, relayUrlOf, useRelays } from './helpers'

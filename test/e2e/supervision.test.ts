@@ -6,7 +6,7 @@ import type { SupervisionEvent } from '../../src/actors/kernel'
 import type { EventStore } from '../../src/infra/store/event-store'
 import { StoreError } from '../../src/infra/store/event-store'
 import { openSqliteEventStore } from '../../src/infra/store/sqlite-event-store'
-import { createRelay, type Relay } from '../../src/relay'
+import { createRelay, type Relay } from '../../src/relay/relay'
 import { makeKeys, signEvent } from '../support/events'
 import { connect } from '../support/ws-client'
 

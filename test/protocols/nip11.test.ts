@@ -44,9 +44,15 @@ describe('the NIP-11 relay information document', () => {
     expect(info).toMatchObject({ name: 'Bees', description: 'a hive', pubkey: PUBKEY, software: 'apiary', version: '0.1.0' })
   })
 
-  it('omits pubkey and contact when not configured', () => {
-    const info = buildRelayInfo({ ...params, pubkey: undefined, contact: undefined })
+  it('omits pubkey, self and contact when not configured', () => {
+    const info = buildRelayInfo({ ...params, pubkey: undefined, self: undefined, contact: undefined })
     expect(Object.keys(info)).not.toContain('pubkey')
+    expect(Object.keys(info)).not.toContain('self')
     expect(Object.keys(info)).not.toContain('contact')
+  })
+
+  it('states the relay key as self, apart from the admin contact pubkey', () => {
+    const info = buildRelayInfo({ ...params, self: 'cd'.repeat(32) })
+    expect(info).toMatchObject({ pubkey: PUBKEY, self: 'cd'.repeat(32) })
   })
 })

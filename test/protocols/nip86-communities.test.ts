@@ -4,7 +4,7 @@ import {
   parseCommunityIdParam,
   parseCreateCommunityParams,
   parseSetAgentTierParams,
-} from '../../src/protocols/nip86-communities'
+} from '../../src/protocols/nip86/community-params'
 import { prefixOf } from '../../src/protocols/reasons'
 
 const PUBKEY = 'ab'.repeat(32)

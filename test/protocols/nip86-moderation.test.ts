@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { maxBanReasonChars } from '../../src/protocols/nip86'
+import { maxBanReasonChars } from '../../src/protocols/nip86/methods'
 import {
   maxIconUrlChars,
   maxIpChars,
@@ -16,7 +16,7 @@ import {
   parseRelayIconParam,
   parseRelayNameParam,
   parseTimeoutPubkeyParams,
-} from '../../src/protocols/nip86-moderation'
+} from '../../src/protocols/nip86/moderation-params'
 import { prefixOf } from '../../src/protocols/reasons'
 import type { Result } from '../../src/protocols/result'
 import { ID, PUBKEY } from './fixtures'

@@ -7,7 +7,7 @@ import {
   parseNip86Request,
   toNip86Error,
   toNip86Result,
-} from '../../src/protocols/nip86'
+} from '../../src/protocols/nip86/methods'
 import { prefixOf } from '../../src/protocols/reasons'
 import { PUBKEY } from './fixtures'
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { ConfigInput } from '../../src/infra/config'
-import { createRelay, type Relay } from '../../src/relay'
+import { createRelay, type Relay } from '../../src/relay/relay'
 
 export interface TestRelay {
   relay: Relay

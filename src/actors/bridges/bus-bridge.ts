@@ -2,10 +2,10 @@
 // Messages: Sync (connect if needed, then subscribe/unsubscribe until the session covers link.channels()),
 // Down (the connection dropped). Policy: permanent + backoff 1 s → 30 s, attempts reset after 60 s of stable
 // running (DESIGN §3): a crash *is* the reconnect, so supervision$ shows every outage and its recovery.
-import type { BusError } from '../../infra/bus/bus'
-import type { SubscriberLink } from '../../infra/bus/redis-bus'
-import type { SubscriberSession } from '../../infra/bus/redis-subscriber'
-import { type ActorContext, type ActorDef, type Kernel, type SupervisionPolicy, type TypedRef, tell } from '../kernel'
+import type { BusError } from '../../infra/bus/bus.js'
+import type { SubscriberLink } from '../../infra/bus/redis-bus.js'
+import type { SubscriberSession } from '../../infra/bus/redis-subscriber.js'
+import { type ActorContext, type ActorDef, type Kernel, type SupervisionPolicy, type TypedRef, tell } from '../kernel/index.js'
 
 export type BusBridgeMsg =
   | { type: 'Sync' }

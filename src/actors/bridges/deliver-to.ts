@@ -1,5 +1,5 @@
 import type { Observer } from 'rxjs'
-import { type Clock, type Kernel, systemClock, type TypedRef, tell } from '../kernel'
+import { type Clock, type Kernel, systemClock, type TypedRef, tell } from '../kernel/index.js'
 
 /**
  * Bus → mailbox (DESIGN §4 bridges): an observer that tells each item to ref. The bounded buffer is the

@@ -2,16 +2,16 @@
 // remote fan-out. Community policy, channel privacy, and (inside the store query) author-only kinds.
 // A lookup error yields no delivery. Caches hold only what can over-restrict when stale, or are bounded by
 // a short TTL and dropped at once by the cache-invalidation broadcast.
-import type { ChannelRole, ChannelStore } from '../../infra/store/channel-store'
-import type { CommunityRecord } from '../../infra/store/community-store'
-import type { QueryOptions } from '../../infra/store/event-store'
-import type { CacheInvalidationOp } from '../../protocols/control'
-import { AUTHOR_ONLY_KINDS, canRead } from '../../protocols/dm-access'
-import type { NostrEvent } from '../../protocols/nip01/event'
-import { channelTagOf } from '../../protocols/nip29'
-import { type Reason, reason } from '../../protocols/reasons'
-import { readPolicyOf } from './community-policy'
-import type { ConnView, Subscription } from './subscription-index'
+import type { ChannelRole, ChannelStore } from '../../infra/store/channel-store.js'
+import type { CommunityRecord } from '../../infra/store/community-store.js'
+import type { QueryOptions } from '../../infra/store/event-store.js'
+import type { CacheInvalidationOp } from '../../protocols/control.js'
+import { AUTHOR_ONLY_KINDS, canRead } from '../../protocols/dm-access.js'
+import type { NostrEvent } from '../../protocols/nip01/event.js'
+import { channelTagOf } from '../../protocols/nip29.js'
+import { type Reason, reason } from '../../protocols/reasons.js'
+import { readPolicyOf } from './community-policy.js'
+import type { ConnView, Subscription } from './subscription-index.js'
 
 export interface AccessGateDeps {
   community: string

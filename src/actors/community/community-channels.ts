@@ -1,11 +1,11 @@
 // NIP-29 channels inside a community actor: decide a channel event before it is stored (plan), change the
 // channel rows after it is (apply), and keep the relay-signed 39000–39002 current. The rows are the truth
 // every node reads; each change drops the matching cache keys here and, by broadcast, on every other node.
-import type { Logger } from '../../infra/log'
-import type { ChannelStore } from '../../infra/store/channel-store'
-import type { EventStore } from '../../infra/store/event-store'
-import type { CacheInvalidationOp } from '../../protocols/control'
-import { asVerified, type NostrEvent, type VerifiedEvent } from '../../protocols/nip01/event'
+import type { Logger } from '../../infra/log.js'
+import type { ChannelStore } from '../../infra/store/channel-store.js'
+import type { EventStore } from '../../infra/store/event-store.js'
+import type { CacheInvalidationOp } from '../../protocols/control.js'
+import { asVerified, type NostrEvent, type VerifiedEvent } from '../../protocols/nip01/event.js'
 import {
   adminsTemplate,
   authorize,
@@ -20,9 +20,9 @@ import {
   parseChannelAction,
   RELAY_ONLY_KINDS,
   type Verdict,
-} from '../../protocols/nip29'
-import { reason } from '../../protocols/reasons'
-import { err, ok, type Result } from '../../protocols/result'
+} from '../../protocols/nip29.js'
+import { reason } from '../../protocols/reasons.js'
+import { err, ok, type Result } from '../../protocols/result.js'
 
 export interface ChannelDeps {
   community: string

@@ -1,12 +1,12 @@
-import type { Verifier } from '../../infra/verify/verifier'
-import { type ConnControlOp, parseControlEvent } from '../../protocols/control'
-import { asVerified, type NostrEvent, type VerifiedEvent } from '../../protocols/nip01/event'
-import { noticeFrame } from '../../protocols/nip01/relay-message'
-import { isExpired } from '../../protocols/nip40'
-import { reason } from '../../protocols/reasons'
-import type { CommunityLink } from './community-link'
-import type { CommunityMsg } from './messages'
-import type { ConnectionRegistry, ConnView } from './subscription-index'
+import type { Verifier } from '../../infra/verify/verifier.js'
+import { type ConnControlOp, parseControlEvent } from '../../protocols/control.js'
+import { asVerified, type NostrEvent, type VerifiedEvent } from '../../protocols/nip01/event.js'
+import { noticeFrame } from '../../protocols/nip01/relay-message.js'
+import { isExpired } from '../../protocols/nip40.js'
+import { reason } from '../../protocols/reasons.js'
+import type { CommunityLink } from './community-link.js'
+import type { CommunityMsg } from './messages.js'
+import type { ConnectionRegistry, ConnView } from './subscription-index.js'
 
 /** What the community's cluster handlers need beyond the single-node ones. */
 export interface ClusterDeps {

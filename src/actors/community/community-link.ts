@@ -1,11 +1,11 @@
 import type { Subscription } from 'rxjs'
-import type { Bus } from '../../infra/bus/bus'
-import type { Logger } from '../../infra/log'
-import type { Metrics } from '../../infra/metrics'
-import { cacheInvalidationChannel, connControlChannel, eventsChannel } from '../../infra/redis/keys'
-import { type CacheInvalidationOp, type ConnControlOp, type ControlChannel, toControlTemplate } from '../../protocols/control'
-import type { NostrEvent } from '../../protocols/nip01/event'
-import type { CommunityMsg } from './messages'
+import type { Bus } from '../../infra/bus/bus.js'
+import type { Logger } from '../../infra/log.js'
+import type { Metrics } from '../../infra/metrics.js'
+import { cacheInvalidationChannel, connControlChannel, eventsChannel } from '../../infra/redis/keys.js'
+import { type CacheInvalidationOp, type ConnControlOp, type ControlChannel, toControlTemplate } from '../../protocols/control.js'
+import type { NostrEvent } from '../../protocols/nip01/event.js'
+import type { CommunityMsg } from './messages.js'
 
 /**
  * A community's traffic with the other nodes (DESIGN §5 "Cross-node"). Outgoing: accepted events, signed

@@ -1,12 +1,12 @@
 // A community's own rules for writes (DESIGN §6), checked by its actor before anything is stored: the write
 // policy, the AUTH requirement, the NIP-86 kind rules and banned events. The relay's own events pass.
-import type { CommunityRecord, CommunitySettings } from '../../infra/store/community-store'
-import type { NostrEvent } from '../../protocols/nip01/event'
-import { KIND_DELETION } from '../../protocols/nip01/kinds'
-import { type Reason, reason } from '../../protocols/reasons'
-import type { AccessGate } from './access-gate'
-import { KIND_PRESENCE } from './community-presence'
-import type { ConnView } from './subscription-index'
+import type { CommunityRecord, CommunitySettings } from '../../infra/store/community-store.js'
+import type { NostrEvent } from '../../protocols/nip01/event.js'
+import { KIND_DELETION } from '../../protocols/nip01/kinds.js'
+import { type Reason, reason } from '../../protocols/reasons.js'
+import type { AccessGate } from './access-gate.js'
+import { KIND_PRESENCE } from './community-presence.js'
+import type { ConnView } from './subscription-index.js'
 
 /** The relay-wide `authRequired` forces AUTH in every community; a community may ask for it on its own. */
 export const readPolicyOf = (s: CommunitySettings, authRequired: boolean) =>

@@ -12,12 +12,12 @@
 // so a crashed node pins nobody for longer than one TTL; a count that expired while a quiet connection still
 // held it can reach 0 early on another connection's close, which only shows that pubkey offline until its
 // next heartbeat.
-import type { PresenceStore } from '../../infra/gates/presence'
-import type { Logger } from '../../infra/log'
-import type { NostrEvent } from '../../protocols/nip01/event'
-import { type Filter, matchFilter } from '../../protocols/nip01/filter'
-import { type Reason, reason } from '../../protocols/reasons'
-import type { ConnectionRegistry, ConnView } from './subscription-index'
+import type { PresenceStore } from '../../infra/gates/presence.js'
+import type { Logger } from '../../infra/log.js'
+import type { NostrEvent } from '../../protocols/nip01/event.js'
+import { type Filter, matchFilter } from '../../protocols/nip01/filter.js'
+import { type Reason, reason } from '../../protocols/reasons.js'
+import type { ConnectionRegistry, ConnView } from './subscription-index.js'
 
 export const KIND_PRESENCE = 20001
 /** the issue: a status is short text, at most 128 bytes of UTF-8 */

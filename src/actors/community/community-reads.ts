@@ -1,15 +1,15 @@
 // What a community actor serves to readers: REQ and COUNT (the read policy, then the store query with the
 // access rule inside it, so hidden events never take a place in a limit), and live fan-out through the same gate.
-import type { StoredEvent } from '../../infra/store/event-store'
-import type { VerifiedEvent } from '../../protocols/nip01/event'
-import { effectiveLimit } from '../../protocols/nip01/filter'
-import { closedFrame, eoseFrame, eventFrame } from '../../protocols/nip01/relay-message'
-import { reason } from '../../protocols/reasons'
-import type { AccessGate } from './access-gate'
-import type { CommunityDeps } from './community-actor'
-import { queryPresence } from './community-presence'
-import type { CommunityMsg } from './messages'
-import type { Subscription, SubscriptionIndex } from './subscription-index'
+import type { StoredEvent } from '../../infra/store/event-store.js'
+import type { VerifiedEvent } from '../../protocols/nip01/event.js'
+import { effectiveLimit } from '../../protocols/nip01/filter.js'
+import { closedFrame, eoseFrame, eventFrame } from '../../protocols/nip01/relay-message.js'
+import { reason } from '../../protocols/reasons.js'
+import type { AccessGate } from './access-gate.js'
+import type { CommunityDeps } from './community-actor.js'
+import { queryPresence } from './community-presence.js'
+import type { CommunityMsg } from './messages.js'
+import type { Subscription, SubscriptionIndex } from './subscription-index.js'
 
 export interface ReadState {
   gate: AccessGate

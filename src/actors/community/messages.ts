@@ -1,11 +1,11 @@
-import type { CommunityRecord } from '../../infra/store/community-store'
-import type { SaveOutcome } from '../../infra/store/event-store'
-import type { ControlChannel } from '../../protocols/control'
-import type { VerifiedEvent } from '../../protocols/nip01/event'
-import type { Filter } from '../../protocols/nip01/filter'
-import type { Reason } from '../../protocols/reasons'
-import type { ChannelPlan, StateWanted } from './community-channels'
-import type { ConnView } from './subscription-index'
+import type { CommunityRecord } from '../../infra/store/community-store.js'
+import type { SaveOutcome } from '../../infra/store/event-store.js'
+import type { ControlChannel } from '../../protocols/control.js'
+import type { VerifiedEvent } from '../../protocols/nip01/event.js'
+import type { Filter } from '../../protocols/nip01/filter.js'
+import type { Reason } from '../../protocols/reasons.js'
+import type { ChannelPlan, StateWanted } from './community-channels.js'
+import type { ConnView } from './subscription-index.js'
 
 /** The answer to a publish: what the OK frame says. `message` is '' or a prefixed reason. */
 export type PublishOutcome = { accepted: true; message: '' | Reason } | { accepted: false; message: Reason }

@@ -1,6 +1,6 @@
-import type { OutboundQueue } from '../../infra/ws/outbound-queue'
-import type { NostrEvent } from '../../protocols/nip01/event'
-import { type Filter, matchFilter } from '../../protocols/nip01/filter'
+import type { OutboundQueue } from '../../infra/ws/outbound-queue.js'
+import type { NostrEvent } from '../../protocols/nip01/event.js'
+import { type Filter, matchFilter } from '../../protocols/nip01/filter.js'
 
 /** What a community needs to know of a connection to deliver to it (owned and mutated by the connection). */
 export interface ConnView {

@@ -1,6 +1,6 @@
-import type { OwnerAttestation } from '../../protocols/nip-oa'
-import type { NostrEvent } from '../../protocols/nip01/event'
-import type { Result } from '../../protocols/result'
+import type { OwnerAttestation } from '../../protocols/nip-oa.js'
+import type { NostrEvent } from '../../protocols/nip01/event.js'
+import type { Result } from '../../protocols/result.js'
 
 export type ConnectionMsg =
   | { type: 'Frame'; text: string }

@@ -1,7 +1,7 @@
-import type { Metrics } from '../../infra/metrics'
-import { isAuthorOnlyKind } from '../../protocols/dm-access'
-import { type Reason, reason } from '../../protocols/reasons'
-import type { AdmissionAnswer, LimitType } from '../principal/principal-actor'
+import type { Metrics } from '../../infra/metrics.js'
+import { isAuthorOnlyKind } from '../../protocols/dm-access.js'
+import { type Reason, reason } from '../../protocols/reasons.js'
+import type { AdmissionAnswer, LimitType } from '../principal/principal-actor.js'
 
 /** DESIGN §6: rejections carry the retry delay; a failed backend fails closed with its own text. */
 export function admissionReason(a: Exclude<AdmissionAnswer, { allowed: true }>, metrics: Metrics, type: LimitType): Reason {

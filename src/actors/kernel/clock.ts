@@ -1,4 +1,4 @@
-import type { Clock } from './types'
+import type { Clock } from './types.js'
 
 // Node fires a setTimeout longer than 2^31−1 ms after 1 ms (nact guards the same way: getSafeTimeout).
 const MAX_TIMEOUT_MS = 2_147_483_647

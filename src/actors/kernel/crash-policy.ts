@@ -1,8 +1,8 @@
-import type { ActorCell } from './cell'
-import { unwrapFault } from './drain'
-import { describeError } from './errors'
-import type { NactSupervisionCtx } from './nact-binding'
-import { backoffDelayMs } from './policy'
+import type { ActorCell } from './cell.js'
+import { unwrapFault } from './drain.js'
+import { describeError } from './errors.js'
+import type { NactSupervisionCtx } from './nact-binding.js'
+import { backoffDelayMs } from './policy.js'
 
 type Decision = symbol | Promise<symbol>
 

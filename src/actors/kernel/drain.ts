@@ -1,4 +1,4 @@
-import type { TypedRef } from './types'
+import type { TypedRef } from './types.js'
 
 /**
  * Pieces of the cell's batched mailbox. nact 7.6.2 runs every dispatched message in its own setImmediate

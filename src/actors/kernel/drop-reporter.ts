@@ -1,4 +1,4 @@
-import type { Clock } from './types'
+import type { Clock } from './types.js'
 
 /**
  * Counts dropped messages of one actor and reports them coalesced: the first drop after a quiet interval

@@ -1,4 +1,4 @@
-import type { ActorPath } from './types'
+import type { ActorPath } from './types.js'
 
 /** Kernel failures carry a stable `code` (STYLE: named error classes), like ws's WS_ERR_* codes. */
 export abstract class KernelError extends Error {

@@ -1,4 +1,4 @@
-export { systemClock } from './clock'
+export { systemClock } from './clock.js'
 export {
   ActorExistsError,
   ActorStoppedError,
@@ -7,10 +7,10 @@ export {
   KernelError,
   KernelShutdownError,
   MailboxFullError,
-} from './errors'
-export { createKernel } from './kernel'
-export { ask, tell } from './messaging'
-export { backoffDelayMs, DEFAULT_MAILBOX_CAPACITY, defaultPolicy } from './policy'
+} from './errors.js'
+export { createKernel } from './kernel.js'
+export { ask, tell } from './messaging.js'
+export { backoffDelayMs, DEFAULT_MAILBOX_CAPACITY, defaultPolicy } from './policy.js'
 export type {
   ActorContext,
   ActorDef,
@@ -22,4 +22,4 @@ export type {
   SupervisionEvent,
   SupervisionPolicy,
   TypedRef,
-} from './types'
+} from './types.js'

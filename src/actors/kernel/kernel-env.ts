@@ -1,4 +1,4 @@
-import type { ActorPath, Clock, Kernel, StopReason, SupervisionEvent, SupervisionPolicy, TypedRef } from './types'
+import type { ActorPath, Clock, Kernel, StopReason, SupervisionEvent, SupervisionPolicy, TypedRef } from './types.js'
 
 /** What a cell needs from its kernel. */
 export interface KernelEnv {

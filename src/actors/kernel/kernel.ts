@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto'
-import { ActorCell } from './cell'
-import { systemClock } from './clock'
-import { ActorExistsError, describeError, KernelShutdownError } from './errors'
-import type { KernelEnv, LiveCell } from './kernel-env'
-import { type NactRef, nact, toNactName } from './nact-binding'
-import { FailureWindow } from './policy'
-import { SupervisionBus } from './supervision-bus'
-import type { ActorDef, ActorPath, Kernel, KernelOptions, SupervisionEvent, TypedRef } from './types'
+import { ActorCell } from './cell.js'
+import { systemClock } from './clock.js'
+import { ActorExistsError, describeError, KernelShutdownError } from './errors.js'
+import type { KernelEnv, LiveCell } from './kernel-env.js'
+import { type NactRef, nact, toNactName } from './nact-binding.js'
+import { FailureWindow } from './policy.js'
+import { SupervisionBus } from './supervision-bus.js'
+import type { ActorDef, ActorPath, Kernel, KernelOptions, SupervisionEvent, TypedRef } from './types.js'
 
 /** A flat nact parent per kind. It never receives a message: nact copies an actor's children map for
  * every message it handles, which at 10k children caps it near 500 msg/s. */

@@ -1,5 +1,5 @@
-import { ActorStoppedError, AskTimeoutError, InvalidMessageError, MailboxFullError } from './errors'
-import type { ActorPath, Clock, TypedRef } from './types'
+import { ActorStoppedError, AskTimeoutError, InvalidMessageError, MailboxFullError } from './errors.js'
+import type { ActorPath, Clock, TypedRef } from './types.js'
 
 export type Admission = 'accepted' | 'stopped' | 'full' | 'invalid'
 

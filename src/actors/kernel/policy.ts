@@ -1,4 +1,4 @@
-import type { SupervisionPolicy } from './types'
+import type { SupervisionPolicy } from './types.js'
 
 /** DESIGN §3 defaults; a Redis subscriber bridge overrides backoff to 1 s → 30 s. */
 export const defaultPolicy: Readonly<SupervisionPolicy> = Object.freeze({

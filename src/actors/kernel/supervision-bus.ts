@@ -1,5 +1,5 @@
 import { config, type Observable, Subject } from 'rxjs'
-import type { SupervisionEvent } from './types'
+import type { SupervisionEvent } from './types.js'
 
 let hookInstalled = false
 

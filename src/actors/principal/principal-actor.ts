@@ -1,9 +1,9 @@
 // State: Admit requests waiting for the next gate call (the bucket itself lives in the gate backend, DESIGN §6).
 // Messages: Admit (one EVENT or REQ/COUNT wants in), Flush (decide everything waiting in one gate call).
 // Crash policy: temporary with an idle stop — the next message re-activates it from the same inputs.
-import type { Admission, RateLimiter, RateRule } from '../../infra/gates/rate-limit'
-import { rateLimitKey } from '../../infra/redis/keys'
-import { type ActorDef, tell } from '../kernel'
+import type { Admission, RateLimiter, RateRule } from '../../infra/gates/rate-limit.js'
+import { rateLimitKey } from '../../infra/redis/keys.js'
+import { type ActorDef, tell } from '../kernel/index.js'
 
 export type LimitType = 'events' | 'reqs'
 export type PrincipalTier = 'human' | 'agentStandard' | 'agentElevated' | 'agentPlatform'
@@ -68,7 +68,7 @@ async function decide(batch: Admit[], deps: PrincipalDeps): Promise<void> {
     for (const [i, a] of batch.entries()) a.reply(answers[i]!)
   } catch {
     // The gate backend failed: writes fail closed (DESIGN §6), but the node keeps serving reads from the
-    // database (relay-backends.ts), still rate-limited, per node instead of cluster-wide, until Redis is back.
+    // database (relay/backends.ts), still rate-limited, per node instead of cluster-wide, until Redis is back.
     for (const [i, a] of batch.entries()) {
       const fallback = a.limit === 'reqs' ? deps.readFallback : undefined
       const r = requests[i]!

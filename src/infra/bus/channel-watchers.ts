@@ -1,5 +1,5 @@
 import { Observable, Subject } from 'rxjs'
-import type { ChannelStats } from './bus'
+import type { ChannelStats } from './bus.js'
 
 /** What a backend does when the set of channels it must be subscribed to changes. */
 export interface BackendHooks {

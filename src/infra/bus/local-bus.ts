@@ -1,6 +1,6 @@
 import type { Observable } from 'rxjs'
-import { type Bus, BusError, type ChannelStats, checkNodeId, DEFAULT_UNSUBSCRIBE_DEBOUNCE_MS } from './bus'
-import { ChannelWatchers } from './channel-watchers'
+import { type Bus, BusError, type ChannelStats, checkNodeId, DEFAULT_UNSUBSCRIBE_DEBOUNCE_MS } from './bus.js'
+import { ChannelWatchers } from './channel-watchers.js'
 
 type Receiver = (origin: string, payload: string) => void
 

@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis'
 import type { Observable } from 'rxjs'
-import type { Logger } from '../log'
-import { type Bus, BusError, type ChannelStats, checkNodeId } from './bus'
-import { ChannelWatchers } from './channel-watchers'
-import { openSubscriber, type SubscriberSession } from './redis-subscriber'
+import type { Logger } from '../log.js'
+import { type Bus, BusError, type ChannelStats, checkNodeId } from './bus.js'
+import { ChannelWatchers } from './channel-watchers.js'
+import { openSubscriber, type SubscriberSession } from './redis-subscriber.js'
 
 /**
  * Redis pub/sub backend of the Bus (DESIGN §5 "Cross-node", §7). The split with the bus bridge actor

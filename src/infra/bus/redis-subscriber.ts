@@ -1,5 +1,5 @@
 import type { Redis, RedisOptions } from 'ioredis'
-import { BusError } from './bus'
+import { BusError } from './bus.js'
 
 /**
  * For the client `connectSubscriber` returns. No retryStrategy: the bus bridge actor's supervisor does the

@@ -1,6 +1,6 @@
 // Presence for one node: status and expiry per (community, pubkey), expired entries dropped lazily.
-import { presenceKey } from '../redis/keys'
-import { type PresenceStore, toPresenceTtlSeconds } from './presence'
+import { presenceKey } from '../redis/keys.js'
+import { type PresenceStore, toPresenceTtlSeconds } from './presence.js'
 
 export interface MemoryPresenceStoreOptions {
   /** clock in ms; default performance.now() (monotonic) */

@@ -10,7 +10,7 @@
 //
 // A stored TAT at or before now means "bucket full", exactly like an absent key, so such entries can be
 // dropped at any time without changing a decision; that is what keeps memory bounded.
-import { type Admission, checkRateRule, GateError, neverAdmissibleMs, type RateLimiter, type RateRule } from './rate-limit'
+import { type Admission, checkRateRule, GateError, neverAdmissibleMs, type RateLimiter, type RateRule } from './rate-limit.js'
 
 export { neverAdmissibleMs }
 

@@ -1,6 +1,6 @@
 // NIP-98 replay guard for one node: claimed ids with their expiry, bounded in count.
-import { nip98Key } from '../redis/keys'
-import { clampReplayTtlSeconds, type ReplayGuard } from './replay-guard'
+import { nip98Key } from '../redis/keys.js'
+import { clampReplayTtlSeconds, type ReplayGuard } from './replay-guard.js'
 
 export interface MemoryReplayGuardOptions {
   /** clock in ms; default performance.now() (monotonic: a wall-clock step neither frees nor pins claims) */

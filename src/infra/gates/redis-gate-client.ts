@@ -14,7 +14,7 @@
 // background, so the same client serves again once Redis is back and nothing here recreates it, provided
 // its retryStrategy never gives up (returning null ends the client for good: "Connection is closed").
 import type { Redis } from 'ioredis'
-import { GateError } from './rate-limit'
+import { GateError } from './rate-limit.js'
 
 /** Refuses (RangeError: a wiring bug) a client that would queue gate commands through an outage. */
 export function checkFailsFast(redis: Redis, who: string): void {

@@ -2,9 +2,9 @@
 // so Redis drops silent pubkeys by itself. A community's keys share a hash slot ({community} tag), which
 // is what lets one MGET read many pubkeys in cluster mode.
 import type { Redis } from 'ioredis'
-import { presenceConnKey, presenceKey } from '../redis/keys'
-import { type PresenceStore, toPresenceTtlSeconds } from './presence'
-import { callRedis, checkFailsFast } from './redis-gate-client'
+import { presenceConnKey, presenceKey } from '../redis/keys.js'
+import { type PresenceStore, toPresenceTtlSeconds } from './presence.js'
+import { callRedis, checkFailsFast } from './redis-gate-client.js'
 
 const WHO = 'redis presence store'
 

@@ -14,8 +14,8 @@
 // The caller passes the full key (src/infra/redis/keys.ts), and the client must fail fast
 // (redis-gate-client.ts). Every Redis failure rejects with GateError: callers fail closed.
 import type { ChainableCommander, Redis } from 'ioredis'
-import { type Admission, checkRateRule, GateError, neverAdmissibleMs, type RateLimiter, type RateRule } from './rate-limit'
-import { callRedis, checkFailsFast } from './redis-gate-client'
+import { type Admission, checkRateRule, GateError, neverAdmissibleMs, type RateLimiter, type RateRule } from './rate-limit.js'
+import { callRedis, checkFailsFast } from './redis-gate-client.js'
 
 export interface RedisRateLimiterOptions {
   redis: Redis

@@ -1,9 +1,9 @@
 // NIP-98 replay guard for a cluster: `SET NX EX` on the community's nip98 key, so exactly one node (and one
 // request) wins an id; the expiry is set in the same command, so a claim can never be left without one.
 import type { Redis } from 'ioredis'
-import { nip98Key } from '../redis/keys'
-import { callRedis, checkFailsFast } from './redis-gate-client'
-import { clampReplayTtlSeconds, type ReplayGuard } from './replay-guard'
+import { nip98Key } from '../redis/keys.js'
+import { callRedis, checkFailsFast } from './redis-gate-client.js'
+import { clampReplayTtlSeconds, type ReplayGuard } from './replay-guard.js'
 
 const WHO = 'redis replay guard'
 

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Metrics } from '../metrics'
-import { isManagementRequest } from './management'
+import type { Metrics } from '../metrics.js'
+import { isManagementRequest } from './nip86/endpoint.js'
 
 /** What the HTTP side needs from the node; the composition root provides it. */
 export interface HttpSurface {
@@ -9,7 +9,7 @@ export interface HttpSurface {
   relayInfo(host: string | undefined): object | undefined
   isKnownHost(host: string | undefined): boolean
   ready(): Promise<boolean>
-  /** NIP-86 management (management.ts): resolves the community itself, answers 404 for an unknown host */
+  /** NIP-86 management (nip86/endpoint.ts): resolves the community itself, answers 404 for an unknown host */
   manage(req: IncomingMessage, res: ServerResponse): Promise<void>
 }
 

@@ -1,5 +1,5 @@
-import { normalizeHost } from '../../protocols/host'
-import type { CommunityRecord } from '../store/community-store'
+import { normalizeHost } from '../../protocols/host.js'
+import type { CommunityRecord } from '../store/community-store.js'
 
 /** The Host header's name without its port (`[::1]:7777` → `[::1]`). */
 export function hostnameOf(normalized: string): string {

@@ -15,10 +15,10 @@
 // Formatters take values our own code produced and throw RangeError on a bad one (a bug); parseChannel and
 // parseIpSegment take text from outside and return a Result.
 
-import { CHANNEL_ID } from '../../protocols/nip29'
-import { type Reason, reason } from '../../protocols/reasons'
-import { err, ok, type Result } from '../../protocols/result'
-import { COMMUNITY_ID_PATTERN } from '../store/community-store'
+import { CHANNEL_ID } from '../../protocols/nip29.js'
+import { type Reason, reason } from '../../protocols/reasons.js'
+import { err, ok, type Result } from '../../protocols/result.js'
+import { COMMUNITY_ID_PATTERN } from '../store/community-store.js'
 
 export type RateLimitType = 'events' | 'reqs' | 'api'
 export type ChannelKind = 'events' | 'conn-control' | 'cache-invalidation'

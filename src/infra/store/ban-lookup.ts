@@ -1,4 +1,4 @@
-import type { CommunityStore } from './community-store'
+import type { CommunityStore } from './community-store.js'
 
 export type BanLookup = (community: string, pubkey: string) => Promise<{ reason: string } | undefined>
 

@@ -3,7 +3,7 @@
  * rows every node reads, so a membership decision holds on every node. The moderation events themselves are
  * stored as ordinary events in the EventStore; these rows are what the access gate consults.
  */
-import type { ChannelRole } from '../../protocols/nip29'
+import type { ChannelRole } from '../../protocols/nip29.js'
 
 export type { ChannelRole }
 

@@ -1,5 +1,5 @@
-import type { NostrEvent, VerifiedEvent } from '../../protocols/nip01/event'
-import type { Filter } from '../../protocols/nip01/filter'
+import type { NostrEvent, VerifiedEvent } from '../../protocols/nip01/event.js'
+import type { Filter } from '../../protocols/nip01/filter.js'
 
 /**
  * An event as stored: the exact raw JSON (frames reuse the string) and its kind. `event` parses `raw` on

@@ -1,4 +1,4 @@
-import type { Filter } from '../../protocols/nip01/filter'
+import type { Filter } from '../../protocols/nip01/filter.js'
 
 /**
  * How a filter is read, whatever the backend: the index that drives the scan (its most selective field) and

@@ -1,5 +1,5 @@
-import type { ChannelMember, ChannelRecord, ChannelRole, ChannelStore } from './channel-store'
-import { connectPostgres, migrate, type Sql, withDeadline } from './postgres-schema'
+import type { ChannelMember, ChannelRecord, ChannelRole, ChannelStore } from './channel-store.js'
+import { connectPostgres, migrate, type Sql, withDeadline } from './postgres-schema.js'
 
 /**
  * NIP-29 channels on PostgreSQL, shared by every node; same behaviour as sqlite-channel-store.ts. Every

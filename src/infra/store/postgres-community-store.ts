@@ -8,8 +8,8 @@ import {
   toBanRecord,
   toKindRules,
   toSettings,
-} from './community-store'
-import { connectPostgres, migrate, type Sql, withDeadline } from './postgres-schema'
+} from './community-store.js'
+import { connectPostgres, migrate, type Sql, withDeadline } from './postgres-schema.js'
 
 /** Communities on PostgreSQL, shared by every node; same behaviour as sqlite-community-store.ts. */
 const COMMUNITIES_V1 = `

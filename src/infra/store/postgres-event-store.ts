@@ -1,10 +1,10 @@
-import type { VerifiedEvent } from '../../protocols/nip01/event'
-import { kindClass } from '../../protocols/nip01/kinds'
-import { type EventStore, type SaveOutcome, type StoredEvent, StoreError, storedEvent } from './event-store'
-import { createGroupCommit } from './group-commit'
-import { type PgQuery, toCountSql, toQuerySql } from './postgres-query'
-import { commitBatch, deleteEvents, type SaveRequest } from './postgres-save'
-import { connectPostgres, EVENT_MIGRATIONS, migrate, withDeadline } from './postgres-schema'
+import type { VerifiedEvent } from '../../protocols/nip01/event.js'
+import { kindClass } from '../../protocols/nip01/kinds.js'
+import { type EventStore, type SaveOutcome, type StoredEvent, StoreError, storedEvent } from './event-store.js'
+import { createGroupCommit } from './group-commit.js'
+import { type PgQuery, toCountSql, toQuerySql } from './postgres-query.js'
+import { commitBatch, deleteEvents, type SaveRequest } from './postgres-save.js'
+import { connectPostgres, EVENT_MIGRATIONS, migrate, withDeadline } from './postgres-schema.js'
 
 export interface PostgresEventStoreOptions {
   /** postgres://user@host:port/database */

@@ -1,7 +1,7 @@
-import type { Filter } from '../../protocols/nip01/filter'
-import type { QueryOptions } from './event-store'
-import { type Access, accessOf, canMatch, drivingTagOf, MAX_PAIR_ARMS } from './filter-plan'
-import { toIndexText } from './postgres-schema'
+import type { Filter } from '../../protocols/nip01/filter.js'
+import type { QueryOptions } from './event-store.js'
+import { type Access, accessOf, canMatch, drivingTagOf, MAX_PAIR_ARMS } from './filter-plan.js'
+import { toIndexText } from './postgres-schema.js'
 
 /**
  * Filter → SQL for the PostgreSQL event store. Every list travels as one array parameter (`= ANY($n)`), so

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto'
-import type { VerifiedEvent } from '../../protocols/nip01/event'
-import { dTagOf, KIND_DELETION, kindClass } from '../../protocols/nip01/kinds'
-import { deletionTargets } from '../../protocols/nip09'
-import { expirationOf } from '../../protocols/nip40'
-import type { SaveOutcome } from './event-store'
-import { type Sql, toIndexText } from './postgres-schema'
+import type { VerifiedEvent } from '../../protocols/nip01/event.js'
+import { dTagOf, KIND_DELETION, kindClass } from '../../protocols/nip01/kinds.js'
+import { deletionTargets } from '../../protocols/nip09.js'
+import { expirationOf } from '../../protocols/nip40.js'
+import type { SaveOutcome } from './event-store.js'
+import { type Sql, toIndexText } from './postgres-schema.js'
 
 /**
  * The write decisions of the PostgreSQL store, made by the database so that nodes sharing it agree (DESIGN §7).

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3'
-import type { ChannelInit, ChannelMember, ChannelRecord, ChannelRole, ChannelStore } from './channel-store'
+import type { ChannelInit, ChannelMember, ChannelRecord, ChannelRole, ChannelStore } from './channel-store.js'
 
 /**
  * NIP-29 channels on SQLite, in the communities' file. A deleted channel keeps its row with `deleted = 1`, so

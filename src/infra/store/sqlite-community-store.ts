@@ -9,7 +9,7 @@ import {
   toBanRecord,
   toKindRules,
   toSettings,
-} from './community-store'
+} from './community-store.js'
 
 /** Communities on SQLite: one row each, hosts unique across communities (a host picks exactly one tenant). */
 export function openSqliteCommunityStore(file: string): CommunityStore {

@@ -1,12 +1,12 @@
 import Database from 'better-sqlite3'
-import type { VerifiedEvent } from '../../protocols/nip01/event'
-import { kindClass } from '../../protocols/nip01/kinds'
-import { type EventStore, type SaveOutcome, StoreError } from './event-store'
-import { createGroupCommit, type GroupCommit } from './group-commit'
-import { prepareReads } from './sqlite-read'
-import { prepareDeleteEvents, prepareSave, type SaveRequest } from './sqlite-save'
-import { applyPragmas, migrate } from './sqlite-schema'
-import { startWalCheckpointer } from './wal-checkpointer'
+import type { VerifiedEvent } from '../../protocols/nip01/event.js'
+import { kindClass } from '../../protocols/nip01/kinds.js'
+import { type EventStore, type SaveOutcome, StoreError } from './event-store.js'
+import { createGroupCommit, type GroupCommit } from './group-commit.js'
+import { prepareReads } from './sqlite-read.js'
+import { prepareDeleteEvents, prepareSave, type SaveRequest } from './sqlite-save.js'
+import { applyPragmas, migrate } from './sqlite-schema.js'
+import { startWalCheckpointer } from './wal-checkpointer.js'
 
 export interface SqliteEventStoreOptions {
   /** path of the database file; ':memory:' for a private in-memory database (tests) */

@@ -1,6 +1,6 @@
-import type { Filter } from '../../protocols/nip01/filter'
-import type { QueryOptions } from './event-store'
-import { type Access, accessOf, canMatch, drivingTagOf, MAX_PAIR_ARMS } from './filter-plan'
+import type { Filter } from '../../protocols/nip01/filter.js'
+import type { QueryOptions } from './event-store.js'
+import { type Access, accessOf, canMatch, drivingTagOf, MAX_PAIR_ARMS } from './filter-plan.js'
 
 /**
  * Filter → SQL for the SQLite event store. Values are always bound parameters; only index names, column

@@ -1,8 +1,8 @@
 import type { Database, Statement } from 'better-sqlite3'
-import type { Filter } from '../../protocols/nip01/filter'
-import { type QueryOptions, type StoredEvent, storedEvent } from './event-store'
-import { canMatch } from './filter-plan'
-import { armsOf, type SqlQuery, toCountSql, toSelectSql } from './sqlite-query'
+import type { Filter } from '../../protocols/nip01/filter.js'
+import { type QueryOptions, type StoredEvent, storedEvent } from './event-store.js'
+import { canMatch } from './filter-plan.js'
+import { armsOf, type SqlQuery, toCountSql, toSelectSql } from './sqlite-query.js'
 
 /** The read side of the SQLite event store: runs the SQL that sqlite-query builds and merges the answers. */
 

@@ -1,9 +1,9 @@
 import type { Database, Statement } from 'better-sqlite3'
-import type { VerifiedEvent } from '../../protocols/nip01/event'
-import { dTagOf, KIND_DELETION, kindClass } from '../../protocols/nip01/kinds'
-import { deletionTargets } from '../../protocols/nip09'
-import { expirationOf } from '../../protocols/nip40'
-import type { SaveOutcome } from './event-store'
+import type { VerifiedEvent } from '../../protocols/nip01/event.js'
+import { dTagOf, KIND_DELETION, kindClass } from '../../protocols/nip01/kinds.js'
+import { deletionTargets } from '../../protocols/nip09.js'
+import { expirationOf } from '../../protocols/nip40.js'
+import type { SaveOutcome } from './event-store.js'
 
 /**
  * The write decisions of the SQLite store. They run inside the batch transaction, one event after the other,

@@ -4,8 +4,8 @@
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js'
-import type { NostrEvent } from '../../protocols/nip01/event'
-import { type Verifier, VerifierError, type VerifyVerdict } from './verifier'
+import type { NostrEvent } from '../../protocols/nip01/event.js'
+import { type Verifier, VerifierError, type VerifyVerdict } from './verifier.js'
 // Extension needed: verify-core is plain JS so worker threads can load it without a TypeScript loader.
 import { checkEventWasm, hasIdFields, serializeForId } from './verify-core.mjs'
 

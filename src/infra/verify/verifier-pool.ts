@@ -4,8 +4,8 @@
 // on another worker, then rejected with VerifierError. Workers that die before reporting Ready
 // `maxStartFailures` times in a row mark the pool unavailable instead of respawning forever.
 import { Worker } from 'node:worker_threads'
-import type { NostrEvent } from '../../protocols/nip01/event'
-import { type Verifier, VerifierError, type VerifyVerdict } from './verifier'
+import type { NostrEvent } from '../../protocols/nip01/event.js'
+import { type Verifier, VerifierError, type VerifyVerdict } from './verifier.js'
 // Extension needed: verify-core is plain JS so worker threads can load it without a TypeScript loader.
 import { checkEventWasm } from './verify-core.mjs'
 

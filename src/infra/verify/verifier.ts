@@ -1,4 +1,4 @@
-import type { NostrEvent } from '../../protocols/nip01/event'
+import type { NostrEvent } from '../../protocols/nip01/event.js'
 
 /** Checks an event's id (sha256 of the NIP-01 serialization) and its BIP-340 Schnorr signature. */
 export interface Verifier {

@@ -1,5 +1,5 @@
-import type { NostrEvent } from '../../protocols/nip01/event'
-import type { VerifyVerdict } from './verifier'
+import type { NostrEvent } from '../../protocols/nip01/event.js'
+import type { VerifyVerdict } from './verifier.js'
 
 export function serializeForId(event: NostrEvent): string
 export function hasIdFields(event: unknown): event is Omit<NostrEvent, 'id' | 'sig'>

@@ -1,8 +1,8 @@
-import type { Limits } from '../limits'
-import { type Reason, reason } from '../reasons'
-import { err, ok, type Result } from '../result'
-import { type NostrEvent, parseEventWithRaw, utf8Length } from './event'
-import { type Filter, parseFilters } from './filter'
+import type { Limits } from '../limits.js'
+import { type Reason, reason } from '../reasons.js'
+import { err, ok, type Result } from '../result.js'
+import { type NostrEvent, parseEventWithRaw, utf8Length } from './event.js'
+import { type Filter, parseFilters } from './filter.js'
 
 /** A client frame after parsing; EVENT keeps the stored raw form (seven fields, fixed order). */
 export type ClientMessage =

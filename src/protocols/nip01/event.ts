@@ -1,9 +1,9 @@
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, hexToBytes, utf8ToBytes } from '@noble/hashes/utils.js'
-import type { Limits } from '../limits'
-import { reason } from '../reasons'
-import { err, OK_VOID, ok, type Result } from '../result'
+import type { Limits } from '../limits.js'
+import { reason } from '../reasons.js'
+import { err, OK_VOID, ok, type Result } from '../result.js'
 
 /** NIP-01 event as it travels on the wire. */
 export interface NostrEvent {

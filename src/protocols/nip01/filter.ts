@@ -1,7 +1,7 @@
-import type { Limits } from '../limits'
-import { reason } from '../reasons'
-import { err, OK_VOID, ok, type Result } from '../result'
-import type { NostrEvent } from './event'
+import type { Limits } from '../limits.js'
+import { reason } from '../reasons.js'
+import { err, OK_VOID, ok, type Result } from '../result.js'
+import type { NostrEvent } from './event.js'
 
 /**
  * A REQ/COUNT filter after parsing. Tag conditions (`#e`, `#p`, ... single letters only) are gathered in

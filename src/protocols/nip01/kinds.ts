@@ -1,4 +1,4 @@
-import type { NostrEvent } from './event'
+import type { NostrEvent } from './event.js'
 
 export type KindClass = 'regular' | 'replaceable' | 'ephemeral' | 'addressable'
 

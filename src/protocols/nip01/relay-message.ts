@@ -1,4 +1,4 @@
-import type { Reason } from '../reasons'
+import type { Reason } from '../reasons.js'
 
 /**
  * Relay → client frames (NIP-01, NIP-42, NIP-45). The only module that turns reasons into wire frames.

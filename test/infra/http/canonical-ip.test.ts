@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { toCanonicalIp } from '../../../src/infra/http/management-moderation'
+import { toCanonicalIp } from '../../../src/infra/http/nip86/moderation'
 import { prefixOf } from '../../../src/protocols/reasons'
 
 describe('the one spelling blockip stores for an address', () => {

@@ -1,5 +1,7 @@
 // The NIP-86 methods (docs/nip86-methods.md): who may call each, and what it does. The caller is already
-// authenticated (management.ts); community methods act on the community whose host the call addressed.
+// authenticated (endpoint.ts); community methods act on the community whose host the call addressed.
+
+import { parseCommunityIdParam, parseCreateCommunityParams, parseSetAgentTierParams, type SetAgentTierParams } from '../../../protocols/nip86/community-params.js'
 import {
   isNip86Method,
   NIP86_METHODS,
@@ -10,14 +12,13 @@ import {
   parseBanPubkeyParams,
   toNip86Error,
   toNip86Result,
-} from '../../protocols/nip86'
-import { parseCommunityIdParam, parseCreateCommunityParams, parseSetAgentTierParams, type SetAgentTierParams } from '../../protocols/nip86-communities'
-import { reason } from '../../protocols/reasons'
-import type { Logger } from '../log'
-import type { BanRecord, CommunityInput, CommunityRecord } from '../store/community-store'
-import { callModerationMethod, type ModerationOps } from './management-moderation'
+} from '../../../protocols/nip86/methods.js'
+import { reason } from '../../../protocols/reasons.js'
+import type { Logger } from '../../log.js'
+import type { BanRecord, CommunityInput, CommunityRecord } from '../../store/community-store.js'
+import { callModerationMethod, type ModerationOps } from './moderation.js'
 
-/** What the methods do, wired by the relay (src/relay.ts and src/relay-management.ts). */
+/** What the methods do, wired by the relay (src/relay/relay.ts and src/relay/management.ts). */
 export interface ManagementOps extends ModerationOps {
   /** configured operators and the relay's own pubkey */
   isOperator(pubkey: string): boolean

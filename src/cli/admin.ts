@@ -1,9 +1,9 @@
 // `apiary admin <method> ...`: NIP-86 management calls from the command line, signed with NIP-98.
 // Exit codes: 0 the relay answered 200 without `error`; 1 it refused or could not be reached; 2 usage.
 import { parseArgs } from 'node:util'
-import { callManagement, isPubkeyHex, isSecretKeyHex, lowerHexArg, toManagementUrl } from './admin-client'
-import { COMMUNITY_ID_PATTERN } from './infra/store/community-store'
-import { isNip86Method, type Nip86Method } from './protocols/nip86'
+import { callManagement, isPubkeyHex, isSecretKeyHex, lowerHexArg, toManagementUrl } from '../client/admin-client.js'
+import { COMMUNITY_ID_PATTERN } from '../infra/store/community-store.js'
+import { isNip86Method, type Nip86Method } from '../protocols/nip86/methods.js'
 
 export const ADMIN_USAGE = `usage: apiary admin <method> [args...] --url <http(s)://host[:port]/> [--key <secret hex>]
   apiary admin supportedmethods

@@ -1,5 +1,5 @@
-import { type Reason, reason } from './reasons'
-import { err, ok, type Result } from './result'
+import { type Reason, reason } from '../reasons.js'
+import { err, ok, type Result } from '../result.js'
 
 /** NIP-86: the body's media type, on the same URI as the relay's WebSocket. */
 export const NIP86_CONTENT_TYPE = 'application/nostr+json+rpc'
@@ -7,7 +7,7 @@ export const NIP86_CONTENT_TYPE = 'application/nostr+json+rpc'
 /**
  * The moderation methods: NIP-86's allow/ban lists, relay info, kinds and IPs (which act on the addressed
  * community, not the whole relay), and Apiary's timed ban and access policy. Answered by
- * infra/http/management-moderation.ts; params parsed in nip86-moderation.ts.
+ * infra/http/nip86/moderation.ts; params parsed in moderation-params.ts.
  */
 export const MODERATION_METHODS = [
   'unbanpubkey',

@@ -1,7 +1,8 @@
 // Params of the NIP-86 moderation methods (docs/nip86-methods.md): allow and ban lists, the community's
 // relay info, kind rules, IP blocks, Apiary's timed ban and access policy. Untrusted input in, Result out.
-import { HEX64, invalid, maxBanReasonChars } from './nip86'
-import { ok, type Result } from './result'
+
+import { ok, type Result } from '../result.js'
+import { HEX64, invalid, maxBanReasonChars } from './methods.js'
 
 export type AccessPolicyParam = 'public' | 'authenticated' | 'members'
 const POLICIES: readonly string[] = ['public', 'authenticated', 'members']
@@ -36,7 +37,7 @@ export const maxTimeoutSeconds = 30 * 86_400
 // NIP-01: kinds are integers between 0 and 65535.
 export const maxKind = 65_535
 // The longest text form of an IPv6 address (eight groups with an IPv4 tail) is 45 characters; infra
-// canonicalises the address itself (management-moderation.ts).
+// canonicalises the address itself (infra/http/nip86/moderation.ts).
 export const maxIpChars = 45
 
 /** `["<32-byte-hex-event-id>", "<optional-reason>"]` (banevent, allowevent). */

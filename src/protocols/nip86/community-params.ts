@@ -1,8 +1,8 @@
 // Params of Apiary's own NIP-86 methods (docs/nip86-methods.md): agent tiers in the addressed community, and
 // the operator's community lifecycle. Untrusted input in, Result out; never throws.
-import { normalizeHost } from './host'
-import { HEX64, invalid } from './nip86'
-import { ok, type Result } from './result'
+import { normalizeHost } from '../host.js'
+import { ok, type Result } from '../result.js'
+import { HEX64, invalid } from './methods.js'
 
 export type AgentTierParam = 'standard' | 'elevated' | 'platform'
 const TIERS: readonly string[] = ['standard', 'elevated', 'platform', 'none']

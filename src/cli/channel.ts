@@ -1,10 +1,10 @@
 // `apiary channel <command> ...`: one NIP-29 event, sent over a NIP-42-authenticated WebSocket.
-// Exit codes: 0 the relay answered OK true; 1 it refused or could not be reached; 2 usage.
+// Exit codes: 0 the relay answered OK true (stdout: `ok <event id>`); 1 it refused or could not be reached; 2 usage.
 import { parseArgs } from 'node:util'
-import { isPubkeyHex, isSecretKeyHex, lowerHexArg, toAdminKey } from './admin-client'
-import { openRelaySession, RelayClientError, type RelaySession } from './channel-client'
-import type { EventTemplate } from './infra/relay-key'
-import type { NostrEvent } from './protocols/nip01/event'
+import { isPubkeyHex, isSecretKeyHex, lowerHexArg, toAdminKey } from '../client/admin-client.js'
+import { openRelaySession, RelayClientError, type RelaySession } from '../client/channel-client.js'
+import type { NostrEvent } from '../protocols/nip01/event.js'
+import type { EventTemplate } from '../protocols/nip01/sign.js'
 import {
   CHANNEL_ID,
   KIND_CREATE_GROUP,
@@ -15,7 +15,7 @@ import {
   KIND_LEAVE_REQUEST,
   KIND_PUT_USER,
   KIND_REMOVE_USER,
-} from './protocols/nip29'
+} from '../protocols/nip29.js'
 
 export const CHANNEL_USAGE = `usage: apiary channel <command> [args...] --url <ws(s)://host[:port]> [--key <secret hex>]
   apiary channel create <id> [--name N] [--about A] [--private] [--closed]
@@ -107,14 +107,14 @@ export async function runChannel(argv: string[], env: Record<string, string | un
   }
 }
 
-/** `ok` (with the relay's message when it sent one, e.g. `duplicate:`), or the refusal on stderr. */
+/** `ok <event id>` (with the relay's message when it sent one, e.g. `duplicate:`), or the refusal on stderr. */
 async function publish(session: RelaySession, template: EventTemplate): Promise<number> {
   const answer = await session.publish(template)
   if (!answer.accepted) {
     process.stderr.write(`apiary channel: ${answer.message || 'refused without a reason'}\n`)
     return 1
   }
-  process.stdout.write(answer.message === '' ? 'ok\n' : `ok ${answer.message}\n`)
+  process.stdout.write(answer.message === '' ? `ok ${answer.id}\n` : `ok ${answer.id} ${answer.message}\n`)
   return 0
 }
 

@@ -1,7 +1,7 @@
 // The NIP-86 moderation methods (docs/nip86-methods.md): allow and ban lists, the community's relay info,
 // kind rules, IP blocks, timed bans and access policy. Every one acts on the addressed community only and
-// may be called by its admins and by operators (management-methods.ts has checked that).
-import { type ModerationMethod, type Nip86Response, parseBanPubkeyParams, toNip86Error, toNip86Result } from '../../protocols/nip86'
+// may be called by its admins and by operators (methods.ts has checked that).
+import { type ModerationMethod, type Nip86Response, parseBanPubkeyParams, toNip86Error, toNip86Result } from '../../../protocols/nip86/methods.js'
 import {
   type CommunityPolicyParams,
   parseCommunityPolicyParams,
@@ -12,12 +12,12 @@ import {
   parseRelayIconParam,
   parseRelayNameParam,
   parseTimeoutPubkeyParams,
-} from '../../protocols/nip86-moderation'
-import { reason } from '../../protocols/reasons'
-import { assertNever, err, ok, type Result } from '../../protocols/result'
-import type { Logger } from '../log'
-import { parseIpSegment } from '../redis/keys'
-import type { CommunitySettings, KindRules, ListedEntry } from '../store/community-store'
+} from '../../../protocols/nip86/moderation-params.js'
+import { reason } from '../../../protocols/reasons.js'
+import { assertNever, err, ok, type Result } from '../../../protocols/result.js'
+import type { Logger } from '../../log.js'
+import { parseIpSegment } from '../../redis/keys.js'
+import type { CommunitySettings, KindRules, ListedEntry } from '../../store/community-store.js'
 
 export interface ModerationOps {
   /** a ban that ends at now + seconds, by the same path as banpubkey (sockets closed on every node); its end */

@@ -1,18 +1,18 @@
 // Community lifecycle, part of the composition root: spawn each community actor with its link to the other
 // nodes, and reconcile the running set with the store (revalidation, archiving).
-import { communityActor, communityPath } from './actors/community/community-actor'
-import { type CommunityLink, createCommunityLink } from './actors/community/community-link'
-import type { CommunityMsg } from './actors/community/messages'
-import { ask, type Kernel, tell } from './actors/kernel'
-import { principalPath } from './actors/principal/principal-actor'
-import type { Config } from './infra/config'
-import type { Tenants } from './infra/http/tenants'
-import type { Logger } from './infra/log'
-import type { Metrics } from './infra/metrics'
-import { type RelayKey, signAsRelay } from './infra/relay-key'
-import type { CommunityRecord } from './infra/store/community-store'
-import type { Verifier } from './infra/verify/verifier'
-import type { Backends } from './relay-backends'
+import { communityActor, communityPath } from '../actors/community/community-actor.js'
+import { type CommunityLink, createCommunityLink } from '../actors/community/community-link.js'
+import type { CommunityMsg } from '../actors/community/messages.js'
+import { ask, type Kernel, tell } from '../actors/kernel/index.js'
+import { principalPath } from '../actors/principal/principal-actor.js'
+import type { Config } from '../infra/config.js'
+import type { Tenants } from '../infra/http/tenants.js'
+import type { Logger } from '../infra/log.js'
+import type { Metrics } from '../infra/metrics.js'
+import { type RelayKey, signAsRelay } from '../infra/relay-key.js'
+import type { CommunityRecord } from '../infra/store/community-store.js'
+import type { Verifier } from '../infra/verify/verifier.js'
+import type { Backends } from './backends.js'
 
 export interface CommunitiesDeps {
   kernel: Kernel

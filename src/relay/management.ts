@@ -1,16 +1,16 @@
 // The NIP-86 methods' effects, part of the composition root: roster, settings and list changes go to the store
-// (the truth every node reads), then this node reconciles and tells the others (relay-communities.ts).
-import type { ManagementOps } from './infra/http/management-methods'
-import type { CommunityStore } from './infra/store/community-store'
-import type { EventStore } from './infra/store/event-store'
-import type { Communities } from './relay-communities'
+// (the truth every node reads), then this node reconciles and tells the others (relay/communities.ts).
+import type { ManagementOps } from '../infra/http/nip86/methods.js'
+import type { CommunityStore } from '../infra/store/community-store.js'
+import type { EventStore } from '../infra/store/event-store.js'
+import type { Communities } from './communities.js'
 
 export interface ManagementOpsDeps {
   store: CommunityStore
   events: EventStore
   communities: Communities
   operators: ReadonlySet<string>
-  /** the relay's ban path (relay.ts): the row, then the pubkey's sockets closed on every node */
+  /** the relay's ban path (relay/relay.ts): the row, then the pubkey's sockets closed on every node */
   banPubkey(community: string, pubkey: string, reason: string, untilSeconds?: number): Promise<void>
   nowSeconds(): number
 }

@@ -2,11 +2,11 @@
 // `apiary admin`; it works against any NIP-86 relay, not only this one.
 import { createHash } from 'node:crypto'
 import { schnorr } from '@noble/curves/secp256k1.js'
-import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js'
-import { type RelayKey, signAsRelay } from './infra/relay-key'
-import type { NostrEvent } from './protocols/nip01/event'
-import { NIP86_CONTENT_TYPE } from './protocols/nip86'
-import { KIND_HTTP_AUTH } from './protocols/nip98'
+import { hexToBytes } from '@noble/hashes/utils.js'
+import type { NostrEvent } from '../protocols/nip01/event.js'
+import { type SigningKey, signTemplate, toSigningKey } from '../protocols/nip01/sign.js'
+import { NIP86_CONTENT_TYPE } from '../protocols/nip86/methods.js'
+import { KIND_HTTP_AUTH } from '../protocols/nip98.js'
 
 export interface ManagementCall {
   /** the relay's http(s) URL; NIP-98 signs it into `u`, so it must be the URL the relay sees (its Host picks the community) */
@@ -57,20 +57,19 @@ export function isSecretKeyHex(hex: string): boolean {
   }
 }
 
-export function toAdminKey(secretKeyHex: string): RelayKey {
-  const secretKey = hexToBytes(secretKeyHex.toLowerCase())
-  return { secretKey, pubkey: bytesToHex(schnorr.getPublicKey(secretKey)) }
+export function toAdminKey(secretKeyHex: string): SigningKey {
+  return toSigningKey(hexToBytes(secretKeyHex.toLowerCase()))
 }
 
 /** The NIP-98 event for POSTing `body` to `url`; NIP-86 requires the payload tag. */
-export function signManagementAuth(key: RelayKey, url: string, body: string, nowSeconds: number): NostrEvent {
+export function signManagementAuth(key: SigningKey, url: string, body: string, nowSeconds: number): NostrEvent {
   const payload = createHash('sha256').update(body, 'utf8').digest('hex')
   const tags = [
     ['u', url],
     ['method', 'POST'],
     ['payload', payload],
   ]
-  return signAsRelay(key, { kind: KIND_HTTP_AUTH, content: '', tags }, nowSeconds)
+  return signTemplate(key, { kind: KIND_HTTP_AUTH, content: '', tags }, nowSeconds)
 }
 
 /** One NIP-86 call. Throws on a bad URL or key (caller's bug) and when the relay cannot be reached. */

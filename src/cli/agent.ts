@@ -2,8 +2,8 @@
 // an owner vouches for an agent key (docs/agent-attestation.md). Offline: nothing is sent anywhere.
 // Exit codes: 0 the tag is printed as JSON; 2 usage (a bad key, pubkey or conditions string).
 import { parseArgs } from 'node:util'
-import { isPubkeyHex, isSecretKeyHex, toAdminKey } from './admin-client'
-import { parseConditions, signOwnerAttestation } from './protocols/nip-oa'
+import { isPubkeyHex, isSecretKeyHex, toAdminKey } from '../client/admin-client.js'
+import { parseConditions, signOwnerAttestation } from '../protocols/nip-oa.js'
 
 export const AGENT_USAGE = `usage: apiary agent attest <agent pubkey> [--conditions C] --key <owner secret hex>
   prints the NIP-OA tag ["auth", <owner pubkey>, <conditions>, <sig>] as JSON, for the agent to put in its AUTH event

@@ -1,20 +1,20 @@
 // NIP-86 relay management on `POST /` (DESIGN §10): NIP-98 auth against this community's URL, the
 // signature, then the replay claim (DESIGN §6: never claim before verifying), then the caller's `api` rate
 // limit, then who may call what (the community's admins and the operators; some methods operators only:
-// management-methods.ts).
+// methods.ts).
 import { createHash } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { NIP86_CONTENT_TYPE, type Nip86Response, parseNip86Request, toNip86Error } from '../../protocols/nip86'
-import { checkNip98, nip98WindowSeconds } from '../../protocols/nip98'
-import { type Reason, reason } from '../../protocols/reasons'
-import { err, ok, type Result } from '../../protocols/result'
-import type { Admission } from '../gates/rate-limit'
-import { minReplayTtlSeconds, type ReplayGuard } from '../gates/replay-guard'
-import type { Logger } from '../log'
-import type { CommunityRecord } from '../store/community-store'
-import type { Verifier } from '../verify/verifier'
-import { type Caller, callMethod, canManage, isAllowed, type ManagementOps } from './management-methods'
-import type { Tenants } from './tenants'
+import { NIP86_CONTENT_TYPE, type Nip86Response, parseNip86Request, toNip86Error } from '../../../protocols/nip86/methods.js'
+import { checkNip98, nip98WindowSeconds } from '../../../protocols/nip98.js'
+import { type Reason, reason } from '../../../protocols/reasons.js'
+import { err, ok, type Result } from '../../../protocols/result.js'
+import type { Admission } from '../../gates/rate-limit.js'
+import { minReplayTtlSeconds, type ReplayGuard } from '../../gates/replay-guard.js'
+import type { Logger } from '../../log.js'
+import type { CommunityRecord } from '../../store/community-store.js'
+import type { Verifier } from '../../verify/verifier.js'
+import type { Tenants } from '../tenants.js'
+import { type Caller, callMethod, canManage, isAllowed, type ManagementOps } from './methods.js'
 
 export interface ManagementDeps extends ManagementOps {
   tenants: Tenants

@@ -1,12 +1,14 @@
 // A small NIP-01 client for `apiary channel`: connect, answer the relay's NIP-42 challenge with the given key,
 // then publish events or run a query. Works against any relay that sends its AUTH challenge on connect.
 import WebSocket from 'ws'
-import { type EventTemplate, type RelayKey, signAsRelay } from './infra/relay-key'
-import type { NostrEvent } from './protocols/nip01/event'
-import { KIND_AUTH } from './protocols/nip01/kinds'
+import type { NostrEvent } from '../protocols/nip01/event.js'
+import { KIND_AUTH } from '../protocols/nip01/kinds.js'
+import { type EventTemplate, type SigningKey, signTemplate } from '../protocols/nip01/sign.js'
 
 /** The relay's answer to an EVENT or AUTH (NIP-01 `OK`): `message` is the reason, prefix included. */
 export interface RelayAnswer {
+  /** the id of the event sent (a moderator's `banevent` needs it) */
+  id: string
   accepted: boolean
   message: string
 }
@@ -40,7 +42,7 @@ export class RelayClientError extends Error {
 export interface SessionOptions {
   /** the relay's ws(s) URL; it is also the NIP-42 `relay` tag, so it must be the URL the relay sees */
   url: string
-  key: RelayKey
+  key: SigningKey
   /** how long any one answer (open, challenge, OK, EOSE) may take */
   timeoutMs?: number
   nowSeconds?: () => number
@@ -64,7 +66,7 @@ export async function openRelaySession(opts: SessionOptions): Promise<RelaySessi
       ['relay', opts.url],
       ['challenge', challenge],
     ]
-    const authAnswer = await send(inbox, 'AUTH', signAsRelay(opts.key, { kind: KIND_AUTH, content: '', tags }, now()))
+    const authAnswer = await send(inbox, 'AUTH', signTemplate(opts.key, { kind: KIND_AUTH, content: '', tags }, now()))
     if (!authAnswer.accepted) throw new RelayClientError('AUTH_REFUSED', authAnswer.message || 'the relay refused AUTH')
   } catch (error) {
     await inbox.close()
@@ -72,7 +74,7 @@ export async function openRelaySession(opts: SessionOptions): Promise<RelaySessi
   }
   return {
     pubkey: opts.key.pubkey,
-    publish: (t) => send(inbox, 'EVENT', signAsRelay(opts.key, t, now())),
+    publish: (t) => send(inbox, 'EVENT', signTemplate(opts.key, t, now())),
     async query(filter) {
       const subId = `apiary-${++subCounter}`
       inbox.send(['REQ', subId, filter])
@@ -88,7 +90,7 @@ export async function openRelaySession(opts: SessionOptions): Promise<RelaySessi
 async function send(inbox: Inbox, verb: 'EVENT' | 'AUTH', event: NostrEvent): Promise<RelayAnswer> {
   inbox.send([verb, event])
   const f = await inbox.next((x) => x[0] === 'OK' && x[1] === event.id, `OK for ${event.id}`)
-  return { accepted: f[2] === true, message: typeof f[3] === 'string' ? f[3] : '' }
+  return { id: event.id, accepted: f[2] === true, message: typeof f[3] === 'string' ? f[3] : '' }
 }
 
 interface Inbox {

@@ -1,0 +1,18 @@
+// `apiary config print`: the effective config as JSON (the relay secret key redacted).
+import { configFrom, parseCommon, usageError } from './options.js'
+
+const USAGE = 'usage: apiary config print [--config FILE] [--data-dir DIR] [--port N]\n'
+
+export async function runConfig(argv: string[], env: Record<string, string | undefined>): Promise<number> {
+  const parsed = parseCommon(argv)
+  if (!parsed.ok) return usageError('config', parsed.error, USAGE)
+  const { values, positionals } = parsed
+  if (values.help) {
+    process.stdout.write(USAGE)
+    return 0
+  }
+  if (positionals.length !== 1 || positionals[0] !== 'print') return usageError('config', 'the only subcommand is print', USAGE)
+  const c = configFrom(values, env)
+  process.stdout.write(`${JSON.stringify({ ...c, relaySecretKey: c.relaySecretKey ? '<set>' : '' }, null, 2)}\n`)
+  return 0
+}

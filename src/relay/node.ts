@@ -1,0 +1,152 @@
+// Start-up of one node, part of the composition root: backends (retried until the start-up deadline), the
+// relay key, communities, the verifier pool, the HTTP surface and the WebSocket gateway, in that order. A
+// failure at any step closes what was opened before it and rejects: nothing half-started stays behind.
+import { mkdirSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { WebSocketServer } from 'ws'
+import { communityPath } from '../actors/community/community-actor.js'
+import type { CommunityMsg } from '../actors/community/messages.js'
+import type { Kernel } from '../actors/kernel/index.js'
+import type { Config } from '../infra/config.js'
+import { createMemoryRateLimiter } from '../infra/gates/memory-rate-limit.js'
+import { handleHttp } from '../infra/http/http-routes.js'
+import { createManagement } from '../infra/http/nip86/endpoint.js'
+import type { Tenants } from '../infra/http/tenants.js'
+import type { Logger } from '../infra/log.js'
+import type { Metrics } from '../infra/metrics.js'
+import { rateLimitKey } from '../infra/redis/keys.js'
+import { loadRelayKey, type RelayKey } from '../infra/relay-key.js'
+import { createBanLookup } from '../infra/store/ban-lookup.js'
+import { seedDefaultCommunity } from '../infra/store/community-store.js'
+import type { EventStore } from '../infra/store/event-store.js'
+import { createVerifierPool } from '../infra/verify/verifier-pool.js'
+import { createAdmission } from './admission.js'
+import { type Backends, openBackends } from './backends.js'
+import { type Communities, createCommunities } from './communities.js'
+import { acceptConnections } from './gateway.js'
+import { createManagementOps } from './management.js'
+import { relayInfoFor, tierOf } from './relay-info.js'
+
+export interface NodeDeps {
+  config: Config
+  log: Logger
+  metrics: Metrics
+  kernel: Kernel
+  tenants: Tenants
+  eventStore?: EventStore
+  nowSeconds: () => number
+  /** the relay's ban path (relay.ts), for NIP-86 banpubkey */
+  banPubkey(community: string, pubkey: string, reason: string, untilSeconds?: number): Promise<void>
+}
+
+export interface RunningNode {
+  url: string
+  key: RelayKey
+  backends: Backends
+  communities: Communities
+  /** graceful: stop accepting, close sockets with 1001, flush commits, release backends */
+  close(): Promise<void>
+}
+
+export async function startNode(d: NodeDeps): Promise<RunningNode> {
+  const { config, log, metrics, kernel, tenants, nowSeconds } = d
+  // closers of what is up so far, run last-opened first on a failed start (and by close)
+  const undo: (() => Promise<void> | void)[] = []
+  const unwind = async () => {
+    for (const step of undo.splice(0).reverse()) await Promise.resolve(step()).catch((error: unknown) => log.warn({ err: error }, 'close step failed'))
+  }
+  try {
+    mkdirSync(config.dataDir, { recursive: true })
+    const key = loadRelayKey(config.dataDir, config.relaySecretKey)
+    const deadlineMs = Date.now() + config.startupTimeoutSeconds * 1000
+    const b = await openBackends(config, log, { eventStore: d.eventStore, deadlineMs })
+    undo.push(() => b.close())
+    await seedDefaultCommunity(b.communities)
+    for (const c of config.communities) {
+      const r = await b.communities.put({ id: c.id, name: c.name ?? c.id, hosts: c.hosts, agents: c.agents, admins: c.admins })
+      if (!r.ok) throw new Error(`config community ${c.id}: ${r.error}`)
+    }
+    const records = await b.communities.list()
+    tenants.replace(records)
+    const verifier = await createVerifierPool({ threads: config.verifyThreads })
+    undo.push(() => verifier.close())
+    b.startBridges(kernel)
+    const communities = createCommunities({ kernel, config, backends: b, verifier, relayKey: key, tenants, metrics, log, nowSeconds })
+    undo.push(() => kernel.stopPrefix('community/'))
+    communities.start(records)
+    const revalidateTimer = setInterval(() => void communities.reconcile(), config.revalidateSeconds * 1000)
+    revalidateTimer.unref()
+    undo.push(() => clearInterval(revalidateTimer))
+    const readFallback = createMemoryRateLimiter()
+    const operators = new Set([...config.operatorPubkeys, key.pubkey])
+    const manage = createManagement({
+      tenants,
+      trustForwardedProto: config.trustForwardedProto,
+      verifier,
+      replayGuard: b.replayGuard,
+      // DESIGN §6: the caller's tier's `api` budget, in the limiter its EVENTs and REQs go through
+      admitApi: (record, pubkey) => b.limiter.admit(rateLimitKey(record.id, pubkey, 'api'), config.rateLimits[tierOf(record, pubkey)].api),
+      ...createManagementOps({ store: b.communities, events: b.events, communities, operators, banPubkey: d.banPubkey, nowSeconds }),
+      nowSeconds,
+      log,
+    })
+    const http = createServer((req, res) => {
+      handleHttp(req, res, {
+        metrics,
+        isKnownHost: (h) => tenants.resolve(h, 'http') !== undefined,
+        relayInfo: (h) => relayInfoFor(config, key.pubkey, tenants.resolve(h, 'http')?.record),
+        ready: () => b.ready(),
+        manage,
+      }).catch((error: unknown) => {
+        log.error({ err: error }, 'http handler failed')
+        if (!res.headersSent) res.writeHead(500).end()
+      })
+    })
+    const wss = new WebSocketServer({ noServer: true, maxPayload: config.limits.maxMessageBytes })
+    const gateway = acceptConnections({
+      http,
+      wss,
+      kernel,
+      config,
+      tenants,
+      limiter: b.limiter,
+      readFallback,
+      verifier,
+      admit: createAdmission({ kernel, config, tenants, limiter: b.limiter, readFallback }),
+      banOf: createBanLookup(b.communities, nowSeconds),
+      isIpBlocked: (community, ip) => b.communities.isIpBlocked(community, ip),
+      metrics,
+      log,
+      nowSeconds,
+      communityRef: (id) => kernel.lookup<CommunityMsg>(communityPath(id)),
+    })
+    undo.push(() => closeHttp(http))
+    undo.push(() => gateway.close())
+    const url = await listenOn(http, config)
+    log.info({ url, mode: b.mode, node: b.nodeId, communities: records.map((r) => r.id) }, 'apiary listening')
+    return { url, key, backends: b, communities, close: unwind }
+  } catch (error) {
+    await unwind()
+    throw error
+  }
+}
+
+async function listenOn(http: Server, config: Config): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject)
+    http.listen(config.port, config.host, () => {
+      http.off('error', reject)
+      resolve()
+    })
+  })
+  const addr = http.address() as AddressInfo
+  return `ws://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`
+}
+
+function closeHttp(http: Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (!http.listening) return resolve()
+    http.close(() => resolve())
+  })
+}

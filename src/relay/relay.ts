@@ -1,0 +1,123 @@
+// The composition root (DESIGN §2): the only place that wires infra into actors. createRelay builds the
+// kernel and the metrics; listen() starts the node (node.ts); the rest is the embedding API.
+import type { Observable } from 'rxjs'
+import { communityPath } from '../actors/community/community-actor.js'
+import type { CommunityMsg, CommunityStats, PublishOutcome } from '../actors/community/messages.js'
+import { ask, createKernel, type Kernel, type SupervisionEvent, type TypedRef, tell } from '../actors/kernel/index.js'
+import { type Config, type ConfigInput, configSchema } from '../infra/config.js'
+import { Tenants } from '../infra/http/tenants.js'
+import { createLogger, type Logger } from '../infra/log.js'
+import { createMetrics } from '../infra/metrics.js'
+import { type EventTemplate, signAsRelay } from '../infra/relay-key.js'
+import type { EventStore } from '../infra/store/event-store.js'
+import { asVerified } from '../protocols/nip01/event.js'
+import { type RunningNode, startNode } from './node.js'
+import { logSupervision } from './supervision-log.js'
+
+export { DEFAULT_COMMUNITY } from '../infra/store/community-store.js'
+export { SUPPORTED_NIPS } from './relay-info.js'
+
+export interface Relay {
+  readonly config: Config
+  /** ws://host:port once listening */
+  readonly url: string
+  readonly pubkey: string
+  readonly supervision$: Observable<SupervisionEvent>
+  /**
+   * Opens the backends (retrying an unreachable PostgreSQL or Redis for `startupTimeoutSeconds`), then
+   * listens. Rejects, with everything it opened closed again, when it can't (BackendUnavailableError names
+   * the backend and the cause).
+   */
+  listen(): Promise<string>
+  /** graceful: stop accepting, close sockets with 1001, flush pending commits */
+  close(): Promise<void>
+  communityIds(): string[]
+  community(id: string): TypedRef<CommunityMsg> | undefined
+  /** sign `template` with the relay key and publish it in `communityId` (stored, fanned out) */
+  publish(communityId: string, template: EventTemplate): Promise<PublishOutcome>
+  stats(communityId: string): Promise<CommunityStats>
+  /** write the ban row, close the pubkey's sockets on this node and (in a cluster) on every other node */
+  banPubkey(communityId: string, pubkey: string, reason: string, untilSeconds?: number): Promise<void>
+  /** stop serving a community on every node: sockets closed, new connections 404; its data is kept */
+  archiveCommunity(communityId: string): Promise<boolean>
+}
+
+export interface RelayOptions {
+  logger?: Logger
+  /** bring your own EventStore (e.g. a wrapped or instrumented one); default: SQLite in dataDir */
+  eventStore?: EventStore
+}
+
+export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): Relay {
+  const config = configSchema.parse(input)
+  const log = opts.logger ?? createLogger(config.logLevel)
+  const metrics = createMetrics()
+  const kernel: Kernel = createKernel()
+  logSupervision(kernel.supervision$, metrics, log)
+  const nowSeconds = () => Math.floor(Date.now() / 1000)
+  const tenants = new Tenants([])
+  let node: RunningNode | undefined
+  // kept after close: a program may still want to know which key signed what this relay stored
+  let pubkey = ''
+  let closed = false
+
+  const communityRef = (id: string) => kernel.lookup<CommunityMsg>(communityPath(id))
+  const running = (): RunningNode => {
+    if (!node) throw new Error('relay not listening')
+    return node
+  }
+
+  async function listen(): Promise<string> {
+    if (node) return node.url
+    if (closed) throw new Error('relay closed')
+    node = await startNode({ config, log, metrics, kernel, tenants, eventStore: opts.eventStore, nowSeconds, banPubkey })
+    pubkey = node.key.pubkey
+    return node.url
+  }
+
+  async function banPubkey(communityId: string, pubkey: string, reason: string, untilSeconds?: number): Promise<void> {
+    const ref = communityRef(communityId)
+    if (!ref) throw new Error(`unknown community ${communityId} (or relay not listening)`)
+    // the row first: it is the durable truth every node checks at AUTH and at every write
+    await running().backends.communities.banPubkey(communityId, pubkey, reason, untilSeconds)
+    tell(ref, { type: 'DisconnectPubkey', pubkey, reason, broadcast: true })
+  }
+
+  async function publish(communityId: string, template: EventTemplate): Promise<PublishOutcome> {
+    const ref = communityRef(communityId)
+    if (!ref || !node) throw new Error(`unknown community ${communityId} (or relay not listening)`)
+    const event = asVerified(signAsRelay(node.key, template, nowSeconds()))
+    return ask(ref, (reply) => ({ type: 'Publish', event, raw: JSON.stringify(event), reply }), 30_000)
+  }
+
+  async function stats(communityId: string): Promise<CommunityStats> {
+    const ref = communityRef(communityId)
+    if (!ref) throw new Error(`unknown community ${communityId}`)
+    return ask(ref, (reply) => ({ type: 'Stats', reply }), 10_000)
+  }
+
+  return {
+    config,
+    get url() {
+      return node?.url ?? ''
+    },
+    get pubkey() {
+      return pubkey
+    },
+    supervision$: kernel.supervision$,
+    listen,
+    close: async () => {
+      closed = true
+      const n = node
+      node = undefined
+      await n?.close()
+      await kernel.shutdown()
+    },
+    communityIds: () => tenants.ids(),
+    community: communityRef,
+    publish,
+    stats,
+    banPubkey,
+    archiveCommunity: (communityId) => running().communities.archive(communityId),
+  }
+}

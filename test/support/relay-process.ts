@@ -1,0 +1,49 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { APIARY_BIN, cleanEnv } from './cli'
+
+export interface RelayProcess {
+  proc: ChildProcess
+  /** ws://127.0.0.1:<port>, from the relay's "listening on" line */
+  url: string
+  stdout(): string
+  stderr(): string
+  /** resolves with the exit code (null when killed by a signal) and the signal */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+}
+
+/** `apiary start ...args` as its own process; resolves once it prints that it listens (or rejects if it exits). */
+export function startRelayProcess(args: string[], env: Record<string, string> = {}): Promise<RelayProcess> {
+  const proc = spawn(process.execPath, [APIARY_BIN, 'start', ...args], { env: cleanEnv({ APIARY_LOG_LEVEL: 'warn', ...env }), stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  let err = ''
+  proc.stderr?.on('data', (d: Buffer) => {
+    err += d.toString()
+  })
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })))
+  return new Promise((resolve, reject) => {
+    proc.stdout?.on('data', (d: Buffer) => {
+      out += d.toString()
+      const m = /apiary relay listening on (ws:\/\/\S+)/.exec(out)
+      if (m) resolve({ proc, url: m[1]!, stdout: () => out, stderr: () => err, exited })
+    })
+    void exited.then(({ code, signal }) => reject(new Error(`apiary start exited (${code ?? signal}) before listening: ${err.slice(-500)}`)))
+  })
+}
+
+/** Runs `apiary start` expecting it to fail; resolves with how and how fast it ended. */
+export function runFailingStart(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string; elapsedMs: number }> {
+  const started = Date.now()
+  const proc = spawn(process.execPath, [APIARY_BIN, 'start', ...args], { env: cleanEnv({ APIARY_LOG_LEVEL: 'warn', ...env }), stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  let err = ''
+  proc.stdout?.on('data', (d: Buffer) => {
+    out += d.toString()
+  })
+  proc.stderr?.on('data', (d: Buffer) => {
+    err += d.toString()
+  })
+  return new Promise((resolve) => proc.once('exit', (code) => resolve({ code, stdout: out, stderr: err, elapsedMs: Date.now() - started })))
+}
