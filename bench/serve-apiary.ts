@@ -15,7 +15,17 @@ const extra = JSON.parse(process.env.BENCH_APIARY_CONFIG || '{}') as ConfigInput
 
 await runRelayChild(async (dataDir) => {
   const { createRelay } = await import('../src/relay/relay')
-  const relay = createRelay({ port: 0, host: '127.0.0.1', dataDir, logLevel: 'silent', rateLimits: BENCH_RATE_LIMITS, verifyThreads: 2, ...extra })
+  // one load generator opens thousands of sockets from 127.0.0.1: the per-IP concurrent limit is lifted too
+  const relay = createRelay({
+    port: 0,
+    host: '127.0.0.1',
+    dataDir,
+    logLevel: 'silent',
+    rateLimits: BENCH_RATE_LIMITS,
+    limits: { maxConnectionsPerIp: 1e6 },
+    verifyThreads: 2,
+    ...extra,
+  })
   const url = await relay.listen()
   return { url, close: () => relay.close() }
 })

@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util'
 import { callManagement, isPubkeyHex, isSecretKeyHex, lowerHexArg, toManagementUrl } from '../client/admin-client.js'
 import { COMMUNITY_ID_PATTERN } from '../infra/store/community-store.js'
 import { isNip86Method, type Nip86Method } from '../protocols/nip86/methods.js'
+import { tryParse } from './options.js'
 
 export const ADMIN_USAGE = `usage: apiary admin <method> [args...] --url <http(s)://host[:port]/> [--key <secret hex>]
   apiary admin supportedmethods
@@ -140,12 +141,8 @@ const METHODS: Partial<Record<Nip86Method, ToParams>> = {
 }
 
 export async function runAdmin(argv: string[], env: Record<string, string | undefined>): Promise<number> {
-  let parsed: ReturnType<typeof parseAdminArgs>
-  try {
-    parsed = parseAdminArgs(argv)
-  } catch (error) {
-    return usage(error instanceof Error ? error.message : String(error))
-  }
+  const parsed = tryParse(() => parseAdminArgs(argv))
+  if (!parsed.ok) return usage(parsed.error)
   const { values, positionals } = parsed
   const [method, ...args] = positionals
   if (values.help) {

@@ -4,6 +4,7 @@
 import { parseArgs } from 'node:util'
 import { isPubkeyHex, isSecretKeyHex, toAdminKey } from '../client/admin-client.js'
 import { parseConditions, signOwnerAttestation } from '../protocols/nip-oa.js'
+import { tryParse } from './options.js'
 
 export const AGENT_USAGE = `usage: apiary agent attest <agent pubkey> [--conditions C] --key <owner secret hex>
   prints the NIP-OA tag ["auth", <owner pubkey>, <conditions>, <sig>] as JSON, for the agent to put in its AUTH event
@@ -14,12 +15,8 @@ export const AGENT_USAGE = `usage: apiary agent attest <agent pubkey> [--conditi
 
 
 export function runAgent(argv: string[], env: Record<string, string | undefined>): number {
-  let parsed: ReturnType<typeof parseAgentArgs>
-  try {
-    parsed = parseAgentArgs(argv)
-  } catch (error) {
-    return usage(error instanceof Error ? error.message : String(error))
-  }
+  const parsed = tryParse(() => parseAgentArgs(argv))
+  if (!parsed.ok) return usage(parsed.error)
   const { values, positionals } = parsed
   if (values.help) {
     process.stdout.write(AGENT_USAGE)

@@ -16,6 +16,7 @@ import {
   KIND_PUT_USER,
   KIND_REMOVE_USER,
 } from '../protocols/nip29.js'
+import { tryParse } from './options.js'
 
 export const CHANNEL_USAGE = `usage: apiary channel <command> [args...] --url <ws(s)://host[:port]> [--key <secret hex>]
   apiary channel create <id> [--name N] [--about A] [--private] [--closed]
@@ -62,12 +63,8 @@ function metadata(kind: number, flags: Flags, isEdit: boolean): { kind: number; 
 }
 
 export async function runChannel(argv: string[], env: Record<string, string | undefined>): Promise<number> {
-  let parsed: ReturnType<typeof parseChannelArgs>
-  try {
-    parsed = parseChannelArgs(argv)
-  } catch (error) {
-    return usage(error instanceof Error ? error.message : String(error))
-  }
+  const parsed = tryParse(() => parseChannelArgs(argv))
+  if (!parsed.ok) return usage(parsed.error)
   const { values, positionals } = parsed
   if (values.help) {
     process.stdout.write(CHANNEL_USAGE)

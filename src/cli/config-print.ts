@@ -1,4 +1,5 @@
 // `apiary config print`: the effective config as JSON (the relay secret key redacted).
+import { redactUrl } from '../infra/startup.js'
 import { configFrom, parseCommon, usageError } from './options.js'
 
 const USAGE = 'usage: apiary config print [--config FILE] [--data-dir DIR] [--port N]\n'
@@ -13,6 +14,8 @@ export async function runConfig(argv: string[], env: Record<string, string | und
   }
   if (positionals.length !== 1 || positionals[0] !== 'print') return usageError('config', 'the only subcommand is print', USAGE)
   const c = configFrom(values, env)
-  process.stdout.write(`${JSON.stringify({ ...c, relaySecretKey: c.relaySecretKey ? '<set>' : '' }, null, 2)}\n`)
+  // secrets never leave in the output: the relay key, and the passwords in the backend URLs
+  const shown = { ...c, relaySecretKey: c.relaySecretKey ? '<set>' : '', redisUrl: redactUrl(c.redisUrl), databaseUrl: redactUrl(c.databaseUrl) }
+  process.stdout.write(`${JSON.stringify(shown, null, 2)}\n`)
   return 0
 }

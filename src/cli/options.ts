@@ -13,17 +13,18 @@ export const COMMON_OPTIONS = {
 } as const
 
 const parse = (argv: string[]) => parseArgs({ args: argv, allowPositionals: true, options: COMMON_OPTIONS })
-type Parsed = ReturnType<typeof parse>
-export type CommonValues = Parsed['values']
+export type CommonValues = ReturnType<typeof parse>['values']
 
-/** the flags, or parseArgs' complaint (an unknown flag, a missing value) for a usage error */
-export function parseCommon(argv: string[]): ({ ok: true } & Parsed) | { ok: false; error: string } {
+/** what `parse` returns, or its complaint (parseArgs throws on an unknown flag, a missing value) for a usage error */
+export function tryParse<T extends object>(parseFlags: () => T): ({ ok: true } & T) | { ok: false; error: string } {
   try {
-    return { ok: true, ...parse(argv) }
+    return { ok: true, ...parseFlags() }
   } catch (error) {
     return { ok: false, error: error instanceof Error ? error.message : String(error) }
   }
 }
+
+export const parseCommon = (argv: string[]) => tryParse(() => parse(argv))
 
 /** `listenHost`: --host means the bind address for `start` only (for `community add` it is a hostname). */
 export function configFrom(values: CommonValues, env: Record<string, string | undefined>, listenHost?: string): Config {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { z } from 'zod'
+import { parseAddressRange } from './http/client-ip.js'
 
 /*
  * The single source of every setting: defaults, units in names, and why each non-obvious default is what it
@@ -57,8 +58,25 @@ const limits = z
       .positive()
       .default(4_194_304)
       .describe('bytes queued for one connection; a reader that stays over it for slowConsumerGraceMs (or goes over 4x) is closed'),
+    // Eight frames of the largest size, or ~2,500 typical 400-byte events pipelined by one client: enough to
+    // keep the verifier pool busy, while 1,000 connections flooding at once hold at most ~1 GiB.
+    maxInboundBytesInFlight: z
+      .number()
+      .int()
+      .positive()
+      .default(1_048_576)
+      .describe('bytes of frames one connection may have read and not yet answered; over it the socket is not read (TCP pushes back)'),
     // A healthy reader on a slow mobile link drains a 4 MiB page in a few seconds; one that can't is stuck.
     slowConsumerGraceMs: z.number().int().nonnegative().default(5_000).describe('how long a connection may stay over maxPendingOutboundBytes'),
+    // Twice the per-IP connection burst: a page reload's handful of sockets times the dozens of people an
+    // office or carrier NAT puts behind one address fits; one host parking thousands of idle sockets (each an
+    // actor, ws buffers, a heartbeat) does not. Behind a proxy it only means something with trustedProxies set.
+    maxConnectionsPerIp: z
+      .number()
+      .int()
+      .positive()
+      .default(200)
+      .describe('WebSocket connections open at once from one client IP, across the cluster; one more is refused with HTTP 429'),
   })
   .prefault({})
 
@@ -67,7 +85,7 @@ export const configSchema = z.object({
   host: z.string().default('127.0.0.1').describe('address to bind'),
   dataDir: z.string().default('./data').describe('directory for the SQLite file and the relay key'),
   // Cluster mode (DESIGN §7): both set ⇒ this node joins the cluster; both empty ⇒ the embedded default.
-  redisUrl: z.string().default('').describe('Redis for shared gates and cross-node fan-out (redis://host:port/db); empty = in-process'),
+  redisUrl: z.string().default('').describe('Redis for shared gates and cross-node fan-out: redis://[user:password@]host:port[/db] (rediss:// for TLS), or a Redis Cluster as redis+cluster://[user:password@]host:port[,host:port...] (seed nodes); empty = in-process'),
   databaseUrl: z.string().default('').describe('PostgreSQL for events, communities and bans (postgres://...); empty = SQLite in dataDir'),
   // The durable backstop when an archive broadcast is lost: every node re-reads the community list this often.
   revalidateSeconds: z
@@ -117,7 +135,14 @@ export const configSchema = z.object({
     .stringbool()
     .or(z.boolean())
     .default(false)
-    .describe('trust X-Forwarded-Proto/Host from a TLS proxy for the NIP-42 relay URL'),
+    .describe('trust X-Forwarded-Proto/Host from a TLS proxy for the NIP-42 relay URL; once trustedProxies is set, only from those peers'),
+  // Empty: the socket's peer is the client, and a client-sent X-Forwarded-For changes nothing.
+  trustedProxies: z
+    .array(z.string().refine((s) => parseAddressRange(s).ok, { message: 'not an IP address or CIDR range' }))
+    .default([])
+    .describe(
+      'reverse proxies (IPs and CIDR ranges, IPv4 and IPv6; JSON in env) whose X-Forwarded-For names the client: the right-most hop that is not one of them',
+    ),
   // NIP-86 callers allowed to manage every community on this node; the relay's own key always is one.
   operatorPubkeys: z
     .array(z.string().regex(/^[0-9a-f]{64}$/))
@@ -139,6 +164,11 @@ export const configSchema = z.object({
       agentPlatform: tier(1_000, 5_000, 200, 1_000, 50, 200, 'agent-platform'),
       // A page reload opens a handful of sockets at once; NATs put many people behind one IP.
       connectionsPerIp: rule(10, 100, 'new connections per IP'),
+      // Charged before the NIP-98 signature is checked, so forgeries can't spend the verifier pool EVENTs
+      // need: 50/s with a burst of 200 is the agent-platform tier's own api budget (the largest one), so one
+      // legitimate caller of any tier never meets it, while one IP gets at most ~1% of a pool that checks
+      // ~5-8k signatures/s (DESIGN §12) once its burst is spent.
+      apiPerIp: rule(50, 200, 'NIP-86 calls per IP, charged before the signature is checked'),
     })
     .prefault({}),
   timeouts: z

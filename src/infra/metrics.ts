@@ -31,7 +31,12 @@ export function createMetrics() {
     }),
     fanoutDeliveries: new Counter({ name: 'apiary_fanout_deliveries_total', help: 'live EVENT frames queued to subscribers', registers: r }),
     slowConsumerCloses: new Counter({ name: 'apiary_slow_consumer_closes_total', help: 'connections closed for exceeding their outbound bound', registers: r }),
-    fanoutLag: new Counter({ name: 'apiary_fanout_lag_total', help: 'fan-out messages dropped by a lagging bridge', registers: r }),
+    fanoutLag: new Counter({ name: 'apiary_fanout_lag_total', help: 'remote events a community could not take (its mailbox full, or it was down)', registers: r }),
+    subscriptionsLost: new Counter({
+      name: 'apiary_subscriptions_lost_total',
+      help: 'subscriptions closed with CLOSED "error:" because an event for them could not be delivered (never a silent gap)',
+      registers: r,
+    }),
     connControlLag: new Counter({ name: 'apiary_conn_control_lag_total', help: 'conn-control messages a community could not take', registers: r }),
     cacheInvalidationLag: new Counter({
       name: 'apiary_cache_invalidation_lag_total',
@@ -50,6 +55,17 @@ export function createMetrics() {
       help: 'store operation latency',
       labelNames: ['op'],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers: r,
+    }),
+    nip86SignatureChecks: new Counter({
+      name: 'apiary_nip86_signature_checks_total',
+      help: 'NIP-98 signatures of NIP-86 calls checked by the verifier pool, by verdict (ok, bad-id, bad-sig, error)',
+      labelNames: ['verdict'],
+      registers: r,
+    }),
+    inboundPauses: new Counter({
+      name: 'apiary_inbound_pauses_total',
+      help: 'times a socket stopped being read because its frames in flight passed limits.maxInboundBytesInFlight',
       registers: r,
     }),
     notices: new Counter({ name: 'apiary_notices_total', help: 'NOTICE frames sent (malformed input)', registers: r }),

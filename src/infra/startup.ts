@@ -59,6 +59,9 @@ export function rootMessage(error: unknown): string {
 
 /** A connection URL without its password, for logs and error lines. */
 export function redactUrl(url: string): string {
+  if (url === '') return ''
+  // redis+cluster://user:pw@h1:1,h2:2 is no WHATWG URL: only the userinfo is masked
+  if (/^[a-z+]+:\/\/[^/@]*@/i.test(url) && url.includes(',')) return url.replace(/^([a-z+]+:\/\/[^:/@]*):[^@]*@/i, '$1:***@')
   try {
     const u = new URL(url)
     if (u.password) u.password = '***'

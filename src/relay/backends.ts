@@ -3,7 +3,6 @@
 import { randomUUID } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { Redis } from 'ioredis'
 import { spawnBusBridge } from '../actors/bridges/bus-bridge.js'
 import type { Kernel } from '../actors/kernel/index.js'
 import type { Bus } from '../infra/bus/bus.js'
@@ -11,16 +10,19 @@ import { createLocalBus } from '../infra/bus/local-bus.js'
 import { createRedisBus, type RedisBus } from '../infra/bus/redis-bus.js'
 import { subscriberConnectionOptions } from '../infra/bus/redis-subscriber.js'
 import type { Config } from '../infra/config.js'
+import { type ConnectionSlots, createMemoryConnectionSlots } from '../infra/gates/connection-slots.js'
 import { createMemoryPresenceStore } from '../infra/gates/memory-presence.js'
 import { createMemoryRateLimiter } from '../infra/gates/memory-rate-limit.js'
 import { createMemoryReplayGuard } from '../infra/gates/memory-replay-guard.js'
 import type { PresenceStore } from '../infra/gates/presence.js'
 import type { RateLimiter } from '../infra/gates/rate-limit.js'
+import { createRedisConnectionSlots } from '../infra/gates/redis-connection-slots.js'
 import { createRedisPresenceStore } from '../infra/gates/redis-presence.js'
 import { createRedisRateLimiter } from '../infra/gates/redis-rate-limit.js'
 import { createRedisReplayGuard } from '../infra/gates/redis-replay-guard.js'
 import type { ReplayGuard } from '../infra/gates/replay-guard.js'
 import type { Logger } from '../infra/log.js'
+import { createRedisClient, isCluster, type RedisClient, redactRedisUrl, subscriberConnector } from '../infra/redis/connect.js'
 import { logConnectionState } from '../infra/redis/connection-log.js'
 import { BackendUnavailableError, redactUrl, retryAtStartup, rootMessage } from '../infra/startup.js'
 import type { ChannelStore } from '../infra/store/channel-store.js'
@@ -46,11 +48,13 @@ export interface Backends {
   replayGuard: ReplayGuard
   /** kind 20001 presence (DESIGN §6): per node embedded, shared in a cluster so any node's REQ sees it */
   presence: PresenceStore
+  /** sockets open per client IP (limits.maxConnectionsPerIp): this node's embedded, the cluster's in a cluster */
+  connectionSlots: ConnectionSlots
   bus: Bus
   /** spawns the actors that own backend connections (the Redis subscriber bridge) */
   startBridges(kernel: Kernel): void
-  /** ready only when every backend answers */
-  ready(): Promise<boolean>
+  /** the backends that do not answer right now (`postgres`, `redis`, `sqlite`): empty when all do */
+  unhealthy(): Promise<string[]>
   close(): Promise<void>
 }
 
@@ -68,6 +72,8 @@ const COMMAND_CLIENT_OPTIONS = {
 
 export interface OpenBackendsOptions {
   eventStore?: EventStore
+  /** wraps the CommunityStore the node opens (instrumentation, fault injection) */
+  wrapCommunityStore?: (store: CommunityStore) => CommunityStore
   /** when start-up must have reached every backend (ms since the epoch); default: config.startupTimeoutSeconds from now */
   deadlineMs?: number
 }
@@ -78,19 +84,22 @@ export async function openBackends(config: Config, log: Logger, opts: OpenBacken
   if (cluster && (config.redisUrl === '' || config.databaseUrl === '')) {
     throw new Error('cluster mode needs both APIARY_REDIS_URL and APIARY_DATABASE_URL')
   }
-  if (!cluster) return embedded(config, log, nodeId, opts.eventStore)
+  const wrap = opts.wrapCommunityStore ?? ((store: CommunityStore) => store)
+  if (!cluster) return embedded(config, log, nodeId, opts.eventStore, wrap)
   const retry = { deadlineMs: opts.deadlineMs ?? Date.now() + config.startupTimeoutSeconds * 1000, log }
-  const redis = new Redis(config.redisUrl, COMMAND_CLIENT_OPTIONS)
+  // a malformed URL throws ConfigError here, before anything is opened
+  const redis = createRedisClient(config.redisUrl, COMMAND_CLIENT_OPTIONS)
+  const connectSubscriber = subscriberConnector(config.redisUrl, subscriberConnectionOptions, redis)
   const opened: { close(): Promise<void> | void }[] = [{ close: () => redis.disconnect() }]
   try {
-    await connectRedisAtStartup(redis, redactUrl(config.redisUrl), retry)
+    await connectRedisAtStartup(redis, redactRedisUrl(config.redisUrl), retry)
     logConnectionState(redis, 'commands', log)
     const pg = redactUrl(config.databaseUrl)
     const groupCommit = { groupCommitMaxEvents: config.store.groupCommitMaxEvents, groupCommitMaxDelayMs: config.store.groupCommitMaxDelayMs }
     const events =
       opts.eventStore ?? (await retryAtStartup('PostgreSQL', pg, () => openPostgresEventStore({ url: config.databaseUrl, ...groupCommit, log }), retry))
     opened.push(events)
-    const communities = await retryAtStartup('PostgreSQL', pg, () => openPostgresCommunityStore({ url: config.databaseUrl }), retry)
+    const communities = wrap(await retryAtStartup('PostgreSQL', pg, () => openPostgresCommunityStore({ url: config.databaseUrl }), retry))
     opened.push(communities)
     const channels = await retryAtStartup('PostgreSQL', pg, () => openPostgresChannelStore({ url: config.databaseUrl }), retry)
     opened.push(channels)
@@ -98,9 +107,10 @@ export async function openBackends(config: Config, log: Logger, opts: OpenBacken
       publisher: redis,
       nodeId,
       unsubscribeDebounceMs: 5_000,
-      connectSubscriber: () => new Redis(config.redisUrl, subscriberConnectionOptions),
+      connectSubscriber,
       log,
     })
+    const connectionSlots = createRedisConnectionSlots({ redis, nodeId, log })
     return {
       mode: 'cluster',
       nodeId,
@@ -110,14 +120,19 @@ export async function openBackends(config: Config, log: Logger, opts: OpenBacken
       limiter: createRedisRateLimiter({ redis, log }),
       replayGuard: createRedisReplayGuard({ redis }),
       presence: createRedisPresenceStore({ redis }),
+      connectionSlots,
       bus,
       startBridges: (kernel) => void spawnBusBridge(kernel, bus.link),
-      ready: async () => (await events.ping()) && (await redis.ping().then((r) => r === 'PONG', () => false)),
+      unhealthy: async () => {
+        const [pg, rd] = await Promise.all([events.ping().catch(() => false), redisServes(redis)])
+        return [...(pg ? [] : ['postgres']), ...(rd ? [] : ['redis'])]
+      },
       async close() {
         await bus.close()
         await events.close()
         await communities.close()
         await channels.close()
+        await connectionSlots.close()
         redis.disconnect()
       },
     }
@@ -128,11 +143,28 @@ export async function openBackends(config: Config, log: Logger, opts: OpenBacken
 }
 
 /**
- * Connects the command client within the start-up deadline. ioredis retries by itself (retryStrategy) once
- * the first connect fails, so this waits for its 'ready' and logs each failed attempt's cause; the error
- * listener is there from the first attempt (no "Unhandled error event").
+ * A readiness probe answers in time or counts as down: a stalled PostgreSQL would otherwise hold /health/ready
+ * for the whole store deadline (10 s), and a load balancer's probe (often 1 s) would see a timeout, not a 503.
  */
-function connectRedisAtStartup(redis: Redis, target: string, r: { deadlineMs: number; log: Logger }): Promise<void> {
+const HEALTH_PROBE_MS = 1_000
+
+function answers(ping: Promise<boolean>): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), HEALTH_PROBE_MS)
+  })
+  return Promise.race([ping.catch(() => false), late]).finally(() => clearTimeout(timer))
+}
+
+/**
+ * Connects the command client within the start-up deadline. ioredis retries by itself (retryStrategy, or
+ * clusterRetryStrategy for a cluster) once the first connect fails, so this waits for its 'ready' and logs
+ * each failed attempt's cause; the error listener is there from the first attempt (no "Unhandled error
+ * event"). A cluster client is ready once a seed gave it the slot map and CLUSTER INFO says cluster_state:ok;
+ * it emits 'error' only when no seed answered, so a cluster that answers but is not ok logs nothing here and
+ * ends in the timeout's BackendUnavailableError.
+ */
+function connectRedisAtStartup(redis: RedisClient, target: string, r: { deadlineMs: number; log: Logger }): Promise<void> {
   const started = Date.now()
   return new Promise((resolve, reject) => {
     let last: unknown
@@ -150,7 +182,7 @@ function connectRedisAtStartup(redis: Redis, target: string, r: { deadlineMs: nu
     }
     const onReady = () => finish()
     const timer = setTimeout(
-      () => finish(new BackendUnavailableError('Redis', target, Date.now() - started, last ?? new Error('no answer'))),
+      () => finish(new BackendUnavailableError('Redis', target, Date.now() - started, last ?? new Error(isCluster(redis) ? 'cluster not ready (no cluster_state:ok)' : 'no answer'))),
       Math.max(0, r.deadlineMs - started),
     )
     redis.on('error', onError)
@@ -160,7 +192,28 @@ function connectRedisAtStartup(redis: Redis, target: string, r: { deadlineMs: nu
   })
 }
 
-function embedded(config: Config, log: Logger, nodeId: string, eventStore?: EventStore): Backends {
+/**
+ * PONG from one Redis. A cluster in cluster_state:fail (with Redis's default cluster-require-full-coverage, any
+ * master down without a replica to take over) still answers PING but refuses every key, so every write here
+ * fails closed: unhealthy, as a single Redis that is down. One master down in a cluster that keeps serving the
+ * other masters' slots is healthy: every node of ours shares that cluster, so no other node would do better.
+ */
+async function redisServes(redis: RedisClient): Promise<boolean> {
+  try {
+    if (isCluster(redis)) return String(await redis.cluster('INFO')).includes('cluster_state:ok')
+    return (await redis.ping()) === 'PONG'
+  } catch {
+    return false
+  }
+}
+
+function embedded(
+  config: Config,
+  log: Logger,
+  nodeId: string,
+  eventStore: EventStore | undefined,
+  wrap: (store: CommunityStore) => CommunityStore,
+): Backends {
   mkdirSync(config.dataDir, { recursive: true })
   const file = join(config.dataDir, 'apiary.sqlite')
   const events =
@@ -171,7 +224,7 @@ function embedded(config: Config, log: Logger, nodeId: string, eventStore?: Even
       groupCommitMaxDelayMs: config.store.groupCommitMaxDelayMs,
       log,
     })
-  const communities = openSqliteCommunityStore(file)
+  const communities = wrap(openSqliteCommunityStore(file))
   const channels = openSqliteChannelStore(file)
   const limiter = createMemoryRateLimiter()
   const bus = createLocalBus({ nodeId })
@@ -184,9 +237,10 @@ function embedded(config: Config, log: Logger, nodeId: string, eventStore?: Even
     limiter,
     replayGuard: createMemoryReplayGuard(),
     presence: createMemoryPresenceStore(),
+    connectionSlots: createMemoryConnectionSlots(),
     bus,
     startBridges: () => {},
-    ready: () => events.ping(),
+    unhealthy: async () => ((await answers(events.ping())) ? [] : ['sqlite']),
     async close() {
       await bus.close()
       await events.close()

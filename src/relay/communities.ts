@@ -3,7 +3,7 @@
 import { communityActor, communityPath } from '../actors/community/community-actor.js'
 import { type CommunityLink, createCommunityLink } from '../actors/community/community-link.js'
 import type { CommunityMsg } from '../actors/community/messages.js'
-import { ask, type Kernel, tell } from '../actors/kernel/index.js'
+import { ask, createLagReporter, type Kernel, tell } from '../actors/kernel/index.js'
 import { principalPath } from '../actors/principal/principal-actor.js'
 import type { Config } from '../infra/config.js'
 import type { Tenants } from '../infra/http/tenants.js'
@@ -49,6 +49,8 @@ export function createCommunities(d: CommunitiesDeps): Communities {
   function spawn(record: CommunityRecord) {
     running.add(record.id)
     const path = communityPath(record.id)
+    // DESIGN §3: where a bounded queue skips, the skip is a 'lagged' supervision event (and a metric)
+    const lag = createLagReporter(d.kernel, { path, kind: 'community' })
     const link = createCommunityLink({
       community: record.id,
       bus: d.backends.bus,
@@ -59,6 +61,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
       sign: (t) => signAsRelay(d.relayKey, t, d.nowSeconds()),
       metrics: d.metrics,
       log: d.log,
+      lagged: (skipped) => lag.count(skipped),
     })
     links.set(record.id, link)
     const cluster = {
@@ -84,11 +87,17 @@ export function createCommunities(d: CommunitiesDeps): Communities {
         accessCacheTtlMs: config.accessCacheTtlMs,
         limits: config.limits,
         nowSeconds,
-        nowMs: () => Date.now(),
+        // cache TTLs and stuck-write ages are elapsed time (monotonic): a backward wall-clock step must not stretch them
+        nowMs: () => performance.now(),
         metrics,
         log,
         cluster,
         presence,
+        lagged: (skipped) => {
+          if (skipped === 0) return
+          metrics.subscriptionsLost.inc(skipped)
+          lag.count(skipped)
+        },
       }),
     )
   }

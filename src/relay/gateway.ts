@@ -9,8 +9,9 @@ import { connectionActor, connectionPath, type MutableConnView } from '../actors
 import { type Kernel, type TypedRef, tell } from '../actors/kernel/index.js'
 import type { AdmissionAnswer, LimitType } from '../actors/principal/principal-actor.js'
 import type { Config } from '../infra/config.js'
+import type { ConnectionSlots } from '../infra/gates/connection-slots.js'
 import type { RateLimiter } from '../infra/gates/rate-limit.js'
-import { toCanonicalIp } from '../infra/http/nip86/moderation.js'
+import type { ClientAddressing } from '../infra/http/client-ip.js'
 import type { Tenants } from '../infra/http/tenants.js'
 import type { Logger } from '../infra/log.js'
 import type { Metrics } from '../infra/metrics.js'
@@ -18,6 +19,7 @@ import { ipConnKey } from '../infra/redis/keys.js'
 import type { CommunityRecord } from '../infra/store/community-store.js'
 import type { Verifier } from '../infra/verify/verifier.js'
 import { startHeartbeat, type Watched, watch } from '../infra/ws/heartbeat.js'
+import { createInboundFlow } from '../infra/ws/inbound-flow.js'
 import { createOutboundQueue } from '../infra/ws/outbound-queue.js'
 import { authFrame } from '../protocols/nip01/relay-message.js'
 
@@ -35,21 +37,17 @@ export interface GatewayDeps {
   banOf: (community: string, pubkey: string) => Promise<{ reason: string } | undefined>
   /** NIP-86 blockip: this community refuses sockets from `ip` */
   isIpBlocked: (community: string, ip: string) => Promise<boolean>
+  /** who the client is (the peer, or what a trusted proxy says) and whether proxy headers count (client-ip.ts) */
+  addressing: ClientAddressing
+  /** sockets open per client IP (limits.maxConnectionsPerIp): this node's embedded, the cluster's otherwise */
+  connectionSlots: ConnectionSlots
   metrics: Metrics
   log: Logger
   nowSeconds: () => number
   communityRef: (id: string) => TypedRef<CommunityMsg> | undefined
 }
 
-/** Mailbox depth at which we stop reading a socket (TCP pushes back on the client) and where we resume. */
-const PAUSE_AT_QUEUED = 1_000
-const RESUME_AT_QUEUED = 100
-
-/** Blocks are stored canonical (a dual-stack socket's ::ffff:a.b.c.d is a.b.c.d); so is the peer we look up. */
-function canonical(ip: string): string {
-  const c = toCanonicalIp(ip)
-  return c.ok ? c.value : ip
-}
+const monotonicMs = () => performance.now()
 
 function refuseUpgrade(socket: Duplex, status: number, text: string) {
   socket.end(`HTTP/1.1 ${status} ${text}\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: ${text.length + 1}\r\n\r\n${text}\n`)
@@ -60,8 +58,7 @@ export function acceptConnections(d: GatewayDeps) {
   let nextId = 0
   let closing = false
   const scheme = (req: IncomingMessage): 'ws' | 'wss' =>
-    (req.socket as { encrypted?: boolean }).encrypted ||
-    (d.config.trustForwardedProto && req.headers['x-forwarded-proto'] === 'https')
+    (req.socket as { encrypted?: boolean }).encrypted || (d.addressing.forwardedHeadersTrusted(req) && req.headers['x-forwarded-proto'] === 'https')
       ? 'wss'
       : 'ws'
 
@@ -75,8 +72,9 @@ export function acceptConnections(d: GatewayDeps) {
 
   async function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
     if (closing) return refuseUpgrade(socket, 503, 'Service Unavailable')
-    // a socket that already lost its peer address still gets a key (and is gone a moment later anyway)
-    const ip = req.socket.remoteAddress ?? '0.0.0.0'
+    // Canonical (blocks and keys are: a dual-stack socket's ::ffff:a.b.c.d is a.b.c.d), and behind a trusted
+    // proxy the address it reports, so every gate below sees the client rather than the proxy.
+    const ip = d.addressing.clientIp(req)
     // Per-IP admission comes before tenant resolution, so unknown hosts can't be used to probe for free.
     // With the shared gate down, a new socket is limited by this node alone: it can only read until Redis
     // returns (writes fail closed), and a node started during an outage must still serve reads.
@@ -90,7 +88,7 @@ export function acceptConnections(d: GatewayDeps) {
       return refuseUpgrade(socket, 429, 'Too Many Requests')
     }
     const s = scheme(req)
-    const host = d.config.trustForwardedProto ? ((req.headers['x-forwarded-host'] as string | undefined) ?? req.headers.host) : req.headers.host
+    const host = d.addressing.forwardedHeadersTrusted(req) ? ((req.headers['x-forwarded-host'] as string | undefined) ?? req.headers.host) : req.headers.host
     const tenant = d.tenants.resolve(host, s)
     const community = tenant && d.communityRef(tenant.record.id)
     if (!tenant || !community) {
@@ -98,12 +96,31 @@ export function acceptConnections(d: GatewayDeps) {
       return refuseUpgrade(socket, 404, 'Not Found')
     }
     // a lookup that fails refuses too: a blocked address must not get in while the store is away
-    const blocked = await d.isIpBlocked(tenant.record.id, canonical(ip)).catch(() => 'unavailable' as const)
+    const blocked = await d.isIpBlocked(tenant.record.id, ip).catch(() => 'unavailable' as const)
     if (blocked) {
       d.metrics.connectionsRefused.inc({ reason: blocked === true ? 'ip-blocked' : 'unavailable' })
+      d.log.debug({ ip, community: tenant.record.id, blocked }, 'upgrade refused: ip')
       return blocked === true ? refuseUpgrade(socket, 403, 'Forbidden') : refuseUpgrade(socket, 503, 'Service Unavailable')
     }
-    d.wss.handleUpgrade(req, socket, head, (ws) => onOpen(ws, ip, `${s}://${tenant.host}`, tenant.record, community))
+    // last: a refusal above never takes a slot. The slot belongs to the TCP socket, whose 'close' comes
+    // exactly once however it ends (ws closed, handshake aborted by ws, peer gone while we awaited).
+    const slot = await d.connectionSlots.acquire(ip, d.config.limits.maxConnectionsPerIp)
+    if (!slot) {
+      d.metrics.connectionsRefused.inc({ reason: 'too-many-connections' })
+      d.log.debug({ ip }, 'upgrade refused: too many connections from this ip')
+      return refuseUpgrade(socket, 429, 'Too Many Requests')
+    }
+    socket.once('close', () => slot.release())
+    if (socket.destroyed || closing) {
+      slot.release()
+      return void socket.destroy()
+    }
+    try {
+      d.wss.handleUpgrade(req, socket, head, (ws) => onOpen(ws, ip, `${s}://${tenant.host}`, tenant.record, community))
+    } catch (error) {
+      slot.release()
+      throw error
+    }
   }
 
   function onOpen(ws: WebSocket, ip: string, relayUrl: string, record: CommunityRecord, community: TypedRef<CommunityMsg>) {
@@ -114,13 +131,23 @@ export function acceptConnections(d: GatewayDeps) {
     const queue = createOutboundQueue(ws, {
       maxPendingBytes: d.config.limits.maxPendingOutboundBytes,
       graceMs: d.config.limits.slowConsumerGraceMs,
-      onSlowConsumer: () => {
+      // the queue closes the socket itself (close frame, then destroy if the peer doesn't read up to it)
+      onSlowConsumer: ({ code, reason, pendingBytes }) => {
         d.metrics.slowConsumerCloses.inc()
-        d.log.warn({ conn: id, community: record.id }, 'slow consumer closed')
-        ws.close(1008, 'error: slow consumer, outbound queue over its bound')
+        d.log.warn({ conn: id, community: record.id, code, reason, pendingBytes }, 'slow consumer closed')
       },
     })
-    const view: MutableConnView = { id, queue, authed: new Set(), owners: new Map(), attestations: new Map() }
+    const view: MutableConnView = {
+      id,
+      queue,
+      authed: new Set(),
+      owners: new Map(),
+      attestations: new Map(),
+      subs: new Set(),
+      // set once the actor exists (below): the community tells it when a subscription can't go on
+      lose: () => {},
+    }
+    const flow = createInboundFlow(ws, d.config.limits.maxInboundBytesInFlight, () => d.metrics.inboundPauses.inc())
     const challenge = randomBytes(16).toString('hex')
     let subsOpen = 0
     const ref = d.kernel.spawn(
@@ -144,29 +171,25 @@ export function acceptConnections(d: GatewayDeps) {
         onSubscriptionCount: (n) => {
           subsOpen = n
         },
+        release: (bytes) => flow.release(bytes),
       }),
     )
-    const watched = watch(ws, Date.now, () => view.authed.size > 0 || subsOpen > 0)
+    view.lose = (subId, why) => void tell(ref, { type: 'SubscriptionLost', subId, reason: why })
+    // idleness is elapsed time: monotonic, so a wall-clock step can't close every quiet socket at once
+    const watched = watch(ws, monotonicMs, () => view.authed.size > 0 || subsOpen > 0)
     live.set(id, watched)
     tell(community, { type: 'Join', conn: view })
     queue.pushControl(authFrame(challenge))
-    let paused = false
     ws.on('message', (data, isBinary) => {
-      watched.lastFrameAtMs = Date.now()
+      watched.lastFrameAtMs = monotonicMs()
       // NIP-01 speaks text frames; a binary frame is read as UTF-8 text rather than dropped.
-      const text = isBinary || typeof data !== 'string' ? Buffer.from(data as Buffer).toString('utf8') : data
-      if (!tell(ref, { type: 'Frame', text })) return ws.close(1008, 'error: too many messages in flight')
-      const queued = d.kernel.stats(path)?.queued ?? 0
-      if (!paused && queued >= PAUSE_AT_QUEUED) {
-        paused = true
-        ws.pause()
-        const poll = setInterval(() => {
-          if ((d.kernel.stats(path)?.queued ?? 0) <= RESUME_AT_QUEUED || ws.readyState !== ws.OPEN) {
-            clearInterval(poll)
-            paused = false
-            ws.resume()
-          }
-        }, 5)
+      const raw = data as Buffer
+      const text = isBinary || typeof data !== 'string' ? Buffer.from(raw).toString('utf8') : data
+      // the bytes bound pauses the socket long before the mailbox could fill; a refusal is a stopped actor
+      const bytes = flow.charge(typeof data === 'string' ? Buffer.byteLength(data) : raw.length)
+      if (!tell(ref, { type: 'Frame', text, bytes })) {
+        flow.release(bytes)
+        ws.close(1011, 'error: connection is closing')
       }
     })
     // ws emits both 'error' and 'close' for a failed socket; cleanup hangs on 'close' only.
@@ -181,7 +204,7 @@ export function acceptConnections(d: GatewayDeps) {
   const stopHeartbeat = startHeartbeat({
     intervalMs: d.config.timeouts.pingIntervalMs,
     idleMs: d.config.timeouts.idleUnauthenticatedMs,
-    nowMs: Date.now,
+    nowMs: monotonicMs,
     sockets: () => live.values(),
   })
 

@@ -10,15 +10,16 @@ import type { CommunityMsg } from '../actors/community/messages.js'
 import type { Kernel } from '../actors/kernel/index.js'
 import type { Config } from '../infra/config.js'
 import { createMemoryRateLimiter } from '../infra/gates/memory-rate-limit.js'
+import { createClientAddressing } from '../infra/http/client-ip.js'
 import { handleHttp } from '../infra/http/http-routes.js'
 import { createManagement } from '../infra/http/nip86/endpoint.js'
 import type { Tenants } from '../infra/http/tenants.js'
 import type { Logger } from '../infra/log.js'
 import type { Metrics } from '../infra/metrics.js'
-import { rateLimitKey } from '../infra/redis/keys.js'
+import { ipApiKey, rateLimitKey } from '../infra/redis/keys.js'
 import { loadRelayKey, type RelayKey } from '../infra/relay-key.js'
 import { createBanLookup } from '../infra/store/ban-lookup.js'
-import { seedDefaultCommunity } from '../infra/store/community-store.js'
+import { type CommunityStore, seedDefaultCommunity } from '../infra/store/community-store.js'
 import type { EventStore } from '../infra/store/event-store.js'
 import { createVerifierPool } from '../infra/verify/verifier-pool.js'
 import { createAdmission } from './admission.js'
@@ -35,6 +36,7 @@ export interface NodeDeps {
   kernel: Kernel
   tenants: Tenants
   eventStore?: EventStore
+  wrapCommunityStore?: (store: CommunityStore) => CommunityStore
   nowSeconds: () => number
   /** the relay's ban path (relay.ts), for NIP-86 banpubkey */
   banPubkey(community: string, pubkey: string, reason: string, untilSeconds?: number): Promise<void>
@@ -60,7 +62,7 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     mkdirSync(config.dataDir, { recursive: true })
     const key = loadRelayKey(config.dataDir, config.relaySecretKey)
     const deadlineMs = Date.now() + config.startupTimeoutSeconds * 1000
-    const b = await openBackends(config, log, { eventStore: d.eventStore, deadlineMs })
+    const b = await openBackends(config, log, { eventStore: d.eventStore, wrapCommunityStore: d.wrapCommunityStore, deadlineMs })
     undo.push(() => b.close())
     await seedDefaultCommunity(b.communities)
     for (const c of config.communities) {
@@ -80,13 +82,16 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     undo.push(() => clearInterval(revalidateTimer))
     const readFallback = createMemoryRateLimiter()
     const operators = new Set([...config.operatorPubkeys, key.pubkey])
+    const addressing = createClientAddressing(config)
     const manage = createManagement({
       tenants,
-      trustForwardedProto: config.trustForwardedProto,
+      addressing,
       verifier,
       replayGuard: b.replayGuard,
       // DESIGN §6: the caller's tier's `api` budget, in the limiter its EVENTs and REQs go through
       admitApi: (record, pubkey) => b.limiter.admit(rateLimitKey(record.id, pubkey, 'api'), config.rateLimits[tierOf(record, pubkey)].api),
+      admitApiIp: (ip) => b.limiter.admit(ipApiKey(ip), config.rateLimits.apiPerIp),
+      metrics: { signatureChecks: metrics.nip86SignatureChecks, admissionRejections: metrics.admissionRejections },
       ...createManagementOps({ store: b.communities, events: b.events, communities, operators, banPubkey: d.banPubkey, nowSeconds }),
       nowSeconds,
       log,
@@ -96,7 +101,11 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
         metrics,
         isKnownHost: (h) => tenants.resolve(h, 'http') !== undefined,
         relayInfo: (h) => relayInfoFor(config, key.pubkey, tenants.resolve(h, 'http')?.record),
-        ready: () => b.ready(),
+        // readiness: every backend answers and no permanent actor is in backoff or down (waiting to be respawned)
+        health: async () => {
+          const degraded = [...(await b.unhealthy()), ...kernel.unhealthy()]
+          return { ready: degraded.length === 0, degraded }
+        },
         manage,
       }).catch((error: unknown) => {
         log.error({ err: error }, 'http handler failed')
@@ -116,6 +125,8 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       admit: createAdmission({ kernel, config, tenants, limiter: b.limiter, readFallback }),
       banOf: createBanLookup(b.communities, nowSeconds),
       isIpBlocked: (community, ip) => b.communities.isIpBlocked(community, ip),
+      addressing,
+      connectionSlots: b.connectionSlots,
       metrics,
       log,
       nowSeconds,

@@ -9,6 +9,7 @@ import { Tenants } from '../infra/http/tenants.js'
 import { createLogger, type Logger } from '../infra/log.js'
 import { createMetrics } from '../infra/metrics.js'
 import { type EventTemplate, signAsRelay } from '../infra/relay-key.js'
+import type { CommunityStore } from '../infra/store/community-store.js'
 import type { EventStore } from '../infra/store/event-store.js'
 import { asVerified } from '../protocols/nip01/event.js'
 import { type RunningNode, startNode } from './node.js'
@@ -46,6 +47,8 @@ export interface RelayOptions {
   logger?: Logger
   /** bring your own EventStore (e.g. a wrapped or instrumented one); default: SQLite in dataDir */
   eventStore?: EventStore
+  /** wrap the CommunityStore the relay opens (instrumentation, fault injection); default: used as it is */
+  wrapCommunityStore?: (store: CommunityStore) => CommunityStore
 }
 
 export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): Relay {
@@ -70,7 +73,7 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
   async function listen(): Promise<string> {
     if (node) return node.url
     if (closed) throw new Error('relay closed')
-    node = await startNode({ config, log, metrics, kernel, tenants, eventStore: opts.eventStore, nowSeconds, banPubkey })
+    node = await startNode({ config, log, metrics, kernel, tenants, eventStore: opts.eventStore, wrapCommunityStore: opts.wrapCommunityStore, nowSeconds, banPubkey })
     pubkey = node.key.pubkey
     return node.url
   }

@@ -106,6 +106,25 @@ describe('cluster control messages', () => {
     expect((await rejectedByReason(node!))['unknown or malformed op']).toBe(2)
   })
 
+  it('applies a signed disconnect once: a replay of the same payload is counted and skipped, the pubkey may come back', async () => {
+    const { id, host, nodes: [node] } = await nodes(1)
+    const victim = makeKeys()
+    const first = await authedClient(node!, host, victim)
+    const payload = JSON.stringify(signAsRelay(relayKey, toControlTemplate(id, 'conn-control', disconnectOp(victim.pubkey)), nowSeconds()))
+    await inject(id, payload)
+    await expectBlockedClose(first)
+    // the pubkey reconnects (it was kicked, not banned); someone with Redis access resends the captured payload
+    const back = await authedClient(node!, host, victim)
+    await inject(id, payload)
+    // a fresh order right behind it shows the replay was handled (and skipped) before it
+    const bystander = makeKeys()
+    const onBystander = await authedClient(node!, host, bystander)
+    await inject(id, JSON.stringify(signAsRelay(relayKey, toControlTemplate(id, 'conn-control', disconnectOp(bystander.pubkey)), nowSeconds())))
+    await expectBlockedClose(onBystander)
+    await expectStillServed(back)
+    expect(await rejectedByReason(node!)).toEqual({ replayed: 1 })
+  })
+
   it('closes a pubkey banned on one node on every node of three, with a blocked: NOTICE and close code 1008', async () => {
     const { id, host, nodes: [a, b, c] } = await nodes(3)
     const bad = makeKeys()

@@ -65,7 +65,7 @@ describe('relay management on a cluster of nodes', () => {
     expect(served).toBe(true)
   })
 
-  it('fails closed (401) while the replay guard cannot answer, even for an operator', async () => {
+  it('fails closed while Redis (the per-IP budget and the replay guard) cannot answer, even for an operator', async () => {
     const redis = await startPrivateRedis()
     // stop() after kill() would wait for an exit that already happened (redis-server.ts checks exitCode
     // only, which stays null after a signal), so the private server is stopped only when still running
@@ -75,9 +75,10 @@ describe('relay management on a cluster of nodes', () => {
       expect((await callNip86(a!, operator, 'supportedmethods', [], host)).status).toBe(200)
       await redis.kill()
       killed = true
+      // the per-IP budget is charged first (before the signature check) and fails closed
       const refused = await callNip86(a!, operator, 'supportedmethods', [], host)
-      expect(refused.status).toBe(401)
-      expect(prefixOf(refused.json.error ?? '')).toBe('error')
+      expect(refused.status).toBe(503)
+      expect(refused.json.error).toBe('rate-limited: admission unavailable')
     } finally {
       if (!killed) await redis.stop()
     }

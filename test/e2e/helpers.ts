@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll } from 'vitest'
 import type { ConfigInput } from '../../src/infra/config'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { prefixOf } from '../../src/protocols/reasons'
+import type { RelayOptions } from '../../src/relay/relay'
 import { type EventTemplate, type SignedEvent, signEvent, type TestKeys, toRaw } from '../support/events'
 import { createTestDatabase, type TestDatabase } from '../support/postgres'
 import { startTestRelay, type TestRelay } from '../support/relay'
@@ -18,10 +19,15 @@ import { connect, type Frame, type TestClient } from '../support/ws-client'
 const GENEROUS = { ratePerSecond: 100_000, burst: 100_000 }
 const GENEROUS_TIER = { events: GENEROUS, reqs: GENEROUS }
 
+/**
+ * Also the per-IP limits every test client shares (all connect from 127.0.0.1, and in cluster mode the
+ * per-IP keys are global in the one Redis every test file uses): only the tests of those limits meet them.
+ */
 export function withGenerousRates(overrides: ConfigInput): ConfigInput {
   return {
     ...overrides,
-    rateLimits: { human: GENEROUS_TIER, connectionsPerIp: GENEROUS, ...overrides.rateLimits },
+    rateLimits: { human: GENEROUS_TIER, connectionsPerIp: GENEROUS, apiPerIp: GENEROUS, ...overrides.rateLimits },
+    limits: { maxConnectionsPerIp: GENEROUS.burst, ...overrides.limits },
   }
 }
 
@@ -32,8 +38,8 @@ export function useRelays() {
     await Promise.all(open.splice(0).map((r) => r.close()))
   })
   return {
-    async start(overrides: ConfigInput = {}, dataDir?: string): Promise<TestRelay> {
-      const r = await startTestRelay(withGenerousRates(overrides), dataDir)
+    async start(overrides: ConfigInput = {}, dataDir?: string, opts: RelayOptions = {}): Promise<TestRelay> {
+      const r = await startTestRelay(withGenerousRates(overrides), dataDir, opts)
       open.push(r)
       return r
     },

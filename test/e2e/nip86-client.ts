@@ -45,8 +45,16 @@ export interface Nip86Answer extends HttpAnswer {
  * POST / with the NIP-86 content type, a Host of `host:hostPort` (default this relay's port; a cluster test
  * passes another node's, as a load balancer would show one public port), and the Authorization if given.
  */
-export function postNip86(r: TestRelay, body: string, authorization?: string, host = '127.0.0.1', hostPort = r.port): Promise<Nip86Answer> {
+export function postNip86(
+  r: TestRelay,
+  body: string,
+  authorization?: string,
+  host = '127.0.0.1',
+  hostPort = r.port,
+  extraHeaders: Record<string, string> = {},
+): Promise<Nip86Answer> {
   const headers: Record<string, string> = {
+    ...extraHeaders,
     Host: `${host}:${hostPort}`,
     'Content-Type': 'application/nostr+json+rpc',
     'Content-Length': String(Buffer.byteLength(body)),

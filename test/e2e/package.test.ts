@@ -44,7 +44,7 @@ describe('the published package', { timeout: 120_000 }, () => {
     expect(stdout).toMatch(/^listening on ws:\/\/127\.0\.0\.1:\d+; supervision so far: .*started/m)
     expect(stdout).toContain('published: accepted=true')
     expect(stdout).toContain('received: hello from the program that embeds the relay (signed by the relay: true)')
-    expect(stdout).toMatch(/^stats: \{"id":"default","subscriptions":1,"connections":1,"eventsAccepted":1\}$/m)
+    expect(stdout).toMatch(/^stats: \{"id":"default","subscriptions":1,"connections":1,"eventsAccepted":1,"presenceHolders":0\}$/m)
   })
 
   it('exports the client entry point, and its types, under apiary-relay/client', async () => {

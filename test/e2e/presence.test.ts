@@ -38,6 +38,21 @@ describe('presence (kind 20001) on one node', () => {
     expect(await reqEvents(reader, [{ kinds: [20001], authors: [keys.pubkey], since: next.event.created_at + 10 }])).toEqual([])
   })
 
+  it("serves a heartbeat naming a private channel (h tag) only to readers of that channel", async () => {
+    const r = await relays.start()
+    const [owner, member, stranger] = [makeKeys(), makeKeys(), makeKeys()]
+    const admin = await authed(r, owner)
+    expect((await publish(admin, signEvent(owner, { kind: 9007, tags: [['h', 'war-room'], ['private']] }))).accepted).toBe(true)
+    expect((await publish(admin, signEvent(owner, { kind: 9000, tags: [['h', 'war-room'], ['p', member.pubkey]] }))).accepted).toBe(true)
+    const m = await authed(r, member)
+    const inRoom = signEvent(member, { kind: 20001, content: 'in the war room', tags: [['h', 'war-room']] })
+    expect((await publish(m, inRoom)).accepted).toBe(true)
+    expect(idsOf(await presenceOf(admin, member.pubkey))).toEqual([inRoom.event.id])
+    expect(idsOf(await presenceOf(m, member.pubkey))).toEqual([inRoom.event.id])
+    expect(await presenceOf(await authed(r, stranger), member.pubkey)).toEqual([])
+    expect(await presenceOf(await client(r), member.pubkey)).toEqual([])
+  })
+
   it('accepts a status of 128 bytes and refuses 129 with invalid:', async () => {
     const r = await relays.start()
     const keys = makeKeys()

@@ -30,6 +30,26 @@ describe('configuration', () => {
     expect(() => loadConfig({ env: { APIARY_PORT: 'seventy' } })).toThrow(ConfigError)
   })
 
+  it('reads APIARY_TRUSTED_PROXIES as a JSON array of IPv4 and IPv6 addresses and ranges, empty by default', () => {
+    expect(loadConfig({ env: {} }).trustedProxies).toEqual([])
+    const c = loadConfig({ env: { APIARY_TRUSTED_PROXIES: '["127.0.0.1","10.0.0.0/8","fd00::/8"]' } })
+    expect(c.trustedProxies).toEqual(['127.0.0.1', '10.0.0.0/8', 'fd00::/8'])
+  })
+
+  it.each([['a host name', '["proxy.internal"]'], ['a prefix too long', '["10.0.0.0/33"]'], ['an address with a port', '["10.0.0.1:80"]']])(
+    'refuses a trusted proxy that is %s with a ConfigError',
+    (_, json) => {
+      expect(() => loadConfig({ env: { APIARY_TRUSTED_PROXIES: json } })).toThrow(ConfigError)
+    },
+  )
+
+  it('reads the per-IP connection count and NIP-86 budget, with their defaults', () => {
+    const d = loadConfig({ env: {} })
+    expect([d.limits.maxConnectionsPerIp, d.rateLimits.apiPerIp]).toEqual([200, { ratePerSecond: 50, burst: 200 }])
+    const c = loadConfig({ env: { APIARY_LIMITS_MAX_CONNECTIONS_PER_IP: '5', APIARY_RATE_LIMITS_API_PER_IP_BURST: '7' } })
+    expect([c.limits.maxConnectionsPerIp, c.rateLimits.apiPerIp.burst]).toEqual([5, 7])
+  })
+
   it('keeps the README config table identical to the schema (run `npm run docs` after changing it)', () => {
     expect(readFileSync('README.md', 'utf8')).toContain(configTableMarkdown())
   })

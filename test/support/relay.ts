@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { ConfigInput } from '../../src/infra/config'
-import { createRelay, type Relay } from '../../src/relay/relay'
+import { createRelay, type Relay, type RelayOptions } from '../../src/relay/relay'
 
 export interface TestRelay {
   relay: Relay
@@ -14,9 +14,9 @@ export interface TestRelay {
 }
 
 /** A real relay on 127.0.0.1, port 0, in a fresh data directory, quiet logs. */
-export async function startTestRelay(overrides: ConfigInput = {}, dataDir?: string): Promise<TestRelay> {
+export async function startTestRelay(overrides: ConfigInput = {}, dataDir?: string, opts: RelayOptions = {}): Promise<TestRelay> {
   const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'apiary-test-'))
-  const relay = createRelay({ port: 0, host: '127.0.0.1', dataDir: dir, logLevel: 'silent', verifyThreads: 1, ...overrides })
+  const relay = createRelay({ port: 0, host: '127.0.0.1', dataDir: dir, logLevel: 'silent', verifyThreads: 1, ...overrides }, opts)
   const url = await relay.listen()
   return {
     relay,

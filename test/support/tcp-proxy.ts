@@ -6,6 +6,14 @@ export interface TcpProxy {
   cut(): void
   /** new connections are forwarded again (the ones cut stay gone) */
   restore(): void
+  /**
+   * The path hangs without breaking, as in a partition or a server stuck on I/O: nothing is forwarded in
+   * either direction and no connection is closed. Bytes are held, not dropped (TCP pushes back on the
+   * sender); an end or a close of one side is held too. New connections are accepted and held the same way.
+   */
+  stall(): void
+  /** forwards everything held, in order, then flows again */
+  resume(): void
   close(): Promise<void>
 }
 
@@ -18,30 +26,72 @@ export interface TcpProxyOptions {
   whenCut?: 'refuse' | 'accept-and-close'
 }
 
+/** One direction of one proxied connection. */
+interface Lane {
+  from: Socket
+  to: Socket
+  /** chunks read before the source could be paused by a stall */
+  held: Buffer[]
+  /** the source ended while stalled: end the destination on resume */
+  endHeld: boolean
+}
+
 /**
- * A TCP forwarder on 127.0.0.1 to `targetPort`, for fault tests that make a backend unreachable without
- * touching the shared server (other test files keep using it).
+ * A TCP forwarder on 127.0.0.1 to `targetPort`, for fault tests that make a backend unreachable or
+ * unresponsive without touching the shared server (other test files keep using it).
  */
 export async function startTcpProxy(targetPort: number, opts: TcpProxyOptions = {}): Promise<TcpProxy> {
   const whenCut = opts.whenCut ?? 'refuse'
   const sockets = new Set<Socket>()
+  const lanes = new Set<Lane>()
+  // sockets whose peer closed while stalled: destroyed on resume (a stall lets no close through)
+  const closesHeld = new Set<Socket>()
   let open = true
   let closed = false
+  let stalled = false
   const track = (s: Socket) => {
     sockets.add(s)
     s.on('close', () => sockets.delete(s))
     // a reset is the expected way these sockets end
     s.on('error', () => s.destroy())
   }
+  // Hand-rolled instead of pipe(): pipe resumes a paused source on the destination's 'drain', which would
+  // leak bytes through a stall.
+  const forward = (from: Socket, to: Socket) => {
+    const lane: Lane = { from, to, held: [], endHeld: false }
+    lanes.add(lane)
+    from.on('data', (chunk: Buffer) => {
+      if (stalled) {
+        lane.held.push(chunk)
+        from.pause()
+      } else if (!to.write(chunk)) {
+        from.pause()
+        to.once('drain', () => {
+          if (!stalled) from.resume()
+        })
+      }
+    })
+    from.on('end', () => {
+      if (stalled) lane.endHeld = true
+      else to.end()
+    })
+    from.on('close', () => {
+      lanes.delete(lane)
+      if (stalled) closesHeld.add(to)
+      else to.destroy()
+    })
+  }
   const onConnection = (downstream: Socket) => {
     track(downstream)
     if (!open) return downstream.destroy()
     const upstream = createConnection({ host: '127.0.0.1', port: targetPort })
     track(upstream)
-    downstream.pipe(upstream)
-    upstream.pipe(downstream)
-    downstream.on('close', () => upstream.destroy())
-    upstream.on('close', () => downstream.destroy())
+    if (stalled) {
+      downstream.pause()
+      upstream.pause()
+    }
+    forward(downstream, upstream)
+    forward(upstream, downstream)
   }
   const listen = (port: number) =>
     new Promise<Server>((resolve, reject) => {
@@ -54,6 +104,8 @@ export async function startTcpProxy(targetPort: number, opts: TcpProxyOptions = 
   const destroyAll = () => {
     for (const s of sockets) s.destroy()
     sockets.clear()
+    lanes.clear()
+    closesHeld.clear()
   }
   const stopListening = () =>
     new Promise<void>((resolve) => {
@@ -77,6 +129,22 @@ export async function startTcpProxy(targetPort: number, opts: TcpProxyOptions = 
         if (closed) s.close()
         else server = s
       })
+    },
+    stall() {
+      stalled = true
+      for (const lane of lanes) lane.from.pause()
+    },
+    resume() {
+      if (!stalled) return
+      stalled = false
+      for (const s of closesHeld) s.destroy()
+      closesHeld.clear()
+      for (const lane of lanes) {
+        if (lane.to.destroyed) continue
+        for (const chunk of lane.held.splice(0)) lane.to.write(chunk)
+        if (lane.endHeld) lane.to.end()
+        lane.from.resume()
+      }
     },
     async close() {
       closed = true

@@ -21,8 +21,10 @@ export interface TestClient {
   close(): void
 }
 
-export async function connect(url: string, opts: { host?: string } = {}): Promise<TestClient> {
-  const ws = new WebSocket(url, opts.host ? { headers: { host: opts.host } } : {})
+/** `host` sets the Host header; `headers` adds others (X-Forwarded-For from a test posing as a proxy). */
+export async function connect(url: string, opts: { host?: string; headers?: Record<string, string> } = {}): Promise<TestClient> {
+  const headers = { ...opts.headers, ...(opts.host ? { host: opts.host } : {}) }
+  const ws = new WebSocket(url, Object.keys(headers).length > 0 ? { headers } : {})
   const frames: Frame[] = []
   const consumed = new Set<Frame>()
   const waiters: { pred: (f: Frame) => boolean; resolve: (f: Frame) => void }[] = []

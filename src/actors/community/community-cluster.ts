@@ -42,8 +42,29 @@ export async function acceptRemoteEvent(raw: string, d: ClusterDeps): Promise<Ve
   return isExpired(e, d.nowSeconds()) ? undefined : asVerified(e)
 }
 
+/**
+ * Conn-control payloads applied here, by id, for their freshness window: a replay of a signed DisconnectPubkey or
+ * DisconnectCommunity (anyone who can PUBLISH on Redis can resend one) is counted and skipped. Older ids
+ * than the window need no memory: they are refused as stale. Bounded: past `capacity` the oldest go first.
+ */
+export class ControlReplayMemory {
+  private readonly seen = new Map<string, number>()
+  constructor(private readonly capacity = 10_000) {}
+
+  /** true the first time `id` is offered within its window */
+  claim(id: string, createdAt: number, nowSeconds: number): boolean {
+    for (const [old, expiresAt] of this.seen) {
+      if (expiresAt > nowSeconds && this.seen.size < this.capacity) break
+      this.seen.delete(old)
+    }
+    if (this.seen.has(id)) return false
+    this.seen.set(id, createdAt + CONTROL_MAX_AGE_SECONDS)
+    return true
+  }
+}
+
 /** Verify a control payload and turn it into the local message it asks for; log and skip anything else. */
-export async function acceptControl(msg: Extract<CommunityMsg, { type: 'Control' }>, community: string, d: ClusterDeps) {
+export async function acceptControl(msg: Extract<CommunityMsg, { type: 'Control' }>, community: string, d: ClusterDeps, replays: ControlReplayMemory) {
   let e: NostrEvent
   try {
     e = JSON.parse(msg.raw) as NostrEvent
@@ -66,6 +87,13 @@ export async function acceptControl(msg: Extract<CommunityMsg, { type: 'Control'
   if (!op.ok) {
     d.log.warn({ community, channel: msg.channel, why: op.error }, 'control payload skipped')
     d.rejected(op.error)
+    return undefined
+  }
+  // only conn-control is imperative: a cache invalidation is idempotent, and two identical ones within a
+  // second (same content, same created_at: the same id) are both due after two changes in that second
+  if (msg.channel === 'conn-control' && !replays.claim(e.id, e.created_at, d.nowSeconds())) {
+    d.log.warn({ community, channel: msg.channel, id: e.id }, 'replayed control payload skipped')
+    d.rejected('replayed')
     return undefined
   }
   return op.value

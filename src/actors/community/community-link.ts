@@ -10,15 +10,18 @@ import type { CommunityMsg } from './messages.js'
 /**
  * A community's traffic with the other nodes (DESIGN §5 "Cross-node"). Outgoing: accepted events, signed
  * control ops. Incoming: delivered into the community's mailbox as RemoteEvent / Control messages; a refused
- * tell (mailbox full) is counted as lag, never blocks the bridge. The events channel is watched only while
+ * tell (mailbox full, community down) is counted as lag, never blocks the bridge, and closes the local
+ * subscriptions the event would have reached (onUndelivered). The events channel is watched only while
  * the community has local subscriptions, so a node's ingress follows its own interest.
  */
 export interface CommunityLink {
   publishEvent(raw: string): void
   setInterest(wanted: boolean): void
-  /** watch the events channel and wait (bounded) until other nodes' events will arrive */
-  ensureInterest(): Promise<void>
+  /** watch the events channel and wait (bounded) until other nodes' events will arrive; false: they won't yet */
+  ensureInterest(): Promise<boolean>
   broadcast(channel: ControlChannel, op: ConnControlOp | CacheInvalidationOp): Promise<void>
+  /** who closes the subscriptions a remote event would have reached when the community could not take it */
+  onUndelivered(handler: (raw: string) => void): void
   close(): void
 }
 
@@ -30,6 +33,8 @@ export interface CommunityLinkDeps {
   sign: (t: { kind: number; tags: string[][]; content: string }) => NostrEvent
   metrics: Metrics
   log: Logger
+  /** a message the community could not take was skipped: reported as a 'lagged' supervision event */
+  lagged: (skipped: number) => void
 }
 
 /** How long a first REQ waits for the events channel subscription before it is answered anyway. */
@@ -38,12 +43,18 @@ const READY_WAIT_MS = 1_000
 export function createCommunityLink(d: CommunityLinkDeps): CommunityLink {
   const evChannel = eventsChannel(d.community)
   let events: Subscription | undefined
+  // the backend lost the events channel (the subscriber connection dropped): live subscriptions have a gap
+  const interruptions = d.bus.interruptions().subscribe((channel) => {
+    if (channel === evChannel && !d.deliver({ type: 'LiveInterrupted' })) d.log.warn({ community: d.community }, 'live interruption not delivered')
+  })
+  let undelivered: (raw: string) => void = () => {}
   const control = (['conn-control', 'cache-invalidation'] as const).map((channel) => {
     const name = channel === 'conn-control' ? connControlChannel(d.community) : cacheInvalidationChannel(d.community)
     return d.bus.watch(name).subscribe((raw) => {
       if (!d.deliver({ type: 'Control', channel, raw })) {
         const lag = channel === 'conn-control' ? d.metrics.connControlLag : d.metrics.cacheInvalidationLag
         lag.inc()
+        d.lagged(1)
       }
     })
   })
@@ -57,7 +68,10 @@ export function createCommunityLink(d: CommunityLinkDeps): CommunityLink {
     setInterest(wanted) {
       if (wanted && !events) {
         events = d.bus.watch(evChannel).subscribe((raw) => {
-          if (!d.deliver({ type: 'RemoteEvent', raw })) d.metrics.fanoutLag.inc()
+          if (d.deliver({ type: 'RemoteEvent', raw })) return
+          d.metrics.fanoutLag.inc()
+          d.lagged(1)
+          undelivered(raw)
         })
       } else if (!wanted && events) {
         events.unsubscribe()
@@ -70,16 +84,21 @@ export function createCommunityLink(d: CommunityLinkDeps): CommunityLink {
       const timedOut = new Promise<boolean>((resolve) => {
         timer = setTimeout(() => resolve(true), READY_WAIT_MS)
       })
-      // Redis down: don't hold the REQ hostage; serve what is stored and log that live may lag
-      if (await Promise.race([d.bus.ready(evChannel).then(() => false), timedOut]))
-        d.log.warn({ community: d.community }, 'events channel not confirmed in time; live events from other nodes may lag')
+      // Redis down: don't hold the REQ hostage; the caller serves what is stored and says live is unavailable
+      const late = await Promise.race([d.bus.ready(evChannel).then(() => false), timedOut])
       clearTimeout(timer)
+      if (late) d.log.warn({ community: d.community }, 'events channel not confirmed in time; REQs get their stored page, then CLOSED')
+      return !late
     },
     async broadcast(channel, op) {
       const name = channel === 'conn-control' ? connControlChannel(d.community) : cacheInvalidationChannel(d.community)
       await d.bus.publish(name, JSON.stringify(d.sign(toControlTemplate(d.community, channel, op))))
     },
+    onUndelivered(handler) {
+      undelivered = handler
+    },
     close() {
+      interruptions.unsubscribe()
       events?.unsubscribe()
       for (const s of control) s.unsubscribe()
     },

@@ -79,7 +79,7 @@ export async function releasePresence(holds: PresenceHolds, connId: string, deps
  * The presence events a REQ asks for: filters naming kind 20001 and at least one author (no authors ⇒ no
  * presence: we never scan a community), checked with the reference matcher for since/until/tags/limit.
  */
-export async function queryPresence(filters: Filter[], deps: PresenceDeps): Promise<string[]> {
+export async function queryPresence(filters: Filter[], deps: PresenceDeps, hiddenChannels: readonly string[] = []): Promise<string[]> {
   const asking = filters.filter((f) => f.kinds?.includes(KIND_PRESENCE) && f.authors && f.authors.length > 0)
   const authors = [...new Set(asking.flatMap((f) => f.authors ?? []))]
   if (authors.length === 0) return []
@@ -87,7 +87,10 @@ export async function queryPresence(filters: Filter[], deps: PresenceDeps): Prom
   const events: { event: NostrEvent; raw: string }[] = []
   for (const [pubkey, raw] of found) {
     const event = parseStored(raw)
-    if (event?.pubkey === pubkey && event.kind === KIND_PRESENCE) events.push({ event, raw })
+    if (event?.pubkey !== pubkey || event.kind !== KIND_PRESENCE) continue
+    // a heartbeat naming a channel (`h`) is that channel's: hidden from readers who may not see the channel
+    if (event.tags.some((t) => t[0] === 'h' && t[1] !== undefined && hiddenChannels.includes(t[1]))) continue
+    events.push({ event, raw })
   }
   // newest first, as a REQ answers; one frame per event even when several filters match it
   events.sort((a, b) => b.event.created_at - a.event.created_at)
@@ -103,7 +106,9 @@ export async function queryPresence(filters: Filter[], deps: PresenceDeps): Prom
 function parseStored(raw: string): NostrEvent | undefined {
   try {
     const v: unknown = JSON.parse(raw)
-    return typeof v === 'object' && v !== null && 'pubkey' in v && 'kind' in v && 'created_at' in v ? (v as NostrEvent) : undefined
+    return typeof v === 'object' && v !== null && 'pubkey' in v && 'kind' in v && 'created_at' in v && Array.isArray((v as { tags?: unknown }).tags)
+      ? (v as NostrEvent)
+      : undefined
   } catch {
     return undefined
   }

@@ -15,6 +15,8 @@ export interface CommunityStats {
   subscriptions: number
   connections: number
   eventsAccepted: number
+  /** connections holding a presence (kind 20001) here */
+  presenceHolders: number
 }
 
 export type CommunityMsg =
@@ -24,11 +26,23 @@ export type CommunityMsg =
       type: 'Saved'
       event: VerifiedEvent
       raw: string
-      outcome: SaveOutcome | { status: 'error' }
+      /** `late`: the commit outlived its deadline and may still land (postgres); its outcome comes as LateCommit */
+      outcome: SaveOutcome | { status: 'error'; late?: Promise<SaveOutcome> }
       /** a channel event's change, applied once the event is stored */
       plan?: ChannelPlan
+      /** the channel whose later writes wait for this one (write-order.ts) */
+      ordered?: string
       reply: (o: PublishOutcome) => void
     }
+  /** a commit reported failed at its deadline came through after all: fan out what was stored */
+  | { type: 'LateCommit'; event: VerifiedEvent; raw: string; outcome: SaveOutcome }
+  /** the banned event ids (NIP-86 banevent) read from the store; writes wait for the first load */
+  | { type: 'BannedEventsLoaded'; ids: string[] }
+  | { type: 'BannedEventsFailed'; error: unknown }
+  /** forget connections that closed without a Disconnect, and writes that never came back (periodic) */
+  | { type: 'Sweep' }
+  /** the bus lost this community's events channel for a while: every live subscription may have a gap */
+  | { type: 'LiveInterrupted' }
   | { type: 'Subscribe'; conn: ConnView; subId: string; filters: Filter[] }
   | { type: 'Unsubscribe'; connId: string; subId: string }
   | { type: 'Count'; conn: ConnView; subId: string; filters: Filter[]; reply: (count: number | Reason) => void }

@@ -1,6 +1,7 @@
 import type { OutboundQueue } from '../../infra/ws/outbound-queue.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { type Filter, matchFilter } from '../../protocols/nip01/filter.js'
+import type { Reason } from '../../protocols/reasons.js'
 
 /** What a community needs to know of a connection to deliver to it (owned and mutated by the connection). */
 export interface ConnView {
@@ -9,6 +10,13 @@ export interface ConnView {
   readonly authed: ReadonlySet<string>
   /** agents authenticated here with an owner attestation (docs/agent-attestation.md): agent → its owner's pubkey */
   readonly owners: ReadonlyMap<string, string>
+  /**
+   * The subscription ids the connection holds open: the truth the index only caches. Delivery checks it, so a
+   * CLOSE whose Unsubscribe never reached the community (a full mailbox, a restart) still stops delivery.
+   */
+  readonly subs: ReadonlySet<string>
+  /** the community can no longer deliver to `subId` without a gap: the connection closes it with `why` (CLOSED) */
+  lose(subId: string, why: Reason): void
 }
 
 /** Every connection of the community, subscribed or not (a ban must reach sockets that only publish). */
@@ -44,6 +52,19 @@ export class SubscriptionIndex {
 
   get connections(): number {
     return this.subs.size
+  }
+
+  /** every subscription here */
+  *all(): Iterable<Subscription> {
+    for (const perConn of this.subs.values()) for (const { sub } of perConn.values()) yield sub
+  }
+
+  /** every connection with at least one subscription here */
+  *connectionViews(): Iterable<ConnView> {
+    for (const perConn of this.subs.values()) {
+      const first = perConn.values().next().value
+      if (first) yield first.sub.conn
+    }
   }
 
   add(conn: ConnView, subId: string, filters: Filter[]): void {

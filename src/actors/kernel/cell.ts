@@ -1,14 +1,12 @@
 import { decideOnDrainCrash } from './crash-policy.js'
 import { DRAIN_BATCH, DRAIN_TOKEN, DrainQueue, HandlerFault, registerTurns } from './drain.js'
 import { DropReporter } from './drop-reporter.js'
-import { ActorStoppedError, describeError } from './errors.js'
+import { ActorDownError, ActorStoppedError, describeError, HandlerCrashedError } from './errors.js'
 import type { KernelEnv, LiveCell } from './kernel-env.js'
-import { type Admission, bindRef, type RefTarget } from './messaging.js'
+import { type Admission, bindRef, failRepliesIn, type RefTarget } from './messaging.js'
 import { type NactRef, nact, toNactName } from './nact-binding.js'
-import { DEFAULT_MAILBOX_CAPACITY, FailureWindow, resolvePolicy } from './policy.js'
-import type { ActorContext, ActorDef, ActorPath, Clock, StopReason, SupervisionPolicy, TypedRef } from './types.js'
-
-type Phase = 'running' | 'backoff' | 'stopped'
+import { backoffDelayMs, DEFAULT_MAILBOX_CAPACITY, FailureWindow, resolvePolicy } from './policy.js'
+import type { ActorContext, ActorDef, ActorPath, ActorPhase, Clock, StopReason, SupervisionPolicy, TypedRef } from './types.js'
 
 function isMessage(msg: unknown): boolean {
   return typeof msg === 'object' && msg !== null && typeof (msg as { type?: unknown }).type === 'string'
@@ -32,16 +30,20 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
   readonly clock: Clock
   readonly pendingAsks = new Set<(error: Error) => void>()
   readonly failures = new FailureWindow()
-  phase: Phase = 'running'
+  phase: ActorPhase = 'running'
   state!: S
   /** 1-based number of the last restart attempt; 0 when stable */
   attempt = 0
+  /** 1-based number of the last respawn after giving up; starts again once a respawn ran resetAfterMs */
+  private respawnAttempt = 0
+  private respawnedAt = Number.NEGATIVE_INFINITY
   /** when the current incarnation started running; +Infinity while waiting to restart */
   runningSince: number
   backoff: { cancel(): void } | undefined
   private readonly capacity: number
   private readonly drops: DropReporter
-  private readonly nactRef: NactRef
+  private readonly kindRef: NactRef
+  private nactRef: NactRef
   // admitted and not yet finished: queued + the one running (nact's own mailbox is unbounded)
   private inFlight = 0
   private readonly queue: DrainQueue<M>
@@ -68,13 +70,9 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
     )
     this.ref = bindRef<M>(this)
     this.ctx = { self: this.ref, path, kernel: env.kernel }
-    // Our cell, not nact's initialStateFunc, runs init: nact turns an init error into a fault and then
-    // resumes the actor on an undefined state. nact's state only mirrors ours, so its reset re-reads it.
+    this.kindRef = kindRef
     this.queue = new DrainQueue(() => nact.dispatch(this.nactRef, DRAIN_TOKEN))
-    this.nactRef = nact.spawn(kindRef, () => this.drain(), toNactName(path), {
-      initialStateFunc: () => this.state,
-      onCrash: (_token, error, nctx) => decideOnDrainCrash(this, error, nctx),
-    })
+    this.nactRef = this.spawnNact()
     registerTurns(this.ref, this.queue)
     try {
       this.state = def.init(this.ctx)
@@ -87,8 +85,18 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
     if (def.idleStopMs !== undefined) this.armIdle(def.idleStopMs)
   }
 
+  // Our cell, not nact's initialStateFunc, runs init: nact turns an init error into a fault and then
+  // resumes the actor on an undefined state. nact's state only mirrors ours, so its reset re-reads it.
+  private spawnNact(): NactRef {
+    return nact.spawn(this.kindRef, () => this.drain(), toNactName(this.path), {
+      initialStateFunc: () => this.state,
+      onCrash: (_token, error, nctx) => decideOnDrainCrash(this, error, nctx),
+    })
+  }
+
   admit(msg: unknown): Admission {
     if (this.phase === 'stopped') return 'stopped'
+    if (this.phase === 'down') return 'down'
     if (!isMessage(msg)) {
       this.env.emit({ type: 'invalid-message', path: this.path, kind: this.kind, detail: 'no string type' })
       return 'invalid'
@@ -125,11 +133,67 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
     this.queue.handOver(true)
   }
 
+  /**
+   * A permanent actor gave up (its crash policy decided; nact's actor is being stopped): drop what is queued,
+   * fail what waits, and schedule the respawn. No afterStop: the actor is not finished, only its state is.
+   */
+  goDown(): void {
+    this.phase = 'down'
+    this.backoff?.cancel()
+    this.backoff = undefined
+    // the asks of messages that will never run fail now; those of messages already handled stay: their
+    // answer may be on its way from I/O the actor started (a commit that lands after all), else they time out
+    const queued = this.queue.takeAll()
+    const unhandled = [...queued, ...this.stash]
+    this.inFlight -= queued.length
+    this.stash = []
+    this.queue.reset()
+    const error = new ActorDownError(this.path)
+    for (const msg of unhandled) failRepliesIn(msg, error)
+    this.scheduleRespawn()
+  }
+
+  private scheduleRespawn(): void {
+    if (this.clock.now() - this.respawnedAt >= this.policy.resetAfterMs) this.respawnAttempt = 0
+    this.respawnAttempt++
+    const u = this.env.random()
+    const delayMs = backoffDelayMs(this.policy.respawn, this.respawnAttempt, Number.isFinite(u) ? Math.min(1, Math.max(0, u)) : 0)
+    this.env.emit({ type: 'backoff', path: this.path, kind: this.kind, delayMs, attempt: this.respawnAttempt })
+    const timer = this.clock.setTimeout(() => this.respawn(), delayMs)
+    this.backoff = { cancel: () => this.clock.clearTimeout(timer) }
+  }
+
+  /** The kind supervisor's respawn: a fresh nact actor and a fresh state under the same path and ref. */
+  private respawn(): void {
+    this.backoff = undefined
+    if (this.phase !== 'down') return
+    try {
+      this.state = this.def.init(this.ctx)
+    } catch (error) {
+      this.env.emit({ type: 'crashed', path: this.path, kind: this.kind, error, msgType: undefined })
+      this.scheduleRespawn()
+      return
+    }
+    try {
+      this.nactRef = this.spawnNact()
+    } catch (error) {
+      this.env.markDegraded(`respawning ${this.path} failed: ${describeError(error)}`)
+      return
+    }
+    this.failures.clear()
+    this.attempt = 0
+    this.phase = 'running'
+    this.runningSince = this.respawnedAt = this.clock.now()
+    this.env.emit({ type: 'restarted', path: this.path, kind: this.kind })
+  }
+
   stop(reason: StopReason): Promise<void> {
     if (this.stopping !== undefined) return this.stopping
+    // a down actor's nact actor is already gone
+    const nactAlive = this.phase !== 'down'
     this.phase = 'stopped'
     try {
-      this.halt()
+      this.halt(nactAlive)
     } catch (error) {
       this.env.markDegraded(`halting ${this.path} failed: ${describeError(error)}`)
     }
@@ -168,6 +232,8 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
     try {
       this.state = await this.def.handle(this.state, msg, this.ctx)
     } catch (error) {
+      // whoever awaits a reply this message carries hears now, not at its timeout
+      failRepliesIn(msg, new HandlerCrashedError(this.path, msg.type, error))
       throw new HandlerFault(msg, error)
     } finally {
       this.inFlight--
@@ -177,7 +243,7 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
     }
   }
 
-  private halt(): void {
+  private halt(nactAlive: boolean): void {
     this.env.onStopping(this)
     if (this.idleTimer !== undefined) this.clock.clearTimeout(this.idleTimer)
     this.backoff?.cancel()
@@ -185,7 +251,7 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
     this.stash = []
     this.queue.clear()
     // releases the nact name at once, so getOrSpawn can activate this path again while afterStop runs
-    nact.stop(this.nactRef)
+    if (nactAlive) nact.stop(this.nactRef)
   }
 
   private async finishStop(reason: StopReason): Promise<void> {

@@ -36,7 +36,7 @@ function decideOnCrash<S, M extends { type: string }>(
 ): Decision {
   try {
     cell.env.emit({ type: 'crashed', path: cell.path, kind: cell.kind, error, msgType: typeOfMessage(msg) })
-    if (cell.phase === 'stopped') return nctx.stop
+    if (cell.phase === 'stopped' || cell.phase === 'down') return nctx.stop
     // Temporary (Erlang's restart type): a crash ends the actor, the way a socket ending ends a connection;
     // the budget is not consulted and nothing counts against the kind, since a client can cause these.
     if (cell.policy.mode === 'temporary') {
@@ -55,8 +55,9 @@ function restartOrGiveUp<S, M extends { type: string }>(cell: ActorCell<S, M>, n
   const failures = cell.failures.record(now, policy.windowMs, policy.maxRestarts + 1)
   if (failures > policy.maxRestarts) {
     env.emit({ type: 'gave-up', path: cell.path, kind: cell.kind, failures })
-    void cell.stop('gave-up')
     env.onGaveUp(cell)
+    // permanent: down until the kind supervisor respawns it (cell.goDown schedules that); nact's actor ends
+    cell.goDown()
     return nctx.stop
   }
   if (now - cell.runningSince >= policy.resetAfterMs) cell.attempt = 0
@@ -93,7 +94,7 @@ function waitThenRestart<S, M extends { type: string }>(
 function restartNow<S, M extends { type: string }>(cell: ActorCell<S, M>, nctx: NactSupervisionCtx): Decision {
   try {
     cell.backoff = undefined
-    if (cell.phase === 'stopped') return nctx.stop
+    if (cell.phase === 'stopped' || cell.phase === 'down') return nctx.stop
     cell.restart(cell.def.init(cell.ctx))
     cell.env.emit({ type: 'restarted', path: cell.path, kind: cell.kind })
     return nctx.reset

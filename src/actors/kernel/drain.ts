@@ -106,6 +106,19 @@ export class DrainQueue<M> {
   clear(): void {
     this.fifo.clear()
   }
+
+  /** removes and returns every queued message, in order */
+  takeAll(): M[] {
+    const out: M[] = []
+    for (let m = this.fifo.shift(); m !== undefined; m = this.fifo.shift()) out.push(m)
+    return out
+  }
+
+  /** for a fresh nact actor (a respawn): nothing queued, no token out */
+  reset(): void {
+    this.fifo.clear()
+    this.scheduled = false
+  }
 }
 
 /** Read by tests only (not exported from the kernel's index): how many nact turns a cell's drains took. */

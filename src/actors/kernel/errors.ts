@@ -24,6 +24,28 @@ export class ActorStoppedError extends KernelError {
   }
 }
 
+/** The actor gave up and is waiting for its respawn: nothing is queued for it meanwhile. */
+export class ActorDownError extends KernelError {
+  readonly code = 'APIARY_ACTOR_DOWN'
+  constructor(readonly path: ActorPath) {
+    super(`actor ${path} is down, waiting to be respawned`)
+    this.name = 'ActorDownError'
+  }
+}
+
+/** The handler of the message that carried this ask's reply threw: no reply will ever come. */
+export class HandlerCrashedError extends KernelError {
+  readonly code = 'APIARY_HANDLER_CRASHED'
+  constructor(
+    readonly path: ActorPath,
+    readonly msgType: string,
+    cause: unknown,
+  ) {
+    super(`the handler of ${msgType} in ${path} crashed`, { cause })
+    this.name = 'HandlerCrashedError'
+  }
+}
+
 export class MailboxFullError extends KernelError {
   readonly code = 'APIARY_MAILBOX_FULL'
   constructor(readonly path: ActorPath) {

@@ -1,20 +1,24 @@
 export { systemClock } from './clock.js'
 export {
+  ActorDownError,
   ActorExistsError,
   ActorStoppedError,
   AskTimeoutError,
+  HandlerCrashedError,
   InvalidMessageError,
   KernelError,
   KernelShutdownError,
   MailboxFullError,
 } from './errors.js'
 export { createKernel } from './kernel.js'
+export { createLagReporter, type LagReporter, type LagReporterOptions } from './lag-reporter.js'
 export { ask, tell } from './messaging.js'
 export { backoffDelayMs, DEFAULT_MAILBOX_CAPACITY, defaultPolicy } from './policy.js'
 export type {
   ActorContext,
   ActorDef,
   ActorPath,
+  ActorPhase,
   Clock,
   Kernel,
   KernelOptions,

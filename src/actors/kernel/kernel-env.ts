@@ -1,4 +1,4 @@
-import type { ActorPath, Clock, Kernel, StopReason, SupervisionEvent, SupervisionPolicy, TypedRef } from './types.js'
+import type { ActorPath, ActorPhase, Clock, Kernel, StopReason, SupervisionEvent, SupervisionPolicy, TypedRef } from './types.js'
 
 /** What a cell needs from its kernel. */
 export interface KernelEnv {
@@ -21,6 +21,7 @@ export interface LiveCell {
   readonly path: ActorPath
   readonly kind: string
   readonly policy: SupervisionPolicy
+  readonly phase: ActorPhase
   readonly ref: TypedRef<never>
   stop(reason: StopReason): Promise<void>
   stats(): { queued: number; dropped: number }

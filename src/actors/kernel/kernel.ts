@@ -30,7 +30,8 @@ class ActorKernel implements Kernel {
   private readonly system: NactRef
   private closing = false
   private shutdownDone: Promise<void> | undefined
-  private isDegraded = false
+  // supervision itself failed (a throwing clock, nact refusing a stop): these reasons stay reported
+  private readonly failures: string[] = []
 
   constructor(opts: KernelOptions) {
     this.supervision$ = this.bus.events$
@@ -54,7 +55,15 @@ class ActorKernel implements Kernel {
   }
 
   get degraded(): boolean {
-    return this.isDegraded
+    return this.unhealthy().length > 0
+  }
+
+  unhealthy(): string[] {
+    const paths: string[] = []
+    for (const cell of this.cells.values()) {
+      if (cell.policy.mode === 'permanent' && (cell.phase === 'backoff' || cell.phase === 'down')) paths.push(cell.path)
+    }
+    return [...paths.sort(), ...this.failures.map((reason) => `kernel: ${reason}`)]
   }
 
   spawn<S, M extends { type: string }>(path: ActorPath, def: ActorDef<S, M>): TypedRef<M> {
@@ -101,7 +110,7 @@ class ActorKernel implements Kernel {
   }
 
   report(event: SupervisionEvent): void {
-    if (event.type === 'degraded') this.isDegraded = true
+    if (event.type === 'degraded') this.failures.push(event.reason)
     this.bus.emit(event)
   }
 
@@ -137,20 +146,23 @@ class ActorKernel implements Kernel {
     return supervisor
   }
 
-  /** A kind whose actors give up more than maxRestarts times within windowMs escalates to the root, which
-   * marks the node degraded (for readiness) and keeps running: exiting would take down every community. */
+  /**
+   * A kind whose actors give up more than maxRestarts times within windowMs escalates to the root, which
+   * reports it and keeps running: exiting would take down every community. The actors themselves are down
+   * until respawned (permanent) or gone (temporary); readiness reports the down ones while they are.
+   */
   private countGaveUp(cell: LiveCell): void {
     const supervisor = this.kinds.get(cell.kind)
     if (supervisor === undefined) return
     const { maxRestarts, windowMs } = cell.policy
     const gaveUps = supervisor.gaveUps.record(this.env.clock.now(), windowMs, maxRestarts + 1)
     if (gaveUps > maxRestarts) {
-      this.markDegraded(`kind ${cell.kind}: ${gaveUps} actors gave up within ${windowMs}ms`)
+      this.bus.emit({ type: 'degraded', reason: `kind ${cell.kind}: ${gaveUps} actors gave up within ${windowMs}ms` })
     }
   }
 
   private markDegraded(reason: string): void {
-    this.isDegraded = true
+    this.failures.push(reason)
     this.bus.emit({ type: 'degraded', reason })
   }
 }

@@ -1,7 +1,7 @@
-import { ActorStoppedError, AskTimeoutError, InvalidMessageError, MailboxFullError } from './errors.js'
+import { ActorDownError, ActorStoppedError, AskTimeoutError, InvalidMessageError, MailboxFullError } from './errors.js'
 import type { ActorPath, Clock, TypedRef } from './types.js'
 
-export type Admission = 'accepted' | 'stopped' | 'full' | 'invalid'
+export type Admission = 'accepted' | 'stopped' | 'down' | 'full' | 'invalid'
 
 /** What a ref leads to: the actor cell, seen only through what tell and ask need. */
 export interface RefTarget {
@@ -29,7 +29,19 @@ export function tell<M>(ref: TypedRef<M>, msg: NoInfer<M>): boolean {
 function admissionError(path: ActorPath, outcome: Exclude<Admission, 'accepted'>): Error {
   if (outcome === 'full') return new MailboxFullError(path)
   if (outcome === 'invalid') return new InvalidMessageError(path)
+  if (outcome === 'down') return new ActorDownError(path)
   return new ActorStoppedError(path)
+}
+
+// Each ask's reply callback → the ask's fail. A handler that crashes fails, at once, every ask whose reply
+// its message carries, even a message the actor made itself from another (a Saved carrying a Publish's reply).
+const replyFailers = new WeakMap<object, (error: Error) => void>()
+
+/** The handler of `msg` threw: fail the asks whose reply callbacks `msg` carries (own properties only). */
+export function failRepliesIn(msg: object, error: Error): void {
+  for (const value of Object.values(msg)) {
+    if (typeof value === 'function') replyFailers.get(value)?.(error)
+  }
 }
 
 /**
@@ -61,7 +73,9 @@ export function ask<const M extends { type: string }, R>(
       finish()
     }
     const fail = (error: Error) => settle(() => reject(error))
-    const msg = build((r) => settle(() => resolve(r)))
+    const reply = (r: R) => settle(() => resolve(r))
+    replyFailers.set(reply, fail)
+    const msg = build(reply)
     if (settled) return
     target.pendingAsks.add(fail)
     timer = target.clock.setTimeout(() => fail(new AskTimeoutError(ref.path, timeoutMs)), timeoutMs)

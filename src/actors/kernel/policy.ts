@@ -8,19 +8,27 @@ export const defaultPolicy: Readonly<SupervisionPolicy> = Object.freeze({
   backoff: Object.freeze({ minMs: 100, maxMs: 30_000, jitter: 0.2 }),
   resetAfterMs: 30_000,
   stashCapacity: 1000,
+  // the issue: the first respawn within 10 s, then doubling to at most 30 s between respawns, with jitter
+  respawn: Object.freeze({ minMs: 2_000, maxMs: 30_000, jitter: 0.2 }),
 })
 
 export const DEFAULT_MAILBOX_CAPACITY = 10_000
 
 export function resolvePolicy(partial: Partial<SupervisionPolicy> = {}): SupervisionPolicy {
-  const policy = { ...defaultPolicy, ...partial, backoff: { ...defaultPolicy.backoff, ...partial.backoff } }
-  const { backoff } = policy
+  const policy = {
+    ...defaultPolicy,
+    ...partial,
+    backoff: { ...defaultPolicy.backoff, ...partial.backoff },
+    respawn: { ...defaultPolicy.respawn, ...partial.respawn },
+  }
+  const { backoff, respawn } = policy
   const counts = [policy.maxRestarts, policy.stashCapacity]
-  const durations = [policy.windowMs, policy.resetAfterMs, backoff.minMs, backoff.maxMs, backoff.jitter]
+  const durations = [policy.windowMs, policy.resetAfterMs, backoff.minMs, backoff.maxMs, backoff.jitter, respawn.minMs, respawn.maxMs, respawn.jitter]
   if (!counts.every((n) => Number.isInteger(n) && n >= 0) || !durations.every((n) => Number.isFinite(n) && n >= 0)) {
     throw new RangeError(`invalid supervision policy: ${JSON.stringify(policy)}`)
   }
   if (backoff.maxMs < backoff.minMs) throw new RangeError('backoff.maxMs must be >= backoff.minMs')
+  if (respawn.maxMs < respawn.minMs) throw new RangeError('respawn.maxMs must be >= respawn.minMs')
   return policy
 }
 
@@ -45,5 +53,9 @@ export class FailureWindow {
       this.times.shift()
     }
     return this.times.length
+  }
+
+  clear(): void {
+    this.times.length = 0
   }
 }

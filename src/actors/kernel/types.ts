@@ -35,6 +35,12 @@ export interface SupervisionPolicy {
   resetAfterMs: number
   /** messages held while waiting to restart; the rest are dropped and reported as 'overflow' */
   stashCapacity: number
+  /**
+   * Permanent actors only: after giving up, the actor is down (tell returns false, asks fail at once) and
+   * its kind supervisor respawns it (fresh init, same path and ref) after this delay, attempt by attempt:
+   * OTP's restart of a subtree. The attempts start again at 1 after resetAfterMs of running.
+   */
+  respawn: { minMs: number; maxMs: number; jitter: number }
 }
 
 export interface ActorContext<M> {
@@ -58,6 +64,9 @@ export interface ActorDef<S, M extends { type: string }> {
 }
 
 export type StopReason = 'requested' | 'idle' | 'gave-up' | 'shutdown'
+
+/** running: handling messages; backoff: waiting to restart after a crash; down: gave up, waiting to be respawned */
+export type ActorPhase = 'running' | 'backoff' | 'down' | 'stopped'
 
 export type SupervisionEvent =
   | { type: 'started'; path: ActorPath; kind: string }
@@ -90,7 +99,12 @@ export interface Kernel {
   /** queued = admitted and not yet handled (mailbox + stash); undefined once stopped */
   stats(path: ActorPath): { queued: number; dropped: number } | undefined
   report(event: SupervisionEvent): void
-  /** true once a kind exceeded its give-up budget or supervision itself failed; never cleared */
+  /**
+   * What readiness must report: the paths of permanent actors in backoff or down (gave up, awaiting their
+   * respawn), and the reasons supervision itself failed (those stay). Empty when all is well.
+   */
+  unhealthy(): string[]
+  /** unhealthy() is not empty */
   readonly degraded: boolean
   /** stops every actor (each afterStop runs), then the nact system; supervision$ completes */
   shutdown(): Promise<void>

@@ -21,6 +21,12 @@ export interface Bus {
    * an event published in between reaches nobody. Never rejects; may wait across a reconnect.
    */
   ready(channel: string): Promise<void>
+  /**
+   * Emits a watched channel's name when the backend lost its subscription involuntarily (the subscriber
+   * connection dropped): messages published meanwhile by other nodes will never arrive. Watchers that promised
+   * a gap-free feed must say so to their clients. The in-process bus never emits.
+   */
+  interruptions(): Observable<string>
   /** channels currently wanted (refcount > 0) */
   wanted(): string[]
   /** what reached this node from the backend for one channel, and the backend (un)subscriptions it made */

@@ -1,4 +1,4 @@
-import type { Observable } from 'rxjs'
+import { NEVER, type Observable } from 'rxjs'
 import { type Bus, BusError, type ChannelStats, checkNodeId, DEFAULT_UNSUBSCRIBE_DEBOUNCE_MS } from './bus.js'
 import { ChannelWatchers } from './channel-watchers.js'
 
@@ -78,6 +78,11 @@ class LocalBus implements Bus {
   async publish(channel: string, payload: string): Promise<void> {
     if (this.closed) throw new BusError('APIARY_BUS_CLOSED', 'the bus is closed')
     this.hub.publish(channel, this.nodeId, payload)
+  }
+
+  interruptions(): Observable<string> {
+    // in-process delivery is synchronous: nothing is ever lost on the way
+    return NEVER
   }
 
   watch(channel: string): Observable<string> {

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis'
-import type { Observable } from 'rxjs'
+import { type Observable, Subject } from 'rxjs'
 import type { Logger } from '../log.js'
+import type { RedisClient } from '../redis/connect.js'
 import { type Bus, BusError, type ChannelStats, checkNodeId } from './bus.js'
 import { ChannelWatchers } from './channel-watchers.js'
 import { openSubscriber, type SubscriberSession } from './redis-subscriber.js'
@@ -13,12 +14,14 @@ import { openSubscriber, type SubscriberSession } from './redis-subscriber.js'
  * kernel's backoff is the reconnect. Infra may not import actors (DESIGN §2), hence the link interface.
  */
 export interface RedisBusOptions {
-  /** the caller's command connection, connected before use (publish is refused unless it is ready); ioredis
-   * may reconnect it by itself; the bus never closes it */
-  publisher: Redis
+  /** the caller's command connection (one Redis or a cluster: PUBLISH reaches every node's subscribers),
+   * connected before use (publish is refused unless it is ready); ioredis may reconnect it by itself; the
+   * bus never closes it */
+  publisher: RedisClient
   nodeId: string
   unsubscribeDebounceMs: number
-  /** a fresh client for each subscriber connection; see subscriberConnectionOptions */
+  /** a fresh plain connection for each subscriber session, never a Cluster client (see subscriberConnector
+   * in redis/connect.ts); see subscriberConnectionOptions */
   connectSubscriber: () => Redis
   log?: Pick<Logger, 'warn'>
 }
@@ -59,6 +62,7 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
   /** channels the current subscriber connection has confirmed; emptied when it drops */
   private readonly live = new Set<string>()
   private readonly waiting = new Map<string, (() => void)[]>()
+  private readonly lost = new Subject<string>()
 
   constructor(private readonly opts: RedisBusOptions) {
     this.nodeId = opts.nodeId
@@ -88,6 +92,10 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
     return this.watchers.watch(channel)
   }
 
+  interruptions(): Observable<string> {
+    return this.lost.asObservable()
+  }
+
   ready(channel: string): Promise<void> {
     if (this.live.has(channel) || this.closed) return Promise.resolve()
     return new Promise((resolve) => this.waiting.set(channel, [...(this.waiting.get(channel) ?? []), resolve]))
@@ -113,6 +121,7 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
     if (this.closed) return
     this.closed = true
     this.watchers.close()
+    this.lost.complete()
     // nobody will confirm anything any more: readers stop waiting
     for (const resolves of this.waiting.values()) for (const resolve of resolves) resolve()
     this.waiting.clear()
@@ -134,8 +143,10 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
     const session = await openSubscriber(this.opts.connectSubscriber(), {
       onMessage: (channel, raw) => this.ingest(channel, raw),
       onDown: (error) => {
+        const interrupted = [...this.live]
         this.live.clear()
         onDown(error)
+        for (const channel of interrupted) this.lost.next(channel)
       },
     })
     return {

@@ -13,11 +13,23 @@
 // for 'ready'): commands sent before the client is ready are refused too. ioredis keeps reconnecting in the
 // background, so the same client serves again once Redis is back and nothing here recreates it, provided
 // its retryStrategy never gives up (returning null ends the client for good: "Connection is closed").
-import type { Redis } from 'ioredis'
+//
+// A cluster client (ioredis Cluster) needs both: its own offline queue (enableOfflineQueue on the Cluster)
+// holds commands while the cluster is not ready with no timeout at all, and each node's connection always
+// queues (ioredis forces it), so only commandTimeout (in redisOptions) bounds a command to a node that
+// does not answer. createRedisClient (redis/connect.ts) maps one connection's options onto both.
+import { isCluster, type RedisClient } from '../redis/connect.js'
 import { GateError } from './rate-limit.js'
 
 /** Refuses (RangeError: a wiring bug) a client that would queue gate commands through an outage. */
-export function checkFailsFast(redis: Redis, who: string): void {
+export function checkFailsFast(redis: RedisClient, who: string): void {
+  if (isCluster(redis)) {
+    const timeout = redis.options.redisOptions?.commandTimeout
+    if (redis.options.enableOfflineQueue !== false || !(typeof timeout === 'number' && timeout > 0)) {
+      throw new RangeError(`${who}: an ioredis Cluster must set enableOfflineQueue: false and redisOptions.commandTimeout, or an outage would hang admission instead of failing closed`)
+    }
+    return
+  }
   const { enableOfflineQueue, commandTimeout } = redis.options
   const timeoutSet = typeof commandTimeout === 'number' && commandTimeout > 0
   if (enableOfflineQueue !== false && !timeoutSet) {

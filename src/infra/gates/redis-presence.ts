@@ -1,7 +1,7 @@
 // Presence for a cluster: one key per (community, pubkey) with the status as value and EX as its lifetime,
 // so Redis drops silent pubkeys by itself. A community's keys share a hash slot ({community} tag), which
 // is what lets one MGET read many pubkeys in cluster mode.
-import type { Redis } from 'ioredis'
+import type { RedisClient } from '../redis/connect.js'
 import { presenceConnKey, presenceKey } from '../redis/keys.js'
 import { type PresenceStore, toPresenceTtlSeconds } from './presence.js'
 import { callRedis, checkFailsFast } from './redis-gate-client.js'
@@ -19,7 +19,7 @@ end
 return n`
 
 /** `redis` must fail fast (redis-gate-client.ts); every Redis failure rejects with GateError. */
-export function createRedisPresenceStore(opts: { redis: Redis }): PresenceStore {
+export function createRedisPresenceStore(opts: { redis: RedisClient }): PresenceStore {
   const { redis } = opts
   checkFailsFast(redis, WHO)
   return {

@@ -13,12 +13,13 @@
 //
 // The caller passes the full key (src/infra/redis/keys.ts), and the client must fail fast
 // (redis-gate-client.ts). Every Redis failure rejects with GateError: callers fail closed.
-import type { ChainableCommander, Redis } from 'ioredis'
+import type { ChainableCommander } from 'ioredis'
+import { isCluster, type RedisClient } from '../redis/connect.js'
 import { type Admission, checkRateRule, GateError, neverAdmissibleMs, type RateLimiter, type RateRule } from './rate-limit.js'
 import { callRedis, checkFailsFast } from './redis-gate-client.js'
 
 export interface RedisRateLimiterOptions {
-  redis: Redis
+  redis: RedisClient
   log?: { warn(o: object, m: string): void }
 }
 
@@ -31,7 +32,8 @@ export interface AdmitRequest {
 export interface RedisRateLimiter extends RateLimiter {
   /**
    * Several decisions in one round trip (a pipeline), in order: the result equals admitting them one after
-   * the other, and the same key may appear twice. Keys may belong to different communities (hash slots).
+   * the other, and the same key may appear twice. Keys may belong to different communities (hash slots);
+   * on a cluster client that is one pipeline per hash tag, sent at once (a pipeline must stay on one node).
    * Each decision is atomic on its own, not the batch. If any decision fails, the whole call rejects with
    * GateError (earlier ones in the batch may have taken tokens; the caller fails all of them closed).
    */
@@ -126,16 +128,21 @@ export function createRedisRateLimiter(opts: RedisRateLimiterOptions): RedisRate
       const prepared = requests.map(argsFor)
       const sent = prepared.flatMap((p, i) => (Array.isArray(p) ? [i] : []))
       if (sent.length === 0) return prepared as Admission[]
-      const pipeline = redis.pipeline() as unknown as GcraPipeline & ChainableCommander
-      for (const i of sent) pipeline[COMMAND](...(prepared[i] as GcraArgs))
-      const replies = await callRedis(WHO, () => pipeline.exec())
-      if (!replies || replies.length !== sent.length) throw new GateError(`${WHO}: pipeline was discarded`)
       const out = prepared.slice()
-      for (const [j, [error, reply]] of replies.entries()) {
-        const i = sent[j] ?? 0
-        if (error) throw new GateError(`${WHO}: redis unavailable (${error.message})`, { cause: error })
-        out[i] = toAdmission(requests[i]?.key ?? '', reply)
-      }
+      const batches = isCluster(redis) ? [...groupBy(sent, (i) => hashTagOf(requests[i]?.key ?? '')).values()] : [sent]
+      await Promise.all(
+        batches.map(async (batch) => {
+          const pipeline = redis.pipeline() as unknown as GcraPipeline & ChainableCommander
+          for (const i of batch) pipeline[COMMAND](...(prepared[i] as GcraArgs))
+          const replies = await callRedis(WHO, () => pipeline.exec())
+          if (!replies || replies.length !== batch.length) throw new GateError(`${WHO}: pipeline was discarded`)
+          for (const [j, [error, reply]] of replies.entries()) {
+            const i = batch[j] ?? 0
+            if (error) throw new GateError(`${WHO}: redis unavailable (${error.message})`, { cause: error })
+            out[i] = toAdmission(requests[i]?.key ?? '', reply)
+          }
+        }),
+      )
       return out as Admission[]
     },
 
@@ -144,4 +151,24 @@ export function createRedisRateLimiter(opts: RedisRateLimiterOptions): RedisRate
       closed = true
     },
   }
+}
+
+// Redis Cluster's rule for the part of a key that picks its slot: the text inside the first `{...}` when that
+// is not empty, else the whole key. Keys with equal tags share a slot; the same key always has one tag, so its
+// decisions stay in one pipeline, in order.
+function hashTagOf(key: string): string {
+  const open = key.indexOf('{')
+  const close = open < 0 ? -1 : key.indexOf('}', open + 1)
+  return close > open + 1 ? key.slice(open + 1, close) : key
+}
+
+function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>()
+  for (const item of items) {
+    const key = keyOf(item)
+    const group = groups.get(key)
+    if (group) group.push(item)
+    else groups.set(key, [item])
+  }
+  return groups
 }

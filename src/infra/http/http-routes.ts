@@ -8,7 +8,8 @@ export interface HttpSurface {
   /** NIP-11 document for the community bound to this host, or undefined when the host is unknown */
   relayInfo(host: string | undefined): object | undefined
   isKnownHost(host: string | undefined): boolean
-  ready(): Promise<boolean>
+  /** `degraded` names what is wrong: a backend (`postgres`, `redis`, `sqlite`) or an actor path (`community/x`) */
+  health(): Promise<{ ready: boolean; degraded: string[] }>
   /** NIP-86 management (nip86/endpoint.ts): resolves the community itself, answers 404 for an unknown host */
   manage(req: IncomingMessage, res: ServerResponse): Promise<void>
 }
@@ -30,8 +31,8 @@ export async function handleHttp(req: IncomingMessage, res: ServerResponse, s: H
   const path = (req.url ?? '/').split('?')[0]
   if (path === '/health/live') return send(res, 200, 'text/plain', 'ok\n')
   if (path === '/health/ready') {
-    const ready = await s.ready().catch(() => false)
-    return send(res, ready ? 200 : 503, 'text/plain', ready ? 'ready\n' : 'not ready\n')
+    const health = await s.health().catch(() => ({ ready: false, degraded: ['health check failed'] }))
+    return send(res, health.ready ? 200 : 503, 'application/json', `${JSON.stringify(health)}\n`)
   }
   if (path === '/metrics') return send(res, 200, s.metrics.registry.contentType, await s.metrics.registry.metrics())
   if (!s.isKnownHost(req.headers.host)) return send(res, 404, 'text/plain', 'not found\n')

@@ -2,8 +2,10 @@
 // nodes of different builds can only disagree about a name if this file differs between them.
 //
 // Shape: `apiary:{<communityId>}:<what>`; the braces are a Redis Cluster hash tag, so one community's keys
-// share a slot and a multi-key script (or MGET) over them works in cluster mode. The only global key is the
-// per-IP connection limiter, `apiary:ip:<ip>:conn`: it is decided before the Host header picks a community.
+// share a slot and a multi-key script (or MGET) over them works in cluster mode. The only global keys are
+// per IP, `apiary:ip:<ip>:<what>`: the connection limiter (`conn`) and the open-socket count (`open`) are
+// decided before the Host header picks a community, and the NIP-86 pre-verification budget (`api`) guards
+// the node's verifier pool, which every community shares.
 //
 // Case: every component is lowercase, and a formatter *rejects* (RangeError) an uppercase or otherwise
 // non-canonical pubkey, event id or community id instead of lowercasing it. An uppercase hex would open a
@@ -56,6 +58,23 @@ export function rateLimitKey(community: string, principal: string, type: RateLim
 /** `apiary:ip:<ip>:conn` — global, not hash-tagged: per-IP admission happens before tenant resolution. */
 export function ipConnKey(ip: string): string {
   return `${ROOT}:ip:${toIpSegment(ip)}:conn`
+}
+
+/**
+ * `apiary:ip:<ip>:open` — the sockets open from one IP on every node (a sorted set of one member per socket,
+ * scored by when it expires unless its node refreshes it). Global for the same reason as ipConnKey.
+ */
+export function ipOpenKey(ip: string): string {
+  return `${ROOT}:ip:${toIpSegment(ip)}:open`
+}
+
+/**
+ * `apiary:ip:<ip>:api` — NIP-86 calls from one IP, charged before the NIP-98 signature is checked. Global, not
+ * per community: it protects the node's verifier pool, and a per-community key would multiply one IP's
+ * budget by the number of hostnames it can address.
+ */
+export function ipApiKey(ip: string): string {
+  return `${ROOT}:ip:${toIpSegment(ip)}:api`
 }
 
 /** `apiary:{c}:nip98:<eventId>` — a claimed NIP-98 auth event id (replay guard). */

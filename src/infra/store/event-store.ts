@@ -73,8 +73,15 @@ export interface EventStore {
 /** A backend outage (disk full, database gone). Inside actors it goes to supervision; at the edge `error:`. */
 export class StoreError extends Error {
   readonly code = 'APIARY_STORE_UNAVAILABLE'
-  constructor(message: string, options?: { cause?: unknown }) {
+  /**
+   * A save that passed its deadline may still commit (a stalled connection that resumes): its real outcome,
+   * when it arrives; rejects when it never committed. The caller already answered `error:`.
+   */
+  readonly late: Promise<SaveOutcome> | undefined
+  constructor(message: string, options?: { cause?: unknown; late?: Promise<SaveOutcome> }) {
     super(message, options)
     this.name = 'StoreError'
+    this.late = options?.late
+    this.late?.catch(() => {})
   }
 }

@@ -14,8 +14,8 @@ export interface GroupCommitOptions<T, R> {
   maxDelayMs: number
   /** one transaction for the whole batch; returns one result per item, in order */
   commit: (batch: readonly T[]) => R[] | Promise<R[]>
-  /** turns what the commit threw into the error every submitter of the batch receives */
-  toError: (cause: unknown, batchSize: number) => Error
+  /** turns what the commit threw into the error the submitter of item `index` of the batch receives */
+  toError: (cause: unknown, batchSize: number, index: number) => Error
 }
 
 export interface GroupCommitStats {
@@ -79,8 +79,7 @@ export function createGroupCommit<T, R>(opts: GroupCommitOptions<T, R>): GroupCo
     try {
       results = await opts.commit(batch.map((w) => w.item))
     } catch (cause) {
-      const error = opts.toError(cause, batch.length)
-      for (const w of batch) w.reject(error)
+      for (const [i, w] of batch.entries()) w.reject(opts.toError(cause, batch.length, i))
       return
     }
     stats.transactions++

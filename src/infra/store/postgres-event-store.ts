@@ -4,7 +4,7 @@ import { type EventStore, type SaveOutcome, type StoredEvent, StoreError, stored
 import { createGroupCommit } from './group-commit.js'
 import { type PgQuery, toCountSql, toQuerySql } from './postgres-query.js'
 import { commitBatch, deleteEvents, type SaveRequest } from './postgres-save.js'
-import { connectPostgres, EVENT_MIGRATIONS, migrate, withDeadline } from './postgres-schema.js'
+import { connectPostgres, DeadlineError, EVENT_MIGRATIONS, migrate, withDeadline } from './postgres-schema.js'
 
 export interface PostgresEventStoreOptions {
   /** postgres://user@host:port/database */
@@ -48,8 +48,14 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
     maxItems: opts.groupCommitMaxEvents,
     maxDelayMs: opts.groupCommitMaxDelayMs,
     commit: (batch) => withDeadline('event store commit', commitBatch(sql, batch)),
-    toError: (cause, batchSize) => {
-      opts.log?.error({ err: cause, batchSize }, 'event store: write transaction failed, batch rolled back')
+    toError: (cause, batchSize, index) => {
+      // past its deadline the transaction may still commit when the connection comes back: keep its outcome
+      if (cause instanceof DeadlineError) {
+        if (index === 0) opts.log?.error({ err: cause, batchSize }, 'event store: write transaction passed its deadline; its outcome is awaited')
+        const late = (cause.pending as Promise<SaveOutcome[]>).then((outcomes) => outcomes[index] as SaveOutcome)
+        return new StoreError('event store write timed out', { cause, late })
+      }
+      if (index === 0) opts.log?.error({ err: cause, batchSize }, 'event store: write transaction failed, batch rolled back')
       return new StoreError('event store write failed', { cause })
     },
   })

@@ -103,12 +103,27 @@ export function connectPostgres(url: string, max = 10): Sql {
  */
 export const STORE_DEADLINE_MS = 10_000
 
+/** A store call that passed its deadline. `pending` is the call itself, which may still complete (a commit may still land). */
+export class DeadlineError<T = unknown> extends Error {
+  constructor(
+    what: string,
+    ms: number,
+    readonly pending: Promise<T>,
+  ) {
+    super(`${what}: no answer from PostgreSQL within ${ms} ms`)
+    this.name = 'DeadlineError'
+  }
+}
+
 export function withDeadline<T>(what: string, pending: PromiseLike<T>, ms = STORE_DEADLINE_MS): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined
+  const call = Promise.resolve(pending)
+  // whatever the abandoned call ends with later must not surface as an unhandled rejection
+  call.catch(() => {})
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer from PostgreSQL within ${ms} ms`)), ms)
+    timer = setTimeout(() => reject(new DeadlineError(what, ms, call)), ms)
   })
-  return Promise.race([pending, late]).finally(() => clearTimeout(timer))
+  return Promise.race([call, late]).finally(() => clearTimeout(timer))
 }
 
 // one key for every component: they share the apiary_schema table, which two creators would race on

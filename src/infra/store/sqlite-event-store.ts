@@ -99,8 +99,8 @@ function createWrites(db: Database.Database, opts: SqliteEventStoreOptions): Gro
     maxItems: opts.groupCommitMaxEvents,
     maxDelayMs: opts.groupCommitMaxDelayMs,
     commit: (batch) => commitBatch(batch),
-    toError: (cause, batchSize) => {
-      opts.log?.error({ err: cause, batchSize }, 'event store: write transaction failed, batch rolled back')
+    toError: (cause, batchSize, index) => {
+      if (index === 0) opts.log?.error({ err: cause, batchSize }, 'event store: write transaction failed, batch rolled back')
       return new StoreError('event store write failed', { cause })
     },
   })

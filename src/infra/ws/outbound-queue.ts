@@ -6,11 +6,17 @@ import type { WebSocket } from 'ws'
  * plus bytes `ws` has not yet written to the kernel. A reader that STAYS over it (for the grace period) is a
  * slow consumer and is closed with a reason — a subscriber is never silently skipped. One big REQ page may
  * take a healthy reader over the bound for a moment; only HARD_FACTOR times the bound closes at once.
+ *
+ * The backlog of a reader that doesn't keep up stays HERE, not in `ws`: frames go to the socket only while it
+ * takes them (no `drain` awaited), so closing a slow consumer frees its backlog at once and its close frame
+ * waits behind at most one write batch plus the kernel's buffer. Handed to `ws`, the same bytes could only be
+ * freed by destroying the socket, and the close frame would sit behind all of them (issue: a paused reader
+ * held 16 MiB in `ws` for the 30 s of ws's close timeout, and RSS grew 134 MiB).
  */
 export interface OutboundQueue {
   /** false when the connection is closed or was just closed as a slow consumer */
   push(frame: string): boolean
-  /** frames that must not wait behind bulk data (NOTICE, CLOSED, OK): sent first at the next flush */
+  /** frames that must not wait behind bulk data (NOTICE, CLOSED, OK): sent before any queued bulk frame */
   pushControl(frame: string): boolean
   readonly pendingBytes: number
   readonly closed: boolean
@@ -18,31 +24,106 @@ export interface OutboundQueue {
   closeAfterFlush(code: number, reason: string): void
 }
 
+/** What the queue did to a slow consumer, for the caller to count and log. */
+export interface SlowConsumerClose {
+  code: number
+  reason: string
+  /** queued here plus buffered in ws when it was closed */
+  pendingBytes: number
+}
+
 export interface OutboundQueueOptions {
   maxPendingBytes: number
   graceMs: number
-  onSlowConsumer: () => void
+  /** told once, after the queue has started closing the socket as a slow consumer */
+  onSlowConsumer: (close: SlowConsumerClose) => void
 }
 
 /** Memory bound per connection: beyond this multiple of maxPendingBytes no grace is given. */
 const HARD_FACTOR = 4
 
+/** NIP-01 says nothing; RFC 6455 §7.4.1: 1008 is "policy violation", the generic refusal. */
+export const SLOW_CONSUMER_CODE = 1008
+export const SLOW_CONSUMER_REASON = 'error: slow consumer, outbound queue over its bound'
+
+/**
+ * How long a slow consumer's close frame may wait for the peer to read up to it before the socket is
+ * destroyed. A paused peer never reads it, and ws's own close timeout (30 s) would keep the socket, its
+ * kernel buffer and its slot that long; the README promises the close within slowConsumerGraceMs + 1 s.
+ */
+export const SLOW_CLOSE_LINGER_MS = 500
+
+/**
+ * How long any other close we start (a ban, an archived community) waits for the peer's close frame: a
+ * client that reads answers in milliseconds; one that doesn't must not hold the socket for ws's 30 s.
+ */
+const CLOSE_LINGER_MS = 5_000
+
+/**
+ * Bytes handed to ws per corked write: one writev each (measured: per-frame writes were a third of the main
+ * thread under REQ load). Above the socket's 16 KiB highWaterMark, so a batch the kernel can't take whole
+ * always ends in a `drain`.
+ */
+const WRITE_BATCH_BYTES = 64 * 1024
+
+type Socket = { cork(): void; uncork(): void; readonly writableNeedDrain: boolean; on(event: 'drain', fn: () => void): void }
+
+/** First-in first-out without shifting the array on every take. */
+function lane() {
+  let items: string[] = []
+  let head = 0
+  return {
+    push: (f: string) => void items.push(f),
+    take(): string | undefined {
+      if (head === items.length) return undefined
+      const f = items[head++]
+      if (head === items.length) {
+        items = []
+        head = 0
+      } else if (head >= 1024 && head * 2 >= items.length) {
+        items = items.slice(head)
+        head = 0
+      }
+      return f
+    },
+    clear() {
+      items = []
+      head = 0
+    },
+  }
+}
+
 export function createOutboundQueue(ws: WebSocket, opts: OutboundQueueOptions): OutboundQueue {
-  let control: string[] = []
-  let bulk: string[] = []
+  const control = lane()
+  const bulk = lane()
   let queuedBytes = 0
   let wakePending = false
   let closed = false
   let graceTimer: ReturnType<typeof setTimeout> | undefined
+  // ws's socket (set before ws hands the connection over); absent only for a socket-less test double
+  const socket = (ws as unknown as { _socket?: Socket })._socket
 
   const pending = () => queuedBytes + ws.bufferedAmount
-  const closeSlow = () => {
-    closed = true
-    control = []
-    bulk = []
+  const drop = () => {
+    control.clear()
+    bulk.clear()
     queuedBytes = 0
+  }
+  const stop = () => {
+    closed = true
+    drop()
     if (graceTimer) clearTimeout(graceTimer)
-    opts.onSlowConsumer()
+    graceTimer = undefined
+  }
+  const closeSlow = () => {
+    const pendingBytes = pending()
+    stop()
+    if (ws.readyState === ws.OPEN) ws.close(SLOW_CONSUMER_CODE, SLOW_CONSUMER_REASON)
+    // a reader that catches up within the linger completes the handshake and sees 1008; a paused one can't
+    const linger = setTimeout(() => ws.terminate(), SLOW_CLOSE_LINGER_MS)
+    linger.unref?.()
+    ws.once('close', () => clearTimeout(linger))
+    opts.onSlowConsumer({ code: SLOW_CONSUMER_CODE, reason: SLOW_CONSUMER_REASON, pendingBytes })
   }
   const checkBound = (): boolean => {
     const p = pending()
@@ -59,50 +140,72 @@ export function createOutboundQueue(ws: WebSocket, opts: OutboundQueueOptions): 
     }
     return true
   }
+  const take = () => control.take() ?? bulk.take()
+  /** hands queued frames to ws, control first, while the socket takes them (all of them when `force`) */
+  const write = (force: boolean) => {
+    while (queuedBytes > 0 && (force || !socket?.writableNeedDrain)) {
+      socket?.cork()
+      for (let batch = 0; batch < WRITE_BATCH_BYTES; ) {
+        const f = take()
+        if (f === undefined) break
+        queuedBytes -= f.length
+        batch += f.length
+        ws.send(f)
+      }
+      socket?.uncork()
+    }
+  }
   const flush = () => {
     wakePending = false
-    if (closed || ws.readyState !== ws.OPEN) {
-      control = []
-      bulk = []
-      queuedBytes = 0
-      return
-    }
-    const frames = control.length ? control.concat(bulk) : bulk
-    control = []
-    bulk = []
-    queuedBytes = 0
-    // ws writes each frame with its own syscall; corking the TCP socket for the batch turns a REQ page of
-    // 40 frames into one writev (measured: writev was a third of the main thread under REQ load).
-    const socket = (ws as unknown as { _socket?: { cork(): void; uncork(): void } })._socket
-    socket?.cork()
-    for (const f of frames) ws.send(f)
-    socket?.uncork()
+    if (closed || ws.readyState !== ws.OPEN) return drop()
+    write(false)
   }
-  const enqueue = (lane: string[], frame: string): boolean => {
+  const wake = () => {
+    if (wakePending) return
+    wakePending = true
+    setImmediate(flush)
+  }
+  // the rest of a backlog goes out once the socket has passed the last batch to the kernel
+  socket?.on('drain', () => {
+    if (queuedBytes > 0) wake()
+  })
+  const enqueue = (l: ReturnType<typeof lane>, frame: string): boolean => {
     if (closed || ws.readyState !== ws.OPEN) return false
-    lane.push(frame)
+    l.push(frame)
     // string length is a lower bound of UTF-8 bytes; close enough for a bound measured in MiB
     queuedBytes += frame.length
     if (!checkBound()) return false
-    if (!wakePending) {
-      wakePending = true
-      setImmediate(flush)
-    }
+    // while the socket owes a drain, that drain wakes the flush
+    if (!socket?.writableNeedDrain) wake()
     return true
   }
 
   return {
     closeAfterFlush(code, reason) {
       if (closed) return
-      flush()
-      closed = true
-      if (graceTimer) clearTimeout(graceTimer)
-      if (ws.readyState === ws.OPEN) ws.close(code, reason)
+      // the answers that explain the close (a ban's NOTICE, OKs) go out; live events no longer matter to a
+      // client being closed, and its backlog is freed now rather than handed to ws
+      const explaining: string[] = []
+      for (let f = control.take(); f !== undefined; f = control.take()) explaining.push(f)
+      bulk.clear()
+      queuedBytes = 0
+      for (const f of explaining) {
+        control.push(f)
+        queuedBytes += f.length
+      }
+      if (ws.readyState === ws.OPEN) write(true)
+      stop()
+      if (ws.readyState !== ws.OPEN) return
+      ws.close(code, reason)
+      // a peer that doesn't read never completes the handshake: don't let it hold the socket for ws's 30 s
+      const linger = setTimeout(() => ws.terminate(), CLOSE_LINGER_MS)
+      linger.unref?.()
+      ws.once('close', () => clearTimeout(linger))
     },
     push: (frame) => enqueue(bulk, frame),
     pushControl: (frame) => enqueue(control, frame),
     get pendingBytes() {
-      return queuedBytes + ws.bufferedAmount
+      return pending()
     },
     get closed() {
       return closed || ws.readyState !== ws.OPEN

@@ -14,7 +14,7 @@ const B = 'b'.repeat(64)
 const ADMIN = 'c'.repeat(64)
 const TTL_MS = 1_000
 
-const conn = (id: string, ...authed: string[]): ConnView => ({ id, authed: new Set(authed), owners: new Map(), queue: {} as ConnView['queue'] })
+const conn = (id: string, ...authed: string[]): ConnView => ({ id, authed: new Set(authed), owners: new Map(), subs: new Set(['s']), lose: () => {}, queue: {} as ConnView['queue'] })
 const sub = (c: ConnView): Subscription => ({ conn: c, subId: 's', filters: [{}] })
 const inChannel = (channel: string, kind = 9): NostrEvent =>
   ({ id: 'e'.repeat(64), pubkey: A, created_at: 1, kind, tags: [['h', channel]], content: '', sig: '' }) as NostrEvent

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { type ConnView, SubscriptionIndex } from '../../../src/actors/community/subscription-index'
 import type { NostrEvent } from '../../../src/protocols/nip01/event'
 
-const conn = (id: string): ConnView => ({ id, authed: new Set(), owners: new Map(), queue: {} as ConnView['queue'] })
+const conn = (id: string): ConnView => ({ id, authed: new Set(), owners: new Map(), subs: new Set(), lose: () => {}, queue: {} as ConnView['queue'] })
 const ev = (over: Partial<NostrEvent>): NostrEvent => ({
   id: 'e'.repeat(64),
   pubkey: 'a'.repeat(64),

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { ask, createKernel, type Kernel, type TypedRef, tell } from '../../../src/actors/kernel'
+import { ActorDownError, ask, createKernel, HandlerCrashedError, type Kernel, type TypedRef, tell } from '../../../src/actors/kernel'
 import { newProbeLog, type ProbeLog, type ProbeMsg, probe, quickBackoff } from './fixtures'
 import { type EventLog, recordEvents, settle, waitFor } from './harness'
 import { ManualClock } from './manual-clock'
@@ -134,20 +134,87 @@ describe('backoff delay', () => {
 })
 
 describe('giving up', () => {
-  it('stops the actor after maxRestarts + 1 crashes within windowMs', async () => {
+  const givesUpAfter3 = { ...quickBackoff, maxRestarts: 2, windowMs: 10_000, respawn: { minMs: 2000, maxMs: 30_000, jitter: 0 } }
+
+  /** crashes until the actor gives up (maxRestarts 2: two restarts, then the third crash) */
+  async function driveToGiveUp(ref: TypedRef<ProbeMsg>): Promise<void> {
+    const gaveUps = events.of('gave-up', ref.path).length
+    await crashAndRestart(ref)
+    await crashAndRestart(ref)
+    tell(ref, { type: 'Boom' })
+    await events.waitFor('gave-up', ref.path, gaveUps + 1)
+  }
+
+  it('takes a permanent actor down after maxRestarts + 1 crashes within windowMs: nothing is queued, asks fail at once, readiness names it', async () => {
     start()
     const log = newProbeLog()
-    const ref = spawnProbe('probe/g', log, { ...quickBackoff, maxRestarts: 2, windowMs: 10_000 })
+    const ref = spawnProbe('probe/g', log, givesUpAfter3)
     await crashAndRestart(ref)
     await crashAndRestart(ref)
     tell(ref, { type: 'Push', n: 2 })
-    expect(await crash(ref)).toBeUndefined()
-    await events.waitFor('stopped', 'probe/g')
+    tell(ref, { type: 'Boom' })
+    const waiting = items(ref).catch((e: unknown) => e)
+    await events.waitFor('gave-up', 'probe/g')
     expect(events.of('gave-up')).toEqual([{ type: 'gave-up', path: 'probe/g', kind: 'probe', failures: 3 }])
-    expect(events.of('stopped')).toEqual([{ type: 'stopped', path: 'probe/g', kind: 'probe', reason: 'gave-up' }])
-    expect(log.stopped).toEqual([{ items: [2] }])
-    expect(kernel.exists('probe/g')).toBe(false)
+    expect(await waiting).toBeInstanceOf(ActorDownError)
+    expect(kernel.exists('probe/g')).toBe(true)
     expect(tell(ref, { type: 'Push', n: 3 })).toBe(false)
+    await expect(items(ref)).rejects.toBeInstanceOf(ActorDownError)
+    expect(kernel.unhealthy()).toEqual(['probe/g'])
+    expect(kernel.degraded).toBe(true)
+    // down is not stopped: afterStop is for the end of an actor, and this one comes back
+    expect(events.of('stopped')).toEqual([])
+    expect(log.stopped).toEqual([])
+  })
+
+  it('respawns a permanent actor that gave up after the respawn delay, with fresh state under the same ref', async () => {
+    start()
+    const log = newProbeLog()
+    const ref = spawnProbe('probe/back', log, givesUpAfter3)
+    await driveToGiveUp(ref)
+    const respawn = events.of('backoff', 'probe/back').at(-1)
+    expect(respawn).toEqual({ type: 'backoff', path: 'probe/back', kind: 'probe', delayMs: 2000, attempt: 1 })
+    const restarts = events.of('restarted', 'probe/back').length
+    clock.advance(1999)
+    await settle()
+    expect(events.of('restarted', 'probe/back')).toHaveLength(restarts)
+    clock.advance(1)
+    await events.waitFor('restarted', 'probe/back', restarts + 1)
+    expect(tell(ref, { type: 'Push', n: 7 })).toBe(true)
+    expect(await items(ref)).toEqual([7])
+    expect(kernel.unhealthy()).toEqual([])
+    expect(log.inits).toBe(4)
+  })
+
+  it('doubles the respawn delay while it keeps giving up, capped at maxMs, and starts again at the first after resetAfterMs of running', async () => {
+    start()
+    const ref = spawnProbe('probe/loop', newProbeLog(), { ...givesUpAfter3, resetAfterMs: 60_000 })
+    const delays: number[] = []
+    for (let i = 0; i < 6; i++) {
+      await driveToGiveUp(ref)
+      const d = events.of('backoff', 'probe/loop').at(-1)!.delayMs
+      delays.push(d)
+      const restarts = events.of('restarted', 'probe/loop').length
+      clock.advance(d)
+      await events.waitFor('restarted', 'probe/loop', restarts + 1)
+    }
+    expect(delays).toEqual([2000, 4000, 8000, 16_000, 30_000, 30_000])
+    clock.advance(60_000)
+    await driveToGiveUp(ref)
+    expect(events.of('backoff', 'probe/loop').at(-1)).toMatchObject({ delayMs: 2000, attempt: 1 })
+  })
+
+  it('stops a down actor on request without respawning it', async () => {
+    start()
+    const log = newProbeLog()
+    const ref = spawnProbe('probe/halt', log, givesUpAfter3)
+    await driveToGiveUp(ref)
+    await kernel.stop('probe/halt')
+    clock.advance(60_000)
+    await settle()
+    expect(events.of('stopped', 'probe/halt')).toEqual([{ type: 'stopped', path: 'probe/halt', kind: 'probe', reason: 'requested' }])
+    expect(kernel.exists('probe/halt')).toBe(false)
+    expect(kernel.unhealthy()).toEqual([])
   })
 
   it('keeps restarting when the crashes are spread wider than windowMs', async () => {
@@ -161,22 +228,63 @@ describe('giving up', () => {
     expect(kernel.exists('probe/spread')).toBe(true)
   })
 
-  it('marks the kernel degraded when more than maxRestarts actors of one kind give up within windowMs', async () => {
+  it('reports degraded when more than maxRestarts actors of one kind give up within windowMs, and is healthy again once they are back', async () => {
     start()
-    const policy = { ...quickBackoff, maxRestarts: 1 }
+    const policy = { ...quickBackoff, maxRestarts: 1, respawn: { minMs: 2000, maxMs: 2000, jitter: 0 } }
     const a = spawnProbe('probe/a', newProbeLog(), policy)
     const b = spawnProbe('probe/b', newProbeLog(), policy)
     await crashAndRestart(a)
-    await crash(a)
-    expect(kernel.degraded).toBe(false)
+    tell(a, { type: 'Boom' })
+    await events.waitFor('gave-up', 'probe/a')
+    expect(events.of('degraded')).toHaveLength(0)
     await crashAndRestart(b)
-    await crash(b)
+    tell(b, { type: 'Boom' })
+    await events.waitFor('gave-up', 'probe/b')
     expect(events.of('gave-up').map((e) => e.path)).toEqual(['probe/a', 'probe/b'])
     expect(events.of('degraded')).toEqual([{ type: 'degraded', reason: expect.stringContaining('probe') }])
-    expect(kernel.degraded).toBe(true)
+    expect(kernel.unhealthy()).toEqual(['probe/a', 'probe/b'])
     const other = kernel.spawn('other/1', probe(newProbeLog(), { kind: 'other' }))
     tell(other, { type: 'Push', n: 5 })
     expect(await items(other)).toEqual([5])
+    clock.advance(2000)
+    await events.waitFor('restarted', 'probe/b', 2)
+    await waitFor(() => events.of('restarted', 'probe/a').length === 2)
+    expect(kernel.unhealthy()).toEqual([])
+    expect(kernel.degraded).toBe(false)
+  })
+})
+
+describe('a handler that crashes', () => {
+  it('fails at once the ask whose reply its message carries, instead of letting it time out', async () => {
+    start()
+    const ref = kernel.spawn<null, { type: 'Fail'; reply: (n: number) => void }>('probe/askfail', {
+      kind: 'probe',
+      policy: quickBackoff,
+      init: () => null,
+      handle: () => {
+        throw new Error('kaput')
+      },
+    })
+    const asked = ask<{ type: 'Fail'; reply: (n: number) => void }, number>(ref, (reply) => ({ type: 'Fail', reply }), 60_000)
+    const error = await asked.catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(HandlerCrashedError)
+    expect(error).toMatchObject({ code: 'APIARY_HANDLER_CRASHED', msgType: 'Fail', cause: new Error('kaput') })
+  })
+
+  it('fails the ask also when the reply travels on in another message the actor made', async () => {
+    start()
+    type M = { type: 'Start'; reply: (n: number) => void } | { type: 'Finish'; reply: (n: number) => void }
+    const ref = kernel.spawn<null, M>('probe/relay', {
+      kind: 'probe',
+      policy: quickBackoff,
+      init: () => null,
+      handle: (state, msg, ctx) => {
+        if (msg.type === 'Start') tell(ctx.self, { type: 'Finish', reply: msg.reply })
+        else throw new Error('finish failed')
+        return state
+      },
+    })
+    await expect(ask<M, number>(ref, (reply) => ({ type: 'Start', reply }), 60_000)).rejects.toBeInstanceOf(HandlerCrashedError)
   })
 })
 

@@ -4,7 +4,9 @@ import {
   cacheInvalidationChannel,
   connControlChannel,
   eventsChannel,
+  ipApiKey,
   ipConnKey,
+  ipOpenKey,
   isChannelId,
   nip98Key,
   type ParsedChannel,
@@ -27,6 +29,10 @@ describe('Redis key and channel names', () => {
     [rateLimitKey('acme', 'ip:::1', 'api'), `apiary:{acme}:rl:ip:${LOOPBACK6}:api`],
     [ipConnKey('203.0.113.7'), 'apiary:ip:203.0.113.7:conn'],
     [ipConnKey('2001:DB8::1'), 'apiary:ip:2001-0db8-0000-0000-0000-0000-0000-0001:conn'],
+    [ipOpenKey('::ffff:203.0.113.7'), 'apiary:ip:203.0.113.7:open'],
+    [ipOpenKey('2001:DB8::1'), 'apiary:ip:2001-0db8-0000-0000-0000-0000-0000-0001:open'],
+    [ipApiKey('203.0.113.7'), 'apiary:ip:203.0.113.7:api'],
+    [ipApiKey('::1'), `apiary:ip:${LOOPBACK6}:api`],
     [nip98Key('acme', ID), `apiary:{acme}:nip98:${ID}`],
     [presenceKey('a-1', PK), `apiary:{a-1}:presence:${PK}`],
     [eventsChannel('acme'), 'apiary:{acme}:ev:global'],
@@ -63,6 +69,8 @@ describe('Redis key and channel names', () => {
     ['an uppercase channel id', () => eventsChannel('acme', 'Dev')],
     ['a 65-character channel id (limit 64)', () => eventsChannel('acme', 'c'.repeat(65))],
     ['a socket with no address', () => ipConnKey('unknown')],
+    ['a name as an open-socket count address', () => ipOpenKey('relay.example')],
+    ['an address with a port as an api budget address', () => ipApiKey('203.0.113.7:80')],
   ])('refuses to format a key from %s (a bug, so RangeError)', (_what, format) => {
     expect(format).toThrow(RangeError)
   })

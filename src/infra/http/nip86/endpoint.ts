@@ -1,7 +1,8 @@
-// NIP-86 relay management on `POST /` (DESIGN §10): NIP-98 auth against this community's URL, the
-// signature, then the replay claim (DESIGN §6: never claim before verifying), then the caller's `api` rate
-// limit, then who may call what (the community's admins and the operators; some methods operators only:
-// methods.ts).
+// NIP-86 relay management on `POST /` (DESIGN §10): the client IP's `api` budget (before anything costs us:
+// a flood of forgeries must not spend the verifier pool EVENTs need), NIP-98 auth against this community's
+// URL, the signature, then the replay claim (DESIGN §6: never claim before verifying), then the caller's
+// `api` rate limit, then who may call what (the community's admins and the operators; some methods
+// operators only: methods.ts).
 import { createHash } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { NIP86_CONTENT_TYPE, type Nip86Response, parseNip86Request, toNip86Error } from '../../../protocols/nip86/methods.js'
@@ -12,17 +13,26 @@ import type { Admission } from '../../gates/rate-limit.js'
 import { minReplayTtlSeconds, type ReplayGuard } from '../../gates/replay-guard.js'
 import type { Logger } from '../../log.js'
 import type { CommunityRecord } from '../../store/community-store.js'
-import type { Verifier } from '../../verify/verifier.js'
+import type { Verifier, VerifyVerdict } from '../../verify/verifier.js'
+import type { ClientAddressing } from '../client-ip.js'
 import type { Tenants } from '../tenants.js'
 import { type Caller, callMethod, canManage, isAllowed, type ManagementOps } from './methods.js'
 
 export interface ManagementDeps extends ManagementOps {
   tenants: Tenants
-  trustForwardedProto: boolean
+  /** the client's IP and whether X-Forwarded-Proto/Host count (client-ip.ts) */
+  addressing: ClientAddressing
   verifier: Verifier
   replayGuard: ReplayGuard
   /** one call against `pubkey`'s `api` budget in this community (its tier's rule); rejects when the limiter fails */
   admitApi(record: CommunityRecord, pubkey: string): Promise<Admission>
+  /** one call against the client IP's budget (rateLimits.apiPerIp), before any signature check; rejects when the limiter fails */
+  admitApiIp(ip: string): Promise<Admission>
+  metrics: {
+    /** every NIP-98 signature this endpoint had checked, by verdict (what a flood costs the verifier pool) */
+    signatureChecks: { inc(labels: { verdict: VerifyVerdict | 'error' }): void }
+    admissionRejections: { inc(labels: { type: string; reason: string }): void }
+  }
   nowSeconds(): number
   log: Logger
 }
@@ -49,9 +59,10 @@ type Refusal = { status: 401 | 403 | 429 | 500 | 503; why: Reason; headers?: Rec
 export function createManagement(d: ManagementDeps): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   /** The community bound to the Host the client used, and the URL it addressed (as the NIP-42 relay URL). */
   function target(req: IncomingMessage) {
-    const secure = (req.socket as { encrypted?: boolean }).encrypted || (d.trustForwardedProto && req.headers['x-forwarded-proto'] === 'https')
+    const forwarded = d.addressing.forwardedHeadersTrusted(req)
+    const secure = (req.socket as { encrypted?: boolean }).encrypted || (forwarded && req.headers['x-forwarded-proto'] === 'https')
     const scheme = secure ? 'https' : 'http'
-    const host = d.trustForwardedProto ? ((req.headers['x-forwarded-host'] as string | undefined) ?? req.headers.host) : req.headers.host
+    const host = forwarded ? ((req.headers['x-forwarded-host'] as string | undefined) ?? req.headers.host) : req.headers.host
     const tenant = d.tenants.resolve(host, scheme)
     return tenant && { record: tenant.record, url: `${scheme}://${tenant.host}${req.url ?? '/'}` }
   }
@@ -71,9 +82,11 @@ export function createManagement(d: ManagementDeps): (req: IncomingMessage, res:
     try {
       verdict = await d.verifier.verify(event)
     } catch (error) {
+      d.metrics.signatureChecks.inc({ verdict: 'error' })
       d.log.error({ err: error }, 'nip86: verifier failed')
       return err({ status: 500, why: reason('error', 'could not check the signature') })
     }
+    d.metrics.signatureChecks.inc({ verdict })
     if (verdict !== 'ok') return err({ status: 401, why: reason('invalid', verdict === 'bad-id' ? 'bad event id' : 'bad signature') })
     // only now: a forgery must not burn the id of a real operator's event
     let claim: 'claimed' | 'replayed'
@@ -85,7 +98,7 @@ export function createManagement(d: ManagementDeps): (req: IncomingMessage, res:
     }
     if (claim === 'replayed') return err({ status: 401, why: reason('invalid', 'auth event already used') })
     // before the admin check: a signer who may not manage still spends its own budget probing
-    const admitted = await admit(record, event.pubkey)
+    const admitted = await admit(() => d.admitApi(record, event.pubkey))
     if (!admitted.ok) return admitted
     const caller = { pubkey: event.pubkey, operator: d.isOperator(event.pubkey) }
     if (!canManage(record, caller)) return err({ status: 403, why: reason('restricted', "only this community's admins and relay operators may manage it") })
@@ -93,15 +106,17 @@ export function createManagement(d: ManagementDeps): (req: IncomingMessage, res:
   }
 
   /** DESIGN §6: the delay in the reason and in Retry-After; a limiter that fails refuses (fail closed). */
-  async function admit(record: CommunityRecord, pubkey: string): Promise<Result<void, Refusal>> {
+  async function admit(decide: () => Promise<Admission>): Promise<Result<void, Refusal>> {
     let a: Admission
     try {
-      a = await d.admitApi(record, pubkey)
+      a = await decide()
     } catch (error) {
       d.log.warn({ err: error }, 'nip86: rate limiter unavailable; refusing')
+      d.metrics.admissionRejections.inc({ type: 'api', reason: 'unavailable' })
       return err({ status: 503, why: reason('rate-limited', 'admission unavailable'), headers: { 'Retry-After': '1' } })
     }
     if (a.allowed) return ok(undefined)
+    d.metrics.admissionRejections.inc({ type: 'api', reason: 'limit' })
     const seconds = Number.isFinite(a.retryAfterMs) ? Math.max(1, Math.ceil(a.retryAfterMs / 1000)) : 60
     return err({ status: 429, why: reason('rate-limited', `retry in ${seconds}s`), headers: { 'Retry-After': String(seconds) } })
   }
@@ -109,6 +124,14 @@ export function createManagement(d: ManagementDeps): (req: IncomingMessage, res:
   return async function manage(req, res) {
     const where = target(req)
     if (!where) return void res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found\n')
+    // First, before the body is read and hashed: every POST from this IP costs a token, so nothing a
+    // forger sends reaches the verifier pool (or our sha256) faster than apiPerIp allows.
+    const ip = d.addressing.clientIp(req)
+    const byIp = await admit(() => d.admitApiIp(ip))
+    if (!byIp.ok) {
+      d.log.debug({ ip, status: byIp.error.status }, 'nip86: refused by the per-ip budget')
+      return send(res, byIp.error.status, toNip86Error(byIp.error.why), byIp.error.headers)
+    }
     const body = await readBody(req, MAX_BODY_BYTES)
     if (body === undefined) return send(res, 413, toNip86Error(reason('invalid', `body larger than ${MAX_BODY_BYTES} bytes`)), { Connection: 'close' })
     const who = await authenticate(req, where.url, where.record, body)

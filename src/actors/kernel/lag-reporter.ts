@@ -1,26 +1,11 @@
-import type { Observer } from 'rxjs'
-import { type Clock, type Kernel, systemClock, type TypedRef, tell } from '../kernel/index.js'
+import { systemClock } from './clock.js'
+import type { Clock, Kernel } from './types.js'
 
 /**
- * Bus → mailbox (DESIGN §4 bridges): an observer that tells each item to ref. The bounded buffer is the
- * actor's mailbox; when it refuses (full, or the actor is stopped), the item is skipped and counted as lag,
- * never retried or awaited: the bus delivers to every watcher synchronously, and one slow actor must not
- * hold up the others or the socket. Whoever subscribes ends the subscription when ref's actor stops.
+ * Where a bounded queue skips (a bridge whose target mailbox is full, a community that could not take a
+ * remote event), the skip is counted and reported as a kernel 'lagged' event, coalesced by time.
  */
-export function deliverTo<T, M>(
-  ref: TypedRef<M>,
-  toMsg: (item: T) => M,
-  onLag: (skipped: number) => void,
-): Partial<Observer<T>> {
-  return {
-    next: (item) => {
-      if (!tell(ref, toMsg(item))) onLag(1)
-    },
-  }
-}
-
 export interface LagReporter {
-  /** pass as deliverTo's onLag */
   readonly count: (skipped: number) => void
   /** skipped items so far (for metrics) */
   readonly total: number

@@ -1,0 +1,58 @@
+// A community actor's housekeeping: the banned event ids (loaded beside the actor, before writes are served),
+// and the sweep that forgets connections whose Disconnect never arrived and channel writes that never came back.
+import type { ActorContext } from '../kernel/index.js'
+import { tell } from '../kernel/index.js'
+import type { CommunityDeps, CommunityState } from './community-actor.js'
+import { releasePresence } from './community-presence.js'
+import { republish } from './community-writes.js'
+import type { CommunityMsg } from './messages.js'
+
+type Ctx = ActorContext<CommunityMsg>
+
+/** A channel change whose Saved never came back (an undeliverable result) stops holding writes after this. */
+const STUCK_WRITE_MS = 60_000
+
+/**
+ * Banned events (NIP-86 banevent) are few: kept in memory, re-read whenever the record is (and on every
+ * restart). The read runs beside the actor; its result comes back as a message.
+ */
+export function loadBannedEvents(ctx: Ctx, deps: CommunityDeps): void {
+  deps.communities.listBannedEvents(deps.record.id).then(
+    (list) => void tell(ctx.self, { type: 'BannedEventsLoaded', ids: list.map((e) => e.value) }),
+    (error: unknown) => void tell(ctx.self, { type: 'BannedEventsFailed', error }),
+  )
+}
+
+/**
+ * An id banned or allowed since leaves the inbound guard too: a banned one was deleted, and a resend of an
+ * allowed one must reach the store rather than be answered `duplicate:`. Writes held for the first load go on.
+ */
+export async function onBannedEventsLoaded(state: CommunityState, ids: string[], ctx: Ctx, deps: CommunityDeps) {
+  const next = new Set(ids)
+  for (const id of [...state.current.bannedEvents, ...next]) state.recent.delete(id)
+  state.current.bannedEvents = next
+  state.current.bannedLoaded = true
+  if (!state.writes.ready) await republish(state, state.writes.started(), ctx, deps)
+  return state
+}
+
+/** A connection gone: its subscriptions, its registry entry and its presence holds. */
+export function forget(state: CommunityState, connId: string, deps: CommunityDeps): void {
+  state.index.removeConnection(connId)
+  state.conns.delete(connId)
+  // best effort, beside the actor: a lost release leaves the presence to expire with its TTL
+  void releasePresence(state.presenceHolds, connId, deps.presence)
+}
+
+/** Connections that closed without their Disconnect reaching us (a full mailbox, a restart) are forgotten. */
+export async function onSweep(state: CommunityState, ctx: Ctx, deps: CommunityDeps) {
+  const closed = new Set<string>()
+  for (const conn of state.conns.values()) if (conn.queue.closed) closed.add(conn.id)
+  for (const conn of state.index.connectionViews()) if (conn.queue.closed) closed.add(conn.id)
+  for (const connId of state.presenceHolds.keys()) if (!state.conns.has(connId)) closed.add(connId)
+  for (const connId of closed) forget(state, connId, deps)
+  if (closed.size > 0) deps.log.info({ community: deps.record.id, connections: closed.size }, 'forgot connections closed without a Disconnect')
+  await republish(state, state.writes.expire(deps.nowMs(), STUCK_WRITE_MS), ctx, deps)
+  return state
+}
+

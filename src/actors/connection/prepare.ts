@@ -1,0 +1,67 @@
+// A frame's preparation, beside the connection actor: everything that takes I/O or CPU elsewhere (admission
+// in the principal actor, ban lookups in the store, the signature in the verifier pool). It reads the
+// connection's AUTH state, which only an applied AUTH changes (a barrier: see frame-sequence.ts), and
+// changes nothing; the actor applies the outcome in arrival order.
+import { conditionsAllowKind } from '../../protocols/nip-oa.js'
+import type { ClientMessage } from '../../protocols/nip01/client-message.js'
+import { checkAuthEvent } from '../../protocols/nip42.js'
+import { checkProtected } from '../../protocols/nip70.js'
+import { type Reason, reason } from '../../protocols/reasons.js'
+import { err } from '../../protocols/result.js'
+import { banOfPrincipal, checkAuthSignatureAndBan, principalOf } from './auth-check.js'
+import type { ConnectionDeps } from './connection-actor.js'
+import type { Prepared } from './messages.js'
+import { admissionReason, isAuthorOnlyRequest } from './refusals.js'
+
+const GO: Prepared = { kind: 'go' }
+const refused = (r: Reason): Prepared => ({ kind: 'refused', reason: r })
+
+/** Cheap checks first, then admission (before the costly ones, so a flood is limited before it is verified). */
+export async function prepareEvent(m: Extract<ClientMessage, { type: 'EVENT' }>, deps: ConnectionDeps): Promise<Prepared> {
+  const { event } = m
+  deps.metrics.eventsReceived.inc()
+  if (deps.authRequired && deps.view.authed.size === 0) return refused(reason('auth-required', 'this relay requires authentication to publish'))
+  const prot = checkProtected(event, deps.view.authed)
+  if (!prot.ok) return refused(prot.error)
+  const att = deps.view.attestations.get(event.pubkey)
+  if (att && !conditionsAllowKind(att, event.kind)) return refused(reason('restricted', `the owner attestation does not allow kind ${event.kind}`))
+  const principal = principalOf(deps, event.pubkey)
+  const admission = await deps.admit(principal, 'events', deps.view.owners.has(principal))
+  if (!admission.allowed) return refused(admissionReason(admission, deps.metrics, 'events'))
+  const ban = await banOfPrincipal(deps, event.pubkey)
+  if (ban) return refused(reason('blocked', ban.reason))
+  const verdict = await deps.verifier.verify(event)
+  if (verdict !== 'ok') return refused(reason('invalid', verdict === 'bad-id' ? 'event id does not match its content' : 'bad signature'))
+  return GO
+}
+
+/** REQ and COUNT: who may read what, then the reader's `reqs` budget. */
+export async function prepareRead(filters: { kinds?: number[] }[], deps: ConnectionDeps): Promise<Prepared> {
+  if (deps.authRequired && deps.view.authed.size === 0) return refused(reason('auth-required', 'this relay requires authentication to read'))
+  if (deps.view.authed.size === 0 && isAuthorOnlyRequest(filters))
+    return refused(reason('auth-required', 'direct messages are served only to their author or recipient'))
+  const principal = principalOf(deps)
+  const admission = await deps.admit(principal, 'reqs', deps.view.owners.has(principal))
+  return admission.allowed ? GO : refused(admissionReason(admission, deps.metrics, 'reqs'))
+}
+
+export async function prepareAuth(m: Extract<ClientMessage, { type: 'AUTH' }>, deps: ConnectionDeps): Promise<Prepared> {
+  const { event } = m
+  // each AUTH costs us a signature check: it spends from the REQ budget of the IP (no pubkey is proven yet)
+  const admission = await deps.admit(`ip:${deps.ip}`, 'reqs', false)
+  if (!admission.allowed) return { kind: 'auth', result: err(admissionReason(admission, deps.metrics, 'reqs')) }
+  const checked = checkAuthEvent(event, {
+    challenge: deps.challenge,
+    relayUrl: deps.relayUrl,
+    nowSeconds: deps.nowSeconds(),
+    windowSeconds: deps.authWindowSeconds,
+  })
+  if (!checked.ok) return { kind: 'auth', result: checked }
+  return { kind: 'auth', result: await checkAuthSignatureAndBan(event, deps) }
+}
+
+/** What a preparation that threw (an outage: the gate, the store, the verifier) answers: our fault, said so. */
+export function failedPreparation(m: ClientMessage): Prepared {
+  if (m.type === 'AUTH') return { kind: 'auth', result: err(reason('error', 'could not verify')) }
+  return refused(reason('error', m.type === 'EVENT' ? 'could not process the event' : 'could not check access'))
+}

@@ -1,0 +1,149 @@
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { makeKeys, type SignedEvent, signEvent } from '../support/events'
+import { signEventFast } from '../support/fast-sign'
+import { createTestDatabase, type TestDatabase } from '../support/postgres'
+import { type PrivateRedis, startPrivateRedis } from '../support/redis-server'
+import { type RelayProcess, startRelayProcess } from '../support/relay-process'
+import { connect, type TestClient } from '../support/ws-client'
+
+/**
+ * kill -9 in the middle of a burst: no graceful close, no flush, whatever the process held in memory is
+ * gone. The promise that must survive is the NIP-01 one: OK true is sent only after commit (DESIGN §5), so
+ * every event a client saw OK true for is served after a restart on the same data. The relay is the real
+ * `apiary start` process (compiled dist/), killed for real. test/e2e/process.test.ts covers SIGTERM/SIGINT.
+ */
+
+const BURST = 2_000
+/** OK-true answers the client has seen when the kill is sent */
+const KILL_AFTER_ACKS = 300
+
+/** Limits high enough for one client to pipeline the whole burst and read it back in one REQ. */
+const GENEROUS_ENV: Record<string, string> = {
+  APIARY_RATE_LIMITS_HUMAN_EVENTS_RATE_PER_SECOND: '100000',
+  APIARY_RATE_LIMITS_HUMAN_EVENTS_BURST: '100000',
+  APIARY_RATE_LIMITS_HUMAN_REQS_RATE_PER_SECOND: '100000',
+  APIARY_RATE_LIMITS_HUMAN_REQS_BURST: '100000',
+  APIARY_RATE_LIMITS_CONNECTIONS_PER_IP_RATE_PER_SECOND: '100000',
+  APIARY_RATE_LIMITS_CONNECTIONS_PER_IP_BURST: '100000',
+  APIARY_LIMITS_MAX_LIMIT: String(BURST + 100),
+}
+
+interface Killed {
+  /** ids answered OK true before the process died */
+  acknowledged: string[]
+  refused: string[]
+  signal: NodeJS.Signals | null
+  closeCode: number
+}
+
+/** Pipelines the whole burst without waiting, and SIGKILLs the relay from inside the handler of the Nth OK true. */
+async function burstAndKill(relay: RelayProcess, events: SignedEvent[]): Promise<Killed> {
+  const c = await connect(relay.url)
+  let acks = 0
+  c.ws.on('message', (data) => {
+    const f = JSON.parse(data.toString()) as unknown[]
+    if (f[0] === 'OK' && f[2] === true && ++acks === KILL_AFTER_ACKS) relay.proc.kill('SIGKILL')
+  })
+  for (const e of events) c.sendRaw(`["EVENT",${e.raw}]`)
+  const [{ signal }, closed] = await Promise.all([relay.exited, c.closed])
+  const oks = c.frames.filter((f) => f[0] === 'OK')
+  return {
+    acknowledged: oks.filter((f) => f[2] === true).map((f) => f[1] as string),
+    refused: oks.filter((f) => f[2] === false).map((f) => `${f[1]}: ${f[3]}`),
+    signal,
+    closeCode: closed.code,
+  }
+}
+
+async function storedIds(c: TestClient, pubkey: string): Promise<Set<string>> {
+  c.send(['REQ', 'all', { authors: [pubkey], limit: BURST + 100 }])
+  return new Set((await c.collect('all')).map((f) => (f[2] as { id: string }).id))
+}
+
+describe('a relay killed with SIGKILL mid-burst', { timeout: 90_000 }, () => {
+  const keys = makeKeys()
+  let events: SignedEvent[] = []
+  const cleanups: (() => Promise<void> | void)[] = []
+  beforeAll(() => {
+    events = Array.from({ length: BURST }, (_, i) => signEventFast(keys, { content: `burst ${i} ${randomBytes(4).toString('hex')}` }))
+  })
+  afterAll(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c()
+  })
+
+  const dataDir = () => {
+    const d = mkdtempSync(join(tmpdir(), 'apiary-faults-kill-'))
+    cleanups.push(() => rmSync(d, { recursive: true, force: true }))
+    return d
+  }
+
+  /** the whole check for one backend: burst, kill, restart on the same data, read back, write again */
+  async function killAndRestart(env: Record<string, string>) {
+    const dir = dataDir()
+    const first = await startRelayProcess(['--port', '0', '--data-dir', dir], { ...GENEROUS_ENV, ...env })
+    const killed = await burstAndKill(first, events)
+    expect(killed.signal).toBe('SIGKILL')
+    // abnormal closure: no close frame, the peer just vanished
+    expect(killed.closeCode).toBe(1006)
+    expect(killed.refused).toEqual([])
+    expect(killed.acknowledged.length).toBeGreaterThanOrEqual(KILL_AFTER_ACKS)
+    // it died mid-burst: part of the burst was never answered
+    expect(killed.acknowledged.length).toBeLessThan(BURST)
+
+    const second = await startRelayProcess(['--port', '0', '--data-dir', dir], { ...GENEROUS_ENV, ...env })
+    try {
+      const c = await connect(second.url)
+      const stored = await storedIds(c, keys.pubkey)
+      expect(killed.acknowledged.filter((id) => !stored.has(id))).toEqual([])
+      // and nothing it did not receive: what is stored is a subset of the burst
+      const sent = new Set(events.map((e) => e.event.id))
+      expect([...stored].filter((id) => !sent.has(id))).toEqual([])
+      // it serves again: a new write is accepted and read back
+      const after = signEvent(keys, { content: 'after the kill' })
+      c.sendRaw(`["EVENT",${after.raw}]`)
+      expect((await c.ok(after.event.id))[2]).toBe(true)
+      expect((await storedIds(c, keys.pubkey)).has(after.event.id)).toBe(true)
+      // resending the burst is idempotent: what was stored answers duplicate, the rest is stored now
+      const resent = events.slice(0, KILL_AFTER_ACKS)
+      for (const e of resent) c.sendRaw(`["EVENT",${e.raw}]`)
+      const answers = await Promise.all(resent.map((e) => c.ok(e.event.id)))
+      expect(answers.every((f) => f[2] === true)).toBe(true)
+      c.close()
+      return { acknowledged: killed.acknowledged.length, stored: stored.size }
+    } finally {
+      second.proc.kill('SIGTERM')
+      await second.exited
+    }
+  }
+
+  it('serves every event that got OK true before the kill, after a restart on the same SQLite data directory', async () => {
+    const { acknowledged, stored } = await killAndRestart({})
+    expect(stored).toBeGreaterThanOrEqual(acknowledged)
+  })
+
+  describe('in cluster mode', () => {
+    let db: TestDatabase
+    let redis: PrivateRedis
+    beforeAll(async () => {
+      db = await createTestDatabase()
+      redis = await startPrivateRedis()
+    })
+    afterAll(async () => {
+      await redis?.stop()
+      await db?.drop()
+    })
+
+    it('serves every event that got OK true before the kill, after a restart on the same PostgreSQL database and relay key', async () => {
+      const { acknowledged, stored } = await killAndRestart({
+        APIARY_REDIS_URL: redis.url,
+        APIARY_DATABASE_URL: db.url,
+        APIARY_RELAY_SECRET_KEY: randomBytes(32).toString('hex'),
+      })
+      expect(stored).toBeGreaterThanOrEqual(acknowledged)
+    })
+  })
+})
