@@ -33,6 +33,7 @@ export async function runStart(argv: string[], env: Record<string, string | unde
     }
     process.on('SIGTERM', onSignal)
     process.on('SIGINT', onSignal)
+    watchLauncher(env, () => onSignal('SIGTERM'))
   })
   try {
     const url = await Promise.race([relay.listen(), stopRequested.then(() => undefined)])
@@ -49,6 +50,28 @@ export async function runStart(argv: string[], env: Record<string, string | unde
   process.stdout.write(`apiary: ${signal}, closing (clients get 1001, pending commits are flushed)\n`)
   return exitAfter(relay.close(), 0)
 }
+
+/**
+ * `npm start` and `npx apiary start` run the relay under npm (npm → sh → node), and npm does not pass a
+ * SIGTERM on: killing the npm process would leave the relay running, orphaned. So when npm launched us (it
+ * sets npm_command), the launcher going away counts as the stop signal: the relay is re-parented, and
+ * closes gracefully as for SIGTERM. Run directly (`node bin/apiary.js`, systemd, a container), signals
+ * arrive as they are and this never fires: a relay started under nohup outlives its shell as it should.
+ */
+function watchLauncher(env: Record<string, string | undefined>, stop: () => void): void {
+  if (env.npm_command === undefined && env.npm_lifecycle_event === undefined) return
+  const launcher = process.ppid
+  const timer = setInterval(() => {
+    if (process.ppid === launcher) return
+    clearInterval(timer)
+    process.stderr.write('apiary: npm, which started this relay, has exited; closing as for SIGTERM\n')
+    stop()
+  }, LAUNCHER_POLL_MS)
+  timer.unref()
+}
+
+// how soon an orphaned relay notices; a ppid read is one syscall
+const LAUNCHER_POLL_MS = 500
 
 /**
  * Ends the process once `closing` settles (or at the deadline): whatever a library left scheduled (a

@@ -1,8 +1,10 @@
+import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { cleanEnv } from '../support/cli'
 import { makeKeys } from '../support/events'
 import { freePort } from '../support/redis-server'
 import { runFailingStart, startRelayProcess } from '../support/relay-process'
@@ -64,6 +66,35 @@ describe('apiary start as a process', { timeout: 60_000 }, () => {
     relay.proc.kill('SIGINT')
     expect((await c.closed).code).toBe(1001)
     expect(await relay.exited).toEqual({ code: 0, signal: null })
+  })
+
+  it.each([
+    ['npx apiary start', (dir: string) => ['exec', '--', 'apiary', 'start', '--port', '0', '--data-dir', dir]],
+    ['npm start', (dir: string) => ['start', '--', '--port', '0', '--data-dir', dir]],
+  ])('stops when the npm process of `%s` is sent SIGTERM (npm does not pass it on): the relay closes too', async (_, args) => {
+    const npm = spawn('npm', args(dataDir()), { cwd: process.cwd(), env: cleanEnv({ APIARY_LOG_LEVEL: 'warn' }), stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    npm.stdout.on('data', (d: Buffer) => {
+      out += d.toString()
+    })
+    npm.stderr.on('data', (d: Buffer) => {
+      out += d.toString()
+    })
+    const url = await new Promise<string>((resolve, reject) => {
+      npm.stdout.on('data', () => {
+        const m = /listening on (ws:\/\/\S+)/.exec(out)
+        if (m) resolve(m[1]!)
+      })
+      npm.once('exit', () => reject(new Error(`npm exited before the relay listened: ${out}`)))
+    })
+    const c = await connect(url)
+    // the relay holds the pipe too: it closes once the relay process, not only npm, is gone
+    const pipeClosed = new Promise((resolve) => npm.stdout.once('close', resolve))
+    npm.kill('SIGTERM')
+    expect((await c.closed).code).toBe(1001)
+    await pipeClosed
+    expect(await portIsFree(Number(new URL(url).port))).toBe(true)
+    expect(out).toContain('closing as for SIGTERM')
   })
 
   it('exits 1 with one line naming the cause when its port is taken', async () => {
