@@ -7,7 +7,7 @@ import { makeKeys, type SignedEvent, signEvent } from '../support/events'
 import { signEventFast } from '../support/fast-sign'
 import { createTestDatabase, type TestDatabase } from '../support/postgres'
 import { type PrivateRedis, startPrivateRedis } from '../support/redis-server'
-import { type RelayProcess, startRelayProcess } from '../support/relay-process'
+import { GENEROUS_ENV as GENEROUS_RATES_ENV, type RelayProcess, startRelayProcess } from '../support/relay-process'
 import { connect, type TestClient } from '../support/ws-client'
 
 /**
@@ -23,12 +23,7 @@ const KILL_AFTER_ACKS = 300
 
 /** Limits high enough for one client to pipeline the whole burst and read it back in one REQ. */
 const GENEROUS_ENV: Record<string, string> = {
-  APIARY_RATE_LIMITS_HUMAN_EVENTS_RATE_PER_SECOND: '100000',
-  APIARY_RATE_LIMITS_HUMAN_EVENTS_BURST: '100000',
-  APIARY_RATE_LIMITS_HUMAN_REQS_RATE_PER_SECOND: '100000',
-  APIARY_RATE_LIMITS_HUMAN_REQS_BURST: '100000',
-  APIARY_RATE_LIMITS_CONNECTIONS_PER_IP_RATE_PER_SECOND: '100000',
-  APIARY_RATE_LIMITS_CONNECTIONS_PER_IP_BURST: '100000',
+  ...GENEROUS_RATES_ENV,
   APIARY_LIMITS_MAX_LIMIT: String(BURST + 100),
 }
 

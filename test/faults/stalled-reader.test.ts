@@ -6,7 +6,7 @@ import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { client, metric, publish, useRelays } from '../e2e/helpers'
 import { makeKeys, type SignedEvent } from '../support/events'
 import { signEventFast } from '../support/fast-sign'
-import { startRelayProcess } from '../support/relay-process'
+import { GENEROUS_ENV, startRelayProcess } from '../support/relay-process'
 import { connect, type TestClient } from '../support/ws-client'
 
 /**
@@ -26,15 +26,6 @@ const inOrder = (n: number) => Array.from({ length: n }, (_, i) => i)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const MiB = 2 ** 20
 
-/** Budgets high enough that a pipelined burst from one client never meets a rate limit. */
-const GENEROUS_ENV: Record<string, string> = {
-  APIARY_RATE_LIMITS_HUMAN_EVENTS_RATE_PER_SECOND: '100000',
-  APIARY_RATE_LIMITS_HUMAN_EVENTS_BURST: '100000',
-  APIARY_RATE_LIMITS_HUMAN_REQS_RATE_PER_SECOND: '100000',
-  APIARY_RATE_LIMITS_HUMAN_REQS_BURST: '100000',
-  APIARY_RATE_LIMITS_CONNECTIONS_PER_IP_RATE_PER_SECOND: '100000',
-  APIARY_RATE_LIMITS_CONNECTIONS_PER_IP_BURST: '100000',
-}
 
 /** Numbered kind-1 events, signed once for the file (libsecp256k1 WASM: ~1 ms each). */
 function signedEvents(n: number, contentBytes: (i: number) => number): SignedEvent[] {

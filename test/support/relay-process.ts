@@ -1,6 +1,16 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { APIARY_BIN, cleanEnv } from './cli'
 
+/** Budgets (as env) high enough that one client pipelining a burst never meets a rate limit. */
+export const GENEROUS_ENV: Record<string, string> = {
+  APIARY_RATE_LIMITS_HUMAN_EVENTS_RATE_PER_SECOND: '100000',
+  APIARY_RATE_LIMITS_HUMAN_EVENTS_BURST: '100000',
+  APIARY_RATE_LIMITS_HUMAN_REQS_RATE_PER_SECOND: '100000',
+  APIARY_RATE_LIMITS_HUMAN_REQS_BURST: '100000',
+  APIARY_RATE_LIMITS_CONNECTIONS_PER_IP_RATE_PER_SECOND: '100000',
+  APIARY_RATE_LIMITS_CONNECTIONS_PER_IP_BURST: '100000',
+}
+
 export interface RelayProcess {
   proc: ChildProcess
   /** ws://127.0.0.1:<port>, from the relay's "listening on" line */
