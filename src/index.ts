@@ -5,5 +5,6 @@ export { ask, type SupervisionEvent, type TypedRef, tell } from './actors/kernel
 export { type Config, type ConfigInput, configSchema, loadConfig } from './infra/config.js'
 export type { EventTemplate } from './infra/relay-key.js'
 export type { NostrEvent, VerifiedEvent } from './protocols/nip01/event.js'
+export { asVerified } from './protocols/nip01/event.js'
 export type { Filter } from './protocols/nip01/filter.js'
 export { createRelay, DEFAULT_COMMUNITY, type Relay, type RelayOptions, SUPPORTED_NIPS } from './relay/relay.js'

@@ -33,7 +33,10 @@ export async function runStart(argv: string[], env: Record<string, string | unde
     }
     process.on('SIGTERM', onSignal)
     process.on('SIGINT', onSignal)
-    watchLauncher(env, () => onSignal('SIGTERM'))
+    // npm going away is a stop request, never a second one (systemd signals npm and us together)
+    watchLauncher(env, () => {
+      if (!signalled) onSignal('SIGTERM')
+    })
   })
   try {
     const url = await Promise.race([relay.listen(), stopRequested.then(() => undefined)])
@@ -55,8 +58,9 @@ export async function runStart(argv: string[], env: Record<string, string | unde
  * `npm start` and `npx apiary start` run the relay under npm (npm → sh → node), and npm does not pass a
  * SIGTERM on: killing the npm process would leave the relay running, orphaned. So when npm launched us (it
  * sets npm_command), the launcher going away counts as the stop signal: the relay is re-parented, and
- * closes gracefully as for SIGTERM. Run directly (`node bin/apiary.js`, systemd, a container), signals
- * arrive as they are and this never fires: a relay started under nohup outlives its shell as it should.
+ * closes gracefully as for SIGTERM. Run directly (`node bin/apiary.js`, systemd, a container), without npm's
+ * variables in its environment, signals arrive as they are and this never fires: a relay started under
+ * nohup from a shell outlives its shell as it should (started from inside an npm script, it follows npm).
  */
 function watchLauncher(env: Record<string, string | undefined>, stop: () => void): void {
   if (env.npm_command === undefined && env.npm_lifecycle_event === undefined) return

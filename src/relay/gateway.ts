@@ -21,7 +21,7 @@ import type { Verifier } from '../infra/verify/verifier.js'
 import { startHeartbeat, type Watched, watch } from '../infra/ws/heartbeat.js'
 import { createInboundFlow } from '../infra/ws/inbound-flow.js'
 import { createOutboundQueue } from '../infra/ws/outbound-queue.js'
-import { authFrame } from '../protocols/nip01/relay-message.js'
+import { authFrame, closedFrame } from '../protocols/nip01/relay-message.js'
 
 export interface GatewayDeps {
   http: Server
@@ -163,6 +163,7 @@ export function acceptConnections(d: GatewayDeps) {
         admit: (principal, limit, attested) => d.admit(record, principal, limit, attested),
         banOf: (pubkey) => d.banOf(record.id, pubkey),
         limits: d.config.limits,
+        maxInboundBytesInFlight: d.config.limits.maxInboundBytesInFlight,
         authRequired: d.config.authRequired,
         authWindowSeconds: d.config.timeouts.authWindowSeconds,
         nowSeconds: d.nowSeconds,
@@ -174,7 +175,11 @@ export function acceptConnections(d: GatewayDeps) {
         release: (bytes) => flow.release(bytes),
       }),
     )
-    view.lose = (subId, why) => void tell(ref, { type: 'SubscriptionLost', subId, reason: why })
+    view.lose = (subId, why) => {
+      if (tell(ref, { type: 'SubscriptionLost', subId, reason: why })) return
+      // the actor can't take it (stopping, or its mailbox full): the client still hears, and the sub is gone
+      if (view.subs.delete(subId)) queue.pushControl(closedFrame(subId, why))
+    }
     // idleness is elapsed time: monotonic, so a wall-clock step can't close every quiet socket at once
     const watched = watch(ws, monotonicMs, () => view.authed.size > 0 || subsOpen > 0)
     live.set(id, watched)

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -8,12 +9,13 @@ import type { ConnView } from '../../src/actors/community/subscription-index'
 import { ask, type SupervisionEvent, tell } from '../../src/actors/kernel'
 import type { CommunityStore } from '../../src/infra/store/community-store'
 import type { EventStore, SaveOutcome } from '../../src/infra/store/event-store'
+import { openPostgresEventStore } from '../../src/infra/store/postgres-event-store'
 import { openSqliteCommunityStore } from '../../src/infra/store/sqlite-community-store'
 import type { OutboundQueue } from '../../src/infra/ws/outbound-queue'
 import { makeKeys } from '../support/events'
-import { openFailingSqliteStore } from '../support/failing-event-store'
+import { openFailingSqliteStore, withFaults } from '../support/failing-event-store'
 import type { TestRelay } from '../support/relay'
-import { auth, client, eventually, fresh, metric, publish, relayUrlOf, reqEvents, useRelays } from './helpers'
+import { auth, client, eventually, fresh, metric, publish, REDIS_URL, relayUrlOf, reqEvents, useCluster, useRelays } from './helpers'
 
 /**
  * DESIGN §5: a client that believes it is subscribed never silently misses an event. Where an event can't be
@@ -99,7 +101,7 @@ describe('delivery that cannot happen is never silent', () => {
     expect(settled).toMatchObject({ connections: 0, subscriptions: 0, presenceHolders: 0 })
   })
 
-  it('closes with CLOSED "error:" a subscription an accepted event could not reach (its community went down meanwhile), and serves the event after', { timeout: 60_000 }, async () => {
+  it('delivers an event stored while its community was down to the live subscriber once the community is back, with OK true at once', { timeout: 60_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'apiary-silent-'))
     const held = storeHoldingSaves(dir)
     const node = await relays.start({}, dir, { eventStore: held.store })
@@ -125,16 +127,15 @@ describe('delivery that cannot happen is never silent', () => {
     await gaveUp
     held.release()
 
+    // the commit is answered at once: it is stored
     const ok = await publisher.ok(e.event.id)
     expect(ok[2]).toBe(true)
-    const lost = await subscriber.next((f) => f[0] === 'CLOSED' && f[1] === 'live')
-    expect(String(lost[2])).toMatch(/^error: /)
-    expect(await metric(node, 'apiary_subscriptions_lost_total')).toBe(1)
-    expect(events.some((x) => x.type === 'lagged' && x.path === 'community/default')).toBe(true)
-
-    // once it is back, the event is there for whoever subscribes again
+    // and the subscription the community still holds gets it once the community is respawned: no gap, no CLOSED
     await firstValueFrom(node.relay.supervision$.pipe(filter((x) => x.type === 'restarted' && x.path === 'community/default')))
-    expect((await reqEvents(subscriber, [{ ids: [e.event.id] }])).map((x) => x.id)).toEqual([e.event.id])
+    const live = await subscriber.next((f) => f[1] === 'live' && (f[0] === 'CLOSED' || (f[0] === 'EVENT' && (f[2] as { id: string }).id === e.event.id)), 10_000)
+    expect(live[0]).toBe('EVENT')
+    expect(await metric(node, 'apiary_subscriptions_lost_total')).toBe(0)
+    expect(events.some((x) => x.type === 'gave-up')).toBe(true)
   })
 })
 
@@ -202,5 +203,36 @@ describe('banned event ids before the first write', () => {
     expect(String(ok[3])).toMatch(/^error: /)
     await restarted
     expect((await publish(c, banned)).message).toMatch(/^blocked: /)
+  })
+})
+
+describe('a remote event a community cannot take', () => {
+  const relays = useRelays()
+  const cluster = useCluster(relays)
+
+  it('closes, with CLOSED "error:", the subscriptions on this node it would have reached, and counts it in apiary_fanout_lag_total', { timeout: 60_000 }, async () => {
+    const community = `c-${randomBytes(5).toString('hex')}`
+    const host = `${community}.test`
+    const config = { redisUrl: REDIS_URL, databaseUrl: cluster.databaseUrl(), relaySecretKey: cluster.relaySecretKey, communities: [{ id: community, hosts: [host] }] }
+    const a = await relays.start(config)
+    const pg = withFaults(await openPostgresEventStore({ url: cluster.databaseUrl(), groupCommitMaxEvents: 100, groupCommitMaxDelayMs: 0 }))
+    const b = await relays.start(config, undefined, { eventStore: pg.store })
+    const onB = await client(b, host)
+    await reqEvents(onB, [{ kinds: [1] }], 'live')
+    const gaveUp = firstValueFrom(b.relay.supervision$.pipe(filter((x) => x.type === 'gave-up' && x.path === `community/${community}`)))
+    // B's community gives up (six failing REQs) and is down for its respawn delay
+    pg.failNext('query', 6)
+    const prober = await client(b, host)
+    for (let i = 0; i < 6; i++) {
+      prober.send(['REQ', `p${i}`, { kinds: [1] }])
+      await prober.next((f) => f[0] === 'CLOSED' && f[1] === `p${i}`, 15_000)
+    }
+    await gaveUp
+    // ... while A accepts an event B's subscriber was waiting for
+    expect((await publish(await client(a, host), fresh(makeKeys()))).accepted).toBe(true)
+    const lost = await onB.next((f) => f[0] === 'CLOSED' && f[1] === 'live', 10_000)
+    expect(String(lost[2])).toMatch(/^error: an event from another node could not be delivered/)
+    expect(await metric(b, 'apiary_fanout_lag_total')).toBeGreaterThanOrEqual(1)
+    expect(await metric(b, 'apiary_subscriptions_lost_total')).toBeGreaterThanOrEqual(1)
   })
 })

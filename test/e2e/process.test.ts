@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -97,6 +97,36 @@ describe('apiary start as a process', { timeout: 60_000 }, () => {
     expect(out).toContain('closing as for SIGTERM')
   })
 
+  it('closes gracefully once, not as a second signal, when SIGTERM reaches npm and the relay together (a process group, as systemd sends it)', async () => {
+    const npm = spawn('npm', ['start', '--', '--port', '0', '--data-dir', dataDir()], {
+      cwd: process.cwd(),
+      env: cleanEnv({ APIARY_LOG_LEVEL: 'warn' }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    })
+    let out = ''
+    const collect = (d: Buffer) => {
+      out += d.toString()
+    }
+    npm.stdout.on('data', collect)
+    npm.stderr.on('data', collect)
+    const pipeClosed = new Promise((resolve) => npm.stdout.once('close', resolve))
+    const url = await new Promise<string>((resolve, reject) => {
+      npm.stdout.on('data', () => {
+        const m = /listening on (ws:\/\/\S+)/.exec(out)
+        if (m) resolve(m[1]!)
+      })
+      npm.once('exit', () => reject(new Error(`npm exited before the relay listened: ${out}`)))
+    })
+    const c = await connect(url)
+    process.kill(-npm.pid!, 'SIGTERM')
+    expect((await c.closed).code).toBe(1001)
+    await pipeClosed
+    expect(out).toContain('SIGTERM, closing')
+    expect(out).not.toContain('again')
+    expect(await portIsFree(Number(new URL(url).port))).toBe(true)
+  })
+
   it('exits 1 with one line naming the cause when its port is taken', async () => {
     const first = await startRelayProcess(['--port', '0', '--data-dir', dataDir()])
     try {
@@ -116,11 +146,31 @@ describe('apiary start with a backend it cannot reach', { timeout: 60_000 }, () 
   const redisUrl = 'redis://127.0.0.1:6379'
   const pgUrl = 'postgres://postgres@127.0.0.1:5432/test'
   const closedPort = () => freePort()
+  const servers: ChildProcess[] = []
+  afterAll(() => {
+    for (const p of servers) p.kill('SIGKILL')
+  })
+  /** a private redis-server that wants a password the relay isn't given */
+  async function passwordRedis(): Promise<string> {
+    const port = await freePort()
+    const p = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--requirepass', 'not-yours'])
+    servers.push(p)
+    await new Promise<void>((resolve) => {
+      let out = ''
+      p.stdout?.on('data', (d: Buffer) => {
+        out += d.toString()
+        if (out.includes('Ready to accept connections')) resolve()
+      })
+    })
+    return `redis://127.0.0.1:${port}`
+  }
 
   it.each([
     ['PostgreSQL with a database that does not exist', async () => ({ redis: redisUrl, pg: 'postgres://postgres@127.0.0.1:5432/apiary_no_such_db' }), /PostgreSQL at postgres:\/\/postgres@127\.0\.0\.1:5432\/apiary_no_such_db: database "apiary_no_such_db" does not exist/],
     ['PostgreSQL on a port where nothing listens', async () => ({ redis: redisUrl, pg: `postgres://postgres@127.0.0.1:${await closedPort()}/test` }), /PostgreSQL at postgres:\/\/postgres@127\.0\.0\.1:\d+\/test: connect ECONNREFUSED/],
     ['Redis on a port where nothing listens', async () => ({ redis: `redis://127.0.0.1:${await closedPort()}`, pg: pgUrl }), /Redis at redis:\/\/127\.0\.0\.1:\d+: connect ECONNREFUSED/],
+    ['PostgreSQL refusing the login (no such role)', async () => ({ redis: redisUrl, pg: 'postgres://apiary_no_such_role@127.0.0.1:5432/test' }), /PostgreSQL at postgres:\/\/apiary_no_such_role@127\.0\.0\.1:5432\/test: role "apiary_no_such_role" does not exist/],
+    ['Redis refusing the client (a password it does not have)', async () => ({ redis: await passwordRedis(), pg: pgUrl }), /Redis at redis:\/\/127\.0\.0\.1:\d+: NOAUTH/],
   ])('retries %s for startupTimeoutSeconds, logging each attempt, then exits non-zero with the cause', async (_, urls, cause) => {
     const { redis, pg } = await urls()
     const failed = await runFailingStart(['--port', '0', '--data-dir', mkdtempSync(join(tmpdir(), 'apiary-proc-'))], {

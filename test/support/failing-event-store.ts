@@ -18,7 +18,11 @@ export interface FailingEventStore {
 }
 
 export function openFailingSqliteStore(file: string): FailingEventStore {
-  const inner = openSqliteEventStore({ file, groupCommitMaxEvents: 100, groupCommitMaxDelayMs: 0 })
+  return withFaults(openSqliteEventStore({ file, groupCommitMaxEvents: 100, groupCommitMaxDelayMs: 0 }))
+}
+
+/** Any EventStore (SQLite, PostgreSQL) with faults injected on demand, as openFailingSqliteStore. */
+export function withFaults(inner: EventStore): FailingEventStore {
   const left: Record<StoreOp, number> = { save: 0, query: 0, count: 0 }
   const spent: Record<StoreOp, number> = { save: 0, query: 0, count: 0 }
   const faulty = <T>(op: StoreOp, call: () => Promise<T>): Promise<T> => {

@@ -33,7 +33,7 @@ import {
 import type { PresenceDeps, PresenceHolds } from './community-presence.js'
 import { fanOut, loseAll, loseMatching, onCount, onSubscribe } from './community-reads.js'
 import { forget, loadBannedEvents, onBannedEventsLoaded, onSweep } from './community-upkeep.js'
-import { announce, onLateCommit, onPublish, onSaved } from './community-writes.js'
+import { announce, onLateCommit, onPublish, onSaved, onWriteDone } from './community-writes.js'
 import type { CommunityMsg } from './messages.js'
 import { RecentIds } from './recent-ids.js'
 import { type ConnectionRegistry, SubscriptionIndex } from './subscription-index.js'
@@ -59,7 +59,7 @@ export interface CommunityDeps {
   presence: PresenceDeps
   /** `skipped` subscriptions were closed because an event could not be delivered (metric + supervision 'lagged') */
   lagged: (skipped: number) => void
-  /** how often connections that closed without a Disconnect are forgotten; default 30 s */
+  /** how often connections that closed without a Disconnect are forgotten; default 10 s */
   sweepIntervalMs?: number
 }
 
@@ -82,7 +82,8 @@ export const communityPath = (id: string) => `community/${id}`
 
 /** Writes held at once (behind a channel change, or before the banned ids are loaded); past it, `error:`. */
 const MAX_HELD_WRITES = 10_000
-const DEFAULT_SWEEP_INTERVAL_MS = 30_000
+// also how soon writes held behind a channel change that never completed are answered (community-upkeep.ts)
+const DEFAULT_SWEEP_INTERVAL_MS = 10_000
 const LIVE_INTERRUPTED = reason('error', 'live events from other nodes were interrupted; subscribe again to catch up')
 
 export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, CommunityMsg> {
@@ -122,6 +123,7 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
   const deferred = new DeferredState((channel, what) => self !== undefined && tell(self, { type: 'PublishChannelState', channel, what }))
   // a remote event this community could not take: the subscriptions it would have reached are closed
   deps.cluster.link.onUndelivered((raw) => {
+    if (raw === undefined) return deps.lagged(loseAll(index, LIVE_INTERRUPTED))
     const event = parseRemote(raw)
     if (event) deps.lagged(loseMatching(index, event, reason('error', 'an event from another node could not be delivered; subscribe again to catch up')))
   })
@@ -160,13 +162,19 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
 }
 
 async function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: CommunityDeps, replays: ControlReplayMemory): Promise<CommunityState> {
+  // a connection whose Join was refused (it opened while this community was down) registers with its first
+  // request: a ban or an archive must reach it like any other
+  if ((msg.type === 'Publish' || msg.type === 'Subscribe' || msg.type === 'Count') && msg.conn && !msg.conn.queue.closed && !state.conns.has(msg.conn.id))
+    state.conns.set(msg.conn.id, msg.conn)
   switch (msg.type) {
     case 'Publish':
       return onPublish(state, msg, ctx, deps)
     case 'Saved':
       return onSaved(state, msg, ctx, deps)
     case 'LateCommit':
-      return onLateCommit(state, msg, deps)
+      return onLateCommit(state, msg, ctx, deps)
+    case 'WriteDone':
+      return onWriteDone(state, msg.channel, ctx, deps)
     case 'Subscribe':
       return onSubscribe(state, msg, deps)
     case 'Unsubscribe':
@@ -217,7 +225,7 @@ async function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: 
       deps.log.warn({ err: msg.error, community: deps.record.id }, 'banned events unavailable; keeping the previous list')
       return state
     case 'Sweep':
-      return onSweep(state, ctx, deps)
+      return onSweep(state, deps)
     case 'LiveInterrupted':
       deps.log.warn({ community: deps.record.id, subscriptions: state.index.size }, 'live events from other nodes interrupted: closing live subscriptions')
       deps.lagged(loseAll(state.index, LIVE_INTERRUPTED))

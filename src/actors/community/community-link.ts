@@ -20,8 +20,11 @@ export interface CommunityLink {
   /** watch the events channel and wait (bounded) until other nodes' events will arrive; false: they won't yet */
   ensureInterest(): Promise<boolean>
   broadcast(channel: ControlChannel, op: ConnControlOp | CacheInvalidationOp): Promise<void>
-  /** who closes the subscriptions a remote event would have reached when the community could not take it */
-  onUndelivered(handler: (raw: string) => void): void
+  /**
+   * who closes the subscriptions a remote event would have reached when the community could not take it
+   * (`raw`), or every live subscription when it could not take an interruption (`undefined`)
+   */
+  onUndelivered(handler: (raw: string | undefined) => void): void
   close(): void
 }
 
@@ -45,9 +48,10 @@ export function createCommunityLink(d: CommunityLinkDeps): CommunityLink {
   let events: Subscription | undefined
   // the backend lost the events channel (the subscriber connection dropped): live subscriptions have a gap
   const interruptions = d.bus.interruptions().subscribe((channel) => {
-    if (channel === evChannel && !d.deliver({ type: 'LiveInterrupted' })) d.log.warn({ community: d.community }, 'live interruption not delivered')
+    // the community can't take it (down, or full): its subscriptions are closed all the same
+    if (channel === evChannel && !d.deliver({ type: 'LiveInterrupted' })) undelivered(undefined)
   })
-  let undelivered: (raw: string) => void = () => {}
+  let undelivered: (raw: string | undefined) => void = () => {}
   const control = (['conn-control', 'cache-invalidation'] as const).map((channel) => {
     const name = channel === 'conn-control' ? connControlChannel(d.community) : cacheInvalidationChannel(d.community)
     return d.bus.watch(name).subscribe((raw) => {

@@ -1,5 +1,7 @@
 // A community actor's housekeeping: the banned event ids (loaded beside the actor, before writes are served),
 // and the sweep that forgets connections whose Disconnect never arrived and channel writes that never came back.
+
+import { reason } from '../../protocols/reasons.js'
 import type { ActorContext } from '../kernel/index.js'
 import { tell } from '../kernel/index.js'
 import type { CommunityDeps, CommunityState } from './community-actor.js'
@@ -9,17 +11,27 @@ import type { CommunityMsg } from './messages.js'
 
 type Ctx = ActorContext<CommunityMsg>
 
-/** A channel change whose Saved never came back (an undeliverable result) stops holding writes after this. */
-const STUCK_WRITE_MS = 60_000
+/**
+ * A channel change whose result never came back stops holding writes after this; the writes it held are
+ * answered `error:` rather than decided late: their senders' asks end at 30 s, and a write decided after its
+ * sender heard `error:` would be a surprise. Swept every 10 s, so they hear within 30 s at most.
+ */
+const STUCK_WRITE_MS = 20_000
+const RELOAD_AFTER_MS = 1_000
 
 /**
  * Banned events (NIP-86 banevent) are few: kept in memory, re-read whenever the record is (and on every
  * restart). The read runs beside the actor; its result comes back as a message.
  */
 export function loadBannedEvents(ctx: Ctx, deps: CommunityDeps): void {
+  // writes wait for this answer: one the actor could not take (its mailbox full) is fetched again
+  const deliver = (msg: Extract<CommunityMsg, { type: 'BannedEventsLoaded' | 'BannedEventsFailed' }>) => {
+    // (a stopped community wants nothing more; a down one reloads on respawn, and meanwhile here)
+    if (!tell(ctx.self, msg) && ctx.kernel.exists(ctx.path)) setTimeout(() => loadBannedEvents(ctx, deps), RELOAD_AFTER_MS).unref?.()
+  }
   deps.communities.listBannedEvents(deps.record.id).then(
-    (list) => void tell(ctx.self, { type: 'BannedEventsLoaded', ids: list.map((e) => e.value) }),
-    (error: unknown) => void tell(ctx.self, { type: 'BannedEventsFailed', error }),
+    (list) => deliver({ type: 'BannedEventsLoaded', ids: list.map((e) => e.value) }),
+    (error: unknown) => deliver({ type: 'BannedEventsFailed', error }),
   )
 }
 
@@ -45,14 +57,15 @@ export function forget(state: CommunityState, connId: string, deps: CommunityDep
 }
 
 /** Connections that closed without their Disconnect reaching us (a full mailbox, a restart) are forgotten. */
-export async function onSweep(state: CommunityState, ctx: Ctx, deps: CommunityDeps) {
+export function onSweep(state: CommunityState, deps: CommunityDeps): CommunityState {
   const closed = new Set<string>()
   for (const conn of state.conns.values()) if (conn.queue.closed) closed.add(conn.id)
   for (const conn of state.index.connectionViews()) if (conn.queue.closed) closed.add(conn.id)
   for (const connId of state.presenceHolds.keys()) if (!state.conns.has(connId)) closed.add(connId)
   for (const connId of closed) forget(state, connId, deps)
   if (closed.size > 0) deps.log.info({ community: deps.record.id, connections: closed.size }, 'forgot connections closed without a Disconnect')
-  await republish(state, state.writes.expire(deps.nowMs(), STUCK_WRITE_MS), ctx, deps)
+  for (const held of state.writes.expire(deps.nowMs(), STUCK_WRITE_MS))
+    held.reply({ accepted: false, message: reason('error', 'the channel change this event waited for did not complete; send it again') })
   return state
 }
 

@@ -68,36 +68,56 @@ export async function onPublish(state: CommunityState, msg: Publish, ctx: Ctx, d
 
 /** Starts the store write; its outcome comes back as a Saved message (Akka's pipeTo). */
 function save(state: CommunityState, template: Saved, ctx: Ctx, deps: CommunityDeps): void {
-  const { event, raw } = template
+  const { event, raw, plan, ordered } = template
   const end = deps.metrics.storeLatency.startTimer({ op: 'save' })
   deps.store.save(deps.record.id, event, raw).then(
     (outcome) => {
       end()
-      if (!tell(ctx.self, { ...template, outcome })) savedButUndeliverable(state, template, outcome, deps)
+      if (tell(ctx.self, { ...template, outcome })) return
+      // stored, but this actor can't take the result now (down, or its mailbox full): the client hears the
+      // truth at once, and the rest (fan-out, the channel change, the write order) follows when it can
+      template.reply(outcome.status === 'saved' ? { accepted: true, message: '' } : { accepted: true, message: DUPLICATE })
+      deliverLater(state, { type: 'LateCommit', event, raw, outcome, plan, ordered }, ctx, deps)
     },
     (error: unknown) => {
       end()
       deps.log.error({ err: error, community: deps.record.id, eventId: event.id }, 'store save failed')
       const late = (error as { late?: Promise<SaveOutcome> }).late
-      if (!tell(ctx.self, { ...template, outcome: { status: 'error', late } })) {
-        template.reply({ accepted: false, message: reason('error', 'could not store the event') })
-        if (late) void late.then((o) => o.status === 'saved' && savedButUndeliverable(state, template, o, deps))
-      }
+      if (tell(ctx.self, { ...template, outcome: { status: 'error', late } })) return
+      template.reply({ accepted: false, message: reason('error', 'could not store the event') })
+      if (ordered !== undefined) deliverLater(state, { type: 'WriteDone', channel: ordered }, ctx, deps)
+      late?.then(
+        (o) => deliverLater(state, { type: 'LateCommit', event, raw, outcome: o, plan }, ctx, deps),
+        () => {},
+      )
     },
   )
 }
 
+// A community that is down is respawned within 30 s (its kind supervisor's longest delay): results of its
+// own I/O are offered again until then, with room to spare.
+const REDELIVER_EVERY_MS = 500
+const REDELIVER_FOR_MS = 60_000
+
 /**
- * The commit happened but this actor can't take the result (its mailbox is full, or it is down): the event
- * is stored, so the client hears OK true; the other nodes still get it; and every local subscription it
- * would have reached is closed with `error:` (counted), rather than silently missing it (DESIGN §5).
+ * Results of the community's own I/O that it could not take when they came (down, or its mailbox full)
+ * are offered again until it takes them. If it never does, the event's local subscriptions are closed with
+ * `error:` (counted) and the other nodes still get it — never a silent gap (DESIGN §5).
  */
-function savedButUndeliverable(state: CommunityState, msg: Saved, outcome: SaveOutcome, deps: CommunityDeps): void {
-  msg.reply(outcome.status === 'saved' ? { accepted: true, message: '' } : { accepted: true, message: DUPLICATE })
-  if (outcome.status !== 'saved') return
-  deps.cluster.link.publishEvent(msg.raw)
-  const lost = loseMatching(state.index, msg.event, reason('error', 'an event could not be delivered here; subscribe again to catch up'))
-  deps.lagged(lost)
+function deliverLater(state: CommunityState, msg: Extract<CommunityMsg, { type: 'LateCommit' | 'WriteDone' }>, ctx: Ctx, deps: CommunityDeps): void {
+  const until = performance.now() + REDELIVER_FOR_MS
+  const attempt = () => {
+    if (tell(ctx.self, msg)) return
+    if (performance.now() < until) {
+      setTimeout(attempt, REDELIVER_EVERY_MS).unref?.()
+      return
+    }
+    if (msg.type !== 'LateCommit' || msg.outcome.status !== 'saved') return
+    deps.log.error({ community: deps.record.id, eventId: msg.event.id, channelChange: msg.plan !== undefined }, 'a stored event could not reach its community')
+    deps.cluster.link.publishEvent(msg.raw)
+    deps.lagged(loseMatching(state.index, msg.event, reason('error', 'an event could not be delivered here; subscribe again to catch up')))
+  }
+  attempt()
 }
 
 function refuse(state: CommunityState, reply: (o: PublishOutcome) => void, message: PublishOutcome['message']) {
@@ -125,9 +145,10 @@ export async function onSaved(state: CommunityState, msg: Saved, ctx: Ctx, deps:
       case 'deleted':
         return refuse(state, reply, reason('blocked', 'this event was deleted by its author'))
       case 'error':
-        // a commit that outlived its deadline may still land: then it is fanned out (and a resend is a duplicate)
+        // a commit that outlived its deadline may still land: then it takes effect after all (fan-out, the
+        // channel change), and a resend is a duplicate
         outcome.late?.then(
-          (late) => void tell(ctx.self, { type: 'LateCommit', event, raw, outcome: late }),
+          (late) => deliverLater(state, { type: 'LateCommit', event, raw, outcome: late, plan: msg.plan }, ctx, deps),
           () => {},
         )
         return refuse(state, reply, reason('error', 'could not store the event'))
@@ -139,17 +160,44 @@ export async function onSaved(state: CommunityState, msg: Saved, ctx: Ctx, deps:
   }
 }
 
-/** The client heard `error:`, but the commit landed after all: make the node consistent with the store. */
-export async function onLateCommit(state: CommunityState, msg: Extract<CommunityMsg, { type: 'LateCommit' }>, deps: CommunityDeps) {
-  deps.log.warn({ community: deps.record.id, eventId: msg.event.id, status: msg.outcome.status }, 'a commit reported failed came through late')
-  if (msg.outcome.status === 'saved') await accepted(state, msg.event, msg.raw, msg.outcome.removedIds, deps)
-  else if (msg.outcome.status === 'duplicate') state.recent.add(msg.event.id)
+/**
+ * A commit whose result the actor did not take when it came (a commit that outlived its deadline, or one
+ * that landed while the actor was down): make the node consistent with the store now.
+ */
+export async function onLateCommit(state: CommunityState, msg: Extract<CommunityMsg, { type: 'LateCommit' }>, ctx: Ctx, deps: CommunityDeps) {
+  const { event, raw, outcome, plan } = msg
+  deps.log.warn({ community: deps.record.id, eventId: event.id, status: outcome.status }, 'a commit takes effect late')
+  try {
+    if (outcome.status === 'saved') {
+      const changes = plan ? await applyChannelPlanLogged(plan, event, state.channels) : []
+      await accepted(state, event, raw, outcome.removedIds, deps)
+      await announce(state, changes, deps)
+    } else if (outcome.status === 'duplicate') state.recent.add(event.id)
+  } finally {
+    if (msg.ordered !== undefined) await republish(state, state.writes.end(msg.ordered), ctx, deps)
+  }
   return state
 }
 
-/** Writes that waited their turn, decided now in arrival order (each may wait again behind a new change). */
+/**
+ * Writes that waited their turn, decided now in arrival order (each may wait again behind a new change).
+ * One that fails is answered `error:` and the rest still go on: none is left without an answer.
+ */
 export async function republish(state: CommunityState, waiting: Publish[], ctx: Ctx, deps: CommunityDeps): Promise<void> {
-  for (const m of waiting) await onPublish(state, m, ctx, deps)
+  for (const m of waiting) {
+    try {
+      await onPublish(state, m, ctx, deps)
+    } catch (error) {
+      deps.log.error({ err: error, community: deps.record.id, eventId: m.event.id }, 'a write that waited its turn failed')
+      m.reply({ accepted: false, message: reason('error', 'could not process the event') })
+    }
+  }
+}
+
+/** A channel change that failed with its result undeliverable: later writes to the channel may go on. */
+export async function onWriteDone(state: CommunityState, channel: string, ctx: Ctx, deps: CommunityDeps) {
+  await republish(state, state.writes.end(channel), ctx, deps)
+  return state
 }
 
 async function accepted(state: CommunityState, event: Saved['event'], raw: string, removedIds: string[], deps: CommunityDeps) {

@@ -34,8 +34,10 @@ export type CommunityMsg =
       ordered?: string
       reply: (o: PublishOutcome) => void
     }
-  /** a commit reported failed at its deadline came through after all: fan out what was stored */
-  | { type: 'LateCommit'; event: VerifiedEvent; raw: string; outcome: SaveOutcome }
+  /** a commit whose result the actor did not take when it came (past its deadline, or while down): apply it now */
+  | { type: 'LateCommit'; event: VerifiedEvent; raw: string; outcome: SaveOutcome; plan?: ChannelPlan; ordered?: string }
+  /** a channel change failed and its Saved could not be delivered: the channel's waiting writes may go on */
+  | { type: 'WriteDone'; channel: string }
   /** the banned event ids (NIP-86 banevent) read from the store; writes wait for the first load */
   | { type: 'BannedEventsLoaded'; ids: string[] }
   | { type: 'BannedEventsFailed'; error: unknown }

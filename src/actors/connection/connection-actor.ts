@@ -6,6 +6,7 @@ import type { WebSocket } from 'ws'
 import type { Logger } from '../../infra/log.js'
 import type { Metrics } from '../../infra/metrics.js'
 import type { Verifier } from '../../infra/verify/verifier.js'
+import { MIN_FRAME_CHARGE_BYTES } from '../../infra/ws/inbound-flow.js'
 import type { Limits } from '../../protocols/limits.js'
 import type { OwnerAttestation } from '../../protocols/nip-oa.js'
 import { type ClientMessage, type ClientMessageError, parseClientMessage } from '../../protocols/nip01/client-message.js'
@@ -42,6 +43,8 @@ export interface ConnectionDeps {
   /** the community's ban row for this pubkey, if any (DESIGN §6: checked at AUTH and at every write) */
   banOf: (pubkey: string) => Promise<{ reason: string } | undefined>
   limits: Limits
+  /** the edge's inbound bound (limits.maxInboundBytesInFlight): what sizes the mailbox */
+  maxInboundBytesInFlight: number
   authRequired: boolean
   authWindowSeconds: number
   nowSeconds: () => number
@@ -81,7 +84,9 @@ export function connectionActor(deps: ConnectionDeps): ActorDef<ConnectionState,
       tell(deps.community.ref, { type: 'Disconnect', connId: deps.view.id })
       if (deps.ws.readyState === deps.ws.OPEN) deps.ws.close(1011, 'error: internal')
     },
-    mailboxCapacity: 10_000,
+    // every frame in the mailbox is charged at least MIN_FRAME_CHARGE_BYTES against the inbound bound, which
+    // pauses the socket first; results of preparations add at most MAX_IN_FLIGHT_FRAMES
+    mailboxCapacity: Math.ceil(deps.maxInboundBytesInFlight / MIN_FRAME_CHARGE_BYTES) * 2 + MAX_IN_FLIGHT_FRAMES,
     policy: { mode: 'temporary' },
   }
 }
@@ -119,13 +124,14 @@ function newSequence(ctx: Ctx, deps: ConnectionDeps): FrameSequence<Step, Prepar
         return
       }
       // beside the actor: the outcome comes back as a message and waits for its turn in the sequence
-      work.then(
-        (result) => tell(ctx.self, { type: 'Prepared', seq, result }),
-        (error: unknown) => {
-          deps.log.error({ err: error, community: deps.community.id, conn: deps.view.id }, 'frame preparation failed')
-          if ('parsed' in step) tell(ctx.self, { type: 'Prepared', seq, result: failedPreparation(step.parsed) })
-        },
-      )
+      // a result the actor can't take would stall the sequence for good: end the connection instead, saying so
+      const deliver = (result: Prepared) => {
+        if (!tell(ctx.self, { type: 'Prepared', seq, result }) && deps.ws.readyState === deps.ws.OPEN) deps.ws.close(1011, 'error: connection overloaded')
+      }
+      work.then(deliver, (error: unknown) => {
+        deps.log.error({ err: error, community: deps.community.id, conn: deps.view.id }, 'frame preparation failed')
+        if ('parsed' in step) deliver(failedPreparation(step.parsed))
+      })
     },
     apply: (_seq, step, result) => applyStep(step, result, deps),
   })

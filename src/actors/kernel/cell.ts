@@ -153,8 +153,10 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
     this.scheduleRespawn()
   }
 
-  private scheduleRespawn(): void {
-    if (this.clock.now() - this.respawnedAt >= this.policy.resetAfterMs) this.respawnAttempt = 0
+  /** `afterFailedRespawn`: the last respawn itself failed, so the actor never ran: keep counting up */
+  private scheduleRespawn(afterFailedRespawn = false): void {
+    const ranLong = Number.isFinite(this.respawnedAt) && this.clock.now() - this.respawnedAt >= this.policy.resetAfterMs
+    if (!afterFailedRespawn && ranLong) this.respawnAttempt = 0
     this.respawnAttempt++
     const u = this.env.random()
     const delayMs = backoffDelayMs(this.policy.respawn, this.respawnAttempt, Number.isFinite(u) ? Math.min(1, Math.max(0, u)) : 0)
@@ -169,15 +171,11 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
     if (this.phase !== 'down') return
     try {
       this.state = this.def.init(this.ctx)
-    } catch (error) {
-      this.env.emit({ type: 'crashed', path: this.path, kind: this.kind, error, msgType: undefined })
-      this.scheduleRespawn()
-      return
-    }
-    try {
       this.nactRef = this.spawnNact()
     } catch (error) {
-      this.env.markDegraded(`respawning ${this.path} failed: ${describeError(error)}`)
+      // one more failure: still down, and the next respawn waits longer
+      this.env.emit({ type: 'crashed', path: this.path, kind: this.kind, error, msgType: undefined })
+      this.scheduleRespawn(true)
       return
     }
     this.failures.clear()

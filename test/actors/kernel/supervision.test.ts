@@ -339,3 +339,42 @@ describe('temporary actors', () => {
     expect(tell(ref, { type: 'Push', n: 2 })).toBe(false)
   })
 })
+
+describe('respawning an actor whose init keeps failing', () => {
+  it('keeps it down and backs off further each time, up to maxMs, until an init succeeds', async () => {
+    start()
+    let failInit = false
+    let inits = 0
+    const ref = kernel.spawn<null, ProbeMsg>('flaky/respawn', {
+      kind: 'flaky',
+      policy: { ...quickBackoff, maxRestarts: 0, respawn: { minMs: 1000, maxMs: 8000, jitter: 0 } },
+      init: () => {
+        inits++
+        if (failInit) throw new Error('no database')
+        return null
+      },
+      handle: (state, msg) => {
+        if (msg.type === 'Boom') throw new Error('boom')
+        return state
+      },
+    })
+    failInit = true
+    tell(ref, { type: 'Boom' })
+    await events.waitFor('gave-up', 'flaky/respawn')
+    const delays: number[] = []
+    for (let i = 0; i < 5; i++) {
+      const d = events.of('backoff', 'flaky/respawn').at(-1)!.delayMs
+      delays.push(d)
+      const crashes = events.of('crashed', 'flaky/respawn').length
+      clock.advance(d)
+      await events.waitFor('crashed', 'flaky/respawn', crashes + 1)
+    }
+    expect(delays).toEqual([1000, 2000, 4000, 8000, 8000])
+    expect(kernel.unhealthy()).toEqual(['flaky/respawn'])
+    failInit = false
+    clock.advance(8000)
+    await events.waitFor('restarted', 'flaky/respawn')
+    expect(kernel.unhealthy()).toEqual([])
+    expect(inits).toBe(7)
+  })
+})
