@@ -78,7 +78,7 @@ export async function channelFanout(
   if (variant !== 'plain') {
     const ch = fx.channels[variant]
     const t0 = performance.now()
-    await setUpChannel(url, ch)
+    await setUpChannel(url, ch.setup)
     setupMs = Math.round(performance.now() - t0)
     members = ch.setup.length // the creator (admin) and everyone put in
     events = ch.posts
@@ -88,18 +88,21 @@ export async function channelFanout(
     subscribers: fx.subscribers.length,
     events,
     filter,
-    openSubscriber: (i) => connectAuthed(url, fx.subscribers[i]!),
+    openSubscriber: (i) => connectAuthed(url, [fx.subscribers[i]!]),
     ...hooks,
   })
   return { ...r, setupMs, members }
 }
 
-/** The 9007 first (alone: the put-users need the channel), then the put-users pipelined; any refusal throws. */
-async function setUpChannel(url: string, ch: ChannelSet): Promise<void> {
-  const ws = await openSocket(url)
+/**
+ * `setup` = a 9007 and its put-users: the 9007 first (alone: the put-users need the channel), then the
+ * put-users pipelined; any refusal throws. `host`: a community's host name, as in bench/load.ts `connect`.
+ */
+export async function setUpChannel(url: string, setup: BenchEvent[], host?: string): Promise<void> {
+  const ws = await openSocket(url, host)
   try {
-    await publishAll(ws, ch.setup.slice(0, 1), 1)
-    await publishAll(ws, ch.setup.slice(1), 50)
+    await publishAll(ws, setup.slice(0, 1), 1)
+    await publishAll(ws, setup.slice(1), 50)
   } finally {
     ws.terminate()
   }
@@ -141,9 +144,10 @@ function publishAll(ws: WebSocket, events: BenchEvent[], window: number): Promis
 }
 
 /** A socket with its message listener in place before the upgrade completes (the AUTH challenge can share its read). */
-function openSocket(url: string, onMessage?: (ws: WebSocket, m: unknown[]) => void): Promise<WebSocket> {
+function openSocket(url: string, host: string | undefined, onMessage?: (ws: WebSocket, m: unknown[]) => void): Promise<WebSocket> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { perMessageDeflate: false, skipUTF8Validation: true, handshakeTimeout: 15_000 })
+    const headers = host ? { host: hostHeader(url, host) } : undefined
+    const ws = new WebSocket(url, { perMessageDeflate: false, skipUTF8Validation: true, handshakeTimeout: 15_000, ...(headers ? { headers } : {}) })
     if (onMessage) ws.on('message', (data) => onMessage(ws, JSON.parse(data.toString()) as unknown[]))
     ws.once('open', () => {
       ws.removeAllListeners('error')
@@ -155,29 +159,37 @@ function openSocket(url: string, onMessage?: (ws: WebSocket, m: unknown[]) => vo
   })
 }
 
+const hostHeader = (url: string, host: string) => `${host}:${new URL(url).port}`
+
 /**
- * Connect and answer the relay's AUTH challenge as `key` (kind 22242 naming the challenge and the URL dialed,
- * which is the URL the relay sees); resolves once the relay's OK accepts it.
+ * Connect and answer the relay's AUTH challenge as each of `keys` (NIP-42 lets one connection authenticate
+ * several pubkeys: one kind 22242 each, naming the challenge and the relay URL the relay sees — the URL dialed,
+ * or `ws://<host>:<port>` when `host` is sent); resolves once the relay's OK accepts every one.
  */
-async function connectAuthed(url: string, key: Key): Promise<WebSocket> {
+export async function connectAuthed(url: string, keys: Key[], host?: string): Promise<WebSocket> {
   let settle: { resolve: () => void; reject: (e: Error) => void } | undefined
   const done = new Promise<void>((resolve, reject) => {
     settle = { resolve, reject }
   })
   done.catch(() => {}) // awaited below; a refusal may come first
-  let authId = ''
-  const ws = await openSocket(url, (socket, m) => {
-    if (m[0] === 'AUTH' && typeof m[1] === 'string' && authId === '') {
+  const relayUrl = host ? `ws://${hostHeader(url, host)}` : url
+  const waiting = new Set<string>()
+  let challenged = false
+  const ws = await openSocket(url, host, (socket, m) => {
+    if (m[0] === 'AUTH' && typeof m[1] === 'string' && !challenged) {
+      challenged = true
       const tags = [
-        ['relay', url],
+        ['relay', relayUrl],
         ['challenge', m[1]],
       ]
-      const e = signEvent({ kind: 22242, created_at: Math.floor(Date.now() / 1000), tags, content: '' }, key)
-      authId = e.id
-      socket.send(JSON.stringify(['AUTH', e]))
-    } else if (m[0] === 'OK' && m[1] === authId) {
-      if (m[2] === true) settle!.resolve()
-      else settle!.reject(new Error(`AUTH refused: ${String(m[3])}`))
+      for (const key of keys) {
+        const e = signEvent({ kind: 22242, created_at: Math.floor(Date.now() / 1000), tags, content: '' }, key)
+        waiting.add(e.id)
+        socket.send(JSON.stringify(['AUTH', e]))
+      }
+    } else if (m[0] === 'OK' && typeof m[1] === 'string' && waiting.delete(m[1])) {
+      if (m[2] !== true) settle!.reject(new Error(`AUTH refused: ${String(m[3])}`))
+      else if (waiting.size === 0) settle!.resolve()
     }
   })
   const timer = setTimeout(() => settle!.reject(new Error('no AUTH challenge/OK within 15 s')), 15_000)
@@ -189,6 +201,6 @@ async function connectAuthed(url: string, key: Key): Promise<WebSocket> {
   } finally {
     clearTimeout(timer)
   }
-  ws.removeAllListeners('message') // fanout() attaches its own
+  ws.removeAllListeners('message') // the load generator (fanout, ingest) attaches its own
   return ws
 }

@@ -10,13 +10,15 @@ import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { Redis } from 'ioredis'
 import postgres from 'postgres'
+import type WebSocket from 'ws'
 import type { ConfigInput } from '../src/infra/config'
 import { createMemoryRateLimiter } from '../src/infra/gates/memory-rate-limit'
 import type { Admission, RateRule } from '../src/infra/gates/rate-limit'
 import { type AdmitRequest, createRedisRateLimiter } from '../src/infra/gates/redis-rate-limit'
 import { rateLimitKey } from '../src/infra/redis/keys'
+import { connectAuthed, setUpChannel } from './channel-fanout'
 import { CHILD_SCRIPTS, type RelayProcess, spawnRelay } from './child'
-import type { BenchEvent } from './fixtures'
+import { type BenchEvent, channelIngestKeys } from './fixtures'
 import { type FanoutResult, fanout, type IngestResult, ingestPipelined, type Latency, latency } from './load'
 
 export const REDIS_URL = process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379'
@@ -273,30 +275,54 @@ export async function clusterFanout(
 
 // ---------------------------------------------------------------- ingest-pg
 
-export const INGEST_BACKENDS = ['postgres', 'sqlite'] as const
-export type IngestBackend = (typeof INGEST_BACKENDS)[number]
+/**
+ * postgres: kind 1 into one cluster node (PostgreSQL store, Redis gates); sqlite: the same into one embedded
+ * node (same kind of community, bound to BENCH_HOST) — the reference for the PostgreSQL figure; postgres
+ * kind-9: NIP-29 posts to a public channel on a cluster node, from connections authenticated (NIP-42) as
+ * every author, all of them members (9007 + 9000s before the clock) — the kind-1 row is its reference.
+ */
+export const INGEST_VARIANTS = ['postgres', 'sqlite', 'postgres kind-9'] as const
+export type IngestVariant = (typeof INGEST_VARIANTS)[number]
 
-export type BackendIngestResult = IngestResult & { backend: IngestBackend; relayCores: number; redisCores: number; postgresCores: number }
+export type BackendIngestResult = IngestResult & { variant: IngestVariant; relayCores: number; redisCores: number; postgresCores: number; setupMs: number }
 
 /** Pipelined ingest into one node: cluster backends (PostgreSQL store, Redis gates) or embedded SQLite. */
 export async function ingestOnBackend(
-  backend: IngestBackend,
-  opts: { events: BenchEvent[]; connections: number; window: number; maxSeconds: number; dir: (label: string) => string },
+  variant: IngestVariant,
+  opts: {
+    events: BenchEvent[]
+    channel: { setup: BenchEvent[]; posts: BenchEvent[] }
+    connections: number
+    window: number
+    maxSeconds: number
+    dir: (label: string) => string
+  },
 ): Promise<BackendIngestResult> {
-  const env = backend === 'postgres' ? await openClusterEnv() : undefined
+  const env = variant === 'sqlite' ? undefined : await openClusterEnv()
   try {
     return await withNodes(1, env?.config ?? embeddedConfig(), opts.dir, async ([node]) => {
+      const url = node!.url
+      let setupMs = 0
+      let openConnection: ((i: number) => Promise<WebSocket>) | undefined
+      if (variant === 'postgres kind-9') {
+        const t0 = performance.now()
+        await setUpChannel(url, opts.channel.setup, BENCH_HOST)
+        setupMs = Math.round(performance.now() - t0)
+        const authors = channelIngestKeys()
+        openConnection = () => connectAuthed(url, authors, BENCH_HOST)
+      }
       const probe = cpuProbe([node!], env?.redis)
-      const r = await ingestPipelined(node!.url, {
-        events: opts.events,
+      const r = await ingestPipelined(url, {
+        events: variant === 'postgres kind-9' ? opts.channel.posts : opts.events,
         connections: opts.connections,
         window: opts.window,
         maxSeconds: opts.maxSeconds,
         host: BENCH_HOST,
+        ...(openConnection ? { openConnection } : {}),
         onStart: probe.onStart,
         onEnd: probe.onEnd,
       })
-      return { ...r, backend, ...probe.figures }
+      return { ...r, variant, setupMs, ...probe.figures }
     })
   } finally {
     await env?.close()

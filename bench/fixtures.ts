@@ -113,6 +113,34 @@ export function ingestEvents(count: number): BenchEvent[] {
   })
 }
 
+/** The channel every `channelPostEvents` post goes to (a fresh relay or database each run, so no clash). */
+export const INGEST_CHANNEL_ID = 'bench-ingest'
+/** Authors of `channelPostEvents`, as many as `ingestEvents` has: authors[0] creates the channel. */
+export const channelIngestKeys = () => benchKeys(16, 'channel-ingest')
+
+/**
+ * The kind-9 twin of `ingestEvents` for NIP-29 ingest: the same 16-author, ~250-byte shape, posted to the
+ * public channel INGEST_CHANNEL_ID. `setup` is the creator's 9007 and one 9000 put-user per other author
+ * (every author a member), created before every post; `posts` are `count` kind 9 with its `h` tag.
+ */
+export function channelPostEvents(count: number): { setup: BenchEvent[]; posts: BenchEvent[] } {
+  const keys = channelIngestKeys()
+  const setupCount = keys.length
+  const all = cached('channel-ingest', setupCount + count, (n, now) => {
+    const start = now - 86_400 - 3_600
+    const h = ['h', INGEST_CHANNEL_ID]
+    const out = [signEvent({ kind: 9007, created_at: start, tags: [h, ['name', INGEST_CHANNEL_ID]], content: '' }, keys[0]!)]
+    for (const k of keys.slice(1)) out.push(signEvent({ kind: 9000, created_at: start, tags: [h, ['p', k.pubkey]], content: '' }, keys[0]!))
+    const posts = n - setupCount
+    for (let i = 0; i < posts; i++) {
+      const created_at = now - 86_400 + Math.floor((i * 86_000) / posts)
+      out.push(signEvent({ kind: 9, created_at, tags: [h], content: `bench event ${i} `.repeat(14) }, keys[i % keys.length]!))
+    }
+    return out
+  })
+  return { setup: all.slice(0, setupCount), posts: all.slice(setupCount) }
+}
+
 export interface Dataset {
   events: BenchEvent[]
   authors: string[]

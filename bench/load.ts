@@ -106,6 +106,8 @@ export interface IngestOptions {
   stallSeconds?: number
   /** Host header name (port appended), to reach a community bound to that host */
   host?: string
+  /** opens connection `i` (bench/cluster.ts: connected and NIP-42-authenticated as the authors), else plain connections */
+  openConnection?: (i: number) => Promise<WebSocket>
   /** awaited right before the first send / right after the last OK (event-loop delay sampling) */
   onStart?: () => Promise<void> | void
   onEnd?: () => Promise<void> | void
@@ -124,7 +126,7 @@ export function ingestPipelined(url: string, opts: IngestOptions & { window: num
 async function ingest(url: string, opts: IngestOptions & { window: number }): Promise<IngestResult> {
   const events = resolveEvents(opts.events)
   const frames = events.map((e) => `["EVENT",${JSON.stringify(e)}]`)
-  const sockets = await openMany(url, opts.connections, 50, opts.host)
+  const sockets = opts.openConnection ? await openEach(opts.connections, 50, opts.openConnection) : await openMany(url, opts.connections, 50, opts.host)
   const lat = new Float64Array(events.length)
   let nLat = 0
   let next = 0

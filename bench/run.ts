@@ -1,19 +1,24 @@
 // `npm run bench` — Apiary against the baseline (@nostr-relay/core + SQLite, bench/baseline-relay.ts), each
 // relay in its own child process, alternating over rounds because this machine is noisy (±30 %).
 // Flags: --quick (small counts), --rounds N (default 3), --only a,b (scenarios: ceiling, ingest-closed,
-// ingest-pipelined, fanout, channel-fanout, req, idle-memory, cluster-fanout, admission, ingest-pg), --relays apiary,baseline.
-// channel-fanout (bench/channel-fanout.ts) runs Apiary only: plain vs public vs private channel events.
+// ingest-pipelined, fanout, channel-fanout, slow-read, req, ingest-with-reads, idle-memory, cluster-fanout,
+// admission, ingest-pg), --relays apiary,baseline.
+// channel-fanout (bench/channel-fanout.ts) runs Apiary only: plain vs public vs private channel events; so do
+// slow-read (bench/slow-read.ts: ingest with and without a REQ the store holds 2 s) and ingest-with-reads
+// (bench/ingest-with-reads.ts: ingest into the REQ data set with and without 8 readers).
 // The cluster scenarios (bench/cluster.ts) need Redis and PostgreSQL on 127.0.0.1; a run without them skips
 // those with a note. Prints a table of medians with the DESIGN §12 targets and writes it to
 // .bench-data/last-run.json.
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { CHANNEL_VARIANTS, type ChannelFixtures, channelFanout, channelFixtures } from './channel-fanout'
 import { CHILD_SCRIPTS, type LoopDelay, type RelayProcess, spawnRelay } from './child'
-import { type AdmissionCell, admissionBench, clusterFanout, clusterUnavailable, dropBenchDatabases, FANOUT_VARIANTS, INGEST_BACKENDS, ingestOnBackend } from './cluster'
-import { BENCH_DATA_DIR, type Dataset, ingestEvents, reqDataset } from './fixtures'
+import { type AdmissionCell, admissionBench, clusterFanout, clusterUnavailable, dropBenchDatabases, FANOUT_VARIANTS, INGEST_VARIANTS, ingestOnBackend } from './cluster'
+import { BENCH_DATA_DIR, channelPostEvents, type Dataset, ingestEvents, reqDataset } from './fixtures'
+import { ingestWithReads, READ_LOAD_VARIANTS, READER_SHAPES, type ReadersFigures, type ReadLoadResult } from './ingest-with-reads'
 import { fanout, type IdleMemoryResult, idleConnectionMemory, ingestClosedLoop, ingestPipelined, REQ_SHAPES, type ReqShapeResult, reqLatency } from './load'
+import { SLOW_READ_VARIANTS, slowReadIngest } from './slow-read'
 
 // ---------------------------------------------------------------- options
 
@@ -25,7 +30,20 @@ const option = (name: string) => {
 }
 const quick = flag('quick')
 const rounds = Number(option('rounds') ?? 3)
-const SCENARIOS = ['ceiling', 'ingest-closed', 'ingest-pipelined', 'fanout', 'channel-fanout', 'req', 'idle-memory', 'cluster-fanout', 'admission', 'ingest-pg'] as const
+const SCENARIOS = [
+  'ceiling',
+  'ingest-closed',
+  'ingest-pipelined',
+  'fanout',
+  'channel-fanout',
+  'slow-read',
+  'req',
+  'ingest-with-reads',
+  'idle-memory',
+  'cluster-fanout',
+  'admission',
+  'ingest-pg',
+] as const
 const CLUSTER_SCENARIOS: readonly Scenario[] = ['cluster-fanout', 'admission', 'ingest-pg']
 type Scenario = (typeof SCENARIOS)[number]
 const only = option('only')?.split(',') as Scenario[] | undefined
@@ -40,7 +58,9 @@ const size = quick
       closed: { events: 1_000, connections: 16, maxSeconds: 8 },
       pipelined: { events: 3_000, connections: 4, window: 200, maxSeconds: 10 },
       fanout: { subscribers: 1_000, events: 100 },
+      slowRead: { events: 4_000, connections: 4, window: 16, maxSeconds: 10, delayMs: 2_000 },
       req: { stored: 10_000, queries: 50, concurrentQueries: 200, connections: 8 },
+      ingestWithReads: { events: 3_000, connections: 4, window: 200, maxSeconds: 10, readers: 8 },
       idle: { connections: 1_000 },
       clusterFanout: { subscribers: 200, events: 100 },
       admission: { seconds: 1, maxDecisions: 2_000_000, callers: [1, 16, 64], batches: [8, 32, 128], batchCallers: [1, 16], memoryCallers: 16 },
@@ -51,7 +71,9 @@ const size = quick
       closed: { events: 5_000, connections: 32, maxSeconds: 20 },
       pipelined: { events: 30_000, connections: 4, window: 200, maxSeconds: 20 },
       fanout: { subscribers: 1_000, events: 500 },
+      slowRead: { events: 10_000, connections: 4, window: 16, maxSeconds: 20, delayMs: 2_000 },
       req: { stored: 100_000, queries: 200, concurrentQueries: 800, connections: 8 },
+      ingestWithReads: { events: 30_000, connections: 4, window: 200, maxSeconds: 20, readers: 8 },
       idle: { connections: 2_000 },
       clusterFanout: { subscribers: 200, events: 500 },
       admission: { seconds: 3, maxDecisions: 10_000_000, callers: [1, 16, 64], batches: [8, 32, 128], batchCallers: [1, 16], memoryCallers: 16 },
@@ -73,8 +95,9 @@ mkdirSync(tmpRoot, { recursive: true })
 process.on('exit', () => rmSync(tmpRoot, { recursive: true, force: true }))
 const freshDir = (label: string) => mkdtempSync(join(tmpRoot, `${label}-`))
 
-async function withRelay<T>(name: RelayName, dir: string, fn: (relay: RelayProcess) => Promise<T>): Promise<T> {
-  const relay = await spawnRelay(CHILD_SCRIPTS[name], dir)
+/** `env` goes to the child (bench/serve-apiary.ts reads BENCH_APIARY_CONFIG and BENCH_SLOW_READ_MS). */
+async function withRelay<T>(name: RelayName, dir: string, fn: (relay: RelayProcess) => Promise<T>, env: Record<string, string> = {}): Promise<T> {
+  const relay = await spawnRelay(CHILD_SCRIPTS[name], dir, 60_000, env)
   try {
     return await fn(relay)
   } finally {
@@ -83,6 +106,17 @@ async function withRelay<T>(name: RelayName, dir: string, fn: (relay: RelayProce
 }
 
 type Outcome<T> = { ok: true; value: T } | { ok: false; error: string }
+
+/** Each relay's REQ data-set directory, loaded once per run (`req` reads it, `ingest-with-reads` copies it). */
+const preloaded = new Map<RelayName, Promise<string>>()
+function preloadOnce(name: RelayName, ds: Dataset): Promise<string> {
+  let dir = preloaded.get(name)
+  if (!dir) {
+    dir = preload(name, ds)
+    preloaded.set(name, dir)
+  }
+  return dir
+}
 
 async function attempt<T>(fn: () => Promise<T>): Promise<Outcome<T>> {
   try {
@@ -164,10 +198,16 @@ function addRow<T>(
   })
 }
 
-const atLeastTimesBaseline = (k: number) => ({
-  text: `≥ ${k}× baseline`,
-  check: (a: number, b: number | string) => typeof b === 'number' && a >= k * b,
-})
+const atLeastTimesBaseline = (k: number) => atLeastTimes(k, 'baseline')
+
+/** a target relative to this row's baseline column; `name` says what that column holds ("SQLite" in ingest-pg) */
+function atLeastTimes(k: number, name: string) {
+  return { text: `≥ ${k}× ${name}`, check: (a: number, b: number | string) => typeof b === 'number' && a >= k * b }
+}
+
+function atMostTimes(k: number, name: string) {
+  return { text: `≤ ${k}× ${name}`, check: (a: number, b: number | string) => typeof b === 'number' && a <= k * b }
+}
 
 function noteOutcomes(label: string, results: Record<RelayName, Outcome<{ rejected?: Record<string, number>; incomplete?: string }>[]>) {
   for (const name of relayNames) {
@@ -176,6 +216,18 @@ function noteOutcomes(label: string, results: Record<RelayName, Outcome<{ reject
       const rej = Object.entries(o.value.rejected ?? {})
       if (rej.length) notes.push(`${label} ${name} r${i + 1}: not accepted ${rej.map(([k, v]) => `${k}=${v}`).join(' ')}`)
       if (o.value.incomplete) notes.push(`${label} ${name} r${i + 1}: incomplete (${o.value.incomplete})`)
+    })
+  }
+}
+
+/** Not-accepted counts and incomplete runs of a scenario whose rounds alternate variants, not relays. */
+function noteVariantOutcomes<V extends string>(label: string, results: Record<V, Outcome<{ rejected: Record<string, number>; incomplete?: string }>[]>) {
+  for (const [variant, outcomes] of Object.entries(results) as [V, Outcome<{ rejected: Record<string, number>; incomplete?: string }>[]][]) {
+    outcomes.forEach((o, i) => {
+      if (!o.ok) return
+      const rej = Object.entries(o.value.rejected)
+      if (rej.length) notes.push(`${label} ${variant} r${i + 1}: not accepted ${rej.map(([k, n]) => `${k}=${n}`).join(' ')}`)
+      if (o.value.incomplete) notes.push(`${label} ${variant} r${i + 1}: incomplete (${o.value.incomplete})`)
     })
   }
 }
@@ -251,12 +303,20 @@ if (CLUSTER_SCENARIOS.some(wantedCluster)) {
 
 // Sign everything before any clock starts (cached in .bench-data/fixtures/).
 log('setup: fixtures')
-const maxIngest = Math.max(size.closed.events, size.pipelined.events, size.fanout.events, size.clusterFanout.events, size.ingestPg.events)
-if (wanted('ingest-closed') || wanted('ingest-pipelined') || wanted('fanout') || wantedCluster('cluster-fanout') || wantedCluster('ingest-pg')) {
-  ingestEvents(maxIngest)
-}
+const maxIngest = Math.max(
+  size.closed.events,
+  size.pipelined.events,
+  size.fanout.events,
+  size.slowRead.events,
+  size.ingestWithReads.events,
+  size.clusterFanout.events,
+  size.ingestPg.events,
+)
+const ingestScenarios: Scenario[] = ['ingest-closed', 'ingest-pipelined', 'fanout', 'slow-read', 'ingest-with-reads']
+if (ingestScenarios.some(wanted) || wantedCluster('cluster-fanout') || wantedCluster('ingest-pg')) ingestEvents(maxIngest)
+if (wantedCluster('ingest-pg')) channelPostEvents(size.ingestPg.events)
 let dataset: Dataset | undefined
-if (wanted('req')) dataset = reqDataset(size.req.stored)
+if (wanted('req') || wanted('ingest-with-reads')) dataset = reqDataset(size.req.stored)
 let channelFx: ChannelFixtures | undefined
 if (wanted('channel-fanout')) channelFx = channelFixtures(size.fanout)
 
@@ -318,6 +378,7 @@ if (wanted('fanout')) {
   raw.fanout = results
   const label = `fan-out (${size.fanout.subscribers} subs × ${size.fanout.events} ev)`
   addRow(label, 'deliveries', '/s', results, (r) => r.deliveriesPerSec, { text: '≥ 100,000/s', check: (a) => a >= 100_000 })
+  addRow(label, 'deliveries vs baseline', '/s', results, (r) => r.deliveriesPerSec, atLeastTimesBaseline(3))
   addRow(label, 'publish→delivery p50', 'ms', results, (r) => r.delivery.p50Ms)
   addRow(label, 'publish→delivery p99', 'ms', results, (r) => r.delivery.p99Ms)
   addRow(label, 'deliveries received', 'count', results, (r) => r.deliveries)
@@ -357,13 +418,36 @@ else if (wanted('channel-fanout') && channelFx) {
   }
 }
 
+if (wanted('slow-read') && !relayNames.includes('apiary')) notes.push('slow-read skipped: it runs Apiary only')
+else if (wanted('slow-read')) {
+  const { delayMs, ...load } = size.slowRead
+  const events = ingestEvents(load.events)
+  const env = { BENCH_SLOW_READ_MS: String(delayMs) }
+  const results = await alternateVariants('slow-read', SLOW_READ_VARIANTS, (variant) =>
+    withRelay('apiary', freshDir('apiary'), (relay) => probed(relay, (hooks) => slowReadIngest(relay.url, variant, { ...load, events, ...hooks })), env),
+  )
+  raw['slow-read'] = results
+  const label = `slow read (ingest ${load.connections}×${load.window}, a REQ held ${delayMs / 1000} s in the store)`
+  const vs = { apiary: results['with slow REQ'], baseline: results['without slow REQ'] }
+  addRow(label, 'accepted', 'ev/s', vs, (r) => r.eventsPerSec)
+  addRow(label, 'OK latency p50', 'ms', vs, (r) => r.okLatency.p50Ms)
+  addRow(label, 'OK latency p99', 'ms', vs, (r) => r.okLatency.p99Ms, atMostTimes(1.5, 'without'))
+  addRow(label, 'event-loop delay p99', 'ms', vs, (r) => r.loopDelay.p99Ms)
+  addOneSided(label, 'slow REQs answered', 'count', vs.apiary, (r) => r.slowReqs)
+  addOneSided(label, 'slow REQ→EOSE p50', 'ms', vs.apiary, (r) => r.slowReqLatency.p50Ms)
+  notes.push(
+    `slow-read: Apiary only, the store delays queries marked #t:["bench-slow"] by ${delayMs} ms (bench/slow-read-store.ts). Apiary column = ingest while one connection keeps one marked REQ in flight (CLOSE and re-send on each EOSE), baseline column = the same ingest without it; A/B = with ÷ without`,
+  )
+  noteVariantOutcomes('slow-read', results)
+}
+
 if (wanted('req') && dataset) {
   const ds = dataset
   // Pre-load each relay's data set once; every round then starts a fresh process on that directory.
   const dirs: Partial<Record<RelayName, Outcome<string>>> = {}
   for (const name of relayNames) {
     log(`  req: pre-loading ${ds.events.length} events into ${name}`)
-    dirs[name] = await attempt(() => preload(name, ds))
+    dirs[name] = await attempt(() => preloadOnce(name, ds))
     if (!dirs[name]!.ok) log(`    failed: ${(dirs[name] as { error: string }).error}`)
   }
   const results = await alternate('req', async (name) => {
@@ -394,6 +478,42 @@ if (wanted('req') && dataset) {
     addRow(label, 'concurrent relay CPU', 'cores', results, get((r) => r.concurrentProbe ?? Number.NaN))
     addRow(label, 'events per query', 'mean', results, get((r) => r.sequential.meanEvents))
   }
+}
+
+if (wanted('ingest-with-reads') && dataset && !relayNames.includes('apiary')) notes.push('ingest-with-reads skipped: it runs Apiary only')
+else if (wanted('ingest-with-reads') && dataset) {
+  const ds = dataset
+  const opts = { ...size.ingestWithReads, dataset: ds, events: ingestEvents(size.ingestWithReads.events) }
+  log(`  ingest-with-reads: pre-loading ${ds.events.length} events into apiary (shared with req)`)
+  const loaded = await attempt(() => preloadOnce('apiary', ds))
+  const results = await alternateVariants('ingest-with-reads', READ_LOAD_VARIANTS, async (variant) => {
+    if (!loaded.ok) throw new Error(`pre-load: ${loaded.error}`)
+    // every run ingests into its own copy: the events it adds must not be there already in the next round
+    const dir = freshDir('apiary-reads')
+    cpSync(loaded.value, dir, { recursive: true })
+    return withRelay('apiary', dir, (relay) => probed(relay, (hooks) => ingestWithReads(relay.url, variant, { ...opts, ...hooks })))
+  })
+  raw['ingest-with-reads'] = results
+  const label = `ingest ${opts.connections}×${opts.window} + ${opts.readers} readers (${ds.events.length} stored)`
+  const vs = { apiary: results['ingest + readers'], baseline: results['ingest alone'] }
+  const readers = (f: (x: ReadersFigures) => number) => (r: ReadLoadResult) => (r.readers ? f(r.readers) : Number.NaN)
+  addRow(label, 'accepted', 'ev/s', vs, (r) => r.eventsPerSec)
+  addRow(label, 'OK latency p99', 'ms', vs, (r) => r.okLatency.p99Ms)
+  addRow(label, 'event-loop delay p50', 'ms', vs, (r) => r.loopDelay.p50Ms)
+  addRow(label, 'event-loop delay p99', 'ms', vs, (r) => r.loopDelay.p99Ms, { text: '≤ 20 ms', check: (a) => a <= 20 })
+  addRow(label, 'event-loop delay max', 'ms', vs, (r) => r.loopDelay.maxMs)
+  addOneSided(label, 'REQ→EOSE p50', 'ms', vs.apiary, readers((x) => x.latency.p50Ms))
+  addOneSided(label, 'REQ→EOSE p99', 'ms', vs.apiary, readers((x) => x.latency.p99Ms))
+  for (const shape of READER_SHAPES) addOneSided(label, `REQ ${shape} p99`, 'ms', vs.apiary, readers((x) => x.byShape[shape].p99Ms))
+  addOneSided(label, 'REQs answered', 'q/s', vs.apiary, readers((x) => x.queriesPerSec))
+  addOneSided(label, 'events per REQ', 'mean', vs.apiary, readers((x) => x.meanEvents))
+  addRow(label, 'relay CPU (all threads)', 'cores', vs, (r) => r.relayCores)
+  addRow(label, 'load-generator CPU', 'cores', vs, (r) => r.loadGenCores)
+  notes.push(
+    `ingest-with-reads: Apiary only (embedded SQLite holding the REQ data set, a fresh copy per run). Apiary column = pipelined ingest while ${opts.readers} connections run ${READER_SHAPES.join(', ')} REQs in a closed loop; baseline column = the same ingest alone; REQ rows count what was answered inside the timed window`,
+  )
+  noteVariantOutcomes('ingest-with-reads', results)
+  for (const o of results['ingest + readers']) if (o.ok && o.value.readers?.refused) notes.push(`ingest-with-reads: ${o.value.readers.refused} REQs refused (CLOSED)`)
 }
 
 if (wanted('idle-memory')) {
@@ -477,28 +597,32 @@ if (wantedCluster('admission')) {
 if (wantedCluster('ingest-pg')) {
   const { events: n, ...rest } = size.ingestPg
   const events = ingestEvents(n)
-  const results = await alternateVariants('ingest-pg', INGEST_BACKENDS, (backend) => ingestOnBackend(backend, { events, ...rest, dir: freshDir }))
+  const channel = channelPostEvents(n)
+  const results = await alternateVariants('ingest-pg', INGEST_VARIANTS, (variant) => ingestOnBackend(variant, { events, channel, ...rest, dir: freshDir }))
   raw['ingest-pg'] = results
   const label = `ingest pipelined, PG+Redis vs SQLite (${rest.connections}×${rest.window})`
   const vs = { apiary: results.postgres, baseline: results.sqlite }
-  addRow(label, 'accepted', 'ev/s', vs, (r) => r.eventsPerSec)
+  addRow(label, 'accepted', 'ev/s', vs, (r) => r.eventsPerSec, atLeastTimes(0.9, 'SQLite'))
   addRow(label, 'OK latency p50', 'ms', vs, (r) => r.okLatency.p50Ms)
   addRow(label, 'OK latency p99', 'ms', vs, (r) => r.okLatency.p99Ms)
   addRow(label, 'relay CPU (all threads)', 'cores', vs, (r) => r.relayCores)
   addRow(label, 'load-generator CPU', 'cores', vs, (r) => r.loadGenCores)
   addOneSided(label, 'redis-server CPU', 'cores', results.postgres, (r) => r.redisCores)
   addOneSided(label, 'postgres server CPU', 'cores', results.postgres, (r) => r.postgresCores)
+  const k9 = { apiary: results['postgres kind-9'], baseline: results.postgres }
+  const k9Label = `ingest pipelined on PG, kind 9 vs kind 1 (${rest.connections}×${rest.window})`
+  addRow(k9Label, 'accepted', 'ev/s', k9, (r) => r.eventsPerSec, atLeastTimes(0.8, 'kind 1'))
+  addRow(k9Label, 'OK latency p50', 'ms', k9, (r) => r.okLatency.p50Ms)
+  addRow(k9Label, 'OK latency p99', 'ms', k9, (r) => r.okLatency.p99Ms)
+  addRow(k9Label, 'relay CPU (all threads)', 'cores', k9, (r) => r.relayCores)
+  addRow(k9Label, 'redis-server CPU', 'cores', k9, (r) => r.redisCores)
+  addRow(k9Label, 'postgres server CPU', 'cores', k9, (r) => r.postgresCores)
+  const setupS = median(results['postgres kind-9'].flatMap((o) => (o.ok ? [o.value.setupMs / 1000] : [])))
   notes.push(
-    'ingest-pg: Apiary column = one node on PostgreSQL + Redis; baseline column = one embedded node (SQLite); same events. Relay CPU is the node process only: the PostgreSQL and Redis servers are their own rows (shared servers: every client counts)',
+    'ingest-pg: Apiary column = one node on PostgreSQL + Redis; baseline column = one embedded node (SQLite); same events, same kind of community (bound to its own host). Relay CPU is the node process only: the PostgreSQL and Redis servers are their own rows (shared servers: every client counts)',
+    `ingest-pg kind 9: Apiary column = kind 9 posts (h tag) to a public channel on PostgreSQL + Redis, from connections NIP-42-authenticated as all ${channel.setup.length} authors, every one a member (9007 + ${channel.setup.length - 1} put-users before the clock, median ${setupS.toFixed(1)} s); baseline column = the kind-1 PostgreSQL run (unauthenticated connections), same round`,
   )
-  for (const b of INGEST_BACKENDS) {
-    results[b].forEach((o, i) => {
-      if (!o.ok) return
-      const rej = Object.entries(o.value.rejected)
-      if (rej.length) notes.push(`ingest-pg ${b} r${i + 1}: not accepted ${rej.map(([k, v]) => `${k}=${v}`).join(' ')}`)
-      if (o.value.incomplete) notes.push(`ingest-pg ${b} r${i + 1}: incomplete (${o.value.incomplete})`)
-    })
-  }
+  noteVariantOutcomes('ingest-pg', results)
 }
 
 if (CLUSTER_SCENARIOS.some(wanted)) await dropBenchDatabases()

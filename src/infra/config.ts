@@ -192,6 +192,24 @@ export const configSchema = z.object({
         .nonnegative()
         .default(10)
         .describe('longest a write waits for others to share its commit, while more keep arriving'),
+      // Two readers keep a heavy REQ or COUNT off the event loop while a second one still gets served; each
+      // is a thread with its own connection and page cache (~16 MB at most). SQLite only: PostgreSQL
+      // queries are already asynchronous.
+      readWorkers: z
+        .number()
+        .int()
+        .min(0)
+        .max(64)
+        .default(2)
+        .describe('SQLite read worker threads; 0 reads on the main thread (an in-memory database always does)'),
+      // Half the PostgreSQL store's 10 s deadline (STORE_DEADLINE_MS): a REQ page is served in milliseconds,
+      // so a read still running after 5 s is a scan that would run on; it is stopped, not waited out.
+      queryTimeoutMs: z
+        .number()
+        .int()
+        .positive()
+        .default(5_000)
+        .describe('SQLite: longest a REQ/COUNT read may run, and may wait for a read worker, before it fails'),
     })
     .prefault({}),
   communities: z

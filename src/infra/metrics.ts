@@ -5,8 +5,31 @@ export function createMetrics() {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 10 })
   const r = [registry]
+  // the SQLite read pool's own counts, read at scrape time (the store knows nothing of metrics)
+  const storeReads: { stats?: () => { readsWaiting: number; readBudgetExceeded: number } } = {}
   return {
     registry,
+    storeReads,
+    storeReadsWaiting: new Gauge({
+      name: 'apiary_store_reads_waiting',
+      help: 'SQLite reads waiting for a read worker',
+      registers: r,
+      collect() {
+        const s = storeReads.stats?.()
+        if (typeof s?.readsWaiting === 'number') this.set(s.readsWaiting)
+      },
+    }),
+    storeReadBudgetExceeded: new Counter({
+      name: 'apiary_store_read_budget_exceeded_total',
+      help: 'store reads stopped for passing store.queryTimeoutMs',
+      registers: r,
+      collect() {
+        const s = storeReads.stats?.()
+        if (typeof s?.readBudgetExceeded !== 'number') return
+        this.reset()
+        this.inc(s.readBudgetExceeded)
+      },
+    }),
     connectionsActive: new Gauge({ name: 'apiary_connections_active', help: 'open WebSocket connections', registers: r }),
     connectionsTotal: new Counter({ name: 'apiary_connections_total', help: 'WebSocket connections accepted', registers: r }),
     connectionsRefused: new Counter({

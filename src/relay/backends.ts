@@ -222,6 +222,8 @@ function embedded(
       file,
       groupCommitMaxEvents: config.store.groupCommitMaxEvents,
       groupCommitMaxDelayMs: config.store.groupCommitMaxDelayMs,
+      readWorkers: config.store.readWorkers,
+      queryTimeoutMs: config.store.queryTimeoutMs,
       log,
     })
   const communities = wrap(openSqliteCommunityStore(file))

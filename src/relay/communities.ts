@@ -54,6 +54,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
     const link = createCommunityLink({
       community: record.id,
       bus: d.backends.bus,
+      clustered: d.backends.mode === 'cluster',
       deliver: (msg) => {
         const ref = d.kernel.lookup<CommunityMsg>(path)
         return ref ? tell(ref, msg) : false
@@ -85,6 +86,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
         sign: (t, createdAt) => signAsRelay(d.relayKey, t, createdAt),
         authRequired: config.authRequired,
         accessCacheTtlMs: config.accessCacheTtlMs,
+        maxHeldLiveBytes: config.limits.maxPendingOutboundBytes,
         limits: config.limits,
         nowSeconds,
         // cache TTLs and stuck-write ages are elapsed time (monotonic): a backward wall-clock step must not stretch them

@@ -21,6 +21,7 @@ import { loadRelayKey, type RelayKey } from '../infra/relay-key.js'
 import { createBanLookup } from '../infra/store/ban-lookup.js'
 import { type CommunityStore, seedDefaultCommunity } from '../infra/store/community-store.js'
 import type { EventStore } from '../infra/store/event-store.js'
+import type { SqliteEventStore } from '../infra/store/sqlite-event-store.js'
 import { createVerifierPool } from '../infra/verify/verifier-pool.js'
 import { createAdmission } from './admission.js'
 import { type Backends, openBackends } from './backends.js'
@@ -64,6 +65,8 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     const deadlineMs = Date.now() + config.startupTimeoutSeconds * 1000
     const b = await openBackends(config, log, { eventStore: d.eventStore, wrapCommunityStore: d.wrapCommunityStore, deadlineMs })
     undo.push(() => b.close())
+    const events = b.events as Partial<SqliteEventStore>
+    if (typeof events.stats === 'function') metrics.storeReads.stats = () => (events as SqliteEventStore).stats()
     await seedDefaultCommunity(b.communities)
     for (const c of config.communities) {
       const r = await b.communities.put({ id: c.id, name: c.name ?? c.id, hosts: c.hosts, agents: c.agents, admins: c.admins })

@@ -20,12 +20,14 @@ describe('COUNT (NIP-45)', () => {
     expect(await count(c, [{ authors: ['f'.repeat(64)] }])).toBe(0)
   })
 
-  it('ignores limit when counting', async () => {
+  it('counts at most each filter\'s limit, as a REQ with the same filters would return', async () => {
     const r = await relays.start()
     const c = await client(r)
     const a = makeKeys()
     for (let i = 0; i < 3; i++) await publishNew(c, a)
-    expect(await count(c, [{ authors: [a.pubkey], limit: 1 }])).toBe(3)
+    expect(await count(c, [{ authors: [a.pubkey], limit: 1 }])).toBe(1)
+    expect(await count(c, [{ authors: [a.pubkey], limit: 3 }])).toBe(3)
+    expect(await count(c, [{ authors: [a.pubkey], limit: 4 }])).toBe(3)
   })
 
   it('leaves out DMs the connection may not read and includes them after AUTH as a party', async () => {

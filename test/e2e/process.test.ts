@@ -4,10 +4,9 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { cleanEnv } from '../support/cli'
 import { makeKeys } from '../support/events'
 import { freePort } from '../support/redis-server'
-import { runFailingStart, startRelayProcess } from '../support/relay-process'
+import { runFailingStart, startRelayProcess, startUnderNpm } from '../support/relay-process'
 import { connect } from '../support/ws-client'
 import { fresh, publish } from './helpers'
 
@@ -72,58 +71,23 @@ describe('apiary start as a process', { timeout: 60_000 }, () => {
     ['npx apiary start', (dir: string) => ['exec', '--', 'apiary', 'start', '--port', '0', '--data-dir', dir]],
     ['npm start', (dir: string) => ['start', '--', '--port', '0', '--data-dir', dir]],
   ])('stops when the npm process of `%s` is sent SIGTERM (npm does not pass it on): the relay closes too', async (_, args) => {
-    const npm = spawn('npm', args(dataDir()), { cwd: process.cwd(), env: cleanEnv({ APIARY_LOG_LEVEL: 'warn' }), stdio: ['ignore', 'pipe', 'pipe'] })
-    let out = ''
-    npm.stdout.on('data', (d: Buffer) => {
-      out += d.toString()
-    })
-    npm.stderr.on('data', (d: Buffer) => {
-      out += d.toString()
-    })
-    const url = await new Promise<string>((resolve, reject) => {
-      npm.stdout.on('data', () => {
-        const m = /listening on (ws:\/\/\S+)/.exec(out)
-        if (m) resolve(m[1]!)
-      })
-      npm.once('exit', () => reject(new Error(`npm exited before the relay listened: ${out}`)))
-    })
+    const { npm, url, output, gone } = await startUnderNpm(args(dataDir()))
     const c = await connect(url)
-    // the relay holds the pipe too: it closes once the relay process, not only npm, is gone
-    const pipeClosed = new Promise((resolve) => npm.stdout.once('close', resolve))
     npm.kill('SIGTERM')
     expect((await c.closed).code).toBe(1001)
-    await pipeClosed
+    await gone
     expect(await portIsFree(Number(new URL(url).port))).toBe(true)
-    expect(out).toContain('closing as for SIGTERM')
+    expect(output()).toContain('closing as for SIGTERM')
   })
 
   it('closes gracefully once, not as a second signal, when SIGTERM reaches npm and the relay together (a process group, as systemd sends it)', async () => {
-    const npm = spawn('npm', ['start', '--', '--port', '0', '--data-dir', dataDir()], {
-      cwd: process.cwd(),
-      env: cleanEnv({ APIARY_LOG_LEVEL: 'warn' }),
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    })
-    let out = ''
-    const collect = (d: Buffer) => {
-      out += d.toString()
-    }
-    npm.stdout.on('data', collect)
-    npm.stderr.on('data', collect)
-    const pipeClosed = new Promise((resolve) => npm.stdout.once('close', resolve))
-    const url = await new Promise<string>((resolve, reject) => {
-      npm.stdout.on('data', () => {
-        const m = /listening on (ws:\/\/\S+)/.exec(out)
-        if (m) resolve(m[1]!)
-      })
-      npm.once('exit', () => reject(new Error(`npm exited before the relay listened: ${out}`)))
-    })
+    const { npm, url, output, gone } = await startUnderNpm(['start', '--', '--port', '0', '--data-dir', dataDir()], { detached: true })
     const c = await connect(url)
     process.kill(-npm.pid!, 'SIGTERM')
     expect((await c.closed).code).toBe(1001)
-    await pipeClosed
-    expect(out).toContain('SIGTERM, closing')
-    expect(out).not.toContain('again')
+    await gone
+    expect(output()).toContain('SIGTERM, closing')
+    expect(output()).not.toContain('again')
     expect(await portIsFree(Number(new URL(url).port))).toBe(true)
   })
 

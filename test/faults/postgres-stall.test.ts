@@ -238,13 +238,10 @@ describe('a cluster node whose PostgreSQL path stalls', () => {
     }
   })
 
-  // DEFECT (src/actors/community/community-reads.ts onSubscribe / onCount await deps.store.query / count inside
-  // the community actor's handler, against DESIGN §3 "handlers never await I/O"): one stalled read holds the
-  // whole community for a store deadline, and everything queued behind it (the COUNT, the Saved outcome of
-  // the stalled commit) waits for it. Observed: REQ 10 s, COUNT 20 s, the stalled commit's OK false 20 s;
-  // each further read queued on the community adds 10 s (and one crash towards the give-up budget).
-  // Tracked by the issue "Actors never wait on storage: reads beside the community actor" (the next one).
-  it.fails('answers each of them within one store deadline, even with reads of the same community stalled too', () => {
+  // Failed before reads ran beside the community actor (onSubscribe / onCount awaited the store inside the
+  // handler): one stalled read held the whole community for a store deadline — REQ 10 s, COUNT 20 s, the
+  // stalled commit's OK false 20 s. Fixed by the issue "Actors never wait on storage".
+  it('answers each of them within one store deadline, even with reads of the same community stalled too', () => {
     for (const t of [observed.stalledCommit, observed.stalledWrite, observed.stalledReq, observed.stalledCount]) expect(t.ms).toBeLessThan(ANSWER_DUE_MS)
   })
 

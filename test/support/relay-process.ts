@@ -57,3 +57,36 @@ export function runFailingStart(
   })
   return new Promise((resolve) => proc.once('exit', (code) => resolve({ code, stdout: out, stderr: err, elapsedMs: Date.now() - started })))
 }
+
+export interface NpmRelay {
+  npm: ChildProcess
+  url: string
+  /** stdout and stderr of npm and the relay under it, so far */
+  output(): string
+  /** resolves once the relay process (which shares npm's pipes), not only npm, is gone */
+  gone: Promise<void>
+}
+
+/** The relay under npm (`npm start -- ...`, `npm exec -- apiary start ...`), as a user starts it; resolves once it listens. */
+export function startUnderNpm(npmArgs: string[], opts: { detached?: boolean } = {}): Promise<NpmRelay> {
+  const npm = spawn('npm', npmArgs, {
+    cwd: process.cwd(),
+    env: cleanEnv({ APIARY_LOG_LEVEL: 'warn' }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: opts.detached ?? false,
+  })
+  let out = ''
+  const collect = (d: Buffer) => {
+    out += d.toString()
+  }
+  npm.stdout?.on('data', collect)
+  npm.stderr?.on('data', collect)
+  const gone = new Promise<void>((resolve) => npm.stdout?.once('close', () => resolve()))
+  return new Promise((resolve, reject) => {
+    npm.stdout?.on('data', () => {
+      const m = /listening on (ws:\/\/\S+)/.exec(out)
+      if (m) resolve({ npm, url: m[1]!, output: () => out, gone })
+    })
+    npm.once('exit', () => reject(new Error(`npm exited before the relay listened: ${out}`)))
+  })
+}

@@ -36,8 +36,9 @@ interface Cached<T> {
 type Visibility = 'public' | 'private' | 'deleted' | 'unknown'
 
 export class AccessGate {
-  // only `private`/`deleted` are cached: a stale entry can only refuse what is now public (DESIGN §6)
-  private readonly restricted = new Map<string, Cached<'private' | 'deleted'>>()
+  // Every channel's visibility is cached for fan-out (a read per event was the hot path's cost); an edit drops
+  // the key here and, by broadcast, on every node; a lost broadcast is bounded by the TTL (DESIGN §6).
+  private readonly visible = new Map<string, Cached<Visibility>>()
   private readonly roles = new Map<string, Map<string, Cached<ChannelRole | null>>>()
   private readonly members = new Map<string, Cached<boolean>>()
   private writes = 0
@@ -58,12 +59,43 @@ export class AccessGate {
   async readOptions(conn: ConnView, nowSeconds: number): Promise<QueryOptions> {
     const readers = [...conn.authed]
     const channels = await this.d.channels.restricted(this.d.community)
-    for (const c of channels) this.remember(c.id, c.deleted ? 'deleted' : 'private')
+    const expiresAt = this.d.nowMs() + this.d.ttlMs
+    for (const c of channels) this.visible.set(c.id, { value: c.deleted ? 'deleted' : 'private', expiresAt })
     // one fresh read of the reader's channels per REQ (never the cache): community admins read them all
     const admin = readers.some((p) => this.d.record().admins.includes(p))
     const mine = channels.length > 0 && readers.length > 0 && !admin ? await this.d.channels.memberChannels(this.d.community, readers) : new Set<string>()
     const hidden = channels.filter((c) => c.deleted || (!admin && !mine.has(c.id))).map((c) => c.id)
     return { now: nowSeconds, authorOnly: { kinds: AUTHOR_ONLY_KINDS, readers }, hiddenChannels: hidden }
+  }
+
+  /**
+   * Live delivery decided from the caches alone: the subscriptions that may receive `event`, or undefined
+   * when a lookup is needed (then `deliverable` decides, beside the actor).
+   */
+  deliverableNow(event: NostrEvent, subs: Subscription[]): Subscription[] | undefined {
+    const channel = channelTagOf(event)
+    const policy = readPolicyOf(this.d.record().settings, false)
+    const visibility = channel === undefined ? 'public' : this.cached(this.visible, channel)
+    if (visibility === undefined) return undefined
+    const out: Subscription[] = []
+    if (visibility === 'deleted') return out
+    for (const sub of subs) {
+      const authed = sub.conn.authed
+      if (!canRead(event, authed)) continue
+      if (policy !== 'public' && authed.size === 0) continue
+      if (policy === 'members') {
+        const member = this.isMemberNow([...authed])
+        if (member === undefined) return undefined
+        if (!member) continue
+      }
+      if (visibility === 'private') {
+        const inChannel = this.isChannelMemberNow(channel as string, [...authed])
+        if (inChannel === undefined) return undefined
+        if (!inChannel) continue
+      }
+      out.push(sub)
+    }
+    return out
   }
 
   /** Live delivery: the subscriptions that may receive `event`. Any lookup error ⇒ none of them. */
@@ -82,6 +114,39 @@ export class AccessGate {
       out.push(sub)
     }
     return out
+  }
+
+  /** isMember from the roster and the cache alone; undefined when a lookup is needed */
+  isMemberNow(pubkeys: readonly string[]): boolean | undefined {
+    const r = this.d.record()
+    if (pubkeys.some((p) => r.admins.includes(p) || r.agents.some((a) => a.pubkey === p))) return true
+    let all = true
+    for (const p of pubkeys) {
+      const hit = this.cached(this.members, p)
+      if (hit === true) return true
+      if (hit === undefined) all = false
+    }
+    return all ? false : undefined
+  }
+
+  private isChannelMemberNow(channel: string, pubkeys: readonly string[]): boolean | undefined {
+    if (pubkeys.length === 0) return false
+    const r = this.d.record()
+    if (pubkeys.some((p) => r.admins.includes(p))) return true
+    const byPubkey = this.roles.get(channel)
+    if (!byPubkey) return undefined
+    let all = true
+    for (const p of pubkeys) {
+      const hit = this.cached(byPubkey, p)
+      if (hit) return true
+      if (hit === undefined) all = false
+    }
+    return all ? false : undefined
+  }
+
+  private cached<T>(m: Map<string, Cached<T>>, key: string): T | undefined {
+    const hit = m.get(key)
+    return hit && hit.expiresAt > this.d.nowMs() ? hit.value : undefined
   }
 
   /** Community members: admins, roster agents and allowed pubkeys (the `members` policies). */
@@ -112,14 +177,14 @@ export class AccessGate {
         return
       case 'InvalidateVisibility':
       case 'ChannelDeleted':
-        this.restricted.delete(op.channel)
+        this.visible.delete(op.channel)
         this.roles.delete(op.channel)
         return
       case 'InvalidateMembers':
         this.members.clear()
         return
       case 'InvalidateAll':
-        this.restricted.clear()
+        this.visible.clear()
         this.roles.clear()
         this.members.clear()
         return
@@ -161,12 +226,12 @@ export class AccessGate {
   }
 
   private async visibility(channel: string): Promise<Visibility> {
-    const hit = this.restricted.get(channel)
-    if (hit && hit.expiresAt > this.d.nowMs()) return hit.value
+    const hit = this.cached(this.visible, channel)
+    if (hit !== undefined) return hit
     const c = (await this.d.channels.get(this.d.community, [channel])).get(channel)
-    if (!c) return 'unknown'
-    if (c.private || c.deleted) this.remember(channel, c.deleted ? 'deleted' : 'private')
-    return c.deleted ? 'deleted' : c.private ? 'private' : 'public'
+    const v: Visibility = !c ? 'unknown' : c.deleted ? 'deleted' : c.private ? 'private' : 'public'
+    this.visible.set(channel, { value: v, expiresAt: this.d.nowMs() + this.d.ttlMs })
+    return v
   }
 
   /** Expired entries are dropped every few thousand writes, so the caches hold about one TTL's worth of readers. */
@@ -179,14 +244,10 @@ export class AccessGate {
       for (const [k, v] of m) if (v.expiresAt <= now) m.delete(k)
     }
     drop(this.members)
-    drop(this.restricted)
+    drop(this.visible)
     for (const [channel, byPubkey] of this.roles) {
       drop(byPubkey)
       if (byPubkey.size === 0) this.roles.delete(channel)
     }
-  }
-
-  private remember(channel: string, value: 'private' | 'deleted') {
-    this.restricted.set(channel, { value, expiresAt: this.d.nowMs() + this.d.ttlMs })
   }
 }

@@ -1,11 +1,14 @@
 // State: the live-subscription index, presence holds per connection, the recent-id guard and counters, the
-// current record (settings, roster, kind rules) with the banned event ids, the access gate's caches, and the
-// order of writes that must wait for a channel change (write-order.ts).
+// current record (settings, roster, kind rules) with the banned event ids, the access gate's caches, the live
+// feed (delivery in order), the read slots, and the order of writes that must wait for a channel change.
 // Messages: CommunityMsg (publish, subscribe, count, disconnect, control, record changes, stats, sweep) and
-// the results that come back to it (Saved, LateCommit, BannedEventsLoaded/Failed).
+// the results of its I/O that come back to it (Prepared, PresenceSet, Saved, Applied, LateCommit, PageRead,
+// ReadDone, ControlAccepted, Announce, BannedEventsLoaded/Failed). No handler awaits (DESIGN §3): each starts
+// its I/O beside the actor and returns; reads never wait behind writes, nor writes behind reads.
 // Crash policy: permanent with backoff; after giving up it is respawned by its kind supervisor. The index,
-// the connections and the presence holds live outside the state and survive both: their connections still
-// believe they are subscribed, and events are never silently skipped for them (nor a presence count leaked).
+// the connections, the presence holds and the live feed live outside the state and survive both: their
+// connections still believe they are subscribed, and events are never silently skipped for them (nor a
+// presence count leaked).
 
 import type { Logger } from '../../infra/log.js'
 import type { Metrics } from '../../infra/metrics.js'
@@ -14,26 +17,38 @@ import type { CommunityRecord, CommunityStore } from '../../infra/store/communit
 import type { EventStore } from '../../infra/store/event-store.js'
 import type { CacheInvalidationOp, ConnControlOp } from '../../protocols/control.js'
 import type { Limits } from '../../protocols/limits.js'
-import type { NostrEvent } from '../../protocols/nip01/event.js'
+import { type NostrEvent, parseEventShape } from '../../protocols/nip01/event.js'
 import type { EventTemplate } from '../../protocols/nip29.js'
 import { reason } from '../../protocols/reasons.js'
 import { assertNever } from '../../protocols/result.js'
-import { type ActorContext, type ActorDef, type TypedRef, tell } from '../kernel/index.js'
+import { type ActorContext, type ActorDef, pipeTo, type TypedRef, tell } from '../kernel/index.js'
 import { AccessGate } from './access-gate.js'
 import { type ChannelDeps, DeferredState, publishState, type RelayEvent } from './community-channels.js'
 import {
   acceptControl,
-  acceptRemoteEvent,
   type ClusterDeps,
   ControlReplayMemory,
   disconnectAll,
   disconnectPubkey,
+  parseRemoteEvent,
   toLocalMessage,
 } from './community-cluster.js'
 import type { PresenceDeps, PresenceHolds } from './community-presence.js'
-import { fanOut, loseAll, loseMatching, onCount, onSubscribe } from './community-reads.js'
+import { loseAll, loseMatching, onCount, onPageRead, onReadDone, onSubscribe, ReadSlots } from './community-reads.js'
 import { forget, loadBannedEvents, onBannedEventsLoaded, onSweep } from './community-upkeep.js'
-import { announce, onLateCommit, onPublish, onSaved, onWriteDone } from './community-writes.js'
+import {
+  announce,
+  onApplied,
+  onLateCommit,
+  onPrepared,
+  onPresenceSet,
+  onPublish,
+  onSaved,
+  onWriteDone,
+  REDELIVER_EVERY_MS,
+  REDELIVER_FOR_MS,
+} from './community-writes.js'
+import { LiveFeed } from './live-feed.js'
 import type { CommunityMsg } from './messages.js'
 import { RecentIds } from './recent-ids.js'
 import { type ConnectionRegistry, SubscriptionIndex } from './subscription-index.js'
@@ -59,6 +74,8 @@ export interface CommunityDeps {
   presence: PresenceDeps
   /** `skipped` subscriptions were closed because an event could not be delivered (metric + supervision 'lagged') */
   lagged: (skipped: number) => void
+  /** live events held for one subscription while its page is read (limits.maxPendingOutboundBytes) */
+  maxHeldLiveBytes?: number
   /** how often connections that closed without a Disconnect are forgotten; default 10 s */
   sweepIntervalMs?: number
 }
@@ -74,6 +91,10 @@ export interface CommunityState {
   gate: AccessGate
   channels: ChannelDeps
   writes: WriteOrder
+  feed: LiveFeed
+  reads: ReadSlots
+  /** saves sent to the store whose result is not handled yet (community-reads.ts: a page's ids are remembered) */
+  inflight: { saves: number }
 }
 
 type Ctx = ActorContext<CommunityMsg>
@@ -82,8 +103,13 @@ export const communityPath = (id: string) => `community/${id}`
 
 /** Writes held at once (behind a channel change, or before the banned ids are loaded); past it, `error:`. */
 const MAX_HELD_WRITES = 10_000
+/** Reads (REQ, COUNT) of one community running at once, and waiting; past both, `error:`. */
+const MAX_RUNNING_READS = 16
+const DEFAULT_MAX_HELD_LIVE_BYTES = 4 * 1024 * 1024
+const MAX_WAITING_READS = 1_000
 // also how soon writes held behind a channel change that never completed are answered (community-upkeep.ts)
 const DEFAULT_SWEEP_INTERVAL_MS = 10_000
+const PIPE = { everyMs: REDELIVER_EVERY_MS, forMs: REDELIVER_FOR_MS }
 const LIVE_INTERRUPTED = reason('error', 'live events from other nodes were interrupted; subscribe again to catch up')
 
 export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, CommunityMsg> {
@@ -93,6 +119,8 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
   const current = { record: deps.record, bannedEvents: new Set<string>(), bannedLoaded: false }
   const replays = new ControlReplayMemory()
   const id = deps.record.id
+  const inflight = { saves: 0 }
+  const reads = new ReadSlots(MAX_RUNNING_READS, MAX_WAITING_READS)
   const gate = new AccessGate({
     community: id,
     channels: deps.channels,
@@ -118,13 +146,22 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
     nowSeconds: deps.nowSeconds,
     log: deps.log,
   }
+  const feed = new LiveFeed({
+    community: id,
+    gate,
+    index,
+    metrics: deps.metrics,
+    log: deps.log,
+    maxHeldBytes: deps.maxHeldLiveBytes ?? DEFAULT_MAX_HELD_LIVE_BYTES,
+    nowMs: deps.nowMs,
+  })
   let self: TypedRef<CommunityMsg> | undefined
   let sweepTimer: ReturnType<typeof setInterval> | undefined
   const deferred = new DeferredState((channel, what) => self !== undefined && tell(self, { type: 'PublishChannelState', channel, what }))
   // a remote event this community could not take: the subscriptions it would have reached are closed
   deps.cluster.link.onUndelivered((raw) => {
     if (raw === undefined) return deps.lagged(loseAll(index, LIVE_INTERRUPTED))
-    const event = parseRemote(raw)
+    const event = parseEventShape(raw)
     if (event) deps.lagged(loseMatching(index, event, reason('error', 'an event from another node could not be delivered; subscribe again to catch up')))
   })
   return {
@@ -137,11 +174,11 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
       loadBannedEvents(ctx, deps)
       const writes = new WriteOrder(MAX_HELD_WRITES)
       if (current.bannedLoaded) writes.started()
-      return { index, conns, presenceHolds, recent: new RecentIds(10_000), accepted: 0, current, gate, channels, writes }
+      return { index, conns, presenceHolds, recent: new RecentIds(10_000), accepted: 0, current, gate, channels, writes, feed, reads, inflight }
     },
-    handle: async (state, msg, ctx) => {
+    handle: (state, msg, ctx) => {
       try {
-        return await handle(state, msg, ctx, deps, replays)
+        return handle(state, msg, ctx, deps, replays)
       } catch (error) {
         // the state is dropped with the crash: the writes it held hear now, not at their ask's timeout
         for (const held of state.writes.drain()) held.reply({ accepted: false, message: reason('error', 'could not process the event') })
@@ -161,7 +198,7 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
   }
 }
 
-async function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: CommunityDeps, replays: ControlReplayMemory): Promise<CommunityState> {
+function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: CommunityDeps, replays: ControlReplayMemory): CommunityState {
   // a connection whose Join was refused (it opened while this community was down) registers with its first
   // request: a ban or an archive must reach it like any other
   if ((msg.type === 'Publish' || msg.type === 'Subscribe' || msg.type === 'Count') && msg.conn && !msg.conn.queue.closed && !state.conns.has(msg.conn.id))
@@ -169,14 +206,24 @@ async function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: 
   switch (msg.type) {
     case 'Publish':
       return onPublish(state, msg, ctx, deps)
+    case 'Prepared':
+      return onPrepared(state, msg, ctx, deps)
+    case 'PresenceSet':
+      return onPresenceSet(state, msg, deps)
     case 'Saved':
       return onSaved(state, msg, ctx, deps)
+    case 'Applied':
+      return onApplied(state, msg, ctx, deps)
     case 'LateCommit':
       return onLateCommit(state, msg, ctx, deps)
     case 'WriteDone':
       return onWriteDone(state, msg.channel, ctx, deps)
     case 'Subscribe':
-      return onSubscribe(state, msg, deps)
+      return onSubscribe(state, msg, ctx, deps)
+    case 'PageRead':
+      return onPageRead(state, msg, deps, deps.cluster.link.clustered)
+    case 'ReadDone':
+      return onReadDone(state, msg)
     case 'Unsubscribe':
       state.index.remove(msg.connId, msg.subId)
       return state
@@ -184,17 +231,21 @@ async function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: 
       state.conns.set(msg.conn.id, msg.conn)
       return state
     case 'Count':
-      return onCount(state, msg, deps)
+      return onCount(state, msg, ctx, deps)
     case 'Disconnect':
       forget(state, msg.connId, deps)
       return state
     case 'RemoteEvent': {
-      const e = await acceptRemoteEvent(msg.raw, deps.cluster)
-      if (e) await fanOut(state, e, msg.raw, deps)
+      const remote = parseRemoteEvent(msg.raw, deps.cluster)
+      if (remote) state.feed.offer(remote.event, msg.raw, remote.check)
       return state
     }
-    case 'Control': {
-      const op = await acceptControl(msg, deps.record.id, deps.cluster, replays)
+    case 'Control':
+      // verified beside the actor
+      pipeTo(ctx.self, acceptControl(msg, deps.record.id, deps.cluster, replays), (o): CommunityMsg => ({ type: 'ControlAccepted', op: o.ok ? o.value : undefined }), PIPE)
+      return state
+    case 'ControlAccepted': {
+      const { op } = msg
       if (!op) return state
       // an archive, a new community or a roster change on another node: re-read the community list now
       // rather than at the next revalidation
@@ -205,12 +256,19 @@ async function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: 
     }
     case 'PublishChannelState': {
       const out: RelayEvent[] = []
-      await publishState(state.channels, msg.channel, out, msg.what).catch((error: unknown) =>
-        deps.log.error({ err: error, community: deps.record.id, channel: msg.channel }, 'channel state not published'),
+      const published = publishState(state.channels, msg.channel, out, msg.what).then(
+        () => out,
+        (error: unknown) => {
+          deps.log.error({ err: error, community: deps.record.id, channel: msg.channel }, 'channel state not published')
+          return out
+        },
       )
-      await announce(state, out, deps)
+      pipeTo(ctx.self, published, (o): CommunityMsg => ({ type: 'Announce', events: o.ok ? o.value : [] }), PIPE)
       return state
     }
+    case 'Announce':
+      announce(state, msg.events, deps)
+      return state
     case 'RecordChanged':
       state.current.record = msg.record
       // roster, admins or the allowed list may have changed: community membership answers are re-read
@@ -232,12 +290,13 @@ async function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: 
       return state
     case 'DisconnectPubkey':
       disconnectPubkey(state.conns, msg.pubkey, msg.reason)
-      if (msg.broadcast) await broadcast(deps, { op: 'DisconnectPubkey', pubkey: msg.pubkey, eventId: '', reason: msg.reason })
+      if (msg.broadcast) void broadcast(deps, { op: 'DisconnectPubkey', pubkey: msg.pubkey, eventId: '', reason: msg.reason })
       return state
     case 'DisconnectCommunity':
       disconnectAll(state.conns, msg.reason)
-      if (msg.broadcast) await broadcast(deps, { op: 'DisconnectCommunity', reason: msg.reason })
-      msg.done?.()
+      // done: this node's sockets are told, and the other nodes asked to tell theirs
+      if (msg.broadcast) void broadcast(deps, { op: 'DisconnectCommunity', reason: msg.reason }).then(() => msg.done?.())
+      else msg.done?.()
       return state
     case 'Stats':
       msg.reply({
@@ -250,15 +309,6 @@ async function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: 
       return state
     default:
       return assertNever(msg)
-  }
-}
-
-function parseRemote(raw: string): NostrEvent | undefined {
-  try {
-    const e = JSON.parse(raw) as NostrEvent
-    return typeof e === 'object' && e !== null && Array.isArray(e.tags) ? e : undefined
-  } catch {
-    return undefined
   }
 }
 

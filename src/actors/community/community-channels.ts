@@ -52,15 +52,24 @@ export interface RelayEvent {
 }
 
 /**
+ * planChannelEvent for what needs no rows (an event that is no channel event, or one refused on its face):
+ * undefined when the rows must be read.
+ */
+export function planChannelEventNow(event: NostrEvent, d: Pick<ChannelDeps, 'relayPubkey'>): Result<undefined> | undefined {
+  if (RELAY_ONLY_KINDS.has(event.kind) && event.pubkey !== d.relayPubkey)
+    return err(reason('restricted', `kind ${event.kind} is published by the relay only`))
+  const parsed = parseChannelAction(event)
+  return !parsed.ok || parsed.value === undefined ? (parsed as Result<undefined>) : undefined
+}
+
+/**
  * Before storing: is this a channel event, and may its author send it? Writes read the rows fresh (never the
  * membership cache): a removed member must not post on the strength of a cached answer.
  */
 export async function planChannelEvent(event: NostrEvent, d: ChannelDeps): Promise<Result<ChannelPlan | undefined>> {
-  if (RELAY_ONLY_KINDS.has(event.kind) && event.pubkey !== d.relayPubkey)
-    return err(reason('restricted', `kind ${event.kind} is published by the relay only`))
-  const parsed = parseChannelAction(event)
-  if (!parsed.ok || parsed.value === undefined) return parsed as Result<undefined>
-  const action = parsed.value
+  const now = planChannelEventNow(event, d)
+  if (now !== undefined) return now
+  const action = (parseChannelAction(event) as { value: ChannelAction }).value
   const found = (await d.channels.get(d.community, [action.channel])).get(action.channel)
   const roles = found && !found.deleted ? await d.channels.rolesOf(d.community, action.channel, [event.pubkey]) : new Map()
   const verdict = authorize(action, { channel: found, role: roles.get(event.pubkey), moderator: d.isModerator(event.pubkey) })

@@ -1,6 +1,6 @@
 import type { Verifier } from '../../infra/verify/verifier.js'
 import { type ConnControlOp, parseControlEvent } from '../../protocols/control.js'
-import { asVerified, type NostrEvent, type VerifiedEvent } from '../../protocols/nip01/event.js'
+import { type NostrEvent, parseEventShape } from '../../protocols/nip01/event.js'
 import { noticeFrame } from '../../protocols/nip01/relay-message.js'
 import { isExpired } from '../../protocols/nip40.js'
 import { reason } from '../../protocols/reasons.js'
@@ -25,21 +25,24 @@ export const CONTROL_MAX_AGE_SECONDS = 300
 /** WebSocket close code for policy refusals (RFC 6455 §7.4.1: 1008 policy violation). */
 const CLOSE_POLICY = 1008
 
-/** Parse and verify a remote event; anything Redis hands us that isn't a valid, live event is dropped. */
-export async function acceptRemoteEvent(raw: string, d: ClusterDeps): Promise<VerifiedEvent | undefined> {
-  let e: NostrEvent
-  try {
-    e = JSON.parse(raw) as NostrEvent
-  } catch {
+/**
+ * A remote event as the live feed takes it: parsed here, its signature checked beside the actor before it is
+ * delivered (Redis write access must not let anyone put words in a pubkey's mouth). Anything Redis hands us
+ * that isn't a well-formed, live event is dropped and counted.
+ */
+export function parseRemoteEvent(raw: string, d: ClusterDeps): { event: NostrEvent; check: () => Promise<boolean> } | undefined {
+  const e = parseEventShape(raw)
+  if (!e) {
     d.rejected('remote-event-json')
     return undefined
   }
-  // Redis write access must not let anyone put words in a pubkey's mouth: remote events are verified too.
-  if ((await d.verifier.verify(e).catch(() => 'bad-sig')) !== 'ok') {
-    d.rejected('remote-event-signature')
-    return undefined
+  if (isExpired(e, d.nowSeconds())) return undefined
+  const check = async () => {
+    const ok = (await d.verifier.verify(e).catch(() => 'bad-sig')) === 'ok'
+    if (!ok) d.rejected('remote-event-signature')
+    return ok
   }
-  return isExpired(e, d.nowSeconds()) ? undefined : asVerified(e)
+  return { event: e, check }
 }
 
 /**

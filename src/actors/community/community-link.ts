@@ -15,6 +15,8 @@ import type { CommunityMsg } from './messages.js'
  * the community has local subscriptions, so a node's ingress follows its own interest.
  */
 export interface CommunityLink {
+  /** other nodes share this community: their events reach it through the bus */
+  readonly clustered: boolean
   publishEvent(raw: string): void
   setInterest(wanted: boolean): void
   /** watch the events channel and wait (bounded) until other nodes' events will arrive; false: they won't yet */
@@ -31,6 +33,7 @@ export interface CommunityLink {
 export interface CommunityLinkDeps {
   community: string
   bus: Bus
+  clustered: boolean
   /** tells the community actor (resolved per message: a restarted actor keeps its path) */
   deliver: (msg: CommunityMsg) => boolean
   sign: (t: { kind: number; tags: string[][]; content: string }) => NostrEvent
@@ -63,6 +66,7 @@ export function createCommunityLink(d: CommunityLinkDeps): CommunityLink {
     })
   })
   return {
+    clustered: d.clustered,
     publishEvent(raw) {
       d.bus.publish(evChannel, raw).catch((error: unknown) => {
         // best effort: the store has the event, REQs on other nodes will serve it

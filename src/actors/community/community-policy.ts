@@ -24,6 +24,19 @@ export function checkKind(record: CommunityRecord, kind: number): Reason | null 
   return null
 }
 
+/** checkWrite from the record and the gate's cache: undefined when a membership lookup is needed. */
+export function checkWriteNow(record: CommunityRecord, event: NostrEvent, conn: ConnView, gate: AccessGate, authRequired: boolean): Reason | null | undefined {
+  const policy = writePolicyOf(record.settings, authRequired)
+  if (policy !== 'public' && conn.authed.size === 0) return reason('auth-required', 'this community accepts events only after authentication')
+  if (policy === 'members') {
+    const owner = conn.owners.get(event.pubkey)
+    const member = gate.isMemberNow(owner ? [event.pubkey, owner] : [event.pubkey])
+    if (member === undefined) return undefined
+    if (!member) return reason('restricted', 'only members of this community may publish here')
+  }
+  return checkKind(record, event.kind)
+}
+
 export async function checkWrite(
   record: CommunityRecord,
   event: NostrEvent,

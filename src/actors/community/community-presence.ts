@@ -14,7 +14,7 @@
 // next heartbeat.
 import type { PresenceStore } from '../../infra/gates/presence.js'
 import type { Logger } from '../../infra/log.js'
-import type { NostrEvent } from '../../protocols/nip01/event.js'
+import { type NostrEvent, parseEventShape } from '../../protocols/nip01/event.js'
 import { type Filter, matchFilter } from '../../protocols/nip01/filter.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import type { ConnectionRegistry, ConnView } from './subscription-index.js'
@@ -34,32 +34,46 @@ export interface PresenceDeps {
 /** connection id → the pubkeys whose presence it holds (each counted once in the store) */
 export type PresenceHolds = Map<string, Set<string>>
 
+/** A presence this connection holds for `pubkey`; `acquired`: this heartbeat took the hold (and counts it in the store). */
+export interface PresenceHold {
+  connId: string
+  pubkey: string
+  acquired: boolean
+}
+
 /**
- * Records a heartbeat as the author's presence, or says why not. Rejects (GateError) when the store is
- * unreachable: the caller answers `error:`.
+ * A heartbeat's checks and its hold, decided by the actor at once (two heartbeats in flight never both count
+ * the same connection), or why not. The store's part follows beside the actor (recordPresence).
  */
-export async function setPresence(
-  holds: PresenceHolds,
-  conns: ConnectionRegistry,
-  event: NostrEvent,
-  raw: string,
-  conn: ConnView | undefined,
-  deps: PresenceDeps,
-): Promise<Reason | null> {
+export function holdPresence(holds: PresenceHolds, conns: ConnectionRegistry, event: NostrEvent, conn: ConnView | undefined): PresenceHold | Reason {
   if (Buffer.byteLength(event.content, 'utf8') > MAX_PRESENCE_STATUS_BYTES)
     return reason('invalid', `presence status is longer than ${MAX_PRESENCE_STATUS_BYTES} bytes`)
   if (conn === undefined || !conn.authed.has(event.pubkey)) return reason('auth-required', 'presence needs AUTH as its author')
   // a heartbeat that arrives after its connection's Disconnect would be counted and never released
   if (!conns.has(conn.id)) return reason('restricted', 'connection closed')
   let held = holds.get(conn.id)
-  if (!held?.has(event.pubkey)) {
-    await deps.store.connect(deps.community, event.pubkey, deps.ttlSeconds)
-    held ??= new Set()
-    held.add(event.pubkey)
+  if (!held) {
+    held = new Set()
     holds.set(conn.id, held)
   }
+  const acquired = !held.has(event.pubkey)
+  held.add(event.pubkey)
+  return { connId: conn.id, pubkey: event.pubkey, acquired }
+}
+
+/** Beside the actor: the heartbeat into the presence store. Rejects (GateError) when the store is unreachable. */
+export async function recordPresence(hold: PresenceHold, event: NostrEvent, raw: string, deps: PresenceDeps): Promise<void> {
+  if (hold.acquired) {
+    await deps.store.connect(deps.community, event.pubkey, deps.ttlSeconds)
+    // counted in the store now: the hold stays even if the set below fails, so the close releases it
+    hold.acquired = false
+  }
   await deps.store.set(deps.community, event.pubkey, raw, deps.ttlSeconds)
-  return null
+}
+
+/** The store did not take the heartbeat: a hold it took is given back (nothing was counted for it). */
+export function unholdPresence(holds: PresenceHolds, hold: PresenceHold): void {
+  if (hold.acquired) holds.get(hold.connId)?.delete(hold.pubkey)
 }
 
 /** The connection closed: release its holds; the store clears a presence when its last holder leaves. */
@@ -86,7 +100,7 @@ export async function queryPresence(filters: Filter[], deps: PresenceDeps, hidde
   const found = await deps.store.get(deps.community, authors)
   const events: { event: NostrEvent; raw: string }[] = []
   for (const [pubkey, raw] of found) {
-    const event = parseStored(raw)
+    const event = parseEventShape(raw)
     if (event?.pubkey !== pubkey || event.kind !== KIND_PRESENCE) continue
     // a heartbeat naming a channel (`h`) is that channel's: hidden from readers who may not see the channel
     if (event.tags.some((t) => t[0] === 'h' && t[1] !== undefined && hiddenChannels.includes(t[1]))) continue
@@ -100,16 +114,4 @@ export async function queryPresence(filters: Filter[], deps: PresenceDeps, hidde
     for (const e of matching.slice(0, f.limit ?? matching.length)) out.add(e.raw)
   }
   return [...out]
-}
-
-/** Our own writes, but read back from a shared store: anything unparsable is skipped, never sent. */
-function parseStored(raw: string): NostrEvent | undefined {
-  try {
-    const v: unknown = JSON.parse(raw)
-    return typeof v === 'object' && v !== null && 'pubkey' in v && 'kind' in v && 'created_at' in v && Array.isArray((v as { tags?: unknown }).tags)
-      ? (v as NostrEvent)
-      : undefined
-  } catch {
-    return undefined
-  }
 }

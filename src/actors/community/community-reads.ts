@@ -1,110 +1,193 @@
-// What a community actor serves to readers: REQ and COUNT (the read policy, then the store query with the
-// access rule inside it, so hidden events never take a place in a limit), and live fan-out through the same gate.
+// What a community serves to readers: REQ and COUNT. They run beside the actor, never inside it (DESIGN §3):
+// the actor registers the subscription live at once (its live events are held), and the read path checks
+// the read policy, takes the access options, queries the store and the presence store, and hands the page
+// back as a PageRead. The actor then sends the page, EOSE and the held live events (those the page did not
+// already carry): no event falls between the stored page and the live feed, and no write waits for a read.
 import type { StoredEvent } from '../../infra/store/event-store.js'
-import type { NostrEvent, VerifiedEvent } from '../../protocols/nip01/event.js'
-import { effectiveLimit } from '../../protocols/nip01/filter.js'
+import type { NostrEvent } from '../../protocols/nip01/event.js'
+import { effectiveLimit, type Filter } from '../../protocols/nip01/filter.js'
 import { closedFrame, eoseFrame, eventFrame } from '../../protocols/nip01/relay-message.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
+import { type ActorContext, pipeTo } from '../kernel/index.js'
 import type { AccessGate } from './access-gate.js'
 import type { CommunityDeps } from './community-actor.js'
 import { queryPresence } from './community-presence.js'
+import { isOpen, type LiveFeed, lose } from './live-feed.js'
 import type { CommunityMsg } from './messages.js'
-import type { Subscription, SubscriptionIndex } from './subscription-index.js'
+import type { ConnView, SubscriptionIndex } from './subscription-index.js'
 
 export interface ReadState {
   gate: AccessGate
   index: SubscriptionIndex
+  feed: LiveFeed
+  reads: ReadSlots
+  /** saves sent to the store whose result this actor has not handled yet */
+  inflight: { saves: number }
 }
 
-export type ReadDeps = Pick<CommunityDeps, 'record' | 'store' | 'limits' | 'metrics' | 'cluster' | 'presence' | 'nowSeconds'>
+export type ReadDeps = Pick<CommunityDeps, 'record' | 'store' | 'limits' | 'metrics' | 'cluster' | 'presence' | 'nowSeconds' | 'nowMs' | 'log'>
+type Ctx = ActorContext<CommunityMsg>
 
-export async function onSubscribe<S extends ReadState>(state: S, msg: Extract<CommunityMsg, { type: 'Subscribe' }>, deps: ReadDeps) {
-  const { conn, subId, filters } = msg
-  const clamped = filters.map((f) => ({ ...f, limit: effectiveLimit(f, deps.limits) }))
-  const refused = await state.gate.checkRead(conn).catch(() => reason('error', 'could not check access'))
-  if (refused) {
-    // the connection still counts the id until the client reuses or closes it (NIP-01 clients do)
-    conn.queue.pushControl(closedFrame(subId, refused))
+/** The stored part of a REQ, read beside the actor. */
+export interface Page {
+  stored: StoredEvent[]
+  presence: string[]
+  /** false: the bus could not give live events from other nodes; the subscription ends after EOSE */
+  live: boolean
+}
+
+/** How long the ids of a page are remembered against a live copy of the same event still on its way. */
+const SENT_MEMORY_MS = 10_000
+const LIVE_UNAVAILABLE = reason('error', 'live events from other nodes are unavailable right now; subscribe again shortly')
+const TOO_MANY_READS = reason('error', 'too many reads waiting in this community, retry shortly')
+// the result of a read beside the actor is offered again while the actor is down, as writes' results are
+const PIPE = { everyMs: 500, forMs: 60_000 }
+
+export function onSubscribe<S extends ReadState>(state: S, msg: Extract<CommunityMsg, { type: 'Subscribe' }>, ctx: Ctx, deps: ReadDeps): S {
+  const { conn, subId } = msg
+  const filters = msg.filters.map((f) => ({ ...f, limit: effectiveLimit(f, deps.limits) }))
+  // live first: what is decided from now on is held for this subscription until its page is sent
+  const sub = state.index.add(conn, subId, msg.filters, true)
+  const slot = state.reads.take()
+  if (!slot) {
+    lose(state.index, [sub], TOO_MANY_READS)
     return state
   }
-  // live events from other nodes must start arriving before this REQ's EOSE, or one could fall in between
+  pipeTo(ctx.self, slot.run(() => readPage(state.gate, conn, filters, deps)), (outcome): CommunityMsg => ({ type: 'PageRead', sub, outcome }), {
+    ...PIPE,
+    onGiveUp: () => {
+      state.reads.done()
+      lose(state.index, [sub], reason('error', 'this community is unavailable; subscribe again shortly'))
+    },
+  })
+  return state
+}
+
+/** Beside the actor: policy, access options, the store and the presence store. */
+async function readPage(gate: AccessGate, conn: ConnView, filters: Filter[], deps: ReadDeps): Promise<Page | Reason> {
+  const refused = await gate.checkRead(conn).catch(() => reason('error', 'could not check access'))
+  if (refused) return refused
+  // live events from other nodes must start arriving before the query, or one could fall in between
   const live = await deps.cluster.link.ensureInterest()
   const end = deps.metrics.storeLatency.startTimer({ op: 'query' })
-  let stored: StoredEvent[]
-  let presence: string[]
   try {
-    const options = await state.gate.readOptions(conn, deps.nowSeconds())
-    // kind 20001 is never stored: its current presence comes from the presence store (DESIGN §6)
-    // presence answers through the same rule as the store: nothing from a channel this reader may not see
-    ;[stored, presence] = await Promise.all([
-      deps.store.query(deps.record.id, clamped, options),
-      queryPresence(clamped, deps.presence, options.hiddenChannels),
+    const options = await gate.readOptions(conn, deps.nowSeconds())
+    // kind 20001 is never stored: its current presence comes from the presence store (DESIGN §6), through
+    // the same rule as the store: nothing from a channel this reader may not see
+    const [stored, presence] = await Promise.all([
+      deps.store.query(deps.record.id, filters, options),
+      queryPresence(filters, deps.presence, options.hiddenChannels),
     ])
-  } catch (error) {
-    // The client hears of the outage at once; the actor crashes so supervision sees it (DESIGN §3).
-    conn.queue.pushControl(closedFrame(subId, reason('error', 'could not query events')))
-    throw error
+    return { stored, presence, live }
   } finally {
     end()
   }
-  for (const s of stored) conn.queue.push(eventFrame(subId, s.raw))
-  for (const raw of presence) conn.queue.push(eventFrame(subId, raw))
-  conn.queue.push(eoseFrame(subId))
-  // without the bus there is no gap-free live feed: the stored page, then the truth
-  if (!live) conn.lose(subId, LIVE_UNAVAILABLE)
-  else state.index.add(conn, subId, filters)
-  return state
 }
 
-export async function onCount<S extends ReadState>(state: S, msg: Extract<CommunityMsg, { type: 'Count' }>, deps: ReadDeps) {
-  const refused = await state.gate.checkRead(msg.conn).catch(() => reason('error', 'could not check access'))
-  if (refused) {
-    msg.reply(refused)
+/** The page is read: send it, EOSE, then what was held; or CLOSED. A store failure goes on to supervision. */
+export function onPageRead<S extends ReadState>(state: S, msg: Extract<CommunityMsg, { type: 'PageRead' }>, deps: ReadDeps, clustered: boolean): S {
+  const { sub, outcome } = msg
+  state.reads.done()
+  // replaced by a REQ with the same id, closed, or the connection gone: this page is nobody's now
+  const current = state.index.get(sub.conn.id, sub.subId) === sub && isOpen(sub)
+  if (!outcome.ok || typeof outcome.value === 'string') {
+    if (current) {
+      state.index.remove(sub.conn.id, sub.subId)
+      // the connection still counts the id until the client reuses or closes it (NIP-01 clients do)
+      sub.conn.queue.pushControl(closedFrame(sub.subId, outcome.ok ? (outcome.value as Reason) : reason('error', 'could not query events')))
+    }
+    // the client heard of the outage at once; the actor crashes so supervision sees it (DESIGN §3)
+    if (!outcome.ok) throw outcome.error
     return state
   }
-  // an outage answers at once and still reaches supervision, as a failed REQ does
-  try {
-    msg.reply(await deps.store.count(deps.record.id, msg.filters, await state.gate.readOptions(msg.conn, deps.nowSeconds())))
-  } catch (error) {
-    msg.reply(reason('error', 'could not count'))
-    throw error
+  if (!current) return state
+  const { stored, presence, live } = outcome.value
+  const held = sub.held?.events ?? []
+  sub.held = undefined
+  // only ids whose live copy may still come need remembering: a save in flight, an event waiting in the
+  // feed, or another node's event on its way through the bus
+  const remember = stored.length > 0 && (held.length > 0 || state.inflight.saves > 0 || state.feed.waiting > 0 || clustered)
+  const ids = remember ? new Set(stored.map((s) => s.event.id)) : undefined
+  for (const s of stored) sub.conn.queue.push(eventFrame(sub.subId, s.raw))
+  for (const raw of presence) sub.conn.queue.push(eventFrame(sub.subId, raw))
+  sub.conn.queue.push(eoseFrame(sub.subId))
+  // without the bus there is no gap-free live feed: the stored page, then the truth
+  if (!live) {
+    lose(state.index, [sub], LIVE_UNAVAILABLE)
+    return state
   }
+  let delivered = 0
+  for (const h of held) if (!ids?.has(h.id) && sub.conn.queue.push(eventFrame(sub.subId, h.raw))) delivered++
+  if (delivered) deps.metrics.fanoutDeliveries.inc(delivered)
+  if (ids) sub.sent = { ids, untilMs: deps.nowMs() + SENT_MEMORY_MS }
+  return state
+}
+
+export function onCount<S extends ReadState>(state: S, msg: Extract<CommunityMsg, { type: 'Count' }>, ctx: Ctx, deps: ReadDeps): S {
+  const slot = state.reads.take()
+  if (!slot) {
+    msg.reply(TOO_MANY_READS)
+    return state
+  }
+  // NIP-45: a filter's own limit caps what it counts; without one the store's time budget bounds the count
+  const filters = msg.filters
+  const counted = slot.run(async () => {
+    const refused = await state.gate.checkRead(msg.conn).catch(() => reason('error', 'could not check access'))
+    if (refused) return refused
+    return deps.store.count(deps.record.id, filters, await state.gate.readOptions(msg.conn, deps.nowSeconds()))
+  })
+  // the answer goes straight to the asker; the actor hears only that a slot is free (and of an outage)
+  counted.then(
+    (n) => msg.reply(n),
+    () => msg.reply(reason('error', 'could not count')),
+  )
+  pipeTo(ctx.self, counted, (outcome): CommunityMsg => ({ type: 'ReadDone', error: outcome.ok ? undefined : { error: outcome.error } }), {
+    ...PIPE,
+    onGiveUp: () => state.reads.done(),
+  })
+  return state
+}
+
+/** A COUNT finished; one that failed on the store goes on to supervision, as a failed REQ does. */
+export function onReadDone<S extends ReadState>(state: S, msg: Extract<CommunityMsg, { type: 'ReadDone' }>): S {
+  state.reads.done()
+  if (msg.error) throw msg.error.error
   return state
 }
 
 /**
- * Live delivery, local and remote alike, through the access gate: one frame per allowed subscription, built
- * from the stored raw JSON by concatenation. A gate lookup that fails delivers nothing (fail closed).
+ * Reads in flight in one community at once; past it they wait, and past `maxWaiting` they are refused
+ * (`error:`): a burst of REQs queues in a bounded place, not in the database's connection pool.
  */
-export async function fanOut(state: ReadState, event: VerifiedEvent, raw: string, deps: Pick<CommunityDeps, 'record' | 'log' | 'metrics'>) {
-  // the connection's own set is the truth: a CLOSE whose Unsubscribe was lost stops delivery all the same
-  const matched: Subscription[] = state.index.match(event).filter(isOpen)
-  if (matched.length === 0) return
-  let allowed: Subscription[]
-  try {
-    allowed = await state.gate.deliverable(event, matched)
-  } catch (error) {
-    deps.log.error({ err: error, community: deps.record.id, eventId: event.id }, 'access lookup failed: event not delivered live')
-    deps.metrics.accessLookupFailures.inc()
-    // fail closed, but not silently: each subscription the event may have been due to is told, and closed
-    const lost = lose(state.index, matched, reason('error', 'could not check access for an event; subscribe again to catch up'))
-    if (lost > 0) deps.metrics.subscriptionsLost.inc(lost)
-    return
+export class ReadSlots {
+  private running = 0
+  private readonly waiting: (() => void)[] = []
+
+  constructor(
+    private readonly maxRunning: number,
+    private readonly maxWaiting: number,
+  ) {}
+
+  /** a place for one read, or undefined when too many wait; `done()` frees it once its result is handled */
+  take(): { run<T>(read: () => Promise<T>): Promise<T> } | undefined {
+    if (this.running < this.maxRunning) {
+      this.running++
+      return { run: (read) => read() }
+    }
+    if (this.waiting.length >= this.maxWaiting) return undefined
+    const turn = new Promise<void>((resolve) => this.waiting.push(resolve))
+    return { run: (read) => turn.then(read) }
   }
-  // pushes to a closed socket fail; the sweep forgets those connections
-  let delivered = 0
-  for (const sub of allowed) if (sub.conn.queue.push(eventFrame(sub.subId, raw))) delivered++
-  if (delivered) deps.metrics.fanoutDeliveries.inc(delivered)
+
+  done(): void {
+    // the freed place passes to the next read waiting, if any
+    const next = this.waiting.shift()
+    if (next) next()
+    else this.running--
+  }
 }
 
-const LIVE_UNAVAILABLE = reason('error', 'live events from other nodes are unavailable right now; subscribe again shortly')
-
-const isOpen = (sub: Subscription) => sub.conn.subs.has(sub.subId) && !sub.conn.queue.closed
-
-/**
- * An event that matched these subscriptions could not be delivered (a full mailbox, a community down): each
- * one is closed with `why` (CLOSED), never left open with a gap. Returns how many were closed.
- */
+/** An event that matched these subscriptions could not be delivered: each is closed with `why`. */
 export function loseMatching(index: SubscriptionIndex, event: NostrEvent, why: Reason): number {
   return lose(index, index.match(event), why)
 }
@@ -112,15 +195,4 @@ export function loseMatching(index: SubscriptionIndex, event: NostrEvent, why: R
 /** Every live subscription here may have missed events (the bus lost our channel): close them all. */
 export function loseAll(index: SubscriptionIndex, why: Reason): number {
   return lose(index, [...index.all()], why)
-}
-
-function lose(index: SubscriptionIndex, subs: Subscription[], why: Reason): number {
-  let lost = 0
-  for (const sub of subs) {
-    if (!isOpen(sub)) continue
-    sub.conn.lose(sub.subId, why)
-    index.remove(sub.conn.id, sub.subId)
-    lost++
-  }
-  return lost
 }

@@ -3,10 +3,10 @@
 
 import { reason } from '../../protocols/reasons.js'
 import type { ActorContext } from '../kernel/index.js'
-import { tell } from '../kernel/index.js'
+import { tellUntilTaken } from '../kernel/index.js'
 import type { CommunityDeps, CommunityState } from './community-actor.js'
 import { releasePresence } from './community-presence.js'
-import { republish } from './community-writes.js'
+import { REDELIVER_EVERY_MS, REDELIVER_FOR_MS, republish } from './community-writes.js'
 import type { CommunityMsg } from './messages.js'
 
 type Ctx = ActorContext<CommunityMsg>
@@ -17,18 +17,15 @@ type Ctx = ActorContext<CommunityMsg>
  * sender heard `error:` would be a surprise. Swept every 10 s, so they hear within 30 s at most.
  */
 const STUCK_WRITE_MS = 20_000
-const RELOAD_AFTER_MS = 1_000
 
 /**
  * Banned events (NIP-86 banevent) are few: kept in memory, re-read whenever the record is (and on every
  * restart). The read runs beside the actor; its result comes back as a message.
  */
 export function loadBannedEvents(ctx: Ctx, deps: CommunityDeps): void {
-  // writes wait for this answer: one the actor could not take (its mailbox full) is fetched again
-  const deliver = (msg: Extract<CommunityMsg, { type: 'BannedEventsLoaded' | 'BannedEventsFailed' }>) => {
-    // (a stopped community wants nothing more; a down one reloads on respawn, and meanwhile here)
-    if (!tell(ctx.self, msg) && ctx.kernel.exists(ctx.path)) setTimeout(() => loadBannedEvents(ctx, deps), RELOAD_AFTER_MS).unref?.()
-  }
+  // writes wait for this answer: one the actor could not take (its mailbox full) is offered again
+  const deliver = (msg: Extract<CommunityMsg, { type: 'BannedEventsLoaded' | 'BannedEventsFailed' }>) =>
+    tellUntilTaken(ctx.self, msg, { everyMs: REDELIVER_EVERY_MS, forMs: REDELIVER_FOR_MS })
   deps.communities.listBannedEvents(deps.record.id).then(
     (list) => deliver({ type: 'BannedEventsLoaded', ids: list.map((e) => e.value) }),
     (error: unknown) => deliver({ type: 'BannedEventsFailed', error }),
@@ -39,12 +36,12 @@ export function loadBannedEvents(ctx: Ctx, deps: CommunityDeps): void {
  * An id banned or allowed since leaves the inbound guard too: a banned one was deleted, and a resend of an
  * allowed one must reach the store rather than be answered `duplicate:`. Writes held for the first load go on.
  */
-export async function onBannedEventsLoaded(state: CommunityState, ids: string[], ctx: Ctx, deps: CommunityDeps) {
+export function onBannedEventsLoaded(state: CommunityState, ids: string[], ctx: Ctx, deps: CommunityDeps): CommunityState {
   const next = new Set(ids)
   for (const id of [...state.current.bannedEvents, ...next]) state.recent.delete(id)
   state.current.bannedEvents = next
   state.current.bannedLoaded = true
-  if (!state.writes.ready) await republish(state, state.writes.started(), ctx, deps)
+  if (!state.writes.ready) republish(state, state.writes.started(), ctx, deps)
   return state
 }
 

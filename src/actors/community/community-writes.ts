@@ -1,19 +1,21 @@
-// What a community actor does with a write: the checks before the store (kind rules, banned events, the
-// inbound guard, write policy, NIP-29 plan, presence), the store call (its result comes back as Saved or,
-// when a commit outlived its deadline, as LateCommit), and what follows an accepted write (channel change,
-// fan-out here and to the other nodes). OK is sent only after commit.
+// What a community actor does with a write. No step awaits (DESIGN §3): the checks that need no I/O run in
+// the handler; those that do (the write policy's membership, the NIP-29 plan's fresh rows, the presence store)
+// run beside the actor and come back as Prepared / PresenceSet; the store call comes back as Saved (or, when a
+// commit outlived its deadline, as LateCommit); a channel change is applied beside the actor and comes back as
+// Applied. Many writes are in flight at once; where order matters (a channel change and the writes to that
+// channel behind it) write-order.ts keeps it by sequence. OK is sent only after commit.
 import type { SaveOutcome } from '../../infra/store/event-store.js'
 import { KIND_AUTH, kindClass } from '../../protocols/nip01/kinds.js'
-import { channelTagOf } from '../../protocols/nip29.js'
+import { channelTagOf, parseChannelAction } from '../../protocols/nip29.js'
 import { isExpired } from '../../protocols/nip40.js'
-import { reason } from '../../protocols/reasons.js'
-import { assertNever } from '../../protocols/result.js'
-import { type ActorContext, tell } from '../kernel/index.js'
+import { type Reason, reason } from '../../protocols/reasons.js'
+import { assertNever, type Result } from '../../protocols/result.js'
+import { type ActorContext, pipeTo, tell, tellUntilTaken } from '../kernel/index.js'
 import type { CommunityDeps, CommunityState } from './community-actor.js'
-import { applyChannelPlanLogged, planChannelEvent, type RelayEvent } from './community-channels.js'
-import { checkWrite } from './community-policy.js'
-import { KIND_PRESENCE, setPresence } from './community-presence.js'
-import { fanOut, loseMatching } from './community-reads.js'
+import { applyChannelPlanLogged, type ChannelPlan, planChannelEvent, planChannelEventNow, type RelayEvent } from './community-channels.js'
+import { checkWrite, checkWriteNow } from './community-policy.js'
+import { holdPresence, KIND_PRESENCE, recordPresence, unholdPresence } from './community-presence.js'
+import { loseMatching } from './community-reads.js'
 import type { CommunityMsg, PublishOutcome } from './messages.js'
 
 type Ctx = ActorContext<CommunityMsg>
@@ -21,9 +23,16 @@ type Publish = Extract<CommunityMsg, { type: 'Publish' }>
 type Saved = Extract<CommunityMsg, { type: 'Saved' }>
 
 const DUPLICATE = reason('duplicate', 'already have this event')
+const NOT_PROCESSED = reason('error', 'could not process the event')
 
-export async function onPublish(state: CommunityState, msg: Publish, ctx: Ctx, deps: CommunityDeps): Promise<CommunityState> {
-  const { event, raw, reply } = msg
+// A community that is down is respawned within 30 s (its kind supervisor's longest delay): results of its
+// own I/O are offered again until then, with room to spare.
+export const REDELIVER_EVERY_MS = 500
+export const REDELIVER_FOR_MS = 60_000
+const PIPE = { everyMs: REDELIVER_EVERY_MS, forMs: REDELIVER_FOR_MS }
+
+export function onPublish(state: CommunityState, msg: Publish, ctx: Ctx, deps: CommunityDeps): CommunityState {
+  const { event, reply } = msg
   // NIP-42: AUTH events travel in AUTH messages only and are never stored or relayed.
   if (event.kind === KIND_AUTH) return refuse(state, reply, reason('invalid', 'kind 22242 is only accepted in AUTH messages'))
   if (isExpired(event, deps.nowSeconds())) return refuse(state, reply, reason('invalid', 'event has expired'))
@@ -31,38 +40,85 @@ export async function onPublish(state: CommunityState, msg: Publish, ctx: Ctx, d
   const order = state.writes.admit(msg, channel)
   if (order === 'held') return state
   if (order === 'full') return refuse(state, reply, reason('error', 'too many writes waiting in this community, retry shortly'))
-  const { record, bannedEvents } = state.current
   // before the inbound guard: a banned event may still be among the recent ids
-  if (bannedEvents.has(event.id)) return refuse(state, reply, reason('blocked', 'this event was banned by a moderator'))
+  if (state.current.bannedEvents.has(event.id)) return refuse(state, reply, reason('blocked', 'this event was banned by a moderator'))
   // The inbound guard answers resends cheaply; the store stays authoritative for everything it forgot.
   if (state.recent.has(event.id)) {
     reply({ accepted: true, message: DUPLICATE })
     return state
   }
+  // a channel change: later writes to this channel wait until it is applied (write-order.ts), from now on,
+  // so a post right behind the 9000 that adds its author is decided on the rows the 9000 leaves
+  const action = parseChannelAction(event)
+  const ordered = action.ok && action.value && action.value.type !== 'post' ? action.value.channel : undefined
+  if (ordered !== undefined) state.writes.begin(ordered, deps.nowMs())
+  const now = prepareNow(state, msg, deps)
+  if (now !== undefined) return onPrepared(state, { type: 'Prepared', publish: msg, ordered, outcome: { ok: true, value: now } }, ctx, deps)
+  pipeTo(ctx.self, prepare(state, msg, deps), (outcome): CommunityMsg => ({ type: 'Prepared', publish: msg, ordered, outcome }), {
+    ...PIPE,
+    onGiveUp: () => unanswered(state, msg, ordered, ctx, deps),
+  })
+  return state
+}
+
+/** The checks before the store from what the actor holds: undefined when one needs I/O (see prepare). */
+function prepareNow(state: CommunityState, msg: Publish, deps: CommunityDeps): Result<ChannelPlan | undefined> | undefined {
+  const { record } = state.current
   if (msg.conn) {
-    const refused = await checkWrite(record, event, msg.conn, state.gate, deps.authRequired)
-    if (refused) return refuse(state, reply, refused)
+    const refused = checkWriteNow(record, msg.event, msg.conn, state.gate, deps.authRequired)
+    if (refused === undefined) return undefined
+    if (refused) return { ok: false, error: refused }
   }
-  const planned = await planChannelEvent(event, state.channels)
-  if (!planned.ok) return refuse(state, reply, planned.error)
-  const plan = planned.value
-  if (kindClass(event.kind) === 'ephemeral') {
-    if (event.kind === KIND_PRESENCE) {
-      const refused = await setPresence(state.presenceHolds, state.conns, event, raw, msg.conn, deps.presence).catch((error: unknown) => {
-        deps.log.error({ err: error, community: deps.record.id }, 'presence store failed')
-        return reason('error', 'could not record presence')
-      })
-      if (refused) return refuse(state, reply, refused)
-    }
-    await fanOut(state, event, raw, deps)
-    deps.cluster.link.publishEvent(raw)
-    reply({ accepted: true, message: '' })
+  // a channel event is decided on the channel's rows, read fresh (community-channels.ts)
+  return planChannelEventNow(msg.event, state.channels)
+}
+
+/** Beside the actor: the checks that read (membership, the channel's rows). */
+async function prepare(state: CommunityState, msg: Publish, deps: CommunityDeps): Promise<Result<ChannelPlan | undefined>> {
+  if (msg.conn) {
+    const refused = await checkWrite(state.current.record, msg.event, msg.conn, state.gate, deps.authRequired)
+    if (refused) return { ok: false, error: refused }
+  }
+  return planChannelEvent(msg.event, state.channels)
+}
+
+export function onPrepared(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Prepared' }>, ctx: Ctx, deps: CommunityDeps): CommunityState {
+  const { publish, ordered, outcome } = msg
+  const { event, raw, reply } = publish
+  if (!outcome.ok || !outcome.value.ok) {
+    if (!outcome.ok) deps.log.error({ err: outcome.error, community: deps.record.id, eventId: event.id }, 'write checks failed')
+    reply({ accepted: false, message: outcome.ok ? (outcome.value as { error: Reason }).error : NOT_PROCESSED })
+    if (ordered !== undefined) republish(state, state.writes.end(ordered), ctx, deps)
+    // an outage of the stores behind the checks goes on to supervision, as it did when they were awaited here
+    if (!outcome.ok) throw outcome.error
     return state
   }
-  // a channel change: later writes to this channel wait until it is applied (write-order.ts)
-  const ordered = plan && plan.verdict.effect === 'apply' && plan.action.type !== 'post' ? plan.action.channel : undefined
-  if (ordered !== undefined) state.writes.begin(ordered, deps.nowMs())
+  const plan = outcome.value.value
+  if (kindClass(event.kind) === 'ephemeral') {
+    if (event.kind !== KIND_PRESENCE) return deliverEphemeral(state, publish, deps)
+    const hold = holdPresence(state.presenceHolds, state.conns, event, publish.conn)
+    if (typeof hold === 'string') return refuse(state, reply, hold)
+    pipeTo(ctx.self, recordPresence(hold, event, raw, deps.presence), (o): CommunityMsg => ({ type: 'PresenceSet', publish, hold, outcome: o }), {
+      ...PIPE,
+      onGiveUp: () => reply({ accepted: false, message: NOT_PROCESSED }),
+    })
+    return state
+  }
   save(state, { type: 'Saved', event, raw, outcome: { status: 'error' }, plan, ordered, reply }, ctx, deps)
+  return state
+}
+
+export function onPresenceSet(state: CommunityState, msg: Extract<CommunityMsg, { type: 'PresenceSet' }>, deps: CommunityDeps): CommunityState {
+  if (msg.outcome.ok) return deliverEphemeral(state, msg.publish, deps)
+  deps.log.error({ err: msg.outcome.error, community: deps.record.id }, 'presence store failed')
+  unholdPresence(state.presenceHolds, msg.hold)
+  return refuse(state, msg.publish.reply, reason('error', 'could not record presence'))
+}
+
+function deliverEphemeral(state: CommunityState, publish: Publish, deps: CommunityDeps): CommunityState {
+  state.feed.offer(publish.event, publish.raw)
+  deps.cluster.link.publishEvent(publish.raw)
+  publish.reply({ accepted: true, message: '' })
   return state
 }
 
@@ -70,6 +126,7 @@ export async function onPublish(state: CommunityState, msg: Publish, ctx: Ctx, d
 function save(state: CommunityState, template: Saved, ctx: Ctx, deps: CommunityDeps): void {
   const { event, raw, plan, ordered } = template
   const end = deps.metrics.storeLatency.startTimer({ op: 'save' })
+  state.inflight.saves++
   deps.store.save(deps.record.id, event, raw).then(
     (outcome) => {
       end()
@@ -77,13 +134,14 @@ function save(state: CommunityState, template: Saved, ctx: Ctx, deps: CommunityD
       // stored, but this actor can't take the result now (down, or its mailbox full): the client hears the
       // truth at once, and the rest (fan-out, the channel change, the write order) follows when it can
       template.reply(outcome.status === 'saved' ? { accepted: true, message: '' } : { accepted: true, message: DUPLICATE })
-      deliverLater(state, { type: 'LateCommit', event, raw, outcome, plan, ordered }, ctx, deps)
+      deliverLater(state, { type: 'LateCommit', event, raw, outcome, plan, ordered, fromSave: true }, ctx, deps)
     },
     (error: unknown) => {
       end()
       deps.log.error({ err: error, community: deps.record.id, eventId: event.id }, 'store save failed')
       const late = (error as { late?: Promise<SaveOutcome> }).late
       if (tell(ctx.self, { ...template, outcome: { status: 'error', late } })) return
+      saveDone(state)
       template.reply({ accepted: false, message: reason('error', 'could not store the event') })
       if (ordered !== undefined) deliverLater(state, { type: 'WriteDone', channel: ordered }, ctx, deps)
       late?.then(
@@ -94,30 +152,35 @@ function save(state: CommunityState, template: Saved, ctx: Ctx, deps: CommunityD
   )
 }
 
-// A community that is down is respawned within 30 s (its kind supervisor's longest delay): results of its
-// own I/O are offered again until then, with room to spare.
-const REDELIVER_EVERY_MS = 500
-const REDELIVER_FOR_MS = 60_000
+const saveDone = (state: CommunityState) => {
+  state.inflight.saves = Math.max(0, state.inflight.saves - 1)
+}
 
 /**
  * Results of the community's own I/O that it could not take when they came (down, or its mailbox full)
  * are offered again until it takes them. If it never does, the event's local subscriptions are closed with
  * `error:` (counted) and the other nodes still get it — never a silent gap (DESIGN §5).
  */
-function deliverLater(state: CommunityState, msg: Extract<CommunityMsg, { type: 'LateCommit' | 'WriteDone' }>, ctx: Ctx, deps: CommunityDeps): void {
-  const until = performance.now() + REDELIVER_FOR_MS
-  const attempt = () => {
-    if (tell(ctx.self, msg)) return
-    if (performance.now() < until) {
-      setTimeout(attempt, REDELIVER_EVERY_MS).unref?.()
-      return
-    }
-    if (msg.type !== 'LateCommit' || msg.outcome.status !== 'saved') return
-    deps.log.error({ community: deps.record.id, eventId: msg.event.id, channelChange: msg.plan !== undefined }, 'a stored event could not reach its community')
-    deps.cluster.link.publishEvent(msg.raw)
-    deps.lagged(loseMatching(state.index, msg.event, reason('error', 'an event could not be delivered here; subscribe again to catch up')))
-  }
-  attempt()
+function deliverLater(
+  state: CommunityState,
+  msg: Extract<CommunityMsg, { type: 'LateCommit' | 'WriteDone' | 'Applied' }>,
+  ctx: Ctx,
+  deps: CommunityDeps,
+): void {
+  tellUntilTaken(ctx.self, msg, { ...PIPE, onGiveUp: () => lostCommit(state, msg, deps) })
+}
+
+function lostCommit(state: CommunityState, msg: Extract<CommunityMsg, { type: 'LateCommit' | 'WriteDone' | 'Applied' }>, deps: CommunityDeps) {
+  if (msg.type === 'WriteDone' || (msg.type === 'LateCommit' && msg.outcome.status !== 'saved')) return
+  deps.log.error({ community: deps.record.id, eventId: msg.event.id }, 'a stored event could not reach its community')
+  deps.cluster.link.publishEvent(msg.raw)
+  deps.lagged(loseMatching(state.index, msg.event, reason('error', 'an event could not be delivered here; subscribe again to catch up')))
+}
+
+/** Checks that ran beside the actor never came back to it: the writer hears `error:`, the channel goes on. */
+function unanswered(state: CommunityState, msg: Publish, ordered: string | undefined, ctx: Ctx, deps: CommunityDeps) {
+  msg.reply({ accepted: false, message: NOT_PROCESSED })
+  if (ordered !== undefined) deliverLater(state, { type: 'WriteDone', channel: ordered }, ctx, deps)
 }
 
 function refuse(state: CommunityState, reply: (o: PublishOutcome) => void, message: PublishOutcome['message']) {
@@ -125,17 +188,17 @@ function refuse(state: CommunityState, reply: (o: PublishOutcome) => void, messa
   return state
 }
 
-export async function onSaved(state: CommunityState, msg: Saved, ctx: Ctx, deps: CommunityDeps): Promise<CommunityState> {
-  const { event, raw, outcome, reply } = msg
+export function onSaved(state: CommunityState, msg: Saved, ctx: Ctx, deps: CommunityDeps): CommunityState {
+  const { event, raw, outcome, reply, ordered } = msg
+  saveDone(state)
+  // a stored event ends its place in the write order when it has taken effect (onApplied), not here
+  let handedOn = false
   try {
     switch (outcome.status) {
-      case 'saved': {
-        const changes = msg.plan ? await applyChannelPlanLogged(msg.plan, event, state.channels) : []
-        await accepted(state, event, raw, outcome.removedIds, deps)
-        await announce(state, changes, deps)
-        reply({ accepted: true, message: '' })
+      case 'saved':
+        handedOn = true
+        applyThen(state, { event, raw, removedIds: outcome.removedIds, plan: msg.plan, ordered, reply }, ctx, deps)
         return state
-      }
       case 'duplicate':
         state.recent.add(event.id)
         reply({ accepted: true, message: DUPLICATE })
@@ -156,26 +219,60 @@ export async function onSaved(state: CommunityState, msg: Saved, ctx: Ctx, deps:
         return assertNever(outcome)
     }
   } finally {
-    if (msg.ordered !== undefined) await republish(state, state.writes.end(msg.ordered), ctx, deps)
+    if (ordered !== undefined && !handedOn) republish(state, state.writes.end(ordered), ctx, deps)
   }
+}
+
+type Stored = Omit<Extract<CommunityMsg, { type: 'Applied' }>, 'type' | 'changes'> & { plan?: ChannelPlan }
+
+/**
+ * A stored event takes effect: a channel change is applied first, beside the actor (its Applied comes
+ * back), then the event is delivered and answered (onApplied).
+ */
+function applyThen(state: CommunityState, stored: Stored, ctx: Ctx, deps: CommunityDeps): void {
+  const { plan, ...rest } = stored
+  if (plan?.verdict.effect !== 'apply' || plan.action.type === 'post') {
+    onApplied(state, { type: 'Applied', ...rest, changes: [] }, ctx, deps)
+    return
+  }
+  const applied = applyChannelPlanLogged(plan, stored.event, state.channels)
+  pipeTo(ctx.self, applied, (o): CommunityMsg => ({ type: 'Applied', ...rest, changes: o.ok ? o.value : [] }), {
+    ...PIPE,
+    onGiveUp: (m) => {
+      rest.reply?.({ accepted: true, message: '' })
+      lostCommit(state, m as Extract<CommunityMsg, { type: 'Applied' }>, deps)
+    },
+  })
+}
+
+/** The event (and its channel change) took effect: deliver it, and the relay's own events, then answer. */
+export function onApplied(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Applied' }>, ctx: Ctx, deps: CommunityDeps): CommunityState {
+  const { event, raw, removedIds, changes, ordered, reply } = msg
+  for (const id of removedIds) state.recent.delete(id)
+  state.recent.add(event.id)
+  state.accepted++
+  state.feed.offer(event, raw)
+  deps.cluster.link.publishEvent(raw)
+  announce(state, changes, deps)
+  reply?.({ accepted: true, message: '' })
+  if (ordered !== undefined) republish(state, state.writes.end(ordered), ctx, deps)
+  return state
 }
 
 /**
  * A commit whose result the actor did not take when it came (a commit that outlived its deadline, or one
  * that landed while the actor was down): make the node consistent with the store now.
  */
-export async function onLateCommit(state: CommunityState, msg: Extract<CommunityMsg, { type: 'LateCommit' }>, ctx: Ctx, deps: CommunityDeps) {
-  const { event, raw, outcome, plan } = msg
+export function onLateCommit(state: CommunityState, msg: Extract<CommunityMsg, { type: 'LateCommit' }>, ctx: Ctx, deps: CommunityDeps): CommunityState {
+  const { event, raw, outcome, plan, ordered } = msg
+  if (msg.fromSave) saveDone(state)
   deps.log.warn({ community: deps.record.id, eventId: event.id, status: outcome.status }, 'a commit takes effect late')
-  try {
-    if (outcome.status === 'saved') {
-      const changes = plan ? await applyChannelPlanLogged(plan, event, state.channels) : []
-      await accepted(state, event, raw, outcome.removedIds, deps)
-      await announce(state, changes, deps)
-    } else if (outcome.status === 'duplicate') state.recent.add(event.id)
-  } finally {
-    if (msg.ordered !== undefined) await republish(state, state.writes.end(msg.ordered), ctx, deps)
+  if (outcome.status === 'saved') {
+    applyThen(state, { event, raw, removedIds: outcome.removedIds, plan, ordered }, ctx, deps)
+    return state
   }
+  if (outcome.status === 'duplicate') state.recent.add(event.id)
+  if (ordered !== undefined) republish(state, state.writes.end(ordered), ctx, deps)
   return state
 }
 
@@ -183,35 +280,27 @@ export async function onLateCommit(state: CommunityState, msg: Extract<Community
  * Writes that waited their turn, decided now in arrival order (each may wait again behind a new change).
  * One that fails is answered `error:` and the rest still go on: none is left without an answer.
  */
-export async function republish(state: CommunityState, waiting: Publish[], ctx: Ctx, deps: CommunityDeps): Promise<void> {
+export function republish(state: CommunityState, waiting: Publish[], ctx: Ctx, deps: CommunityDeps): void {
   for (const m of waiting) {
     try {
-      await onPublish(state, m, ctx, deps)
+      onPublish(state, m, ctx, deps)
     } catch (error) {
       deps.log.error({ err: error, community: deps.record.id, eventId: m.event.id }, 'a write that waited its turn failed')
-      m.reply({ accepted: false, message: reason('error', 'could not process the event') })
+      m.reply({ accepted: false, message: NOT_PROCESSED })
     }
   }
 }
 
 /** A channel change that failed with its result undeliverable: later writes to the channel may go on. */
-export async function onWriteDone(state: CommunityState, channel: string, ctx: Ctx, deps: CommunityDeps) {
-  await republish(state, state.writes.end(channel), ctx, deps)
+export function onWriteDone(state: CommunityState, channel: string, ctx: Ctx, deps: CommunityDeps): CommunityState {
+  republish(state, state.writes.end(channel), ctx, deps)
   return state
 }
 
-async function accepted(state: CommunityState, event: Saved['event'], raw: string, removedIds: string[], deps: CommunityDeps) {
-  for (const id of removedIds) state.recent.delete(id)
-  state.recent.add(event.id)
-  state.accepted++
-  await fanOut(state, event, raw, deps)
-  deps.cluster.link.publishEvent(raw)
-}
-
 /** The relay's own channel events: delivered here and to the other nodes like any accepted event. */
-export async function announce(state: CommunityState, events: RelayEvent[], deps: CommunityDeps) {
+export function announce(state: CommunityState, events: RelayEvent[], deps: CommunityDeps): void {
   for (const c of events) {
-    await fanOut(state, c.event, c.raw, deps)
+    state.feed.offer(c.event, c.raw)
     deps.cluster.link.publishEvent(c.raw)
   }
 }

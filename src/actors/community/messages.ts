@@ -1,11 +1,15 @@
 import type { CommunityRecord } from '../../infra/store/community-store.js'
 import type { SaveOutcome } from '../../infra/store/event-store.js'
-import type { ControlChannel } from '../../protocols/control.js'
+import type { CacheInvalidationOp, ConnControlOp, ControlChannel } from '../../protocols/control.js'
 import type { VerifiedEvent } from '../../protocols/nip01/event.js'
 import type { Filter } from '../../protocols/nip01/filter.js'
 import type { Reason } from '../../protocols/reasons.js'
-import type { ChannelPlan, StateWanted } from './community-channels.js'
-import type { ConnView } from './subscription-index.js'
+import type { Result } from '../../protocols/result.js'
+import type { Settled } from '../kernel/index.js'
+import type { ChannelPlan, RelayEvent, StateWanted } from './community-channels.js'
+import type { PresenceHold } from './community-presence.js'
+import type { Page } from './community-reads.js'
+import type { ConnView, Subscription } from './subscription-index.js'
 
 /** The answer to a publish: what the OK frame says. `message` is '' or a prefixed reason. */
 export type PublishOutcome = { accepted: true; message: '' | Reason } | { accepted: false; message: Reason }
@@ -19,9 +23,11 @@ export interface CommunityStats {
   presenceHolders: number
 }
 
+/** `conn`: the publishing connection (presence is held by it); absent when the relay itself publishes */
+export type PublishMsg = { type: 'Publish'; event: VerifiedEvent; raw: string; conn?: ConnView; reply: (o: PublishOutcome) => void }
+
 export type CommunityMsg =
-  /** `conn`: the publishing connection (presence is held by it); absent when the relay itself publishes */
-  | { type: 'Publish'; event: VerifiedEvent; raw: string; conn?: ConnView; reply: (o: PublishOutcome) => void }
+  | PublishMsg
   | {
       type: 'Saved'
       event: VerifiedEvent
@@ -34,8 +40,40 @@ export type CommunityMsg =
       ordered?: string
       reply: (o: PublishOutcome) => void
     }
+  /** the checks that read before a write (membership, the channel's rows), done beside the actor */
+  | { type: 'Prepared'; publish: PublishMsg; ordered?: string; outcome: Settled<Result<ChannelPlan | undefined>> }
+  /** a presence heartbeat went to the presence store (or did not) */
+  | { type: 'PresenceSet'; publish: PublishMsg; hold: PresenceHold; outcome: Settled<void> }
+  /** a stored event's channel change was applied (`changes`: the relay's own events to deliver): it takes effect now */
+  | {
+      type: 'Applied'
+      event: VerifiedEvent
+      raw: string
+      removedIds: string[]
+      changes: RelayEvent[]
+      ordered?: string
+      /** absent for a late commit: its writer was answered already */
+      reply?: (o: PublishOutcome) => void
+    }
   /** a commit whose result the actor did not take when it came (past its deadline, or while down): apply it now */
-  | { type: 'LateCommit'; event: VerifiedEvent; raw: string; outcome: SaveOutcome; plan?: ChannelPlan; ordered?: string }
+  | {
+      type: 'LateCommit'
+      event: VerifiedEvent
+      raw: string
+      outcome: SaveOutcome
+      plan?: ChannelPlan
+      ordered?: string
+      /** the Saved this stands for could not be delivered (its save still counts as in flight) */
+      fromSave?: boolean
+    }
+  /** a REQ's stored page, read beside the actor (a Reason: refused by the read policy) */
+  | { type: 'PageRead'; sub: Subscription; outcome: Settled<Page | Reason> }
+  /** a COUNT beside the actor finished (its answer went to the asker); `error`: the store failed */
+  | { type: 'ReadDone'; error?: { error: unknown } }
+  /** a control payload verified beside the actor */
+  | { type: 'ControlAccepted'; op: ConnControlOp | CacheInvalidationOp | undefined }
+  /** relay-signed channel state published beside the actor: deliver it */
+  | { type: 'Announce'; events: RelayEvent[] }
   /** a channel change failed and its Saved could not be delivered: the channel's waiting writes may go on */
   | { type: 'WriteDone'; channel: string }
   /** the banned event ids (NIP-86 banevent) read from the store; writes wait for the first load */

@@ -26,6 +26,13 @@ export interface Subscription {
   conn: ConnView
   subId: string
   filters: Filter[]
+  /**
+   * Set while the stored page is being read (community-reads.ts): live events decided meanwhile wait here and
+   * follow the EOSE, so none falls between the page and the live feed. Bounded in bytes by the caller.
+   */
+  held?: { events: { id: string; raw: string }[]; bytes: number }
+  /** ids the page already sent, for a short while after it: their live copy, still on its way, is not sent twice */
+  sent?: { ids: Set<string>; untilMs: number }
 }
 
 interface Entry {
@@ -67,9 +74,14 @@ export class SubscriptionIndex {
     }
   }
 
-  add(conn: ConnView, subId: string, filters: Filter[]): void {
+  /** the subscription `subId` of `connId` now (a REQ with the same id replaces it) */
+  get(connId: string, subId: string): Subscription | undefined {
+    return this.subs.get(connId)?.get(subId)?.sub
+  }
+
+  add(conn: ConnView, subId: string, filters: Filter[], held = false): Subscription {
     this.remove(conn.id, subId)
-    const sub: Subscription = { conn, subId, filters }
+    const sub: Subscription = { conn, subId, filters, ...(held ? { held: { events: [], bytes: 0 } } : {}) }
     const entries: [string | null, Entry][] = []
     for (const filter of filters) {
       const entry = { sub, filter }
@@ -90,6 +102,7 @@ export class SubscriptionIndex {
     this.subs.set(conn.id, perConn)
     perConn.set(subId, { sub, entries })
     this.count++
+    return sub
   }
 
   remove(connId: string, subId: string): void {

@@ -83,3 +83,50 @@ export function ask<const M extends { type: string }, R>(
     if (outcome !== 'accepted') fail(admissionError(ref.path, outcome))
   })
 }
+
+/**
+ * For the result of an actor's own I/O (Akka's pipeTo) that the actor could not take when it came (down
+ * while it waits for its respawn, or its mailbox full): offered again every `everyMs` until it is taken, for
+ * at most `forMs`. `onGiveUp` runs when it never was, or at once when the actor has stopped.
+ */
+export function tellUntilTaken<M>(ref: TypedRef<M>, msg: NoInfer<M>, opts: { everyMs: number; forMs: number; onGiveUp?: () => void }): void {
+  const target = targets.get(ref)
+  if (target === undefined) {
+    opts.onGiveUp?.()
+    return
+  }
+  const until = target.clock.now() + opts.forMs
+  const attempt = () => {
+    const outcome = target.admit(msg)
+    if (outcome === 'accepted') return
+    if (outcome !== 'stopped' && outcome !== 'invalid' && target.clock.now() < until) {
+      const h = target.clock.setTimeout(attempt, opts.everyMs) as { unref?: () => void } | undefined
+      h?.unref?.()
+      return
+    }
+    opts.onGiveUp?.()
+  }
+  attempt()
+}
+
+export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown }
+
+/**
+ * Akka's pipeTo: the actor started `work` and returned; its outcome comes back as the message `toMsg` makes,
+ * offered again while the actor can't take it (tellUntilTaken). `onGiveUp` gets that message when it never was.
+ */
+export function pipeTo<M, T>(
+  ref: TypedRef<M>,
+  work: PromiseLike<T>,
+  toMsg: (outcome: Settled<T>) => NoInfer<M>,
+  opts: { everyMs: number; forMs: number; onGiveUp?: (msg: M) => void },
+): void {
+  const offer = (outcome: Settled<T>) => {
+    const msg = toMsg(outcome)
+    tellUntilTaken(ref, msg, { everyMs: opts.everyMs, forMs: opts.forMs, onGiveUp: () => opts.onGiveUp?.(msg) })
+  }
+  work.then(
+    (value) => offer({ ok: true, value }),
+    (error: unknown) => offer({ ok: false, error }),
+  )
+}

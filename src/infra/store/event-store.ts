@@ -62,7 +62,11 @@ export interface EventStore {
   query(community: string, filters: Filter[], opts: QueryOptions): Promise<StoredEvent[]>
   /** removes these events outright (NIP-86 banevent, a moderator's delete); resolves to the ids that were stored */
   deleteEvents(community: string, ids: readonly string[]): Promise<string[]>
-  /** NIP-45: number of distinct events matching any filter (limits ignored). */
+  /**
+   * NIP-45: number of distinct events matching any filter, each filter counting at most its own `limit`
+   * (clamped by the caller, as for query): the union of the pages query() would return, so a COUNT never
+   * reads further than the REQ with the same filters.
+   */
   count(community: string, filters: Filter[], opts: QueryOptions): Promise<number>
   /** true when the backend answers (readiness). */
   ping(): Promise<boolean>

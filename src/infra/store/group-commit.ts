@@ -5,13 +5,17 @@
  * after its first item — whichever comes first. Measured on SQLite: ~75 µs per event in 10-event commits,
  * ~32 µs in 200-event commits, so waiting while writes keep arriving pays for itself. Each submitter learns its own result only after the whole batch committed; if the
  * commit throws, every submitter of that batch gets the error, because none of the batch was written.
- * Batches commit one at a time, in submission order (the PostgreSQL backend's commit is asynchronous).
+ * Up to `maxInFlight` batches commit at once (PostgreSQL: batch N+1 on another connection while batch N is in
+ * flight; the database decides latest-wins and deletions under its advisory locks, so their order of commit
+ * does not matter); with 1 (SQLite: one writer) batches commit one at a time, in submission order.
  */
 
 export interface GroupCommitOptions<T, R> {
   maxItems: number
   /** longest wait for more writes while they keep arriving; 0 commits on the next turn of the event loop */
   maxDelayMs: number
+  /** batches committing at once; default 1 */
+  maxInFlight?: number
   /** one transaction for the whole batch; returns one result per item, in order */
   commit: (batch: readonly T[]) => R[] | Promise<R[]>
   /** turns what the commit threw into the error the submitter of item `index` of the batch receives */
@@ -41,12 +45,14 @@ interface Waiting<T, R> {
 export function createGroupCommit<T, R>(opts: GroupCommitOptions<T, R>): GroupCommit<T, R> {
   const queue: Waiting<T, R>[] = []
   const stats: GroupCommitStats = { transactions: 0, items: 0 }
+  const maxInFlight = Math.max(1, opts.maxInFlight ?? 1)
   let cancelTimer: (() => void) | undefined
-  let running: Promise<void> | undefined
+  let inFlight = 0
+  let idle: (() => void)[] = []
 
   function schedule(): void {
-    // a running loop picks up whatever arrives before it finishes
-    if (cancelTimer || running) return
+    // a full pipeline picks up whatever arrives when a batch finishes
+    if (cancelTimer || inFlight >= maxInFlight) return
     const firstAt = performance.now()
     // the first tick always waits once more: the turn that queued the first write may queue others after us
     let seen = -1
@@ -62,16 +68,21 @@ export function createGroupCommit<T, R>(opts: GroupCommitOptions<T, R>): GroupCo
   function start(): void {
     cancelTimer?.()
     cancelTimer = undefined
-    if (running || queue.length === 0) return
-    running = runBatches().then(() => {
-      running = undefined
-      // submitters resumed by the last batch may have queued more while the loop was finishing
-      if (queue.length > 0) schedule()
-    })
+    while (inFlight < maxInFlight && queue.length > 0) {
+      inFlight++
+      void commitBatch(queue.splice(0, opts.maxItems)).then(finished)
+    }
   }
 
-  async function runBatches(): Promise<void> {
-    while (queue.length > 0) await commitBatch(queue.splice(0, opts.maxItems))
+  function finished(): void {
+    inFlight--
+    // writes queued while the pipeline was full go at once; otherwise wait for more, as a first write does
+    if (queue.length >= opts.maxItems || (queue.length > 0 && inFlight === 0)) start()
+    else if (queue.length > 0) schedule()
+    if (inFlight === 0 && queue.length === 0) {
+      for (const resolve of idle) resolve()
+      idle = []
+    }
   }
 
   async function commitBatch(batch: Waiting<T, R>[]): Promise<void> {
@@ -96,7 +107,11 @@ export function createGroupCommit<T, R>(opts: GroupCommitOptions<T, R>): GroupCo
       })
     },
     async drain() {
-      for (start(); running; start()) await running
+      start()
+      while (inFlight > 0 || queue.length > 0) {
+        await new Promise<void>((resolve) => idle.push(resolve))
+        start()
+      }
     },
     stats: () => ({ ...stats }),
   }

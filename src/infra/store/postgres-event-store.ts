@@ -26,6 +26,9 @@ export interface PostgresEventStore extends EventStore {
   stats(): PostgresEventStoreStats
 }
 
+/** Write transactions in flight at once: two keep the database busy while one batch waits on its round trip. */
+const PIPELINED_COMMITS = 2
+
 /** SELECT e.raw, e.id, e.created_at, e.kind, fetched as arrays: no object per row on the REQ hot path */
 type Row = [raw: string, id: string, created_at: number, kind: number]
 
@@ -47,6 +50,8 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
   const writes = createGroupCommit<SaveRequest, SaveOutcome>({
     maxItems: opts.groupCommitMaxEvents,
     maxDelayMs: opts.groupCommitMaxDelayMs,
+    // batch N+1 commits on another connection while batch N is in flight (group-commit.ts)
+    maxInFlight: PIPELINED_COMMITS,
     commit: (batch) => withDeadline('event store commit', commitBatch(sql, batch)),
     toError: (cause, batchSize, index) => {
       // past its deadline the transaction may still commit when the connection comes back: keep its outcome

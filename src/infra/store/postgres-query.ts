@@ -88,13 +88,14 @@ function armsOf(p: Params, f: Filter, access: Access): Arms | undefined {
 }
 
 /**
- * One SELECT for one filter (call `canMatch` first): `rows` selects what query() returns, newest first and
- * limited; `seqs` selects row keys only, for COUNT. A tag-driven `rows` select without a limit may return an
- * event once per matching value: callers deduplicate.
+ * One SELECT for one filter (call `canMatch` first): `rows` selects what query() returns, `seqs` row keys
+ * only, for COUNT; both newest first and limited when the filter has a limit, so COUNT counts the page REQ
+ * returns. A tag-driven select without a limit may return an event once per matching value: callers
+ * deduplicate.
  */
 function toSelectSql(p: Params, community: string, f: Filter, opts: QueryOptions, what: 'rows' | 'seqs'): string {
   const access = accessOf(f)
-  const limited = what === 'rows' && f.limit !== undefined
+  const limited = f.limit !== undefined
   const arms = limited ? armsOf(p, f, access) : undefined
   const driving = access === 'tag' ? drivingTagOf(f)! : undefined
   const c = p.add(community)
@@ -123,7 +124,8 @@ function toSelectSql(p: Params, community: string, f: Filter, opts: QueryOptions
     if (letter === driving) continue
     where.push(tagCondition(p, c, 'x', p.add(letter), values))
   }
-  const select = what === 'rows' ? 'e.raw, e.id, e.created_at, e.kind' : 'e.seq'
+  // the arms' outer query orders by created_at and id, so a limited seqs page carries them too
+  const select = what === 'rows' ? 'e.raw, e.id, e.created_at, e.kind' : arms ? 'e.seq, e.id, e.created_at' : 'e.seq'
   const body = `SELECT ${select} FROM ${from} WHERE ${where.join(' AND ')}`
   if (!limited) return body
   const limit = p.add(f.limit)
@@ -131,7 +133,7 @@ function toSelectSql(p: Params, community: string, f: Filter, opts: QueryOptions
   const page = `${body} ORDER BY ${time}.created_at DESC, e.id LIMIT ${limit}`
   if (!arms) return page
   // an event matching several tag values comes out of several arms: DISTINCT ON keeps one copy
-  return `SELECT DISTINCT ON (x.created_at, x.id) x.raw, x.id, x.created_at, x.kind
+  return `SELECT DISTINCT ON (x.created_at, x.id) ${what === 'rows' ? 'x.raw, x.id, x.created_at, x.kind' : 'x.seq'}
     FROM ${arms.from.join(' CROSS JOIN ')} CROSS JOIN LATERAL (${page}) x
     ORDER BY x.created_at DESC, x.id LIMIT ${limit}`
 }
@@ -160,13 +162,16 @@ export function toQuerySql(community: string, f: Filter, opts: QueryOptions): Pg
   return { sql: toSelectSql(p, community, f, opts, 'rows'), params: p.list }
 }
 
-/** NIP-45: distinct events matching any filter; limits ignored. undefined when no filter can match. */
+/**
+ * NIP-45: distinct events matching any filter, each filter counting at most its `limit` (the caller clamps,
+ * so a COUNT reads no further than the REQ with the same filters would): several filters count the union of
+ * their pages, each the newest `limit` as REQ returns them, as in sqlite-query.ts. undefined when no filter
+ * can match.
+ */
 export function toCountSql(community: string, filters: readonly Filter[], opts: QueryOptions): PgQuery | undefined {
   const p = new Params()
-  const parts = filters
-    .map((f) => ({ ...f, limit: undefined }))
-    .filter(canMatch)
-    .map((f) => toSelectSql(p, community, f, opts, 'seqs'))
+  // parenthesized: a member of a UNION may only carry its own ORDER BY and LIMIT inside parentheses
+  const parts = filters.filter(canMatch).map((f) => `(${toSelectSql(p, community, f, opts, 'seqs')})`)
   if (parts.length === 0) return undefined
   // UNION ALL + DISTINCT: a tag join yields an event once per matching value, and filters overlap
   return { sql: `SELECT COUNT(DISTINCT seq) AS n FROM (${parts.join(' UNION ALL ')}) AS u`, params: p.list }

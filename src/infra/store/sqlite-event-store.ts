@@ -3,7 +3,10 @@ import type { VerifiedEvent } from '../../protocols/nip01/event.js'
 import { kindClass } from '../../protocols/nip01/kinds.js'
 import { type EventStore, type SaveOutcome, StoreError } from './event-store.js'
 import { createGroupCommit, type GroupCommit } from './group-commit.js'
-import { prepareReads } from './sqlite-read.js'
+import { planCount, planQuery, type ReadBatch, type ReadPlan } from './sqlite-read.js'
+// Extension needed: plain JS shared with the read worker, which runs without a TypeScript loader.
+import { createReadRunner, ReadBudgetExceeded } from './sqlite-read-core.mjs'
+import { createSqliteReadPool } from './sqlite-read-pool.js'
 import { prepareDeleteEvents, prepareSave, type SaveRequest } from './sqlite-save.js'
 import { applyPragmas, migrate } from './sqlite-schema.js'
 import { startWalCheckpointer } from './wal-checkpointer.js'
@@ -13,6 +16,13 @@ export interface SqliteEventStoreOptions {
   file: string
   groupCommitMaxEvents: number
   groupCommitMaxDelayMs: number
+  /**
+   * store.readWorkers: threads that run REQ/COUNT reads, each on its own read-only connection. Default 0:
+   * read on the main thread. An in-memory database always reads there (no other connection can see it).
+   */
+  readWorkers?: number
+  /** store.queryTimeoutMs: longest a read may run (and, on workers, wait for one). Default 5000. */
+  queryTimeoutMs?: number
   log?: { error(obj: object, msg: string): void }
 }
 
@@ -21,38 +31,75 @@ export interface SqliteEventStoreStats {
   transactions: number
   /** events in committed write transactions */
   events: number
+  /** reads waiting for a read worker */
+  readsWaiting: number
+  /** reads that failed for passing queryTimeoutMs */
+  readBudgetExceeded: number
+  /** read workers able to take a read; 0 when reading on the main thread */
+  readWorkersReady: number
 }
 
 /** The embedded EventStore; `stats()` is for tests and metrics, not part of the port. */
 export interface SqliteEventStore extends EventStore {
   stats(): SqliteEventStoreStats
+  /** Test hook: the read worker the next read goes to dies when that read arrives (no-op on the main thread). */
+  crashReadWorkerOnNextReadForTest(): void
 }
 
+const DEFAULT_QUERY_TIMEOUT_MS = 5_000
+
 /**
- * Opens (creating or migrating) the database. better-sqlite3 is synchronous: a batch commit or a query
- * holds the event loop for its duration, which group commit keeps short per event and armsOf bounds per query.
+ * Opens (creating or migrating) the database. better-sqlite3 is synchronous: a batch commit holds the event
+ * loop for its duration, which group commit keeps short per event. Reads run on `readWorkers` threads; on
+ * the main thread (readWorkers 0, or an in-memory database) a read holds the loop too, for at most
+ * queryTimeoutMs: past it the statement stops at its next row (see sqlite-read-core.mjs).
  */
 export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEventStore {
   const db = new Database(opts.file)
   applyPragmas(db)
   migrate(db)
   const writes = createWrites(db, opts)
-  const reads = prepareReads(db)
   const deleteEvents = prepareDeleteEvents(db)
+  const inMemory = opts.file === ':memory:' || opts.file === ''
   // an in-memory database has no WAL to fold back
-  const checkpointer = opts.file === ':memory:' || opts.file === '' ? undefined : startWalCheckpointer(db, opts.file, opts.log)
+  const checkpointer = inMemory ? undefined : startWalCheckpointer(db, opts.file, opts.log)
+  const queryTimeoutMs = opts.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS
+  const readWorkers = inMemory ? 0 : (opts.readWorkers ?? 0)
+  const pool = readWorkers > 0 ? createSqliteReadPool({ file: opts.file, workers: readWorkers, queryTimeoutMs, log: opts.log }) : undefined
+  // also the fallback once read workers keep failing to start
+  const here = createReadRunner(db)
+  let budgetExceededHere = 0
   const ping = db.prepare('SELECT 1').pluck()
   let closing: Promise<void> | undefined
 
+  function readHere(batch: ReadBatch, what: string): unknown[] {
+    try {
+      return here.run(batch, Date.now() + queryTimeoutMs)
+    } catch (err) {
+      if (!(err instanceof ReadBudgetExceeded)) throw err
+      budgetExceededHere++
+      opts.log?.error({ what, queryTimeoutMs, sql: batch.statements[0]?.sql }, 'event store: read passed its budget on the main thread; stopped')
+      throw new StoreError(`event store ${what} exceeded its budget of ${queryTimeoutMs} ms`, { cause: err })
+    }
+  }
+
   /** A closed store or a backend failure is an outage (StoreError), never a partial answer. */
-  async function read<T>(what: string, body: () => T): Promise<T> {
+  async function guarded<T>(what: string, body: () => T | Promise<T>): Promise<T> {
     if (closing) throw new StoreError('event store is closed')
     try {
-      return body()
+      return await body()
     } catch (cause) {
+      if (cause instanceof StoreError) throw cause
       throw new StoreError(`event store ${what} failed`, { cause })
     }
   }
+
+  const read = <T>(what: string, plan: () => ReadPlan<T>) =>
+    guarded(what, async () => {
+      const { batch, finish } = plan()
+      if (batch.statements.length === 0) return finish([])
+      return finish(pool?.usable ? await pool.run(batch, what) : readHere(batch, what))
+    })
 
   return {
     save(community: string, event: VerifiedEvent, raw: string): Promise<SaveOutcome> {
@@ -63,10 +110,10 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
       if (closing) return Promise.reject(new StoreError('event store is closed'))
       return writes.submit({ community, event, raw })
     },
-    query: (community, filters, opts) => read('query', () => reads.query(community, filters, opts)),
-    count: (community, filters, opts) => read('count', () => reads.count(community, filters, opts)),
+    query: (community, filters, o) => read('query', () => planQuery(community, filters, o)),
+    count: (community, filters, o) => read('count', () => planCount(community, filters, o)),
     // outside group commit: better-sqlite3 is synchronous, so it commits between two batches, never inside one
-    deleteEvents: (community, ids) => read('delete', () => deleteEvents(community, ids)),
+    deleteEvents: (community, ids) => guarded('delete', () => deleteEvents(community, ids)),
     async ping() {
       if (closing) return false
       try {
@@ -79,6 +126,8 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
     close() {
       // saves accepted before close() still commit: their callers are waiting for OK
       closing ??= writes.drain().then(async () => {
+        // reads already accepted still answer; the workers' connections close before the final checkpoint
+        await pool?.close()
         await checkpointer?.stop()
         db.close()
       })
@@ -86,8 +135,16 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
     },
     stats: () => {
       const s = writes.stats()
-      return { transactions: s.transactions, events: s.items }
+      const r = pool?.stats()
+      return {
+        transactions: s.transactions,
+        events: s.items,
+        readsWaiting: r?.waiting ?? 0,
+        readBudgetExceeded: budgetExceededHere + (r?.budgetExceeded ?? 0),
+        readWorkersReady: pool?.usable ? r!.ready : 0,
+      }
     },
+    crashReadWorkerOnNextReadForTest: () => pool?.crashWorkerOnNextReadForTest(),
   }
 }
 

@@ -1,6 +1,8 @@
 import type { Filter } from '../../protocols/nip01/filter.js'
 import type { QueryOptions } from './event-store.js'
 import { type Access, accessOf, canMatch, drivingTagOf, MAX_PAIR_ARMS } from './filter-plan.js'
+// Extension needed: plain JS shared with the read worker, which runs without a TypeScript loader.
+import { BUDGET_FUNCTION } from './sqlite-read-core.mjs'
 
 /**
  * Filter → SQL for the SQLite event store. Values are always bound parameters; only index names, column
@@ -18,12 +20,18 @@ import { type Access, accessOf, canMatch, drivingTagOf, MAX_PAIR_ARMS } from './
  *
  * Shapes that degrade (read every matching row of the driving list before the limit applies):
  * - authors × kinds or tag values × kinds above MAX_PAIR_ARMS pairs: one arm per author / tag value;
- * - a filter with no limit (the caller clamps, so only COUNT and internal callers do this);
+ * - a filter with no limit (the caller clamps, so only internal callers do this);
+ * - COUNT with several filters: each limited filter is one statement ordered newest first (its page must be
+ *   the one REQ returns, or overlapping filters would count differently), not one per arm, so a filter with
+ *   several values in its driving list sorts all its matches before its limit applies;
  * - conditions outside the driving index that rarely match (an author's events with a rare tag, expired
  *   events, a narrow since/until on an author with a long history): the arm walks its range until `limit`
  *   rows qualify, at worst the whole range of that one value;
  * - very long driving lists: one statement run per value (~10 µs each; 40k authors ≈ 0.5 s on the loop).
  *   The caller's filter-size limits bound this.
+ *
+ * Every statement calls BUDGET_FUNCTION first in its WHERE, once per candidate row: the one point where a
+ * read past its budget can be stopped (see sqlite-read-core.mjs).
  */
 
 export type SqlParam = string | number
@@ -32,7 +40,6 @@ export interface SqlQuery {
   params: SqlParam[]
 }
 
-
 const INDEX_OF: Record<Exclude<Access, 'tag'>, string> = {
   ids: 'events_by_id',
   'author-kind': 'events_by_author_kind',
@@ -40,10 +47,6 @@ const INDEX_OF: Record<Exclude<Access, 'tag'>, string> = {
   kind: 'events_by_kind',
   time: 'events_by_time',
 }
-
-
-
-
 
 /** Sub-filters whose union is `f`, each with one value in its driving list (only worth it with a limit). */
 export function armsOf(f: Filter): Filter[] {
@@ -100,13 +103,23 @@ class SqlBuilder {
   }
 }
 
-/**
- * One SELECT for one filter (call `canMatch` first). `rows` selects what query() returns, ordered and
- * limited; `seqs` selects row keys only, for COUNT.
- */
-export function toSelectSql(community: string, f: Filter, opts: QueryOptions, what: 'rows' | 'seqs'): SqlQuery {
+/** The FROM and WHERE of one filter's SELECT, and the order its index yields rows in. */
+interface SelectParts {
+  from: string
+  where: string
+  params: SqlParam[]
+  /** NIP-01: newest first, ties lowest id first, on the driving table so the index yields that order */
+  order: string
+  /** the alias whose created_at drives: `t` for a tag, `e` otherwise */
+  time: 't' | 'e'
+  /** an event can come once per value: a driving tag with several values */
+  repeats: boolean
+}
+
+function partsOf(community: string, f: Filter, opts: QueryOptions): SelectParts {
   const access = accessOf(f)
   const b = new SqlBuilder()
+  b.add(`${BUDGET_FUNCTION}()`)
   const driving = access === 'tag' ? drivingTagOf(f)! : undefined
   let from: string
   if (driving !== undefined) {
@@ -136,14 +149,22 @@ export function toSelectSql(community: string, f: Filter, opts: QueryOptions, wh
     const [clause, params] = inList('x.value', values)
     b.add(`EXISTS (SELECT 1 FROM tags x WHERE x.event_seq = e.seq AND x.name = ? AND ${clause})`, letter, ...params)
   }
+  const time = driving !== undefined ? 't' : 'e'
+  const repeats = driving !== undefined && f.tags![driving]!.length > 1
+  return { from, where: b.where.join(' AND '), params: b.params, order: `${time}.created_at DESC, e.id ASC`, time, repeats }
+}
+
+/**
+ * One SELECT for one filter (call `canMatch` first). `rows` selects what query() returns, ordered and
+ * limited; `seqs` selects row keys only, every match, for COUNT.
+ */
+export function toSelectSql(community: string, f: Filter, opts: QueryOptions, what: 'rows' | 'seqs'): SqlQuery {
+  const p = partsOf(community, f, opts)
   const select = what === 'rows' ? 'e.raw, e.id, e.created_at, e.kind' : 'e.seq'
-  let sql = `SELECT ${select} FROM ${from} WHERE ${b.where.join(' AND ')}`
-  if (what === 'rows' && f.limit !== undefined) {
-    // NIP-01: newest first, ties lowest id first; the limited set must be the newest ones
-    sql += ` ORDER BY ${driving !== undefined ? 't' : 'e'}.created_at DESC, e.id ASC LIMIT ?`
-    b.params.push(f.limit)
-  }
-  return { sql, params: b.params }
+  const sql = `SELECT ${select} FROM ${p.from} WHERE ${p.where}`
+  // NIP-01: the limited set must be the newest ones
+  if (what === 'rows' && f.limit !== undefined) return { sql: `${sql} ORDER BY ${p.order} LIMIT ?`, params: [...p.params, f.limit] }
+  return { sql, params: p.params }
 }
 
 /** Author-only kinds (DMs, gift wraps) only for their author or a `p`-tagged reader. */
@@ -170,14 +191,33 @@ function addTimeRange(b: SqlBuilder, alias: string, f: Filter): void {
   if (f.until !== undefined) b.add(`${alias}.created_at <= ?`, f.until)
 }
 
-/** NIP-45: distinct events matching any filter; limits ignored. undefined when no filter can match. */
+/**
+ * NIP-45: distinct events matching any filter, each filter counting at most its `limit` (the caller clamps,
+ * so a COUNT reads no further than the REQ with the same filters would). Several filters count the union of
+ * their pages, each the newest `limit` as REQ returns them. undefined when no filter can match.
+ */
 export function toCountSql(community: string, filters: readonly Filter[], opts: QueryOptions): SqlQuery | undefined {
-  const parts = filters
-    .map((f) => ({ ...f, limit: undefined }))
-    .filter(canMatch)
-    .map((f) => toSelectSql(community, f, opts, 'seqs'))
+  const live = filters.filter(canMatch)
+  const only = live.length === 1 ? live[0]! : undefined
+  if (only?.limit !== undefined) {
+    // one filter: only how many matter, not which, so no order: the scan stops after `limit` events
+    const p = partsOf(community, only, opts)
+    const sql = `SELECT count(*) AS n FROM (SELECT ${p.repeats ? 'DISTINCT e.seq' : '1'} FROM ${p.from} WHERE ${p.where} LIMIT ?)`
+    return { sql, params: [...p.params, only.limit] }
+  }
+  const parts = live.map((f) => toCountPartSql(community, f, opts))
   if (parts.length === 0) return undefined
   // UNION ALL + DISTINCT: a tag join yields an event once per matching value, and filters overlap
   const sql = `SELECT COUNT(DISTINCT seq) AS n FROM (${parts.map((p) => p.sql).join(' UNION ALL ')})`
   return { sql, params: parts.flatMap((p) => p.params) }
+}
+
+/** The row keys one filter counts among several: every match, or its page of `limit`. */
+function toCountPartSql(community: string, f: Filter, opts: QueryOptions): SqlQuery {
+  if (f.limit === undefined) return toSelectSql(community, f, opts, 'seqs')
+  const p = partsOf(community, f, opts)
+  // an event matching several values of the driving tag must take one place in the page, not one per value
+  const select = `${p.repeats ? 'DISTINCT ' : ''}e.seq AS seq, ${p.time}.created_at, e.id`
+  const sql = `SELECT seq FROM (SELECT ${select} FROM ${p.from} WHERE ${p.where} ORDER BY ${p.order} LIMIT ?)`
+  return { sql, params: [...p.params, f.limit] }
 }

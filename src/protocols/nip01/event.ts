@@ -155,3 +155,18 @@ function checkTags(v: unknown, limits: Limits): Result<void> {
 }
 
 const invalid = (text: string): Result<never> => err(reason('invalid', text))
+
+/**
+ * Raw JSON the relay wrote itself (a stored presence) or read off its own bus, parsed only as far as matching
+ * needs (pubkey, kind, created_at, tags): not validated, not verified. Never throws; undefined for anything else.
+ */
+export function parseEventShape(raw: string): NostrEvent | undefined {
+  try {
+    const v: unknown = JSON.parse(raw)
+    return typeof v === 'object' && v !== null && 'pubkey' in v && 'kind' in v && 'created_at' in v && Array.isArray((v as { tags?: unknown }).tags)
+      ? (v as NostrEvent)
+      : undefined
+  } catch {
+    return undefined
+  }
+}

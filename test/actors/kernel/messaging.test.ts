@@ -8,8 +8,9 @@ import {
   MailboxFullError,
   type TypedRef,
   tell,
+  tellUntilTaken,
 } from '../../../src/actors/kernel'
-import { newProbeLog, type ProbeMsg, probe } from './fixtures'
+import { newProbeLog, type ProbeMsg, probe, quickBackoff } from './fixtures'
 import { recordEvents, settle, waitFor } from './harness'
 import { ManualClock } from './manual-clock'
 
@@ -209,5 +210,29 @@ describe('typed refs', () => {
     // @ts-expect-error a ref that takes only A cannot stand for one that takes A | B
     const widened: TypedRef<A | B> = refOfA
     expect([narrowed.path, widened.path]).toEqual(['typed/ab', 'typed/a'])
+  })
+})
+
+describe('offering a result again until the actor takes it', () => {
+  it('retries while the actor is down and delivers once it is back; gives up at once on a stopped one', async () => {
+    const clock = new ManualClock()
+    const k = createKernel({ clock, random: () => 0 })
+    const log = newProbeLog()
+    const ref = k.spawn('probe/later', probe(log, { policy: { ...quickBackoff, maxRestarts: 0, respawn: { minMs: 1000, maxMs: 1000, jitter: 0 } } }))
+    const events = recordEvents(k)
+    tell(ref, { type: 'Boom' })
+    await events.waitFor('gave-up', 'probe/later')
+    let gaveUp = 0
+    tellUntilTaken(ref, { type: 'Push', n: 7 }, { everyMs: 100, forMs: 5000, onGiveUp: () => gaveUp++ })
+    expect(log.handled).toEqual([])
+    clock.advance(1000)
+    await events.waitFor('restarted', 'probe/later')
+    clock.advance(100)
+    await waitFor(() => log.handled.length === 1)
+    expect(log.handled).toEqual([7])
+    await k.stop('probe/later')
+    tellUntilTaken(ref, { type: 'Push', n: 8 }, { everyMs: 100, forMs: 5000, onGiveUp: () => gaveUp++ })
+    expect(gaveUp).toBe(1)
+    await k.shutdown()
   })
 })

@@ -165,12 +165,39 @@ function describeBasics(ctx: ContractContext): void {
       expect(await ctx.store.count(ctx.community, [{}], { now: NOW })).toBe(1)
     })
 
-    it('counts distinct events across overlapping filters, ignoring limits', async () => {
+    it('counts distinct events across overlapping filters', async () => {
       const events = [1, 2, 3].map((i) => note(ctx.alice, { content: `${i}`, tags: [['t', 'a'], ['t', 'b']] }))
       for (const e of events) await ctx.save(e)
       const filters: Filter[] = [{ tags: { t: ['a', 'b'] }, limit: 1 }, { authors: [ctx.alice.pubkey] }, { kinds: [9] }]
       expect(await ctx.store.count(ctx.community, filters, { now: NOW })).toBe(3)
       expect(await ctx.store.count(ctx.community, [{ kinds: [9] }], { now: NOW })).toBe(0)
+    })
+
+    it('counts at most each filter\'s limit: min(matching, limit), at the limit and past it', async () => {
+      const events = [1, 2, 3, 4].map((i) => note(ctx.alice, { created_at: at(10 * i), tags: [['t', 'a'], ['t', 'b']] }))
+      for (const e of events) await ctx.save(e)
+      const count = (filters: Filter[]) => ctx.store.count(ctx.community, filters, { now: NOW })
+      for (const limit of [0, 1, 3, 4, 5]) {
+        expect(await count([{ authors: [ctx.alice.pubkey], limit }])).toBe(Math.min(4, limit))
+        // both tag values match every event: one place per event in the limit, not one per value
+        expect(await count([{ tags: { t: ['a', 'b'] }, limit }])).toBe(Math.min(4, limit))
+      }
+    })
+
+    it('counts the union of each filter\'s newest `limit` events, as REQ would return them', async () => {
+      const [newest, second, third, oldest] = [1, 2, 3, 4].map((i) => note(ctx.alice, { created_at: at(10 * i), tags: [['t', 'a'], ['t', 'b']] }))
+      for (const e of [newest!, second!, third!, oldest!]) await ctx.save(e)
+      const count = (filters: Filter[]) => ctx.store.count(ctx.community, filters, { now: NOW })
+      // the same two newest events under both filters: two, not four
+      expect(await count([{ authors: [ctx.alice.pubkey], limit: 2 }, { tags: { t: ['a', 'b'] }, limit: 2 }])).toBe(2)
+      // the oldest under its own filter, the two newest under the other: three
+      const oldestOnly: Filter = { ids: [oldest!.event.id], limit: 1 }
+      expect(await count([{ authors: [ctx.alice.pubkey], limit: 2 }, oldestOnly])).toBe(3)
+      const filters: Filter[] = [{ kinds: [1], limit: 1 }, { tags: { t: ['b', 'a'] }, limit: 3 }, oldestOnly]
+      expect(await count(filters)).toBe((await ctx.query(filters)).length)
+      expect(await count(filters)).toBe(4)
+      // a filter without a limit counts all its matches
+      expect(await count([{ kinds: [1], limit: 1 }, { authors: [ctx.alice.pubkey] }])).toBe(4)
     })
 
     it('refuses an ephemeral kind as a programming error, not an outage', async () => {

@@ -88,4 +88,38 @@ describe('group commit', () => {
     expect(await chained).toBe('ok 2')
     expect(batches).toEqual([[1], [2]])
   })
+
+  it('with maxInFlight 2 commits batch N+1 while batch N is in flight, and each submitter hears its own batch', async () => {
+    const releases: (() => void)[] = []
+    let active = 0
+    let most = 0
+    const gc = createGroupCommit<number, string>({
+      maxItems: 2,
+      maxDelayMs: 0,
+      maxInFlight: 2,
+      commit: async (batch) => {
+        active++
+        most = Math.max(most, active)
+        await new Promise<void>((r) => releases.push(r))
+        active--
+        return batch.map((n) => `ok ${n}`)
+      },
+      toError: (cause) => new Error('store down', { cause }),
+    })
+    const first = [1, 2].map((n) => gc.submit(n))
+    const second = [3, 4].map((n) => gc.submit(n))
+    const third = gc.submit(5)
+    await expect.poll(() => releases.length).toBe(2)
+    // the pipeline is full: the third batch waits for one to finish
+    releases[1]!()
+    expect(await Promise.all(second)).toEqual(['ok 3', 'ok 4'])
+    await expect.poll(() => releases.length).toBe(3)
+    const drained = gc.drain()
+    releases[0]!()
+    releases[2]!()
+    expect(await Promise.all([...first, third])).toEqual(['ok 1', 'ok 2', 'ok 5'])
+    await drained
+    expect(most).toBe(2)
+    expect(gc.stats()).toEqual({ transactions: 3, items: 5 })
+  })
 })

@@ -92,9 +92,12 @@ describe('PostgreSQL query plans', () => {
     })
   }
 
-  it('counts every shape at once without a sequential scan', async () => {
-    const q = toCountSql('c1', Object.values(shapes), { now: 100, authorOnly: { kinds: [4], readers: [] } })!
-    expect(await scansOf(q.sql, q.params)).toEqual([])
+  it('counts every shape at once without a sequential scan, with or without limits', async () => {
+    for (const limit of [undefined, 20]) {
+      const filters = Object.values(shapes).map((f) => ({ ...f, limit }))
+      const q = toCountSql('c1', filters, { now: 100, authorOnly: { kinds: [4], readers: [] } })!
+      expect(await scansOf(q.sql, q.params), q.sql).toEqual([])
+    }
   })
 
   const writeParams: Record<keyof typeof SAVE_SQL, unknown[]> = {

@@ -15,13 +15,13 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 let files = 0
 const freshFile = () => join(dir, `events-${++files}.db`)
 
-const openFile = async (file = freshFile()) =>
-  openSqliteEventStore({ file, groupCommitMaxEvents: 64, groupCommitMaxDelayMs: 2 })
+const openFile = async (file = freshFile(), readWorkers = 0) =>
+  openSqliteEventStore({ file, groupCommitMaxEvents: 64, groupCommitMaxDelayMs: 2, readWorkers })
 
 /** A real failure: a second connection installs a trigger that aborts any insert carrying the marker. */
-async function openWithWriteFault(marker: string): Promise<EventStore> {
+const openWithWriteFault = (readWorkers: number) => async (marker: string): Promise<EventStore> => {
   const file = freshFile()
-  const store = await openFile(file)
+  const store = await openFile(file, readWorkers)
   // DDL takes no bound parameters; the marker is spliced in, so it must be a plain word
   if (!/^[A-Za-z-]+$/.test(marker)) throw new Error(`unsafe marker ${marker}`)
   const admin = new Database(file)
@@ -39,7 +39,13 @@ describeEventStoreContract(
   { transactionsOf },
 )
 
-describeEventStoreContract('SQLite file', () => openFile(), { transactionsOf, openWithWriteFault })
+// the same contract on the main thread's connection and on read workers' own connections
+for (const readWorkers of [0, 2]) {
+  describeEventStoreContract(`SQLite file, ${readWorkers} read workers,`, () => openFile(freshFile(), readWorkers), {
+    transactionsOf,
+    openWithWriteFault: openWithWriteFault(readWorkers),
+  })
+}
 
 describe('SQLite event store file', () => {
   const alice = makeKeys()
@@ -85,7 +91,7 @@ describe('SQLite event store file', () => {
     const store = openSqliteEventStore({ file: ':memory:', groupCommitMaxEvents: 1, groupCommitMaxDelayMs: 50 })
     const events = Array.from({ length: 5 }, (_, i) => signEvent(alice, { content: `${i}` }))
     await Promise.all(events.map((e) => store.save('c', e.event, e.raw)))
-    expect(store.stats()).toEqual({ transactions: 5, events: 5 })
+    expect(store.stats()).toMatchObject({ transactions: 5, events: 5 })
     await store.close()
   })
 

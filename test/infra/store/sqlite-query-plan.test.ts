@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3'
 import { afterAll, describe, expect, it } from 'vitest'
 import { armsOf, toCountSql, toSelectSql } from '../../../src/infra/store/sqlite-query'
+import { createReadRunner } from '../../../src/infra/store/sqlite-read-core.mjs'
 import { SAVE_SQL } from '../../../src/infra/store/sqlite-save'
 import { applyPragmas, migrate } from '../../../src/infra/store/sqlite-schema'
 import type { Filter } from '../../../src/protocols/nip01/filter'
@@ -8,6 +9,8 @@ import type { Filter } from '../../../src/protocols/nip01/filter'
 const db = new Database(':memory:')
 applyPragmas(db)
 migrate(db)
+// registers the budget function every read statement calls
+createReadRunner(db)
 afterAll(() => db.close())
 
 const pk = (c: string) => c.repeat(64)
@@ -59,11 +62,23 @@ describe('SQLite query plans', () => {
     })
   }
 
-  it('counts every shape at once without a full scan', () => {
-    const q = toCountSql('community', Object.values(shapes), { now: 100, authorOnly: { kinds: [4], readers: [] } })!
-    const plan = planOf(q.sql, q.params)
-    expect(plan.filter((d) => fullScan.test(d) && !d.startsWith('SCAN (subquery')), plan.join(' | ')).toEqual([])
+  it('counts every shape at once without a full scan, with or without limits', () => {
+    for (const limit of [undefined, 20]) {
+      const filters = Object.values(shapes).map((f) => ({ ...f, limit }))
+      const q = toCountSql('community', filters, { now: 100, authorOnly: { kinds: [4], readers: [] } })!
+      const plan = planOf(q.sql, q.params)
+      expect(plan.filter((d) => fullScan.test(d) && !d.startsWith('SCAN (subquery')), plan.join(' | ')).toEqual([])
+    }
   })
+
+  for (const [shape, filter] of Object.entries(shapes)) {
+    it(`counts ${shape} alone up to its limit with index seeks and no sort`, () => {
+      const q = toCountSql('community', [{ ...filter, limit: 20 }], { now: 100 })!
+      const plan = planOf(q.sql, q.params)
+      expect(plan.filter((d) => fullScan.test(d)), plan.join(' | ')).toEqual([])
+      expect(plan, plan.join(' | ')).not.toContain(fullSort)
+    })
+  }
 
   it('splits a limited filter into one arm per driving value', () => {
     expect(armsOf({ authors: ['a', 'b'], kinds: [1, 7], limit: 5 })).toHaveLength(4)

@@ -1,0 +1,121 @@
+// Live delivery, local and remote alike, in the order the community decided it (DESIGN §3: order by
+// sequence, never by blocking the mailbox). Most events are decided at once from the access gate's caches;
+// one that needs I/O first (a cache miss, a remote event's signature) is decided beside the actor, and every
+// event after it waits in this queue until it is: the actor returns at once either way.
+import type { Metrics } from '../../infra/metrics.js'
+import type { NostrEvent } from '../../protocols/nip01/event.js'
+import { eventFrame } from '../../protocols/nip01/relay-message.js'
+import { type Reason, reason } from '../../protocols/reasons.js'
+import type { AccessGate } from './access-gate.js'
+import type { Subscription, SubscriptionIndex } from './subscription-index.js'
+
+export interface LiveFeedDeps {
+  community: string
+  gate: AccessGate
+  index: SubscriptionIndex
+  metrics: Pick<Metrics, 'fanoutDeliveries' | 'accessLookupFailures' | 'subscriptionsLost'>
+  log: { error(o: object, m: string): void }
+  /** live events held for one subscription while its page is read, in bytes; past it the subscription is closed */
+  maxHeldBytes: number
+  nowMs: () => number
+}
+
+interface Item {
+  event: NostrEvent
+  raw: string
+  matched: Subscription[]
+  /** undefined while a lookup runs; 'failed': deliver to none of them, and close them (fail closed, not silently) */
+  allowed?: Subscription[] | 'failed'
+}
+
+const LOOKUP_FAILED = reason('error', 'could not check access for an event; subscribe again to catch up')
+const HELD_TOO_MUCH = reason('error', 'too many live events arrived while stored events were read; subscribe again')
+
+export class LiveFeed {
+  private readonly queue: Item[] = []
+
+  constructor(private readonly d: LiveFeedDeps) {}
+
+  /** events decided but not yet delivered (waiting for a lookup, or behind one) */
+  get waiting(): number {
+    return this.queue.length
+  }
+
+  /**
+   * Deliver `event` to the subscriptions it matches now. `check` (a remote event's signature) must resolve
+   * true first; an event that matches nobody costs no check at all.
+   */
+  offer(event: NostrEvent, raw: string, check?: () => Promise<boolean>): void {
+    const matched = this.d.index.match(event).filter(isOpen)
+    if (matched.length === 0) return
+    const item: Item = { event, raw, matched }
+    if (check === undefined) item.allowed = this.d.gate.deliverableNow(event, matched)
+    if (item.allowed !== undefined && this.queue.length === 0) {
+      this.deliver(item)
+      return
+    }
+    this.queue.push(item)
+    if (item.allowed !== undefined) return
+    const decide = async () => ((await (check?.() ?? true)) ? this.d.gate.deliverable(event, matched) : [])
+    decide().then(
+      (allowed) => this.settle(item, allowed),
+      (error: unknown) => {
+        this.d.log.error({ err: error, community: this.d.community, eventId: event.id }, 'access lookup failed: event not delivered live')
+        this.d.metrics.accessLookupFailures.inc()
+        this.settle(item, 'failed')
+      },
+    )
+  }
+
+  private settle(item: Item, allowed: Subscription[] | 'failed') {
+    item.allowed = allowed
+    while (this.queue[0]?.allowed !== undefined) this.deliver(this.queue.shift()!)
+  }
+
+  private deliver(item: Item) {
+    const { allowed } = item
+    if (allowed === 'failed') {
+      const lost = lose(this.d.index, item.matched, LOOKUP_FAILED)
+      if (lost > 0) this.d.metrics.subscriptionsLost.inc(lost)
+      return
+    }
+    let delivered = 0
+    const id = item.event.id
+    for (const sub of allowed ?? []) {
+      // the connection's own set is the truth: a CLOSE whose Unsubscribe was lost stops delivery all the same
+      if (!isOpen(sub)) continue
+      if (sub.held) {
+        this.hold(sub, id, item.raw)
+        continue
+      }
+      if (sub.sent) {
+        if (sub.sent.untilMs < this.d.nowMs()) sub.sent = undefined
+        else if (sub.sent.ids.has(id)) continue
+      }
+      // pushes to a closed socket fail; the sweep forgets those connections
+      if (sub.conn.queue.push(eventFrame(sub.subId, item.raw))) delivered++
+    }
+    if (delivered) this.d.metrics.fanoutDeliveries.inc(delivered)
+  }
+
+  private hold(sub: Subscription, id: string, raw: string) {
+    const held = sub.held!
+    held.events.push({ id, raw })
+    held.bytes += raw.length
+    if (held.bytes > this.d.maxHeldBytes && lose(this.d.index, [sub], HELD_TOO_MUCH) > 0) this.d.metrics.subscriptionsLost.inc()
+  }
+}
+
+export const isOpen = (sub: Subscription) => sub.conn.subs.has(sub.subId) && !sub.conn.queue.closed
+
+/** Closes each open subscription of `subs` with `why` (CLOSED), never left open with a gap; returns how many. */
+export function lose(index: SubscriptionIndex, subs: Iterable<Subscription>, why: Reason): number {
+  let lost = 0
+  for (const sub of subs) {
+    if (!isOpen(sub) || index.get(sub.conn.id, sub.subId) !== sub) continue
+    sub.conn.lose(sub.subId, why)
+    index.remove(sub.conn.id, sub.subId)
+    lost++
+  }
+  return lost
+}

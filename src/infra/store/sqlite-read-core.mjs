@@ -1,0 +1,55 @@
+// Plain JavaScript on purpose: sqlite-read-worker.mjs imports this in a bare worker thread, where no TypeScript
+// loader runs. The main-thread reader (sqlite-read.ts) imports the same module, so a read answers alike on
+// either side. Types live in sqlite-read-core.d.mts.
+
+/**
+ * The SQL function every read statement calls once per candidate row (sqlite-query.ts puts it first in each
+ * WHERE). better-sqlite3 exposes neither sqlite3_interrupt nor a progress handler (it is built with
+ * SQLITE_OMIT_PROGRESS_CALLBACK), and Worker.terminate() only takes effect when the thread runs JavaScript
+ * again: without this call a terminated reader scans on until its statement ends (measured: 46 s for a long
+ * scan, ~4 ms with it). On the main thread it also checks the read's deadline, so a read there stops too.
+ */
+export const BUDGET_FUNCTION = 'apiary_within_budget'
+
+/** Thrown by BUDGET_FUNCTION past the deadline; better-sqlite3 ends the statement and rethrows it. */
+export class ReadBudgetExceeded extends Error {
+  constructor() {
+    super('read budget exceeded')
+    this.name = 'ReadBudgetExceeded'
+  }
+}
+
+/** Prepared statements by SQL text; the text depends only on the filter's shape, so few shapes recur. */
+const MAX_CACHED_STATEMENTS = 256
+
+export function createReadRunner(db) {
+  let deadline = Number.POSITIVE_INFINITY
+  db.function(BUDGET_FUNCTION, { directOnly: true }, () => {
+    if (deadline !== Number.POSITIVE_INFINITY && Date.now() > deadline) throw new ReadBudgetExceeded()
+    return 1
+  })
+  const statements = new Map()
+  const prepared = (sql) => {
+    let stmt = statements.get(sql)
+    if (!stmt) {
+      if (statements.size >= MAX_CACHED_STATEMENTS) statements.delete(statements.keys().next().value)
+      stmt = db.prepare(sql).raw(true)
+      statements.set(sql, stmt)
+    }
+    return stmt
+  }
+  // one read transaction: every arm of a read sees the same snapshot, even while another connection commits
+  const runAll = db.transaction((batch) =>
+    batch.statements.map((q) => (batch.mode === 'rows' ? prepared(q.sql).all(...q.params) : prepared(q.sql).get(...q.params)[0])),
+  )
+  return {
+    run(batch, deadlineMs = Number.POSITIVE_INFINITY) {
+      deadline = deadlineMs
+      try {
+        return runAll(batch)
+      } finally {
+        deadline = Number.POSITIVE_INFINITY
+      }
+    },
+  }
+}

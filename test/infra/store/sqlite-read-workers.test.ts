@@ -1,0 +1,187 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { type EventStore, StoreError } from '../../../src/infra/store/event-store'
+import { openSqliteEventStore, type SqliteEventStore, type SqliteEventStoreOptions } from '../../../src/infra/store/sqlite-event-store'
+import type { Filter } from '../../../src/protocols/nip01/filter'
+import { makeKeys, signEvent } from '../../support/events'
+import { idsOf, NOW } from './contract-context'
+
+const dir = mkdtempSync(join(tmpdir(), 'apiary-read-workers-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+let files = 0
+const freshFile = () => join(dir, `events-${++files}.db`)
+
+const opened: EventStore[] = []
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((s) => s.close()))
+})
+const open = (file: string, o: Partial<SqliteEventStoreOptions> = {}): SqliteEventStore => {
+  const store = openSqliteEventStore({ file, groupCommitMaxEvents: 64, groupCommitMaxDelayMs: 0, ...o })
+  opened.push(store)
+  return store
+}
+
+/** A condition, not a duration: workers report Ready once their connection is open. */
+async function until(done: () => boolean): Promise<void> {
+  while (!done()) await new Promise((r) => setTimeout(r, 5))
+}
+const ready = (store: SqliteEventStore, workers: number) => until(() => store.stats().readWorkersReady === workers)
+
+/**
+ * A community big enough that counting it takes a reader a long while (~0.4 s here, four times the budget the
+ * budget tests set): rows written through a second connection, unsigned, since only counts read them.
+ */
+const HEAVY = 'heavy'
+const HEAVY_ROWS = 200_000
+function fillHeavy(file: string): void {
+  const admin = new Database(file)
+  admin
+    .prepare(`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n LIMIT ?)
+      INSERT INTO events (community, id, pubkey, kind, created_at, raw)
+      SELECT ?, printf('%064x', x), printf('%064x', x % 1000), 1, ? - x, '{}' FROM n`)
+    .run(HEAVY_ROWS, HEAVY, NOW)
+  admin.close()
+}
+// every row of the community, five times over (five unlimited filters, one union)
+const heavyFilters: Filter[] = [{}, { kinds: [1] }, { since: 0 }, { until: NOW }, { since: 0, until: NOW }]
+const heavyCount = (store: EventStore) => store.count(HEAVY, heavyFilters, { now: NOW })
+
+describe('SQLite reads on worker threads', () => {
+  const alice = makeKeys()
+  const bob = makeKeys()
+  let file = ''
+  beforeAll(async () => {
+    file = freshFile()
+    const writer = open(file)
+    const events = [
+      ...Array.from({ length: 30 }, (_, i) => signEvent(alice, { created_at: NOW - i, tags: [['t', i % 2 ? 'odd' : 'even'], ['p', bob.pubkey]] })),
+      ...Array.from({ length: 10 }, (_, i) => signEvent(bob, { kind: 7, created_at: NOW - i, tags: [['t', 'odd']] })),
+      signEvent(bob, { kind: 4, created_at: NOW - 50, tags: [['p', alice.pubkey]] }),
+    ]
+    await Promise.all(events.map((e) => writer.save('c', e.event, e.raw)))
+    fillHeavy(file)
+  })
+
+  it('answers every query and count exactly as the main thread does', async () => {
+    const onWorkers = open(file, { readWorkers: 2 })
+    const here = open(file, { readWorkers: 0 })
+    await ready(onWorkers, 2)
+    const filters: Filter[][] = [
+      [{}],
+      [{ authors: [alice.pubkey], limit: 5 }],
+      [{ kinds: [1, 7], limit: 12 }],
+      [{ tags: { t: ['odd', 'even'] }, limit: 7 }, { authors: [bob.pubkey] }],
+      [{ tags: { p: [bob.pubkey] }, kinds: [1], since: NOW - 10, until: NOW - 2 }],
+      [{ ids: [] }],
+    ]
+    const reader = { now: NOW, authorOnly: { kinds: [4], readers: [alice.pubkey] } }
+    for (const f of filters) {
+      for (const o of [{ now: NOW }, reader]) {
+        expect(idsOf(await onWorkers.query('c', f, o))).toEqual(idsOf(await here.query('c', f, o)))
+        expect(await onWorkers.count('c', f, o)).toBe(await here.count('c', f, o))
+      }
+    }
+    // still both up: no read failed over to the main thread or cost a worker
+    expect(onWorkers.stats()).toMatchObject({ readWorkersReady: 2, readBudgetExceeded: 0 })
+  })
+
+  it('keeps the event loop turning while a worker runs a heavy count, and serves a light read beside it', async () => {
+    const store = open(file, { readWorkers: 2 })
+    await ready(store, 2)
+    const seen: string[] = []
+    const ticker = setInterval(() => seen.push('tick'), 1)
+    try {
+      const heavy = heavyCount(store).then((n) => void seen.push(`heavy ${n}`))
+      const light = store.count('c', [{ kinds: [7] }], { now: NOW }).then((n) => void seen.push(`light ${n}`))
+      await Promise.all([heavy, light])
+    } finally {
+      clearInterval(ticker)
+    }
+    const events = seen.filter((s) => s !== 'tick')
+    expect(events).toEqual(['light 10', `heavy ${HEAVY_ROWS}`])
+    expect(seen.slice(0, seen.indexOf(`heavy ${HEAVY_ROWS}`))).toContain('tick')
+  })
+
+  it('holds the event loop for the whole count on the main thread (readWorkers 0), as the contrast', async () => {
+    const store = open(file, { readWorkers: 0 })
+    const seen: string[] = []
+    const ticker = setInterval(() => seen.push('tick'), 1)
+    try {
+      await heavyCount(store).then((n) => void seen.push(`heavy ${n}`))
+    } finally {
+      clearInterval(ticker)
+    }
+    expect(seen).toEqual([`heavy ${HEAVY_ROWS}`])
+  })
+
+  it('fails a read past its budget with StoreError, replaces its worker and answers the next read', async () => {
+    const errors: string[] = []
+    const store = open(file, { readWorkers: 1, queryTimeoutMs: 100, log: { error: (_o, m) => void errors.push(m) } })
+    await ready(store, 1)
+    const over = heavyCount(store)
+    await expect(over).rejects.toBeInstanceOf(StoreError)
+    await expect(over).rejects.toThrow(/exceeded its budget of 100 ms/)
+    expect(store.stats().readBudgetExceeded).toBe(1)
+    expect(errors).toEqual(['event store: read passed its budget; its worker was stopped and replaced'])
+    await ready(store, 1)
+    expect(await store.count('c', [{ kinds: [7] }], { now: NOW })).toBe(10)
+  })
+
+  it('stops a read past its budget on the main thread too, and answers the next read', async () => {
+    const store = open(file, { readWorkers: 0, queryTimeoutMs: 100 })
+    await expect(heavyCount(store)).rejects.toThrow(/exceeded its budget of 100 ms/)
+    expect(store.stats().readBudgetExceeded).toBe(1)
+    expect(await store.count('c', [{ kinds: [7] }], { now: NOW })).toBe(10)
+  })
+
+  it('replaces a worker that dies, failing only the read it held, with StoreError', async () => {
+    const errors: string[] = []
+    const store = open(file, { readWorkers: 1, log: { error: (_o, m) => void errors.push(m) } })
+    await ready(store, 1)
+    store.crashReadWorkerOnNextReadForTest()
+    const lost = store.query('c', [{ kinds: [7] }], { now: NOW })
+    await expect(lost).rejects.toBeInstanceOf(StoreError)
+    await expect(lost).rejects.toThrow(/read worker died/)
+    expect(errors).toEqual(['event store: read worker died; replacing it'])
+    // the one worker is gone: this read waits for its replacement, then is answered by it
+    expect(await store.count('c', [{ kinds: [7] }], { now: NOW })).toBe(10)
+    expect(store.stats().readWorkersReady).toBe(1)
+  })
+
+  it('queues up to 1,000 reads behind busy workers, refuses the next one at once, and answers the 1,000', async () => {
+    const store = open(file, { readWorkers: 1 })
+    await ready(store, 1)
+    const count = () => store.count('c', [{ kinds: [7] }], { now: NOW })
+    // one runs; its answer can only arrive on a later turn of the loop, so the rest all wait
+    const accepted = Array.from({ length: 1 + 1_000 }, count)
+    expect(store.stats().readsWaiting).toBe(1_000)
+    const refused = count()
+    expect(store.stats().readsWaiting).toBe(1_000)
+    await expect(refused).rejects.toBeInstanceOf(StoreError)
+    await expect(refused).rejects.toThrow(/too many reads waiting/)
+    expect(new Set(await Promise.all(accepted))).toEqual(new Set([10]))
+    expect(store.stats().readsWaiting).toBe(0)
+  })
+
+  it('answers the reads accepted before close(), then refuses new ones with StoreError', async () => {
+    const store = open(file, { readWorkers: 1 })
+    await ready(store, 1)
+    const accepted = [store.count('c', [{ kinds: [7] }], { now: NOW }), store.count('c', [{ kinds: [1] }], { now: NOW })]
+    const closed = store.close()
+    await expect(store.count('c', [{}], { now: NOW })).rejects.toBeInstanceOf(StoreError)
+    expect(await Promise.all(accepted)).toEqual([10, 30])
+    await closed
+    expect(store.stats().readWorkersReady).toBe(0)
+  })
+
+  it('reads an in-memory database on the main thread whatever readWorkers says', async () => {
+    const store = open(':memory:', { readWorkers: 2 })
+    const e = signEvent(alice)
+    await store.save('c', e.event, e.raw)
+    expect(idsOf(await store.query('c', [{}], { now: NOW }))).toEqual([e.event.id])
+    expect(store.stats().readWorkersReady).toBe(0)
+  })
+})
