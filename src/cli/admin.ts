@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util'
 import { callManagement, isPubkeyHex, isSecretKeyHex, lowerHexArg, toManagementUrl } from '../client/admin-client.js'
 import { COMMUNITY_ID_PATTERN } from '../infra/store/community-store.js'
 import { isNip86Method, type Nip86Method } from '../protocols/nip86/methods.js'
+import { ROLE_PATTERN } from '../protocols/role-domains.js'
 import { tryParse } from './options.js'
 
 export const ADMIN_USAGE = `usage: apiary admin <method> [args...] --url <http(s)://host[:port]/> [--key <secret hex>]
@@ -32,6 +33,10 @@ export const ADMIN_USAGE = `usage: apiary admin <method> [args...] --url <http(s
   apiary admin listcommunities
   apiary admin setagenttier <pubkey> <standard|elevated|platform|none>
   apiary admin listagents
+  apiary admin setagentrole <pubkey> <role>               ("" takes the role away; the agent needs a tier)
+  apiary admin setroledomain <role> [role ...]             (who agents of <role> may address; none: remove the rule)
+  apiary admin setchannelroles <channel> [role ...]        (the roles that may post there; none: open to all)
+  apiary admin listroledomains
 --url is the relay URL the call is signed for; its host picks the community (as for clients).
 --key is the operator's secret key; APIARY_ADMIN_KEY is used when --key is absent (keeps it out of ps).
 Keys and pubkeys are 64 hex characters (no npub/nsec).
@@ -132,6 +137,23 @@ const METHODS: Partial<Record<Nip86Method, ToParams>> = {
     return params
   },
   archivecommunity: (args) => (args.length === 1 && args[0] && COMMUNITY_ID_PATTERN.test(args[0]) ? [args[0]] : 'needs one community id'),
+  listroledomains: noArgs,
+  setagentrole: (args) => {
+    const [pubkey, role] = args
+    if (args.length !== 2 || !isPubkeyHex(pubkey) || role === undefined || (role !== '' && !ROLE_PATTERN.test(role)))
+      return 'needs a pubkey (64 hex characters) and a role ([a-z0-9-], "" for none)'
+    return [pubkey, role]
+  },
+  setroledomain: ([from, ...to]) => {
+    if (from === undefined || !ROLE_PATTERN.test(from)) return 'needs a role ([a-z0-9-]) and the roles it may address'
+    const bad = to.find((r) => !ROLE_PATTERN.test(r))
+    return bad === undefined ? [from, to] : `${bad} is not a role ([a-z0-9-])`
+  },
+  setchannelroles: ([channel, ...roles]) => {
+    if (channel === undefined || channel === '') return 'needs a channel id and the roles that may post there'
+    const bad = roles.find((r) => !ROLE_PATTERN.test(r))
+    return bad === undefined ? [channel, roles] : `${bad} is not a role ([a-z0-9-])`
+  },
   setagenttier: ([pubkey, tier, ...rest]) => {
     if (!isPubkeyHex(pubkey) || tier === undefined || !TIERS.includes(tier) || rest.length > 0) {
       return `needs a pubkey (64 hex characters) and one of ${TIERS.join('|')}`

@@ -77,6 +77,15 @@ const limits = z
       .positive()
       .default(200)
       .describe('WebSocket connections open at once from one client IP, across the cluster; one more is refused with HTTP 429'),
+    // Issue 11: a reconnect storm of 3,000 agents must spread out rather than queue without bound. 256
+    // AUTHs in flight keep both verifier threads busy (batches of 64) with room to spare; past them an AUTH
+    // is answered rate-limited with a jittered 1-5 s retry instead of waiting behind the others.
+    maxConcurrentAuth: z
+      .number()
+      .int()
+      .positive()
+      .default(256)
+      .describe('AUTH verifications in flight on one node; one more is answered "rate-limited: retry in Ns" (N jittered, 1-5)'),
   })
   .prefault({})
 
@@ -123,13 +132,20 @@ export const configSchema = z.object({
     .regex(/^([0-9a-f]{64})?$/)
     .default('')
     .describe('relay secret key, hex; empty = generate on first start into <dataDir>/relay.key'),
-  // DESIGN §6 / the issue: 30 s, the interval chat clients commonly ping at; presence lives 3 heartbeats,
-  // so two lost heartbeats in a row don't show someone offline. Decimals allow sub-second tests.
+  // Issue 11: the agent client's gradient, heartbeat 15 s / lease 45 s / session 90 s. Presence (the lease)
+  // lives 3 heartbeats, so two lost heartbeats in a row don't show someone offline. Decimals allow sub-second tests.
   presenceHeartbeatSeconds: z
     .number()
     .positive()
+    .default(15)
+    .describe('expected interval of kind 20001 presence heartbeats; a presence (an agent lease) expires after 3 of them, seconds'),
+  // Issue 11: "every 30 s the relay marks agents whose lease lapsed". A departure is heard within one sweep
+  // of the lease's end; each sweep is one presence read per 500 tracked agents. Decimals allow short tests.
+  leaseSweepSeconds: z
+    .number()
+    .positive()
     .default(30)
-    .describe('expected interval of kind 20001 presence heartbeats; a presence expires after 3 of them, seconds'),
+    .describe('how often a community looks for agents whose lease lapsed (a kind 21990 "expired" is then sent), seconds'),
   authRequired: z.stringbool().or(z.boolean()).default(false).describe('require NIP-42 AUTH before any REQ/EVENT'),
   trustForwardedProto: z
     .stringbool()

@@ -92,6 +92,29 @@ export function createMetrics() {
       registers: r,
     }),
     notices: new Counter({ name: 'apiary_notices_total', help: 'NOTICE frames sent (malformed input)', registers: r }),
+    agentsLive: new Gauge({
+      name: 'apiary_agents',
+      help: 'agents tracked on this node with a live presence lease and a kind 31990 announcement',
+      labelNames: ['state'],
+      registers: r,
+    }).labels({ state: 'live' }),
+    agentLeasesExpired: new Counter({
+      name: 'apiary_agent_leases_expired_total',
+      help: 'agents whose presence lease lapsed (a kind 21990 "expired" was sent)',
+      registers: r,
+    }),
+    agentByes: new Counter({ name: 'apiary_agent_byes_total', help: 'presence goodbyes (a kind 20001 "offline") answered', registers: r }),
+    authShaped: new Counter({
+      name: 'apiary_auth_shaped_total',
+      help: 'AUTH messages answered "rate-limited:" because limits.maxConcurrentAuth verifications were already in flight',
+      registers: r,
+    }),
+    handshakeSeconds: new Histogram({
+      name: 'apiary_handshake_seconds',
+      help: 'from the WebSocket open to the first AUTH answered OK true',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: r,
+    }),
   }
 }
 

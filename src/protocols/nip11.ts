@@ -18,6 +18,13 @@ export interface RelayInfoParams {
   authRequired: boolean
   restrictedWrites: boolean
   paymentRequired: boolean
+  /** Apiary's own section: what the agent client sizes its heartbeats and lease by; omitted when undefined */
+  apiary?: ApiaryInfo
+}
+
+/** docs/agent-registry.md: the presence gradient an agent must keep to stay in the registry. */
+export interface ApiaryInfo {
+  presence: { heartbeat_seconds: number; lease_seconds: number }
 }
 
 export interface RelayLimitation {
@@ -47,6 +54,7 @@ export interface RelayInfo {
   software: string
   version: string
   limitation: RelayLimitation
+  apiary?: ApiaryInfo
 }
 
 /**
@@ -80,5 +88,6 @@ export function buildRelayInfo(p: RelayInfoParams): RelayInfo {
       restricted_writes: p.restrictedWrites,
       payment_required: p.paymentRequired,
     },
+    ...(p.apiary !== undefined && { apiary: p.apiary }),
   }
 }

@@ -95,6 +95,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
         log,
         cluster,
         presence,
+        leaseSweepMs: config.leaseSweepSeconds * 1000,
         lagged: (skipped) => {
           if (skipped === 0) return
           metrics.subscriptionsLost.inc(skipped)

@@ -5,6 +5,7 @@ import type { IncomingMessage, Server } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { WebSocket, WebSocketServer } from 'ws'
 import type { CommunityMsg } from '../actors/community/messages.js'
+import { createAuthSlots } from '../actors/connection/auth-slots.js'
 import { connectionActor, connectionPath, type MutableConnView } from '../actors/connection/connection-actor.js'
 import { type Kernel, type TypedRef, tell } from '../actors/kernel/index.js'
 import type { AdmissionAnswer, LimitType } from '../actors/principal/principal-actor.js'
@@ -55,6 +56,8 @@ function refuseUpgrade(socket: Duplex, status: number, text: string) {
 
 export function acceptConnections(d: GatewayDeps) {
   const live = new Map<string, Watched>()
+  // node-wide: what a reconnect storm of every socket at once may put in front of the verifier pool
+  const authSlots = createAuthSlots(d.config.limits.maxConcurrentAuth)
   let nextId = 0
   let closing = false
   const scheme = (req: IncomingMessage): 'ws' | 'wss' =>
@@ -124,6 +127,7 @@ export function acceptConnections(d: GatewayDeps) {
   }
 
   function onOpen(ws: WebSocket, ip: string, relayUrl: string, record: CommunityRecord, community: TypedRef<CommunityMsg>) {
+    const openedAtMs = monotonicMs()
     const id = String(++nextId)
     const path = connectionPath(id)
     d.metrics.connectionsTotal.inc()
@@ -173,6 +177,9 @@ export function acceptConnections(d: GatewayDeps) {
           subsOpen = n
         },
         release: (bytes) => flow.release(bytes),
+        authSlots,
+        openedAtMs,
+        nowMs: monotonicMs,
       }),
     )
     view.lose = (subId, why) => {

@@ -3,6 +3,7 @@
 import type { ManagementOps } from '../infra/http/nip86/methods.js'
 import type { CommunityStore } from '../infra/store/community-store.js'
 import type { EventStore } from '../infra/store/event-store.js'
+import { type ChannelRoles, type RoleRule, withChannelRoles, withRule } from '../protocols/role-domains.js'
 import type { Communities } from './communities.js'
 
 export interface ManagementOpsDeps {
@@ -77,7 +78,9 @@ export function createManagementOps(d: ManagementOpsDeps): ManagementOps {
       const record = await recordOf(community)
       if (!record) return false
       const agents = record.agents.filter((a) => a.pubkey !== pubkey)
-      if (tier !== 'none') agents.push({ pubkey, tier })
+      // a new tier keeps the agent's role; `none` takes it off the roster, role and all
+      const role = record.agents.find((a) => a.pubkey === pubkey)?.role
+      if (tier !== 'none') agents.push(role === undefined ? { pubkey, tier } : { pubkey, tier, role })
       const written = await store.put({ ...record, agents })
       if (!written.ok) throw new Error(`setagenttier: ${written.error}`)
       // reconcile stops the principal actors whose tier changed, here and (on InvalidateAll) on every node
@@ -85,6 +88,36 @@ export function createManagementOps(d: ManagementOpsDeps): ManagementOps {
       return true
     },
     listAgents: async (community) => (await recordOf(community))?.agents,
+    async setAgentRole(community, pubkey, role) {
+      // read-modify-write of one roster, as setAgentTier
+      const record = await recordOf(community)
+      if (!record) return false
+      const agent = record.agents.find((a) => a.pubkey === pubkey)
+      if (!agent) return 'not-an-agent'
+      const { role: _old, ...rest } = agent
+      const agents = record.agents.map((a) => (a.pubkey === pubkey ? (role === null ? rest : { ...rest, role }) : a))
+      const written = await store.put({ ...record, agents })
+      if (!written.ok) throw new Error(`setagentrole: ${written.error}`)
+      await d.communities.announce(community)
+      return true
+    },
+    async updateRolePolicy(community, change) {
+      // read-modify-write of the two lists (each replaced whole): two admins at the same instant may lose one
+      const record = await recordOf(community)
+      if (!record) return false
+      const { roleRules, channelRoles } = record.settings
+      const next = 'rule' in change ? withRule(roleRules, change.rule) : withChannelRoles(channelRoles, change.channel)
+      if (!next.ok) return next
+      const patch = 'rule' in change ? { roleRules: next.value as RoleRule[] } : { channelRoles: next.value as ChannelRoles[] }
+      if (!(await store.updateSettings(community, patch))) return false
+      await d.communities.announce(community)
+      const settings = { roleRules, channelRoles, ...patch }
+      return { ok: true, value: { rules: settings.roleRules, channels: settings.channelRoles } }
+    },
+    async rolePolicy(community) {
+      const settings = (await recordOf(community))?.settings
+      return settings && { rules: settings.roleRules, channels: settings.channelRoles }
+    },
     async createCommunity(record, via) {
       const created = await store.put(record, { create: true })
       if (created.ok) await d.communities.announce(via)

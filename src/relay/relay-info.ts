@@ -30,6 +30,8 @@ export function relayInfoFor(config: Config, relayPubkey: string, record: Commun
     authRequired: config.authRequired || (record?.settings.authRequired ?? false),
     restrictedWrites: config.authRequired || (record !== undefined && hasWriteRules(record)),
     paymentRequired: false,
+    // the lease is the presence TTL (community-presence.ts): 3 heartbeats
+    apiary: { presence: { heartbeat_seconds: config.presenceHeartbeatSeconds, lease_seconds: 3 * config.presenceHeartbeatSeconds } },
   })
 }
 

@@ -83,6 +83,12 @@ describe('apiary admin argument mapping', () => {
     [['unblockip', '2001:db8::1'], 'unblockip', ['2001:db8::1']],
     [['listblockedips'], 'listblockedips', []],
     [['setcommunitypolicy', '--read', 'members', '--auth-required', 'false'], 'setcommunitypolicy', [{ readPolicy: 'members', authRequired: false }]],
+    [['setagentrole', pubkey, 'planner'], 'setagentrole', [pubkey, 'planner']],
+    [['setagentrole', pubkey, ''], 'setagentrole', [pubkey, '']],
+    [['setroledomain', 'planner', 'worker', 'auditor'], 'setroledomain', ['planner', ['worker', 'auditor']]],
+    [['setroledomain', 'planner'], 'setroledomain', ['planner', []]],
+    [['setchannelroles', 'ops', 'worker'], 'setchannelroles', ['ops', ['worker']]],
+    [['listroledomains'], 'listroledomains', []],
   ])('posts %j as %s with params %j', async (argv, method, params) => {
     const { calls, close, url } = await recordingServer()
     try {
@@ -105,6 +111,11 @@ describe('apiary admin argument mapping', () => {
     [['setcommunitypolicy', '--write', 'anyone']],
     [['setcommunitypolicy', '--auth-required', 'yes']],
     [['blockip']],
+    [['setagentrole', pubkey, 'Planner!']],
+    [['setagentrole', pubkey]],
+    [['setroledomain']],
+    [['setroledomain', 'planner', 'Not A Role']],
+    [['setchannelroles', '']],
   ])('refuses %j with exit code 2, calling nothing', async (argv) => {
     const { calls, close, url } = await recordingServer()
     try {

@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
+import { StoreError } from '../../src/infra/store/event-store'
 import { STORE_DEADLINE_MS } from '../../src/infra/store/postgres-schema'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import type { Filter } from '../../src/protocols/nip01/filter'
@@ -144,6 +145,39 @@ describe('a read held in the store, beside writes to its community', () => {
 
     const after = await publishNew(writer, keys)
     expect(idsOf(await probe(reader, [{ ids: [after.event.id] }]))).toEqual([after.event.id])
+  }, 30_000)
+})
+
+describe('a read stopped for its cost (over its budget, too many waiting)', () => {
+  const start = useSlowRelays()
+
+  it('answers CLOSED "error:" and COUNT "error:" without crashing the community (no supervision event), which goes on serving', async () => {
+    const { relay, slow } = await start()
+    const crashes: string[] = []
+    const watching = relay.relay.supervision$.subscribe((e) => {
+      if ('path' in e && e.path === 'community/default' && e.type === 'crashed') crashes.push(e.type)
+    })
+    const keys = makeKeys()
+    const [reader, writer] = [await client(relay), await client(relay)]
+    const overloaded = () => new StoreError('event store query exceeded its budget of 5000 ms', { overloaded: true })
+    const req = slow.hold('query', { when: hasTag(SLOW) })
+    reader.send(['REQ', 'costly', { kinds: [1], '#t': [SLOW] }])
+    await req.entered
+    req.fail(overloaded())
+    const answer = await reader.next((f) => (f[0] === 'CLOSED' || f[0] === 'EOSE') && f[1] === 'costly', DUE_MS)
+    expect(answer[0]).toBe('CLOSED')
+    expect(prefixOf(String(answer[2]))).toBe('error')
+    const cnt = slow.hold('count', { when: hasTag(SLOW) })
+    reader.send(['COUNT', 'n', { kinds: [1], '#t': [SLOW] }])
+    await cnt.entered
+    cnt.fail(overloaded())
+    const counted = await reader.next((f) => (f[0] === 'COUNT' || f[0] === 'CLOSED') && f[1] === 'n', DUE_MS)
+    expect(counted[0]).toBe('CLOSED')
+    expect(prefixOf(String(counted[2]))).toBe('error')
+    const after = await publishNew(writer, keys)
+    expect(idsOf(await probe(reader, [{ ids: [after.event.id] }]))).toEqual([after.event.id])
+    watching.unsubscribe()
+    expect(crashes).toEqual([])
   }, 30_000)
 })
 

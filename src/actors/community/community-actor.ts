@@ -15,7 +15,7 @@ import type { Metrics } from '../../infra/metrics.js'
 import type { ChannelStore } from '../../infra/store/channel-store.js'
 import type { CommunityRecord, CommunityStore } from '../../infra/store/community-store.js'
 import type { EventStore } from '../../infra/store/event-store.js'
-import type { CacheInvalidationOp, ConnControlOp } from '../../protocols/control.js'
+import type { CacheInvalidationOp } from '../../protocols/control.js'
 import type { Limits } from '../../protocols/limits.js'
 import { type NostrEvent, parseEventShape } from '../../protocols/nip01/event.js'
 import type { EventTemplate } from '../../protocols/nip29.js'
@@ -34,11 +34,26 @@ import {
   toLocalMessage,
 } from './community-cluster.js'
 import type { PresenceDeps, PresenceHolds } from './community-presence.js'
-import { loseAll, loseMatching, onCount, onPageRead, onReadDone, onSubscribe, ReadSlots } from './community-reads.js'
+import { loseAll, loseMatching, onCount, onPageRead, onReadFailed, onSubscribe, ReadSlots } from './community-reads.js'
+import {
+  Agents,
+  heldHere,
+  liveLeases,
+  onAgentAnnounced,
+  onAgentSeen,
+  onLeaseSweep,
+  onLeasesChecked,
+  type RegistryDeps,
+} from './community-registry.js'
 import { forget, loadBannedEvents, onBannedEventsLoaded, onSweep } from './community-upkeep.js'
 import {
   announce,
+  broadcastLogged,
+  dropped,
+  effectDone,
+  lostAnnounce,
   onApplied,
+  onByeDone,
   onLateCommit,
   onPrepared,
   onPresenceSet,
@@ -78,6 +93,8 @@ export interface CommunityDeps {
   maxHeldLiveBytes?: number
   /** how often connections that closed without a Disconnect are forgotten; default 10 s */
   sweepIntervalMs?: number
+  /** how often tracked agents' leases are checked (leaseSweepSeconds); default 30 s */
+  leaseSweepMs?: number
 }
 
 export interface CommunityState {
@@ -93,8 +110,11 @@ export interface CommunityState {
   writes: WriteOrder
   feed: LiveFeed
   reads: ReadSlots
-  /** saves sent to the store whose result is not handled yet (community-reads.ts: a page's ids are remembered) */
-  inflight: { saves: number }
+  /** stores started whose effect is not handled yet (community-reads.ts: while any is, a page's ids are remembered) */
+  inflight: { effects: number }
+  /** the agent registry: who is tracked here as a live agent (community-registry.ts) */
+  agents: Agents
+  registry: RegistryDeps
 }
 
 type Ctx = ActorContext<CommunityMsg>
@@ -109,6 +129,8 @@ const DEFAULT_MAX_HELD_LIVE_BYTES = 4 * 1024 * 1024
 const MAX_WAITING_READS = 1_000
 // also how soon writes held behind a channel change that never completed are answered (community-upkeep.ts)
 const DEFAULT_SWEEP_INTERVAL_MS = 10_000
+// the issue: "every 30 s the relay marks agents whose lease lapsed"; a departure is heard within one sweep
+const DEFAULT_LEASE_SWEEP_MS = 30_000
 const PIPE = { everyMs: REDELIVER_EVERY_MS, forMs: REDELIVER_FOR_MS }
 const LIVE_INTERRUPTED = reason('error', 'live events from other nodes were interrupted; subscribe again to catch up')
 
@@ -119,7 +141,10 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
   const current = { record: deps.record, bannedEvents: new Set<string>(), bannedLoaded: false }
   const replays = new ControlReplayMemory()
   const id = deps.record.id
-  const inflight = { saves: 0 }
+  const inflight = { effects: 0 }
+  // outside the state, as the index is: a channel change in flight across a crash still holds its channel
+  // (its result comes back to the respawned actor), and the first banned-ids load still gates every write
+  const writes = new WriteOrder(MAX_HELD_WRITES)
   const reads = new ReadSlots(MAX_RUNNING_READS, MAX_WAITING_READS)
   const gate = new AccessGate({
     community: id,
@@ -146,17 +171,30 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
     nowSeconds: deps.nowSeconds,
     log: deps.log,
   }
+  const agents = new Agents(deps.metrics.agentsLive)
+  const registry: RegistryDeps = {
+    community: id,
+    presence: deps.presence.store,
+    events: deps.store,
+    sign: deps.sign,
+    publishEvent: (raw) => deps.cluster.link.publishEvent(raw),
+    metrics: deps.metrics,
+    nowSeconds: deps.nowSeconds,
+  }
   const feed = new LiveFeed({
     community: id,
     gate,
     index,
     metrics: deps.metrics,
     log: deps.log,
+    // a 31990 goes live only while its author's lease is (the presence store decides, on every node)
+    leaseHeld: async (pubkey) => (await liveLeases(deps.presence.store, id, [pubkey])).has(pubkey),
     maxHeldBytes: deps.maxHeldLiveBytes ?? DEFAULT_MAX_HELD_LIVE_BYTES,
     nowMs: deps.nowMs,
   })
   let self: TypedRef<CommunityMsg> | undefined
   let sweepTimer: ReturnType<typeof setInterval> | undefined
+  let leaseTimer: ReturnType<typeof setInterval> | undefined
   const deferred = new DeferredState((channel, what) => self !== undefined && tell(self, { type: 'PublishChannelState', channel, what }))
   // a remote event this community could not take: the subscriptions it would have reached are closed
   deps.cluster.link.onUndelivered((raw) => {
@@ -171,25 +209,53 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
       self = ctx.self
       sweepTimer ??= setInterval(() => tell(ctx.self, { type: 'Sweep' }), deps.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS)
       sweepTimer.unref?.()
+      leaseTimer ??= setInterval(() => tell(ctx.self, { type: 'LeaseSweep' }), deps.leaseSweepMs ?? DEFAULT_LEASE_SWEEP_MS)
+      leaseTimer.unref?.()
       loadBannedEvents(ctx, deps)
-      const writes = new WriteOrder(MAX_HELD_WRITES)
-      if (current.bannedLoaded) writes.started()
-      return { index, conns, presenceHolds, recent: new RecentIds(10_000), accepted: 0, current, gate, channels, writes, feed, reads, inflight }
+      agents.sweeping = false
+      return {
+        index,
+        conns,
+        presenceHolds,
+        recent: new RecentIds(10_000),
+        accepted: 0,
+        current,
+        gate,
+        channels,
+        writes,
+        feed,
+        reads,
+        inflight,
+        agents,
+        registry,
+      }
     },
     handle: (state, msg, ctx) => {
       try {
         return handle(state, msg, ctx, deps, replays)
       } catch (error) {
-        // the state is dropped with the crash: the writes it held hear now, not at their ask's timeout
-        for (const held of state.writes.drain()) held.reply({ accepted: false, message: reason('error', 'could not process the event') })
+        // the writes held hear now, not at their ask's timeout (a crash may be the first of a give-up)
+        for (const held of state.writes.drain()) {
+          try {
+            held.reply({ accepted: false, message: reason('error', 'could not process the event') })
+          } catch {
+            // a reply callback that throws must not keep the others from theirs
+          }
+        }
         throw error
       } finally {
         // the events channel is watched only while someone here is subscribed (DESIGN §5)
         deps.cluster.link.setInterest(state.index.size > 0)
       }
     },
+    // the community gave up: what was queued must not vanish (onDropped in community-writes.ts)
+    onDropped: (msg) => {
+      if (self) dropped(msg, self, { index, conns, presenceHolds, writes, inflight }, deps)
+    },
     afterStop: () => {
       clearInterval(sweepTimer)
+      clearInterval(leaseTimer)
+      agents.clear()
       deferred.stop()
       deps.cluster.link.close()
     },
@@ -209,7 +275,21 @@ function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: Commun
     case 'Prepared':
       return onPrepared(state, msg, ctx, deps)
     case 'PresenceSet':
-      return onPresenceSet(state, msg, deps)
+      return onPresenceSet(state, msg, ctx, deps)
+    case 'ByeDone':
+      return onByeDone(state, msg, deps)
+    case 'AgentSeen':
+      onAgentSeen(state.agents, msg, state.feed, state.registry)
+      return state
+    case 'AgentAnnounced':
+      onAgentAnnounced(state.agents, msg)
+      return state
+    case 'LeaseSweep':
+      onLeaseSweep(state.agents, heldHere(state.presenceHolds), ctx, state.registry)
+      return state
+    case 'LeasesChecked':
+      onLeasesChecked(state.agents, msg, heldHere(state.presenceHolds), state.feed, state.registry)
+      return state
     case 'Saved':
       return onSaved(state, msg, ctx, deps)
     case 'Applied':
@@ -222,8 +302,8 @@ function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: Commun
       return onSubscribe(state, msg, ctx, deps)
     case 'PageRead':
       return onPageRead(state, msg, deps, deps.cluster.link.clustered)
-    case 'ReadDone':
-      return onReadDone(state, msg)
+    case 'ReadFailed':
+      return onReadFailed(msg)
     case 'Unsubscribe':
       state.index.remove(msg.connId, msg.subId)
       return state
@@ -263,10 +343,15 @@ function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: Commun
           return out
         },
       )
-      pipeTo(ctx.self, published, (o): CommunityMsg => ({ type: 'Announce', events: o.ok ? o.value : [] }), PIPE)
+      state.inflight.effects++
+      pipeTo(ctx.self, published, (o): CommunityMsg => ({ type: 'Announce', events: o.ok ? o.value : [] }), {
+        ...PIPE,
+        onGiveUp: (m) => lostAnnounce(state, m, deps),
+      })
       return state
     }
     case 'Announce':
+      effectDone(state)
       announce(state, msg.events, deps)
       return state
     case 'RecordChanged':
@@ -290,12 +375,12 @@ function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: Commun
       return state
     case 'DisconnectPubkey':
       disconnectPubkey(state.conns, msg.pubkey, msg.reason)
-      if (msg.broadcast) void broadcast(deps, { op: 'DisconnectPubkey', pubkey: msg.pubkey, eventId: '', reason: msg.reason })
+      if (msg.broadcast) void broadcastLogged(deps, { op: 'DisconnectPubkey', pubkey: msg.pubkey, eventId: '', reason: msg.reason })
       return state
     case 'DisconnectCommunity':
       disconnectAll(state.conns, msg.reason)
       // done: this node's sockets are told, and the other nodes asked to tell theirs
-      if (msg.broadcast) void broadcast(deps, { op: 'DisconnectCommunity', reason: msg.reason }).then(() => msg.done?.())
+      if (msg.broadcast) void broadcastLogged(deps, { op: 'DisconnectCommunity', reason: msg.reason }).then(() => msg.done?.())
       else msg.done?.()
       return state
     case 'Stats':
@@ -312,9 +397,3 @@ function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: Commun
   }
 }
 
-/** Best effort: a lost broadcast is covered by the ban row checked at AUTH and at every write (DESIGN §5). */
-async function broadcast(deps: CommunityDeps, op: ConnControlOp) {
-  await deps.cluster.link.broadcast('conn-control', op).catch((error: unknown) => {
-    deps.log.warn({ err: error, community: deps.record.id }, 'conn-control broadcast failed')
-  })
-}

@@ -4,6 +4,7 @@ import type { CommunityRecord, CommunitySettings } from '../../infra/store/commu
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { KIND_DELETION } from '../../protocols/nip01/kinds.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
+import { checkRoleDomains } from '../../protocols/role-domains.js'
 import type { AccessGate } from './access-gate.js'
 import { KIND_PRESENCE } from './community-presence.js'
 import type { ConnView } from './subscription-index.js'
@@ -16,6 +17,28 @@ export const writePolicyOf = (s: CommunitySettings, authRequired: boolean) =>
 
 // Kinds the relay needs whatever the allow list says: deletion, presence, and NIP-29's channel events.
 const isExemptKind = (kind: number) => kind === KIND_DELETION || kind === KIND_PRESENCE || (kind >= 9000 && kind <= 9022)
+
+/** The roster's roles, built once per record (a record is replaced, never changed, on RecordChanged). */
+const rolesByRecord = new WeakMap<CommunityRecord, Map<string, string | null>>()
+function rolesOf(record: CommunityRecord): Map<string, string | null> {
+  let roles = rolesByRecord.get(record)
+  if (!roles) {
+    roles = new Map(record.agents.map((a) => [a.pubkey, a.role ?? null]))
+    rolesByRecord.set(record, roles)
+  }
+  return roles
+}
+
+/** Role domains (protocols/role-domains.ts): free when the community has no policy, or the author no role. */
+export function checkRoles(record: CommunityRecord, event: NostrEvent): Reason | null {
+  const { roleRules, channelRoles } = record.settings
+  if ((roleRules.length === 0 && channelRoles.length === 0) || isExemptKind(event.kind)) return null
+  const roles = rolesOf(record)
+  return checkRoleDomains(event, { rules: roleRules, channels: channelRoles }, (p) => roles.get(p))
+}
+
+/** The kind rules, then the role domains: everything decided from the record alone. */
+const checkRecord = (record: CommunityRecord, event: NostrEvent): Reason | null => checkKind(record, event.kind) ?? checkRoles(record, event)
 
 export function checkKind(record: CommunityRecord, kind: number): Reason | null {
   const { allowed, disallowed } = record.kinds
@@ -34,7 +57,7 @@ export function checkWriteNow(record: CommunityRecord, event: NostrEvent, conn: 
     if (member === undefined) return undefined
     if (!member) return reason('restricted', 'only members of this community may publish here')
   }
-  return checkKind(record, event.kind)
+  return checkRecord(record, event)
 }
 
 export async function checkWrite(
@@ -50,5 +73,5 @@ export async function checkWrite(
   const owner = conn.owners.get(event.pubkey)
   if (policy === 'members' && !(await gate.isMember(owner ? [event.pubkey, owner] : [event.pubkey])))
     return reason('restricted', 'only members of this community may publish here')
-  return checkKind(record, event.kind)
+  return checkRecord(record, event)
 }

@@ -48,9 +48,8 @@ export interface PresenceHold {
 export function holdPresence(holds: PresenceHolds, conns: ConnectionRegistry, event: NostrEvent, conn: ConnView | undefined): PresenceHold | Reason {
   if (Buffer.byteLength(event.content, 'utf8') > MAX_PRESENCE_STATUS_BYTES)
     return reason('invalid', `presence status is longer than ${MAX_PRESENCE_STATUS_BYTES} bytes`)
-  if (conn === undefined || !conn.authed.has(event.pubkey)) return reason('auth-required', 'presence needs AUTH as its author')
-  // a heartbeat that arrives after its connection's Disconnect would be counted and never released
-  if (!conns.has(conn.id)) return reason('restricted', 'connection closed')
+  const refused = checkHolder(conns, event, conn)
+  if (refused || conn === undefined) return refused ?? reason('auth-required', 'presence needs AUTH as its author')
   let held = holds.get(conn.id)
   if (!held) {
     held = new Set()
@@ -59,6 +58,32 @@ export function holdPresence(holds: PresenceHolds, conns: ConnectionRegistry, ev
   const acquired = !held.has(event.pubkey)
   held.add(event.pubkey)
   return { connId: conn.id, pubkey: event.pubkey, acquired }
+}
+
+function checkHolder(conns: ConnectionRegistry, event: NostrEvent, conn: ConnView | undefined): Reason | undefined {
+  if (conn === undefined || !conn.authed.has(event.pubkey)) return reason('auth-required', 'presence needs AUTH as its author')
+  // a heartbeat that arrives after its connection's Disconnect would be counted and never released
+  if (!conns.has(conn.id)) return reason('restricted', 'connection closed')
+  return undefined
+}
+
+/**
+ * A goodbye (content "offline", docs/agent-registry.md): the same checks as a heartbeat; this connection's
+ * hold is given back at once (so its close releases nothing twice). Resolves whether it held one.
+ */
+export function unholdForBye(holds: PresenceHolds, conns: ConnectionRegistry, event: NostrEvent, conn: ConnView | undefined): boolean | Reason {
+  const refused = checkHolder(conns, event, conn)
+  if (refused || conn === undefined) return refused ?? reason('auth-required', 'presence needs AUTH as its author')
+  return holds.get(conn.id)?.delete(event.pubkey) ?? false
+}
+
+/**
+ * Beside the actor: a goodbye releases this connection's count and clears the presence at once, whoever
+ * else holds it: the agent said it is gone, so its lease ends now rather than with its TTL.
+ */
+export async function clearPresence(held: boolean, pubkey: string, deps: PresenceDeps): Promise<void> {
+  if (held) await deps.store.disconnect(deps.community, pubkey)
+  await deps.store.clear(deps.community, pubkey)
 }
 
 /** Beside the actor: the heartbeat into the presence store. Rejects (GateError) when the store is unreachable. */

@@ -3,7 +3,8 @@
 // the read policy, takes the access options, queries the store and the presence store, and hands the page
 // back as a PageRead. The actor then sends the page, EOSE and the held live events (those the page did not
 // already carry): no event falls between the stored page and the live feed, and no write waits for a read.
-import type { StoredEvent } from '../../infra/store/event-store.js'
+import { type StoredEvent, StoreError } from '../../infra/store/event-store.js'
+import { canMatchAnnouncements } from '../../protocols/agent-registry.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { effectiveLimit, type Filter } from '../../protocols/nip01/filter.js'
 import { closedFrame, eoseFrame, eventFrame } from '../../protocols/nip01/relay-message.js'
@@ -12,17 +13,18 @@ import { type ActorContext, pipeTo } from '../kernel/index.js'
 import type { AccessGate } from './access-gate.js'
 import type { CommunityDeps } from './community-actor.js'
 import { queryPresence } from './community-presence.js'
+import { dropLapsed, lapsedAnnouncements } from './community-registry.js'
 import { isOpen, type LiveFeed, lose } from './live-feed.js'
 import type { CommunityMsg } from './messages.js'
-import type { ConnView, SubscriptionIndex } from './subscription-index.js'
+import type { ConnView, Subscription, SubscriptionIndex } from './subscription-index.js'
 
 export interface ReadState {
   gate: AccessGate
   index: SubscriptionIndex
   feed: LiveFeed
   reads: ReadSlots
-  /** saves sent to the store whose result this actor has not handled yet */
-  inflight: { saves: number }
+  /** stores started (saves, channel changes, channel state) whose effect this actor has not handled yet */
+  inflight: { effects: number }
 }
 
 export type ReadDeps = Pick<CommunityDeps, 'record' | 'store' | 'limits' | 'metrics' | 'cluster' | 'presence' | 'nowSeconds' | 'nowMs' | 'log'>
@@ -53,15 +55,21 @@ export function onSubscribe<S extends ReadState>(state: S, msg: Extract<Communit
     lose(state.index, [sub], TOO_MANY_READS)
     return state
   }
-  pipeTo(ctx.self, slot.run(() => readPage(state.gate, conn, filters, deps)), (outcome): CommunityMsg => ({ type: 'PageRead', sub, outcome }), {
+  // a REQ closed or replaced while it waited for its turn is not read at all
+  const read = slot.run(() => (current(state.index, sub) ? readPage(state.gate, conn, filters, deps) : Promise.resolve(GONE)))
+  pipeTo(ctx.self, read, (outcome): CommunityMsg => ({ type: 'PageRead', sub, outcome }), {
     ...PIPE,
-    onGiveUp: () => {
-      state.reads.done()
-      lose(state.index, [sub], reason('error', 'this community is unavailable; subscribe again shortly'))
-    },
+    onGiveUp: () => lose(state.index, [sub], reason('error', 'this community is unavailable; subscribe again shortly')),
   })
   return state
 }
+
+const GONE = reason('error', 'subscription closed')
+const current = (index: SubscriptionIndex, sub: Subscription) => index.get(sub.conn.id, sub.subId) === sub && isOpen(sub)
+
+/** A read refused or stopped for its cost answers the client and goes on; any other failure is an outage. */
+const isOverload = (error: unknown) => error instanceof StoreError && error.overloaded
+const TOO_COSTLY = reason('error', 'the query was stopped: over its time budget or too many reads waiting; narrow it or retry')
 
 /** Beside the actor: policy, access options, the store and the presence store. */
 async function readPage(gate: AccessGate, conn: ConnView, filters: Filter[], deps: ReadDeps): Promise<Page | Reason> {
@@ -74,10 +82,12 @@ async function readPage(gate: AccessGate, conn: ConnView, filters: Filter[], dep
     const options = await gate.readOptions(conn, deps.nowSeconds())
     // kind 20001 is never stored: its current presence comes from the presence store (DESIGN §6), through
     // the same rule as the store: nothing from a channel this reader may not see
-    const [stored, presence] = await Promise.all([
+    const [page, presence] = await Promise.all([
       deps.store.query(deps.record.id, filters, options),
       queryPresence(filters, deps.presence, options.hiddenChannels),
     ])
+    // an announcement (31990) is served only while its author's lease is live (docs/agent-registry.md)
+    const stored = await dropLapsed(page, deps.presence.store, deps.record.id)
     return { stored, presence, live }
   } finally {
     end()
@@ -87,27 +97,32 @@ async function readPage(gate: AccessGate, conn: ConnView, filters: Filter[], dep
 /** The page is read: send it, EOSE, then what was held; or CLOSED. A store failure goes on to supervision. */
 export function onPageRead<S extends ReadState>(state: S, msg: Extract<CommunityMsg, { type: 'PageRead' }>, deps: ReadDeps, clustered: boolean): S {
   const { sub, outcome } = msg
-  state.reads.done()
   // replaced by a REQ with the same id, closed, or the connection gone: this page is nobody's now
-  const current = state.index.get(sub.conn.id, sub.subId) === sub && isOpen(sub)
+  const mine = current(state.index, sub)
   if (!outcome.ok || typeof outcome.value === 'string') {
-    if (current) {
+    const overload = !outcome.ok && isOverload(outcome.error)
+    if (mine) {
       state.index.remove(sub.conn.id, sub.subId)
+      const why = outcome.ok ? (outcome.value as Reason) : overload ? TOO_COSTLY : reason('error', 'could not query events')
       // the connection still counts the id until the client reuses or closes it (NIP-01 clients do)
-      sub.conn.queue.pushControl(closedFrame(sub.subId, outcome.ok ? (outcome.value as Reason) : reason('error', 'could not query events')))
+      sub.conn.queue.pushControl(closedFrame(sub.subId, why))
+    }
+    if (outcome.ok) return state
+    if (overload) {
+      deps.log.warn({ err: outcome.error, community: deps.record.id }, 'a REQ was stopped for its cost')
+      return state
     }
     // the client heard of the outage at once; the actor crashes so supervision sees it (DESIGN §3)
-    if (!outcome.ok) throw outcome.error
-    return state
+    throw outcome.error
   }
-  if (!current) return state
+  if (!mine) return state
   const { stored, presence, live } = outcome.value
   const held = sub.held?.events ?? []
   sub.held = undefined
   // only ids whose live copy may still come need remembering: a save in flight, an event waiting in the
   // feed, or another node's event on its way through the bus
-  const remember = stored.length > 0 && (held.length > 0 || state.inflight.saves > 0 || state.feed.waiting > 0 || clustered)
-  const ids = remember ? new Set(stored.map((s) => s.event.id)) : undefined
+  const remember = stored.length > 0 && (held.length > 0 || state.inflight.effects > 0 || state.feed.waiting > 0 || clustered)
+  const ids = remember ? new Set(stored.map((s) => s.id)) : undefined
   for (const s of stored) sub.conn.queue.push(eventFrame(sub.subId, s.raw))
   for (const raw of presence) sub.conn.queue.push(eventFrame(sub.subId, raw))
   sub.conn.queue.push(eoseFrame(sub.subId))
@@ -134,25 +149,29 @@ export function onCount<S extends ReadState>(state: S, msg: Extract<CommunityMsg
   const counted = slot.run(async () => {
     const refused = await state.gate.checkRead(msg.conn).catch(() => reason('error', 'could not check access'))
     if (refused) return refused
-    return deps.store.count(deps.record.id, filters, await state.gate.readOptions(msg.conn, deps.nowSeconds()))
+    const options = await state.gate.readOptions(msg.conn, deps.nowSeconds())
+    const counted = deps.store.count(deps.record.id, filters, options)
+    if (!canMatchAnnouncements(filters)) return counted
+    // announcements count only while their author's lease is live: the stored ones without one come off
+    const read = (fs: Filter[]) => deps.store.query(deps.record.id, fs.map((f) => ({ ...f, limit: Math.min(f.limit ?? deps.limits.maxLimit, deps.limits.maxLimit) })), options)
+    const [n, lapsed] = await Promise.all([counted, lapsedAnnouncements(filters, read, deps.presence.store, deps.record.id)])
+    return Math.max(0, n - lapsed)
   })
   // the answer goes straight to the asker; the actor hears only that a slot is free (and of an outage)
   counted.then(
     (n) => msg.reply(n),
-    () => msg.reply(reason('error', 'could not count')),
+    (error: unknown) => msg.reply(isOverload(error) ? TOO_COSTLY : reason('error', 'could not count')),
   )
-  pipeTo(ctx.self, counted, (outcome): CommunityMsg => ({ type: 'ReadDone', error: outcome.ok ? undefined : { error: outcome.error } }), {
-    ...PIPE,
-    onGiveUp: () => state.reads.done(),
+  // the actor hears only of an outage (for supervision), as with a failed REQ
+  counted.catch((error: unknown) => {
+    if (!isOverload(error)) pipeTo(ctx.self, Promise.resolve(), (): CommunityMsg => ({ type: 'ReadFailed', error }), PIPE)
   })
   return state
 }
 
-/** A COUNT finished; one that failed on the store goes on to supervision, as a failed REQ does. */
-export function onReadDone<S extends ReadState>(state: S, msg: Extract<CommunityMsg, { type: 'ReadDone' }>): S {
-  state.reads.done()
-  if (msg.error) throw msg.error.error
-  return state
+/** A COUNT failed on the store: the asker heard `error:`; the actor crashes so supervision sees the outage. */
+export function onReadFailed(msg: Extract<CommunityMsg, { type: 'ReadFailed' }>): never {
+  throw msg.error
 }
 
 /**
@@ -168,23 +187,29 @@ export class ReadSlots {
     private readonly maxWaiting: number,
   ) {}
 
-  /** a place for one read, or undefined when too many wait; `done()` frees it once its result is handled */
+  /** a place for one read, or undefined when too many wait; the place is free once the read settles */
   take(): { run<T>(read: () => Promise<T>): Promise<T> } | undefined {
+    const free = () => this.done()
     if (this.running < this.maxRunning) {
       this.running++
-      return { run: (read) => read() }
+      return { run: (read) => settleThen(read(), free) }
     }
     if (this.waiting.length >= this.maxWaiting) return undefined
     const turn = new Promise<void>((resolve) => this.waiting.push(resolve))
-    return { run: (read) => turn.then(read) }
+    return { run: (read) => settleThen(turn.then(read), free) }
   }
 
-  done(): void {
+  private done(): void {
     // the freed place passes to the next read waiting, if any
     const next = this.waiting.shift()
     if (next) next()
     else this.running--
   }
+}
+
+/** `work`, then `after` whatever it settled to (in the read path itself: no message needed to free a slot) */
+function settleThen<T>(work: Promise<T>, after: () => void): Promise<T> {
+  return work.finally(after)
 }
 
 /** An event that matched these subscriptions could not be delivered: each is closed with `why`. */

@@ -5,6 +5,9 @@
 // Applied. Many writes are in flight at once; where order matters (a channel change and the writes to that
 // channel behind it) write-order.ts keeps it by sequence. OK is sent only after commit.
 import type { SaveOutcome } from '../../infra/store/event-store.js'
+import { BYE_STATUS, KIND_ANNOUNCEMENT, KIND_DEPARTURE } from '../../protocols/agent-registry.js'
+import type { ConnControlOp } from '../../protocols/control.js'
+import { parseEventShape } from '../../protocols/nip01/event.js'
 import { KIND_AUTH, kindClass } from '../../protocols/nip01/kinds.js'
 import { channelTagOf, parseChannelAction } from '../../protocols/nip29.js'
 import { isExpired } from '../../protocols/nip40.js'
@@ -13,9 +16,12 @@ import { assertNever, type Result } from '../../protocols/result.js'
 import { type ActorContext, pipeTo, tell, tellUntilTaken } from '../kernel/index.js'
 import type { CommunityDeps, CommunityState } from './community-actor.js'
 import { applyChannelPlanLogged, type ChannelPlan, planChannelEvent, planChannelEventNow, type RelayEvent } from './community-channels.js'
+import { disconnectAll, disconnectPubkey } from './community-cluster.js'
 import { checkWrite, checkWriteNow } from './community-policy.js'
-import { holdPresence, KIND_PRESENCE, recordPresence, unholdPresence } from './community-presence.js'
-import { loseMatching } from './community-reads.js'
+import { clearPresence, holdPresence, KIND_PRESENCE, recordPresence, unholdForBye, unholdPresence } from './community-presence.js'
+import { loseAll, loseMatching } from './community-reads.js'
+import { depart, noteAnnouncement, noteHeartbeat } from './community-registry.js'
+import { lose } from './live-feed.js'
 import type { CommunityMsg, PublishOutcome } from './messages.js'
 
 type Ctx = ActorContext<CommunityMsg>
@@ -30,12 +36,17 @@ const NOT_PROCESSED = reason('error', 'could not process the event')
 export const REDELIVER_EVERY_MS = 500
 export const REDELIVER_FOR_MS = 60_000
 const PIPE = { everyMs: REDELIVER_EVERY_MS, forMs: REDELIVER_FOR_MS }
+/** A write whose checks came back later than this is not stored: its writer's ask (30 s) ended before. */
+const STALE_PREPARED_MS = 25_000
 
 export function onPublish(state: CommunityState, msg: Publish, ctx: Ctx, deps: CommunityDeps): CommunityState {
   const { event, reply } = msg
   // NIP-42: AUTH events travel in AUTH messages only and are never stored or relayed.
   if (event.kind === KIND_AUTH) return refuse(state, reply, reason('invalid', 'kind 22242 is only accepted in AUTH messages'))
   if (isExpired(event, deps.nowSeconds())) return refuse(state, reply, reason('invalid', 'event has expired'))
+  // a departure is the relay's word that an agent left: nobody else may say it (docs/agent-registry.md)
+  if (event.kind === KIND_DEPARTURE && event.pubkey !== deps.cluster.relayPubkey)
+    return refuse(state, reply, reason('restricted', `kind ${KIND_DEPARTURE} is published by the relay only`))
   const channel = channelTagOf(event)
   const order = state.writes.admit(msg, channel)
   if (order === 'held') return state
@@ -53,8 +64,9 @@ export function onPublish(state: CommunityState, msg: Publish, ctx: Ctx, deps: C
   const ordered = action.ok && action.value && action.value.type !== 'post' ? action.value.channel : undefined
   if (ordered !== undefined) state.writes.begin(ordered, deps.nowMs())
   const now = prepareNow(state, msg, deps)
-  if (now !== undefined) return onPrepared(state, { type: 'Prepared', publish: msg, ordered, outcome: { ok: true, value: now } }, ctx, deps)
-  pipeTo(ctx.self, prepare(state, msg, deps), (outcome): CommunityMsg => ({ type: 'Prepared', publish: msg, ordered, outcome }), {
+  const sinceMs = deps.nowMs()
+  if (now !== undefined) return onPrepared(state, { type: 'Prepared', publish: msg, ordered, sinceMs, outcome: { ok: true, value: now } }, ctx, deps)
+  pipeTo(ctx.self, prepare(state, msg, deps), (outcome): CommunityMsg => ({ type: 'Prepared', publish: msg, ordered, sinceMs, outcome }), {
     ...PIPE,
     onGiveUp: () => unanswered(state, msg, ordered, ctx, deps),
   })
@@ -85,6 +97,13 @@ async function prepare(state: CommunityState, msg: Publish, deps: CommunityDeps)
 export function onPrepared(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Prepared' }>, ctx: Ctx, deps: CommunityDeps): CommunityState {
   const { publish, ordered, outcome } = msg
   const { event, raw, reply } = publish
+  // its writer's ask has timed out (the actor was down meanwhile): storing it now would contradict the
+  // `error:` the writer heard; a re-send is decided afresh
+  if (deps.nowMs() - msg.sinceMs > STALE_PREPARED_MS) {
+    reply({ accepted: false, message: NOT_PROCESSED })
+    if (ordered !== undefined) republish(state, state.writes.end(ordered), ctx, deps)
+    return state
+  }
   if (!outcome.ok || !outcome.value.ok) {
     if (!outcome.ok) deps.log.error({ err: outcome.error, community: deps.record.id, eventId: event.id }, 'write checks failed')
     reply({ accepted: false, message: outcome.ok ? (outcome.value as { error: Reason }).error : NOT_PROCESSED })
@@ -96,11 +115,15 @@ export function onPrepared(state: CommunityState, msg: Extract<CommunityMsg, { t
   const plan = outcome.value.value
   if (kindClass(event.kind) === 'ephemeral') {
     if (event.kind !== KIND_PRESENCE) return deliverEphemeral(state, publish, deps)
+    if (event.content === BYE_STATUS) return onBye(state, publish, ctx, deps)
     const hold = holdPresence(state.presenceHolds, state.conns, event, publish.conn)
     if (typeof hold === 'string') return refuse(state, reply, hold)
     pipeTo(ctx.self, recordPresence(hold, event, raw, deps.presence), (o): CommunityMsg => ({ type: 'PresenceSet', publish, hold, outcome: o }), {
       ...PIPE,
-      onGiveUp: () => reply({ accepted: false, message: NOT_PROCESSED }),
+      onGiveUp: () => {
+        unholdPresence(state.presenceHolds, hold)
+        reply({ accepted: false, message: NOT_PROCESSED })
+      },
     })
     return state
   }
@@ -108,11 +131,42 @@ export function onPrepared(state: CommunityState, msg: Extract<CommunityMsg, { t
   return state
 }
 
-export function onPresenceSet(state: CommunityState, msg: Extract<CommunityMsg, { type: 'PresenceSet' }>, deps: CommunityDeps): CommunityState {
-  if (msg.outcome.ok) return deliverEphemeral(state, msg.publish, deps)
+export function onPresenceSet(state: CommunityState, msg: Extract<CommunityMsg, { type: 'PresenceSet' }>, ctx: Ctx, deps: CommunityDeps): CommunityState {
+  if (msg.outcome.ok) {
+    noteHeartbeat(state.agents, msg.publish.event.pubkey, ctx, state.registry)
+    return deliverEphemeral(state, msg.publish, deps)
+  }
   deps.log.error({ err: msg.outcome.error, community: deps.record.id }, 'presence store failed')
   unholdPresence(state.presenceHolds, msg.hold)
   return refuse(state, msg.publish.reply, reason('error', 'could not record presence'))
+}
+
+/** The agent client's goodbye: its presence is cleared beside the actor, then it is answered (ByeDone). */
+function onBye(state: CommunityState, publish: Publish, ctx: Ctx, deps: CommunityDeps): CommunityState {
+  const { event, reply } = publish
+  const held = unholdForBye(state.presenceHolds, state.conns, event, publish.conn)
+  if (typeof held === 'string') return refuse(state, reply, held)
+  const announced = state.agents.get(event.pubkey) === 'agent'
+  pipeTo(ctx.self, clearPresence(held, event.pubkey, deps.presence), (o): CommunityMsg => ({ type: 'ByeDone', publish, announced, outcome: o }), {
+    ...PIPE,
+    onGiveUp: () => reply({ accepted: false, message: NOT_PROCESSED }),
+  })
+  return state
+}
+
+/** The presence is gone: the goodbye is relayed as any heartbeat, answered, and an agent's departure sent. */
+export function onByeDone(state: CommunityState, msg: Extract<CommunityMsg, { type: 'ByeDone' }>, deps: CommunityDeps): CommunityState {
+  const { publish } = msg
+  if (!msg.outcome.ok) {
+    deps.log.error({ err: msg.outcome.error, community: deps.record.id }, 'presence store failed')
+    return refuse(state, publish.reply, reason('error', 'could not record presence'))
+  }
+  deps.metrics.agentByes.inc()
+  deliverEphemeral(state, publish, deps)
+  // tracked here, or found since (its announcement came in while the store was cleared)
+  if (msg.announced || state.agents.get(publish.event.pubkey) === 'agent') depart(state.agents, publish.event.pubkey, 'offline', state.feed, state.registry)
+  else state.agents.delete(publish.event.pubkey)
+  return state
 }
 
 function deliverEphemeral(state: CommunityState, publish: Publish, deps: CommunityDeps): CommunityState {
@@ -126,7 +180,8 @@ function deliverEphemeral(state: CommunityState, publish: Publish, deps: Communi
 function save(state: CommunityState, template: Saved, ctx: Ctx, deps: CommunityDeps): void {
   const { event, raw, plan, ordered } = template
   const end = deps.metrics.storeLatency.startTimer({ op: 'save' })
-  state.inflight.saves++
+  // counted until its effect is handled (the Saved, or the LateCommit that stands for it)
+  state.inflight.effects++
   deps.store.save(deps.record.id, event, raw).then(
     (outcome) => {
       end()
@@ -134,26 +189,28 @@ function save(state: CommunityState, template: Saved, ctx: Ctx, deps: CommunityD
       // stored, but this actor can't take the result now (down, or its mailbox full): the client hears the
       // truth at once, and the rest (fan-out, the channel change, the write order) follows when it can
       template.reply(outcome.status === 'saved' ? { accepted: true, message: '' } : { accepted: true, message: DUPLICATE })
-      deliverLater(state, { type: 'LateCommit', event, raw, outcome, plan, ordered, fromSave: true }, ctx, deps)
+      deliverLater(state, { type: 'LateCommit', event, raw, outcome, plan, ordered, counted: true }, ctx, deps)
     },
     (error: unknown) => {
       end()
       deps.log.error({ err: error, community: deps.record.id, eventId: event.id }, 'store save failed')
       const late = (error as { late?: Promise<SaveOutcome> }).late
       if (tell(ctx.self, { ...template, outcome: { status: 'error', late } })) return
-      saveDone(state)
       template.reply({ accepted: false, message: reason('error', 'could not store the event') })
       if (ordered !== undefined) deliverLater(state, { type: 'WriteDone', channel: ordered }, ctx, deps)
+      // the count passes to the late outcome, if one may come
+      if (!late) effectDone(state)
       late?.then(
-        (o) => deliverLater(state, { type: 'LateCommit', event, raw, outcome: o, plan }, ctx, deps),
-        () => {},
+        (o) => deliverLater(state, { type: 'LateCommit', event, raw, outcome: o, plan, counted: true }, ctx, deps),
+        () => effectDone(state),
       )
     },
   )
 }
 
-const saveDone = (state: CommunityState) => {
-  state.inflight.saves = Math.max(0, state.inflight.saves - 1)
+/** A store this actor started took effect (or never will): community-reads.ts stops expecting its live copy. */
+export const effectDone = (state: Pick<CommunityState, 'inflight'>) => {
+  state.inflight.effects = Math.max(0, state.inflight.effects - 1)
 }
 
 /**
@@ -170,11 +227,30 @@ function deliverLater(
   tellUntilTaken(ctx.self, msg, { ...PIPE, onGiveUp: () => lostCommit(state, msg, deps) })
 }
 
-function lostCommit(state: CommunityState, msg: Extract<CommunityMsg, { type: 'LateCommit' | 'WriteDone' | 'Applied' }>, deps: CommunityDeps) {
-  if (msg.type === 'WriteDone' || (msg.type === 'LateCommit' && msg.outcome.status !== 'saved')) return
+function lostCommit(
+  state: Pick<CommunityState, 'index' | 'inflight'>,
+  msg: Extract<CommunityMsg, { type: 'LateCommit' | 'WriteDone' | 'Applied' }>,
+  deps: CommunityDeps,
+) {
+  if (msg.type === 'WriteDone') return
+  if ((msg.type === 'LateCommit' && msg.counted) || (msg.type === 'Applied' && msg.piped)) effectDone(state)
+  if (msg.type === 'LateCommit' && msg.outcome.status !== 'saved') return
   deps.log.error({ community: deps.record.id, eventId: msg.event.id }, 'a stored event could not reach its community')
-  deps.cluster.link.publishEvent(msg.raw)
-  deps.lagged(loseMatching(state.index, msg.event, reason('error', 'an event could not be delivered here; subscribe again to catch up')))
+  const events = [{ event: msg.event, raw: msg.raw }, ...(msg.type === 'Applied' ? msg.changes : [])]
+  for (const e of events) {
+    deps.cluster.link.publishEvent(e.raw)
+    deps.lagged(loseMatching(state.index, e.event, reason('error', 'an event could not be delivered here; subscribe again to catch up')))
+  }
+}
+
+/** Relay-signed channel state that never reached its community: delivered to the other nodes, closed here. */
+export function lostAnnounce(state: Pick<CommunityState, 'index' | 'inflight'>, msg: CommunityMsg, deps: CommunityDeps): void {
+  effectDone(state)
+  if (msg.type !== 'Announce') return
+  for (const e of msg.events) {
+    deps.cluster.link.publishEvent(e.raw)
+    deps.lagged(loseMatching(state.index, e.event, reason('error', 'an event could not be delivered here; subscribe again to catch up')))
+  }
 }
 
 /** Checks that ran beside the actor never came back to it: the writer hears `error:`, the channel goes on. */
@@ -190,7 +266,7 @@ function refuse(state: CommunityState, reply: (o: PublishOutcome) => void, messa
 
 export function onSaved(state: CommunityState, msg: Saved, ctx: Ctx, deps: CommunityDeps): CommunityState {
   const { event, raw, outcome, reply, ordered } = msg
-  saveDone(state)
+  effectDone(state)
   // a stored event ends its place in the write order when it has taken effect (onApplied), not here
   let handedOn = false
   try {
@@ -210,10 +286,13 @@ export function onSaved(state: CommunityState, msg: Saved, ctx: Ctx, deps: Commu
       case 'error':
         // a commit that outlived its deadline may still land: then it takes effect after all (fan-out, the
         // channel change), and a resend is a duplicate
-        outcome.late?.then(
-          (late) => deliverLater(state, { type: 'LateCommit', event, raw, outcome: late, plan: msg.plan }, ctx, deps),
-          () => {},
-        )
+        if (outcome.late) {
+          state.inflight.effects++
+          outcome.late.then(
+            (late) => deliverLater(state, { type: 'LateCommit', event, raw, outcome: late, plan: msg.plan, counted: true }, ctx, deps),
+            () => effectDone(state),
+          )
+        }
         return refuse(state, reply, reason('error', 'could not store the event'))
       default:
         return assertNever(outcome)
@@ -236,7 +315,8 @@ function applyThen(state: CommunityState, stored: Stored, ctx: Ctx, deps: Commun
     return
   }
   const applied = applyChannelPlanLogged(plan, stored.event, state.channels)
-  pipeTo(ctx.self, applied, (o): CommunityMsg => ({ type: 'Applied', ...rest, changes: o.ok ? o.value : [] }), {
+  state.inflight.effects++
+  pipeTo(ctx.self, applied, (o): CommunityMsg => ({ type: 'Applied', ...rest, changes: o.ok ? o.value : [], piped: true }), {
     ...PIPE,
     onGiveUp: (m) => {
       rest.reply?.({ accepted: true, message: '' })
@@ -248,12 +328,14 @@ function applyThen(state: CommunityState, stored: Stored, ctx: Ctx, deps: Commun
 /** The event (and its channel change) took effect: deliver it, and the relay's own events, then answer. */
 export function onApplied(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Applied' }>, ctx: Ctx, deps: CommunityDeps): CommunityState {
   const { event, raw, removedIds, changes, ordered, reply } = msg
+  if (msg.piped) effectDone(state)
   for (const id of removedIds) state.recent.delete(id)
   state.recent.add(event.id)
   state.accepted++
   state.feed.offer(event, raw)
   deps.cluster.link.publishEvent(raw)
   announce(state, changes, deps)
+  if (event.kind === KIND_ANNOUNCEMENT) noteAnnouncement(state.agents, event, ctx, state.registry)
   reply?.({ accepted: true, message: '' })
   if (ordered !== undefined) republish(state, state.writes.end(ordered), ctx, deps)
   return state
@@ -265,7 +347,7 @@ export function onApplied(state: CommunityState, msg: Extract<CommunityMsg, { ty
  */
 export function onLateCommit(state: CommunityState, msg: Extract<CommunityMsg, { type: 'LateCommit' }>, ctx: Ctx, deps: CommunityDeps): CommunityState {
   const { event, raw, outcome, plan, ordered } = msg
-  if (msg.fromSave) saveDone(state)
+  if (msg.counted) effectDone(state)
   deps.log.warn({ community: deps.record.id, eventId: event.id, status: outcome.status }, 'a commit takes effect late')
   if (outcome.status === 'saved') {
     applyThen(state, { event, raw, removedIds: outcome.removedIds, plan, ordered }, ctx, deps)
@@ -303,4 +385,103 @@ export function announce(state: CommunityState, events: RelayEvent[], deps: Comm
     state.feed.offer(c.event, c.raw)
     deps.cluster.link.publishEvent(c.raw)
   }
+}
+
+/** What onDropped gets from the actor: the parts that outlive its state. */
+export interface Survivors {
+  index: CommunityState['index']
+  conns: CommunityState['conns']
+  presenceHolds: CommunityState['presenceHolds']
+  writes: CommunityState['writes']
+  inflight: CommunityState['inflight']
+}
+
+/**
+ * The community gave up with `msg` still queued (the kernel's onDropped, before the asks in it fail). Nothing
+ * may vanish: what can be answered now is (a stored event is OK true), the results of its own I/O are offered
+ * again for after the respawn, a REQ that never ran is closed, a remote event's subscriptions are closed.
+ */
+export function dropped(msg: CommunityMsg, self: Ctx['self'], s: Survivors, deps: CommunityDeps): void {
+  const again = (m: CommunityMsg, onGiveUp: () => void = () => {}) => tellUntilTaken(self, m, { ...PIPE, onGiveUp })
+  const unavailable = reason('error', 'this community is unavailable; subscribe again shortly')
+  switch (msg.type) {
+    case 'Saved': {
+      const o = msg.outcome
+      msg.reply(
+        o.status === 'saved'
+          ? { accepted: true, message: '' }
+          : o.status === 'duplicate'
+            ? { accepted: true, message: DUPLICATE }
+            : { accepted: false, message: reason('error', 'could not store the event') },
+      )
+      // handled after the respawn: fan-out, the channel change, the write order (its second reply is ignored)
+      again(msg, () => {
+        if (o.status === 'saved') lostCommit(s, { type: 'LateCommit', event: msg.event, raw: msg.raw, outcome: o, counted: true }, deps)
+        else effectDone(s)
+      })
+      return
+    }
+    case 'Applied':
+      msg.reply?.({ accepted: true, message: '' })
+      again(msg, () => lostCommit(s, msg, deps))
+      return
+    case 'Prepared':
+      // not stored: its writer hears so now, and the channel it held goes on after the respawn
+      msg.publish.reply({ accepted: false, message: NOT_PROCESSED })
+      if (msg.ordered !== undefined) again({ type: 'WriteDone', channel: msg.ordered })
+      return
+    case 'PresenceSet':
+      if (!msg.outcome.ok) unholdPresence(s.presenceHolds, msg.hold)
+      msg.publish.reply(msg.outcome.ok ? { accepted: true, message: '' } : { accepted: false, message: reason('error', 'could not record presence') })
+      return
+    case 'LateCommit':
+    case 'WriteDone':
+      again(msg, () => lostCommit(s, msg, deps))
+      return
+    case 'Announce':
+      again(msg, () => lostAnnounce(s, msg, deps))
+      return
+    case 'PageRead':
+      again(msg, () => lose(s.index, [msg.sub], unavailable))
+      return
+    case 'Subscribe':
+      // the connection believes it subscribed: it hears it is not
+      msg.conn.lose(msg.subId, unavailable)
+      return
+    case 'RemoteEvent': {
+      const event = parseEventShape(msg.raw)
+      if (event) deps.lagged(loseMatching(s.index, event, reason('error', 'an event from another node could not be delivered; subscribe again to catch up')))
+      return
+    }
+    case 'LiveInterrupted':
+      deps.lagged(loseAll(s.index, reason('error', 'live events from other nodes were interrupted; subscribe again to catch up')))
+      return
+    case 'DisconnectPubkey':
+      disconnectPubkey(s.conns, msg.pubkey, msg.reason)
+      if (msg.broadcast) void broadcastLogged(deps, { op: 'DisconnectPubkey', pubkey: msg.pubkey, eventId: '', reason: msg.reason })
+      return
+    case 'DisconnectCommunity':
+      disconnectAll(s.conns, msg.reason)
+      if (msg.broadcast) void broadcastLogged(deps, { op: 'DisconnectCommunity', reason: msg.reason }).then(() => msg.done?.())
+      else msg.done?.()
+      return
+    case 'ControlAccepted':
+    case 'PublishChannelState':
+    case 'BannedEventsLoaded':
+    case 'BannedEventsFailed':
+    case 'ReadFailed':
+      again(msg)
+      return
+    default:
+      // asks (Publish, Count, Stats) fail with ActorDownError next; Join/Disconnect/Unsubscribe/Sweep/Control
+      // are covered by the next request's registration, the sweep, the connection's own set, the TTLs
+      return
+  }
+}
+
+/** Best effort: a lost broadcast is covered by the ban row checked at AUTH and at every write (DESIGN §5). */
+export async function broadcastLogged(deps: Pick<CommunityDeps, 'cluster' | 'log' | 'record'>, op: ConnControlOp): Promise<void> {
+  await deps.cluster.link.broadcast('conn-control', op).catch((error: unknown) => {
+    deps.log.warn({ err: error, community: deps.record.id }, 'conn-control broadcast failed')
+  })
 }

@@ -3,6 +3,7 @@
 // one that needs I/O first (a cache miss, a remote event's signature) is decided beside the actor, and every
 // event after it waits in this queue until it is: the actor returns at once either way.
 import type { Metrics } from '../../infra/metrics.js'
+import { KIND_ANNOUNCEMENT } from '../../protocols/agent-registry.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { eventFrame } from '../../protocols/nip01/relay-message.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
@@ -18,6 +19,8 @@ export interface LiveFeedDeps {
   /** live events held for one subscription while its page is read, in bytes; past it the subscription is closed */
   maxHeldBytes: number
   nowMs: () => number
+  /** whether `pubkey`'s presence lease is live now: a kind 31990 is delivered only then (community-registry.ts) */
+  leaseHeld?: (pubkey: string) => Promise<boolean>
 }
 
 interface Item {
@@ -28,6 +31,9 @@ interface Item {
   allowed?: Subscription[] | 'failed'
 }
 
+/** Events waiting in one community's feed behind a lookup; past it, their subscriptions are closed. */
+const MAX_WAITING_EVENTS = 10_000
+const FEED_FULL = reason('error', 'live delivery is waiting on a slow lookup; subscribe again to catch up')
 const LOOKUP_FAILED = reason('error', 'could not check access for an event; subscribe again to catch up')
 const HELD_TOO_MUCH = reason('error', 'too many live events arrived while stored events were read; subscribe again')
 
@@ -45,13 +51,21 @@ export class LiveFeed {
    * Deliver `event` to the subscriptions it matches now. `check` (a remote event's signature) must resolve
    * true first; an event that matches nobody costs no check at all.
    */
-  offer(event: NostrEvent, raw: string, check?: () => Promise<boolean>): void {
+  offer(event: NostrEvent, raw: string, signed?: () => Promise<boolean>): void {
     const matched = this.d.index.match(event).filter(isOpen)
     if (matched.length === 0) return
+    const check = event.kind === KIND_ANNOUNCEMENT ? this.leaseCheck(event, signed) : signed
     const item: Item = { event, raw, matched }
     if (check === undefined) item.allowed = this.d.gate.deliverableNow(event, matched)
     if (item.allowed !== undefined && this.queue.length === 0) {
       this.deliver(item)
+      return
+    }
+    // a lookup that hangs (a stalled database, up to its deadline) holds everything behind it: bounded, and
+    // what does not fit closes its subscriptions rather than being skipped
+    if (this.queue.length >= MAX_WAITING_EVENTS) {
+      const lost = lose(this.d.index, matched, FEED_FULL)
+      if (lost > 0) this.d.metrics.subscriptionsLost.inc(lost)
       return
     }
     this.queue.push(item)
@@ -65,6 +79,13 @@ export class LiveFeed {
         this.settle(item, 'failed')
       },
     )
+  }
+
+  /** an announcement waits, in order, for its author's lease (after its signature, for a remote one) */
+  private leaseCheck(event: NostrEvent, signed?: () => Promise<boolean>): (() => Promise<boolean>) | undefined {
+    const held = this.d.leaseHeld
+    if (held === undefined) return signed
+    return async () => (signed === undefined || (await signed())) && held(event.pubkey)
   }
 
   private settle(item: Item, allowed: Subscription[] | 'failed') {
@@ -82,8 +103,9 @@ export class LiveFeed {
     let delivered = 0
     const id = item.event.id
     for (const sub of allowed ?? []) {
-      // the connection's own set is the truth: a CLOSE whose Unsubscribe was lost stops delivery all the same
-      if (!isOpen(sub)) continue
+      // the connection's own set is the truth: a CLOSE whose Unsubscribe was lost stops delivery all the same;
+      // and a REQ that replaced this one under the same id gets nothing decided for the old filters
+      if (!isOpen(sub) || this.d.index.get(sub.conn.id, sub.subId) !== sub) continue
       if (sub.held) {
         this.hold(sub, id, item.raw)
         continue

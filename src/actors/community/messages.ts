@@ -1,5 +1,5 @@
 import type { CommunityRecord } from '../../infra/store/community-store.js'
-import type { SaveOutcome } from '../../infra/store/event-store.js'
+import type { SaveOutcome, StoredEvent } from '../../infra/store/event-store.js'
 import type { CacheInvalidationOp, ConnControlOp, ControlChannel } from '../../protocols/control.js'
 import type { VerifiedEvent } from '../../protocols/nip01/event.js'
 import type { Filter } from '../../protocols/nip01/filter.js'
@@ -41,7 +41,7 @@ export type CommunityMsg =
       reply: (o: PublishOutcome) => void
     }
   /** the checks that read before a write (membership, the channel's rows), done beside the actor */
-  | { type: 'Prepared'; publish: PublishMsg; ordered?: string; outcome: Settled<Result<ChannelPlan | undefined>> }
+  | { type: 'Prepared'; publish: PublishMsg; ordered?: string; sinceMs: number; outcome: Settled<Result<ChannelPlan | undefined>> }
   /** a presence heartbeat went to the presence store (or did not) */
   | { type: 'PresenceSet'; publish: PublishMsg; hold: PresenceHold; outcome: Settled<void> }
   /** a stored event's channel change was applied (`changes`: the relay's own events to deliver): it takes effect now */
@@ -54,6 +54,8 @@ export type CommunityMsg =
       ordered?: string
       /** absent for a late commit: its writer was answered already */
       reply?: (o: PublishOutcome) => void
+      /** came back from the channel change beside the actor (counted as an effect in flight until handled) */
+      piped?: boolean
     }
   /** a commit whose result the actor did not take when it came (past its deadline, or while down): apply it now */
   | {
@@ -63,13 +65,13 @@ export type CommunityMsg =
       outcome: SaveOutcome
       plan?: ChannelPlan
       ordered?: string
-      /** the Saved this stands for could not be delivered (its save still counts as in flight) */
-      fromSave?: boolean
+      /** counted as an effect in flight (an undelivered Saved, or a commit that outlived its deadline) */
+      counted?: boolean
     }
   /** a REQ's stored page, read beside the actor (a Reason: refused by the read policy) */
   | { type: 'PageRead'; sub: Subscription; outcome: Settled<Page | Reason> }
-  /** a COUNT beside the actor finished (its answer went to the asker); `error`: the store failed */
-  | { type: 'ReadDone'; error?: { error: unknown } }
+  /** a COUNT beside the actor failed on the store (its asker heard `error:`): an outage, for supervision */
+  | { type: 'ReadFailed'; error: unknown }
   /** a control payload verified beside the actor */
   | { type: 'ControlAccepted'; op: ConnControlOp | CacheInvalidationOp | undefined }
   /** relay-signed channel state published beside the actor: deliver it */
@@ -81,6 +83,16 @@ export type CommunityMsg =
   | { type: 'BannedEventsFailed'; error: unknown }
   /** forget connections that closed without a Disconnect, and writes that never came back (periodic) */
   | { type: 'Sweep' }
+  /** a presence "offline" (the agent client's goodbye) cleared the presence beside the actor (or failed to) */
+  | { type: 'ByeDone'; publish: PublishMsg; announced: boolean; outcome: Settled<void> }
+  /** a heartbeat's author not tracked here: its stored announcement, if any (`checked` false: the lookup failed) */
+  | { type: 'AgentSeen'; pubkey: string; announcement?: StoredEvent; checked: boolean }
+  /** a 31990 took effect here; `live`: its author's lease was live then */
+  | { type: 'AgentAnnounced'; pubkey: string; live: boolean }
+  /** look for tracked agents whose lease lapsed (periodic, leaseSweepSeconds) */
+  | { type: 'LeaseSweep' }
+  /** the tracked agents' leases, read beside the actor (`live` undefined: the presence store failed) */
+  | { type: 'LeasesChecked'; tracked: string[]; live: Set<string> | undefined }
   /** the bus lost this community's events channel for a while: every live subscription may have a gap */
   | { type: 'LiveInterrupted' }
   | { type: 'Subscribe'; conn: ConnView; subId: string; filters: Filter[] }

@@ -109,6 +109,7 @@ export function applyAuth(m: Extract<ClientMessage, { type: 'AUTH' }>, p: Prepar
   const { result } = p
   if (result.ok) {
     const agent = m.event.pubkey
+    if (deps.view.authed.size === 0) deps.metrics.handshakeSeconds.observe((deps.nowMs() - deps.openedAtMs) / 1000)
     deps.view.authed.add(agent)
     const att = result.value
     if (att) {

@@ -17,6 +17,7 @@ import type { ConnView } from '../community/subscription-index.js'
 import { type ActorContext, type ActorDef, type TypedRef, tell } from '../kernel/index.js'
 import type { AdmissionAnswer, LimitType } from '../principal/principal-actor.js'
 import { applyAuth, applyCount, applyEvent, applyMalformed, applyReq, dropSubscription } from './apply.js'
+import type { AuthSlots } from './auth-slots.js'
 import { FrameSequence } from './frame-sequence.js'
 import type { ConnectionMsg, Prepared } from './messages.js'
 import { failedPreparation, prepareAuth, prepareEvent, prepareRead } from './prepare.js'
@@ -54,6 +55,11 @@ export interface ConnectionDeps {
   onSubscriptionCount: (n: number) => void
   /** a frame's bytes no longer count against the connection's inbound bound (the edge resumes reading) */
   release: (bytes: number) => void
+  /** this node's AUTH verifications in flight (limits.maxConcurrentAuth) */
+  authSlots: AuthSlots
+  /** when the socket opened (monotonic ms): the handshake lasts until the first AUTH answered OK true */
+  openedAtMs: number
+  nowMs: () => number
 }
 
 /** One frame in the sequence: parsed (or why not) on arrival; AUTH is the barrier (frame-sequence.ts). */

@@ -9,6 +9,7 @@ import { checkProtected } from '../../protocols/nip70.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import { err } from '../../protocols/result.js'
 import { banOfPrincipal, checkAuthSignatureAndBan, principalOf } from './auth-check.js'
+import { shapedRetrySeconds } from './auth-slots.js'
 import type { ConnectionDeps } from './connection-actor.js'
 import type { Prepared } from './messages.js'
 import { admissionReason, isAuthorOnlyRequest } from './refusals.js'
@@ -46,6 +47,19 @@ export async function prepareRead(filters: { kinds?: number[] }[], deps: Connect
 }
 
 export async function prepareAuth(m: Extract<ClientMessage, { type: 'AUTH' }>, deps: ConnectionDeps): Promise<Prepared> {
+  // shaped first: a storm is turned away before it costs an admission call or a signature check
+  if (!deps.authSlots.take()) {
+    deps.metrics.authShaped.inc()
+    return { kind: 'auth', result: err(reason('rate-limited', `retry in ${shapedRetrySeconds()}s`)) }
+  }
+  try {
+    return await prepareAuthInSlot(m, deps)
+  } finally {
+    deps.authSlots.release()
+  }
+}
+
+async function prepareAuthInSlot(m: Extract<ClientMessage, { type: 'AUTH' }>, deps: ConnectionDeps): Promise<Prepared> {
   const { event } = m
   // each AUTH costs us a signature check: it spends from the REQ budget of the IP (no pubkey is proven yet)
   const admission = await deps.admit(`ip:${deps.ip}`, 'reqs', false)

@@ -149,7 +149,14 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
     this.stash = []
     this.queue.reset()
     const error = new ActorDownError(this.path)
-    for (const msg of unhandled) failRepliesIn(msg, error)
+    for (const msg of unhandled) {
+      try {
+        this.def.onDropped?.(msg)
+      } catch {
+        // the hook reports its own failures; one that throws must not keep the others from their answer
+      }
+      failRepliesIn(msg, error)
+    }
     this.scheduleRespawn()
   }
 

@@ -56,6 +56,12 @@ export interface ActorDef<S, M extends { type: string }> {
   handle: (state: S, msg: M, ctx: ActorContext<M>) => S | Promise<S>
   /** runs once for every stopped actor, after the message in progress (if any) has finished */
   afterStop?: (state: S, ctx: ActorContext<M>) => void | Promise<void>
+  /**
+   * A message admitted but never handled because the actor gave up (down until its respawn): called for each,
+   * in order, before the asks they carry fail. For results of the actor's own I/O that must not vanish (a
+   * commit's outcome): answer what can be answered, offer the rest again (tellUntilTaken) for after the respawn.
+   */
+  onDropped?: (msg: M) => void
   /** admitted but not yet handled messages (including the one running); default 10_000 */
   mailboxCapacity?: number
   /** stop after this long with nothing queued or running (principal actors) */

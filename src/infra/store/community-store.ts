@@ -1,4 +1,6 @@
 /** A community as the node knows it: where it answers, who is an agent there, who manages it (DESIGN §1). */
+import type { ChannelRoles, RoleRule } from '../../protocols/role-domains.js'
+
 export type AgentTier = 'standard' | 'elevated' | 'platform'
 
 /** Who may read (REQ/COUNT/live) or write (EVENT) in a community. `members`: admins, agents and allowed pubkeys. */
@@ -12,6 +14,12 @@ export interface CommunitySettings {
   /** NIP-11 `description` and `icon` (`name` is the record's) */
   description: string
   icon: string
+  /**
+   * Role domains (NIP-86 setroledomain / setchannelroles): which agent roles may address which, and the
+   * channels open to some roles only. Lists, so a settings patch replaces them whole on both backends.
+   */
+  roleRules: RoleRule[]
+  channelRoles: ChannelRoles[]
 }
 
 export const DEFAULT_SETTINGS: CommunitySettings = {
@@ -20,6 +28,8 @@ export const DEFAULT_SETTINGS: CommunitySettings = {
   authRequired: false,
   description: '',
   icon: '',
+  roleRules: [],
+  channelRoles: [],
 }
 
 /**
@@ -65,7 +75,8 @@ export interface CommunityRecord {
   id: string
   name: string
   hosts: string[]
-  agents: { pubkey: string; tier: AgentTier }[]
+  /** `role`: the agent's role domain (docs/agent-registry.md), absent for none */
+  agents: { pubkey: string; tier: AgentTier; role?: string }[]
   /** hex pubkeys allowed to call this community's NIP-86 methods (operators always are) */
   admins: string[]
   settings: CommunitySettings

@@ -7,15 +7,18 @@ import type { Filter } from '../../protocols/nip01/filter.js'
  */
 export interface StoredEvent {
   readonly raw: string
+  /** the event id, from its row: no parse needed to tell events apart */
+  readonly id: string
   readonly kind: number
   readonly event: NostrEvent
 }
 
 /** A StoredEvent over a raw string; the parse happens once, on first access to `event`. */
-export function storedEvent(raw: string, kind: number): StoredEvent {
+export function storedEvent(raw: string, kind: number, id: string): StoredEvent {
   let parsed: NostrEvent | undefined
   return {
     raw,
+    id,
     kind,
     get event() {
       parsed ??= JSON.parse(raw) as NostrEvent
@@ -82,9 +85,15 @@ export class StoreError extends Error {
    * when it arrives; rejects when it never committed. The caller already answered `error:`.
    */
   readonly late: Promise<SaveOutcome> | undefined
-  constructor(message: string, options?: { cause?: unknown; late?: Promise<SaveOutcome> }) {
+  /**
+   * The backend works but this one call was refused or stopped for its cost (a read over its budget, too many
+   * reads waiting): the caller answers `error:` and goes on; it is not an outage for supervision.
+   */
+  readonly overloaded: boolean
+  constructor(message: string, options?: { cause?: unknown; late?: Promise<SaveOutcome>; overloaded?: boolean }) {
     super(message, options)
     this.name = 'StoreError'
+    this.overloaded = options?.overloaded ?? false
     this.late = options?.late
     this.late?.catch(() => {})
   }

@@ -70,7 +70,7 @@ export function createGroupCommit<T, R>(opts: GroupCommitOptions<T, R>): GroupCo
     cancelTimer = undefined
     while (inFlight < maxInFlight && queue.length > 0) {
       inFlight++
-      void commitBatch(queue.splice(0, opts.maxItems)).then(finished)
+      void commitBatch(queue.splice(0, opts.maxItems)).finally(finished)
     }
   }
 

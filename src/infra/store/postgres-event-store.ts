@@ -96,7 +96,7 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
         const pages = await Promise.all(planned.map((p) => rowsOf(p.q)))
         // one limited filter's page is already exact; a tag filter without a limit repeats an event per value
         const rows = planned.length === 1 && planned[0]!.limited ? pages[0]! : merge(pages)
-        return rows.map((r): StoredEvent => storedEvent(r[0], r[3]))
+        return rows.map((r): StoredEvent => storedEvent(r[0], r[3], r[1]))
       }),
     // outside group commit: its own transaction, ordered against saves of the same ids by their id locks
     deleteEvents: (community, ids) => read('delete', () => deleteEvents(sql, community, ids)),

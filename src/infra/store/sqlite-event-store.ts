@@ -79,7 +79,7 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
       if (!(err instanceof ReadBudgetExceeded)) throw err
       budgetExceededHere++
       opts.log?.error({ what, queryTimeoutMs, sql: batch.statements[0]?.sql }, 'event store: read passed its budget on the main thread; stopped')
-      throw new StoreError(`event store ${what} exceeded its budget of ${queryTimeoutMs} ms`, { cause: err })
+      throw new StoreError(`event store ${what} exceeded its budget of ${queryTimeoutMs} ms`, { cause: err, overloaded: true })
     }
   }
 

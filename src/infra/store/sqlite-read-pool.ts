@@ -163,7 +163,7 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
       { what: req.what, queryTimeoutMs, statements: req.batch.statements.length, sql: req.batch.statements[0]?.sql },
       'event store: read passed its budget; its worker was stopped and replaced',
     )
-    req.reject(new StoreError(`event store ${req.what} exceeded its budget of ${queryTimeoutMs} ms`))
+    req.reject(new StoreError(`event store ${req.what} exceeded its budget of ${queryTimeoutMs} ms`, { overloaded: true }))
     if (closed) return
     respawns++
     spawn(slot.index)
@@ -193,7 +193,7 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
       waiting.splice(waiting.indexOf(req), 1)
       budgetExceeded++
       log?.error({ what: req.what, queryTimeoutMs, waiting: waiting.length }, 'event store: read passed its budget waiting for a worker')
-      req.reject(new StoreError(`event store ${req.what} exceeded its budget of ${queryTimeoutMs} ms waiting for a read worker`))
+      req.reject(new StoreError(`event store ${req.what} exceeded its budget of ${queryTimeoutMs} ms waiting for a read worker`, { overloaded: true }))
     }, queryTimeoutMs)
   }
 
@@ -201,7 +201,7 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
     if (closed) return Promise.reject(new StoreError('event store is closed'))
     if (gaveUp) return Promise.reject(new StoreError(`event store ${what} failed: no read worker could start`))
     const idle = idleWorker()
-    if (!idle && waiting.length >= MAX_WAITING_READS) return Promise.reject(new StoreError(`event store ${what} refused: too many reads waiting`))
+    if (!idle && waiting.length >= MAX_WAITING_READS) return Promise.reject(new StoreError(`event store ${what} refused: too many reads waiting`, { overloaded: true }))
     pending++
     const settled = () => {
       if (--pending === 0) onDrained?.()

@@ -31,7 +31,7 @@ export function planQuery(community: string, filters: readonly Filter[], opts: Q
   const arms = live.map(armsOf)
   const statements: SqlQuery[] = arms.flat().map((arm) => toSelectSql(community, arm, opts, 'rows'))
   const batch: ReadBatch = { statements, mode: 'rows' }
-  const toEvents = (rows: readonly Row[]) => rows.map((r) => storedEvent(r[0], r[3]))
+  const toEvents = (rows: readonly Row[]) => rows.map((r) => storedEvent(r[0], r[3], r[1]))
   // one limited filter in one arm: SQLite already returned exactly the page, in NIP-01 order
   if (statements.length === 1 && live[0]!.limit !== undefined) return { batch, finish: (results) => toEvents(results[0] as Row[]) }
   return {

@@ -40,6 +40,11 @@ export const NIP86_METHODS = [
   ...MODERATION_METHODS,
   'setagenttier',
   'listagents',
+  // role domains (docs/agent-registry.md)
+  'setagentrole',
+  'setroledomain',
+  'setchannelroles',
+  'listroledomains',
   'createcommunity',
   'archivecommunity',
   'listcommunities',

@@ -236,3 +236,37 @@ describe('offering a result again until the actor takes it', () => {
     await k.shutdown()
   })
 })
+
+describe('messages an actor that gives up never handles', () => {
+  it('are handed to onDropped in order, before the asks they carry fail with ActorDownError', async () => {
+    const clock = new ManualClock()
+    const k = createKernel({ clock, random: () => 0 })
+    const log = newProbeLog()
+    const seen: string[] = []
+    let release = () => {}
+    const until = new Promise<void>((r) => {
+      release = r
+    })
+    const def = probe(log, { policy: { ...quickBackoff, maxRestarts: 0, respawn: { minMs: 1000, maxMs: 1000, jitter: 0 } } })
+    const ref = k.spawn('probe/dropped', {
+      ...def,
+      onDropped: (msg) => {
+        // the ask's reply is still open here: the hook can answer it truthfully
+        if (msg.type === 'Get') msg.reply([42])
+        seen.push(msg.type === 'Push' ? `Push ${msg.n}` : msg.type)
+      },
+    })
+    const events = recordEvents(k)
+    tell(ref, { type: 'Hold', until })
+    tell(ref, { type: 'Boom' })
+    tell(ref, { type: 'Push', n: 1 })
+    const answered = ask<ProbeMsg, number[]>(ref, (reply) => ({ type: 'Get', reply }), 5_000)
+    tell(ref, { type: 'Push', n: 2 })
+    release()
+    await events.waitFor('gave-up', 'probe/dropped')
+    expect(seen).toEqual(['Push 1', 'Get', 'Push 2'])
+    expect(await answered).toEqual([42])
+    expect(log.handled).toEqual([])
+    await k.shutdown()
+  })
+})

@@ -54,6 +54,21 @@ function describeSettings(ctx: CommunityContractContext): void {
       expect((await ctx.mine())[0]?.name).toBe('renamed')
     })
 
+    it('replaces the role domain lists whole on updateSettings (a rule removed stays removed), and keeps agent roles', async () => {
+      const a = { ...ctx.record('a'), agents: [{ pubkey: pubkey('1'), tier: 'standard' as const, role: 'planner' }] }
+      await ctx.store().put(a)
+      const two = [
+        { from: 'planner', to: ['worker'] },
+        { from: 'worker', to: ['auditor', 'planner'] },
+      ]
+      await ctx.store().updateSettings(a.id, { roleRules: two, channelRoles: [{ channel: 'ops', roles: ['worker'] }] })
+      await ctx.store().updateSettings(a.id, { roleRules: [two[1]!] })
+      const [listed] = await ctx.mine(await ctx.another())
+      expect(listed?.settings.roleRules).toEqual([two[1]])
+      expect(listed?.settings.channelRoles).toEqual([{ channel: 'ops', roles: ['worker'] }])
+      expect(listed?.agents).toEqual([{ pubkey: pubkey('1'), tier: 'standard', role: 'planner' }])
+    })
+
     it('keeps settings an admin changed when the community is put again, with or without settings', async () => {
       const { settings: _, kinds: __, ...a } = ctx.record('a')
       await ctx.store().put(a)

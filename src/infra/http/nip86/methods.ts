@@ -14,6 +14,14 @@ import {
   toNip86Result,
 } from '../../../protocols/nip86/methods.js'
 import { reason } from '../../../protocols/reasons.js'
+import type { Result } from '../../../protocols/result.js'
+import {
+  type ChannelRoles,
+  parseSetAgentRoleParams,
+  parseSetChannelRolesParams,
+  parseSetRoleDomainParams,
+  type RoleRule,
+} from '../../../protocols/role-domains.js'
 import type { Logger } from '../../log.js'
 import type { BanRecord, CommunityInput, CommunityRecord } from '../../store/community-store.js'
 import { callModerationMethod, type ModerationOps } from './moderation.js'
@@ -28,6 +36,14 @@ export interface ManagementOps extends ModerationOps {
   /** the roster entry written to the store, then every node re-reads it; false when the community is gone */
   setAgentTier(community: string, pubkey: string, tier: SetAgentTierParams['tier']): Promise<boolean>
   listAgents(community: string): Promise<CommunityRecord['agents'] | undefined>
+  /** a roster agent's role (null: none); 'not-an-agent' when the pubkey has no tier here, false when the community is gone */
+  setAgentRole(community: string, pubkey: string, role: string | null): Promise<boolean | 'not-an-agent'>
+  /** replace one role's rule or one channel's roles in the community's policy (read-modify-write) */
+  updateRolePolicy(
+    community: string,
+    change: { rule: RoleRule } | { channel: ChannelRoles },
+  ): Promise<Result<{ rules: RoleRule[]; channels: ChannelRoles[] }> | false>
+  rolePolicy(community: string): Promise<{ rules: RoleRule[]; channels: ChannelRoles[] } | undefined>
   /** a new id only; served on this node at once, on the others when they hear of it */
   createCommunity(record: CommunityInput, via: string): Promise<{ ok: true } | { ok: false; error: string }>
   archiveCommunity(id: string): Promise<boolean>
@@ -82,7 +98,31 @@ export async function callMethod(
     }
     case 'listagents': {
       const agents = await ops.listAgents(community)
-      return toNip86Result((agents ?? []).map((a) => ({ pubkey: a.pubkey, tier: a.tier })))
+      return toNip86Result((agents ?? []).map((a) => ({ pubkey: a.pubkey, tier: a.tier, ...(a.role !== undefined && { role: a.role }) })))
+    }
+    case 'setagentrole': {
+      const p = parseSetAgentRoleParams(params)
+      if (!p.ok) return toNip86Error(p.error)
+      const set = await ops.setAgentRole(community, p.value.pubkey, p.value.role)
+      if (set === 'not-an-agent') return toNip86Error(reason('invalid', 'not an agent of this community: give it a tier first (setagenttier)'))
+      if (!set) return toNip86Error(reason('invalid', 'community no longer exists'))
+      log.info({ community, by, pubkey: p.value.pubkey, role: p.value.role }, 'nip86: agent role set')
+      return toNip86Result(true)
+    }
+    case 'setroledomain':
+    case 'setchannelroles': {
+      const p = method === 'setroledomain' ? parseSetRoleDomainParams(params) : parseSetChannelRolesParams(params)
+      if (!p.ok) return toNip86Error(p.error)
+      const change = 'from' in p.value ? { rule: p.value } : { channel: p.value }
+      const updated = await ops.updateRolePolicy(community, change)
+      if (updated === false) return toNip86Error(reason('invalid', 'community no longer exists'))
+      if (!updated.ok) return toNip86Error(updated.error)
+      log.info({ community, by, method, ...change }, 'nip86: role policy changed')
+      return toNip86Result(true)
+    }
+    case 'listroledomains': {
+      const policy = await ops.rolePolicy(community)
+      return toNip86Result(policy ?? { rules: [], channels: [] })
     }
     case 'createcommunity': {
       const p = parseCreateCommunityParams(params)

@@ -1,0 +1,279 @@
+import { describe, expect, it } from 'vitest'
+import type { NostrEvent } from '../../src/protocols/nip01/event'
+import { makeKeys, type SignedEvent, signEvent, type TestKeys } from '../support/events'
+import type { TestRelay } from '../support/relay'
+import type { Frame, TestClient } from '../support/ws-client'
+import { auth, authEvent, challengeOf, client, count, httpGet, idsOf, metric, publish, relayUrlOf, reqEvents, useCluster, useRelays } from './helpers'
+
+/**
+ * The relay half of the agent registry (docs/agent-registry.md): kind 31990 announcements served only while
+ * their author's presence lease is live, departures (kind 21990) on lapse and goodbye, handshake shaping.
+ * Presence is shortened through config: heartbeat 0.3 s ⇒ a lease of 0.9 s (the store keeps whole seconds:
+ * 1 s), swept every 0.1 s, so a lapse is heard about a second after the last heartbeat.
+ */
+const SHORT = { presenceHeartbeatSeconds: 0.3, leaseSweepSeconds: 0.1 }
+
+const heartbeat = (keys: TestKeys, status = `online ${Math.random()}`): SignedEvent => signEvent(keys, { kind: 20001, content: status })
+const goodbye = (keys: TestKeys): SignedEvent => signEvent(keys, { kind: 20001, content: 'offline' })
+
+/** The wire format agreed with the agent client (src/client/agent-client.ts). */
+function announcement(keys: TestKeys, capabilities: { name: string; kinds: number[] }[], load = '0.25'): SignedEvent {
+  return signEvent(keys, {
+    kind: 31990,
+    tags: [
+      ['d', 'apiary-agent'],
+      ...capabilities.map((c) => ['c', c.name]),
+      ...capabilities.flatMap((c) => c.kinds.map((k) => ['k', String(k)])),
+      ['version', '1.0.0'],
+      ['load', load],
+    ],
+    content: JSON.stringify({ capabilities }),
+  })
+}
+
+async function authed(r: TestRelay, keys: TestKeys, host?: string): Promise<TestClient> {
+  const c = await client(r, host)
+  expect((await auth(c, keys, relayUrlOf(r, host))).accepted).toBe(true)
+  return c
+}
+
+const announcementsOf = (c: TestClient, pubkey: string): Promise<NostrEvent[]> => reqEvents(c, [{ kinds: [31990], authors: [pubkey] }])
+
+/** A live subscription to arrivals and departures, past its EOSE. */
+async function watch(c: TestClient, subId = 'registry'): Promise<string> {
+  c.send(['REQ', subId, { kinds: [31990, 21990] }])
+  await c.next((f) => f[0] === 'EOSE' && f[1] === subId)
+  return subId
+}
+
+const arrivalOf = (c: TestClient, subId: string, id: string, timeoutMs?: number) =>
+  c.next((f) => f[0] === 'EVENT' && f[1] === subId && (f[2] as NostrEvent).id === id, timeoutMs)
+
+const departureOf = async (c: TestClient, subId: string, agent: string): Promise<NostrEvent> =>
+  (await c.next((f) => f[0] === 'EVENT' && f[1] === subId && (f[2] as NostrEvent).kind === 21990 && tagOf(f[2] as NostrEvent, 'p') === agent))[2] as NostrEvent
+
+const tagOf = (e: NostrEvent, name: string) => e.tags.find((t) => t[0] === name)?.[1]
+const selfOf = async (r: TestRelay) => (JSON.parse((await httpGet(r, '/', { accept: 'application/nostr+json' })).body) as { self: string }).self
+
+describe('the agent registry: announcements live only while their lease is', () => {
+  const relays = useRelays()
+
+  it("serves an announcement by REQ only while its author's heartbeat is live, and again after the next heartbeat", async () => {
+    const r = await relays.start(SHORT)
+    const agent = makeKeys()
+    const a = await authed(r, agent)
+    const watcher = await client(r)
+    const sub = await watch(watcher)
+    expect((await publish(a, heartbeat(agent))).accepted).toBe(true)
+    const ann = announcement(agent, [{ name: 'echo', kinds: [5050] }])
+    expect((await publish(a, ann)).accepted).toBe(true)
+    const reader = await client(r)
+    expect(idsOf(await announcementsOf(reader, agent.pubkey))).toEqual([ann.event.id])
+
+    // no more heartbeats: the sweep finds the lease lapsed and says so; from then on the REQ hides it
+    await departureOf(watcher, sub, agent.pubkey)
+    expect(await announcementsOf(reader, agent.pubkey)).toEqual([])
+    expect(await reqEvents(reader, [{ authors: [agent.pubkey] }])).toEqual([])
+
+    expect((await publish(a, heartbeat(agent))).accepted).toBe(true)
+    // the next heartbeat brings it back: a live subscriber hears of it as an arrival, a REQ serves it
+    await arrivalOf(watcher, sub, ann.event.id)
+    expect(idsOf(await announcementsOf(reader, agent.pubkey))).toEqual([ann.event.id])
+  })
+
+  it('delivers an announcement live on arrival, a 21990 "expired" signed by the relay when the lease lapses, and "offline" on goodbye', async () => {
+    const r = await relays.start(SHORT)
+    const [agent, other] = [makeKeys(), makeKeys()]
+    const watcher = await client(r)
+    const sub = await watch(watcher)
+    const a = await authed(r, agent)
+    await publish(a, heartbeat(agent))
+    const ann = announcement(agent, [{ name: 'translate', kinds: [5002] }])
+    await publish(a, ann)
+    expect((await arrivalOf(watcher, sub, ann.event.id))[2]).toEqual(ann.event)
+
+    const expired = await departureOf(watcher, sub, agent.pubkey)
+    expect(expired.pubkey).toBe(await selfOf(r))
+    expect(expired.tags).toEqual([
+      ['p', agent.pubkey],
+      ['a', `31990:${agent.pubkey}:apiary-agent`],
+      ['status', 'expired'],
+    ])
+    expect(await metric(r, 'apiary_agent_leases_expired_total')).toBe(1)
+
+    // a goodbye: answered OK, the presence cleared at once (no waiting for the lease), the departure sent
+    const o = await authed(r, other)
+    await publish(o, heartbeat(other))
+    const otherAnn = announcement(other, [{ name: 'echo', kinds: [5050] }])
+    await publish(o, otherAnn)
+    await arrivalOf(watcher, sub, otherAnn.event.id)
+    await expect.poll(() => metric(r, 'apiary_agents')).toBe(1)
+    expect(await publish(o, goodbye(other))).toMatchObject({ accepted: true })
+    const reader = await client(r)
+    expect(await announcementsOf(reader, other.pubkey)).toEqual([])
+    expect(await reqEvents(reader, [{ kinds: [20001], authors: [other.pubkey] }])).toEqual([])
+    expect(tagOf(await departureOf(watcher, sub, other.pubkey), 'status')).toBe('offline')
+    expect(await metric(r, 'apiary_agent_byes_total')).toBe(1)
+    expect(await metric(r, 'apiary_agents')).toBe(0)
+    // one departure each: the goodbye's lease does not lapse a second time
+    expect(watcher.frames.filter((f) => f[0] === 'EVENT' && (f[2] as NostrEvent).kind === 21990)).toHaveLength(2)
+  })
+
+  it('stores an announcement sent before any heartbeat but serves it only from the first heartbeat on', async () => {
+    const r = await relays.start(SHORT)
+    const agent = makeKeys()
+    const watcher = await client(r)
+    const sub = await watch(watcher)
+    const a = await authed(r, agent)
+    const ann = announcement(agent, [{ name: 'echo', kinds: [5050] }])
+    expect((await publish(a, ann)).accepted).toBe(true)
+    const reader = await client(r)
+    expect(await announcementsOf(reader, agent.pubkey)).toEqual([])
+    await publish(a, heartbeat(agent))
+    await arrivalOf(watcher, sub, ann.event.id)
+    expect(idsOf(await announcementsOf(reader, agent.pubkey))).toEqual([ann.event.id])
+    // delivered once, on the heartbeat, not also when it was published
+    expect(watcher.frames.filter((f) => f[0] === 'EVENT' && (f[2] as NostrEvent).id === ann.event.id)).toHaveLength(1)
+  })
+
+  it('delivers an announcement sent right behind the first heartbeat (pipelined) to a live subscriber once', async () => {
+    const r = await relays.start(SHORT)
+    const agent = makeKeys()
+    const watcher = await client(r)
+    const sub = await watch(watcher)
+    const a = await authed(r, agent)
+    const [hb, ann] = [heartbeat(agent), announcement(agent, [{ name: 'echo', kinds: [5050] }])]
+    a.sendRaw(`["EVENT",${hb.raw}]`)
+    a.sendRaw(`["EVENT",${ann.raw}]`)
+    expect((await a.ok(hb.event.id))[2]).toBe(true)
+    expect((await a.ok(ann.event.id))[2]).toBe(true)
+    await arrivalOf(watcher, sub, ann.event.id)
+    // the registry has settled once the agent is counted live; by then any second copy would have been sent
+    await expect.poll(() => metric(r, 'apiary_agents')).toBe(1)
+    expect(watcher.frames.filter((f) => f[0] === 'EVENT' && (f[2] as NostrEvent).id === ann.event.id)).toHaveLength(1)
+  })
+
+  it('counts announcements by COUNT only while their lease is live, and other kinds as always', async () => {
+    const r = await relays.start(SHORT)
+    const agent = makeKeys()
+    const a = await authed(r, agent)
+    const watcher = await client(r)
+    const sub = await watch(watcher)
+    await publish(a, heartbeat(agent))
+    const note = signEvent(agent, { kind: 1, content: 'hello' })
+    expect((await publish(a, note)).accepted).toBe(true)
+    await publish(a, announcement(agent, [{ name: 'echo', kinds: [5050] }]))
+    const reader = await client(r)
+    expect(await count(reader, [{ kinds: [31990], authors: [agent.pubkey] }])).toBe(1)
+    expect(await count(reader, [{ authors: [agent.pubkey] }])).toBe(2)
+    expect(await count(reader, [{ kinds: [1, 31990], authors: [agent.pubkey] }])).toBe(2)
+    await departureOf(watcher, sub, agent.pubkey)
+    expect(await count(reader, [{ kinds: [31990], authors: [agent.pubkey] }])).toBe(0)
+    expect(await count(reader, [{ authors: [agent.pubkey] }])).toBe(1)
+    expect(await count(reader, [{ kinds: [1], authors: [agent.pubkey] }, { kinds: [31990] }])).toBe(1)
+  })
+
+  it('refuses a kind 21990 from anyone but the relay with restricted:', async () => {
+    const r = await relays.start(SHORT)
+    const keys = makeKeys()
+    const c = await authed(r, keys)
+    const forged = signEvent(keys, { kind: 21990, tags: [['p', makeKeys().pubkey], ['status', 'offline']] })
+    expect(await publish(c, forged)).toMatchObject({ accepted: false, prefix: 'restricted' })
+  })
+
+  it('refuses a goodbye from a connection not authenticated as its author with auth-required:', async () => {
+    const r = await relays.start(SHORT)
+    const agent = makeKeys()
+    const a = await authed(r, agent)
+    await publish(a, heartbeat(agent, 'here'))
+    expect(await publish(await client(r), goodbye(agent))).toMatchObject({ accepted: false, prefix: 'auth-required' })
+    expect((await reqEvents(await client(r), [{ kinds: [20001], authors: [agent.pubkey] }])).map((e) => e.content)).toEqual(['here'])
+  })
+
+  it('states the presence gradient in NIP-11: heartbeat 15 s and lease 45 s by default', async () => {
+    const r = await relays.start()
+    const info = JSON.parse((await httpGet(r, '/', { accept: 'application/nostr+json' })).body) as { apiary: unknown }
+    expect(info.apiary).toEqual({ presence: { heartbeat_seconds: 15, lease_seconds: 45 } })
+  })
+})
+
+describe('handshake shaping (limits.maxConcurrentAuth)', () => {
+  const relays = useRelays()
+
+  /** `n` sockets, each sending its AUTH in the same turn; resolves with every OK frame. */
+  async function authStorm(r: TestRelay, n: number): Promise<Frame[]> {
+    const sockets = await Promise.all(Array.from({ length: n }, () => client(r)))
+    const auths = await Promise.all(sockets.map(async (c) => ({ c, e: authEvent(makeKeys(), await challengeOf(c), relayUrlOf(r)) })))
+    for (const { c, e } of auths) c.send(['AUTH', e.event])
+    return Promise.all(auths.map(({ c, e }) => c.ok(e.event.id)))
+  }
+
+  it('answers AUTHs beyond maxConcurrentAuth in flight "rate-limited: retry in Ns" (1 ≤ N ≤ 5), accepts the rest, loses none', async () => {
+    const r = await relays.start({ limits: { maxConcurrentAuth: 1 } })
+    const oks = await authStorm(r, 40)
+    const shaped = oks.filter((f) => f[2] === false)
+    const accepted = oks.filter((f) => f[2] === true)
+    expect(shaped.length + accepted.length).toBe(40)
+    expect(shaped.length).toBeGreaterThan(0)
+    expect(accepted.length).toBeGreaterThan(0)
+    for (const f of shaped) {
+      const m = /^rate-limited: retry in (\d)s$/.exec(f[3] as string)
+      expect(m, f[3] as string).not.toBeNull()
+      expect(Number(m?.[1])).toBeGreaterThanOrEqual(1)
+      expect(Number(m?.[1])).toBeLessThanOrEqual(5)
+    }
+    expect(await metric(r, 'apiary_auth_shaped_total')).toBe(shaped.length)
+    expect(await metric(r, 'apiary_handshake_seconds_count')).toBe(accepted.length)
+  })
+
+  it('accepts the same storm when it fits under maxConcurrentAuth', async () => {
+    const r = await relays.start({ limits: { maxConcurrentAuth: 40 } })
+    const oks = await authStorm(r, 40)
+    expect(oks.filter((f) => f[2] === true)).toHaveLength(40)
+    expect(await metric(r, 'apiary_auth_shaped_total')).toBe(0)
+  })
+})
+
+describe('the agent registry in a cluster', () => {
+  const relays = useRelays()
+  const cluster = useCluster(relays)
+
+  it('shows an agent heartbeating on A to a subscriber on B, and tells B when its lease lapses', async () => {
+    const {
+      host,
+      nodes: [a, b],
+    } = await cluster.nodes(2, SHORT)
+    const agent = makeKeys()
+    const watcher = await client(b!, host)
+    const sub = await watch(watcher)
+    const onA = await authed(a!, agent, host)
+    await publish(onA, heartbeat(agent))
+    const ann = announcement(agent, [{ name: 'echo', kinds: [5050] }])
+    expect((await publish(onA, ann)).accepted).toBe(true)
+    await arrivalOf(watcher, sub, ann.event.id)
+    expect(idsOf(await announcementsOf(await client(b!, host), agent.pubkey))).toEqual([ann.event.id])
+    expect(tagOf(await departureOf(watcher, sub, agent.pubkey), 'status')).toBe('expired')
+    expect(await announcementsOf(await client(b!, host), agent.pubkey)).toEqual([])
+  })
+
+  it('tells a subscriber on B at once when an agent on A says goodbye, and B no longer serves its announcement', async () => {
+    const {
+      host,
+      nodes: [a, b],
+    } = await cluster.nodes(2, { presenceHeartbeatSeconds: 15 })
+    const agent = makeKeys()
+    const watcher = await client(b!, host)
+    const sub = await watch(watcher)
+    const onA = await authed(a!, agent, host)
+    await publish(onA, heartbeat(agent))
+    const ann = announcement(agent, [{ name: 'echo', kinds: [5050] }])
+    await publish(onA, ann)
+    await arrivalOf(watcher, sub, ann.event.id)
+    await expect.poll(() => metric(a!, 'apiary_agents')).toBe(1)
+    expect((await publish(onA, goodbye(agent))).accepted).toBe(true)
+    // a 45 s lease: only the goodbye can have ended it this soon
+    expect(tagOf(await departureOf(watcher, sub, agent.pubkey), 'status')).toBe('offline')
+    expect(await announcementsOf(await client(b!, host), agent.pubkey)).toEqual([])
+    expect(await count(await client(b!, host), [{ kinds: [31990], authors: [agent.pubkey] }])).toBe(0)
+  })
+})
