@@ -1,5 +1,5 @@
 // `apiary-relay/client`: what runs in other programs, talking to a relay over the wire. It imports only
-// src/protocols (DESIGN §2), so it carries none of the relay's backends. The agent client comes here next.
+// src/protocols (DESIGN §2), so it carries none of the relay's backends.
 
 export type { NostrEvent } from '../protocols/nip01/event.js'
 export type { EventTemplate, SigningKey } from '../protocols/nip01/sign.js'
@@ -13,6 +13,20 @@ export {
   toAdminKey,
   toManagementUrl,
 } from './admin-client.js'
+export {
+  AgentClient,
+  type AgentClientOptions,
+  type AgentClock,
+  AgentError,
+  type AgentErrorCode,
+  type AgentMetrics,
+  type AgentState,
+  type AgentStateChange,
+  type Capability,
+  type DiscoveredAgent,
+  type PublishResult,
+  type RandomSource,
+} from './agent-client.js'
 export {
   openRelaySession,
   type RelayAnswer,

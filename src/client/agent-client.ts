@@ -1,0 +1,570 @@
+// The agent client (DESIGN §13, issue 11): one agent's connection to the registry, kept alive by itself.
+// State: the lifecycle INIT → DISCOVERED → AUTHENTICATED → ACTIVE → SUSPECT → ZOMBIE → CLOSED, one socket,
+// the application's subscriptions and the outbound guard. Longer than ~250 lines because it is the state
+// machine; the pieces it drives (backoff, throttle, queue, dedup, wire format, socket) are the agent-*.ts beside it.
+import { BehaviorSubject, type Observable } from 'rxjs'
+import { type NostrEvent, verifyEventNoble } from '../protocols/nip01/event.js'
+import { KIND_AUTH } from '../protocols/nip01/kinds.js'
+import { type EventTemplate, signTemplate } from '../protocols/nip01/sign.js'
+import { prefixOf } from '../protocols/reasons.js'
+import { parseRetryAfterMs, ReconnectSchedule } from './agent-backoff.js'
+import type { TimerHandle } from './agent-clock.js'
+import { AgentError } from './agent-error.js'
+import { InboundDedup } from './agent-inbound-dedup.js'
+import { InboundLimits } from './agent-inbound-limits.js'
+import { type AgentClientOptions, type ResolvedOptions, resolveOptions } from './agent-options.js'
+import { Publisher, type PublishResult } from './agent-publisher.js'
+import { announcementTemplate, type DiscoveredAgent, heartbeatTemplate, KIND_ANNOUNCEMENT, KIND_PRESENCE, toDiscovered } from './agent-registry-wire.js'
+import { DEFAULT_LEASE_SECONDS, probeRelay, type RelayProbe } from './agent-relay-info.js'
+import { type OkAnswer, RelaySocket, type SocketHandlers } from './agent-relay-socket.js'
+import { type AppSubscription, reqFiltersOf, type WireFilter } from './agent-subscriptions.js'
+import { watchCapability } from './agent-watch.js'
+
+export type AgentState = 'INIT' | 'DISCOVERED' | 'AUTHENTICATED' | 'ACTIVE' | 'SUSPECT' | 'ZOMBIE' | 'CLOSED'
+
+export interface AgentStateChange {
+  state: AgentState
+  cause?: string
+  /** on CLOSED after a terminal error */
+  error?: AgentError
+}
+
+export interface AgentMetrics {
+  sent: number
+  failed: number
+  throttled: number
+  retried: number
+  queued: number
+  waitedSeconds: number
+  reconnects: number
+  state: AgentState
+  /** events waiting in the offline queue now */
+  queueLength: number
+  /** queued events dropped, oldest first, past the queue's bounds */
+  dropped: number
+  /** inbound events not handed to the application again */
+  deduplicated: number
+  /** inbound events over an inbound limit, not handed to the application */
+  inboundSkipped: number
+}
+
+/** A failure worth another connection attempt, after the backoff (and at least `retryAfterMs`). */
+class Transient extends Error {
+  constructor(
+    message: string,
+    readonly retryAfterMs = 0,
+  ) {
+    super(message)
+  }
+}
+
+/** Discovery found no relay answering NIP-11: counts toward maxDiscoveryRounds before the first ACTIVE. */
+class DiscoveryRoundFailed extends Transient {}
+
+const LIVE: ReadonlySet<AgentState> = new Set(['ACTIVE', 'SUSPECT', 'ZOMBIE'])
+
+export class AgentClient {
+  readonly pubkey: string
+  readonly state$: Observable<AgentStateChange>
+  private readonly o: ResolvedOptions
+  private readonly states: BehaviorSubject<AgentStateChange>
+  private readonly schedule: ReconnectSchedule
+  private readonly publisher: Publisher
+  private readonly dedup: InboundDedup
+  private readonly limits: InboundLimits | undefined
+  private readonly subs = new Map<string, AppSubscription>()
+  private readonly watches = new Set<() => void>()
+  private readonly queries = new Map<string, { events: NostrEvent[]; done: (closed?: string) => void }>()
+  private socket: RelaySocket | undefined
+  private probe: RelayProbe | undefined
+  /** bumped by every connection attempt, stop and terminal error: callbacks of an older attempt are ignored */
+  private generation = 0
+  private reconnectTimer: TimerHandle | undefined
+  private heartbeatTimer: TimerHandle | undefined
+  private watchdogTimer: TimerHandle | undefined
+  private abortHandshake: ((e: Error) => void) | undefined
+  private challenge: { value?: string; wake?: () => void } = {}
+  private starting: { resolve: () => void; reject: (e: Error) => void } | undefined
+  private startPromise: Promise<void> | undefined
+  private everActive = false
+  private discoveryFailures = 0
+  private reconnects = 0
+  private relayIndex = 0
+  private stopping = false
+  private subCounter = 0
+  private load: number | undefined
+  private announcedLoad: number | undefined
+  private lastAnnouncedAt = 0
+
+  constructor(options: AgentClientOptions) {
+    this.o = resolveOptions(options)
+    this.pubkey = this.o.key.pubkey
+    this.states = new BehaviorSubject<AgentStateChange>({ state: 'INIT', cause: 'created' })
+    this.state$ = this.states.asObservable()
+    this.schedule = new ReconnectSchedule(this.o.reconnect, this.o.reconnect.stableMs, this.o.random)
+    this.dedup = new InboundDedup(this.o.dedup)
+    this.limits = this.o.inboundLimits ? new InboundLimits(this.o.inboundLimits) : undefined
+    this.publisher = new Publisher(this.o, () => (this.state === 'ACTIVE' ? this.socket : undefined))
+  }
+
+  get state(): AgentState {
+    return this.states.value.state
+  }
+
+  /** Resolves at the first ACTIVE; rejects with AgentError when the agent must not retry (it is then CLOSED). */
+  start(): Promise<void> {
+    if (this.startPromise) return this.startPromise
+    if (this.stopping || this.state === 'CLOSED') return Promise.reject(new Error('a stopped agent cannot be started again; create a new AgentClient'))
+    this.startPromise = new Promise<void>((resolve, reject) => {
+      this.starting = { resolve, reject }
+    })
+    void this.connect()
+    return this.startPromise
+  }
+
+  /** Signs and sends; keeps the template's created_at. Never rejects. */
+  async publish(t: EventTemplate): Promise<PublishResult> {
+    const event = signTemplate(this.o.key, t, this.nowSeconds())
+    if (this.stopping || this.state === 'CLOSED') return { ok: false, id: event.id, reason: 'error: the agent is stopped' }
+    return this.publisher.publish(event)
+  }
+
+  /** NIP-01 filters; events reach `onEvent` once each, across reconnects. Returns the unsubscribe. */
+  subscribe(filters: WireFilter[], onEvent: (event: NostrEvent) => void): () => void {
+    const sub: AppSubscription = { subId: `agent-${++this.subCounter}`, filters: filters.map((f) => ({ ...f })), onEvent, newestSeconds: undefined, liveSinceSeconds: undefined }
+    this.subs.set(sub.subId, sub)
+    // before ACTIVE the handshake sends every subscription once it is registered
+    if (this.socket && LIVE.has(this.state)) this.sendReq(this.socket, sub)
+    return () => {
+      if (!this.subs.delete(sub.subId)) return
+      this.socket?.send(['CLOSE', sub.subId])
+    }
+  }
+
+  /** Live agents offering `capability`: announcements with a heartbeat within the relay's lease. */
+  async discover(capability: string): Promise<DiscoveredAgent[]> {
+    const socket = this.socket
+    if (!socket || !LIVE.has(this.state)) throw new Error(`discover() needs a connected agent (state ${this.state})`)
+    const announcements = await this.query(socket, [{ kinds: [KIND_ANNOUNCEMENT], '#c': [capability] }])
+    const authors = [...new Set(announcements.map((e) => e.pubkey))]
+    const heartbeats: NostrEvent[] = []
+    // one filter's list holds at most 1000 values on Apiary
+    for (let i = 0; i < authors.length; i += 500) heartbeats.push(...(await this.query(socket, [{ kinds: [KIND_PRESENCE], authors: authors.slice(i, i + 500) }])))
+    return toDiscovered(announcements, heartbeats, this.probe?.leaseSeconds ?? DEFAULT_LEASE_SECONDS, this.o.clock.now())
+  }
+
+  /**
+   * A live discover(): `onChange` gets the whole list of live agents offering `capability` whenever it
+   * changes (arrivals, heartbeats, departures, leases running out). Returns the function that ends the watch.
+   */
+  watch(capability: string, onChange: (agents: DiscoveredAgent[]) => void): () => void {
+    const end = watchCapability(capability, onChange, {
+      subscribe: (filters, onEvent) => this.subscribe(filters, onEvent),
+      leaseSeconds: () => this.probe?.leaseSeconds ?? DEFAULT_LEASE_SECONDS,
+      clock: this.o.clock,
+      tickMs: Math.min(1000, this.o.heartbeatMs),
+    })
+    this.watches.add(end)
+    return () => {
+      this.watches.delete(end)
+      end()
+    }
+  }
+
+  /** 0..1; re-announced with the next heartbeat when it changed (at most once per heartbeat). */
+  setLoad(load: number): void {
+    this.load = load
+  }
+
+  metrics(): AgentMetrics {
+    return {
+      ...this.publisher.counters,
+      reconnects: this.reconnects,
+      state: this.state,
+      queueLength: this.publisher.queue.length,
+      dropped: this.publisher.queue.dropped,
+      deduplicated: this.dedup.dropped,
+      inboundSkipped: this.limits?.skipped ?? 0,
+    }
+  }
+
+  /** Graceful goodbye: no new work, in-flight publishes finish (bounded), presence "offline" ACKed, CLOSE, 1000. */
+  async stop(): Promise<void> {
+    if (this.stopping || this.state === 'CLOSED') return
+    this.stopping = true
+    this.clearReconnect()
+    for (const end of this.watches) end()
+    this.watches.clear()
+    const socket = this.socket
+    if (socket?.isOpen && LIVE.has(this.state)) {
+      let timer: TimerHandle | undefined
+      const bound = new Promise<void>((resolve) => {
+        timer = this.o.clock.setTimeout(resolve, this.o.goodbyeTimeoutMs)
+      })
+      await Promise.race([this.publisher.settled(), bound])
+      if (timer !== undefined) this.o.clock.clearTimeout(timer)
+      await this.sayGoodbye(socket)
+      for (const subId of this.subs.keys()) socket.send(['CLOSE', subId])
+    }
+    this.generation++
+    this.stopTimers()
+    this.publisher.close()
+    this.socket = undefined
+    await socket?.close(1000, 'goodbye')
+    this.transition('CLOSED', 'stopped')
+    this.starting?.reject(new Error('the agent was stopped before it became ACTIVE'))
+    this.starting = undefined
+  }
+
+  // --- connecting -----------------------------------------------------------------------------------------
+
+  private async connect(): Promise<void> {
+    const gen = ++this.generation
+    this.reconnectTimer = undefined
+    try {
+      this.probe = await this.discoverRelay()
+      if (gen !== this.generation) return
+      this.discoveryFailures = 0
+      this.transition('DISCOVERED', `${this.probe.url} supports NIP-${this.probe.supportedNips.join(', ')}; lease ${this.probe.leaseSeconds} s`)
+      const socket = await this.openSocket(this.probe.url, gen)
+      if (gen !== this.generation) return socket.terminate()
+      this.socket = socket
+      await this.handshake(socket, gen)
+    } catch (error) {
+      if (gen === this.generation) this.onAttemptFailed(error)
+    }
+  }
+
+  private async handshake(socket: RelaySocket, gen: number): Promise<void> {
+    const aborted = new Promise<never>((_, reject) => {
+      this.abortHandshake = reject
+    })
+    aborted.catch(() => {})
+    const step = <T>(p: Promise<T>): Promise<T> => Promise.race([p, aborted])
+    await step(this.authenticate(socket))
+    if (gen !== this.generation) return
+    this.transition('AUTHENTICATED', `NIP-42 as ${this.pubkey}`)
+    await step(this.register(socket))
+    if (gen !== this.generation) return
+    for (const sub of this.subs.values()) this.sendReq(socket, sub)
+    this.abortHandshake = undefined
+    this.schedule.connected(this.o.clock.now())
+    this.everActive = true
+    this.transition('ACTIVE', `registered ${this.o.capabilities.map((c) => c.name).join(', ') || 'no capabilities'}`)
+    this.starting?.resolve()
+    this.starting = undefined
+    this.scheduleHeartbeat(gen)
+    this.scheduleWatchdog(gen)
+    void this.publisher.flush()
+  }
+
+  /** Phase one: the first relay whose NIP-11 answers and fits, starting with the last one used (sticky). */
+  private async discoverRelay(): Promise<RelayProbe> {
+    const unreachable: string[] = []
+    let incompatible: AgentError | undefined
+    for (let i = 0; i < this.o.relays.length; i++) {
+      const index = (this.relayIndex + i) % this.o.relays.length
+      const url = this.o.relays[index]!
+      try {
+        const probe = await probeRelay(url, this.o.fetch, this.o.handshakeTimeoutMs)
+        this.relayIndex = index
+        return probe
+      } catch (error) {
+        if (error instanceof AgentError) incompatible ??= error
+        else unreachable.push(`${url}: ${(error as Error).message}`)
+      }
+    }
+    // every relay answered and none can host an agent: waiting will not change that
+    if (incompatible && unreachable.length === 0) throw incompatible
+    throw new DiscoveryRoundFailed(`no relay answered NIP-11 (${unreachable.join('; ')})`)
+  }
+
+  private async openSocket(url: string, gen: number): Promise<RelaySocket> {
+    this.challenge = {}
+    const handlers: SocketHandlers = {
+      onEvent: (subId, event) => gen === this.generation && this.onEvent(subId, event),
+      onEose: (subId) => gen === this.generation && this.onEose(subId),
+      onClosed: (subId, reason) => gen === this.generation && this.onSubClosed(subId, reason),
+      onAuthChallenge: (value) => {
+        if (gen !== this.generation) return
+        this.challenge.value = value
+        this.challenge.wake?.()
+      },
+      onClose: (code, reason) => gen === this.generation && this.onSocketClose(code, reason),
+    }
+    try {
+      return await RelaySocket.open(url, this.o.clock, this.o.handshakeTimeoutMs, handlers)
+    } catch (error) {
+      throw new Transient((error as Error).message)
+    }
+  }
+
+  /** Phase two: NIP-42 on every connect. A refusal for who we are is terminal; one for now is not. */
+  private async authenticate(socket: RelaySocket): Promise<void> {
+    const challenge = await this.awaitChallenge()
+    // NIP-42: the URL we connected to; the relay compares it with its community's host
+    const tags = [
+      ['relay', this.probe?.url ?? ''],
+      ['challenge', challenge],
+    ]
+    const auth = signTemplate(this.o.key, { kind: KIND_AUTH, content: '', tags }, this.nowSeconds())
+    const answer = await socket.sendAndAwaitOk('AUTH', auth, this.o.handshakeTimeoutMs).catch(() => undefined)
+    if (answer === undefined) throw new Transient('no answer to AUTH')
+    if (!answer.accepted) throw refusal('AUTH', answer, 'auth-rejected')
+  }
+
+  private awaitChallenge(): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const timer = this.o.clock.setTimeout(() => reject(new Transient(`no AUTH challenge within ${this.o.handshakeTimeoutMs} ms`)), this.o.handshakeTimeoutMs)
+      const check = () => {
+        if (this.challenge.value === undefined) return
+        this.o.clock.clearTimeout(timer)
+        this.challenge.wake = undefined
+        resolve(this.challenge.value)
+      }
+      this.challenge.wake = check
+      check()
+    })
+  }
+
+  /** Phase four: the capabilities announcement, then the first heartbeat that starts the lease. */
+  private async register(socket: RelaySocket): Promise<void> {
+    await this.sendControl(socket, this.announcement(), 'the capabilities announcement')
+    await this.sendControl(socket, signTemplate(this.o.key, heartbeatTemplate('online'), this.nowSeconds()), 'the first heartbeat')
+  }
+
+  private announcement(): NostrEvent {
+    // a later announcement must win over an earlier one of the same second (ties go to the lowest id)
+    const createdAt = Math.max(this.nowSeconds(), this.lastAnnouncedAt + (this.announcedLoad === this.load ? 0 : 1))
+    this.lastAnnouncedAt = createdAt
+    this.announcedLoad = this.load
+    return signTemplate(this.o.key, { ...announcementTemplate(this.o.capabilities, this.o.version, this.load), created_at: createdAt }, createdAt)
+  }
+
+  private async sendControl(socket: RelaySocket, event: NostrEvent, what: string): Promise<void> {
+    const answer = await socket.sendAndAwaitOk('EVENT', event, this.o.handshakeTimeoutMs).catch(() => undefined)
+    if (answer === undefined) throw new Transient(`no OK for ${what}`)
+    if (!answer.accepted) throw refusal(what, answer, 'restricted')
+  }
+
+  private onAttemptFailed(error: unknown): void {
+    // the terminated socket's close must not schedule a second attempt
+    this.generation++
+    this.abortHandshake = undefined
+    const socket = this.socket
+    this.socket = undefined
+    socket?.terminate()
+    if (error instanceof AgentError) this.closeWith(error)
+    else if (error instanceof DiscoveryRoundFailed && !this.everActive && ++this.discoveryFailures >= this.o.maxDiscoveryRounds) {
+      this.closeWith(new AgentError('discovery-failed', `${error.message}; gave up after ${this.discoveryFailures} rounds`, { cause: error }))
+    } else if (error instanceof Transient) this.scheduleReconnect(error.message, error.retryAfterMs)
+    // a bug of ours must not end an agent that is meant to stay up: back off as for a network error
+    else this.scheduleReconnect(`unexpected: ${(error as Error).message}`, 0)
+  }
+
+  private onSocketClose(code: number, reason: string): void {
+    this.stopTimers()
+    this.socket = undefined
+    const why = `the relay closed the connection (${code}${reason ? ` ${reason}` : ''})`
+    // a ban closes the socket with `blocked:` (community-cluster): reconnecting would only be refused again
+    const closed = prefixOf(reason) === 'blocked' ? new AgentError('blocked', `${why}: this key is banned here; ask the community's admins`) : undefined
+    if (this.abortHandshake) this.abortHandshake(closed ?? new Transient(why))
+    else if (closed) this.closeWith(closed)
+    else this.scheduleReconnect(why, prefixOf(reason) === 'rate-limited' ? (parseRetryAfterMs(reason) ?? 0) : 0)
+  }
+
+  /** The one timer that owns the reconnect schedule. */
+  private scheduleReconnect(why: string, retryAfterMs: number): void {
+    if (this.stopping) return
+    this.clearReconnect()
+    const delayMs = Math.round(this.schedule.failed(this.o.clock.now(), retryAfterMs))
+    this.reconnects++
+    this.transition('INIT', `${why}; reconnecting in ${delayMs} ms`)
+    this.reconnectTimer = this.o.clock.setTimeout(() => void this.connect(), delayMs)
+  }
+
+  private closeWith(error: AgentError): void {
+    this.generation++
+    this.clearReconnect()
+    this.stopTimers()
+    const socket = this.socket
+    this.socket = undefined
+    socket?.terminate()
+    this.transition('CLOSED', error.message, error)
+    this.starting?.reject(error)
+    this.starting = undefined
+  }
+
+  // --- heartbeat and silence ------------------------------------------------------------------------------
+
+  /** Heartbeats go straight to the socket on their own timer: never behind the queue or a throttle. */
+  private scheduleHeartbeat(gen: number): void {
+    this.heartbeatTimer = this.o.clock.setTimeout(() => {
+      const socket = this.socket
+      if (gen !== this.generation || !socket) return
+      const beat = signTemplate(this.o.key, heartbeatTemplate('online'), this.nowSeconds())
+      void socket.sendAndAwaitOk('EVENT', beat, this.o.heartbeatMs).catch(() => undefined)
+      if (this.load !== this.announcedLoad) void socket.sendAndAwaitOk('EVENT', this.announcement(), this.o.okTimeoutMs).catch(() => undefined)
+      this.scheduleHeartbeat(gen)
+    }, this.heartbeatIntervalMs())
+  }
+
+  /** ours, or faster when the relay's lease would not outlive two of ours lost (its NIP-11 says so) */
+  private heartbeatIntervalMs(): number {
+    const relayLeaseMs = (this.probe?.leaseSeconds ?? DEFAULT_LEASE_SECONDS) * 1000
+    return Math.min(this.o.heartbeatMs, relayLeaseMs / 3)
+  }
+
+  /**
+   * SUSPECT after a heartbeat went unanswered (1.5 heartbeats of silence), ZOMBIE past the lease (the relay
+   * has dropped us from discovery by then), and the socket is given up at the session timeout: a half-open
+   * socket is found within it. Any frame from the relay makes the agent ACTIVE again.
+   */
+  private scheduleWatchdog(gen: number): void {
+    const tickMs = Math.min(1000, this.o.heartbeatMs / 4)
+    this.watchdogTimer = this.o.clock.setTimeout(() => {
+      const socket = this.socket
+      if (gen !== this.generation || !socket) return
+      const silentMs = this.o.clock.now() - socket.lastInboundMs
+      if (silentMs >= this.o.sessionMs) {
+        this.transition('ZOMBIE', `no frame from the relay for ${Math.round(silentMs / 1000)} s (session timeout): dropping the connection`)
+        this.stopTimers()
+        this.socket = undefined
+        this.generation++
+        socket.terminate()
+        return this.scheduleReconnect('session timeout', 0)
+      }
+      if (silentMs >= this.o.leaseMs && this.state !== 'ZOMBIE') this.transition('ZOMBIE', `no frame from the relay for ${Math.round(silentMs / 1000)} s (past the lease)`)
+      else if (silentMs >= this.o.heartbeatMs * 1.5 && this.state === 'ACTIVE') this.transition('SUSPECT', `a heartbeat went unanswered (${Math.round(silentMs / 1000)} s of silence)`)
+      else if (silentMs < this.o.heartbeatMs && (this.state === 'SUSPECT' || this.state === 'ZOMBIE')) {
+        this.transition('ACTIVE', 'the relay answered again')
+        void this.publisher.flush()
+      }
+      this.scheduleWatchdog(gen)
+    }, tickMs)
+  }
+
+  private async sayGoodbye(socket: RelaySocket): Promise<void> {
+    const bye = signTemplate(this.o.key, heartbeatTemplate('offline'), this.nowSeconds())
+    // the relay's OK is the ACK that it removed us from discovery; the same id re-sent is idempotent
+    for (let i = 0; i < 4 && socket.isOpen; i++) {
+      const answer = await socket.sendAndAwaitOk('EVENT', bye, this.o.goodbyeTimeoutMs).catch(() => undefined)
+      if (answer !== undefined) return
+    }
+  }
+
+  private stopTimers(): void {
+    for (const t of [this.heartbeatTimer, this.watchdogTimer]) if (t !== undefined) this.o.clock.clearTimeout(t)
+    this.heartbeatTimer = undefined
+    this.watchdogTimer = undefined
+  }
+
+  private clearReconnect(): void {
+    if (this.reconnectTimer !== undefined) this.o.clock.clearTimeout(this.reconnectTimer)
+    this.reconnectTimer = undefined
+  }
+
+  // --- inbound --------------------------------------------------------------------------------------------
+
+  private sendReq(socket: RelaySocket, sub: AppSubscription): void {
+    if (sub.refused === undefined) socket.send(['REQ', sub.subId, ...reqFiltersOf(sub, this.o.resumeOverlapSeconds)])
+  }
+
+  private onEvent(subId: string, event: NostrEvent): void {
+    const query = this.queries.get(subId)
+    if (query) {
+      if (verifyEventNoble(event) === 'ok') query.events.push(event)
+      return
+    }
+    const sub = this.subs.get(subId)
+    if (!sub || verifyEventNoble(event) !== 'ok') return
+    if (!this.isFirstDelivery(`${subId}:${event.id}`) || !this.isWithinLimits(event)) return
+    sub.newestSeconds = Math.max(sub.newestSeconds ?? 0, event.created_at)
+    try {
+      sub.onEvent(event)
+    } catch {
+      // the application's handler failing must not take the connection down with it
+    }
+  }
+
+  /** the inbound guard: a guard that fails lets the event through (a duplicate beats a loss) */
+  private isFirstDelivery(key: string): boolean {
+    try {
+      return this.dedup.admit(key, this.o.clock.now())
+    } catch {
+      return true
+    }
+  }
+
+  private isWithinLimits(event: NostrEvent): boolean {
+    try {
+      return this.limits?.admit(event, this.o.clock.now()) ?? true
+    } catch {
+      return true
+    }
+  }
+
+  private onEose(subId: string): void {
+    const query = this.queries.get(subId)
+    if (query) {
+      query.done()
+      return
+    }
+    const sub = this.subs.get(subId)
+    if (sub && sub.liveSinceSeconds === undefined) sub.liveSinceSeconds = this.nowSeconds()
+  }
+
+  private onSubClosed(subId: string, reason: string): void {
+    const query = this.queries.get(subId)
+    if (query) {
+      query.done(reason)
+      return
+    }
+    const sub = this.subs.get(subId)
+    // `error:`/`rate-limited:`/`auth-required:` pass: the next connection re-sends it; anything else is final
+    if (sub && !['error', 'rate-limited', 'auth-required'].includes(prefixOf(reason) ?? '')) sub.refused = reason
+  }
+
+  private query(socket: RelaySocket, filters: WireFilter[]): Promise<NostrEvent[]> {
+    const subId = `agent-q${++this.subCounter}`
+    return new Promise((resolve, reject) => {
+      const events: NostrEvent[] = []
+      const timer = this.o.clock.setTimeout(() => done('error: no EOSE in time'), this.o.okTimeoutMs)
+      const done = (closed?: string) => {
+        this.o.clock.clearTimeout(timer)
+        this.queries.delete(subId)
+        if (closed !== undefined) return reject(new Error(`the relay refused the query: ${closed}`))
+        socket.send(['CLOSE', subId])
+        resolve(events)
+      }
+      this.queries.set(subId, { events, done })
+      if (!socket.send(['REQ', subId, ...filters])) done('error: the connection is gone')
+    })
+  }
+
+  private transition(state: AgentState, cause: string, error?: AgentError): void {
+    this.states.next(error ? { state, cause, error } : { state, cause })
+  }
+
+  private nowSeconds(): number {
+    return Math.floor(this.o.clock.now() / 1000)
+  }
+}
+
+/** A refused AUTH or registration: `blocked:`/`restricted:`/`invalid:` are terminal; the rest back off. */
+function refusal(what: string, answer: OkAnswer, invalidCode: 'auth-rejected' | 'restricted'): Error {
+  const prefix = prefixOf(answer.message)
+  const text = `the relay refused ${what}: ${answer.message || '(no reason)'}`
+  if (prefix === 'blocked') return new AgentError('blocked', `${text}; this key is banned here`)
+  if (prefix === 'restricted') return new AgentError('restricted', `${text}; ask the community's admins for access`)
+  if (prefix === 'invalid') return new AgentError(invalidCode, `${text}; check the key, the relay URL and the clock`)
+  return new Transient(text, prefix === 'rate-limited' ? (parseRetryAfterMs(answer.message) ?? 0) : 0)
+}
+
+export type { AgentClock, RandomSource } from './agent-clock.js'
+export { AgentError, type AgentErrorCode } from './agent-error.js'
+export type { InboundLimitOptions, WindowLimit } from './agent-inbound-limits.js'
+export type { AgentClientOptions, Capability } from './agent-options.js'
+export type { PublishResult } from './agent-publisher.js'
+export type { DiscoveredAgent } from './agent-registry-wire.js'
+export type { WireFilter } from './agent-subscriptions.js'

@@ -1,0 +1,54 @@
+// Phase one of the handshake: the relay's NIP-11 document says whether it can host an agent at all, and how
+// long the registry keeps a lease.
+import { AgentError } from './agent-error.js'
+
+/** What the agent needs: NIP-01, and NIP-42 because presence must be AUTHed as its author (docs/presence.md). */
+export const REQUIRED_NIPS = [1, 42] as const
+
+/** the registry's lease when the relay advertises none (the issue's 15 s / 45 s gradient) */
+export const DEFAULT_LEASE_SECONDS = 45
+
+export interface RelayProbe {
+  url: string
+  supportedNips: number[]
+  leaseSeconds: number
+}
+
+/** ws://h/p → http://h/p, wss → https (NIP-11 is served on the same URL). */
+export const toHttpUrl = (wsUrl: string): string => wsUrl.replace(/^ws/i, 'http')
+
+/** Resolves the probe; rejects AgentError('incompatible') for a relay that answers but cannot serve; throws otherwise. */
+export async function probeRelay(url: string, fetchFn: typeof fetch, timeoutMs: number): Promise<RelayProbe> {
+  const res = await fetchFn(toHttpUrl(url), { headers: { Accept: 'application/nostr+json' }, signal: AbortSignal.timeout(timeoutMs) })
+  if (!res.ok) throw new Error(`NIP-11 at ${url} answered HTTP ${res.status}`)
+  let doc: unknown
+  try {
+    doc = await res.json()
+  } catch (cause) {
+    throw new AgentError('incompatible', `${url} did not answer a NIP-11 document (application/nostr+json)`, { cause })
+  }
+  return toProbe(url, doc)
+}
+
+export function toProbe(url: string, doc: unknown): RelayProbe {
+  const info = (typeof doc === 'object' && doc !== null ? doc : {}) as Record<string, unknown>
+  const nips = Array.isArray(info.supported_nips) ? info.supported_nips.filter((n): n is number => typeof n === 'number') : []
+  const missing = REQUIRED_NIPS.filter((n) => !nips.includes(n))
+  if (missing.length > 0) {
+    throw new AgentError(
+      'incompatible',
+      `${url} does not support NIP-${missing.join(', NIP-')} (its NIP-11 supported_nips: [${nips.join(', ')}]); an agent needs NIP-01 and NIP-42 AUTH`,
+    )
+  }
+  return { url, supportedNips: nips, leaseSeconds: leaseSecondsOf(info) }
+}
+
+/** NIP-11 `apiary.presence.lease_seconds`, else 3 × `heartbeat_seconds`, else the default. */
+export function leaseSecondsOf(info: Record<string, unknown>): number {
+  const apiary = info.apiary as { presence?: { lease_seconds?: unknown; heartbeat_seconds?: unknown } } | undefined
+  const lease = apiary?.presence?.lease_seconds
+  if (typeof lease === 'number' && lease > 0) return lease
+  const heartbeat = apiary?.presence?.heartbeat_seconds
+  if (typeof heartbeat === 'number' && heartbeat > 0) return 3 * heartbeat
+  return DEFAULT_LEASE_SECONDS
+}

@@ -1,0 +1,185 @@
+import { createServer, type Server } from 'node:http'
+import { bytesToHex } from '@noble/hashes/utils.js'
+import { afterEach, describe, expect, it } from 'vitest'
+import { type WebSocket, WebSocketServer } from 'ws'
+import { AgentClient, type AgentClientOptions, AgentError } from '../../src/client/index'
+import type { NostrEvent } from '../../src/protocols/nip01/event'
+import { makeKeys } from '../support/events'
+
+/**
+ * A scripted relay (NIP-11 over HTTP, NIP-01/42 over WebSocket on the same port) for what a real relay only
+ * does under conditions a test can't easily make: AUTH refused with each prefix, `rate-limited: retry in Ns`,
+ * a goodbye that is never acknowledged.
+ */
+interface ScriptedRelay {
+  url: string
+  /** every connection's frames from the agent, in order */
+  connections: { at: number; frames: unknown[][]; closeCode?: number }[]
+  close(): Promise<void>
+}
+
+type Answer = (frame: unknown[], ws: WebSocket, connection: number) => void
+
+const okAll: Answer = (f, ws) => {
+  if (f[0] === 'EVENT' || f[0] === 'AUTH') ws.send(JSON.stringify(['OK', (f[1] as NostrEvent).id, true, '']))
+  if (f[0] === 'REQ') ws.send(JSON.stringify(['EOSE', f[1]]))
+}
+
+async function startScriptedRelay(answer: Answer = okAll, nips = [1, 11, 42]): Promise<ScriptedRelay> {
+  const server: Server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/nostr+json' }).end(JSON.stringify({ supported_nips: nips }))
+  })
+  const wss = new WebSocketServer({ server })
+  const connections: ScriptedRelay['connections'] = []
+  wss.on('connection', (ws) => {
+    const c = { at: Date.now(), frames: [] as unknown[][], closeCode: undefined as number | undefined }
+    const index = connections.push(c) - 1
+    ws.on('close', (code) => {
+      c.closeCode = code
+    })
+    ws.send(JSON.stringify(['AUTH', `challenge-${index}`]))
+    ws.on('message', (data) => {
+      const f = JSON.parse(String(data)) as unknown[]
+      c.frames.push(f)
+      answer(f, ws, index)
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  return {
+    url: `ws://127.0.0.1:${port}`,
+    connections,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const ws of wss.clients) ws.terminate()
+        wss.close()
+        server.close(() => resolve())
+      }),
+  }
+}
+
+const opened: { stop(): Promise<void> }[] = []
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((x) => x.stop()))
+})
+
+function agentOn(r: ScriptedRelay, extra: Partial<AgentClientOptions> = {}) {
+  const agent = new AgentClient({ relays: [r.url], secretKey: bytesToHex(makeKeys().secretKey), capabilities: [{ name: 'echo', kinds: [5050] }], ...extra })
+  opened.push(agent)
+  return agent
+}
+
+const scripted = async (answer?: Answer, nips?: number[]) => {
+  const r = await startScriptedRelay(answer, nips)
+  opened.push({ stop: () => r.close() })
+  return r
+}
+
+const refuseAuthWith =
+  (message: string, times = Number.POSITIVE_INFINITY): Answer =>
+  (f, ws, connection) => {
+    if (f[0] === 'AUTH' && connection < times) ws.send(JSON.stringify(['OK', (f[1] as NostrEvent).id, false, message]))
+    else okAll(f, ws, connection)
+  }
+
+describe('the handshake against a scripted relay', () => {
+  it.each([
+    ['blocked: banned', 'blocked'],
+    ['restricted: not on the allow list', 'restricted'],
+    ['invalid: auth relay tag does not name this relay', 'auth-rejected'],
+  ])('rejects start() for AUTH answered %j with code %s, and never connects again', async (message, code) => {
+    const r = await scripted(refuseAuthWith(message))
+    const agent = agentOn(r)
+    const error = (await agent.start().catch((e: unknown) => e)) as AgentError
+    expect(error).toBeInstanceOf(AgentError)
+    expect(error.code).toBe(code)
+    expect(agent.state).toBe('CLOSED')
+    await new Promise((res) => setTimeout(res, 1300))
+    expect(r.connections).toHaveLength(1)
+  })
+
+  it('waits out an AUTH answered `rate-limited: retry in 2s` before the next attempt, then becomes ACTIVE', async () => {
+    const r = await scripted(refuseAuthWith('rate-limited: retry in 2s', 1))
+    const agent = agentOn(r)
+    await agent.start()
+    expect(r.connections).toHaveLength(2)
+    expect(r.connections[1]!.at - r.connections[0]!.at).toBeGreaterThanOrEqual(2000)
+  })
+
+  it('signs AUTH for the challenge and the relay URL, then announces the capabilities and sends its first heartbeat', async () => {
+    const r = await scripted()
+    const agent = agentOn(r, { version: '2.0.0' })
+    await agent.start()
+    const [auth, announcement, heartbeat] = r.connections[0]!.frames
+    expect(auth![0]).toBe('AUTH')
+    expect((auth![1] as NostrEvent).tags).toEqual([
+      ['relay', r.url],
+      ['challenge', 'challenge-0'],
+    ])
+    const a = announcement![1] as NostrEvent
+    expect(a.kind).toBe(31990)
+    expect(a.tags).toEqual([
+      ['d', 'apiary-agent'],
+      ['c', 'echo'],
+      ['k', '5050'],
+      ['version', '2.0.0'],
+    ])
+    expect(JSON.parse(a.content)).toEqual({ capabilities: [{ name: 'echo', kinds: [5050] }] })
+    expect(heartbeat![1]).toMatchObject({ kind: 20001, content: 'online', pubkey: agent.pubkey })
+  })
+
+  it('refuses a relay without NIP-42 with a clear `incompatible` error', async () => {
+    const r = await scripted(okAll, [1, 11])
+    const error = (await agentOn(r).start().catch((e: unknown) => e)) as AgentError
+    expect(error.code).toBe('incompatible')
+    expect(error.message).toMatch(/does not support NIP-42/)
+    expect(r.connections).toHaveLength(0)
+  })
+
+  it('heartbeats on its own timer, and re-announces once per heartbeat when the load changed', async () => {
+    const r = await scripted()
+    const agent = agentOn(r, { heartbeatSeconds: 0.2, leaseSeconds: 0.6, sessionSeconds: 1 })
+    await agent.start()
+    agent.setLoad(0.5)
+    agent.setLoad(0.75)
+    await new Promise((res) => setTimeout(res, 700))
+    const events = r.connections[0]!.frames.filter((f) => f[0] === 'EVENT').map((f) => f[1] as NostrEvent)
+    expect(events.filter((e) => e.kind === 20001).length).toBeGreaterThanOrEqual(3)
+    const announcements = events.filter((e) => e.kind === 31990)
+    expect(announcements).toHaveLength(2)
+    expect(announcements[1]!.tags).toContainEqual(['load', '0.75'])
+    expect(agent.state).toBe('ACTIVE')
+  })
+
+  it('keeps heartbeating on time while publishes wait behind the throttle', async () => {
+    const r = await scripted()
+    const agent = agentOn(r, { heartbeatSeconds: 0.2, leaseSeconds: 0.6, sessionSeconds: 1, throttle: { global: { ratePerSecond: 1, burst: 1 } } })
+    await agent.start()
+    const since = r.connections[0]!.frames.length
+    const publishes = Array.from({ length: 5 }, (_, i) => agent.publish({ kind: 1, content: `waits ${i}` }))
+    await new Promise((res) => setTimeout(res, 700))
+    const sent = r.connections[0]!.frames.slice(since).map((f) => f[1] as NostrEvent)
+    expect(sent.filter((e) => e.kind === 1).length).toBeLessThanOrEqual(2)
+    expect(sent.filter((e) => e.kind === 20001).length).toBeGreaterThanOrEqual(3)
+    expect((await Promise.all(publishes)).filter((p) => !p.ok && p.throttled)).toHaveLength(0)
+  })
+
+  it('re-sends an unacknowledged goodbye up to 3 times, then CLOSEs its subscriptions and closes with 1000', async () => {
+    const r = await scripted((f, ws, c) => {
+      if (f[0] === 'EVENT' && (f[1] as NostrEvent).content === 'offline') return
+      okAll(f, ws, c)
+    })
+    const agent = agentOn(r, { goodbyeTimeoutMs: 100 })
+    await agent.start()
+    agent.subscribe([{ kinds: [1] }], () => {})
+    await new Promise((res) => setTimeout(res, 50))
+    await agent.stop()
+    await new Promise((res) => setTimeout(res, 50))
+    const frames = r.connections[0]!.frames
+    const byes = frames.filter((f) => f[0] === 'EVENT' && (f[1] as NostrEvent).content === 'offline')
+    expect(byes).toHaveLength(4)
+    expect(new Set(byes.map((f) => (f[1] as NostrEvent).id)).size).toBe(1)
+    expect(frames.at(-1)).toEqual(['CLOSE', expect.stringMatching(/^agent-/)])
+    expect(r.connections[0]!.closeCode).toBe(1000)
+  })
+})
