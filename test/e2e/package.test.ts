@@ -48,9 +48,10 @@ describe('the published package', { timeout: 120_000 }, () => {
   })
 
   it('exports the client entry point, and its types, under apiary-relay/client', async () => {
-    const probe = "import('apiary-relay/client').then((m) => console.log(typeof m.openRelaySession, typeof m.callManagement))"
+    const probe =
+      "import('apiary-relay/client').then((m) => console.log(typeof m.openRelaySession, typeof m.callManagement, typeof m.AgentClient, new m.AgentError('blocked', 'x').code))"
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', probe], { cwd: dir, env: cleanEnv() })
-    expect(stdout.trim()).toBe('function function')
+    expect(stdout.trim()).toBe('function function function blocked')
     const pkg = JSON.parse(readFileSync(join(dir, 'node_modules/apiary-relay/package.json'), 'utf8'))
     for (const entry of ['.', './client']) {
       const types = join(dir, 'node_modules/apiary-relay', pkg.exports[entry].types)
