@@ -1,23 +1,26 @@
 // `npm run bench` — Apiary against the baseline (@nostr-relay/core + SQLite, bench/baseline-relay.ts), each
 // relay in its own child process, alternating over rounds because this machine is noisy (±30 %).
 // Flags: --quick (small counts), --rounds N (default 3), --only a,b (scenarios: ceiling, ingest-closed,
-// ingest-pipelined, fanout, channel-fanout, slow-read, req, ingest-with-reads, idle-memory, cluster-fanout,
-// admission, ingest-pg), --relays apiary,baseline.
+// ingest-pipelined, fanout, channel-fanout, slow-read, req, ingest-with-reads, idle-memory, agents,
+// cluster-fanout, admission, ingest-pg), --relays apiary,baseline.
 // channel-fanout (bench/channel-fanout.ts) runs Apiary only: plain vs public vs private channel events; so do
 // slow-read (bench/slow-read.ts: ingest with and without a REQ the store holds 2 s) and ingest-with-reads
-// (bench/ingest-with-reads.ts: ingest into the REQ data set with and without 8 readers).
+// (bench/ingest-with-reads.ts: ingest into the REQ data set with and without 8 readers), and agents
+// (bench/agents.ts: N AgentClients in this process, the relay SIGKILLed and restarted under them).
 // The cluster scenarios (bench/cluster.ts) need Redis and PostgreSQL on 127.0.0.1; a run without them skips
 // those with a note. Prints a table of medians with the DESIGN §12 targets and writes it to
 // .bench-data/last-run.json.
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
+import { type AgentsResult, agentsStorm } from './agents'
 import { CHANNEL_VARIANTS, type ChannelFixtures, channelFanout, channelFixtures } from './channel-fanout'
 import { CHILD_SCRIPTS, type LoopDelay, type RelayProcess, spawnRelay } from './child'
 import { type AdmissionCell, admissionBench, clusterFanout, clusterUnavailable, dropBenchDatabases, FANOUT_VARIANTS, INGEST_VARIANTS, ingestOnBackend } from './cluster'
 import { BENCH_DATA_DIR, channelPostEvents, type Dataset, ingestEvents, reqDataset } from './fixtures'
 import { ingestWithReads, READ_LOAD_VARIANTS, READER_SHAPES, type ReadersFigures, type ReadLoadResult } from './ingest-with-reads'
 import { fanout, type IdleMemoryResult, idleConnectionMemory, ingestClosedLoop, ingestPipelined, REQ_SHAPES, type ReqShapeResult, reqLatency } from './load'
+import { openFilesLimit } from './relay-readings'
 import { SLOW_READ_VARIANTS, slowReadIngest } from './slow-read'
 
 // ---------------------------------------------------------------- options
@@ -40,6 +43,7 @@ const SCENARIOS = [
   'req',
   'ingest-with-reads',
   'idle-memory',
+  'agents',
   'cluster-fanout',
   'admission',
   'ingest-pg',
@@ -62,6 +66,7 @@ const size = quick
       req: { stored: 10_000, queries: 50, concurrentQueries: 200, connections: 8 },
       ingestWithReads: { events: 3_000, connections: 4, window: 200, maxSeconds: 10, readers: 8 },
       idle: { connections: 1_000 },
+      agents: { agents: 300, waveSize: 50, waveSpacingMs: 20, subscribers: 20, trafficPublishers: 5, trafficIntervalMs: 2_000, stormPublishers: 30, recoveryTimeoutMs: 180_000 },
       clusterFanout: { subscribers: 200, events: 100 },
       admission: { seconds: 1, maxDecisions: 2_000_000, callers: [1, 16, 64], batches: [8, 32, 128], batchCallers: [1, 16], memoryCallers: 16 },
       ingestPg: { events: 3_000, connections: 4, window: 200, maxSeconds: 10 },
@@ -75,6 +80,10 @@ const size = quick
       req: { stored: 100_000, queries: 200, concurrentQueries: 800, connections: 8 },
       ingestWithReads: { events: 30_000, connections: 4, window: 200, maxSeconds: 20, readers: 8 },
       idle: { connections: 2_000 },
+      // the load process signs with noble (~2.4 ms here) and verifies every inbound event (~1.4 ms): 3,000
+      // heartbeating agents alone keep ~0.5 core of it busy, so handshakes are offered at 50/s and only a
+      // sample of agents subscribes
+      agents: { agents: 3_000, waveSize: 50, waveSpacingMs: 20, subscribers: 50, trafficPublishers: 10, trafficIntervalMs: 2_000, stormPublishers: 100, recoveryTimeoutMs: 180_000 },
       clusterFanout: { subscribers: 200, events: 500 },
       admission: { seconds: 3, maxDecisions: 10_000_000, callers: [1, 16, 64], batches: [8, 32, 128], batchCallers: [1, 16], memoryCallers: 16 },
       ingestPg: { events: 30_000, connections: 4, window: 200, maxSeconds: 20 },
@@ -526,11 +535,84 @@ if (wanted('idle-memory')) {
   addRow(label, 'rss per conn', 'KiB', results, (r) => r.rssPerConnection / 1024)
 }
 
+if (wanted('agents') && !relayNames.includes('apiary')) notes.push('agents skipped: it runs Apiary only')
+else if (wanted('agents')) {
+  const o = size.agents
+  const runs: Outcome<AgentsResult>[] = []
+  for (let round = 0; round < rounds; round++) {
+    log(`  agents: ${o.agents} agents, round ${round + 1}/${rounds}`)
+    const r = await attempt(() => agentsStorm({ ...o, dir: freshDir('apiary-agents') }))
+    if (!r.ok) log(`    failed: ${r.error}`)
+    else log(`    all ACTIVE again ${r.value.storm.allActiveSeconds} s after the restart; handshake p99 ${r.value.handshake.steady.p99Ms} ms`)
+    runs.push(r)
+  }
+  raw.agents = runs
+  const label = `agents (${o.agents} AgentClients, one load process)`
+  const atMost = (k: number, unit: string) => ({ text: `≤ ${k}${unit}`, check: (a: number) => a <= k })
+  const none = { text: '0', check: (a: number) => a === 0 }
+  addOneSided(label, 'agents ACTIVE at the end', 'count', runs, (r) => r.active, { text: `${o.agents}`, check: (a) => a === o.agents })
+  addOneSided(label, 'handshake start→ACTIVE p50, steady', 'ms', runs, (r) => r.handshake.steady.p50Ms)
+  addOneSided(label, 'handshake start→ACTIVE p99, steady', 'ms', runs, (r) => r.handshake.steady.p99Ms, atMost(25, ' ms'))
+  addOneSided(label, 'handshake socket→ACTIVE p99, steady', 'ms', runs, (r) => r.handshake.socketToActiveSteady.p99Ms)
+  addOneSided(label, '  of which socket + AUTH p99, steady', 'ms', runs, (r) => r.handshake.authSteady.p99Ms)
+  addOneSided(label, '  of which registration p99, steady', 'ms', runs, (r) => r.handshake.registerSteady.p99Ms)
+  addOneSided(label, 'relay-side open→AUTH OK p50, steady', 'ms ≤', runs, (r) => r.handshake.relaySideP50Ms)
+  addOneSided(label, 'relay-side open→AUTH OK p99, steady', 'ms ≤', runs, (r) => r.handshake.relaySideP99Ms)
+  addOneSided(label, 'handshake start→ACTIVE p99, all waves', 'ms', runs, (r) => r.handshake.all.p99Ms)
+  addOneSided(label, 'load-process loop delay p99, steady', 'ms', runs, (r) => r.loadLoopDelay.p99Ms)
+  addOneSided(label, 'load-process loop delay max, steady', 'ms', runs, (r) => r.loadLoopDelay.maxMs)
+  addOneSided(label, 'relay loop delay p99, steady', 'ms', runs, (r) => r.relayLoopDelay.p99Ms)
+  addOneSided(label, 'relay loop delay max, steady', 'ms', runs, (r) => r.relayLoopDelay.maxMs)
+  addOneSided(label, 'relay rss per agent', 'KiB', runs, (r) => r.memory.rssPerAgent / 1024)
+  addOneSided(label, 'relay heap+external per agent', 'KiB', runs, (r) => r.memory.heapPerAgent / 1024)
+  addOneSided(label, 'steady: relay CPU (heartbeats, traffic)', 'cores', runs, (r) => r.steady.relayCores)
+  addOneSided(label, 'steady: load-generator CPU', 'cores', runs, (r) => r.steady.loadGenCores)
+  addOneSided(label, 'traffic: deliveries to the apps', 'count', runs, (r) => r.traffic.deliveries)
+  addOneSided(label, 'traffic: duplicates delivered', 'count', runs, (r) => r.traffic.duplicates, none)
+  addOneSided(label, 'traffic: deliveries missing', 'count', runs, (r) => r.traffic.missing, none)
+  addOneSided(label, 'storm: outage (kill → listening again)', 's', runs, (r) => r.storm.outageMs / 1000)
+  addOneSided(label, 'storm: restart → all ACTIVE again', 's', runs, (r) => r.storm.allActiveSeconds, atMost(60, ' s'))
+  addOneSided(label, 'storm: restart → agent ACTIVE p50', 's', runs, (r) => r.storm.reactive.p50Ms / 1000)
+  addOneSided(label, 'storm: relay CPU (mean)', 'cores', runs, (r) => r.storm.relayCores)
+  addOneSided(label, 'storm: relay CPU (busiest second)', 'cores', runs, (r) => r.storm.relayPeakCores)
+  addOneSided(label, 'storm: load-generator CPU', 'cores', runs, (r) => r.storm.loadGenCores)
+  addOneSided(label, 'storm: AUTHs shaped (relay /metrics)', 'count', runs, (r) => r.storm.shapedAuth)
+  addOneSided(label, 'storm: shaped refusals seen by agents', 'count', runs, (r) => r.storm.shapedSeen)
+  addOneSided(label, 'storm: reconnect attempts', 'count', runs, (r) => r.storm.reconnects)
+  addOneSided(label, 'storm: publishes resolved queued', 'count', runs, (r) => r.storm.publishedQueued)
+  addOneSided(label, 'storm: queued publishes lost', 'count', runs, (r) => r.storm.queuedLost, none)
+  addOneSided(label, 'storm: deliveries (traffic + outage jobs)', 'count', runs, (r) => r.storm.deliveries)
+  addOneSided(label, 'storm: duplicates delivered', 'count', runs, (r) => r.storm.duplicates, none)
+  addOneSided(label, 'storm: deliveries missing', 'count', runs, (r) => r.storm.missing, none)
+  notes.push(
+    `agents: Apiary only (embedded SQLite, rate limits wide open, maxConnectionsPerIp lifted; presence 15 s / 45 s, client defaults). ${o.agents} AgentClients from dist/client in this process (open-files limit ${openFilesLimit()}); started in waves of ${o.waveSize}, one start every ${o.waveSpacingMs} ms, each wave all ACTIVE before the next. "start→ACTIVE" = start() to ACTIVE (NIP-11, socket, AUTH, 31990 + first heartbeat OK); "socket→ACTIVE" from DISCOVERED; "steady" = the agents of the second half of the waves (≥ ${o.agents / 2} already ACTIVE and heartbeating). ${o.subscribers} agents subscribe to kind 5050 #t=bench-agents, ${o.trafficPublishers} publish one job every ${o.trafficIntervalMs} ms in turn until every agent has been ACTIVE 30 s (the client's stable period); then SIGKILL, ${o.stormPublishers} agents publish during the outage, restart on the same port and data dir`,
+  )
+  runs.forEach((r, i) => {
+    if (!r.ok) return
+    const s = r.value.storm
+    const causes = Object.entries(s.causes).map(([k, n]) => `${k}=${n}`).join(', ')
+    notes.push(`agents r${i + 1}: failed attempts during the storm by cause: ${causes || 'none'}`)
+    if (s.notQueued) notes.push(`agents r${i + 1}: ${s.notQueued} outage publishes did not resolve queued: true`)
+    if (s.ackedLost) notes.push(`agents r${i + 1}: ${s.ackedLost} acknowledged publishes not stored`)
+    if (s.missed.length) notes.push(`agents r${i + 1}: ${s.missing} deliveries missing, e.g. ${s.missed.join('; ')}`)
+    if (s.notActive) notes.push(`agents r${i + 1}: ${s.notActive} agents not ACTIVE ${o.recoveryTimeoutMs / 1000} s after the restart`)
+  })
+}
+
 // ---------------------------------------------------------------- cluster (bench/cluster.ts)
 
 /** A row with one side only (the Apiary column). */
-function addOneSided<T>(scenario: string, metric: string, unit: string, outcomes: Outcome<T>[], get: (v: T) => number) {
-  rows.push({ scenario, metric, unit, apiary: cell(outcomes, get), baseline: '', ratio: null, target: '', met: null })
+function addOneSided<T>(
+  scenario: string,
+  metric: string,
+  unit: string,
+  outcomes: Outcome<T>[],
+  get: (v: T) => number,
+  target?: { text: string; check: (apiary: number) => boolean },
+) {
+  const apiary = cell(outcomes, get)
+  const met = target ? (typeof apiary === 'number' ? target.check(apiary) : false) : null
+  rows.push({ scenario, metric, unit, apiary, baseline: '', ratio: null, target: target?.text ?? '', met })
 }
 
 if (wantedCluster('cluster-fanout')) {

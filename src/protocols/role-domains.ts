@@ -30,15 +30,22 @@ export interface RolePolicy {
 }
 
 /**
- * The policy's verdict on `event`. `roleOf` is the roster: the role of a roster agent, undefined for anyone
- * else (people, admins, agents without a role), who are neither restricted nor protected by domains.
+ * The policy's verdict on `event`. `roleOf` is the roster: the role of a roster agent (null: on the roster
+ * without one), undefined for anyone else (people, admins), who are neither restricted nor protected.
+ * `owner`: the key that attested the author at AUTH (NIP-OA), if any. An author off the roster writes with
+ * its owner's place in the domains: a key a roster agent attested is that agent (else an agent could leave
+ * its role by attesting a fresh key), a key a person attested is that person's (outside the domains).
  * - addressing: once the community has any rule, an agent may `p`-tag an agent of another role only when a
  *   rule for its own role lists that role;
  * - channels: in a channel with a role list, an agent (on the roster) may post only with a listed role.
  */
-export function checkRoleDomains(event: Pick<NostrEvent, 'pubkey' | 'tags'>, policy: RolePolicy, roleOf: (pubkey: string) => string | null | undefined): Reason | null {
-  // null: on the roster without a role; undefined: not an agent of this community
-  const author = roleOf(event.pubkey)
+export function checkRoleDomains(
+  event: Pick<NostrEvent, 'pubkey' | 'tags'>,
+  policy: RolePolicy,
+  roleOf: (pubkey: string) => string | null | undefined,
+  owner?: string,
+): Reason | null {
+  const author = authorRoleOf(event.pubkey, roleOf, owner)
   if (author === undefined) return null
   const channel = event.tags.find((t) => t[0] === 'h')?.[1]
   if (channel !== undefined) {
@@ -55,6 +62,12 @@ export function checkRoleDomains(event: Pick<NostrEvent, 'pubkey' | 'tags'>, pol
     return reason('restricted', `agents of role ${author} may not address agents of role ${target}`)
   }
   return null
+}
+
+/** The author's own roster entry first; off the roster, its owner's (null and undefined as for roleOf). */
+export function authorRoleOf(pubkey: string, roleOf: (pubkey: string) => string | null | undefined, owner?: string): string | null | undefined {
+  const own = roleOf(pubkey)
+  return own !== undefined || owner === undefined ? own : roleOf(owner)
 }
 
 const isRoleList = (v: unknown): v is string[] =>

@@ -1,9 +1,19 @@
+import { randomUUID } from 'node:crypto'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Redis } from 'ioredis'
+import { filter, firstValueFrom } from 'rxjs'
 import { describe, expect, it } from 'vitest'
+import { tell } from '../../src/actors/kernel'
+import { eventsChannel } from '../../src/infra/redis/keys'
+import type { EventStore } from '../../src/infra/store/event-store'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { makeKeys, type SignedEvent, signEvent, type TestKeys } from '../support/events'
+import { openFailingSqliteStore } from '../support/failing-event-store'
 import type { TestRelay } from '../support/relay'
 import type { Frame, TestClient } from '../support/ws-client'
-import { auth, authEvent, challengeOf, client, count, httpGet, idsOf, metric, publish, relayUrlOf, reqEvents, useCluster, useRelays } from './helpers'
+import { auth, authEvent, challengeOf, client, count, httpGet, idsOf, metric, publish, REDIS_URL, relayUrlOf, reqEvents, useCluster, useRelays } from './helpers'
 
 /**
  * The relay half of the agent registry (docs/agent-registry.md): kind 31990 announcements served only while
@@ -17,9 +27,10 @@ const heartbeat = (keys: TestKeys, status = `online ${Math.random()}`): SignedEv
 const goodbye = (keys: TestKeys): SignedEvent => signEvent(keys, { kind: 20001, content: 'offline' })
 
 /** The wire format agreed with the agent client (src/client/agent-client.ts). */
-function announcement(keys: TestKeys, capabilities: { name: string; kinds: number[] }[], load = '0.25'): SignedEvent {
+function announcement(keys: TestKeys, capabilities: { name: string; kinds: number[] }[], load = '0.25', created_at?: number): SignedEvent {
   return signEvent(keys, {
     kind: 31990,
+    created_at,
     tags: [
       ['d', 'apiary-agent'],
       ...capabilities.map((c) => ['c', c.name]),
@@ -173,6 +184,114 @@ describe('the agent registry: announcements live only while their lease is', () 
     expect(await count(reader, [{ kinds: [1], authors: [agent.pubkey] }, { kinds: [31990] }])).toBe(1)
   })
 
+  /** One live agent's announcement, behind `dead` newer ones whose authors never heartbeat. */
+  async function liveBehindDead(r: TestRelay, dead: number): Promise<SignedEvent> {
+    const agent = makeKeys()
+    const a = await authed(r, agent)
+    await publish(a, heartbeat(agent, 'here'))
+    const now = Math.floor(Date.now() / 1000)
+    const live = announcement(agent, [{ name: 'echo', kinds: [5050] }], '0.25', now - 100)
+    expect((await publish(a, live)).accepted).toBe(true)
+    for (let i = 0; i < dead; i++) {
+      const gone = makeKeys()
+      expect((await publish(await authed(r, gone), announcement(gone, [{ name: 'echo', kinds: [5050] }], '0.25', now - 50 + i))).accepted).toBe(true)
+    }
+    return live
+  }
+
+  it("fills a REQ's page with live announcements when more lapsed ones are newer than its limit", async () => {
+    const r = await relays.start({ presenceHeartbeatSeconds: 15, limits: { maxLimit: 2 } })
+    const live = await liveBehindDead(r, 5)
+    const reader = await client(r)
+    expect(idsOf(await reqEvents(reader, [{ kinds: [31990], '#c': ['echo'], limit: 2 }]))).toEqual([live.event.id])
+    expect(idsOf(await reqEvents(reader, [{ '#c': ['echo'], limit: 1 }]))).toEqual([live.event.id])
+    // other filters of the same REQ keep their own page
+    const note = signEvent(makeKeys(), { kind: 1, content: 'hello' })
+    expect((await publish(reader, note)).accepted).toBe(true)
+    expect(idsOf(await reqEvents(reader, [{ kinds: [31990], limit: 1 }, { kinds: [1], ids: [note.event.id] }]))).toEqual([note.event.id, live.event.id])
+  })
+
+  it('counts live announcements exactly by a COUNT without a limit, however many lapsed ones there are beyond maxLimit', async () => {
+    const r = await relays.start({ presenceHeartbeatSeconds: 15, limits: { maxLimit: 2 } })
+    await liveBehindDead(r, 5)
+    const reader = await client(r)
+    expect(await count(reader, [{ kinds: [31990], '#c': ['echo'] }])).toBe(1)
+    expect(await count(reader, [{ '#c': ['echo'] }])).toBe(1)
+  })
+
+  it('looks an agent up again when the lookup of its announcement never answers, and delivers its arrival then', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'apiary-registry-'))
+    const real = openFailingSqliteStore(join(dir, 'events.sqlite')).store
+    const agent = makeKeys()
+    let lookups = 0
+    let release = () => {}
+    const hung = new Promise<never[]>((resolve) => {
+      release = () => resolve([])
+    })
+    // the first lookup of this agent's announcement (one 31990 by its author, limit 1) never settles
+    const store: EventStore = {
+      ...real,
+      query: (c, filters, opts) => {
+        const [f] = filters
+        if (filters.length === 1 && f?.limit === 1 && f.kinds?.[0] === 31990 && f.authors?.[0] === agent.pubkey && ++lookups === 1) return hung
+        return real.query(c, filters, opts)
+      },
+    }
+    const r = await relays.start(SHORT, dir, { eventStore: store })
+    try {
+      const watcher = await client(r)
+      const sub = await watch(watcher)
+      const a = await authed(r, agent)
+      const ann = announcement(agent, [{ name: 'echo', kinds: [5050] }])
+      expect((await publish(a, ann)).accepted).toBe(true)
+      const beat = setInterval(() => void publish(a, heartbeat(agent)), 300)
+      try {
+        // the sweep forgets the check after two leases (1.8 s); the next heartbeat looks again
+        await arrivalOf(watcher, sub, ann.event.id, 8_000)
+      } finally {
+        clearInterval(beat)
+      }
+      expect(lookups).toBeGreaterThanOrEqual(2)
+    } finally {
+      release()
+    }
+  })
+
+  it('delivers an arrival whose lookup answer was queued when its community gave up, once the community is back', { timeout: 30_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'apiary-registry-'))
+    const real = openFailingSqliteStore(join(dir, 'events.sqlite')).store
+    const agent = makeKeys()
+    let release = () => {}
+    const hung = new Promise<never[]>((resolve) => {
+      release = () => resolve([])
+    })
+    // the lookup of this agent's announcement does not answer by itself: the test gives its answer
+    const store: EventStore = {
+      ...real,
+      query: (c, filters, opts) =>
+        filters.length === 1 && filters[0]?.limit === 1 && filters[0].authors?.[0] === agent.pubkey ? hung : real.query(c, filters, opts),
+    }
+    // a 45 s lease: the sweep forgets a lost check only after 90 s, so only the re-offered answer can be in time
+    const r = await relays.start({ presenceHeartbeatSeconds: 15 }, dir, { eventStore: store })
+    try {
+      const watcher = await client(r)
+      const sub = await watch(watcher)
+      const a = await authed(r, agent)
+      const ann = announcement(agent, [{ name: 'echo', kinds: [5050] }])
+      expect((await publish(a, ann)).accepted).toBe(true)
+      expect((await publish(a, heartbeat(agent))).accepted).toBe(true)
+      const ref = r.relay.community('default')!
+      const gaveUp = firstValueFrom(r.relay.supervision$.pipe(filter((x) => x.type === 'gave-up' && x.path === 'community/default')))
+      // six crashes in a row (a COUNT's store outage each), the lookup's answer queued behind them
+      for (let i = 0; i < 6; i++) tell(ref, { type: 'ReadFailed', error: new Error('store down') })
+      tell(ref, { type: 'AgentSeen', pubkey: agent.pubkey, announcement: { raw: ann.raw, id: ann.event.id, kind: 31990, event: ann.event }, checked: true })
+      await gaveUp
+      await arrivalOf(watcher, sub, ann.event.id, 20_000)
+    } finally {
+      release()
+    }
+  })
+
   it('refuses a kind 21990 from anyone but the relay with restricted:', async () => {
     const r = await relays.start(SHORT)
     const keys = makeKeys()
@@ -254,6 +373,61 @@ describe('the agent registry in a cluster', () => {
     expect(idsOf(await announcementsOf(await client(b!, host), agent.pubkey))).toEqual([ann.event.id])
     expect(tagOf(await departureOf(watcher, sub, agent.pubkey), 'status')).toBe('expired')
     expect(await announcementsOf(await client(b!, host), agent.pubkey)).toEqual([])
+  })
+
+  it('drops a kind 21990 from the bus that the relay key did not sign, and delivers what follows it', async () => {
+    const {
+      id,
+      host,
+      nodes: [b],
+    } = await cluster.nodes(1, SHORT)
+    const watcher = await client(b!, host)
+    watcher.send(['REQ', 'bus', { kinds: [1, 21990] }])
+    await watcher.next((f) => f[0] === 'EOSE' && f[1] === 'bus')
+    const forger = makeKeys()
+    const forged = signEvent(forger, { kind: 21990, tags: [['p', makeKeys().pubkey], ['status', 'offline']] })
+    const marker = signEvent(forger, { kind: 1, content: 'after the forged departure' })
+    // what someone holding Redis credentials (and no relay key) can do: publish anything, envelope included
+    const redis = new Redis(REDIS_URL)
+    try {
+      for (const e of [forged, marker]) await redis.publish(eventsChannel(id), `${randomUUID()}\n${e.raw}`)
+    } finally {
+      redis.disconnect()
+    }
+    // Redis keeps one publisher's order and the community handles the two in turn: once the marker is here,
+    // the departure would have been too
+    await arrivalOf(watcher, 'bus', marker.event.id)
+    expect(watcher.frames.some((f) => f[0] === 'EVENT' && (f[2] as NostrEvent).id === forged.event.id)).toBe(false)
+  })
+
+  it('sends one departure per goodbye, however the sweep falls between the goodbye and its clearing', { timeout: 30_000 }, async () => {
+    // a sweep every 2 ms over Redis round trips: some sweeps read the leases while goodbyes are being cleared
+    const {
+      host,
+      nodes: [node],
+    } = await cluster.nodes(1, { presenceHeartbeatSeconds: 15, leaseSweepSeconds: 0.002 })
+    const watcher = await client(node!, host)
+    const sub = await watch(watcher)
+    const agents = Array.from({ length: 60 }, () => makeKeys())
+    const conns = await Promise.all(
+      agents.map(async (k) => {
+        const c = await authed(node!, k, host)
+        await publish(c, heartbeat(k))
+        await publish(c, announcement(k, [{ name: 'echo', kinds: [5050] }]))
+        return c
+      }),
+    )
+    await expect.poll(() => metric(node!, 'apiary_agents'), { timeout: 10_000 }).toBe(agents.length)
+    await Promise.all(agents.map((k, i) => publish(conns[i]!, goodbye(k))))
+    await Promise.all(agents.map((k) => departureOf(watcher, sub, k.pubkey)))
+    // room for any second departure to arrive
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const departures = watcher.frames.filter((f) => f[0] === 'EVENT' && (f[2] as NostrEvent).kind === 21990).map((f) => tagOf(f[2] as NostrEvent, 'p'))
+    expect(departures).toHaveLength(agents.length)
+    expect(new Set(departures).size).toBe(agents.length)
+    // each is the goodbye's: the sweep leaves an agent that is saying goodbye to it
+    const statuses = watcher.frames.filter((f) => f[0] === 'EVENT' && (f[2] as NostrEvent).kind === 21990).map((f) => tagOf(f[2] as NostrEvent, 'status'))
+    expect(new Set(statuses)).toEqual(new Set(['offline']))
   })
 
   it('tells a subscriber on B at once when an agent on A says goodbye, and B no longer serves its announcement', async () => {

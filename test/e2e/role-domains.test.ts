@@ -3,6 +3,7 @@ import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys, signEvent, type TestKeys } from '../support/events'
 import type { TestRelay } from '../support/relay'
 import type { TestClient } from '../support/ws-client'
+import { authAsAgent } from './channel-helpers'
 import { auth, client, publish, relayUrlOf, useRelays } from './helpers'
 import { callNip86, managementUrl, nip98Header, postNip86 } from './nip86-client'
 
@@ -77,6 +78,23 @@ describe('role domains', () => {
     expect(refused).toMatchObject({ accepted: false, prefix: 'restricted' })
     expect(refused.message).toMatch(/roles worker only/)
     expect((await publish(await authed(r, person), post(person))).accepted).toBe(true)
+  })
+
+  it('holds a key a roster agent attested at AUTH to that agent\'s role, and a key a person attested to none', async () => {
+    const r = await start()
+    const [worker, auditor] = [await agentWithRole(r, 'worker'), await agentWithRole(r, 'auditor')]
+    expect((await callNip86(r, admin, 'setroledomain', ['planner', ['worker']], HIVE)).json).toEqual({ result: true })
+    expect((await callNip86(r, admin, 'setchannelroles', ['ops', ['auditor']], HIVE)).json).toEqual({ result: true })
+    const [escapee, personal, person] = [makeKeys(), makeKeys(), makeKeys()]
+    const e = await client(r, HIVE)
+    expect((await authAsAgent(e, escapee, worker, relayUrlOf(r, HIVE))).accepted).toBe(true)
+    // the worker's rule lists no other role: its attested key may not address an auditor either
+    expect(await publish(e, mention(escapee, auditor))).toMatchObject({ accepted: false, prefix: 'restricted' })
+    expect(await publish(e, signEvent(escapee, { kind: 9, content: 'in ops', tags: [['h', 'ops']] }))).toMatchObject({ accepted: false, prefix: 'restricted' })
+    expect((await publish(e, mention(escapee, worker))).accepted).toBe(true)
+    const p = await client(r, HIVE)
+    expect((await authAsAgent(p, personal, person, relayUrlOf(r, HIVE))).accepted).toBe(true)
+    expect((await publish(p, mention(personal, auditor))).accepted).toBe(true)
   })
 
   it('lists roles with the agents, keeps a role across a tier change, and refuses a role for a pubkey off the roster with invalid:', async () => {

@@ -46,6 +46,20 @@ describe('role domains', () => {
     expect(verdict(e)).toBe(expected)
   })
 
+  const FRESH = 'f'.repeat(64)
+  it.each([
+    ['a key a worker attested addressing a planner (the worker\'s rule)', event(FRESH, [['p', PLANNER]]), WORKER, 'restricted'],
+    ['a key a worker attested addressing a worker', event(FRESH, [['p', WORKER]]), WORKER, 'allowed'],
+    ['a key a worker attested posting in ops', event(FRESH, [['h', 'ops']]), WORKER, 'allowed'],
+    ['a key an auditor attested posting in ops', event(FRESH, [['h', 'ops']]), AUDITOR, 'restricted'],
+    ['a key an agent without a role attested posting in ops', event(FRESH, [['h', 'ops']]), BARE, 'restricted'],
+    ['a key a person attested addressing a planner (a person\'s key)', event(FRESH, [['p', PLANNER]]), PERSON, 'allowed'],
+    ['a key a person attested posting in ops', event(FRESH, [['h', 'ops']]), PERSON, 'allowed'],
+    ['a planner attested by a worker keeps its own role', event(PLANNER, [['p', WORKER]]), WORKER, 'allowed'],
+  ])('an attested author, %s: %s', (_what, e, owner, expected) => {
+    expect(prefixOf(checkRoleDomains(e, POLICY, roleOf, owner) ?? '') ?? 'allowed').toBe(expected)
+  })
+
   it('restricts no addressing while the community has no rule', () => {
     expect(verdict(event(WORKER, [['p', AUDITOR]]), { rules: [], channels: [] })).toBe('allowed')
   })

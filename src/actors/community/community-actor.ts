@@ -15,6 +15,7 @@ import type { Metrics } from '../../infra/metrics.js'
 import type { ChannelStore } from '../../infra/store/channel-store.js'
 import type { CommunityRecord, CommunityStore } from '../../infra/store/community-store.js'
 import type { EventStore } from '../../infra/store/event-store.js'
+import { KIND_DEPARTURE } from '../../protocols/agent-registry.js'
 import type { CacheInvalidationOp } from '../../protocols/control.js'
 import type { Limits } from '../../protocols/limits.js'
 import { type NostrEvent, parseEventShape } from '../../protocols/nip01/event.js'
@@ -180,6 +181,8 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
     publishEvent: (raw) => deps.cluster.link.publishEvent(raw),
     metrics: deps.metrics,
     nowSeconds: deps.nowSeconds,
+    // two leases: a lookup or a goodbye's clear takes one store round trip; one that has not answered by then is lost
+    transientMaxSeconds: 2 * deps.presence.ttlSeconds,
   }
   const feed = new LiveFeed({
     community: id,
@@ -250,7 +253,7 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
     },
     // the community gave up: what was queued must not vanish (onDropped in community-writes.ts)
     onDropped: (msg) => {
-      if (self) dropped(msg, self, { index, conns, presenceHolds, writes, inflight }, deps)
+      if (self) dropped(msg, self, { index, conns, presenceHolds, writes, inflight, agents }, deps)
     },
     afterStop: () => {
       clearInterval(sweepTimer)
@@ -317,6 +320,11 @@ function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: Commun
       return state
     case 'RemoteEvent': {
       const remote = parseRemoteEvent(msg.raw, deps.cluster)
+      // a departure is the relay's word (docs/agent-registry.md): from the bus too, only under the relay key
+      if (remote?.event.kind === KIND_DEPARTURE && remote.event.pubkey !== deps.cluster.relayPubkey) {
+        deps.cluster.rejected('remote-departure-signer')
+        return state
+      }
       if (remote) state.feed.offer(remote.event, msg.raw, remote.check)
       return state
     }

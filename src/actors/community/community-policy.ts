@@ -29,16 +29,20 @@ function rolesOf(record: CommunityRecord): Map<string, string | null> {
   return roles
 }
 
-/** Role domains (protocols/role-domains.ts): free when the community has no policy, or the author no role. */
-export function checkRoles(record: CommunityRecord, event: NostrEvent): Reason | null {
+/**
+ * Role domains (protocols/role-domains.ts): free when the community has no policy, or the author no role.
+ * `owner`: who attested the author on this connection; a key a roster agent attested has that agent's role.
+ */
+export function checkRoles(record: CommunityRecord, event: NostrEvent, owner?: string): Reason | null {
   const { roleRules, channelRoles } = record.settings
   if ((roleRules.length === 0 && channelRoles.length === 0) || isExemptKind(event.kind)) return null
   const roles = rolesOf(record)
-  return checkRoleDomains(event, { rules: roleRules, channels: channelRoles }, (p) => roles.get(p))
+  return checkRoleDomains(event, { rules: roleRules, channels: channelRoles }, (p) => roles.get(p), owner)
 }
 
-/** The kind rules, then the role domains: everything decided from the record alone. */
-const checkRecord = (record: CommunityRecord, event: NostrEvent): Reason | null => checkKind(record, event.kind) ?? checkRoles(record, event)
+/** The kind rules, then the role domains: everything decided from the record (and the connection's attestations). */
+const checkRecord = (record: CommunityRecord, event: NostrEvent, conn: ConnView): Reason | null =>
+  checkKind(record, event.kind) ?? checkRoles(record, event, conn.owners.get(event.pubkey))
 
 export function checkKind(record: CommunityRecord, kind: number): Reason | null {
   const { allowed, disallowed } = record.kinds
@@ -57,7 +61,7 @@ export function checkWriteNow(record: CommunityRecord, event: NostrEvent, conn: 
     if (member === undefined) return undefined
     if (!member) return reason('restricted', 'only members of this community may publish here')
   }
-  return checkRecord(record, event)
+  return checkRecord(record, event, conn)
 }
 
 export async function checkWrite(
@@ -73,5 +77,5 @@ export async function checkWrite(
   const owner = conn.owners.get(event.pubkey)
   if (policy === 'members' && !(await gate.isMember(owner ? [event.pubkey, owner] : [event.pubkey])))
     return reason('restricted', 'only members of this community may publish here')
-  return checkRecord(record, event)
+  return checkRecord(record, event, conn)
 }

@@ -13,7 +13,7 @@ import { type ActorContext, pipeTo } from '../kernel/index.js'
 import type { AccessGate } from './access-gate.js'
 import type { CommunityDeps } from './community-actor.js'
 import { queryPresence } from './community-presence.js'
-import { dropLapsed, lapsedAnnouncements } from './community-registry.js'
+import { lapsedAnnouncements, readLeaseAware } from './community-registry.js'
 import { isOpen, type LiveFeed, lose } from './live-feed.js'
 import type { CommunityMsg } from './messages.js'
 import type { ConnView, Subscription, SubscriptionIndex } from './subscription-index.js'
@@ -37,6 +37,12 @@ export interface Page {
   /** false: the bus could not give live events from other nodes; the subscription ends after EOSE */
   live: boolean
 }
+
+/**
+ * Stored rows one filter may read to serve announcements lease-aware (REQ's over-fetch, COUNT's lapsed ones):
+ * 10 × maxLimit (5000 by default), about what ten full pages cost; past it a page may come back short.
+ */
+const leaseScanMaxEvents = (deps: ReadDeps) => 10 * deps.limits.maxLimit
 
 /** How long the ids of a page are remembered against a live copy of the same event still on its way. */
 const SENT_MEMORY_MS = 10_000
@@ -82,12 +88,12 @@ async function readPage(gate: AccessGate, conn: ConnView, filters: Filter[], dep
     const options = await gate.readOptions(conn, deps.nowSeconds())
     // kind 20001 is never stored: its current presence comes from the presence store (DESIGN §6), through
     // the same rule as the store: nothing from a channel this reader may not see
-    const [page, presence] = await Promise.all([
-      deps.store.query(deps.record.id, filters, options),
+    // an announcement (31990) is served only while its author's lease is live (docs/agent-registry.md)
+    const read = (fs: Filter[]) => deps.store.query(deps.record.id, fs, options)
+    const [stored, presence] = await Promise.all([
+      readLeaseAware(filters, read, deps.presence.store, deps.record.id, leaseScanMaxEvents(deps)),
       queryPresence(filters, deps.presence, options.hiddenChannels),
     ])
-    // an announcement (31990) is served only while its author's lease is live (docs/agent-registry.md)
-    const stored = await dropLapsed(page, deps.presence.store, deps.record.id)
     return { stored, presence, live }
   } finally {
     end()
@@ -153,8 +159,8 @@ export function onCount<S extends ReadState>(state: S, msg: Extract<CommunityMsg
     const counted = deps.store.count(deps.record.id, filters, options)
     if (!canMatchAnnouncements(filters)) return counted
     // announcements count only while their author's lease is live: the stored ones without one come off
-    const read = (fs: Filter[]) => deps.store.query(deps.record.id, fs.map((f) => ({ ...f, limit: Math.min(f.limit ?? deps.limits.maxLimit, deps.limits.maxLimit) })), options)
-    const [n, lapsed] = await Promise.all([counted, lapsedAnnouncements(filters, read, deps.presence.store, deps.record.id)])
+    const read = (fs: Filter[]) => deps.store.query(deps.record.id, fs, options)
+    const [n, lapsed] = await Promise.all([counted, lapsedAnnouncements(filters, read, deps.presence.store, deps.record.id, leaseScanMaxEvents(deps))])
     return Math.max(0, n - lapsed)
   })
   // the answer goes straight to the asker; the actor hears only that a slot is free (and of an outage)

@@ -4,13 +4,14 @@
 // is the truth about leases, in a cluster too; every read of it runs beside the actor (DESIGN §3).
 //
 // What the actor keeps (`Agents`, outside its state so a restart forgets nobody): the pubkeys seen here
-// with a live lease and an announcement ('agent'), the ones checked and found without one ('none'), and
-// the ones being checked. Only 'agent' entries can depart. An agent is tracked by the node it heartbeats
-// on; one heartbeating on two nodes may get a departure from each.
+// with a live lease and an announcement ('agent'), the ones checked and found without one ('none'), the
+// ones being checked, and agents whose goodbye is being cleared ('leaving': the sweep leaves them to the
+// goodbye, so one goodbye makes one departure). Only 'agent' and 'leaving' entries can depart. An agent is
+// tracked by the node it heartbeats on; one heartbeating on two nodes may get a departure from each.
 import type { PresenceStore } from '../../infra/gates/presence.js'
 import type { Metrics } from '../../infra/metrics.js'
 import type { EventStore, StoredEvent } from '../../infra/store/event-store.js'
-import { ANNOUNCEMENT_D, announcementFiltersOf, type DepartureStatus, departureTemplate, KIND_ANNOUNCEMENT } from '../../protocols/agent-registry.js'
+import { ANNOUNCEMENT_D, announcementFiltersOf, canMatchAnnouncements, type DepartureStatus, departureTemplate, KIND_ANNOUNCEMENT } from '../../protocols/agent-registry.js'
 import { asVerified, type NostrEvent } from '../../protocols/nip01/event.js'
 import type { Filter } from '../../protocols/nip01/filter.js'
 import type { EventTemplate } from '../../protocols/nip29.js'
@@ -19,7 +20,7 @@ import type { LiveFeed } from './live-feed.js'
 import type { CommunityMsg } from './messages.js'
 
 type Ctx = ActorContext<CommunityMsg>
-type AgentState = 'agent' | 'none' | 'checking'
+type AgentState = 'agent' | 'none' | 'checking' | 'leaving'
 
 export interface RegistryDeps {
   community: string
@@ -29,6 +30,12 @@ export interface RegistryDeps {
   publishEvent: (raw: string) => void
   metrics: Pick<Metrics, 'agentsLive' | 'agentLeasesExpired'>
   nowSeconds: () => number
+  /**
+   * A 'checking' or 'leaving' entry older than this lost its answer (the community gave up with it queued, a
+   * read that never settles): the sweep forgets it. Forgetting early is safe, as a late answer for an entry no
+   * longer in that state is ignored: it costs at most one more lookup at the next heartbeat.
+   */
+  transientMaxSeconds: number
 }
 
 /** Pubkeys read from the presence store per round trip (one MGET in Redis). */
@@ -39,6 +46,8 @@ export class Agents {
   private readonly byPubkey = new Map<string, AgentState>()
   /** checked pubkeys whose announcement took effect meanwhile: it went live then, its lookup must not resend it */
   private readonly announcedWhileChecking = new Set<string>()
+  /** when a 'checking' or 'leaving' entry began (seconds) */
+  private readonly sinceSeconds = new Map<string, number>()
   /** a sweep's presence reads are in flight: the next tick waits for them */
   sweeping = false
 
@@ -48,10 +57,13 @@ export class Agents {
     return this.byPubkey.get(pubkey)
   }
 
-  set(pubkey: string, next: AgentState): void {
+  /** `nowSeconds`: when a 'checking' or 'leaving' entry begins (the sweep forgets it past transientMaxSeconds) */
+  set(pubkey: string, next: AgentState, nowSeconds = 0): void {
     const was = this.byPubkey.get(pubkey)
     if (next !== 'checking') this.announcedWhileChecking.delete(pubkey)
     if (was === next) return
+    if (next === 'checking' || next === 'leaving') this.sinceSeconds.set(pubkey, nowSeconds)
+    else this.sinceSeconds.delete(pubkey)
     this.byPubkey.set(pubkey, next)
     if (next === 'agent') this.gauge.inc()
     else if (was === 'agent') this.gauge.dec()
@@ -72,8 +84,14 @@ export class Agents {
     const was = this.byPubkey.get(pubkey)
     this.byPubkey.delete(pubkey)
     this.announcedWhileChecking.delete(pubkey)
+    this.sinceSeconds.delete(pubkey)
     if (was === 'agent') this.gauge.dec()
     return was === 'agent'
+  }
+
+  /** 'checking' and 'leaving' entries begun before `beforeSeconds`: their answer is not coming */
+  stale(beforeSeconds: number): [string, AgentState][] {
+    return [...this.sinceSeconds].filter(([, t]) => t < beforeSeconds).map(([p]) => [p, this.byPubkey.get(p) as AgentState])
   }
 
   /** the community stopped (archived, or the node closing): its agents no longer count on this node */
@@ -108,18 +126,52 @@ export async function dropLapsed(stored: StoredEvent[], store: PresenceStore, co
   return stored.filter((s) => s.kind !== KIND_ANNOUNCEMENT || live.has(s.event.pubkey))
 }
 
+type Read = (filters: Filter[]) => Promise<StoredEvent[]>
+
+/**
+ * Beside the actor: a REQ's page served lease-aware. Lapsed announcements must not take a place in a filter's
+ * `limit` (a `discover` behind many dead agents would get an empty page): the common case is one query, as
+ * before; only when the page lost announcements are the filters that can match 31990 read again one by one,
+ * each over-fetching (×8 a round) until its page is full, the store has no more, or `scanMaxEvents` rows
+ * were read (a bound on one REQ's cost). Newest first, ties by lowest id (NIP-01), one copy per event.
+ */
+export async function readLeaseAware(filters: Filter[], read: Read, store: PresenceStore, community: string, scanMaxEvents: number): Promise<StoredEvent[]> {
+  const page = await read(filters)
+  const kept = await dropLapsed(page, store, community)
+  if (kept.length === page.length) return kept
+  const others = filters.filter((f) => !canMatch(f))
+  const parts = await Promise.all([
+    others.length > 0 ? read(others) : Promise.resolve([]),
+    ...filters.filter(canMatch).map((f) => fillPage(f, read, store, community, scanMaxEvents)),
+  ])
+  const byId = new Map<string, StoredEvent>()
+  for (const part of parts) for (const s of part) byId.set(s.id, s)
+  return [...byId.values()].sort((a, b) => b.event.created_at - a.event.created_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+}
+
+const canMatch = (f: Filter) => canMatchAnnouncements([f])
+const OVERFETCH_FACTOR = 8
+
+/** One filter's page of at most its `limit` (set by the caller) events, lapsed announcements not counted. */
+async function fillPage(f: Filter, read: Read, store: PresenceStore, community: string, scanMaxEvents: number): Promise<StoredEvent[]> {
+  const limit = f.limit ?? scanMaxEvents
+  for (let scan = limit; ; scan = Math.min(scan * OVERFETCH_FACTOR, scanMaxEvents)) {
+    const page = await read([{ ...f, limit: scan }])
+    const kept = await dropLapsed(page, store, community)
+    if (kept.length >= limit || page.length < scan || scan >= scanMaxEvents) return kept.slice(0, limit)
+  }
+}
+
 /**
  * Beside the actor: how many of a COUNT's announcements must not be counted (their author holds no lease).
- * Exact for filters without a `limit`; with one, the announcements are those of the narrowed filter's page,
- * which can differ from those in the original filter's page (documented in docs/agent-registry.md).
+ * A filter without a `limit` counts everything: its announcements are read up to `scanMaxEvents`, the same
+ * bound as a REQ's over-fetch, so the answer is exact while no more stored announcements than that match. With
+ * a `limit`, the announcements are those of the narrowed filter's page, which can differ from those in the
+ * original filter's page (documented in docs/agent-registry.md).
  */
-export async function lapsedAnnouncements(
-  filters: Filter[],
-  read: (filters: Filter[]) => Promise<StoredEvent[]>,
-  store: PresenceStore,
-  community: string,
-): Promise<number> {
-  const announcements = await read(announcementFiltersOf(filters))
+export async function lapsedAnnouncements(filters: Filter[], read: Read, store: PresenceStore, community: string, scanMaxEvents: number): Promise<number> {
+  const narrowed = announcementFiltersOf(filters).map((f) => ({ ...f, limit: Math.min(f.limit ?? scanMaxEvents, scanMaxEvents) }))
+  const announcements = await read(narrowed)
   if (announcements.length === 0) return 0
   return announcements.length - (await dropLapsed(announcements, store, community)).length
 }
@@ -130,7 +182,7 @@ export async function lapsedAnnouncements(
  */
 export function noteHeartbeat(agents: Agents, pubkey: string, ctx: Ctx, d: RegistryDeps): void {
   if (agents.get(pubkey) !== undefined) return
-  agents.set(pubkey, 'checking')
+  agents.set(pubkey, 'checking', d.nowSeconds())
   const filter: Filter = { kinds: [KIND_ANNOUNCEMENT], authors: [pubkey], tags: { d: [ANNOUNCEMENT_D] }, limit: 1 }
   const found = d.events.query(d.community, [filter], { now: d.nowSeconds() }).then(([s]) => s)
   pipeTo(ctx.self, found, (o): CommunityMsg => ({ type: 'AgentSeen', pubkey, announcement: o.ok ? o.value : undefined, checked: o.ok }), {
@@ -174,6 +226,12 @@ export function onAgentAnnounced(agents: Agents, msg: Extract<CommunityMsg, { ty
 export function onLeaseSweep(agents: Agents, held: Set<string>, ctx: Ctx, d: RegistryDeps): void {
   // an entry without a lease here is somebody else's to track (another node's connection, or nobody's)
   for (const [pubkey, s] of agents.entries()) if (s === 'none' && !held.has(pubkey)) agents.delete(pubkey)
+  // a check whose answer was lost is asked again at the next heartbeat; a goodbye whose answer was lost
+  // leaves its agent to the sweep again (its lease is cleared or lapses)
+  for (const [pubkey, s] of agents.stale(d.nowSeconds() - d.transientMaxSeconds)) {
+    if (s === 'leaving') agents.set(pubkey, 'agent')
+    else agents.delete(pubkey)
+  }
   const tracked = agents.live()
   if (tracked.length === 0 || agents.sweeping) return
   agents.sweeping = true
@@ -200,6 +258,24 @@ export function onLeasesChecked(agents: Agents, msg: Extract<CommunityMsg, { typ
     d.metrics.agentLeasesExpired.inc()
     depart(agents, pubkey, 'expired', feed, d)
   }
+}
+
+/** A goodbye from `pubkey` is being cleared: an agent is left to it (one departure, `offline`), not to the sweep. */
+export function noteBye(agents: Agents, pubkey: string, d: RegistryDeps): void {
+  if (agents.get(pubkey) === 'agent') agents.set(pubkey, 'leaving', d.nowSeconds())
+}
+
+/** The goodbye's presence was cleared (`cleared`), or not: an agent still leaving departs, or is the sweep's again. */
+export function onByeCleared(agents: Agents, pubkey: string, cleared: boolean, feed: LiveFeed, d: RegistryDeps): void {
+  const s = agents.get(pubkey)
+  if (!cleared) {
+    if (s === 'leaving') agents.set(pubkey, 'agent')
+    return
+  }
+  // still leaving, or found since (its announcement came in while the store was cleared); an agent the sweep
+  // departed meanwhile is not departed twice
+  if (s === 'leaving' || s === 'agent') depart(agents, pubkey, 'offline', feed, d)
+  else agents.delete(pubkey)
 }
 
 /** The relay's 21990 for `pubkey`, delivered here and to the other nodes. */

@@ -20,7 +20,7 @@ import { disconnectAll, disconnectPubkey } from './community-cluster.js'
 import { checkWrite, checkWriteNow } from './community-policy.js'
 import { clearPresence, holdPresence, KIND_PRESENCE, recordPresence, unholdForBye, unholdPresence } from './community-presence.js'
 import { loseAll, loseMatching } from './community-reads.js'
-import { depart, noteAnnouncement, noteHeartbeat } from './community-registry.js'
+import { type Agents, noteAnnouncement, noteBye, noteHeartbeat, onByeCleared } from './community-registry.js'
 import { lose } from './live-feed.js'
 import type { CommunityMsg, PublishOutcome } from './messages.js'
 
@@ -146,10 +146,13 @@ function onBye(state: CommunityState, publish: Publish, ctx: Ctx, deps: Communit
   const { event, reply } = publish
   const held = unholdForBye(state.presenceHolds, state.conns, event, publish.conn)
   if (typeof held === 'string') return refuse(state, reply, held)
-  const announced = state.agents.get(event.pubkey) === 'agent'
-  pipeTo(ctx.self, clearPresence(held, event.pubkey, deps.presence), (o): CommunityMsg => ({ type: 'ByeDone', publish, announced, outcome: o }), {
+  noteBye(state.agents, event.pubkey, state.registry)
+  pipeTo(ctx.self, clearPresence(held, event.pubkey, deps.presence), (o): CommunityMsg => ({ type: 'ByeDone', publish, outcome: o }), {
     ...PIPE,
-    onGiveUp: () => reply({ accepted: false, message: NOT_PROCESSED }),
+    onGiveUp: () => {
+      reply({ accepted: false, message: NOT_PROCESSED })
+      if (state.agents.get(event.pubkey) === 'leaving') state.agents.set(event.pubkey, 'agent')
+    },
   })
   return state
 }
@@ -157,15 +160,13 @@ function onBye(state: CommunityState, publish: Publish, ctx: Ctx, deps: Communit
 /** The presence is gone: the goodbye is relayed as any heartbeat, answered, and an agent's departure sent. */
 export function onByeDone(state: CommunityState, msg: Extract<CommunityMsg, { type: 'ByeDone' }>, deps: CommunityDeps): CommunityState {
   const { publish } = msg
+  onByeCleared(state.agents, publish.event.pubkey, msg.outcome.ok, state.feed, state.registry)
   if (!msg.outcome.ok) {
     deps.log.error({ err: msg.outcome.error, community: deps.record.id }, 'presence store failed')
     return refuse(state, publish.reply, reason('error', 'could not record presence'))
   }
   deps.metrics.agentByes.inc()
   deliverEphemeral(state, publish, deps)
-  // tracked here, or found since (its announcement came in while the store was cleared)
-  if (msg.announced || state.agents.get(publish.event.pubkey) === 'agent') depart(state.agents, publish.event.pubkey, 'offline', state.feed, state.registry)
-  else state.agents.delete(publish.event.pubkey)
   return state
 }
 
@@ -394,6 +395,7 @@ export interface Survivors {
   presenceHolds: CommunityState['presenceHolds']
   writes: CommunityState['writes']
   inflight: CommunityState['inflight']
+  agents: Agents
 }
 
 /**
@@ -465,6 +467,22 @@ export function dropped(msg: CommunityMsg, self: Ctx['self'], s: Survivors, deps
       if (msg.broadcast) void broadcastLogged(deps, { op: 'DisconnectCommunity', reason: msg.reason }).then(() => msg.done?.())
       else msg.done?.()
       return
+    // the registry's I/O results: a check or goodbye whose answer is lost would hold its agent in
+    // 'checking' or 'leaving' (the sweep forgets those too, past transientMaxSeconds)
+    case 'AgentSeen':
+      again(msg, () => {
+        if (s.agents.get(msg.pubkey) === 'checking') s.agents.delete(msg.pubkey)
+      })
+      return
+    case 'ByeDone':
+      // the presence is cleared (or not): its writer hears so now; the relay and the departure follow the respawn
+      msg.publish.reply(msg.outcome.ok ? { accepted: true, message: '' } : { accepted: false, message: reason('error', 'could not record presence') })
+      again(msg, () => {
+        if (s.agents.get(msg.publish.event.pubkey) === 'leaving') s.agents.set(msg.publish.event.pubkey, 'agent')
+      })
+      return
+    case 'AgentAnnounced':
+    case 'LeasesChecked':
     case 'ControlAccepted':
     case 'PublishChannelState':
     case 'BannedEventsLoaded':

@@ -84,7 +84,7 @@ export type CommunityMsg =
   /** forget connections that closed without a Disconnect, and writes that never came back (periodic) */
   | { type: 'Sweep' }
   /** a presence "offline" (the agent client's goodbye) cleared the presence beside the actor (or failed to) */
-  | { type: 'ByeDone'; publish: PublishMsg; announced: boolean; outcome: Settled<void> }
+  | { type: 'ByeDone'; publish: PublishMsg; outcome: Settled<void> }
   /** a heartbeat's author not tracked here: its stored announcement, if any (`checked` false: the lookup failed) */
   | { type: 'AgentSeen'; pubkey: string; announcement?: StoredEvent; checked: boolean }
   /** a 31990 took effect here; `live`: its author's lease was live then */
