@@ -36,6 +36,15 @@ export class ReconnectSchedule {
   }
 
   /**
+   * The connection stopped being ACTIVE without dropping (SUSPECT, ZOMBIE): only time ACTIVE counts toward
+   * the stable period, so a connection that goes silent at once and lingers does not reset the backoff.
+   */
+  degraded(nowMs: number): void {
+    if (this.upSinceMs !== undefined && nowMs - this.upSinceMs >= this.stableMs) this.attempt = 0
+    this.upSinceMs = undefined
+  }
+
+  /**
    * The connection failed or dropped: the delay before the next attempt. `retryAfterMs` (a relay's
    * `rate-limited: retry in Ns`) lengthens it, never shortens it.
    */

@@ -7,7 +7,8 @@ import { type NostrEvent, verifyEventNoble } from '../protocols/nip01/event.js'
 import { KIND_AUTH } from '../protocols/nip01/kinds.js'
 import { type EventTemplate, signTemplate } from '../protocols/nip01/sign.js'
 import { prefixOf } from '../protocols/reasons.js'
-import { parseRetryAfterMs, ReconnectSchedule } from './agent-backoff.js'
+import { isPaged, MAX_BACKLOG_PAGES, type PageTally, pageBacklog, tallyEvent, toTally } from './agent-backlog.js'
+import { backoffDelayMs, parseRetryAfterMs, ReconnectSchedule } from './agent-backoff.js'
 import type { TimerHandle } from './agent-clock.js'
 import { AgentError } from './agent-error.js'
 import { InboundDedup } from './agent-inbound-dedup.js'
@@ -17,7 +18,7 @@ import { Publisher, type PublishResult } from './agent-publisher.js'
 import { announcementTemplate, type DiscoveredAgent, heartbeatTemplate, KIND_ANNOUNCEMENT, KIND_PRESENCE, toDiscovered } from './agent-registry-wire.js'
 import { DEFAULT_LEASE_SECONDS, probeRelay, type RelayProbe } from './agent-relay-info.js'
 import { type OkAnswer, RelaySocket, type SocketHandlers } from './agent-relay-socket.js'
-import { type AppSubscription, reqFiltersOf, type WireFilter } from './agent-subscriptions.js'
+import { type AppSubscription, reqFiltersOf, resumeSinceOf, type SubscribeOptions, type WireFilter } from './agent-subscriptions.js'
 import { watchCapability } from './agent-watch.js'
 
 export type AgentState = 'INIT' | 'DISCOVERED' | 'AUTHENTICATED' | 'ACTIVE' | 'SUSPECT' | 'ZOMBIE' | 'CLOSED'
@@ -63,6 +64,17 @@ class DiscoveryRoundFailed extends Transient {}
 
 const LIVE: ReadonlySet<AgentState> = new Set(['ACTIVE', 'SUSPECT', 'ZOMBIE'])
 
+const QUERY_TIMED_OUT = 'error: no EOSE in time'
+
+/** the prefix of a publish answered after a terminal error: who can fix what closed the agent */
+const TERMINAL_PREFIX: Record<AgentError['code'], string> = {
+  blocked: 'blocked',
+  restricted: 'restricted',
+  'auth-rejected': 'invalid',
+  incompatible: 'error',
+  'discovery-failed': 'error',
+}
+
 export class AgentClient {
   readonly pubkey: string
   readonly state$: Observable<AgentStateChange>
@@ -83,7 +95,7 @@ export class AgentClient {
   private heartbeatTimer: TimerHandle | undefined
   private watchdogTimer: TimerHandle | undefined
   private abortHandshake: ((e: Error) => void) | undefined
-  private challenge: { value?: string; wake?: () => void } = {}
+  private challenge: { value?: string; wake?: () => void; timer?: TimerHandle } = {}
   private starting: { resolve: () => void; reject: (e: Error) => void } | undefined
   private startPromise: Promise<void> | undefined
   private everActive = false
@@ -91,6 +103,8 @@ export class AgentClient {
   private reconnects = 0
   private relayIndex = 0
   private stopping = false
+  /** the publish answer after a terminal error, with the prefix of the refusal that caused it */
+  private terminalReason: string | undefined
   private subCounter = 0
   private load: number | undefined
   private announcedLoad: number | undefined
@@ -124,19 +138,38 @@ export class AgentClient {
 
   /** Signs and sends; keeps the template's created_at. Never rejects. */
   async publish(t: EventTemplate): Promise<PublishResult> {
-    const event = signTemplate(this.o.key, t, this.nowSeconds())
-    if (this.stopping || this.state === 'CLOSED') return { ok: false, id: event.id, reason: 'error: the agent is stopped' }
+    let event: NostrEvent
+    try {
+      event = signTemplate(this.o.key, t, this.nowSeconds())
+    } catch (error) {
+      return { ok: false, id: '', reason: `invalid: cannot sign the template: ${(error as Error).message}` }
+    }
+    if (this.stopping || this.state === 'CLOSED') return { ok: false, id: event.id, reason: this.closedReason() }
     return this.publisher.publish(event)
   }
 
-  /** NIP-01 filters; events reach `onEvent` once each, across reconnects. Returns the unsubscribe. */
-  subscribe(filters: WireFilter[], onEvent: (event: NostrEvent) => void): () => void {
-    const sub: AppSubscription = { subId: `agent-${++this.subCounter}`, filters: filters.map((f) => ({ ...f })), onEvent, newestSeconds: undefined, liveSinceSeconds: undefined }
+  /**
+   * NIP-01 filters; events reach `onEvent` once each, across reconnects. `options.onClosed` hears of a relay
+   * refusing the subscription for good. Returns the unsubscribe.
+   */
+  subscribe(filters: WireFilter[], onEvent: (event: NostrEvent) => void, options: SubscribeOptions = {}): () => void {
+    const sub: AppSubscription = {
+      subId: `agent-${++this.subCounter}`,
+      filters: filters.map((f) => ({ ...f })),
+      onEvent,
+      onClosed: options.onClosed,
+      newestSeconds: undefined,
+      liveSinceSeconds: undefined,
+      errorsInRow: 0,
+      reqRun: 0,
+    }
     this.subs.set(sub.subId, sub)
     // before ACTIVE the handshake sends every subscription once it is registered
     if (this.socket && LIVE.has(this.state)) this.sendReq(this.socket, sub)
     return () => {
       if (!this.subs.delete(sub.subId)) return
+      this.clearResend(sub)
+      this.dedup.forget(sub.subId)
       this.socket?.send(['CLOSE', sub.subId])
     }
   }
@@ -158,6 +191,8 @@ export class AgentClient {
    * changes (arrivals, heartbeats, departures, leases running out). Returns the function that ends the watch.
    */
   watch(capability: string, onChange: (agents: DiscoveredAgent[]) => void): () => void {
+    // a watch of a closed agent would tick forever for nothing
+    if (this.state === 'CLOSED') return () => {}
     const end = watchCapability(capability, onChange, {
       subscribe: (filters, onEvent) => this.subscribe(filters, onEvent),
       leaseSeconds: () => this.probe?.leaseSeconds ?? DEFAULT_LEASE_SECONDS,
@@ -190,11 +225,20 @@ export class AgentClient {
 
   /** Graceful goodbye: no new work, in-flight publishes finish (bounded), presence "offline" ACKed, CLOSE, 1000. */
   async stop(): Promise<void> {
-    if (this.stopping || this.state === 'CLOSED') return
+    if (this.state === 'CLOSED') {
+      // closed by a terminal error: closeWith() released everything; this makes sure, and is cheap
+      this.releaseAll(this.closedReason())
+      return
+    }
+    if (this.stopping) return
     this.stopping = true
     this.clearReconnect()
+    // no "online" heartbeat may follow the goodbye, and a silence during it is no reason to reconnect
+    this.stopTimers()
     for (const end of this.watches) end()
     this.watches.clear()
+    // publishes asleep in a throttle wait or a retry backoff settle now; those awaiting an OK get the bound
+    this.publisher.close('error: the agent is stopped')
     const socket = this.socket
     if (socket?.isOpen && LIVE.has(this.state)) {
       let timer: TimerHandle | undefined
@@ -206,9 +250,7 @@ export class AgentClient {
       await this.sayGoodbye(socket)
       for (const subId of this.subs.keys()) socket.send(['CLOSE', subId])
     }
-    this.generation++
-    this.stopTimers()
-    this.publisher.close()
+    this.releaseAll('error: the agent is stopped')
     this.socket = undefined
     await socket?.close(1000, 'goodbye')
     this.transition('CLOSED', 'stopped')
@@ -316,10 +358,12 @@ export class AgentClient {
   private awaitChallenge(): Promise<string> {
     return new Promise((resolve, reject) => {
       const timer = this.o.clock.setTimeout(() => reject(new Transient(`no AUTH challenge within ${this.o.handshakeTimeoutMs} ms`)), this.o.handshakeTimeoutMs)
+      this.challenge.timer = timer
       const check = () => {
         if (this.challenge.value === undefined) return
         this.o.clock.clearTimeout(timer)
         this.challenge.wake = undefined
+        this.challenge.timer = undefined
         resolve(this.challenge.value)
       }
       this.challenge.wake = check
@@ -368,9 +412,11 @@ export class AgentClient {
     const why = `the relay closed the connection (${code}${reason ? ` ${reason}` : ''})`
     // a ban closes the socket with `blocked:` (community-cluster): reconnecting would only be refused again
     const closed = prefixOf(reason) === 'blocked' ? new AgentError('blocked', `${why}: this key is banned here; ask the community's admins`) : undefined
-    if (this.abortHandshake) this.abortHandshake(closed ?? new Transient(why))
+    const retryAfterMs = prefixOf(reason) === 'rate-limited' ? (parseRetryAfterMs(reason) ?? 0) : 0
+    for (const sub of this.subs.values()) this.clearResend(sub)
+    if (this.abortHandshake) this.abortHandshake(closed ?? new Transient(why, retryAfterMs))
     else if (closed) this.closeWith(closed)
-    else this.scheduleReconnect(why, prefixOf(reason) === 'rate-limited' ? (parseRetryAfterMs(reason) ?? 0) : 0)
+    else this.scheduleReconnect(why, retryAfterMs)
   }
 
   /** The one timer that owns the reconnect schedule. */
@@ -384,15 +430,36 @@ export class AgentClient {
   }
 
   private closeWith(error: AgentError): void {
-    this.generation++
-    this.clearReconnect()
-    this.stopTimers()
+    const reason = `${TERMINAL_PREFIX[error.code]}: the agent is closed: ${error.message}`
+    this.terminalReason = reason
+    this.releaseAll(reason)
     const socket = this.socket
     this.socket = undefined
     socket?.terminate()
     this.transition('CLOSED', error.message, error)
     this.starting?.reject(error)
     this.starting = undefined
+  }
+
+  /**
+   * Nothing of this agent may run after CLOSED: no attempt, heartbeat, watchdog, AUTH wait, subscription
+   * re-send or watch tick, and no publish may stay waiting or claim `queued` (nothing will send it).
+   */
+  private releaseAll(reason: string): void {
+    this.generation++
+    this.clearReconnect()
+    this.stopTimers()
+    this.abortHandshake?.(new Transient(reason))
+    this.abortHandshake = undefined
+    for (const sub of this.subs.values()) this.clearResend(sub)
+    for (const end of this.watches) end()
+    this.watches.clear()
+    this.publisher.close(reason)
+  }
+
+  /** what a publish answers once the agent is CLOSED or stopping */
+  private closedReason(): string {
+    return this.terminalReason ?? 'error: the agent is stopped'
   }
 
   // --- heartbeat and silence ------------------------------------------------------------------------------
@@ -425,18 +492,25 @@ export class AgentClient {
     this.watchdogTimer = this.o.clock.setTimeout(() => {
       const socket = this.socket
       if (gen !== this.generation || !socket) return
-      const silentMs = this.o.clock.now() - socket.lastInboundMs
+      const now = this.o.clock.now()
+      const silentMs = now - socket.lastInboundMs
       if (silentMs >= this.o.sessionMs) {
-        this.transition('ZOMBIE', `no frame from the relay for ${Math.round(silentMs / 1000)} s (session timeout): dropping the connection`)
+        // already ZOMBIE (past the lease): the INIT that follows says why, a second ZOMBIE would say nothing new
+        this.schedule.degraded(now)
         this.stopTimers()
         this.socket = undefined
         this.generation++
         socket.terminate()
-        return this.scheduleReconnect('session timeout', 0)
+        return this.scheduleReconnect(`no frame from the relay for ${Math.round(silentMs / 1000)} s (session timeout): dropped the connection`, 0)
       }
-      if (silentMs >= this.o.leaseMs && this.state !== 'ZOMBIE') this.transition('ZOMBIE', `no frame from the relay for ${Math.round(silentMs / 1000)} s (past the lease)`)
-      else if (silentMs >= this.o.heartbeatMs * 1.5 && this.state === 'ACTIVE') this.transition('SUSPECT', `a heartbeat went unanswered (${Math.round(silentMs / 1000)} s of silence)`)
-      else if (silentMs < this.o.heartbeatMs && (this.state === 'SUSPECT' || this.state === 'ZOMBIE')) {
+      if (silentMs >= this.o.leaseMs && this.state !== 'ZOMBIE') {
+        this.schedule.degraded(now)
+        this.transition('ZOMBIE', `no frame from the relay for ${Math.round(silentMs / 1000)} s (past the lease)`)
+      } else if (silentMs >= this.o.heartbeatMs * 1.5 && this.state === 'ACTIVE') {
+        this.schedule.degraded(now)
+        this.transition('SUSPECT', `a heartbeat went unanswered (${Math.round(silentMs / 1000)} s of silence)`)
+      } else if (silentMs < this.o.heartbeatMs && (this.state === 'SUSPECT' || this.state === 'ZOMBIE')) {
+        this.schedule.connected(now)
         this.transition('ACTIVE', 'the relay answered again')
         void this.publisher.flush()
       }
@@ -454,9 +528,15 @@ export class AgentClient {
   }
 
   private stopTimers(): void {
-    for (const t of [this.heartbeatTimer, this.watchdogTimer]) if (t !== undefined) this.o.clock.clearTimeout(t)
+    for (const t of [this.heartbeatTimer, this.watchdogTimer, this.challenge.timer]) if (t !== undefined) this.o.clock.clearTimeout(t)
     this.heartbeatTimer = undefined
     this.watchdogTimer = undefined
+    this.challenge.timer = undefined
+  }
+
+  private clearResend(sub: AppSubscription): void {
+    if (sub.resendTimer !== undefined) this.o.clock.clearTimeout(sub.resendTimer)
+    sub.resendTimer = undefined
   }
 
   private clearReconnect(): void {
@@ -466,8 +546,18 @@ export class AgentClient {
 
   // --- inbound --------------------------------------------------------------------------------------------
 
+  /**
+   * A filter with a `since` and no `limit` asks for everything since then (every resumed one, and the
+   * application's own when it says so): its stored part is tallied until EOSE, and paged if it came back full.
+   */
   private sendReq(socket: RelaySocket, sub: AppSubscription): void {
-    if (sub.refused === undefined) socket.send(['REQ', sub.subId, ...reqFiltersOf(sub, this.o.resumeOverlapSeconds)])
+    if (sub.refused !== undefined) return
+    const filters = reqFiltersOf(sub, this.o.resumeOverlapSeconds)
+    const paged = filters.filter(isPaged)
+    sub.reqRun++
+    sub.firstPage = paged.length > 0 ? paged.map(toTally) : undefined
+    if (paged.length > 0) sub.backlogFromSeconds = Math.min(...paged.map((f) => f.since!))
+    socket.send(['REQ', sub.subId, ...filters])
   }
 
   private onEvent(subId: string, event: NostrEvent): void {
@@ -477,9 +567,18 @@ export class AgentClient {
       return
     }
     const sub = this.subs.get(subId)
-    if (!sub || verifyEventNoble(event) !== 'ok') return
-    if (!this.isFirstDelivery(`${subId}:${event.id}`) || !this.isWithinLimits(event)) return
-    sub.newestSeconds = Math.max(sub.newestSeconds ?? 0, event.created_at)
+    if (!sub) return
+    // the relay's page counts every stored event it sent, repeats and forgeries too
+    if (sub.firstPage) tallyEvent(sub.firstPage, event)
+    if (verifyEventNoble(event) === 'ok') this.deliver(sub, event)
+  }
+
+  /** a verified event of `sub`, live or from its backlog, to the application once */
+  private deliver(sub: AppSubscription, event: NostrEvent): void {
+    if (!this.isFirstDelivery(sub.subId, event) || !this.isWithinLimits(event)) return
+    // an author's fast clock must not push the resume point into the future: that would open a gap
+    sub.newestSeconds = Math.max(sub.newestSeconds ?? 0, Math.min(event.created_at, this.nowSeconds()))
+    this.keepDedupFrom(sub)
     try {
       sub.onEvent(event)
     } catch {
@@ -488,12 +587,18 @@ export class AgentClient {
   }
 
   /** the inbound guard: a guard that fails lets the event through (a duplicate beats a loss) */
-  private isFirstDelivery(key: string): boolean {
+  private isFirstDelivery(subId: string, event: NostrEvent): boolean {
     try {
-      return this.dedup.admit(key, this.o.clock.now())
+      return this.dedup.admit(subId, event.id, event.created_at, this.o.clock.now())
     } catch {
       return true
     }
+  }
+
+  /** the dedup keeps what the next resume of `sub` can bring back, however long the outage */
+  private keepDedupFrom(sub: AppSubscription): void {
+    const since = resumeSinceOf(sub, this.o.resumeOverlapSeconds)
+    if (since !== undefined) this.dedup.setFloor(sub.subId, since)
   }
 
   private isWithinLimits(event: NostrEvent): boolean {
@@ -511,7 +616,45 @@ export class AgentClient {
       return
     }
     const sub = this.subs.get(subId)
-    if (sub && sub.liveSinceSeconds === undefined) sub.liveSinceSeconds = this.nowSeconds()
+    if (!sub) return
+    if (sub.liveSinceSeconds === undefined) {
+      sub.liveSinceSeconds = this.nowSeconds()
+      this.keepDedupFrom(sub)
+    }
+    const tallies = sub.firstPage
+    sub.firstPage = undefined
+    // a backlog page that fails re-sends the REQ: its EOSE must not reset the backoff, the whole backlog does
+    if (tallies) void this.fetchBacklog(sub, tallies)
+    else sub.errorsInRow = 0
+  }
+
+  /**
+   * Pages what the REQ's stored part left out (agent-backlog.ts). A failed page re-sends the whole REQ from
+   * the held resume point, as after `CLOSED "error:"`; a lost connection's resume does the same by itself.
+   */
+  private async fetchBacklog(sub: AppSubscription, tallies: PageTally[]): Promise<void> {
+    const socket = this.socket
+    const gen = this.generation
+    const run = sub.reqRun
+    const isCurrent = () => gen === this.generation && run === sub.reqRun && sub.refused === undefined && this.subs.has(sub.subId)
+    if (!socket) return
+    const limits = { defaultLimit: this.probe?.defaultLimit, maxLimit: this.probe?.maxLimit }
+    const budget = { pagesLeft: MAX_BACKLOG_PAGES }
+    const deps = { query: (filters: WireFilter[]) => this.query(socket, filters), deliver: (e: NostrEvent) => this.deliver(sub, e), isCurrent }
+    try {
+      for (const tally of tallies) {
+        const outcome = await pageBacklog(tally, limits, budget, deps)
+        if (outcome === 'stale') return
+        // a backlog too large to page: the relay still holds the live subscription
+        if (!outcome.ok) return this.refuse(sub, outcome.error, true)
+      }
+      if (!isCurrent()) return
+      sub.backlogFromSeconds = undefined
+      sub.errorsInRow = 0
+      this.keepDedupFrom(sub)
+    } catch (error) {
+      if (isCurrent()) this.scheduleResend(sub, parseRetryAfterMs((error as Error).message))
+    }
   }
 
   private onSubClosed(subId: string, reason: string): void {
@@ -521,20 +664,54 @@ export class AgentClient {
       return
     }
     const sub = this.subs.get(subId)
-    // `error:`/`rate-limited:`/`auth-required:` pass: the next connection re-sends it; anything else is final
-    if (sub && !['error', 'rate-limited', 'auth-required'].includes(prefixOf(reason) ?? '')) sub.refused = reason
+    if (!sub) return
+    const prefix = prefixOf(reason)
+    // `rate-limited:` and `error:` pass with time: re-sent on this connection after the delay; the rest is final
+    if (prefix === 'rate-limited' || prefix === 'error') {
+      this.scheduleResend(sub, prefix === 'rate-limited' ? parseRetryAfterMs(reason) : undefined)
+      return
+    }
+    this.refuse(sub, reason)
+  }
+
+  /** ended for good: not re-sent, on this connection or the next, and the application is told once */
+  private refuse(sub: AppSubscription, reason: string, closeAtRelay = false): void {
+    sub.refused = reason
+    sub.backlogFromSeconds = undefined
+    this.clearResend(sub)
+    if (closeAtRelay) this.socket?.send(['CLOSE', sub.subId])
+    try {
+      sub.onClosed?.(reason)
+    } catch {
+      // the application's handler failing must not take the connection down with it
+    }
+  }
+
+  /** `retry in Ns` when the relay names it, else the reconnect backoff over the `error:`s in a row */
+  private scheduleResend(sub: AppSubscription, retryAfterMs: number | undefined): void {
+    this.clearResend(sub)
+    const delayMs = retryAfterMs ?? backoffDelayMs(this.o.reconnect, sub.errorsInRow++, this.o.random)
+    const gen = this.generation
+    sub.resendTimer = this.o.clock.setTimeout(() => {
+      sub.resendTimer = undefined
+      const socket = this.socket
+      // a new connection re-sends every subscription itself
+      if (gen !== this.generation || !socket || !this.subs.has(sub.subId)) return
+      this.sendReq(socket, sub)
+    }, delayMs)
   }
 
   private query(socket: RelaySocket, filters: WireFilter[]): Promise<NostrEvent[]> {
     const subId = `agent-q${++this.subCounter}`
     return new Promise((resolve, reject) => {
       const events: NostrEvent[] = []
-      const timer = this.o.clock.setTimeout(() => done('error: no EOSE in time'), this.o.okTimeoutMs)
+      const timer = this.o.clock.setTimeout(() => done(QUERY_TIMED_OUT), this.o.okTimeoutMs)
       const done = (closed?: string) => {
         this.o.clock.clearTimeout(timer)
         this.queries.delete(subId)
+        // the relay keeps a subscription it did not end itself: a timed-out one must be CLOSEd too
+        if (closed === undefined || closed === QUERY_TIMED_OUT) socket.send(['CLOSE', subId])
         if (closed !== undefined) return reject(new Error(`the relay refused the query: ${closed}`))
-        socket.send(['CLOSE', subId])
         resolve(events)
       }
       this.queries.set(subId, { events, done })
@@ -567,4 +744,4 @@ export type { InboundLimitOptions, WindowLimit } from './agent-inbound-limits.js
 export type { AgentClientOptions, Capability } from './agent-options.js'
 export type { PublishResult } from './agent-publisher.js'
 export type { DiscoveredAgent } from './agent-registry-wire.js'
-export type { WireFilter } from './agent-subscriptions.js'
+export type { SubscribeOptions, WireFilter } from './agent-subscriptions.js'

@@ -20,8 +20,3 @@ export const systemClock: AgentClock = {
   setTimeout: (fn, ms) => setTimeout(fn, ms) as unknown as TimerHandle,
   clearTimeout: (h) => clearTimeout(h as unknown as ReturnType<typeof setTimeout>),
 }
-
-export const sleep = (clock: AgentClock, ms: number): Promise<void> =>
-  new Promise((resolve) => {
-    clock.setTimeout(resolve, ms)
-  })

@@ -1,42 +1,72 @@
 // The inbound guard's memory of delivered events: a reconnect's overlap re-sends what the application already
-// has, and this drops it. Bounded in time (window) and in size (cap), unlike nostr-tools' unbounded set.
+// has, and this drops it. Bounded in size (cap), unlike nostr-tools' unbounded set.
+//
+// An entry must outlive every resume that can bring its event back: a resumed REQ asks from its
+// subscription's resume point (`floor`, unix seconds), however long the outage was, so an entry is kept while
+// its event's created_at is at or past the floor. Expiring by arrival time alone let an outage longer than the
+// window minus the overlap deliver duplicates. The arrival window only adds retention on top.
 
 export interface DedupOptions {
   windowMs: number
   maxIds: number
 }
 
+interface Entry {
+  scope: string
+  createdAt: number
+  arrivedMs: number
+}
+
 export class InboundDedup {
   // a Map keeps insertion order, which is arrival order: the oldest entries are always at the front
-  private readonly seenAt = new Map<string, number>()
+  private readonly seen = new Map<string, Entry>()
+  /** per scope (a subscription), the oldest created_at a resumed REQ can bring back */
+  private readonly floors = new Map<string, number>()
+  /** admissions left before the next sweep of a full map: a sweep that freed nothing is not repeated per event */
+  private sweepCooldown = 0
   dropped = 0
 
   constructor(private readonly opts: DedupOptions) {}
 
-  /** true the first time a key is seen within the window; false for a repeat (and counts it) */
-  admit(key: string, nowMs: number): boolean {
-    this.expire(nowMs)
-    if (this.seenAt.has(key)) {
+  /** true the first time an event is seen in `scope`; false for a repeat (and counts it) */
+  admit(scope: string, id: string, createdAtSeconds: number, nowMs: number): boolean {
+    const key = `${scope}:${id}`
+    if (this.seen.has(key)) {
       this.dropped++
       return false
     }
-    // expired ids went first (above); past the cap the oldest goes
-    while (this.seenAt.size >= this.opts.maxIds) {
-      const oldest = this.seenAt.keys().next().value as string
-      this.seenAt.delete(oldest)
-    }
-    this.seenAt.set(key, nowMs)
+    if (this.seen.size >= this.opts.maxIds) this.makeRoom(nowMs)
+    this.seen.set(key, { scope, createdAt: createdAtSeconds, arrivedMs: nowMs })
     return true
   }
 
-  get size(): number {
-    return this.seenAt.size
+  /** the scope's next resume asks from `sinceSeconds` on; it only moves forward */
+  setFloor(scope: string, sinceSeconds: number): void {
+    this.floors.set(scope, Math.max(this.floors.get(scope) ?? Number.NEGATIVE_INFINITY, sinceSeconds))
   }
 
-  private expire(nowMs: number): void {
-    for (const [key, at] of this.seenAt) {
-      if (nowMs - at < this.opts.windowMs) return
-      this.seenAt.delete(key)
+  /** the scope ended (unsubscribed): its entries can go */
+  forget(scope: string): void {
+    this.floors.delete(scope)
+  }
+
+  get size(): number {
+    return this.seen.size
+  }
+
+  /** expired entries first, then the oldest arrivals */
+  private makeRoom(nowMs: number): void {
+    if (this.sweepCooldown > 0) this.sweepCooldown--
+    else {
+      for (const [key, e] of this.seen) if (this.isExpired(e, nowMs)) this.seen.delete(key)
+      if (this.seen.size >= this.opts.maxIds) this.sweepCooldown = Math.ceil(this.opts.maxIds / 64)
     }
+    while (this.seen.size >= this.opts.maxIds) this.seen.delete(this.seen.keys().next().value as string)
+  }
+
+  private isExpired(e: Entry, nowMs: number): boolean {
+    if (nowMs - e.arrivedMs < this.opts.windowMs) return false
+    const floor = this.floors.get(e.scope)
+    return floor === undefined || e.createdAt < floor
   }
 }

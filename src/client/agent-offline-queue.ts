@@ -38,6 +38,11 @@ export class OfflineQueue {
     return item
   }
 
+  /** the seq of the next item shift() would return */
+  peekSeq(): number | undefined {
+    return this.items[0]?.seq
+  }
+
   get length(): number {
     return this.items.length
   }

@@ -12,12 +12,19 @@ export interface RelayProbe {
   url: string
   supportedNips: number[]
   leaseSeconds: number
+  /** NIP-11 `limitation.default_limit`/`max_limit`: what a filter without / with a `limit` gets back at most */
+  defaultLimit?: number
+  maxLimit?: number
 }
 
 /** ws://h/p → http://h/p, wss → https (NIP-11 is served on the same URL). */
 export const toHttpUrl = (wsUrl: string): string => wsUrl.replace(/^ws/i, 'http')
 
-/** Resolves the probe; rejects AgentError('incompatible') for a relay that answers but cannot serve; throws otherwise. */
+/**
+ * Resolves the probe; rejects AgentError('incompatible') only for a well-formed NIP-11 document that lacks a
+ * NIP the agent needs. A failed fetch or a body that is cut off, times out or is not a JSON object throws a
+ * plain Error: a failed discovery round, retried (a restarting relay or a proxy hiccup is not a verdict).
+ */
 export async function probeRelay(url: string, fetchFn: typeof fetch, timeoutMs: number): Promise<RelayProbe> {
   const res = await fetchFn(toHttpUrl(url), { headers: { Accept: 'application/nostr+json' }, signal: AbortSignal.timeout(timeoutMs) })
   if (!res.ok) throw new Error(`NIP-11 at ${url} answered HTTP ${res.status}`)
@@ -25,8 +32,9 @@ export async function probeRelay(url: string, fetchFn: typeof fetch, timeoutMs: 
   try {
     doc = await res.json()
   } catch (cause) {
-    throw new AgentError('incompatible', `${url} did not answer a NIP-11 document (application/nostr+json)`, { cause })
+    throw new Error(`${url} did not answer a whole NIP-11 document (application/nostr+json): ${(cause as Error).message}`, { cause })
   }
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new Error(`${url} answered NIP-11 with something other than a JSON object`)
   return toProbe(url, doc)
 }
 
@@ -40,7 +48,16 @@ export function toProbe(url: string, doc: unknown): RelayProbe {
       `${url} does not support NIP-${missing.join(', NIP-')} (its NIP-11 supported_nips: [${nips.join(', ')}]); an agent needs NIP-01 and NIP-42 AUTH`,
     )
   }
-  return { url, supportedNips: nips, leaseSeconds: leaseSecondsOf(info) }
+  return { url, supportedNips: nips, leaseSeconds: leaseSecondsOf(info), ...queryLimitsOf(info) }
+}
+
+/** NIP-11 `limitation.default_limit` and `max_limit`, each left out when the relay does not advertise it. */
+export function queryLimitsOf(info: Record<string, unknown>): { defaultLimit?: number; maxLimit?: number } {
+  const limitation = (typeof info.limitation === 'object' && info.limitation !== null ? info.limitation : {}) as Record<string, unknown>
+  const positive = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : undefined)
+  const defaultLimit = positive(limitation.default_limit)
+  const maxLimit = positive(limitation.max_limit)
+  return { ...(defaultLimit !== undefined && { defaultLimit }), ...(maxLimit !== undefined && { maxLimit }) }
 }
 
 /** NIP-11 `apiary.presence.lease_seconds`, else 3 × `heartbeat_seconds`, else the default. */

@@ -27,6 +27,7 @@ export {
   type PublishResult,
   type RandomSource,
 } from './agent-client.js'
+export type { SubscribeOptions } from './agent-subscriptions.js'
 export {
   openRelaySession,
   type RelayAnswer,

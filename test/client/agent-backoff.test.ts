@@ -1,7 +1,9 @@
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import { parseRetryAfterMs, ReconnectSchedule, scheduledDelayMs } from '../../src/client/agent-backoff'
-import { AgentClient, AgentError } from '../../src/client/agent-client'
+import { AgentClient, AgentError, type AgentStateChange } from '../../src/client/agent-client'
+import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { FakeClock, seededRandom } from './agent-fake-clock'
+import { okAll, startScriptedRelay, until } from './agent-scripted-relay'
 
 const POLICY = { minMs: 1000, maxMs: 30_000, jitter: 0.25 }
 const STABLE_MS = 30_000
@@ -101,6 +103,35 @@ describe('an agent whose relay never answers NIP-11', () => {
     expect(clock.pending).toBe(0)
   })
 
+  it('counts a NIP-11 body cut off mid-read as a failed round (retried), not as incompatible', async () => {
+    const clock = new FakeClock()
+    let probes = 0
+    const agent = new AgentClient({
+      relays: ['wss://relay.example'],
+      secretKey: '11'.repeat(32),
+      capabilities: [],
+      clock,
+      random: () => 0,
+      fetch: async () => {
+        probes++
+        const body = new ReadableStream<Uint8Array>({
+          start(c) {
+            c.enqueue(new TextEncoder().encode('{"supported_nips":[1,'))
+            c.error(new TypeError('terminated'))
+          },
+        })
+        return new Response(body, { headers: { 'content-type': 'application/nostr+json' } })
+      },
+    })
+    const started = agent.start().catch((e: unknown) => e)
+    await clock.advance(0)
+    await clock.advance(1000)
+    await clock.advance(2000)
+    const error = (await started) as AgentError
+    expect(error.code).toBe('discovery-failed')
+    expect(probes).toBe(3)
+  })
+
   it('rejects start() with incompatible, without retrying, when NIP-11 lacks NIP-42', async () => {
     const clock = new FakeClock()
     let probes = 0
@@ -128,5 +159,59 @@ describe('an agent whose relay never answers NIP-11', () => {
     expect(() => new AgentClient({ ...base, secretKey: '00'.repeat(32) })).toThrow(/secretKey/)
     expect(() => new AgentClient({ ...base, secretKey: '11'.repeat(32), heartbeatSeconds: 15, leaseSeconds: 29 })).toThrow(/2 × heartbeat/)
     expect(() => new AgentClient({ ...base, secretKey: '11'.repeat(32), leaseSeconds: 45, sessionSeconds: 45 })).toThrow(/sessionSeconds/)
+  })
+})
+
+describe('an agent whose connection goes silent right after ACTIVE', () => {
+  const cleanups: (() => Promise<void>)[] = []
+  afterEach(async () => {
+    for (const c of cleanups.splice(0)) await c()
+  })
+
+  it('does not reset the backoff for time spent SUSPECT or ZOMBIE: only 30 s ACTIVE counts', async () => {
+    const clock = new FakeClock()
+    let beats = 0
+    const r = await startScriptedRelay((f, ws, c) => {
+      // connection 0 is kicked during AUTH; on connection 1 only the first heartbeat is answered
+      if (f[0] === 'AUTH' && c === 0) return ws.close(1011, 'error: restarting')
+      if (f[0] === 'EVENT' && (f[1] as NostrEvent).kind === 20001 && beats++ > 0) return
+      okAll(f, ws, c)
+    })
+    const agent = new AgentClient({ relays: [r.url], secretKey: '11'.repeat(32), capabilities: [], clock, random: () => 0 })
+    cleanups.push(
+      () => agent.stop(),
+      () => r.close(),
+    )
+    const states: AgentStateChange[] = []
+    agent.state$.subscribe((s) => states.push(s))
+    const started = agent.start()
+    await until(() => states.some((s) => s.state === 'INIT' && /reconnecting in 1000 ms/.test(s.cause ?? '')), 3000, 'the first failure')
+    await clock.advance(1000)
+    await started
+    // 22.5 s ACTIVE, then SUSPECT and ZOMBIE until the 90 s session timeout: more than 30 s up, not 30 s ACTIVE
+    for (let i = 0; i < 95; i++) await clock.advance(1000)
+    const dropped = states.find((s) => s.state === 'INIT' && /session timeout/.test(s.cause ?? ''))
+    expect(dropped?.cause).toMatch(/reconnecting in 2000 ms/)
+    expect(states.filter((s) => s.state === 'ZOMBIE')).toHaveLength(1)
+  })
+
+  it('CLOSEs a discover() query the relay never ended', async () => {
+    const clock = new FakeClock()
+    const r = await startScriptedRelay((f, ws, c) => {
+      if (f[0] === 'REQ' && String(f[1]).startsWith('agent-q')) return
+      okAll(f, ws, c)
+    })
+    const agent = new AgentClient({ relays: [r.url], secretKey: '11'.repeat(32), capabilities: [], clock })
+    cleanups.push(
+      () => agent.stop(),
+      () => r.close(),
+    )
+    await agent.start()
+    const found = agent.discover('echo').catch((e: unknown) => e)
+    await until(() => r.connections[0]!.frames.some((f) => f[0] === 'REQ'), 2000, 'the query')
+    await clock.advance(10_000)
+    expect(await found).toBeInstanceOf(Error)
+    await until(() => r.connections[0]!.frames.some((f) => f[0] === 'CLOSE'), 2000, 'the CLOSE')
+    expect(r.connections[0]!.frames.find((f) => f[0] === 'CLOSE')).toEqual(['CLOSE', 'agent-q1'])
   })
 })

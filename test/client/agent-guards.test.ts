@@ -135,6 +135,28 @@ describe('publishing through the outbound guard', () => {
   })
 })
 
+describe('publish order across a reconnect', () => {
+  it('sends a publish asleep in a retry backoff when the socket dropped before the ones queued after it', async () => {
+    const clock = new FakeClock()
+    let live = true
+    const first = fakeEvent()
+    const { socket, sent } = fakeSocket((e, n) => (e.id === first.id && n === 1 ? { accepted: false, message: 'error: store busy' } : { accepted: true, message: '' }))
+    const p = publisherWith(clock, () => (live ? socket : undefined))
+    const r1 = p.publish(first)
+    await clock.advance(0)
+    // `first` sleeps 400 ms before its retry; meanwhile the socket drops and two more are queued
+    live = false
+    const later = [fakeEvent(), fakeEvent()]
+    for (const e of later) expect(await p.publish(e)).toMatchObject({ queued: true })
+    live = true
+    void p.flush()
+    await clock.advance(1000)
+    expect(sent).toEqual([first.id, first.id, ...later.map((e) => e.id)])
+    expect(await r1).toMatchObject({ ok: false, queued: true, id: first.id })
+    expect(p.queue.length).toBe(0)
+  })
+})
+
 describe('the offline queue', () => {
   it('holds 256 events; the 257th drops the oldest, counted', () => {
     const q = new OfflineQueue({ maxEvents: 256, maxBytes: 1 << 20 })
@@ -162,26 +184,43 @@ describe('the offline queue', () => {
 })
 
 describe('the inbound dedup', () => {
-  it('drops a repeat within 300 s and lets it through after', () => {
-    const d = new InboundDedup({ windowMs: 300_000, maxIds: 20_000 })
-    expect(d.admit('a', 0)).toBe(true)
-    expect(d.admit('a', 299_999)).toBe(false)
-    expect(d.admit('a', 300_000)).toBe(true)
-    expect(d.dropped).toBe(1)
+  const T = 1_700_000_000
+
+  it('drops a repeat; past the 300 s window an entry below its resume point goes, one at or past it stays', () => {
+    const d = new InboundDedup({ windowMs: 300_000, maxIds: 2 })
+    expect(d.admit('s', 'a', T, 0)).toBe(true)
+    expect(d.admit('s', 'a', T, 299_999)).toBe(false)
+    d.setFloor('s', T)
+    // full: a sweep at 400 s keeps `a`, whose created_at a resume from T can bring back
+    expect(d.admit('s', 'b', T + 1, 400_000)).toBe(true)
+    expect(d.admit('s', 'a', T, 400_001)).toBe(false)
+    expect(d.dropped).toBe(2)
+  })
+
+  it('keeps what a resume can bring back after an outage of any length (not 300 s after arrival)', () => {
+    const d = new InboundDedup({ windowMs: 300_000, maxIds: 1 })
+    d.admit('s', 'old', T, 0)
+    d.setFloor('s', T - 60)
+    // ten minutes later the resumed REQ asks from T - 60 and the relay sends `old` again
+    expect(d.admit('s', 'old', T, 600_000)).toBe(false)
+    d.setFloor('s', T + 1)
+    expect(d.admit('s', 'new', T + 61, 600_001)).toBe(true)
+    expect(d.admit('s', 'old', T, 600_002)).toBe(true)
   })
 
   it('holds at most 20,000 ids: expired ones go first, then the oldest', () => {
     const d = new InboundDedup({ windowMs: 300_000, maxIds: 20_000 })
-    for (let i = 0; i < 20_000; i++) d.admit(`id${i}`, i < 10 ? 0 : 100_000)
+    d.setFloor('s', T)
+    // the first ten are below the resume point: they expire once past the window
+    for (let i = 0; i < 20_000; i++) d.admit('s', `id${i}`, i < 10 ? T - 1 : T, i < 10 ? 0 : 100_000)
     expect(d.size).toBe(20_000)
-    // at 300 s the ten first ones have expired: room without evicting a live one
-    for (let i = 0; i < 10; i++) expect(d.admit(`new${i}`, 300_000)).toBe(true)
-    expect(d.admit('id10', 300_000)).toBe(false)
+    for (let i = 0; i < 10; i++) expect(d.admit('s', `new${i}`, T, 300_000)).toBe(true)
+    expect(d.admit('s', 'id10', T, 300_000)).toBe(false)
     // full of live ids: the oldest live one is evicted
-    expect(d.admit('newest', 300_001)).toBe(true)
+    expect(d.admit('s', 'newest', T, 300_001)).toBe(true)
     expect(d.size).toBe(20_000)
-    expect(d.admit('id10', 300_002)).toBe(true)
-    expect(d.admit('id11', 300_002)).toBe(true)
+    expect(d.admit('s', 'id10', T, 300_002)).toBe(true)
+    expect(d.admit('s', 'id11', T, 300_002)).toBe(true)
   })
 })
 

@@ -1,77 +1,13 @@
-import { createServer, type Server } from 'node:http'
-import { bytesToHex } from '@noble/hashes/utils.js'
-import { afterEach, describe, expect, it } from 'vitest'
-import { type WebSocket, WebSocketServer } from 'ws'
-import { AgentClient, type AgentClientOptions, AgentError } from '../../src/client/index'
+import { describe, expect, it } from 'vitest'
+import { AgentError } from '../../src/client/index'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
-import { makeKeys } from '../support/events'
+import { type Answer, okAll, startScriptedRelay, useAgents } from './agent-scripted-relay'
 
-/**
- * A scripted relay (NIP-11 over HTTP, NIP-01/42 over WebSocket on the same port) for what a real relay only
- * does under conditions a test can't easily make: AUTH refused with each prefix, `rate-limited: retry in Ns`,
- * a goodbye that is never acknowledged.
- */
-interface ScriptedRelay {
-  url: string
-  /** every connection's frames from the agent, in order */
-  connections: { at: number; frames: unknown[][]; closeCode?: number }[]
-  close(): Promise<void>
-}
-
-type Answer = (frame: unknown[], ws: WebSocket, connection: number) => void
-
-const okAll: Answer = (f, ws) => {
-  if (f[0] === 'EVENT' || f[0] === 'AUTH') ws.send(JSON.stringify(['OK', (f[1] as NostrEvent).id, true, '']))
-  if (f[0] === 'REQ') ws.send(JSON.stringify(['EOSE', f[1]]))
-}
-
-async function startScriptedRelay(answer: Answer = okAll, nips = [1, 11, 42]): Promise<ScriptedRelay> {
-  const server: Server = createServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/nostr+json' }).end(JSON.stringify({ supported_nips: nips }))
-  })
-  const wss = new WebSocketServer({ server })
-  const connections: ScriptedRelay['connections'] = []
-  wss.on('connection', (ws) => {
-    const c = { at: Date.now(), frames: [] as unknown[][], closeCode: undefined as number | undefined }
-    const index = connections.push(c) - 1
-    ws.on('close', (code) => {
-      c.closeCode = code
-    })
-    ws.send(JSON.stringify(['AUTH', `challenge-${index}`]))
-    ws.on('message', (data) => {
-      const f = JSON.parse(String(data)) as unknown[]
-      c.frames.push(f)
-      answer(f, ws, index)
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  return {
-    url: `ws://127.0.0.1:${port}`,
-    connections,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const ws of wss.clients) ws.terminate()
-        wss.close()
-        server.close(() => resolve())
-      }),
-  }
-}
-
-const opened: { stop(): Promise<void> }[] = []
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((x) => x.stop()))
-})
-
-function agentOn(r: ScriptedRelay, extra: Partial<AgentClientOptions> = {}) {
-  const agent = new AgentClient({ relays: [r.url], secretKey: bytesToHex(makeKeys().secretKey), capabilities: [{ name: 'echo', kinds: [5050] }], ...extra })
-  opened.push(agent)
-  return agent
-}
+const { agentOn, track } = useAgents()
 
 const scripted = async (answer?: Answer, nips?: number[]) => {
   const r = await startScriptedRelay(answer, nips)
-  opened.push({ stop: () => r.close() })
+  track({ stop: () => r.close() })
   return r
 }
 
@@ -100,6 +36,17 @@ describe('the handshake against a scripted relay', () => {
 
   it('waits out an AUTH answered `rate-limited: retry in 2s` before the next attempt, then becomes ACTIVE', async () => {
     const r = await scripted(refuseAuthWith('rate-limited: retry in 2s', 1))
+    const agent = agentOn(r)
+    await agent.start()
+    expect(r.connections).toHaveLength(2)
+    expect(r.connections[1]!.at - r.connections[0]!.at).toBeGreaterThanOrEqual(2000)
+  })
+
+  it('waits out a socket closed `rate-limited: retry in 2s` during the handshake before the next attempt', async () => {
+    const r = await scripted((f, ws, c) => {
+      if (f[0] === 'AUTH' && c === 0) ws.close(1013, 'rate-limited: retry in 2s')
+      else okAll(f, ws, c)
+    })
     const agent = agentOn(r)
     await agent.start()
     expect(r.connections).toHaveLength(2)

@@ -101,7 +101,7 @@ describe('the NIP-11 probe', () => {
 })
 
 describe('a resumed subscription', () => {
-  const base = { subId: 's', onEvent: () => {}, newestSeconds: undefined, liveSinceSeconds: undefined }
+  const base = { subId: 's', onEvent: () => {}, newestSeconds: undefined, liveSinceSeconds: undefined, errorsInRow: 0, reqRun: 0 }
 
   it('is sent as given the first time, then from the newest delivered minus the overlap, without limit', () => {
     const filters = [{ kinds: [1], limit: 10 }, { kinds: [7], since: NOW - 10 }]
