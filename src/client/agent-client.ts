@@ -14,7 +14,7 @@ import { AgentError } from './agent-error.js'
 import { InboundDedup } from './agent-inbound-dedup.js'
 import { InboundLimits } from './agent-inbound-limits.js'
 import { type AgentClientOptions, type ResolvedOptions, resolveOptions } from './agent-options.js'
-import { Publisher, type PublishResult } from './agent-publisher.js'
+import { type PublishCounters, Publisher, type PublishResult } from './agent-publisher.js'
 import { announcementTemplate, type DiscoveredAgent, heartbeatTemplate, KIND_ANNOUNCEMENT, KIND_PRESENCE, toDiscovered } from './agent-registry-wire.js'
 import { DEFAULT_LEASE_SECONDS, probeRelay, type RelayProbe } from './agent-relay-info.js'
 import { type OkAnswer, RelaySocket, type SocketHandlers } from './agent-relay-socket.js'
@@ -30,13 +30,8 @@ export interface AgentStateChange {
   error?: AgentError
 }
 
-export interface AgentMetrics {
-  sent: number
-  failed: number
-  throttled: number
-  retried: number
-  queued: number
-  waitedSeconds: number
+/** The publisher's counters (sent, failed, throttled, retried, queued, waitedSeconds), and the connection's. */
+export interface AgentMetrics extends PublishCounters {
   reconnects: number
   state: AgentState
   /** events waiting in the offline queue now */

@@ -29,13 +29,11 @@ import {
   acceptControl,
   type ClusterDeps,
   ControlReplayMemory,
-  disconnectAll,
-  disconnectPubkey,
   parseRemoteEvent,
   toLocalMessage,
 } from './community-cluster.js'
 import type { PresenceDeps, PresenceHolds } from './community-presence.js'
-import { loseAll, loseMatching, onCount, onPageRead, onReadFailed, onSubscribe, ReadSlots } from './community-reads.js'
+import { LIVE_INTERRUPTED, loseAll, loseMatching, onCount, onPageRead, onReadFailed, onSubscribe, REMOTE_UNDELIVERED, ReadSlots } from './community-reads.js'
 import {
   Agents,
   heldHere,
@@ -50,6 +48,7 @@ import { forget, loadBannedEvents, onBannedEventsLoaded, onSweep } from './commu
 import {
   announce,
   broadcastLogged,
+  disconnectHere,
   dropped,
   effectDone,
   lostAnnounce,
@@ -61,11 +60,9 @@ import {
   onPublish,
   onSaved,
   onWriteDone,
-  REDELIVER_EVERY_MS,
-  REDELIVER_FOR_MS,
 } from './community-writes.js'
 import { LiveFeed } from './live-feed.js'
-import type { CommunityMsg } from './messages.js'
+import { type CommunityMsg, REDELIVER } from './messages.js'
 import { RecentIds } from './recent-ids.js'
 import { type ConnectionRegistry, SubscriptionIndex } from './subscription-index.js'
 import { WriteOrder } from './write-order.js'
@@ -132,8 +129,7 @@ const MAX_WAITING_READS = 1_000
 const DEFAULT_SWEEP_INTERVAL_MS = 10_000
 // the issue: "every 30 s the relay marks agents whose lease lapsed"; a departure is heard within one sweep
 const DEFAULT_LEASE_SWEEP_MS = 30_000
-const PIPE = { everyMs: REDELIVER_EVERY_MS, forMs: REDELIVER_FOR_MS }
-const LIVE_INTERRUPTED = reason('error', 'live events from other nodes were interrupted; subscribe again to catch up')
+const PIPE = REDELIVER
 
 export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, CommunityMsg> {
   const index = new SubscriptionIndex()
@@ -163,11 +159,9 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
     isModerator: (pubkey) => pubkey === deps.cluster.relayPubkey || current.record.admins.includes(pubkey),
     sign: deps.sign,
     defer: (channel, what) => deferred.add(channel, what),
-    invalidate: async (op) => {
+    invalidate: (op) => {
       gate.invalidate(op)
-      await deps.cluster.link.broadcast('cache-invalidation', op).catch((error: unknown) => {
-        deps.log.warn({ err: error, community: id }, 'cache-invalidation broadcast failed')
-      })
+      return broadcastLogged(deps, 'cache-invalidation', op)
     },
     nowSeconds: deps.nowSeconds,
     log: deps.log,
@@ -203,7 +197,7 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
   deps.cluster.link.onUndelivered((raw) => {
     if (raw === undefined) return deps.lagged(loseAll(index, LIVE_INTERRUPTED))
     const event = parseEventShape(raw)
-    if (event) deps.lagged(loseMatching(index, event, reason('error', 'an event from another node could not be delivered; subscribe again to catch up')))
+    if (event) deps.lagged(loseMatching(index, event, REMOTE_UNDELIVERED))
   })
   return {
     kind: 'community',
@@ -382,14 +376,8 @@ function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: Commun
       deps.lagged(loseAll(state.index, LIVE_INTERRUPTED))
       return state
     case 'DisconnectPubkey':
-      disconnectPubkey(state.conns, msg.pubkey, msg.reason)
-      if (msg.broadcast) void broadcastLogged(deps, { op: 'DisconnectPubkey', pubkey: msg.pubkey, eventId: '', reason: msg.reason })
-      return state
     case 'DisconnectCommunity':
-      disconnectAll(state.conns, msg.reason)
-      // done: this node's sockets are told, and the other nodes asked to tell theirs
-      if (msg.broadcast) void broadcastLogged(deps, { op: 'DisconnectCommunity', reason: msg.reason }).then(() => msg.done?.())
-      else msg.done?.()
+      disconnectHere(state.conns, msg, deps)
       return state
     case 'Stats':
       msg.reply({

@@ -15,7 +15,7 @@ import type { CommunityDeps } from './community-actor.js'
 import { queryPresence } from './community-presence.js'
 import { lapsedAnnouncements, readLeaseAware } from './community-registry.js'
 import { isOpen, type LiveFeed, lose } from './live-feed.js'
-import type { CommunityMsg } from './messages.js'
+import { type CommunityMsg, REDELIVER } from './messages.js'
 import type { ConnView, Subscription, SubscriptionIndex } from './subscription-index.js'
 
 export interface ReadState {
@@ -49,7 +49,7 @@ const SENT_MEMORY_MS = 10_000
 const LIVE_UNAVAILABLE = reason('error', 'live events from other nodes are unavailable right now; subscribe again shortly')
 const TOO_MANY_READS = reason('error', 'too many reads waiting in this community, retry shortly')
 // the result of a read beside the actor is offered again while the actor is down, as writes' results are
-const PIPE = { everyMs: 500, forMs: 60_000 }
+const PIPE = REDELIVER
 
 export function onSubscribe<S extends ReadState>(state: S, msg: Extract<CommunityMsg, { type: 'Subscribe' }>, ctx: Ctx, deps: ReadDeps): S {
   const { conn, subId } = msg
@@ -198,11 +198,11 @@ export class ReadSlots {
     const free = () => this.done()
     if (this.running < this.maxRunning) {
       this.running++
-      return { run: (read) => settleThen(read(), free) }
+      return { run: (read) => read().finally(free) }
     }
     if (this.waiting.length >= this.maxWaiting) return undefined
     const turn = new Promise<void>((resolve) => this.waiting.push(resolve))
-    return { run: (read) => settleThen(turn.then(read), free) }
+    return { run: (read) => turn.then(read).finally(free) }
   }
 
   private done(): void {
@@ -213,15 +213,13 @@ export class ReadSlots {
   }
 }
 
-/** `work`, then `after` whatever it settled to (in the read path itself: no message needed to free a slot) */
-function settleThen<T>(work: Promise<T>, after: () => void): Promise<T> {
-  return work.finally(after)
-}
-
 /** An event that matched these subscriptions could not be delivered: each is closed with `why`. */
 export function loseMatching(index: SubscriptionIndex, event: NostrEvent, why: Reason): number {
   return lose(index, index.match(event), why)
 }
+
+export const REMOTE_UNDELIVERED = reason('error', 'an event from another node could not be delivered; subscribe again to catch up')
+export const LIVE_INTERRUPTED = reason('error', 'live events from other nodes were interrupted; subscribe again to catch up')
 
 /** Every live subscription here may have missed events (the bus lost our channel): close them all. */
 export function loseAll(index: SubscriptionIndex, why: Reason): number {

@@ -17,7 +17,7 @@ import type { Filter } from '../../protocols/nip01/filter.js'
 import type { EventTemplate } from '../../protocols/nip29.js'
 import { type ActorContext, pipeTo } from '../kernel/index.js'
 import type { LiveFeed } from './live-feed.js'
-import type { CommunityMsg } from './messages.js'
+import { type CommunityMsg, REDELIVER } from './messages.js'
 
 type Ctx = ActorContext<CommunityMsg>
 type AgentState = 'agent' | 'none' | 'checking' | 'leaving'
@@ -40,7 +40,7 @@ export interface RegistryDeps {
 
 /** Pubkeys read from the presence store per round trip (one MGET in Redis). */
 const LEASE_BATCH = 500
-const PIPE = { everyMs: 500, forMs: 60_000 }
+const PIPE = REDELIVER
 
 export class Agents {
   private readonly byPubkey = new Map<string, AgentState>()

@@ -6,8 +6,8 @@ import type { ActorContext } from '../kernel/index.js'
 import { tellUntilTaken } from '../kernel/index.js'
 import type { CommunityDeps, CommunityState } from './community-actor.js'
 import { releasePresence } from './community-presence.js'
-import { REDELIVER_EVERY_MS, REDELIVER_FOR_MS, republish } from './community-writes.js'
-import type { CommunityMsg } from './messages.js'
+import { republish } from './community-writes.js'
+import { type CommunityMsg, REDELIVER } from './messages.js'
 
 type Ctx = ActorContext<CommunityMsg>
 
@@ -25,7 +25,7 @@ const STUCK_WRITE_MS = 20_000
 export function loadBannedEvents(ctx: Ctx, deps: CommunityDeps): void {
   // writes wait for this answer: one the actor could not take (its mailbox full) is offered again
   const deliver = (msg: Extract<CommunityMsg, { type: 'BannedEventsLoaded' | 'BannedEventsFailed' }>) =>
-    tellUntilTaken(ctx.self, msg, { everyMs: REDELIVER_EVERY_MS, forMs: REDELIVER_FOR_MS })
+    tellUntilTaken(ctx.self, msg, REDELIVER)
   deps.communities.listBannedEvents(deps.record.id).then(
     (list) => deliver({ type: 'BannedEventsLoaded', ids: list.map((e) => e.value) }),
     (error: unknown) => deliver({ type: 'BannedEventsFailed', error }),

@@ -6,7 +6,7 @@
 // channel behind it) write-order.ts keeps it by sequence. OK is sent only after commit.
 import type { SaveOutcome } from '../../infra/store/event-store.js'
 import { BYE_STATUS, KIND_ANNOUNCEMENT, KIND_DEPARTURE } from '../../protocols/agent-registry.js'
-import type { ConnControlOp } from '../../protocols/control.js'
+import type { CacheInvalidationOp, ConnControlOp, ControlChannel } from '../../protocols/control.js'
 import { parseEventShape } from '../../protocols/nip01/event.js'
 import { KIND_AUTH, kindClass } from '../../protocols/nip01/kinds.js'
 import { channelTagOf, parseChannelAction } from '../../protocols/nip29.js'
@@ -19,10 +19,10 @@ import { applyChannelPlanLogged, type ChannelPlan, planChannelEvent, planChannel
 import { disconnectAll, disconnectPubkey } from './community-cluster.js'
 import { checkWrite, checkWriteNow } from './community-policy.js'
 import { clearPresence, holdPresence, KIND_PRESENCE, recordPresence, unholdForBye, unholdPresence } from './community-presence.js'
-import { loseAll, loseMatching } from './community-reads.js'
+import { LIVE_INTERRUPTED, loseAll, loseMatching, REMOTE_UNDELIVERED } from './community-reads.js'
 import { type Agents, noteAnnouncement, noteBye, noteHeartbeat, onByeCleared } from './community-registry.js'
 import { lose } from './live-feed.js'
-import type { CommunityMsg, PublishOutcome } from './messages.js'
+import { type CommunityMsg, type PublishOutcome, REDELIVER } from './messages.js'
 
 type Ctx = ActorContext<CommunityMsg>
 type Publish = Extract<CommunityMsg, { type: 'Publish' }>
@@ -31,11 +31,7 @@ type Saved = Extract<CommunityMsg, { type: 'Saved' }>
 const DUPLICATE = reason('duplicate', 'already have this event')
 const NOT_PROCESSED = reason('error', 'could not process the event')
 
-// A community that is down is respawned within 30 s (its kind supervisor's longest delay): results of its
-// own I/O are offered again until then, with room to spare.
-export const REDELIVER_EVERY_MS = 500
-export const REDELIVER_FOR_MS = 60_000
-const PIPE = { everyMs: REDELIVER_EVERY_MS, forMs: REDELIVER_FOR_MS }
+const PIPE = REDELIVER
 /** A write whose checks came back later than this is not stored: its writer's ask (30 s) ended before. */
 const STALE_PREPARED_MS = 25_000
 
@@ -452,20 +448,15 @@ export function dropped(msg: CommunityMsg, self: Ctx['self'], s: Survivors, deps
       return
     case 'RemoteEvent': {
       const event = parseEventShape(msg.raw)
-      if (event) deps.lagged(loseMatching(s.index, event, reason('error', 'an event from another node could not be delivered; subscribe again to catch up')))
+      if (event) deps.lagged(loseMatching(s.index, event, REMOTE_UNDELIVERED))
       return
     }
     case 'LiveInterrupted':
-      deps.lagged(loseAll(s.index, reason('error', 'live events from other nodes were interrupted; subscribe again to catch up')))
+      deps.lagged(loseAll(s.index, LIVE_INTERRUPTED))
       return
     case 'DisconnectPubkey':
-      disconnectPubkey(s.conns, msg.pubkey, msg.reason)
-      if (msg.broadcast) void broadcastLogged(deps, { op: 'DisconnectPubkey', pubkey: msg.pubkey, eventId: '', reason: msg.reason })
-      return
     case 'DisconnectCommunity':
-      disconnectAll(s.conns, msg.reason)
-      if (msg.broadcast) void broadcastLogged(deps, { op: 'DisconnectCommunity', reason: msg.reason }).then(() => msg.done?.())
-      else msg.done?.()
+      disconnectHere(s.conns, msg, deps)
       return
     // the registry's I/O results: a check or goodbye whose answer is lost would hold its agent in
     // 'checking' or 'leaving' (the sweep forgets those too, past transientMaxSeconds)
@@ -497,9 +488,33 @@ export function dropped(msg: CommunityMsg, self: Ctx['self'], s: Survivors, deps
   }
 }
 
-/** Best effort: a lost broadcast is covered by the ban row checked at AUTH and at every write (DESIGN §5). */
-export async function broadcastLogged(deps: Pick<CommunityDeps, 'cluster' | 'log' | 'record'>, op: ConnControlOp): Promise<void> {
-  await deps.cluster.link.broadcast('conn-control', op).catch((error: unknown) => {
-    deps.log.warn({ err: error, community: deps.record.id }, 'conn-control broadcast failed')
+/**
+ * Best effort: a lost conn-control broadcast is covered by the ban row checked at AUTH and at every write, a
+ * lost cache invalidation by the caches' TTL (DESIGN §5).
+ */
+export async function broadcastLogged(
+  deps: Pick<CommunityDeps, 'cluster' | 'log' | 'record'>,
+  channel: ControlChannel,
+  op: ConnControlOp | CacheInvalidationOp,
+): Promise<void> {
+  await deps.cluster.link.broadcast(channel, op).catch((error: unknown) => {
+    deps.log.warn({ err: error, community: deps.record.id }, `${channel} broadcast failed`)
   })
+}
+
+/** Close this node's sockets of a pubkey (a ban) or of the community; `broadcast` asks the other nodes too. */
+export function disconnectHere(
+  conns: CommunityState['conns'],
+  msg: Extract<CommunityMsg, { type: 'DisconnectPubkey' | 'DisconnectCommunity' }>,
+  deps: Pick<CommunityDeps, 'cluster' | 'log' | 'record'>,
+): void {
+  if (msg.type === 'DisconnectPubkey') {
+    disconnectPubkey(conns, msg.pubkey, msg.reason)
+    if (msg.broadcast) void broadcastLogged(deps, 'conn-control', { op: 'DisconnectPubkey', pubkey: msg.pubkey, eventId: '', reason: msg.reason })
+    return
+  }
+  disconnectAll(conns, msg.reason)
+  // done: this node's sockets are told, and the other nodes asked to tell theirs
+  if (msg.broadcast) void broadcastLogged(deps, 'conn-control', { op: 'DisconnectCommunity', reason: msg.reason }).then(() => msg.done?.())
+  else msg.done?.()
 }

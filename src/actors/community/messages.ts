@@ -112,3 +112,10 @@ export type CommunityMsg =
   | { type: 'PublishChannelState'; channel: string; what: StateWanted }
   /** the store's record changed (settings, roster, admins, kind rules, banned events): use it from now on */
   | { type: 'RecordChanged'; record: CommunityRecord }
+
+/**
+ * How the results of a community's own I/O are offered again when it can't take them (pipeTo,
+ * tellUntilTaken). A community that is down is respawned within 30 s (its kind supervisor's longest delay):
+ * they are offered until then, with room to spare.
+ */
+export const REDELIVER = { everyMs: 500, forMs: 60_000 } as const
