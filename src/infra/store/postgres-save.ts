@@ -4,6 +4,7 @@ import { dTagOf, KIND_DELETION, kindClass } from '../../protocols/nip01/kinds.js
 import { deletionTargets } from '../../protocols/nip09.js'
 import { expirationOf } from '../../protocols/nip40.js'
 import type { SaveOutcome } from './event-store.js'
+import { forEachIndexedTag, idLockKey, type Plan, planRegularRun, type Row, SAVE_REGULAR, type Statement } from './postgres-save-run.js'
 import { type Sql, toIndexText } from './postgres-schema.js'
 
 /**
@@ -17,7 +18,10 @@ import { type Sql, toIndexText } from './postgres-schema.js'
  *
  * Each event's decision is a fixed list of statements that depend on earlier ones only through the database,
  * so the whole batch is pipelined: one round trip per batch, not per event. Each statement sees the writes of
- * the statements before it, so events in one batch are decided in arrival order, as in SQLite.
+ * the statements before it, so events in one batch are decided in arrival order, as in SQLite. A run of
+ * consecutive regular events shares one multi-row statement (SAVE_REGULAR): ingest is CPU-bound in the driver
+ * and the server, and the per-statement cost was most of the per-event cost. A run holds no event that could
+ * change another's outcome, so deciding them together is the same as deciding them one after the other.
  */
 
 export interface SaveRequest {
@@ -114,23 +118,7 @@ SELECT id FROM removed`
 const LOCK_KEYS = 'SELECT count(pg_advisory_xact_lock(k)) FROM unnest($1::int8[]) AS k'
 
 /** Exported for the query-plan test: every write statement must find its rows through an index. */
-export const SAVE_SQL = { SAVE_EVENT, DELETE_LOSERS, DELETE_BY_ID, DELETE_BY_ADDRESS, DELETE_EVENTS } as const
-
-interface Statement {
-  sql: string
-  params: unknown[]
-}
-
-type Row = Record<string, unknown>
-
-/** One event's statements, the lock keys it needs, and how to read its outcome from their results. */
-interface Plan {
-  statements: Statement[]
-  lockKeys: string[]
-  outcome(results: Row[][]): SaveOutcome
-}
-
-const INDEXED_TAG = /^[A-Za-z]$/
+export const SAVE_SQL = { SAVE_EVENT, SAVE_REGULAR, DELETE_LOSERS, DELETE_BY_ID, DELETE_BY_ADDRESS, DELETE_EVENTS } as const
 
 /** The `d` key of a replaceable/addressable event ('' for replaceable kinds), null for regular ones. */
 function addressKeyOf(event: VerifiedEvent): string | null {
@@ -139,23 +127,51 @@ function addressKeyOf(event: VerifiedEvent): string | null {
   return cls === 'replaceable' ? '' : null
 }
 
+/**
+ * The batch cut into plans, in arrival order. A run of regular events ends at any other event, which keeps its
+ * own statements and its place (a kind 5 must block a later event of the batch and not an earlier one), and
+ * before an id the run already holds: the repeat must see the first as stored, which only a later statement can.
+ */
+function planBatch(batch: readonly SaveRequest[]): Plan[] {
+  const plans: Plan[] = []
+  let run: SaveRequest[] = []
+  const inRun = new Set<string>()
+  const endRun = () => {
+    if (run.length > 0) plans.push(planRegularRun(run))
+    run = []
+    inRun.clear()
+  }
+  for (const request of batch) {
+    const { community, event: e } = request
+    if (addressKeyOf(e) !== null || e.kind === KIND_DELETION) {
+      endRun()
+      plans.push(planSave(request))
+      continue
+    }
+    const key = idLockKey(community, e.id)
+    if (inRun.has(key)) endRun()
+    run.push(request)
+    inRun.add(key)
+  }
+  endRun()
+  return plans
+}
+
 function planSave({ community, event: e, raw }: SaveRequest): Plan {
   const d = addressKeyOf(e)
   const names: string[] = []
   const values: string[] = []
-  for (const [name, value] of e.tags) {
-    // NIP-01 filters address single-letter tags only; the rest is never looked up
-    if (name === undefined || value === undefined || !INDEXED_TAG.test(name)) continue
+  forEachIndexedTag(e, (name, value) => {
     names.push(name)
-    values.push(toIndexText(value))
-  }
+    values.push(value)
+  })
   const expiresAt = expirationOf(e) ?? null
   // NIP-09: deleting a deletion has no effect, so no tombstone ever blocks a kind 5
   const blockable = e.kind !== KIND_DELETION
   const statements: Statement[] = [
     { sql: SAVE_EVENT, params: [community, e.id, e.pubkey, e.kind, e.created_at, d, expiresAt, raw, names, values, blockable] },
   ]
-  const lockKeys = [`e\0${community}\0${e.id}`]
+  const lockKeys = [idLockKey(community, e.id)]
   if (d !== null) {
     statements.push({ sql: DELETE_LOSERS, params: [community, e.pubkey, e.kind, d, e.id] })
     lockKeys.push(addressLockKey(community, e.kind, e.pubkey, d))
@@ -164,18 +180,21 @@ function planSave({ community, event: e, raw }: SaveRequest): Plan {
   return {
     statements,
     lockKeys,
-    outcome(results) {
-      const first = results[0]![0]!
-      if (first.seq !== null) {
-        return { status: 'saved', removedIds: results.slice(1).flatMap((rows) => rows.map((r) => r.id as string)) }
-      }
-      if (first.duplicate) return { status: 'duplicate' }
-      if (first.blocked) return { status: 'deleted' }
-      // a regular event not inserted although no row was seen: another writer inserted the id since (only
-      // possible for a writer that skips the id lock); ON CONFLICT DO NOTHING made it a duplicate
-      return d === null ? { status: 'duplicate' } : { status: 'superseded' }
-    },
+    outcomes: (results) => [outcomeOf(results, d)],
   }
+}
+
+/** A SAVE_EVENT and its follow-up statements' results read as the event's outcome. */
+function outcomeOf(results: Row[][], d: string | null): SaveOutcome {
+  const first = results[0]![0]!
+  if (first.seq !== null) {
+    return { status: 'saved', removedIds: results.slice(1).flatMap((rows) => rows.map((r) => r.id as string)) }
+  }
+  if (first.duplicate) return { status: 'duplicate' }
+  if (first.blocked) return { status: 'deleted' }
+  // a regular event not inserted although no row was seen: another writer inserted the id since (only
+  // possible for a writer that skips the id lock); ON CONFLICT DO NOTHING made it a duplicate
+  return d === null ? { status: 'duplicate' } : { status: 'superseded' }
 }
 
 const addressLockKey = (community: string, kind: number, pubkey: string, d: string) =>
@@ -190,7 +209,7 @@ function planDeletion({ community, event }: SaveRequest, statements: Statement[]
   const ids = [...new Set(targets.ids)]
   if (ids.length > 0) {
     statements.push({ sql: DELETE_BY_ID, params: [community, event.pubkey, ids, event.created_at] })
-    for (const id of ids) lockKeys.push(`e\0${community}\0${id}`)
+    for (const id of ids) lockKeys.push(idLockKey(community, id))
   }
   const addresses = new Map<string, { kind: number; d: string }>()
   for (const a of targets.addresses) {
@@ -221,7 +240,7 @@ const MAX_ATTEMPTS = 3
 
 /** One transaction for the whole batch; resolves after COMMIT with one outcome per request, in order. */
 export function commitBatch(sql: Sql, batch: readonly SaveRequest[]): Promise<SaveOutcome[]> {
-  const plans = batch.map(planSave)
+  const plans = planBatch(batch)
   const lockIds = toLockIds(plans.flatMap((p) => p.lockKeys))
   return retrying(() =>
     sql.begin(async (tx) => {
@@ -233,7 +252,7 @@ export function commitBatch(sql: Sql, batch: readonly SaveRequest[]): Promise<Sa
         run({ sql: LOCK_KEYS, params: [lockIds] }),
         ...plans.map((p) => Promise.all(p.statements.map(run))),
       ])
-      return plans.map((p, i) => p.outcome(perPlan[i] as Row[][]))
+      return plans.flatMap((p, i) => p.outcomes(perPlan[i] as Row[][]))
     }),
   )
 }
@@ -246,7 +265,7 @@ export function commitBatch(sql: Sql, batch: readonly SaveRequest[]): Promise<Sa
 export async function deleteEvents(sql: Sql, community: string, ids: readonly string[]): Promise<string[]> {
   const unique = [...new Set(ids)]
   if (unique.length === 0) return []
-  const lockIds = toLockIds(unique.map((id) => `e\0${community}\0${id}`))
+  const lockIds = toLockIds(unique.map((id) => idLockKey(community, id)))
   const rows = await retrying(() =>
     sql.begin(async (tx) => {
       await tx.unsafe(LOCK_KEYS, [lockIds])
