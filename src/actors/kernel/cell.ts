@@ -224,7 +224,9 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
     for (let n = 0; n < DRAIN_BATCH && this.phase !== 'stopped'; n++) {
       const msg = this.queue.shift()
       if (msg === undefined) break
-      await this.runOne(msg)
+      // a synchronous handler's message is done at once: no promise and no microtask hop per message
+      const pending = this.runOne(msg)
+      if (pending !== undefined) await pending
     }
     // nact asserts a dispatch target is not stopped; a stopped cell's queue is dropped (asks fail in stop)
     this.queue.handOver(this.phase !== 'stopped')
@@ -232,20 +234,43 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
     return this.state
   }
 
-  private async runOne(msg: M): Promise<void> {
+  /** Runs one message; a promise only when the handler returned one. Throws (or rejects) a HandlerFault. */
+  private runOne(msg: M): Promise<void> | undefined {
     this.handling = true
+    let next: S | Promise<S>
     try {
-      this.state = await this.def.handle(this.state, msg, this.ctx)
+      next = this.def.handle(this.state, msg, this.ctx)
     } catch (error) {
-      // whoever awaits a reply this message carries hears now, not at its timeout
-      failRepliesIn(msg, new HandlerCrashedError(this.path, msg.type, error))
-      throw new HandlerFault(msg, error)
-    } finally {
-      this.inFlight--
-      this.handling = false
-      if (this.def.idleStopMs !== undefined) this.lastActivityAt = this.clock.now()
-      this.handlerDone?.()
+      throw this.faulted(msg, error)
     }
+    if (!(next instanceof Promise)) {
+      this.state = next
+      this.handled()
+      return undefined
+    }
+    return next.then(
+      (state) => {
+        this.state = state
+        this.handled()
+      },
+      (error: unknown) => {
+        throw this.faulted(msg, error)
+      },
+    )
+  }
+
+  private faulted(msg: M, error: unknown): HandlerFault {
+    // whoever awaits a reply this message carries hears now, not at its timeout
+    failRepliesIn(msg, new HandlerCrashedError(this.path, msg.type, error))
+    this.handled()
+    return new HandlerFault(msg, error)
+  }
+
+  private handled(): void {
+    this.inFlight--
+    this.handling = false
+    if (this.def.idleStopMs !== undefined) this.lastActivityAt = this.clock.now()
+    this.handlerDone?.()
   }
 
   private halt(nactAlive: boolean): void {
