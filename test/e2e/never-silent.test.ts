@@ -28,7 +28,7 @@ const stats = (r: TestRelay, community = 'default'): Promise<CommunityStats> =>
 
 /** A connection as a community sees it, whose socket is already gone (and whose Disconnect never came). */
 function vanished(id: string, subs: string[]): ConnView {
-  const queue: OutboundQueue = { push: () => false, pushControl: () => false, pendingBytes: 0, closed: true, closeAfterFlush: () => {} }
+  const queue: OutboundQueue = { push: () => false, pushControl: () => false, pushPage: () => false, pendingBytes: 0, closed: true, closeAfterFlush: () => {} }
   return { id, queue, authed: new Set(), owners: new Map(), subs: new Set(subs), lose: () => {} }
 }
 

@@ -83,13 +83,10 @@ describe('a paused reader beside healthy ones', () => {
     expect(stats.subscriptions).toBe(2)
   })
 
-  // DEFECT (src/infra/ws/outbound-queue.ts checkBound: a REQ's whole page is pushed into the queue before
-  // the first flush, so pendingBytes counts the page, and over HARD_FACTOR × maxPendingOutboundBytes the
-  // connection is closed at once): a client that reads at full speed is closed 1008 "slow consumer" with
-  // none of its page delivered. The limits allow such pages: maxLimit × maxEventBytes (500 × 128 KiB) is four
-  // times the default hard bound (4 × 4 MiB), e.g. 500 kind-3 contact lists of ~40 KB. Repro: bound 50 KB,
-  // ten 30 KB events stored, one REQ for them: closed 1008, 0 EVENTs.
-  it.fails('serves a REQ page larger than 4 × maxPendingOutboundBytes to a client that keeps reading', async () => {
+  // The limits allow pages of maxLimit × maxEventBytes (500 × 128 KiB), four times the default hard bound
+  // (4 × 4 MiB): a page a reader within its bound asked for is exempt from the hard bound (pushPage). Here:
+  // bound 50 KB, a 300 KB page.
+  it('serves a REQ page larger than 4 × maxPendingOutboundBytes to a client that keeps reading', async () => {
     const r = await relays.start({ limits: { maxPendingOutboundBytes: 50_000 } })
     const keys = makeKeys()
     const pub = await client(r)
@@ -100,6 +97,29 @@ describe('a paused reader beside healthy ones', () => {
     expect(end[0]).toBe('EOSE')
     expect(eventSeqs(reader, 'page')).toHaveLength(10)
   })
+
+  it('gives a reader that is not reading no second page: a REQ while over the bound counts whole, and it is closed at once', async () => {
+    // a page bigger than the kernel's loopback buffers, so the relay keeps part of it; hard bound 4 × 500 KB
+    const r = await relays.start({ limits: { maxPendingOutboundBytes: 500_000, slowConsumerGraceMs: 60_000 } })
+    const keys = makeKeys()
+    const pub = await client(r)
+    const HUGE = 'x'.repeat(60_000)
+    for (let i = 0; i < 200; i++) expect((await publish(pub, signEvent(keys, { content: `${i} ${HUGE}` }))).accepted).toBe(true)
+    const reader = await client(r)
+    socketOf(reader).pause()
+    // two pages of 12 MB each, six times the hard bound apiece, read side by side: whichever is pushed first
+    // is let in whole (the reader was within its bound), the other finds it over and closes it at once
+    reader.send(['REQ', 'first', { authors: [keys.pubkey], limit: 200 }])
+    reader.send(['REQ', 'second', { authors: [keys.pubkey], limit: 200 }])
+    const closes = await eventually(
+      () => metric(r, 'apiary_slow_consumer_closes_total'),
+      (n) => n === 1,
+      10_000,
+    )
+    expect(closes).toBe(1)
+    socketOf(reader).resume()
+    expect((await reader.closed).code).toBeGreaterThanOrEqual(1006)
+  }, 30_000)
 })
 
 describe('a paused reader on another node than the publisher', () => {

@@ -129,9 +129,10 @@ export function onPageRead<S extends ReadState>(state: S, msg: Extract<Community
   // feed, or another node's event on its way through the bus
   const remember = stored.length > 0 && (held.length > 0 || state.inflight.effects > 0 || state.feed.waiting > 0 || clustered)
   const ids = remember ? new Set(stored.map((s) => s.id)) : undefined
-  for (const s of stored) sub.conn.queue.push(eventFrame(sub.subId, s.raw))
-  for (const raw of presence) sub.conn.queue.push(eventFrame(sub.subId, raw))
-  sub.conn.queue.push(eoseFrame(sub.subId))
+  const page = stored.map((s) => eventFrame(sub.subId, s.raw))
+  for (const raw of presence) page.push(eventFrame(sub.subId, raw))
+  page.push(eoseFrame(sub.subId))
+  sub.conn.queue.pushPage(page)
   // without the bus there is no gap-free live feed: the stored page, then the truth
   if (!live) {
     lose(state.index, [sub], LIVE_UNAVAILABLE)

@@ -5,7 +5,8 @@ import type { WebSocket } from 'ws'
  * frames; at most one flush is pending at a time (the "one pending wake"). The bound counts bytes queued here
  * plus bytes `ws` has not yet written to the kernel. A reader that STAYS over it (for the grace period) is a
  * slow consumer and is closed with a reason — a subscriber is never silently skipped. One big REQ page may
- * take a healthy reader over the bound for a moment; only HARD_FACTOR times the bound closes at once.
+ * take a healthy reader over the bound for a moment; only HARD_FACTOR times the bound closes at once, and a
+ * page that a reader within its bound asked for does not count towards that (pushPage).
  *
  * The backlog of a reader that doesn't keep up stays HERE, not in `ws`: frames go to the socket only while it
  * takes them (no `drain` awaited), so closing a slow consumer frees its backlog at once and its close frame
@@ -18,6 +19,13 @@ export interface OutboundQueue {
   push(frame: string): boolean
   /** frames that must not wait behind bulk data (NOTICE, CLOSED, OK): sent before any queued bulk frame */
   pushControl(frame: string): boolean
+  /**
+   * A REQ's page, queued whole. When the reader is within its bound as the page begins, the page's bytes do
+   * not count towards the hard bound until they are written (the limits allow pages of maxLimit ×
+   * maxEventBytes, 64 MiB by default, and the rows are in memory already); the grace period applies as to
+   * any bytes. A reader over its bound gets no such allowance, so at most one page is exempt at a time.
+   */
+  pushPage(frames: readonly string[]): boolean
   readonly pendingBytes: number
   readonly closed: boolean
   /** send what is queued (a NOTICE/OK explaining why), then close the socket */
@@ -97,6 +105,11 @@ export function createOutboundQueue(ws: WebSocket, opts: OutboundQueueOptions): 
   const control = lane()
   const bulk = lane()
   let queuedBytes = 0
+  // bytes ever queued / ever handed to ws: an exempt page is the stretch up to exemptEnd
+  let queuedTotal = 0
+  let writtenTotal = 0
+  let exemptEnd = 0
+  let exemptBytes = 0
   let wakePending = false
   let closed = false
   let graceTimer: ReturnType<typeof setTimeout> | undefined
@@ -125,9 +138,11 @@ export function createOutboundQueue(ws: WebSocket, opts: OutboundQueueOptions): 
     ws.once('close', () => clearTimeout(linger))
     opts.onSlowConsumer({ code: SLOW_CONSUMER_CODE, reason: SLOW_CONSUMER_REASON, pendingBytes })
   }
+  /** what is left unwritten of the exempt page */
+  const exempt = () => Math.max(0, Math.min(exemptBytes, exemptEnd - writtenTotal))
   const checkBound = (): boolean => {
     const p = pending()
-    if (p > opts.maxPendingBytes * HARD_FACTOR) {
+    if (p - exempt() > opts.maxPendingBytes * HARD_FACTOR) {
       closeSlow()
       return false
     }
@@ -149,6 +164,7 @@ export function createOutboundQueue(ws: WebSocket, opts: OutboundQueueOptions): 
         const f = take()
         if (f === undefined) break
         queuedBytes -= f.length
+        writtenTotal += f.length
         batch += f.length
         ws.send(f)
       }
@@ -171,9 +187,16 @@ export function createOutboundQueue(ws: WebSocket, opts: OutboundQueueOptions): 
   })
   const enqueue = (l: ReturnType<typeof lane>, frame: string): boolean => {
     if (closed || ws.readyState !== ws.OPEN) return false
+    add(l, frame)
+    return admitted()
+  }
+  const add = (l: ReturnType<typeof lane>, frame: string) => {
     l.push(frame)
     // string length is a lower bound of UTF-8 bytes; close enough for a bound measured in MiB
     queuedBytes += frame.length
+    queuedTotal += frame.length
+  }
+  const admitted = (): boolean => {
     if (!checkBound()) return false
     // while the socket owes a drain, that drain wakes the flush
     if (!socket?.writableNeedDrain) wake()
@@ -203,6 +226,17 @@ export function createOutboundQueue(ws: WebSocket, opts: OutboundQueueOptions): 
       ws.once('close', () => clearTimeout(linger))
     },
     push: (frame) => enqueue(bulk, frame),
+    pushPage(frames) {
+      if (closed || ws.readyState !== ws.OPEN) return false
+      const within = pending() <= opts.maxPendingBytes
+      const start = queuedTotal
+      for (const f of frames) add(bulk, f)
+      if (within) {
+        exemptBytes = queuedTotal - start
+        exemptEnd = queuedTotal
+      }
+      return admitted()
+    },
     pushControl: (frame) => enqueue(control, frame),
     get pendingBytes() {
       return pending()
