@@ -6,7 +6,7 @@ import type { WebSocket } from 'ws'
  * plus bytes `ws` has not yet written to the kernel. A reader that STAYS over it (for the grace period) is a
  * slow consumer and is closed with a reason — a subscriber is never silently skipped. One big REQ page may
  * take a healthy reader over the bound for a moment; only HARD_FACTOR times the bound closes at once, and a
- * page that a reader within its bound asked for does not count towards that (pushPage).
+ * page that a reader within its bound asked for counts towards that only past another HARD_FACTOR (pushPage).
  *
  * The backlog of a reader that doesn't keep up stays HERE, not in `ws`: frames go to the socket only while it
  * takes them (no `drain` awaited), so closing a slow consumer frees its backlog at once and its close frame
@@ -20,10 +20,11 @@ export interface OutboundQueue {
   /** frames that must not wait behind bulk data (NOTICE, CLOSED, OK): sent before any queued bulk frame */
   pushControl(frame: string): boolean
   /**
-   * A REQ's page, queued whole. When the reader is within its bound as the page begins, the page's bytes do
-   * not count towards the hard bound until they are written (the limits allow pages of maxLimit ×
-   * maxEventBytes, 64 MiB by default, and the rows are in memory already); the grace period applies as to
-   * any bytes. A reader over its bound gets no such allowance, so at most one page is exempt at a time.
+   * A REQ's page, queued whole. When the reader is within its bound as the page begins, up to HARD_FACTOR ×
+   * the bound of the page's bytes do not count towards the hard bound until they are written (a page can be
+   * bigger than the hard bound, and a reader that reads takes it at once); the grace period applies as to any
+   * bytes. A reader over its bound gets no such allowance, so at most one page is exempt at a time and a
+   * connection never holds more than twice the hard bound.
    */
   pushPage(frames: readonly string[]): boolean
   readonly pendingBytes: number
@@ -170,6 +171,11 @@ export function createOutboundQueue(ws: WebSocket, opts: OutboundQueueOptions): 
       }
       socket?.uncork()
     }
+    // back within the bound: a later excursion gets its own grace period
+    if (graceTimer !== undefined && pending() <= opts.maxPendingBytes) {
+      clearTimeout(graceTimer)
+      graceTimer = undefined
+    }
   }
   const flush = () => {
     wakePending = false
@@ -232,7 +238,7 @@ export function createOutboundQueue(ws: WebSocket, opts: OutboundQueueOptions): 
       const start = queuedTotal
       for (const f of frames) add(bulk, f)
       if (within) {
-        exemptBytes = queuedTotal - start
+        exemptBytes = Math.min(queuedTotal - start, opts.maxPendingBytes * HARD_FACTOR)
         exemptEnd = queuedTotal
       }
       return admitted()
