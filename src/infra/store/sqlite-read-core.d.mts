@@ -7,7 +7,16 @@ export interface ReadBatch {
   statements: { sql: string; params: SqlParam[] }[]
   /** `rows`: each statement's rows as arrays; `count`: each statement's single number */
   mode: 'rows' | 'count'
+  /**
+   * `rows` only: merge the statements' rows in the reader, which then answers one result, the merged page.
+   * The statements are the arms of the filters in order: `arms[i]` of them belong to filter i, whose own
+   * `limits[i]` (null: none) applies to its deduplicated rows; the union is deduplicated, newest first.
+   */
+  merge?: { arms: number[]; limits: (number | null)[] }
 }
+
+/** SELECT e.raw, e.id, e.created_at, e.kind, as a reader answers it */
+export type Row = [raw: string, id: string, created_at: number, kind: number]
 
 export const BUDGET_FUNCTION: string
 

@@ -46,10 +46,33 @@ export function createReadRunner(db) {
     run(batch, deadlineMs = Number.POSITIVE_INFINITY) {
       deadline = deadlineMs
       try {
-        return runAll(batch)
+        const results = runAll(batch)
+        // merged here, in the reader: only the page crosses to the main thread, not every arm's rows
+        return batch.merge ? [mergeArms(results, batch.merge)] : results
       } finally {
         deadline = Number.POSITIVE_INFINITY
       }
     },
   }
+}
+
+// NIP-01: newest first, ties lowest id first (rows are [raw, id, created_at, kind])
+const newestFirst = (a, b) => b[2] - a[2] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0)
+
+function dedupe(rows) {
+  const byId = new Map()
+  for (const r of rows) byId.set(r[1], r)
+  return [...byId.values()]
+}
+
+/** Each filter's `limit` applies to it; the answers are merged, deduplicated and put in NIP-01 order. */
+function mergeArms(results, { arms, limits }) {
+  let next = 0
+  const pages = arms.map((n, i) => {
+    const rows = results.slice(next, next + n).flat()
+    next += n
+    // arms of a tag filter can return the same event once each; a copy must not take a place in the limit
+    return limits[i] === null ? rows : dedupe(rows).sort(newestFirst).slice(0, limits[i])
+  })
+  return dedupe(pages.flat()).sort(newestFirst)
 }
