@@ -1,9 +1,36 @@
 // The agents of the **agents** scenario (bench/agents.ts): N real `AgentClient`s from the compiled package
-// (dist/client, as a program that installed `apiary-relay` runs it), one deterministic key each, in this
-// process. The fleet records what the scenario measures from the agents' side: state$ timestamps, how many are
+// (dist/client, as a program that installed `apiary-relay` runs it), one deterministic key each, in one
+// process (a shard of the fleet: bench/agent-shard.ts). The fleet records what the scenario measures from the agents' side: state$ timestamps, how many are
 // ACTIVE now, the causes of failed attempts, and every event each subscriber's application received.
 import type { AgentClient, AgentClientOptions, AgentStateChange, NostrEvent, PublishResult } from '../src/client/index'
 import { benchKeys } from './fixtures'
+
+/** per subscriber (agent index): event id → times its application received it */
+export type Deliveries = Map<number, Map<string, number>>
+
+/**
+ * Over every subscriber: deliveries, deliveries beyond the first of an id, expected ids never delivered, and
+ * the first few of those as `subscriber:id`.
+ */
+export function deliveryFigures(deliveries: Deliveries, expected: Iterable<string>): { deliveries: number; duplicates: number; missing: number; missed: string[] } {
+  const ids = [...expected]
+  let delivered = 0
+  let duplicates = 0
+  let missing = 0
+  const missed: string[] = []
+  for (const [subscriber, seen] of deliveries) {
+    for (const n of seen.values()) {
+      delivered += n
+      duplicates += n - 1
+    }
+    for (const id of ids) {
+      if (seen.has(id)) continue
+      missing++
+      if (missed.length < 5) missed.push(`${subscriber}:${id}`)
+    }
+  }
+  return { deliveries: delivered, duplicates, missing, missed }
+}
 
 export interface TrackedAgent {
   readonly agent: AgentClient
@@ -34,8 +61,8 @@ export class AgentFleet {
   /** INIT transitions (failed attempts) by causeCategory, while `recordCauses` is on */
   causes: Record<string, number> = {}
   recordCauses = false
-  /** per subscriber: event id → times the application's onEvent got it */
-  private readonly deliveries = new Map<number, Map<string, number>>()
+  /** per subscriber (its index): event id → times the application's onEvent got it */
+  readonly deliveries: Deliveries = new Map()
 
   private constructor(agents: TrackedAgent[]) {
     this.agents = agents
@@ -43,14 +70,16 @@ export class AgentFleet {
 
   /**
    * Loads dist/client/index.js and creates `count` agents (each `new AgentClient` derives its pubkey with
-   * noble: ~2 ms, so this runs before any clock). Keys: bench/fixtures.ts benchKeys, label 'agents'.
+   * noble: ~2 ms, so this runs before any clock). Keys: bench/fixtures.ts benchKeys `label`, from index `first`
+   * (the agents' `index`), so shards of one fleet hold disjoint keys.
    */
-  static async create(url: string, count: number, options: Partial<AgentClientOptions> = {}): Promise<AgentFleet> {
+  static async create(url: string, count: number, first = 0, label = 'agents', options: Partial<AgentClientOptions> = {}): Promise<AgentFleet> {
     // a path in a variable: the typecheck must not depend on dist/ having been built
     const built: string = '../dist/client/index.js'
     const { AgentClient: Client } = (await import(built)) as typeof import('../src/client/index')
-    const keys = benchKeys(count, 'agents')
-    const agents = keys.map((key, index) => {
+    const keys = benchKeys(count, label, first)
+    const agents = keys.map((key, i) => {
+      const index = first + i
       const agent = new Client({ relays: [url], secretKey: key.secret, capabilities: [{ name: 'bench-job', kinds: [5050] }], ...options })
       return { agent, index, startedAt: Number.NaN, discoveredAt: Number.NaN, authenticatedAt: Number.NaN, activeAt: Number.NaN, lastActiveAt: Number.NaN }
     })
@@ -92,30 +121,6 @@ export class AgentFleet {
     const seen = new Map<string, number>()
     this.deliveries.set(t.index, seen)
     t.agent.subscribe([filter], (e: NostrEvent) => seen.set(e.id, (seen.get(e.id) ?? 0) + 1))
-  }
-
-  /**
-   * Over every subscriber: deliveries, deliveries beyond the first of an id, expected ids never delivered,
-   * and the first few of those as `subscriber:id`.
-   */
-  deliveryFigures(expected: Iterable<string>): { deliveries: number; duplicates: number; missing: number; missed: string[] } {
-    const ids = [...expected]
-    let deliveries = 0
-    let duplicates = 0
-    let missing = 0
-    const missed: string[] = []
-    for (const [subscriber, seen] of this.deliveries) {
-      for (const n of seen.values()) {
-        deliveries += n
-        duplicates += n - 1
-      }
-      for (const id of ids) {
-        if (seen.has(id)) continue
-        missing++
-        if (missed.length < 5) missed.push(`${subscriber}:${id}`)
-      }
-    }
-    return { deliveries, duplicates, missing, missed }
   }
 
   reconnects(): number {

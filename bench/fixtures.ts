@@ -19,9 +19,13 @@ const FORMAT_VERSION = 1
 // Apiary refuses created_at older than a year (limits.createdAtPastSeconds): re-sign a cache well before that.
 const MAX_CACHE_AGE_SECONDS = 180 * 86_400
 
-/** Deterministic 32-byte secret keys (sha256 of a label), so the author set is stable across runs. */
-export function benchKeys(count: number, label = 'apiary-bench'): { secret: Uint8Array; pubkey: string }[] {
-  return Array.from({ length: count }, (_, i) => {
+/**
+ * Deterministic 32-byte secret keys (sha256 of a label), so the author set is stable across runs. `first`: the
+ * index of the first key, so processes that share one key set (bench/agent-shard.ts) each derive only theirs.
+ */
+export function benchKeys(count: number, label = 'apiary-bench', first = 0): { secret: Uint8Array; pubkey: string }[] {
+  return Array.from({ length: count }, (_, j) => {
+    const i = first + j
     let n = 0
     for (;;) {
       const secret = createHash('sha256').update(`${label}:${i}:${n}`).digest()

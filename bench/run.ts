@@ -2,17 +2,19 @@
 // relay in its own child process, alternating over rounds because this machine is noisy (±30 %).
 // Flags: --quick (small counts), --rounds N (default 3), --only a,b (scenarios: ceiling, ingest-closed,
 // ingest-pipelined, fanout, channel-fanout, slow-read, req, ingest-with-reads, idle-memory, agents,
-// cluster-fanout, admission, ingest-pg), --relays apiary,baseline.
+// cluster-fanout, admission, ingest-pg), --relays apiary,baseline, --agent-shards K (agents: load processes, default 3).
 // channel-fanout (bench/channel-fanout.ts) runs Apiary only: plain vs public vs private channel events; so do
 // slow-read (bench/slow-read.ts: ingest with and without a REQ the store holds 2 s) and ingest-with-reads
 // (bench/ingest-with-reads.ts: ingest into the REQ data set with and without 8 readers), and agents
-// (bench/agents.ts: N AgentClients in this process, the relay SIGKILLed and restarted under them).
+// (bench/agents.ts: N AgentClients over K load processes, the relay SIGKILLed and restarted under them).
 // The cluster scenarios (bench/cluster.ts) need Redis and PostgreSQL on 127.0.0.1; a run without them skips
 // those with a note. Prints a table of medians with the DESIGN §12 targets and writes it to
 // .bench-data/last-run.json.
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
+import type { ShardLoad } from './agent-shard'
+import type { StormFigures } from './agent-storm'
 import { type AgentsResult, agentsStorm } from './agents'
 import { CHANNEL_VARIANTS, type ChannelFixtures, channelFanout, channelFixtures } from './channel-fanout'
 import { CHILD_SCRIPTS, type LoopDelay, type RelayProcess, spawnRelay } from './child'
@@ -55,6 +57,8 @@ for (const s of only ?? []) if (!SCENARIOS.includes(s)) throw new Error(`unknown
 const wanted = (s: Scenario) => !only || only.includes(s) || (s === 'ceiling' && only.includes('ingest-pipelined'))
 type RelayName = 'apiary' | 'baseline'
 const relayNames = (option('relays')?.split(',') ?? ['apiary', 'baseline']) as RelayName[]
+/** load processes the agents scenario spreads its fleet over (bench/agent-shard.ts), besides its probe */
+const agentShards = Number(option('agent-shards') ?? 3)
 
 const size = quick
   ? {
@@ -66,7 +70,7 @@ const size = quick
       req: { stored: 10_000, queries: 50, concurrentQueries: 200, connections: 8 },
       ingestWithReads: { events: 3_000, connections: 4, window: 200, maxSeconds: 10, readers: 8 },
       idle: { connections: 1_000 },
-      agents: { agents: 300, waveSize: 50, waveSpacingMs: 20, subscribers: 20, trafficPublishers: 5, trafficIntervalMs: 2_000, stormPublishers: 30, recoveryTimeoutMs: 180_000 },
+      agents: { agents: 300, shards: agentShards, waveSize: 50, waveSpacingMs: 20, probeHandshakes: 60, probeIntervalMs: 100, subscribers: 20, trafficPublishers: 5, trafficIntervalMs: 2_000, stormPublishers: 30, recoveryTimeoutMs: 180_000, shapedMaxConcurrentAuth: 32 },
       clusterFanout: { subscribers: 200, events: 100 },
       admission: { seconds: 1, maxDecisions: 2_000_000, callers: [1, 16, 64], batches: [8, 32, 128], batchCallers: [1, 16], memoryCallers: 16 },
       ingestPg: { events: 3_000, connections: 4, window: 200, maxSeconds: 10 },
@@ -80,10 +84,10 @@ const size = quick
       req: { stored: 100_000, queries: 200, concurrentQueries: 800, connections: 8 },
       ingestWithReads: { events: 30_000, connections: 4, window: 200, maxSeconds: 20, readers: 8 },
       idle: { connections: 2_000 },
-      // the load process signs with noble (~2.4 ms here) and verifies every inbound event (~1.4 ms): 3,000
-      // heartbeating agents alone keep ~0.5 core of it busy, so handshakes are offered at 50/s and only a
-      // sample of agents subscribes
-      agents: { agents: 3_000, waveSize: 50, waveSpacingMs: 20, subscribers: 50, trafficPublishers: 10, trafficIntervalMs: 2_000, stormPublishers: 100, recoveryTimeoutMs: 180_000 },
+      // the load processes sign with noble (~2.4 ms here) and verify every inbound event (~1.4 ms): 3,000
+      // heartbeating agents alone keep ~0.5 core of them busy, so the fleet starts at 50 handshakes/s, only a
+      // sample of agents subscribes, and the steady handshake is the probe's (10/s, a process doing nothing else)
+      agents: { agents: 3_000, shards: agentShards, waveSize: 50, waveSpacingMs: 20, probeHandshakes: 300, probeIntervalMs: 100, subscribers: 50, trafficPublishers: 10, trafficIntervalMs: 2_000, stormPublishers: 100, recoveryTimeoutMs: 180_000, shapedMaxConcurrentAuth: 32 },
       clusterFanout: { subscribers: 200, events: 500 },
       admission: { seconds: 3, maxDecisions: 10_000_000, callers: [1, 16, 64], batches: [8, 32, 128], batchCallers: [1, 16], memoryCallers: 16 },
       ingestPg: { events: 30_000, connections: 4, window: 200, maxSeconds: 20 },
@@ -543,24 +547,39 @@ else if (wanted('agents')) {
     log(`  agents: ${o.agents} agents, round ${round + 1}/${rounds}`)
     const r = await attempt(() => agentsStorm({ ...o, dir: freshDir('apiary-agents') }))
     if (!r.ok) log(`    failed: ${r.error}`)
-    else log(`    all ACTIVE again ${r.value.storm.allActiveSeconds} s after the restart; handshake p99 ${r.value.handshake.steady.p99Ms} ms`)
+    else log(`    all ACTIVE again ${r.value.storm.allActiveSeconds} s after the restart; steady handshake p99 ${r.value.handshake.steady.startToActive.p99Ms} ms (probe)`)
     runs.push(r)
   }
   raw.agents = runs
-  const label = `agents (${o.agents} AgentClients, one load process)`
+  addAgentsRows(o, runs)
+}
+
+function addAgentsRows(o: (typeof size)['agents'], runs: Outcome<AgentsResult>[]) {
+  const label = `agents (${o.agents} AgentClients, ${o.shards} load processes + probe)`
   const atMost = (k: number, unit: string) => ({ text: `≤ ${k}${unit}`, check: (a: number) => a <= k })
   const none = { text: '0', check: (a: number) => a === 0 }
+  const worst = (loads: ShardLoad[]) => Math.max(...loads.map((l) => l.loopDelay.p99Ms))
   addOneSided(label, 'agents ACTIVE at the end', 'count', runs, (r) => r.active, { text: `${o.agents}`, check: (a) => a === o.agents })
-  addOneSided(label, 'handshake start→ACTIVE p50, steady', 'ms', runs, (r) => r.handshake.steady.p50Ms)
-  addOneSided(label, 'handshake start→ACTIVE p99, steady', 'ms', runs, (r) => r.handshake.steady.p99Ms, atMost(25, ' ms'))
-  addOneSided(label, 'handshake socket→ACTIVE p99, steady', 'ms', runs, (r) => r.handshake.socketToActiveSteady.p99Ms)
-  addOneSided(label, '  of which socket + AUTH p99, steady', 'ms', runs, (r) => r.handshake.authSteady.p99Ms)
-  addOneSided(label, '  of which registration p99, steady', 'ms', runs, (r) => r.handshake.registerSteady.p99Ms)
+  addOneSided(label, 'handshake start→ACTIVE p50, steady (probe)', 'ms', runs, (r) => r.handshake.steady.startToActive.p50Ms)
+  addOneSided(label, 'handshake start→ACTIVE p99, steady (probe)', 'ms', runs, (r) => r.handshake.steady.startToActive.p99Ms, atMost(25, ' ms'))
+  addOneSided(label, 'handshake socket→ACTIVE p99, steady (probe)', 'ms', runs, (r) => r.handshake.steady.socketToActive.p99Ms)
+  addOneSided(label, '  of which socket + AUTH p99, steady', 'ms', runs, (r) => r.handshake.steady.auth.p99Ms)
+  addOneSided(label, '  of which registration p99, steady', 'ms', runs, (r) => r.handshake.steady.register.p99Ms)
   addOneSided(label, 'relay-side open→AUTH OK p50, steady', 'ms ≤', runs, (r) => r.handshake.relaySideP50Ms)
   addOneSided(label, 'relay-side open→AUTH OK p99, steady', 'ms ≤', runs, (r) => r.handshake.relaySideP99Ms)
-  addOneSided(label, 'handshake start→ACTIVE p99, all waves', 'ms', runs, (r) => r.handshake.all.p99Ms)
-  addOneSided(label, 'load-process loop delay p99, steady', 'ms', runs, (r) => r.loadLoopDelay.p99Ms)
-  addOneSided(label, 'load-process loop delay max, steady', 'ms', runs, (r) => r.loadLoopDelay.maxMs)
+  addOneSided(label, 'probe-process loop delay p99, steady', 'ms', runs, (r) => r.probeLoad.loopDelay.p99Ms)
+  addOneSided(label, 'probe-process loop delay max, steady', 'ms', runs, (r) => r.probeLoad.loopDelay.maxMs)
+  addOneSided(label, 'probe-process CPU, steady', 'cores', runs, (r) => r.probeLoad.cores)
+  addOneSided(label, 'handshake start→ACTIVE p99, fleet waves 2nd half', 'ms', runs, (r) => r.handshake.wavesSecondHalf.startToActive.p99Ms)
+  addOneSided(label, 'handshake start→ACTIVE p99, all waves', 'ms', runs, (r) => r.handshake.waves.startToActive.p99Ms)
+  addOneSided(label, 'load-process loop delay p99, steady (worst shard)', 'ms', runs, (r) => worst(r.shardLoad.steady))
+  for (let k = 0; k < o.shards; k++) {
+    const shard = `load shard ${k + 1}`
+    addOneSided(label, `${shard}: loop delay p99, start-up`, 'ms', runs, (r) => r.shardLoad.startup[k]!.loopDelay.p99Ms)
+    addOneSided(label, `${shard}: loop delay p99, steady`, 'ms', runs, (r) => r.shardLoad.steady[k]!.loopDelay.p99Ms)
+    addOneSided(label, `${shard}: CPU, start-up`, 'cores', runs, (r) => r.shardLoad.startup[k]!.cores)
+    addOneSided(label, `${shard}: CPU, steady`, 'cores', runs, (r) => r.shardLoad.steady[k]!.cores)
+  }
   addOneSided(label, 'relay loop delay p99, steady', 'ms', runs, (r) => r.relayLoopDelay.p99Ms)
   addOneSided(label, 'relay loop delay max, steady', 'ms', runs, (r) => r.relayLoopDelay.maxMs)
   addOneSided(label, 'relay rss per agent', 'KiB', runs, (r) => r.memory.rssPerAgent / 1024)
@@ -570,32 +589,47 @@ else if (wanted('agents')) {
   addOneSided(label, 'traffic: deliveries to the apps', 'count', runs, (r) => r.traffic.deliveries)
   addOneSided(label, 'traffic: duplicates delivered', 'count', runs, (r) => r.traffic.duplicates, none)
   addOneSided(label, 'traffic: deliveries missing', 'count', runs, (r) => r.traffic.missing, none)
-  addOneSided(label, 'storm: outage (kill → listening again)', 's', runs, (r) => r.storm.outageMs / 1000)
-  addOneSided(label, 'storm: restart → all ACTIVE again', 's', runs, (r) => r.storm.allActiveSeconds, atMost(60, ' s'))
-  addOneSided(label, 'storm: restart → agent ACTIVE p50', 's', runs, (r) => r.storm.reactive.p50Ms / 1000)
-  addOneSided(label, 'storm: relay CPU (mean)', 'cores', runs, (r) => r.storm.relayCores)
-  addOneSided(label, 'storm: relay CPU (busiest second)', 'cores', runs, (r) => r.storm.relayPeakCores)
-  addOneSided(label, 'storm: load-generator CPU', 'cores', runs, (r) => r.storm.loadGenCores)
-  addOneSided(label, 'storm: AUTHs shaped (relay /metrics)', 'count', runs, (r) => r.storm.shapedAuth)
-  addOneSided(label, 'storm: shaped refusals seen by agents', 'count', runs, (r) => r.storm.shapedSeen)
-  addOneSided(label, 'storm: reconnect attempts', 'count', runs, (r) => r.storm.reconnects)
-  addOneSided(label, 'storm: publishes resolved queued', 'count', runs, (r) => r.storm.publishedQueued)
-  addOneSided(label, 'storm: queued publishes lost', 'count', runs, (r) => r.storm.queuedLost, none)
-  addOneSided(label, 'storm: deliveries (traffic + outage jobs)', 'count', runs, (r) => r.storm.deliveries)
-  addOneSided(label, 'storm: duplicates delivered', 'count', runs, (r) => r.storm.duplicates, none)
-  addOneSided(label, 'storm: deliveries missing', 'count', runs, (r) => r.storm.missing, none)
+  addStormRows(label, 'storm', o, runs, (r) => r.storm)
+  if (o.shapedMaxConcurrentAuth > 0) {
+    addStormRows(label, `storm, maxConcurrentAuth ${o.shapedMaxConcurrentAuth}`, o, runs, (r) => r.shapedStorm)
+  }
   notes.push(
-    `agents: Apiary only (embedded SQLite, rate limits wide open, maxConnectionsPerIp lifted; presence 15 s / 45 s, client defaults). ${o.agents} AgentClients from dist/client in this process (open-files limit ${openFilesLimit()}); started in waves of ${o.waveSize}, one start every ${o.waveSpacingMs} ms, each wave all ACTIVE before the next. "start→ACTIVE" = start() to ACTIVE (NIP-11, socket, AUTH, 31990 + first heartbeat OK); "socket→ACTIVE" from DISCOVERED; "steady" = the agents of the second half of the waves (≥ ${o.agents / 2} already ACTIVE and heartbeating). ${o.subscribers} agents subscribe to kind 5050 #t=bench-agents, ${o.trafficPublishers} publish one job every ${o.trafficIntervalMs} ms in turn until every agent has been ACTIVE 30 s (the client's stable period); then SIGKILL, ${o.stormPublishers} agents publish during the outage, restart on the same port and data dir`,
+    `agents: Apiary only (embedded SQLite, rate limits wide open, maxConnectionsPerIp lifted; presence 15 s / 45 s, client defaults). ${o.agents} AgentClients from dist/client over ${o.shards} load processes (bench/agent-shard.ts; open-files limit ${openFilesLimit()}); started in waves of ${o.waveSize} over all of them, ${1000 / o.waveSpacingMs} starts/s in all, each process's part of a wave all ACTIVE before its next. "steady (probe)" = a further process that only does handshakes, ${o.probeHandshakes} (after 5 unmeasured warm-ups) at one start every ${o.probeIntervalMs} ms (open loop) while all ${o.agents} heartbeat and trade jobs; its own loop delay is beside it. "start→ACTIVE" = start() to ACTIVE (NIP-11, socket, AUTH, 31990 + first heartbeat OK); "socket→ACTIVE" from DISCOVERED. ${o.subscribers} agents subscribe to kind 5050 #t=bench-agents, ${o.trafficPublishers} publish one job every ${o.trafficIntervalMs} ms in turn until every agent has been ACTIVE 30 s (the client's stable period); then SIGKILL, ${o.stormPublishers} agents publish during the outage, restart on the same port and data dir${o.shapedMaxConcurrentAuth > 0 ? `; then, once all are past the stable period again, the same storm with limits.maxConcurrentAuth ${o.shapedMaxConcurrentAuth} (its lost / missing / duplicate figures cover every publish of the run)` : ''}`,
   )
+}
+
+/** a storm's rows and notes (a run without that storm gives NaN cells) */
+function addStormRows(label: string, name: string, o: (typeof size)['agents'], runs: Outcome<AgentsResult>[], get: (r: AgentsResult) => StormFigures | undefined) {
+  const row = (metric: string, unit: string, f: (s: StormFigures) => number, target?: { text: string; check: (a: number) => boolean }) =>
+    addOneSided(label, `${name}: ${metric}`, unit, runs, (r) => {
+      const s = get(r)
+      return s ? f(s) : Number.NaN
+    }, target)
+  const none = { text: '0', check: (a: number) => a === 0 }
+  row('outage (kill → listening again)', 's', (s) => s.outageMs / 1000)
+  row('restart → all ACTIVE again', 's', (s) => s.allActiveSeconds, { text: '≤ 60 s', check: (a) => a <= 60 })
+  row('restart → agent ACTIVE p50', 's', (s) => s.reactive.p50Ms / 1000)
+  row('relay CPU (mean)', 'cores', (s) => s.relayCores)
+  row('relay CPU (busiest second)', 'cores', (s) => s.relayPeakCores)
+  row('load-generator CPU (all shards)', 'cores', (s) => s.loadGenCores)
+  for (let k = 0; k < o.shards; k++) row(`load shard ${k + 1} loop delay p99`, 'ms', (s) => s.shardLoad[k]!.loopDelay.p99Ms)
+  row('AUTHs shaped (relay /metrics)', 'count', (s) => s.shapedAuth)
+  row('shaped refusals seen by agents', 'count', (s) => s.shapedSeen)
+  row('reconnect attempts', 'count', (s) => s.reconnects)
+  row('publishes resolved queued', 'count', (s) => s.publishedQueued)
+  row('queued publishes lost', 'count', (s) => s.queuedLost, none)
+  row('deliveries (traffic + outage jobs)', 'count', (s) => s.deliveries)
+  row('duplicates delivered', 'count', (s) => s.duplicates, none)
+  row('deliveries missing', 'count', (s) => s.missing, none)
   runs.forEach((r, i) => {
-    if (!r.ok) return
-    const s = r.value.storm
+    const s = r.ok ? get(r.value) : undefined
+    if (!s) return
     const causes = Object.entries(s.causes).map(([k, n]) => `${k}=${n}`).join(', ')
-    notes.push(`agents r${i + 1}: failed attempts during the storm by cause: ${causes || 'none'}`)
-    if (s.notQueued) notes.push(`agents r${i + 1}: ${s.notQueued} outage publishes did not resolve queued: true`)
-    if (s.ackedLost) notes.push(`agents r${i + 1}: ${s.ackedLost} acknowledged publishes not stored`)
-    if (s.missed.length) notes.push(`agents r${i + 1}: ${s.missing} deliveries missing, e.g. ${s.missed.join('; ')}`)
-    if (s.notActive) notes.push(`agents r${i + 1}: ${s.notActive} agents not ACTIVE ${o.recoveryTimeoutMs / 1000} s after the restart`)
+    notes.push(`agents r${i + 1} ${name}: failed attempts by cause: ${causes || 'none'}`)
+    if (s.notQueued) notes.push(`agents r${i + 1} ${name}: ${s.notQueued} outage publishes did not resolve queued: true`)
+    if (s.ackedLost) notes.push(`agents r${i + 1} ${name}: ${s.ackedLost} acknowledged publishes not stored`)
+    if (s.missed.length) notes.push(`agents r${i + 1} ${name}: ${s.missing} deliveries missing, e.g. ${s.missed.join('; ')}`)
+    if (s.notActive) notes.push(`agents r${i + 1} ${name}: ${s.notActive} agents not ACTIVE ${o.recoveryTimeoutMs / 1000} s after the restart`)
   })
 }
 
