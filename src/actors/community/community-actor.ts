@@ -24,6 +24,7 @@ import { reason } from '../../protocols/reasons.js'
 import { assertNever } from '../../protocols/result.js'
 import { type ActorContext, type ActorDef, pipeTo, type TypedRef, tell } from '../kernel/index.js'
 import { AccessGate } from './access-gate.js'
+import { ChannelReads } from './channel-reads.js'
 import { type ChannelDeps, DeferredState, publishState, type RelayEvent } from './community-channels.js'
 import {
   acceptControl,
@@ -154,6 +155,7 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
   const channels: ChannelDeps = {
     community: id,
     channels: deps.channels,
+    reads: new ChannelReads(deps.channels, id),
     events: deps.store,
     relayPubkey: deps.cluster.relayPubkey,
     isModerator: (pubkey) => pubkey === deps.cluster.relayPubkey || current.record.admins.includes(pubkey),

@@ -23,10 +23,13 @@ import {
 } from '../../protocols/nip29.js'
 import { reason } from '../../protocols/reasons.js'
 import { err, ok, type Result } from '../../protocols/result.js'
+import type { ChannelReads } from './channel-reads.js'
 
 export interface ChannelDeps {
   community: string
   channels: ChannelStore
+  /** the fresh reads a write is decided on, batched per turn */
+  reads: ChannelReads
   events: EventStore
   relayPubkey: string
   /** community admins (and the relay) moderate every channel */
@@ -70,9 +73,8 @@ export async function planChannelEvent(event: NostrEvent, d: ChannelDeps): Promi
   const now = planChannelEventNow(event, d)
   if (now !== undefined) return now
   const action = (parseChannelAction(event) as { value: ChannelAction }).value
-  const found = (await d.channels.get(d.community, [action.channel])).get(action.channel)
-  const roles = found && !found.deleted ? await d.channels.rolesOf(d.community, action.channel, [event.pubkey]) : new Map()
-  const verdict = authorize(action, { channel: found, role: roles.get(event.pubkey), moderator: d.isModerator(event.pubkey) })
+  const { channel, role } = await d.reads.read(action.channel, event.pubkey)
+  const verdict = authorize(action, { channel, role, moderator: d.isModerator(event.pubkey) })
   return verdict.ok ? ok({ action, verdict: verdict.value }) : verdict
 }
 

@@ -1,0 +1,96 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ChannelReads } from '../../../src/actors/community/channel-reads'
+import type { ChannelInit, ChannelStore } from '../../../src/infra/store/channel-store'
+import { openSqliteChannelStore } from '../../../src/infra/store/sqlite-channel-store'
+
+const community = 'c'
+const pubkey = (c: string) => c.repeat(64)
+const channel = (id: string): ChannelInit => ({ id, name: id, about: '', picture: '', private: false, closed: false, createdAt: 1 })
+
+/** The real SQLite channel store, counting the reads that reach it (and failing them on demand). */
+function counting(store: ChannelStore) {
+  const calls = { get: [] as string[][], rolesOf: [] as string[][] }
+  let failing = false
+  return {
+    calls,
+    fail: (on: boolean) => {
+      failing = on
+    },
+    store: {
+      get: (c: string, ids: readonly string[]) => {
+        calls.get.push([...ids])
+        return failing ? Promise.reject(new Error('store down')) : store.get(c, ids)
+      },
+      rolesOf: (c: string, ch: string, pubkeys: readonly string[]) => {
+        calls.rolesOf.push([ch, ...pubkeys])
+        return failing ? Promise.reject(new Error('store down')) : store.rolesOf(c, ch, pubkeys)
+      },
+    },
+  }
+}
+
+describe('ChannelReads: the fresh reads channel writes are decided on, batched per turn', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'apiary-channel-reads-'))
+  let store: ChannelStore
+  beforeAll(async () => {
+    store = openSqliteChannelStore(join(dir, 'apiary.sqlite'))
+    await store.create(community, channel('open'), pubkey('a'))
+    await store.putMember(community, 'open', pubkey('b'), 'member')
+    await store.create(community, channel('gone'), pubkey('a'))
+    await store.remove(community, 'gone')
+  })
+  afterAll(async () => {
+    await store.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('answers the reads asked in one turn with one get and one rolesOf per channel, each read its own answer', async () => {
+    const c = counting(store)
+    const reads = new ChannelReads(c.store, community)
+    const [a, b, x, again, unknown, gone] = await Promise.all([
+      reads.read('open', pubkey('a')),
+      reads.read('open', pubkey('b')),
+      reads.read('open', pubkey('x')),
+      reads.read('open', pubkey('b')),
+      reads.read('nope', pubkey('a')),
+      reads.read('gone', pubkey('a')),
+    ])
+    expect([a!.role, b!.role, x!.role, again!.role]).toEqual(['admin', 'member', undefined, 'member'])
+    expect(a!.channel?.id).toBe('open')
+    expect(unknown).toEqual({ channel: undefined, role: undefined })
+    // a deleted channel is present, flagged, and nobody has a role in it
+    expect(gone!.channel?.deleted).toBe(true)
+    expect(gone!.role).toBeUndefined()
+    expect(c.calls.get.sort()).toEqual([['gone'], ['nope'], ['open']])
+    expect(c.calls.rolesOf.find((r) => r[0] === 'open')).toEqual(['open', pubkey('a'), pubkey('b'), pubkey('x')])
+    expect(c.calls.rolesOf).toHaveLength(3)
+  })
+
+  it('never answers with a read older than the question: a read asked after a removal sees it', async () => {
+    const c = counting(store)
+    const reads = new ChannelReads(c.store, community)
+    await store.putMember(community, 'open', pubkey('d'), 'member')
+    const before = reads.read('open', pubkey('d'))
+    // let the first batch go out, then remove the member while it may still be on its way
+    await Promise.resolve()
+    expect(c.calls.get).toHaveLength(1)
+    await store.removeMember(community, 'open', pubkey('d'))
+    const after = await reads.read('open', pubkey('d'))
+    expect((await before).role).toBe('member')
+    expect(after.role).toBeUndefined()
+    expect(c.calls.get).toHaveLength(2)
+  })
+
+  it('fails every read of a batch whose store read failed, and the next batch reads again', async () => {
+    const c = counting(store)
+    const reads = new ChannelReads(c.store, community)
+    c.fail(true)
+    const failed = await Promise.allSettled([reads.read('open', pubkey('a')), reads.read('open', pubkey('b'))])
+    expect(failed.map((r) => r.status)).toEqual(['rejected', 'rejected'])
+    c.fail(false)
+    expect((await reads.read('open', pubkey('a'))).role).toBe('admin')
+  })
+})
