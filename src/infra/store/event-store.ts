@@ -13,6 +13,15 @@ export interface StoredEvent {
   readonly event: NostrEvent
 }
 
+const INDEXED_TAG = /^[A-Za-z]$/
+
+/** Calls `add` with each tag a store indexes: NIP-01 filters address single-letter tags only. */
+export function forEachIndexedTag(event: NostrEvent, add: (name: string, value: string) => void): void {
+  for (const [name, value] of event.tags) {
+    if (name !== undefined && value !== undefined && INDEXED_TAG.test(name)) add(name, value)
+  }
+}
+
 /** A StoredEvent over a raw string; the parse happens once, on first access to `event`. */
 export function storedEvent(raw: string, kind: number, id: string): StoredEvent {
   let parsed: NostrEvent | undefined

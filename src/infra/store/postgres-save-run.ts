@@ -1,6 +1,5 @@
-import type { VerifiedEvent } from '../../protocols/nip01/event.js'
 import { expirationOf } from '../../protocols/nip40.js'
-import type { SaveOutcome } from './event-store.js'
+import { forEachIndexedTag, type SaveOutcome } from './event-store.js'
 import type { SaveRequest } from './postgres-save.js'
 import { toIndexText } from './postgres-schema.js'
 
@@ -55,17 +54,6 @@ export interface Plan {
   outcomes(results: Row[][]): SaveOutcome[]
 }
 
-const INDEXED_TAG = /^[A-Za-z]$/
-
-/** Calls `add` with each tag as stored in `tags`. */
-export function forEachIndexedTag(event: VerifiedEvent, add: (name: string, value: string) => void): void {
-  for (const [name, value] of event.tags) {
-    // NIP-01 filters address single-letter tags only; the rest is never looked up
-    if (name === undefined || value === undefined || !INDEXED_TAG.test(name)) continue
-    add(name, toIndexText(value))
-  }
-}
-
 export const idLockKey = (community: string, id: string) => `e\0${community}\0${id}`
 
 export function planRegularRun(run: readonly SaveRequest[]): Plan {
@@ -78,7 +66,7 @@ export function planRegularRun(run: readonly SaveRequest[]): Plan {
       // WITH ORDINALITY numbers the run's rows from 1
       tagEvents.push(i + 1)
       names.push(name)
-      values.push(value)
+      values.push(toIndexText(value))
     })
   }
   const params = [

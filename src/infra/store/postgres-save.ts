@@ -3,8 +3,8 @@ import type { VerifiedEvent } from '../../protocols/nip01/event.js'
 import { dTagOf, KIND_DELETION, kindClass } from '../../protocols/nip01/kinds.js'
 import { deletionTargets } from '../../protocols/nip09.js'
 import { expirationOf } from '../../protocols/nip40.js'
-import type { SaveOutcome } from './event-store.js'
-import { forEachIndexedTag, idLockKey, type Plan, planRegularRun, type Row, SAVE_REGULAR, type Statement } from './postgres-save-run.js'
+import { forEachIndexedTag, type SaveOutcome } from './event-store.js'
+import { idLockKey, type Plan, planRegularRun, type Row, SAVE_REGULAR, type Statement } from './postgres-save-run.js'
 import { type Sql, toIndexText } from './postgres-schema.js'
 
 /**
@@ -163,7 +163,7 @@ function planSave({ community, event: e, raw }: SaveRequest): Plan {
   const values: string[] = []
   forEachIndexedTag(e, (name, value) => {
     names.push(name)
-    values.push(value)
+    values.push(toIndexText(value))
   })
   const expiresAt = expirationOf(e) ?? null
   // NIP-09: deleting a deletion has no effect, so no tombstone ever blocks a kind 5

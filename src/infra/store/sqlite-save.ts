@@ -3,7 +3,7 @@ import type { VerifiedEvent } from '../../protocols/nip01/event.js'
 import { dTagOf, KIND_DELETION, kindClass } from '../../protocols/nip01/kinds.js'
 import { deletionTargets } from '../../protocols/nip09.js'
 import { expirationOf } from '../../protocols/nip40.js'
-import type { SaveOutcome } from './event-store.js'
+import { forEachIndexedTag, type SaveOutcome } from './event-store.js'
 
 /**
  * The write decisions of the SQLite store. They run inside the batch transaction, one event after the other,
@@ -130,16 +130,10 @@ function replaceOlderVersions(
   return undefined
 }
 
-const INDEXED_TAG = /^[A-Za-z]$/
-
 function insertEvent(s: Statements, community: string, e: VerifiedEvent, raw: string, dTag: string | null): void {
   const expiresAt = expirationOf(e) ?? null
   const { lastInsertRowid } = s.insertEvent.run(community, e.id, e.pubkey, e.kind, e.created_at, dTag, expiresAt, raw)
-  for (const [name, value] of e.tags) {
-    // NIP-01 filters address single-letter tags only; the rest is never looked up
-    if (name === undefined || value === undefined || !INDEXED_TAG.test(name)) continue
-    s.insertTag.run(community, name, value, e.kind, e.created_at, lastInsertRowid)
-  }
+  forEachIndexedTag(e, (name, value) => s.insertTag.run(community, name, value, e.kind, e.created_at, lastInsertRowid))
 }
 
 function applyDeletion(s: Statements, community: string, deletion: VerifiedEvent, removedIds: string[]): void {
