@@ -57,6 +57,16 @@ async function watch(c: TestClient, subId = 'registry'): Promise<string> {
   return subId
 }
 
+/** A watcher subscribed to the registry, then `agent` authenticated and announcing `echo` (no heartbeat yet). */
+async function announcedEcho(r: TestRelay, agent: TestKeys) {
+  const watcher = await client(r)
+  const sub = await watch(watcher)
+  const a = await authed(r, agent)
+  const ann = announcement(agent, [{ name: 'echo', kinds: [5050] }])
+  expect((await publish(a, ann)).accepted).toBe(true)
+  return { watcher, sub, a, ann }
+}
+
 const arrivalOf = (c: TestClient, subId: string, id: string, timeoutMs?: number) =>
   c.next((f) => f[0] === 'EVENT' && f[1] === subId && (f[2] as NostrEvent).id === id, timeoutMs)
 
@@ -133,11 +143,7 @@ describe('the agent registry: announcements live only while their lease is', () 
   it('stores an announcement sent before any heartbeat but serves it only from the first heartbeat on', async () => {
     const r = await relays.start(SHORT)
     const agent = makeKeys()
-    const watcher = await client(r)
-    const sub = await watch(watcher)
-    const a = await authed(r, agent)
-    const ann = announcement(agent, [{ name: 'echo', kinds: [5050] }])
-    expect((await publish(a, ann)).accepted).toBe(true)
+    const { watcher, sub, a, ann } = await announcedEcho(r, agent)
     const reader = await client(r)
     expect(await announcementsOf(reader, agent.pubkey)).toEqual([])
     await publish(a, heartbeat(agent))
@@ -239,11 +245,7 @@ describe('the agent registry: announcements live only while their lease is', () 
     }
     const r = await relays.start(SHORT, dir, { eventStore: store })
     try {
-      const watcher = await client(r)
-      const sub = await watch(watcher)
-      const a = await authed(r, agent)
-      const ann = announcement(agent, [{ name: 'echo', kinds: [5050] }])
-      expect((await publish(a, ann)).accepted).toBe(true)
+      const { watcher, sub, a, ann } = await announcedEcho(r, agent)
       const beat = setInterval(() => void publish(a, heartbeat(agent)), 300)
       try {
         // the sweep forgets the check after two leases (1.8 s); the next heartbeat looks again
@@ -274,11 +276,7 @@ describe('the agent registry: announcements live only while their lease is', () 
     // a 45 s lease: the sweep forgets a lost check only after 90 s, so only the re-offered answer can be in time
     const r = await relays.start({ presenceHeartbeatSeconds: 15 }, dir, { eventStore: store })
     try {
-      const watcher = await client(r)
-      const sub = await watch(watcher)
-      const a = await authed(r, agent)
-      const ann = announcement(agent, [{ name: 'echo', kinds: [5050] }])
-      expect((await publish(a, ann)).accepted).toBe(true)
+      const { watcher, sub, a, ann } = await announcedEcho(r, agent)
       expect((await publish(a, heartbeat(agent))).accepted).toBe(true)
       const ref = r.relay.community('default')!
       const gaveUp = firstValueFrom(r.relay.supervision$.pipe(filter((x) => x.type === 'gave-up' && x.path === 'community/default')))
