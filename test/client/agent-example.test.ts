@@ -1,23 +1,21 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process'
-import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { type ChildProcess, spawn } from 'node:child_process'
+import { cpSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { withGenerousRates } from '../e2e/helpers'
 import { cleanEnv } from '../support/cli'
 import { makeKeys, signEvent } from '../support/events'
+import { installPackedPackage } from '../support/packed'
 import { startTestRelay, type TestRelay } from '../support/relay'
 import { connect, type TestClient } from '../support/ws-client'
 
-const run = promisify(execFile)
 const ROOT = process.cwd()
 
 /**
- * examples/agent.mjs run by plain node against `apiary-relay/client`, as an installed package provides it:
- * src/client and src/protocols compiled on their own (which also proves the client needs nothing else of
- * ours), in a folder outside the repository. test/e2e/package.test.ts covers the packed tarball itself.
+ * examples/agent.mjs run by plain node in a folder outside the repository, against `apiary-relay/client` from
+ * the packed tarball installed as a user installs it (test/support/packed.ts), production dependencies only.
  */
 describe('the example agent (examples/agent.mjs)', { timeout: 60_000 }, () => {
   let dir: string
@@ -26,17 +24,10 @@ describe('the example agent (examples/agent.mjs)', { timeout: 60_000 }, () => {
   let out = ''
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'apiary-agent-example-'))
-    const pkg = join(dir, 'node_modules/apiary-relay')
-    mkdirSync(pkg, { recursive: true })
-    const tscArgs = ['--module', 'NodeNext', '--moduleResolution', 'NodeNext', '--target', 'ES2022', '--lib', 'ES2023', '--types', 'node', '--skipLibCheck', '--strict']
-    await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), ...tscArgs, '--rootDir', 'src', '--outDir', join(pkg, 'dist'), 'src/client/index.ts'], { cwd: ROOT })
-    writeFileSync(join(pkg, 'package.json'), JSON.stringify({ name: 'apiary-relay', type: 'module', exports: { './client': './dist/client/index.js' } }))
-    // its dependencies (ws, rxjs, @noble/*) from this checkout
-    symlinkSync(join(ROOT, 'node_modules'), join(pkg, 'node_modules'))
-    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'host-program', private: true, type: 'module' }))
+    // agent.mjs imports only node:crypto and apiary-relay/client, whose own dependencies come with the package
+    dir = await installPackedPackage()
     cpSync(join(ROOT, 'examples/agent.mjs'), join(dir, 'agent.mjs'))
-  }, 60_000)
+  }, 120_000)
 
   afterAll(async () => {
     agent?.kill('SIGKILL')

@@ -1,33 +1,22 @@
 import { execFile } from 'node:child_process'
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { cpSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { cleanEnv } from '../support/cli'
+import { installPackedPackage } from '../support/packed'
 
 const run = promisify(execFile)
 const ROOT = process.cwd()
 
 /**
- * The package as a user gets it: `npm pack` (dist/ is current: test/support/build.ts), the tarball installed
- * into a folder outside the repository with production dependencies only (from npm's cache: CI's `npm ci`
- * filled it), and the README's embedding program run there by plain `node`.
+ * The package as a user gets it (test/support/packed.ts), with `ws` beside it, and the README's embedding
+ * program run there by plain `node`.
  */
 describe('the published package', { timeout: 120_000 }, () => {
   let dir: string
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'apiary-pack-'))
-    // --ignore-scripts: `prepare` would rebuild dist/ under the feet of test files running meanwhile
-    const { stdout } = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir, ROOT], { env: cleanEnv() })
-    const [{ filename }] = JSON.parse(stdout) as [{ filename: string }]
-    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'host-program', private: true, type: 'module' }))
-    await run('npm', ['install', '--omit=dev', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', join(dir, filename), 'ws'], {
-      cwd: dir,
-      env: cleanEnv(),
-    })
-    // --ignore-scripts skipped better-sqlite3's native build; the one this checkout built is the same version
-    cpSync(join(ROOT, 'node_modules/better-sqlite3/build'), join(dir, 'node_modules/better-sqlite3/build'), { recursive: true })
+    dir = await installPackedPackage(['ws'])
     cpSync(join(ROOT, 'examples/embed.mjs'), join(dir, 'embed.mjs'))
   })
   afterAll(() => rmSync(dir, { recursive: true, force: true }))

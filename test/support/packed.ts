@@ -1,0 +1,29 @@
+import { execFile } from 'node:child_process'
+import { cpSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { cleanEnv } from './cli'
+
+const run = promisify(execFile)
+
+/**
+ * The package as a user gets it: `npm pack` (dist/ is current: test/support/build.ts), the tarball installed
+ * with `extraDeps` into a new host program's folder outside the repository, production dependencies only
+ * (from npm's cache: CI's `npm ci` filled it). Resolves with that folder; the caller removes it.
+ */
+export async function installPackedPackage(extraDeps: string[] = []): Promise<string> {
+  const root = process.cwd()
+  const dir = mkdtempSync(join(tmpdir(), 'apiary-pack-'))
+  // --ignore-scripts: `prepare` would rebuild dist/ under the feet of test files running meanwhile
+  const { stdout } = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir, root], { env: cleanEnv() })
+  const [{ filename }] = JSON.parse(stdout) as [{ filename: string }]
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'host-program', private: true, type: 'module' }))
+  await run('npm', ['install', '--omit=dev', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', join(dir, filename), ...extraDeps], {
+    cwd: dir,
+    env: cleanEnv(),
+  })
+  // --ignore-scripts skipped better-sqlite3's native build; the one this checkout built is the same version
+  cpSync(join(root, 'node_modules/better-sqlite3/build'), join(dir, 'node_modules/better-sqlite3/build'), { recursive: true })
+  return dir
+}
