@@ -218,6 +218,9 @@ export const configSchema = z.object({
         .max(64)
         .default(2)
         .describe('SQLite read worker threads; 0 reads on the main thread (an in-memory database always does)'),
+      // The batch transactions run on a thread with its own connection, so a commit never holds the event
+      // loop; false commits on the main thread (for a platform where worker threads misbehave).
+      writerThread: z.stringbool().or(z.boolean()).default(true).describe('SQLite: commit writes on a writer thread; false commits on the main thread'),
       // Half the PostgreSQL store's 10 s deadline (STORE_DEADLINE_MS): a REQ page is served in milliseconds,
       // so a read still running after 5 s is a scan that would run on; it is stopped, not waited out.
       queryTimeoutMs: z

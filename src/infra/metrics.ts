@@ -5,8 +5,10 @@ export function createMetrics() {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 10 })
   const r = [registry]
-  // the SQLite read pool's own counts, read at scrape time (the store knows nothing of metrics)
-  const storeReads: { stats?: () => { readsWaiting: number; readBudgetExceeded: number } } = {}
+  // the SQLite store's own counts (read pool, writer thread), read at scrape time (the store knows nothing of metrics)
+  const storeReads: {
+    stats?: () => { readsWaiting: number; readBudgetExceeded: number; writerThread: boolean; writerRespawns: number }
+  } = {}
   return {
     registry,
     storeReads,
@@ -28,6 +30,26 @@ export function createMetrics() {
         if (typeof s?.readBudgetExceeded !== 'number') return
         this.reset()
         this.inc(s.readBudgetExceeded)
+      },
+    }),
+    storeWriterThread: new Gauge({
+      name: 'apiary_store_writer_thread',
+      help: 'SQLite: 1 while writes commit on the writer thread, 0 on the main thread',
+      registers: r,
+      collect() {
+        const s = storeReads.stats?.()
+        if (typeof s?.writerThread === 'boolean') this.set(s.writerThread ? 1 : 0)
+      },
+    }),
+    storeWriterRestarts: new Counter({
+      name: 'apiary_store_writer_restarts_total',
+      help: 'SQLite writer threads replaced after they died (their batch failed with error:)',
+      registers: r,
+      collect() {
+        const s = storeReads.stats?.()
+        if (typeof s?.writerRespawns !== 'number') return
+        this.reset()
+        this.inc(s.writerRespawns)
       },
     }),
     connectionsActive: new Gauge({ name: 'apiary_connections_active', help: 'open WebSocket connections', registers: r }),

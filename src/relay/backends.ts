@@ -223,6 +223,7 @@ function embedded(
       groupCommitMaxEvents: config.store.groupCommitMaxEvents,
       groupCommitMaxDelayMs: config.store.groupCommitMaxDelayMs,
       readWorkers: config.store.readWorkers,
+      writerThread: config.store.writerThread,
       queryTimeoutMs: config.store.queryTimeoutMs,
       log,
     })

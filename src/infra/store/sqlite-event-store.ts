@@ -7,9 +7,11 @@ import { planCount, planQuery, type ReadBatch, type ReadPlan } from './sqlite-re
 // Extension needed: plain JS shared with the read worker, which runs without a TypeScript loader.
 import { createReadRunner, ReadBudgetExceeded } from './sqlite-read-core.mjs'
 import { createSqliteReadPool } from './sqlite-read-pool.js'
-import { prepareDeleteEvents, prepareSave, type SaveRequest } from './sqlite-save.js'
+import { savePlan } from './sqlite-save.js'
 import { applyPragmas, migrate } from './sqlite-schema.js'
-import { startWalCheckpointer } from './wal-checkpointer.js'
+import { createWriteRunner, type SavePlan, type WriteRunner } from './sqlite-write-core.mjs'
+import { createSqliteWriter, type SqliteWriter } from './sqlite-writer.js'
+import { AUTO_CHECKPOINT_PAGES, startWalCheckpointer } from './wal-checkpointer.js'
 
 export interface SqliteEventStoreOptions {
   /** path of the database file; ':memory:' for a private in-memory database (tests) */
@@ -23,6 +25,11 @@ export interface SqliteEventStoreOptions {
   readWorkers?: number
   /** store.queryTimeoutMs: longest a read may run (and, on workers, wait for one). Default 5000. */
   queryTimeoutMs?: number
+  /**
+   * Commit on a writer thread with its own connection (default), or on the main thread (false). An in-memory
+   * database always writes on the main thread.
+   */
+  writerThread?: boolean
   log?: { error(obj: object, msg: string): void }
 }
 
@@ -37,6 +44,10 @@ export interface SqliteEventStoreStats {
   readBudgetExceeded: number
   /** read workers able to take a read; 0 when reading on the main thread */
   readWorkersReady: number
+  /** true while writes commit on the writer thread */
+  writerThread: boolean
+  /** writer threads replaced after a crash */
+  writerRespawns: number
 }
 
 /** The embedded EventStore; `stats()` is for tests and metrics, not part of the port. */
@@ -44,25 +55,35 @@ export interface SqliteEventStore extends EventStore {
   stats(): SqliteEventStoreStats
   /** Test hook: the read worker the next read goes to dies when that read arrives (no-op on the main thread). */
   crashReadWorkerOnNextReadForTest(): void
+  /** Test hook: the writer thread dies when the next batch arrives (no-op on the main thread). */
+  crashWriterOnNextCommitForTest(): void
 }
 
 const DEFAULT_QUERY_TIMEOUT_MS = 5_000
 
 /**
- * Opens (creating or migrating) the database. better-sqlite3 is synchronous: a batch commit holds the event
- * loop for its duration, which group commit keeps short per event. Reads run on `readWorkers` threads; on
- * the main thread (readWorkers 0, or an in-memory database) a read holds the loop too, for at most
+ * Opens (creating or migrating) the database. better-sqlite3 is synchronous: batch commits run on the writer
+ * thread, and reads on `readWorkers` threads, so neither holds the event loop. On the main thread (an
+ * in-memory database, readWorkers 0, writerThread false, or threads that keep failing to start) a commit
+ * holds the loop for its duration, which group commit keeps short per event, and a read for at most
  * queryTimeoutMs: past it the statement stops at its next row (see sqlite-read-core.mjs).
  */
 export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEventStore {
   const db = new Database(opts.file)
   applyPragmas(db)
   migrate(db)
-  const writes = createWrites(db, opts)
-  const deleteEvents = prepareDeleteEvents(db)
   const inMemory = opts.file === ':memory:' || opts.file === ''
+  const writer = inMemory || opts.writerThread === false ? undefined : createSqliteWriter({ file: opts.file, autoCheckpointPages: AUTO_CHECKPOINT_PAGES, log: opts.log })
+  // prepared on first use: with a writer thread, only once it kept failing to start
+  let runnerHere: WriteRunner | undefined
+  const writeHere = () => (runnerHere ??= createWriteRunner(db))
+  const writes = createWrites(writeHere, writer, opts)
+  const autoCheckpoint = (pages: number) => {
+    if (db.open) db.pragma(`wal_autocheckpoint = ${pages}`)
+    writer?.setAutoCheckpoint(pages)
+  }
   // an in-memory database has no WAL to fold back
-  const checkpointer = inMemory ? undefined : startWalCheckpointer(db, opts.file, opts.log)
+  const checkpointer = inMemory ? undefined : startWalCheckpointer(opts.file, autoCheckpoint, opts.log)
   const queryTimeoutMs = opts.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS
   const readWorkers = inMemory ? 0 : (opts.readWorkers ?? 0)
   const pool = readWorkers > 0 ? createSqliteReadPool({ file: opts.file, workers: readWorkers, queryTimeoutMs, log: opts.log }) : undefined
@@ -108,12 +129,14 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
         throw new Error(`ephemeral kind ${event.kind} must never reach the event store`)
       }
       if (closing) return Promise.reject(new StoreError('event store is closed'))
-      return writes.submit({ community, event, raw })
+      return writes.submit(savePlan(community, event, raw))
     },
     query: (community, filters, o) => read('query', () => planQuery(community, filters, o)),
     count: (community, filters, o) => read('count', () => planCount(community, filters, o)),
-    // outside group commit: better-sqlite3 is synchronous, so it commits between two batches, never inside one
-    deleteEvents: (community, ids) => guarded('delete', () => deleteEvents(community, ids)),
+    // outside group commit, and atomic on its own: on the writer thread it runs between two batches, as it
+    // does on the main thread, where better-sqlite3 is synchronous
+    deleteEvents: (community, ids) =>
+      guarded('delete', () => (writer?.usable ? writer.deleteEvents(community, ids) : writeHere().deleteEvents(community, ids))),
     async ping() {
       if (closing) return false
       try {
@@ -126,7 +149,8 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
     close() {
       // saves accepted before close() still commit: their callers are waiting for OK
       closing ??= writes.drain().then(async () => {
-        // reads already accepted still answer; the workers' connections close before the final checkpoint
+        // reads already accepted still answer; the threads' connections close before the final checkpoint
+        await writer?.close()
         await pool?.close()
         await checkpointer?.stop()
         db.close()
@@ -142,22 +166,22 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
         readsWaiting: r?.waiting ?? 0,
         readBudgetExceeded: budgetExceededHere + (r?.budgetExceeded ?? 0),
         readWorkersReady: pool?.usable ? r!.ready : 0,
+        writerThread: writer?.usable ?? false,
+        writerRespawns: writer?.stats().respawns ?? 0,
       }
     },
     crashReadWorkerOnNextReadForTest: () => pool?.crashWorkerOnNextReadForTest(),
+    crashWriterOnNextCommitForTest: () => writer?.crashOnNextCommitForTest(),
   }
 }
 
-function createWrites(db: Database.Database, opts: SqliteEventStoreOptions): GroupCommit<SaveRequest, SaveOutcome> {
-  const saveOne = prepareSave(db)
-  // one transaction per batch; better-sqlite3 rolls it back if any statement throws
-  const commitBatch = db.transaction((batch: readonly SaveRequest[]) => batch.map(saveOne))
-  return createGroupCommit<SaveRequest, SaveOutcome>({
+function createWrites(here: () => WriteRunner, writer: SqliteWriter | undefined, opts: SqliteEventStoreOptions): GroupCommit<SavePlan, SaveOutcome> {
+  return createGroupCommit<SavePlan, SaveOutcome>({
     maxItems: opts.groupCommitMaxEvents,
     maxDelayMs: opts.groupCommitMaxDelayMs,
-    commit: (batch) => commitBatch(batch),
+    commit: (batch) => (writer?.usable ? writer.commit(batch) : here().commit(batch)),
     toError: (cause, batchSize, index) => {
-      if (index === 0) opts.log?.error({ err: cause, batchSize }, 'event store: write transaction failed, batch rolled back')
+      if (index === 0) opts.log?.error({ err: cause, batchSize }, 'event store: write transaction failed (rolled back; if the writer thread died, its outcome is unknown)')
       return new StoreError('event store write failed', { cause })
     },
   })

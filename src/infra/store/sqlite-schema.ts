@@ -67,18 +67,8 @@ const MIGRATIONS: readonly string[] = [V1]
 
 export const SCHEMA_VERSION = MIGRATIONS.length
 
-export function applyPragmas(db: Database): void {
-  // WAL lets readers run while one batch commits. synchronous=NORMAL in WAL mode fsyncs only at checkpoints:
-  // a committed transaction survives a process crash (it is in the WAL file the OS already has), but the
-  // last transactions before a power loss or kernel crash may be lost. We accept that trade for group-commit
-  // throughput; synchronous=FULL would fsync on every commit.
-  db.pragma('journal_mode = WAL')
-  db.pragma('synchronous = NORMAL')
-  // another process (a CLI, a backup) may hold the write lock briefly; wait instead of failing at once
-  db.pragma('busy_timeout = 5000')
-  // tags rows go with their event through ON DELETE CASCADE
-  db.pragma('foreign_keys = ON')
-}
+// the writer thread opens its own connection with the same pragmas
+export { applyPragmas } from './sqlite-write-core.mjs'
 
 /** Idempotent: safe on a fresh file, on an up-to-date one, and when two processes open the file at once. */
 export function migrate(db: Database): void {

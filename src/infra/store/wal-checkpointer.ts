@@ -1,29 +1,33 @@
 import { Worker } from 'node:worker_threads'
-import type { Database } from 'better-sqlite3'
 
 /** How often the WAL is folded back: at ~20k events/s a second of WAL is a few MB, read cheaply by queries. */
 const CHECKPOINT_INTERVAL_MS = 500
 /** SQLite's default auto-checkpoint (pages), used again whenever the worker is not there to do it. */
-const AUTO_CHECKPOINT_PAGES = 1000
+export const AUTO_CHECKPOINT_PAGES = 1000
 
 export interface WalCheckpointer {
   stop(): Promise<void>
 }
 
 /**
- * Moves WAL checkpoints off the event loop: the writing connection stops auto-checkpointing and a worker
- * thread with its own connection checkpoints every CHECKPOINT_INTERVAL_MS. If the worker fails, the writing
- * connection auto-checkpoints again, so the WAL can never grow without bound.
+ * Moves WAL checkpoints off the writing connection: it stops auto-checkpointing (`autoCheckpoint(0)` sets the
+ * wal_autocheckpoint of every connection that writes events) and a worker thread with its own connection
+ * checkpoints every CHECKPOINT_INTERVAL_MS. If the worker fails, the writing connections auto-checkpoint
+ * again, so the WAL can never grow without bound.
  */
-export function startWalCheckpointer(db: Database, file: string, log?: { error(o: object, m: string): void }): WalCheckpointer {
-  db.pragma('wal_autocheckpoint = 0')
+export function startWalCheckpointer(
+  file: string,
+  autoCheckpoint: (pages: number) => void,
+  log?: { error(o: object, m: string): void },
+): WalCheckpointer {
+  autoCheckpoint(0)
   let fallenBack = false
   // terminate() ends the worker with exit code 1: a stop we asked for is not a failure
   let stopping = false
   const fallBack = (why: unknown) => {
-    if (fallenBack || stopping || !db.open) return
+    if (fallenBack || stopping) return
     fallenBack = true
-    db.pragma(`wal_autocheckpoint = ${AUTO_CHECKPOINT_PAGES}`)
+    autoCheckpoint(AUTO_CHECKPOINT_PAGES)
     log?.error({ err: why }, 'event store: checkpoint worker failed; checkpointing on the main thread again')
   }
   const worker = new Worker(new URL('./wal-checkpoint-worker.mjs', import.meta.url), {

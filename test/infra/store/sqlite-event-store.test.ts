@@ -104,6 +104,9 @@ describe('SQLite event store file', () => {
       groupCommitMaxDelayMs: 0,
       log: { error: (obj) => logged.push(obj) },
     })
+    // a first write that commits: the writer thread is up and has prepared its statements
+    const first = signEvent(alice, { content: 'first' })
+    await expect(store.save('c', first.event, first.raw)).resolves.toMatchObject({ status: 'saved' })
     const admin = new Database(file)
     admin.exec('DROP TABLE deleted_ids')
     admin.close()

@@ -1,0 +1,124 @@
+// The write decisions of the SQLite store, shared by the writer thread (sqlite-write-worker.mjs) and the main
+// thread (an in-memory database, or once the writer keeps failing to start). Plain .mjs so that it loads in a
+// bare worker under tsx, vitest and node alike. What needs the event's parsed form (its address key, indexed
+// tags, NIP-09 targets) is worked out on the main thread (sqlite-save.ts): a SavePlan is flat data.
+//
+// A batch runs inside one transaction, one plan after the other, so each decision sees the writes of the
+// plans before it in the same batch (two versions of a replaceable event, a deletion and its target, the same
+// event twice). Only the store decides these (DESIGN §7).
+
+/** NIP-09's kind; a deletion is never blocked by a tombstone and never deleted by another deletion. */
+const KIND_DELETION = 5
+
+/** Exported for the query-plan test: every lookup here must use an index. */
+export const SAVE_SQL = {
+  hasId: 'SELECT 1 FROM events WHERE community = ? AND id = ?',
+  hasIdTombstone: 'SELECT 1 FROM deleted_ids WHERE community = ? AND event_id = ? AND pubkey = ?',
+  hasAddressTombstone:
+    'SELECT 1 FROM deleted_addresses WHERE community = ? AND kind = ? AND pubkey = ? AND d = ? AND until_created_at >= ?',
+  versions: 'SELECT seq, id, created_at FROM events WHERE community = ? AND pubkey = ? AND kind = ? AND d_tag = ?',
+  versionsUpTo:
+    'SELECT seq, id, created_at FROM events WHERE community = ? AND pubkey = ? AND kind = ? AND d_tag = ? AND created_at <= ?',
+  ownEvent: 'SELECT seq, kind FROM events WHERE community = ? AND id = ? AND pubkey = ?',
+  // tags rows follow through ON DELETE CASCADE
+  deleteEvent: 'DELETE FROM events WHERE seq = ?',
+  insertEvent:
+    'INSERT INTO events (community, id, pubkey, kind, created_at, d_tag, expires_at, raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  // OR IGNORE: an event repeating a tag needs one index row for it
+  insertTag:
+    'INSERT OR IGNORE INTO tags (community, name, value, kind, created_at, event_seq) VALUES (?, ?, ?, ?, ?, ?)',
+  tombstoneId:
+    'INSERT INTO deleted_ids (community, event_id, pubkey, deleted_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
+  tombstoneAddress: `INSERT INTO deleted_addresses (community, kind, pubkey, d, until_created_at) VALUES (?, ?, ?, ?, ?)
+    ON CONFLICT DO UPDATE SET until_created_at = max(until_created_at, excluded.until_created_at)`,
+  // deleteEvents: outright, without a tombstone (a ban is remembered by the CommunityStore); tags rows follow
+  // through ON DELETE CASCADE, and the versions of an address are its remaining rows
+  deleteByIds: 'DELETE FROM events WHERE community = ? AND id IN (SELECT value FROM json_each(?)) RETURNING id',
+}
+
+/** The pragmas of every connection that writes events (the main thread's, the writer thread's). */
+export function applyPragmas(db) {
+  // WAL lets readers run while one batch commits. synchronous=NORMAL in WAL mode fsyncs only at checkpoints:
+  // a committed transaction survives a process crash (it is in the WAL file the OS already has), but the
+  // last transactions before a power loss or kernel crash may be lost. We accept that trade for group-commit
+  // throughput; synchronous=FULL would fsync on every commit.
+  db.pragma('journal_mode = WAL')
+  db.pragma('synchronous = NORMAL')
+  // another process (a CLI, a backup) may hold the write lock briefly; wait instead of failing at once
+  db.pragma('busy_timeout = 5000')
+  // tags rows go with their event through ON DELETE CASCADE
+  db.pragma('foreign_keys = ON')
+}
+
+export function createWriteRunner(db) {
+  const s = {}
+  for (const [name, sql] of Object.entries(SAVE_SQL)) s[name] = db.prepare(sql)
+  for (const name of ['hasId', 'hasIdTombstone', 'hasAddressTombstone', 'deleteByIds']) s[name].pluck()
+  // one transaction per batch; better-sqlite3 rolls it back if any statement throws
+  const commitBatch = db.transaction((batch) => batch.map((plan) => decide(s, plan)))
+  return {
+    commit: (batch) => commitBatch(batch),
+    deleteEvents(community, ids) {
+      if (ids.length === 0) return []
+      const removed = new Set(s.deleteByIds.all(community, JSON.stringify(ids)))
+      return [...new Set(ids)].filter((id) => removed.has(id))
+    },
+  }
+}
+
+function decide(s, plan) {
+  const { community, id, pubkey, kind } = plan
+  if (s.hasId.get(community, id) !== undefined) return { status: 'duplicate' }
+  // NIP-09: deleting a deletion has no effect, so no tombstone ever blocks a kind 5
+  if (kind !== KIND_DELETION && s.hasIdTombstone.get(community, id, pubkey) !== undefined) return { status: 'deleted' }
+  const removedIds = []
+  if (plan.dTag !== null) {
+    const refused = replaceOlderVersions(s, plan, removedIds)
+    if (refused) return refused
+  }
+  insertEvent(s, plan)
+  if (plan.deletion) applyDeletion(s, plan, removedIds)
+  return { status: 'saved', removedIds }
+}
+
+// NIP-01: the newer created_at wins; on a tie the lowest id wins
+const isNewer = (a, b) => a.created_at > b.created_at || (a.created_at === b.created_at && a.id < b.id)
+
+function replaceOlderVersions(s, plan, removedIds) {
+  const { community, kind, pubkey, created_at, dTag } = plan
+  if (s.hasAddressTombstone.get(community, kind, pubkey, dTag, created_at) !== undefined) return { status: 'deleted' }
+  const versions = s.versions.all(community, pubkey, kind, dTag)
+  if (versions.some((v) => isNewer(v, plan))) return { status: 'superseded' }
+  for (const v of versions) {
+    s.deleteEvent.run(v.seq)
+    removedIds.push(v.id)
+  }
+  return undefined
+}
+
+function insertEvent(s, p) {
+  const { lastInsertRowid } = s.insertEvent.run(p.community, p.id, p.pubkey, p.kind, p.created_at, p.dTag, p.expiresAt, p.raw)
+  for (let i = 0; i < p.tags.length; i += 2) s.insertTag.run(p.community, p.tags[i], p.tags[i + 1], p.kind, p.created_at, lastInsertRowid)
+}
+
+function applyDeletion(s, plan, removedIds) {
+  const { community, pubkey, created_at } = plan
+  for (const id of plan.deletion.ids) {
+    // the author check is here: a deletion never removes someone else's event
+    const target = s.ownEvent.get(community, id, pubkey)
+    if (target && target.kind !== KIND_DELETION) {
+      s.deleteEvent.run(target.seq)
+      removedIds.push(id)
+    }
+    // remembered even when the target is unknown: it may arrive after its deletion
+    s.tombstoneId.run(community, id, pubkey, created_at)
+  }
+  for (const a of plan.deletion.addresses) {
+    // NIP-09: an `a` deletion covers the versions up to the deletion's created_at, not later ones
+    for (const v of s.versionsUpTo.all(community, a.pubkey, a.kind, a.d, created_at)) {
+      s.deleteEvent.run(v.seq)
+      removedIds.push(v.id)
+    }
+    s.tombstoneAddress.run(community, a.kind, a.pubkey, a.d, created_at)
+  }
+}

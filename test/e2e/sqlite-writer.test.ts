@@ -1,0 +1,48 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { openSqliteEventStore } from '../../src/infra/store/sqlite-event-store'
+import { makeKeys, signEvent } from '../support/events'
+import { startTestRelay, type TestRelay } from '../support/relay'
+import { connect } from '../support/ws-client'
+import { metric } from './helpers'
+
+describe('the SQLite writer thread, seen from a client', () => {
+  let relay: TestRelay | undefined
+  afterEach(async () => {
+    await relay?.close()
+    relay = undefined
+  })
+
+  it('answers the batch a dying writer held with OK false "error:", stores the next events, and counts the restart', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'apiary-writer-e2e-'))
+    const store = openSqliteEventStore({ file: join(dir, 'events.sqlite'), groupCommitMaxEvents: 100, groupCommitMaxDelayMs: 0 })
+    relay = await startTestRelay({}, dir, { eventStore: store })
+    const alice = makeKeys()
+    const c = await connect(relay.url)
+    const first = signEvent(alice, { content: 'first' })
+    c.send(['EVENT', first.event])
+    expect(await c.ok(first.event.id)).toEqual(['OK', first.event.id, true, ''])
+    expect(await metric(relay, 'apiary_store_writer_thread')).toBe(1)
+
+    store.crashWriterOnNextCommitForTest()
+    const lost = signEvent(alice, { content: 'lost' })
+    c.send(['EVENT', lost.event])
+    const refused = await c.ok(lost.event.id)
+    expect(refused[2]).toBe(false)
+    expect(refused[3]).toMatch(/^error: /)
+
+    // the same connection goes on: the resend is stored (it never committed), and so is a new event
+    const next = signEvent(alice, { content: 'next' })
+    for (const e of [lost, next]) {
+      c.send(['EVENT', e.event])
+      expect((await c.ok(e.event.id))[2]).toBe(true)
+    }
+    c.send(['REQ', 'all', { authors: [alice.pubkey] }])
+    const page = await c.collect('all')
+    expect(page.map((f) => (f[2] as { content: string }).content).sort()).toEqual(['first', 'lost', 'next'])
+    expect(await metric(relay, 'apiary_store_writer_restarts_total')).toBe(1)
+    expect(await metric(relay, 'apiary_store_writer_thread')).toBe(1)
+  })
+})

@@ -1,0 +1,96 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { StoreError } from '../../../src/infra/store/event-store'
+import { openSqliteEventStore, type SqliteEventStore, type SqliteEventStoreOptions } from '../../../src/infra/store/sqlite-event-store'
+import { makeKeys, signEvent } from '../../support/events'
+import { idsOf, NOW } from './contract-context'
+
+const dir = mkdtempSync(join(tmpdir(), 'apiary-writer-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+let files = 0
+const freshFile = () => join(dir, `events-${++files}.db`)
+
+const opened: SqliteEventStore[] = []
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((s) => s.close()))
+})
+const open = (file: string, o: Partial<SqliteEventStoreOptions> = {}): SqliteEventStore => {
+  const store = openSqliteEventStore({ file, groupCommitMaxEvents: 64, groupCommitMaxDelayMs: 0, ...o })
+  opened.push(store)
+  return store
+}
+
+async function until(done: () => boolean): Promise<void> {
+  while (!done()) await new Promise((r) => setTimeout(r, 5))
+}
+
+describe('SQLite writer thread', () => {
+  const alice = makeKeys()
+  const note = (content: string) => signEvent(alice, { content, tags: [['t', 'x']] })
+
+  it('commits batches off the main thread: saved events are readable at once, by this store and another connection', async () => {
+    const file = freshFile()
+    const store = open(file)
+    const events = Array.from({ length: 50 }, (_, i) => note(`n${i}`))
+    const outcomes = await Promise.all(events.map((e) => store.save('c', e.event, e.raw)))
+    expect(outcomes.every((o) => o.status === 'saved')).toBe(true)
+    expect(store.stats()).toMatchObject({ writerThread: true, events: 50 })
+    expect(idsOf(await store.query('c', [{ tags: { t: ['x'] } }], { now: NOW })).sort()).toEqual(events.map((e) => e.event.id).sort())
+    const other = new Database(file, { readonly: true })
+    expect(other.prepare('SELECT count(*) FROM tags WHERE community = ?').pluck().get('c')).toBe(50)
+    other.close()
+    expect(await store.deleteEvents('c', [events[0]!.event.id, 'f'.repeat(64)])).toEqual([events[0]!.event.id])
+  })
+
+  it('fails only the batch a dying writer held, with StoreError, and replaces the thread', async () => {
+    const errors: string[] = []
+    const store = open(freshFile(), { log: { error: (_o, m) => void errors.push(m) } })
+    const before = note('before')
+    await store.save('c', before.event, before.raw)
+    store.crashWriterOnNextCommitForTest()
+    const lost = note('lost')
+    const failed = store.save('c', lost.event, lost.raw)
+    await expect(failed).rejects.toBeInstanceOf(StoreError)
+    await expect(failed).rejects.toThrow(/event store write failed/)
+    expect(errors).toContain('event store: the writer thread died; replacing it')
+    // the replacement commits; the lost event was never committed, so sending it again saves it
+    const after = note('after')
+    expect(await store.save('c', after.event, after.raw)).toMatchObject({ status: 'saved' })
+    expect(await store.save('c', lost.event, lost.raw)).toMatchObject({ status: 'saved' })
+    expect(store.stats()).toMatchObject({ writerThread: true, writerRespawns: 1 })
+    expect(idsOf(await store.query('c', [{}], { now: NOW })).sort()).toEqual([before, lost, after].map((e) => e.event.id).sort())
+  })
+
+  it('writes on the main thread once writer threads keep failing to start', async () => {
+    const file = freshFile()
+    open(file, { writerThread: false })
+    await opened.pop()!.close()
+    // a table the writer prepares a statement for is gone: every writer thread dies while starting
+    const admin = new Database(file)
+    const schema = admin.prepare("SELECT sql FROM sqlite_master WHERE name = 'deleted_addresses'").pluck().get() as string
+    admin.exec('DROP TABLE deleted_addresses')
+    const errors: string[] = []
+    const store = open(file, { log: { error: (_o, m) => void errors.push(m) } })
+    await until(() => !store.stats().writerThread)
+    expect(errors.at(-1)).toBe('event store: the writer thread keeps failing to start; writing on the main thread')
+    admin.exec(schema)
+    admin.close()
+    const e = note('on main')
+    expect(await store.save('c', e.event, e.raw)).toMatchObject({ status: 'saved' })
+    expect(idsOf(await store.query('c', [{}], { now: NOW }))).toEqual([e.event.id])
+  })
+
+  it('commits every accepted save before close() resolves', async () => {
+    const file = freshFile()
+    const store = open(file)
+    const events = Array.from({ length: 300 }, (_, i) => note(`c${i}`))
+    const saves = events.map((e) => store.save('c', e.event, e.raw))
+    await opened.pop()!.close()
+    expect((await Promise.all(saves)).every((o) => o.status === 'saved')).toBe(true)
+    const reopened = open(file)
+    expect(await reopened.count('c', [{}], { now: NOW })).toBe(300)
+  })
+})
