@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -10,13 +10,14 @@ import { metric } from './helpers'
 
 describe('the SQLite writer thread, seen from a client', () => {
   let relay: TestRelay | undefined
+  const dir = mkdtempSync(join(tmpdir(), 'apiary-writer-e2e-'))
   afterEach(async () => {
     await relay?.close()
     relay = undefined
+    rmSync(dir, { recursive: true, force: true })
   })
 
   it('answers the batch a dying writer held with OK false "error:", stores the next events, and counts the restart', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'apiary-writer-e2e-'))
     const store = openSqliteEventStore({ file: join(dir, 'events.sqlite'), groupCommitMaxEvents: 100, groupCommitMaxDelayMs: 0 })
     relay = await startTestRelay({}, dir, { eventStore: store })
     const alice = makeKeys()

@@ -4,7 +4,8 @@
  * two turns of the event loop (nothing more is on its way: an idle relay commits at once), or `maxDelayMs`
  * after its first item — whichever comes first. Measured on SQLite: ~75 µs per event in 10-event commits,
  * ~32 µs in 200-event commits, so waiting while writes keep arriving pays for itself. Each submitter learns its own result only after the whole batch committed; if the
- * commit throws, every submitter of that batch gets the error, because none of the batch was written.
+ * commit throws, every submitter of that batch gets the error: none of the batch was written (or, when the
+ * SQLite writer thread died holding it, its outcome is unknown, and the error says so).
  * Up to `maxInFlight` batches commit at once (PostgreSQL: batch N+1 on another connection while batch N is in
  * flight; the database decides latest-wins and deletions under its advisory locks, so their order of commit
  * does not matter); with 1 (SQLite: one writer) batches commit one at a time, in submission order.

@@ -97,6 +97,9 @@ export function openSqliteChannelStore(file: string): ChannelStore {
     `SELECT pubkey, role FROM channel_members WHERE community = ? AND channel = ? ORDER BY role <> 'admin', pubkey`,
   )
 
+  // Each transaction below runs as BEGIN IMMEDIATE: it takes the write lock before its first read, so while
+  // the event store's writer thread (another connection) commits it waits (busy_timeout) instead of failing
+  // with SQLITE_BUSY, which WAL answers at once when a read transaction tries to become a write one.
   const create = db.transaction((community: string, c: ChannelInit, creator: string): 'created' | 'exists' => {
     const { changes } = insertChannel.run(community, c.id, c.name, c.about, c.picture, bit(c.private), bit(c.closed), c.createdAt)
     if (changes === 0) return 'exists'
@@ -118,7 +121,7 @@ export function openSqliteChannelStore(file: string): ChannelStore {
 
   return {
     async create(community, channel, creator) {
-      return create(community, channel, creator)
+      return create.immediate(community, channel, creator)
     },
     async get(community, ids) {
       const out = new Map<string, ChannelRecord>()
@@ -137,10 +140,10 @@ export function openSqliteChannelStore(file: string): ChannelStore {
       return row === undefined ? undefined : toRecord(row as ChannelRow)
     },
     async remove(community, id) {
-      return remove(community, id)
+      return remove.immediate(community, id)
     },
     async putMember(community, channel, pubkey, role) {
-      return putMember(community, channel, pubkey, role)
+      return putMember.immediate(community, channel, pubkey, role)
     },
     async removeMember(community, channel, pubkey) {
       return deleteMember.run(community, channel, pubkey).changes > 0

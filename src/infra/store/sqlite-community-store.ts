@@ -106,6 +106,8 @@ export function openSqliteCommunityStore(file: string): CommunityStore {
     `SELECT pubkey, reason, until_seconds FROM bans WHERE community = ? AND ${inForce} ORDER BY pubkey`,
   )
 
+  // BEGIN IMMEDIATE: takes the write lock before its reads, so it waits (busy_timeout) for the event store's
+  // writer thread instead of failing with SQLITE_BUSY when its read transaction would become a write one
   const put = db.transaction((r: CommunityInput, create: boolean): { ok: true } | { ok: false; error: string } => {
     if (create && exists.get(r.id)) return { ok: false, error: `community ${r.id} already exists` }
     for (const h of r.hosts) {
@@ -144,7 +146,7 @@ export function openSqliteCommunityStore(file: string): CommunityStore {
       }))
     },
     async put(record, opts) {
-      return put(record, opts?.create === true)
+      return put.immediate(record, opts?.create === true)
     },
     async archive(id, nowSeconds) {
       return archive.run(nowSeconds, id).changes > 0

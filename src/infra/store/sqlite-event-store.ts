@@ -73,14 +73,18 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
   applyPragmas(db)
   migrate(db)
   const inMemory = opts.file === ':memory:' || opts.file === ''
-  const writer = inMemory || opts.writerThread === false ? undefined : createSqliteWriter({ file: opts.file, autoCheckpointPages: AUTO_CHECKPOINT_PAGES, log: opts.log })
   // prepared on first use: with a writer thread, only once it kept failing to start
   let runnerHere: WriteRunner | undefined
   const writeHere = () => (runnerHere ??= createWriteRunner(db))
-  const writes = createWrites(writeHere, writer, opts)
+  const writer: WriteRunner | SqliteWriter =
+    inMemory || opts.writerThread === false
+      ? writeHere()
+      : createSqliteWriter({ file: opts.file, autoCheckpointPages: AUTO_CHECKPOINT_PAGES, here: writeHere, log: opts.log })
+  const thread = 'onThread' in writer ? writer : undefined
+  const writes = createWrites(writer, opts)
   const autoCheckpoint = (pages: number) => {
     if (db.open) db.pragma(`wal_autocheckpoint = ${pages}`)
-    writer?.setAutoCheckpoint(pages)
+    thread?.setAutoCheckpoint(pages)
   }
   // an in-memory database has no WAL to fold back
   const checkpointer = inMemory ? undefined : startWalCheckpointer(opts.file, autoCheckpoint, opts.log)
@@ -129,14 +133,20 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
         throw new Error(`ephemeral kind ${event.kind} must never reach the event store`)
       }
       if (closing) return Promise.reject(new StoreError('event store is closed'))
-      return writes.submit(savePlan(community, event, raw))
+      let plan: SavePlan
+      try {
+        plan = savePlan(community, event, raw)
+      } catch (cause) {
+        return Promise.reject(new StoreError('event store write failed: the event could not be planned', { cause }))
+      }
+      return writes.submit(plan)
     },
     query: (community, filters, o) => read('query', () => planQuery(community, filters, o)),
     count: (community, filters, o) => read('count', () => planCount(community, filters, o)),
     // outside group commit, and atomic on its own: on the writer thread it runs between two batches, as it
     // does on the main thread, where better-sqlite3 is synchronous
     deleteEvents: (community, ids) =>
-      guarded('delete', () => (writer?.usable ? writer.deleteEvents(community, ids) : writeHere().deleteEvents(community, ids))),
+      guarded('delete', () => writer.deleteEvents(community, ids)),
     async ping() {
       if (closing) return false
       try {
@@ -150,7 +160,7 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
       // saves accepted before close() still commit: their callers are waiting for OK
       closing ??= writes.drain().then(async () => {
         // reads already accepted still answer; the threads' connections close before the final checkpoint
-        await writer?.close()
+        await thread?.close()
         await pool?.close()
         await checkpointer?.stop()
         db.close()
@@ -166,20 +176,21 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
         readsWaiting: r?.waiting ?? 0,
         readBudgetExceeded: budgetExceededHere + (r?.budgetExceeded ?? 0),
         readWorkersReady: pool?.usable ? r!.ready : 0,
-        writerThread: writer?.usable ?? false,
-        writerRespawns: writer?.stats().respawns ?? 0,
+        writerThread: thread?.onThread ?? false,
+        writerRespawns: thread?.stats().respawns ?? 0,
       }
     },
     crashReadWorkerOnNextReadForTest: () => pool?.crashWorkerOnNextReadForTest(),
-    crashWriterOnNextCommitForTest: () => writer?.crashOnNextCommitForTest(),
+    crashWriterOnNextCommitForTest: () => thread?.crashOnNextCommitForTest(),
   }
 }
 
-function createWrites(here: () => WriteRunner, writer: SqliteWriter | undefined, opts: SqliteEventStoreOptions): GroupCommit<SavePlan, SaveOutcome> {
+/** Writes on the writer thread, or on the main thread's connection: the same runner either way. */
+function createWrites(writer: Pick<WriteRunner, 'commit'> | SqliteWriter, opts: SqliteEventStoreOptions): GroupCommit<SavePlan, SaveOutcome> {
   return createGroupCommit<SavePlan, SaveOutcome>({
     maxItems: opts.groupCommitMaxEvents,
     maxDelayMs: opts.groupCommitMaxDelayMs,
-    commit: (batch) => (writer?.usable ? writer.commit(batch) : here().commit(batch)),
+    commit: (batch) => writer.commit(batch),
     toError: (cause, batchSize, index) => {
       if (index === 0) opts.log?.error({ err: cause, batchSize }, 'event store: write transaction failed (rolled back; if the writer thread died, its outcome is unknown)')
       return new StoreError('event store write failed', { cause })

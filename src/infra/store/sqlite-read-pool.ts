@@ -1,5 +1,6 @@
 // SQLite read pool: REQ and COUNT statements run on worker threads, each with its own read-only connection to
-// the WAL database, so a heavy read never holds the event loop. The single writer stays on the main thread.
+// the WAL database, so a heavy read never holds the event loop. The single writer is a thread of its own
+// (sqlite-writer.ts).
 // State: one slot per worker, each running at most one read, plus the reads waiting for a ready worker.
 // Crash policy: a worker that errors or exits is replaced at once and its read rejects with StoreError (a
 // read that killed one reader must not get a second); one past its budget is terminated and replaced.

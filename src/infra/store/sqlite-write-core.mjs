@@ -57,7 +57,10 @@ export function createWriteRunner(db) {
   // one transaction per batch; better-sqlite3 rolls it back if any statement throws
   const commitBatch = db.transaction((batch) => batch.map((plan) => decide(s, plan)))
   return {
-    commit: (batch) => commitBatch(batch),
+    // IMMEDIATE: the write lock is taken before the first read, so another connection writing (the community
+    // and channel stores, a CLI) is waited for (busy_timeout); a deferred transaction that reads first would
+    // get SQLITE_BUSY at once when it tries to write, as WAL does not wait to upgrade a read transaction
+    commit: (batch) => commitBatch.immediate(batch),
     deleteEvents(community, ids) {
       if (ids.length === 0) return []
       const removed = new Set(s.deleteByIds.all(community, JSON.stringify(ids)))

@@ -20,7 +20,8 @@ const answer = (id, body) => {
   try {
     parentPort.postMessage({ type: 'Done', id, ok: true, result: body() })
   } catch (error) {
-    parentPort.postMessage({ type: 'Done', id, ok: false, message: String(error?.message ?? error) })
+    // the SQLite code (SQLITE_BUSY, SQLITE_FULL, ...) tells the log what kind of failure it was
+    parentPort.postMessage({ type: 'Done', id, ok: false, message: String(error?.message ?? error), code: typeof error?.code === 'string' ? error.code : undefined })
   }
 }
 

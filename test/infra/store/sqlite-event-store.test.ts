@@ -15,13 +15,13 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 let files = 0
 const freshFile = () => join(dir, `events-${++files}.db`)
 
-const openFile = async (file = freshFile(), readWorkers = 0) =>
-  openSqliteEventStore({ file, groupCommitMaxEvents: 64, groupCommitMaxDelayMs: 2, readWorkers })
+const openFile = async (file = freshFile(), readWorkers = 0, writerThread = true) =>
+  openSqliteEventStore({ file, groupCommitMaxEvents: 64, groupCommitMaxDelayMs: 2, readWorkers, writerThread })
 
 /** A real failure: a second connection installs a trigger that aborts any insert carrying the marker. */
-const openWithWriteFault = (readWorkers: number) => async (marker: string): Promise<EventStore> => {
+const openWithWriteFault = (readWorkers: number, writerThread = true) => async (marker: string): Promise<EventStore> => {
   const file = freshFile()
-  const store = await openFile(file, readWorkers)
+  const store = await openFile(file, readWorkers, writerThread)
   // DDL takes no bound parameters; the marker is spliced in, so it must be a plain word
   if (!/^[A-Za-z-]+$/.test(marker)) throw new Error(`unsafe marker ${marker}`)
   const admin = new Database(file)
@@ -46,6 +46,11 @@ for (const readWorkers of [0, 2]) {
     openWithWriteFault: openWithWriteFault(readWorkers),
   })
 }
+// and with the writer on the main thread's connection (store.writerThread false)
+describeEventStoreContract('SQLite file, writer on the main thread,', () => openFile(freshFile(), 2, false), {
+  transactionsOf,
+  openWithWriteFault: openWithWriteFault(2, false),
+})
 
 describe('SQLite event store file', () => {
   const alice = makeKeys()
