@@ -33,8 +33,10 @@ export interface PrincipalDeps {
 export const principalPath = (community: string, principal: string) => `principal/${community}/${principal}`
 
 /**
- * Coalescing: Admits queue up while a gate call is in flight; one Flush then decides all of them in one
- * round trip (`admitMany`), so a busy principal costs one Redis call per batch, not one per request.
+ * Coalescing: the Admits of one drain are decided together by one Flush (`admitMany`, which shares its script
+ * calls with every other admit of that turn: redis-rate-limit.ts). The gate call runs beside the actor (it
+ * needs no actor state, and each Admit carries its own reply), so the handler never waits on Redis and the
+ * next drain's Admits go out at once; Redis answers one connection's calls in the order they were sent.
  */
 export function principalActor(deps: PrincipalDeps): ActorDef<PrincipalState, PrincipalMsg> {
   return {
@@ -43,14 +45,19 @@ export function principalActor(deps: PrincipalDeps): ActorDef<PrincipalState, Pr
     // An idle principal costs memory for nothing; a minute covers a chatty client's pauses.
     idleStopMs: 60_000,
     policy: { mode: 'temporary' },
-    handle: async (state, msg, ctx) => {
+    handle: (state, msg, ctx) => {
       if (msg.type === 'Admit') {
         state.pending.push(msg)
         if (!state.flushQueued) state.flushQueued = tell(ctx.self, { type: 'Flush' })
         return state
       }
       state.flushQueued = false
-      await decide(state.pending.splice(0), deps)
+      // decide() answers every Admit itself, fallback included; should anything else throw, they fail closed
+      // (an Admit's reply is an ask's: a second answer is ignored)
+      const batch = state.pending.splice(0)
+      decide(batch, deps).catch(() => {
+        for (const a of batch) a.reply(UNAVAILABLE)
+      })
       return state
     },
   }

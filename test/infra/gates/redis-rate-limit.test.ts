@@ -43,6 +43,15 @@ afterAll(async () => {
 
 describeRateLimiterContract('redis', () => tracked(createRedisRateLimiter({ redis })), { realClock: true })
 
+/** Counts the script calls (EVALSHA, or EVAL after NOSCRIPT) the limiter sends through the shared client. */
+function scriptCalls() {
+  const spy = vi.spyOn(redis, 'sendCommand')
+  return {
+    count: () => spy.mock.calls.filter(([c]) => c.name === 'evalsha' || c.name === 'eval').length,
+    restore: () => spy.mockRestore(),
+  }
+}
+
 describe('redis rate limiter keys', () => {
   it('gives every key it admits an expiry: when its bucket is full again', async () => {
     const limiter = createRedisRateLimiter({ redis })
@@ -105,10 +114,10 @@ describe('redis rate limiter batches (admitMany)', () => {
   it('decides a batch exactly as the same admits one after the other, in one round trip', async () => {
     const limiter = createRedisRateLimiter({ redis })
     const batchKeys = [newKey(), newKey('reqs'), newKey('api')]
-    const pipeline = vi.spyOn(redis, 'pipeline')
+    const calls = scriptCalls()
     const batch = await limiter.admitMany(shape(batchKeys))
-    expect(pipeline).toHaveBeenCalledTimes(1)
-    pipeline.mockRestore()
+    expect(calls.count()).toBe(1)
+    calls.restore()
     const sequential: Admission[] = []
     for (const r of shape([newKey(), newKey('reqs'), newKey('api')])) sequential.push(await limiter.admit(r.key, r.rule, r.cost))
     // retry delays shrink by the ms that pass between the two runs: compare them coarsely
@@ -119,11 +128,23 @@ describe('redis rate limiter batches (admitMany)', () => {
 
   it('answers an empty batch, or one of never-admissible costs, without asking Redis', async () => {
     const limiter = createRedisRateLimiter({ redis })
-    const pipeline = vi.spyOn(redis, 'pipeline')
+    const calls = scriptCalls()
     expect(await limiter.admitMany([])).toEqual([])
     expect(await limiter.admitMany([{ key: newKey(), rule: slow(1), cost: 2 }])).toEqual([{ allowed: false, retryAfterMs: Infinity }])
-    expect(pipeline).not.toHaveBeenCalled()
-    pipeline.mockRestore()
+    expect(calls.count()).toBe(0)
+    calls.restore()
+  })
+
+  it('sends the admits of one turn in one script call, at most 256 keys each, every one decided as alone', async () => {
+    const limiter = createRedisRateLimiter({ redis })
+    const keys = Array.from({ length: 300 }, () => newKey())
+    const calls = scriptCalls()
+    // each key twice in the same turn, burst 1: the first is admitted, the second refused
+    const answers = await Promise.all([...keys, ...keys].map((k) => limiter.admit(k, slow(1))))
+    expect(calls.count()).toBe(3)
+    calls.restore()
+    expect(answers.slice(0, 300).every((a) => a.allowed)).toBe(true)
+    expect(answers.slice(300).every((a) => !a.allowed && a.retryAfterMs > 0)).toBe(true)
   })
 })
 
