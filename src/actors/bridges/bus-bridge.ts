@@ -1,14 +1,18 @@
-// State: the dedicated Redis subscriber connection (a session) and the channels subscribed on it.
-// Messages: Sync (connect if needed, then subscribe/unsubscribe until the session covers link.channels()),
-// Down (the connection dropped). Policy: permanent + backoff 1 s → 30 s, attempts reset after 60 s of stable
-// running (DESIGN §3): a crash *is* the reconnect, so supervision$ shows every outage and its recovery.
+// State: the dedicated Redis subscriber connection (a session), the channels subscribed on it, and the sync in
+// flight. Messages: Sync (connect if needed, then subscribe/unsubscribe until the session covers
+// link.channels()), Synced (that I/O's outcome, piped back: the handler never waits on Redis), Down (the
+// connection dropped). Policy: permanent + backoff 1 s → 30 s, attempts reset after 60 s of stable running
+// (DESIGN §3): a crash *is* the reconnect, so supervision$ shows every outage and its recovery.
 import type { BusError } from '../../infra/bus/bus.js'
 import type { SubscriberLink } from '../../infra/bus/redis-bus.js'
 import type { SubscriberSession } from '../../infra/bus/redis-subscriber.js'
-import { type ActorContext, type ActorDef, type Kernel, type SupervisionPolicy, type TypedRef, tell } from '../kernel/index.js'
+import { type ActorContext, type ActorDef, type Kernel, pipeTo, type Settled, type SupervisionPolicy, type TypedRef, tell } from '../kernel/index.js'
+
+type Covered = { session: SubscriberSession; subscribed: ReadonlySet<string> }
 
 export type BusBridgeMsg =
   | { type: 'Sync' }
+  | { type: 'Synced'; attempt: object; outcome: Settled<Covered> }
   | { type: 'Down'; connection: object; error: BusError }
 
 interface BridgeState {
@@ -16,6 +20,10 @@ interface BridgeState {
   /** identifies the connection a Down is about: a late Down of a replaced connection is ignored */
   connection: object | undefined
   subscribed: ReadonlySet<string>
+  /** the sync in flight: its identity, the connection it works on (a new one when it opens one), and a Down of that connection meanwhile */
+  syncing: { attempt: object; connection: object; down?: BusError } | undefined
+  /** a Sync arrived while one was in flight: run another once it is done */
+  again: boolean
 }
 
 export const busBridgePolicy = {
@@ -36,7 +44,10 @@ export interface BusBridgeOptions {
   policy?: Partial<SupervisionPolicy>
 }
 
-const freshState = (): BridgeState => ({ session: undefined, connection: undefined, subscribed: new Set() })
+const freshState = (): BridgeState => ({ session: undefined, connection: undefined, subscribed: new Set(), syncing: undefined, again: false })
+
+/** A Synced is offered again while the bridge restarts; one it never takes closes the session it carries. */
+const PIPE = { everyMs: 500, forMs: 60_000 } as const
 
 /** Spawns the actor that owns the bus's subscriber connection; it stops by itself once the bus closes. */
 export function spawnBusBridge(kernel: Kernel, link: SubscriberLink, opts: BusBridgeOptions = {}): TypedRef<BusBridgeMsg> {
@@ -59,6 +70,8 @@ export function spawnBusBridge(kernel: Kernel, link: SubscriberLink, opts: BusBr
         case 'Sync':
           syncQueued = false
           return onSync(state, link, ctx)
+        case 'Synced':
+          return onSynced(state, msg, () => requestSync(ctx.self))
         case 'Down':
           return onDown(state, msg)
       }
@@ -73,34 +86,70 @@ export function spawnBusBridge(kernel: Kernel, link: SubscriberLink, opts: BusBr
   return ref
 }
 
-async function onSync(state: BridgeState, link: SubscriberLink, ctx: ActorContext<BusBridgeMsg>): Promise<BridgeState> {
+function onSync(state: BridgeState, link: SubscriberLink, ctx: ActorContext<BusBridgeMsg>): BridgeState {
   if (link.closed) {
     state.session?.close()
     void ctx.kernel.stop(ctx.path)
     return freshState()
   }
-  let { session, connection } = state
-  let subscribed = state.subscribed
-  if (session === undefined) {
-    const id = {}
-    // throws (BusError) when Redis is unreachable: the crash schedules the next attempt with backoff
-    session = await link.open((error) => tell(ctx.self, { type: 'Down', connection: id, error }))
-    connection = id
-    subscribed = new Set()
-  }
+  if (state.syncing) return { ...state, again: true }
+  const attempt = {}
+  // a new connection gets a new identity now, so that its Down is recognised while the sync is in flight
+  const connection = state.session && state.connection ? state.connection : {}
+  const onDown = (error: BusError) => tell(ctx.self, { type: 'Down', connection, error })
+  pipeTo(ctx.self, cover(link, state.session, state.subscribed, onDown), (outcome): BusBridgeMsg => ({ type: 'Synced', attempt, outcome }), {
+    ...PIPE,
+    onGiveUp: (msg) => {
+      if (msg.type === 'Synced' && msg.outcome.ok) msg.outcome.value.session.close()
+    },
+  })
+  return { ...state, syncing: { attempt, connection }, again: false }
+}
+
+/** Beside the actor: opens a session if there is none, then (un)subscribes until it covers link.channels(). */
+async function cover(
+  link: SubscriberLink,
+  current: SubscriberSession | undefined,
+  subscribed: ReadonlySet<string>,
+  onDown: (error: BusError) => void,
+): Promise<Covered> {
+  // throws (BusError) when Redis is unreachable: the crash schedules the next attempt with backoff
+  const session = current ?? (await link.open(onDown))
+  const have = current ? subscribed : new Set<string>()
   const wanted = new Set(link.channels())
   try {
-    await session.subscribe([...wanted].filter((channel) => !subscribed.has(channel)))
-    await session.unsubscribe([...subscribed].filter((channel) => !wanted.has(channel)))
+    await session.subscribe([...wanted].filter((channel) => !have.has(channel)))
+    await session.unsubscribe([...have].filter((channel) => !wanted.has(channel)))
   } catch (error) {
     // the state is discarded with the crash; the connection must not outlive it
     session.close()
     throw error
   }
-  return { session, connection, subscribed: wanted }
+  return { session, subscribed: wanted }
+}
+
+function onSynced(state: BridgeState, msg: Extract<BusBridgeMsg, { type: 'Synced' }>, syncAgain: () => void): BridgeState {
+  const { syncing } = state
+  if (syncing?.attempt !== msg.attempt) {
+    // from before a restart: its session is nobody's
+    if (msg.outcome.ok && msg.outcome.value.session !== state.session) msg.outcome.value.session.close()
+    return state
+  }
+  if (!msg.outcome.ok) throw msg.outcome.error
+  const { session, subscribed } = msg.outcome.value
+  if (syncing.down) {
+    session.close()
+    throw syncing.down
+  }
+  if (state.again) syncAgain()
+  return { session, connection: syncing.connection, subscribed, syncing: undefined, again: false }
 }
 
 function onDown(state: BridgeState, msg: Extract<BusBridgeMsg, { type: 'Down' }>): BridgeState {
+  if (state.syncing && msg.connection === state.syncing.connection && msg.connection !== state.connection) {
+    // the connection the sync in flight opened: it fails when its outcome arrives
+    return { ...state, syncing: { ...state.syncing, down: msg.error } }
+  }
   if (msg.connection !== state.connection) return state
   state.session?.close()
   throw msg.error
