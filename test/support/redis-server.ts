@@ -20,6 +20,9 @@ export interface PrivateRedis {
   kill(): Promise<void>
   /** start again on the same port (empty: nothing is persisted) */
   restart(): Promise<void>
+  /** SIGSTOP / SIGCONT: the sockets stay open and nothing is answered, as in a partition without a reset */
+  pause(): void
+  resume(): void
   stop(): Promise<void>
 }
 
@@ -55,5 +58,11 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     })
   }
   await launch()
-  return { port, url: `redis://127.0.0.1:${port}`, kill, restart: launch, stop: kill }
+  const signal = (sig: NodeJS.Signals) => () => void proc?.kill(sig)
+  const stop = async () => {
+    // a stopped process takes SIGKILL too, but its exit is only reported once it runs again
+    proc?.kill('SIGCONT')
+    await kill()
+  }
+  return { port, url: `redis://127.0.0.1:${port}`, kill, restart: launch, pause: signal('SIGSTOP'), resume: signal('SIGCONT'), stop }
 }

@@ -3,7 +3,7 @@
 // link.channels()), Synced (that I/O's outcome, piped back: the handler never waits on Redis), Down (the
 // connection dropped). Policy: permanent + backoff 1 s → 30 s, attempts reset after 60 s of stable running
 // (DESIGN §3): a crash *is* the reconnect, so supervision$ shows every outage and its recovery.
-import type { BusError } from '../../infra/bus/bus.js'
+import { BusError } from '../../infra/bus/bus.js'
 import type { SubscriberLink } from '../../infra/bus/redis-bus.js'
 import type { SubscriberSession } from '../../infra/bus/redis-subscriber.js'
 import { type ActorContext, type ActorDef, type Kernel, pipeTo, type Settled, type SupervisionPolicy, type TypedRef, tell } from '../kernel/index.js'
@@ -42,12 +42,21 @@ export interface BusBridgeOptions {
   path?: string
   /** tests shorten the backoff; fields given replace busBridgePolicy's */
   policy?: Partial<SupervisionPolicy>
+  /** default SYNC_DEADLINE_MS; tests shorten it */
+  syncDeadlineMs?: number
 }
 
 const freshState = (): BridgeState => ({ session: undefined, connection: undefined, subscribed: new Set(), syncing: undefined, again: false })
 
-/** A Synced is offered again while the bridge restarts; one it never takes closes the session it carries. */
+/** A Synced the bridge cannot take (mailbox full, or stopped) is offered again; one it never takes closes the session it carries. */
 const PIPE = { everyMs: 500, forMs: 60_000 } as const
+
+/**
+ * Longest a sync may take. The subscriber connection has no command timeout (a subscription has no reply
+ * deadline of its own), so a Redis that keeps the socket open but stops answering would otherwise hold the
+ * sync, and with it the bridge, forever: past this it fails, the bridge crashes and backs off.
+ */
+export const SYNC_DEADLINE_MS = 10_000
 
 /** Spawns the actor that owns the bus's subscriber connection; it stops by itself once the bus closes. */
 export function spawnBusBridge(kernel: Kernel, link: SubscriberLink, opts: BusBridgeOptions = {}): TypedRef<BusBridgeMsg> {
@@ -69,7 +78,7 @@ export function spawnBusBridge(kernel: Kernel, link: SubscriberLink, opts: BusBr
       switch (msg.type) {
         case 'Sync':
           syncQueued = false
-          return onSync(state, link, ctx)
+          return onSync(state, link, ctx, opts.syncDeadlineMs ?? SYNC_DEADLINE_MS)
         case 'Synced':
           return onSynced(state, msg, () => requestSync(ctx.self))
         case 'Down':
@@ -86,7 +95,7 @@ export function spawnBusBridge(kernel: Kernel, link: SubscriberLink, opts: BusBr
   return ref
 }
 
-function onSync(state: BridgeState, link: SubscriberLink, ctx: ActorContext<BusBridgeMsg>): BridgeState {
+function onSync(state: BridgeState, link: SubscriberLink, ctx: ActorContext<BusBridgeMsg>, deadlineMs: number): BridgeState {
   if (link.closed) {
     state.session?.close()
     void ctx.kernel.stop(ctx.path)
@@ -97,7 +106,7 @@ function onSync(state: BridgeState, link: SubscriberLink, ctx: ActorContext<BusB
   // a new connection gets a new identity now, so that its Down is recognised while the sync is in flight
   const connection = state.session && state.connection ? state.connection : {}
   const onDown = (error: BusError) => tell(ctx.self, { type: 'Down', connection, error })
-  pipeTo(ctx.self, cover(link, state.session, state.subscribed, onDown), (outcome): BusBridgeMsg => ({ type: 'Synced', attempt, outcome }), {
+  pipeTo(ctx.self, withDeadline(cover(link, state.session, state.subscribed, onDown), deadlineMs), (outcome): BusBridgeMsg => ({ type: 'Synced', attempt, outcome }), {
     ...PIPE,
     onGiveUp: (msg) => {
       if (msg.type === 'Synced' && msg.outcome.ok) msg.outcome.value.session.close()
@@ -113,10 +122,10 @@ async function cover(
   subscribed: ReadonlySet<string>,
   onDown: (error: BusError) => void,
 ): Promise<Covered> {
+  const wanted = new Set(link.channels())
   // throws (BusError) when Redis is unreachable: the crash schedules the next attempt with backoff
   const session = current ?? (await link.open(onDown))
   const have = current ? subscribed : new Set<string>()
-  const wanted = new Set(link.channels())
   try {
     await session.subscribe([...wanted].filter((channel) => !have.has(channel)))
     await session.unsubscribe([...have].filter((channel) => !wanted.has(channel)))
@@ -128,6 +137,28 @@ async function cover(
   return { session, subscribed: wanted }
 }
 
+/** `work`, or a BusError once `deadlineMs` passed; a session it brings after that is closed. */
+function withDeadline(work: Promise<Covered>, deadlineMs: number): Promise<Covered> {
+  return new Promise<Covered>((resolve, reject) => {
+    let late = false
+    const timer = setTimeout(() => {
+      late = true
+      reject(new BusError('APIARY_BUS_UNAVAILABLE', `redis subscriber did not answer within ${deadlineMs} ms`))
+    }, deadlineMs)
+    work.then(
+      (covered) => {
+        clearTimeout(timer)
+        if (late) covered.session.close()
+        else resolve(covered)
+      },
+      (error: unknown) => {
+        clearTimeout(timer)
+        if (!late) reject(error)
+      },
+    )
+  })
+}
+
 function onSynced(state: BridgeState, msg: Extract<BusBridgeMsg, { type: 'Synced' }>, syncAgain: () => void): BridgeState {
   const { syncing } = state
   if (syncing?.attempt !== msg.attempt) {
@@ -135,7 +166,11 @@ function onSynced(state: BridgeState, msg: Extract<BusBridgeMsg, { type: 'Synced
     if (msg.outcome.ok && msg.outcome.value.session !== state.session) msg.outcome.value.session.close()
     return state
   }
-  if (!msg.outcome.ok) throw msg.outcome.error
+  if (!msg.outcome.ok) {
+    // the crash discards the state: the session must not outlive it (closing is idempotent)
+    state.session?.close()
+    throw msg.outcome.error
+  }
   const { session, subscribed } = msg.outcome.value
   if (syncing.down) {
     session.close()

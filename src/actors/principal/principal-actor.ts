@@ -36,7 +36,9 @@ export const principalPath = (community: string, principal: string) => `principa
  * Coalescing: the Admits of one drain are decided together by one Flush (`admitMany`, which shares its script
  * calls with every other admit of that turn: redis-rate-limit.ts). The gate call runs beside the actor (it
  * needs no actor state, and each Admit carries its own reply), so the handler never waits on Redis and the
- * next drain's Admits go out at once; Redis answers one connection's calls in the order they were sent.
+ * next drain's Admits go out at once. Two calls of one principal may then be decided out of order (ioredis
+ * re-sends after NOSCRIPT or a cluster redirect): the budget stays exact, only which of two near-simultaneous
+ * requests gets the last token can differ. What is in flight is bounded by the callers' asks (10 s each).
  */
 export function principalActor(deps: PrincipalDeps): ActorDef<PrincipalState, PrincipalMsg> {
   return {

@@ -61,6 +61,8 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
   private readonly listeners = new Set<() => void>()
   /** channels the current subscriber connection has confirmed; emptied when it drops */
   private readonly live = new Set<string>()
+  /** the session `live` is about: a replaced one's late answers and its close leave `live` alone */
+  private current: object | undefined
   private readonly waiting = new Map<string, (() => void)[]>()
   private readonly lost = new Subject<string>()
 
@@ -139,12 +141,15 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
 
   async open(onDown: (error: BusError) => void): Promise<SubscriberSession> {
     if (this.closed) throw new BusError('APIARY_BUS_CLOSED', 'the bus is closed')
+    const token = {}
+    this.current = token
     this.live.clear()
+    const isCurrent = () => this.current === token
     const session = await openSubscriber(this.opts.connectSubscriber(), {
       onMessage: (channel, raw) => this.ingest(channel, raw),
       onDown: (error) => {
-        const interrupted = [...this.live]
-        this.live.clear()
+        const interrupted = isCurrent() ? [...this.live] : []
+        if (isCurrent()) this.live.clear()
         onDown(error)
         for (const channel of interrupted) this.lost.next(channel)
       },
@@ -153,17 +158,20 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
       subscribe: async (channels) => {
         await session.subscribe(channels)
         for (const channel of channels) this.watchers.count(channel, 'subscribes')
-        this.confirm(channels)
+        if (isCurrent()) this.confirm(channels)
       },
       unsubscribe: async (channels) => {
         await session.unsubscribe(channels)
         for (const channel of channels) {
           this.watchers.count(channel, 'unsubscribes')
-          this.live.delete(channel)
+          if (isCurrent()) this.live.delete(channel)
         }
       },
       close: () => {
-        this.live.clear()
+        if (isCurrent()) {
+          this.live.clear()
+          this.current = undefined
+        }
         session.close()
       },
     }

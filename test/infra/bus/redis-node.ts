@@ -21,7 +21,7 @@ export interface RedisNode {
 export async function startRedisNode(
   url: string,
   nodeId: string,
-  opts: { unsubscribeDebounceMs?: number; policy?: Partial<SupervisionPolicy>; redisIsDown?: boolean } = {},
+  opts: { unsubscribeDebounceMs?: number; policy?: Partial<SupervisionPolicy>; redisIsDown?: boolean; syncDeadlineMs?: number } = {},
 ): Promise<RedisNode> {
   // The publisher keeps ioredis's own reconnect: it is a plain command connection, the bus refuses to
   // publish while it is not ready. Its errors during an outage are expected; the bus reports them.
@@ -43,7 +43,7 @@ export async function startRedisNode(
   const kernel = createKernel({ name: nodeId })
   const events: SupervisionEvent[] = []
   kernel.supervision$.subscribe((event) => events.push(event))
-  spawnBusBridge(kernel, bus.link, { policy: opts.policy })
+  spawnBusBridge(kernel, bus.link, { policy: opts.policy, syncDeadlineMs: opts.syncDeadlineMs })
   return {
     bus,
     kernel,
