@@ -55,4 +55,26 @@ describe('principal admission', () => {
     )
     expect(answers).toEqual(Array.from({ length: 5 }, () => ({ allowed: false, unavailable: true })))
   })
+
+  it('does not wait on a stalled gate call: the next requests are decided while it hangs', async () => {
+    kernel = createKernel()
+    const { limiter: inner } = countingLimiter()
+    // the first call never answers (a Redis that stopped mid-command); every later one does
+    let calls = 0
+    const limiter: RateLimiter = {
+      admit: (key, rule, cost) => inner.admit(key, rule, cost),
+      admitMany: (requests) => (calls++ === 0 ? new Promise(() => {}) : inner.admitMany!(requests)),
+      close: () => inner.close(),
+    }
+    const ref = kernel.spawn('principal/c/s', principalActor({ community: 'c', principal: pubkey, tier: 'human', rules, limiter }))
+    const admit = () => ask<PrincipalMsg, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit: 'events', reply }), 5000)
+    const stalled = admit()
+    await new Promise((r) => setImmediate(r))
+    expect(calls).toBe(1)
+    expect(await admit()).toEqual({ allowed: true })
+    let settled = false
+    void stalled.finally(() => (settled = true))
+    await new Promise((r) => setImmediate(r))
+    expect(settled).toBe(false)
+  })
 })
