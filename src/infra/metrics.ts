@@ -6,52 +6,48 @@ export function createMetrics() {
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 10 })
   const r = [registry]
   // the SQLite store's own counts (read pool, writer thread), read at scrape time (the store knows nothing of metrics)
-  const storeReads: {
-    stats?: () => { readsWaiting: number; readBudgetExceeded: number; writerThread: boolean; writerRespawns: number }
-  } = {}
+  type StoreStats = { readsWaiting: number; readBudgetExceeded: number; writerThread: boolean; writerRespawns: number }
+  const storeStats: { stats?: () => StoreStats } = {}
+  /** a counter that mirrors one of the store's own running totals */
+  const storeTotal = (name: string, help: string, pick: (s: StoreStats) => number) =>
+    new Counter({
+      name,
+      help,
+      registers: r,
+      collect() {
+        const s = storeStats.stats?.()
+        if (s === undefined || typeof pick(s) !== 'number') return
+        this.reset()
+        this.inc(pick(s))
+      },
+    })
   return {
     registry,
-    storeReads,
+    storeStats,
     storeReadsWaiting: new Gauge({
       name: 'apiary_store_reads_waiting',
       help: 'SQLite reads waiting for a read worker',
       registers: r,
       collect() {
-        const s = storeReads.stats?.()
+        const s = storeStats.stats?.()
         if (typeof s?.readsWaiting === 'number') this.set(s.readsWaiting)
       },
     }),
-    storeReadBudgetExceeded: new Counter({
-      name: 'apiary_store_read_budget_exceeded_total',
-      help: 'store reads stopped for passing store.queryTimeoutMs',
-      registers: r,
-      collect() {
-        const s = storeReads.stats?.()
-        if (typeof s?.readBudgetExceeded !== 'number') return
-        this.reset()
-        this.inc(s.readBudgetExceeded)
-      },
-    }),
+    storeReadBudgetExceeded: storeTotal('apiary_store_read_budget_exceeded_total', 'store reads stopped for passing store.queryTimeoutMs', (s) => s.readBudgetExceeded),
     storeWriterThread: new Gauge({
       name: 'apiary_store_writer_thread',
       help: 'SQLite: 1 while writes commit on the writer thread, 0 on the main thread',
       registers: r,
       collect() {
-        const s = storeReads.stats?.()
+        const s = storeStats.stats?.()
         if (typeof s?.writerThread === 'boolean') this.set(s.writerThread ? 1 : 0)
       },
     }),
-    storeWriterRestarts: new Counter({
-      name: 'apiary_store_writer_restarts_total',
-      help: 'SQLite writer threads replaced after they died (their batch failed with error:)',
-      registers: r,
-      collect() {
-        const s = storeReads.stats?.()
-        if (typeof s?.writerRespawns !== 'number') return
-        this.reset()
-        this.inc(s.writerRespawns)
-      },
-    }),
+    storeWriterRestarts: storeTotal(
+      'apiary_store_writer_restarts_total',
+      'SQLite writer threads replaced after they died (their batch failed with error:)',
+      (s) => s.writerRespawns,
+    ),
     connectionsActive: new Gauge({ name: 'apiary_connections_active', help: 'open WebSocket connections', registers: r }),
     connectionsTotal: new Counter({ name: 'apiary_connections_total', help: 'WebSocket connections accepted', registers: r }),
     connectionsRefused: new Counter({

@@ -66,7 +66,7 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     const b = await openBackends(config, log, { eventStore: d.eventStore, wrapCommunityStore: d.wrapCommunityStore, deadlineMs })
     undo.push(() => b.close())
     const events = b.events as Partial<SqliteEventStore>
-    if (typeof events.stats === 'function') metrics.storeReads.stats = () => (events as SqliteEventStore).stats()
+    if (typeof events.stats === 'function') metrics.storeStats.stats = () => (events as SqliteEventStore).stats()
     await seedDefaultCommunity(b.communities)
     for (const c of config.communities) {
       const r = await b.communities.put({ id: c.id, name: c.name ?? c.id, hosts: c.hosts, agents: c.agents, admins: c.admins })

@@ -28,7 +28,7 @@ export function startWalCheckpointer(
     if (fallenBack || stopping) return
     fallenBack = true
     autoCheckpoint(AUTO_CHECKPOINT_PAGES)
-    log?.error({ err: why }, 'event store: checkpoint worker failed; checkpointing on the main thread again')
+    log?.error({ err: why }, 'event store: checkpoint worker failed; the writing connections checkpoint again')
   }
   const worker = new Worker(new URL('./wal-checkpoint-worker.mjs', import.meta.url), {
     workerData: { file, intervalMs: CHECKPOINT_INTERVAL_MS },
