@@ -1,33 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+
 import Database from 'better-sqlite3'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { type EventStore, StoreError } from '../../../src/infra/store/event-store'
-import { openSqliteEventStore, type SqliteEventStore, type SqliteEventStoreOptions } from '../../../src/infra/store/sqlite-event-store'
+import type { SqliteEventStore } from '../../../src/infra/store/sqlite-event-store'
 import type { Filter } from '../../../src/protocols/nip01/filter'
 import { makeKeys, signEvent } from '../../support/events'
 import { idsOf, NOW } from './contract-context'
+import { sqliteFiles, until } from './sqlite-files'
 
-const dir = mkdtempSync(join(tmpdir(), 'apiary-read-workers-'))
-afterAll(() => rmSync(dir, { recursive: true, force: true }))
-let files = 0
-const freshFile = () => join(dir, `events-${++files}.db`)
-
-const opened: EventStore[] = []
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((s) => s.close()))
-})
-const open = (file: string, o: Partial<SqliteEventStoreOptions> = {}): SqliteEventStore => {
-  const store = openSqliteEventStore({ file, groupCommitMaxEvents: 64, groupCommitMaxDelayMs: 0, ...o })
-  opened.push(store)
-  return store
-}
-
-/** A condition, not a duration: workers report Ready once their connection is open. */
-async function until(done: () => boolean): Promise<void> {
-  while (!done()) await new Promise((r) => setTimeout(r, 5))
-}
+const { freshFile, open } = sqliteFiles('read-workers')
 const ready = (store: SqliteEventStore, workers: number) => until(() => store.stats().readWorkersReady === workers)
 
 /**

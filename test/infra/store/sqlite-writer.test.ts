@@ -1,31 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+
 import Database from 'better-sqlite3'
-import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { StoreError } from '../../../src/infra/store/event-store'
-import { openSqliteEventStore, type SqliteEventStore, type SqliteEventStoreOptions } from '../../../src/infra/store/sqlite-event-store'
 import { makeKeys, signEvent } from '../../support/events'
 import { idsOf, NOW } from './contract-context'
+import { sqliteFiles, until } from './sqlite-files'
 
-const dir = mkdtempSync(join(tmpdir(), 'apiary-writer-'))
-afterAll(() => rmSync(dir, { recursive: true, force: true }))
-let files = 0
-const freshFile = () => join(dir, `events-${++files}.db`)
-
-const opened: SqliteEventStore[] = []
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((s) => s.close()))
-})
-const open = (file: string, o: Partial<SqliteEventStoreOptions> = {}): SqliteEventStore => {
-  const store = openSqliteEventStore({ file, groupCommitMaxEvents: 64, groupCommitMaxDelayMs: 0, ...o })
-  opened.push(store)
-  return store
-}
-
-async function until(done: () => boolean): Promise<void> {
-  while (!done()) await new Promise((r) => setTimeout(r, 5))
-}
+const { freshFile, open, close } = sqliteFiles('writer')
 
 describe('SQLite writer thread', () => {
   const alice = makeKeys()
@@ -67,8 +48,7 @@ describe('SQLite writer thread', () => {
 
   it('writes on the main thread once writer threads keep failing to start', async () => {
     const file = freshFile()
-    open(file, { writerThread: false })
-    await opened.pop()!.close()
+    await close(open(file, { writerThread: false }))
     // a table the writer prepares a statement for is gone: every writer thread dies while starting
     const admin = new Database(file)
     const schema = admin.prepare("SELECT sql FROM sqlite_master WHERE name = 'deleted_addresses'").pluck().get() as string
@@ -109,7 +89,7 @@ describe('SQLite writer thread', () => {
     const store = open(file)
     const events = Array.from({ length: 300 }, (_, i) => note(`c${i}`))
     const saves = events.map((e) => store.save('c', e.event, e.raw))
-    await opened.pop()!.close()
+    await close(store)
     expect((await Promise.all(saves)).every((o) => o.status === 'saved')).toBe(true)
     const reopened = open(file)
     expect(await reopened.count('c', [{}], { now: NOW })).toBe(300)
