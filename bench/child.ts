@@ -132,7 +132,8 @@ export const CHILD_SCRIPTS = { apiary: here('./serve-apiary.ts'), baseline: here
  */
 export function spawnRelay(script: string, dataDir: string, startTimeoutMs = 60_000, env: Record<string, string> = {}): Promise<RelayProcess> {
   const child: ChildProcess = fork(script, [dataDir], {
-    execArgv: ['--expose-gc', '--import', 'tsx'],
+    // BENCH_CHILD_NODE_ARGS: extra node flags for the relay child, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
+    execArgv: ['--expose-gc', '--import', 'tsx', ...(process.env.BENCH_CHILD_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     env: { ...process.env, ...env },
   })

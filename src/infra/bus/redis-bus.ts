@@ -1,7 +1,8 @@
 import type { Redis } from 'ioredis'
 import { type Observable, Subject } from 'rxjs'
+import { err, ok, type Result } from '../../protocols/result.js'
 import type { Logger } from '../log.js'
-import type { RedisClient } from '../redis/connect.js'
+import { isCluster, type RedisClient } from '../redis/connect.js'
 import { type Bus, BusError, type ChannelStats, checkNodeId } from './bus.js'
 import { ChannelWatchers } from './channel-watchers.js'
 import { openSubscriber, type SubscriberSession } from './redis-subscriber.js'
@@ -52,6 +53,13 @@ export function createRedisBus(opts: RedisBusOptions): RedisBus {
 // is never parsed or re-encoded on the way.
 const SEPARATOR = '\n'
 
+interface Outgoing {
+  channel: string
+  message: string
+  resolve: () => void
+  reject: (error: BusError) => void
+}
+
 class RedisPubSubBus implements RedisBus, SubscriberLink {
   readonly nodeId: string
   readonly link: SubscriberLink = this
@@ -65,6 +73,8 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
   private current: object | undefined
   private readonly waiting = new Map<string, (() => void)[]>()
   private readonly lost = new Subject<string>()
+  /** publishes of this turn, sent together by flush() */
+  private outgoing: Outgoing[] = []
 
   constructor(private readonly opts: RedisBusOptions) {
     this.nodeId = opts.nodeId
@@ -74,20 +84,52 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
     })
   }
 
-  async publish(channel: string, payload: string): Promise<void> {
-    if (this.closed) throw new BusError('APIARY_BUS_CLOSED', 'the bus is closed')
+  publish(channel: string, payload: string): Promise<void> {
+    if (this.closed) return Promise.reject(new BusError('APIARY_BUS_CLOSED', 'the bus is closed'))
     const { publisher } = this.opts
     // Refused unless ready: ioredis would otherwise queue it through the outage and deliver stale events
     // late (or hold them in memory without bound). Best effort means: now, or an error now.
     if (publisher.status !== 'ready') {
-      throw new BusError('APIARY_BUS_UNAVAILABLE', `redis publisher is ${publisher.status}`)
+      return Promise.reject(new BusError('APIARY_BUS_UNAVAILABLE', `redis publisher is ${publisher.status}`))
     }
-    try {
-      await publisher.publish(channel, this.nodeId + SEPARATOR + payload)
-    } catch (cause) {
+    return new Promise((resolve, reject) => {
+      if (this.outgoing.length === 0) setImmediate(() => this.flush())
+      this.outgoing.push({ channel, message: this.nodeId + SEPARATOR + payload, resolve, reject })
+    })
+  }
+
+  /**
+   * One turn's publishes leave in one pipeline: one socket write and one read on the Redis side instead of
+   * one each per event (ingest on PostgreSQL + Redis spent ~7 % of its main thread in per-PUBLISH writes).
+   * A pipeline's commands run in order, and every pipeline goes to the same server, so a channel's messages
+   * arrive in the order they were published.
+   */
+  private flush(): void {
+    const batch = this.outgoing
+    this.outgoing = []
+    const failed = (entry: Outgoing, cause: unknown) => {
       const detail = cause instanceof Error ? cause.message : String(cause)
-      throw new BusError('APIARY_BUS_UNAVAILABLE', `redis publish failed (${detail})`, { cause })
+      entry.reject(new BusError('APIARY_BUS_UNAVAILABLE', `redis publish failed (${detail})`, { cause }))
     }
+    const target = publishTarget(this.opts.publisher)
+    if (!target.ok) {
+      for (const entry of batch) failed(entry, new Error(target.error))
+      return
+    }
+    const pipeline = target.value.pipeline()
+    for (const entry of batch) pipeline.publish(entry.channel, entry.message)
+    pipeline.exec().then(
+      (results) => {
+        for (const [i, entry] of batch.entries()) {
+          const error = results?.[i]?.[0]
+          if (error) failed(entry, error)
+          else entry.resolve()
+        }
+      },
+      (cause: unknown) => {
+        for (const entry of batch) failed(entry, cause)
+      },
+    )
   }
 
   watch(channel: string): Observable<string> {
@@ -199,4 +241,18 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
       }
     }
   }
+}
+
+/**
+ * Where PUBLISH goes. A Redis Cluster broadcasts PUBLISH from any master to every node, but ioredis sends a
+ * command without keys to a random node each time, so two messages of one channel could overtake each other
+ * on the cluster bus: every publish goes to one ready master instead (the first by address, so a node keeps
+ * its choice until that master goes).
+ */
+function publishTarget(publisher: RedisClient): Result<Redis, string> {
+  if (!isCluster(publisher)) return publisher.status === 'ready' ? ok(publisher) : err(`redis publisher is ${publisher.status}`)
+  const masters = publisher.nodes('master').filter((n) => n.status === 'ready')
+  const address = (n: Redis) => `${n.options.host}:${n.options.port}`
+  const first = masters.sort((x, y) => (address(x) < address(y) ? -1 : address(x) > address(y) ? 1 : 0))[0]
+  return first ? ok(first) : err('no redis cluster master is ready')
 }

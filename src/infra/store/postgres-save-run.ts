@@ -15,11 +15,14 @@ import { toIndexText } from './postgres-schema.js'
 // Rows are numbered by their place in the run; $8 gives each tag its event's number. A blocked event answers
 // `duplicate` when its id is stored anyway: the EXISTS reads the statement's snapshot, which holds what
 // earlier statements wrote but not this statement's own inserts.
+// $7 is the run's raw JSON joined by RAW_SEPARATOR, not a text[]: an array literal escapes every `"` of every
+// event on the node and unescapes it on the server (store alone: ~3 µs of node and ~6 µs of server CPU per
+// event saved, ingest fixture).
 export const SAVE_REGULAR = `
 WITH judged AS (
   SELECT b.*, EXISTS (SELECT 1 FROM deleted_ids x
     WHERE x.community = b.community AND x.event_id = b.id AND x.pubkey = b.pubkey) AS blocked
-  FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int8[], $6::int8[], $7::text[])
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int8[], $6::int8[], string_to_array($7::text, E'\\x01'))
     WITH ORDINALITY AS b (community, id, pubkey, kind, created_at, expires_at, raw, n)
 ), inserted AS (
   INSERT INTO events (community, id, pubkey, kind, created_at, expires_at, raw)
@@ -38,6 +41,13 @@ SELECT i.seq IS NOT NULL AS saved,
   j.blocked AND NOT EXISTS (SELECT 1 FROM events e WHERE e.community = j.community AND e.id = j.id) AS deleted
 FROM judged j LEFT JOIN inserted i ON i.community = j.community AND i.id = j.id
 ORDER BY j.n`
+
+/**
+ * U+0001 cannot occur in JSON text (RFC 8259: control characters only escaped inside strings, and outside them
+ * only space, tab, LF and CR), so it cuts the joined raws exactly. postgres-save.ts saves a raw that holds one
+ * anyway (not JSON: a bug upstream) on its own, never in a run.
+ */
+export const RAW_SEPARATOR = '\x01'
 
 export interface Statement {
   sql: string
@@ -76,7 +86,7 @@ export function planRegularRun(run: readonly SaveRequest[]): Plan {
     events.map((e) => e.kind),
     events.map((e) => e.created_at),
     events.map((e) => expirationOf(e) ?? null),
-    run.map((r) => r.raw),
+    run.map((r) => r.raw).join(RAW_SEPARATOR),
     tagEvents,
     names,
     values,

@@ -4,7 +4,7 @@ import { dTagOf, KIND_DELETION, kindClass } from '../../protocols/nip01/kinds.js
 import { deletionTargets } from '../../protocols/nip09.js'
 import { expirationOf } from '../../protocols/nip40.js'
 import { forEachIndexedTag, type SaveOutcome } from './event-store.js'
-import { idLockKey, type Plan, planRegularRun, type Row, SAVE_REGULAR, type Statement } from './postgres-save-run.js'
+import { idLockKey, type Plan, planRegularRun, RAW_SEPARATOR, type Row, SAVE_REGULAR, type Statement } from './postgres-save-run.js'
 import { type Sql, toIndexText } from './postgres-schema.js'
 
 /**
@@ -143,7 +143,7 @@ function planBatch(batch: readonly SaveRequest[]): Plan[] {
   }
   for (const request of batch) {
     const { community, event: e } = request
-    if (addressKeyOf(e) !== null || e.kind === KIND_DELETION) {
+    if (addressKeyOf(e) !== null || e.kind === KIND_DELETION || request.raw.includes(RAW_SEPARATOR)) {
       endRun()
       plans.push(planSave(request))
       continue

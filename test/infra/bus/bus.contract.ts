@@ -109,6 +109,19 @@ export function describeBusContract(name: string, start: (opts: { unsubscribeDeb
       expect(a.stats(quiet).received).toBeGreaterThan(0)
     })
 
+    it('delivers a burst published in one turn on two channels in order on each, and resolves every publish', async () => {
+      const { a, b } = await startNodes()
+      const [one, two] = [uniqueChannel('burst-one'), uniqueChannel('burst-two')]
+      const onOne = collect(b.watch(one))
+      const onTwo = collect(b.watch(two))
+      await Promise.all([subscribed(b, one), subscribed(b, two)])
+      const sent = Array.from({ length: 500 }, (_, i) => `m${i}`)
+      await Promise.all(sent.map((m, i) => a.publish(i % 3 ? one : two, m)))
+      await until(() => onOne.items.length + onTwo.items.length === sent.length)
+      expect(onOne.items).toEqual(sent.filter((_, i) => i % 3))
+      expect(onTwo.items).toEqual(sent.filter((_, i) => !(i % 3)))
+    })
+
     it('lists as wanted exactly the channels with at least one watcher', async () => {
       const { b } = await startNodes()
       const [c1, c2] = [uniqueChannel('one'), uniqueChannel('two')]

@@ -171,6 +171,27 @@ describe('one PostgreSQL batch mixing regular, replaceable, addressable and dele
     expect(await find({ t: ['batch-expiring', 'batch-not-bobs'] }, community, NOW + 61)).toEqual([notBobs.event.id])
   })
 
+  it('stores each raw of a run exactly as given, and saves a raw holding U+0001 (the run separator) on its own', async () => {
+    const community = `raw-${randomUUID()}`
+    const quoted = note(alice, { content: 'quotes " and \\ backslashes, ünïcödé, \u2028 and a tab\t' })
+    const plain = note(bob, { content: 'plain' })
+    const odd = note(alice, { content: 'odd' })
+    // not JSON (no client can send it); the store takes raw as an opaque string and must not cut it
+    const oddRaw = odd.raw.replace('{', '{\x01')
+    const outcomes = await saveInOneBatch([
+      { community, e: quoted },
+      { community, e: { ...odd, raw: oddRaw } },
+      { community, e: plain },
+    ])
+    expect(outcomes).toEqual([saved, saved, saved])
+    const rows = await sql`SELECT id, raw FROM events WHERE community = ${community}`
+    expect(Object.fromEntries(rows.map((r) => [r.id, r.raw]))).toEqual({
+      [quoted.event.id]: quoted.raw,
+      [odd.event.id]: oddRaw,
+      [plain.event.id]: plain.raw,
+    })
+  })
+
   it('decides random mixes of repeats, deletions and versions in one batch as one-by-one saves do', async () => {
     // a small pool drawn with repetition: repeats inside a run, deletions before and after their targets
     const regular = Array.from({ length: 10 }, (_, i) =>
