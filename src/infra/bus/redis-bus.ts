@@ -75,6 +75,8 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
   private readonly lost = new Subject<string>()
   /** publishes of this turn, sent together by flush() */
   private outgoing: Outgoing[] = []
+  /** the server this bus publishes to (see publishTarget) */
+  private target: Redis | undefined
 
   constructor(private readonly opts: RedisBusOptions) {
     this.nodeId = opts.nodeId
@@ -111,11 +113,12 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
       const detail = cause instanceof Error ? cause.message : String(cause)
       entry.reject(new BusError('APIARY_BUS_UNAVAILABLE', `redis publish failed (${detail})`, { cause }))
     }
-    const target = publishTarget(this.opts.publisher)
+    const target = publishTarget(this.opts.publisher, this.target)
     if (!target.ok) {
       for (const entry of batch) failed(entry, new Error(target.error))
       return
     }
+    this.target = target.value
     const pipeline = target.value.pipeline()
     for (const entry of batch) pipeline.publish(entry.channel, entry.message)
     pipeline.exec().then(
@@ -246,13 +249,17 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
 /**
  * Where PUBLISH goes. A Redis Cluster broadcasts PUBLISH from any master to every node, but ioredis sends a
  * command without keys to a random node each time, so two messages of one channel could overtake each other
- * on the cluster bus: every publish goes to one ready master instead (the first by address, so a node keeps
- * its choice until that master goes).
+ * on the cluster bus: every publish goes to one master instead, kept while it is ready (`previous`), else the
+ * first ready master by address, else the first not yet connected one (the cluster's node connections are
+ * lazy: it connects on this first command).
  */
-function publishTarget(publisher: RedisClient): Result<Redis, string> {
+function publishTarget(publisher: RedisClient, previous: Redis | undefined): Result<Redis, string> {
   if (!isCluster(publisher)) return publisher.status === 'ready' ? ok(publisher) : err(`redis publisher is ${publisher.status}`)
-  const masters = publisher.nodes('master').filter((n) => n.status === 'ready')
+  if (publisher.status !== 'ready') return err(`redis cluster client is ${publisher.status}`)
+  const masters = publisher.nodes('master')
+  if (previous?.status === 'ready' && masters.includes(previous)) return ok(previous)
   const address = (n: Redis) => `${n.options.host}:${n.options.port}`
-  const first = masters.sort((x, y) => (address(x) < address(y) ? -1 : address(x) > address(y) ? 1 : 0))[0]
-  return first ? ok(first) : err('no redis cluster master is ready')
+  masters.sort((x, y) => (address(x) < address(y) ? -1 : address(x) > address(y) ? 1 : 0))
+  const next = masters.find((n) => n.status === 'ready') ?? masters.find((n) => n.status === 'wait')
+  return next ? ok(next) : err('no redis cluster master is ready')
 }
