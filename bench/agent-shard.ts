@@ -5,10 +5,11 @@
 // Times that leave this process are epoch milliseconds (timeOrigin + performance.now()): comparable across
 // processes, unlike performance.now() alone.
 // Crash policy: none. An error answers its request; a lost parent (IPC disconnect) ends the process.
-import { monitorEventLoopDelay } from 'node:perf_hooks'
+import type { IntervalHistogram } from 'node:perf_hooks'
 import type { PublishResult } from '../src/client/index'
 import { AgentFleet, PublishLedger, type TrackedAgent } from './agent-fleet'
 import type { LoopDelay } from './child'
+import { startLoopDelay, stopLoopDelay } from './loop-delay'
 
 export type ShardRequest =
   | { type: 'Create'; url: string; first: number; count: number }
@@ -70,7 +71,7 @@ const epoch = (t: number) => Math.round((performance.timeOrigin + t) * 100) / 10
 interface ShardState {
   fleet?: AgentFleet
   ledger: PublishLedger
-  measure?: { eld: ReturnType<typeof monitorEventLoopDelay>; cpu: NodeJS.CpuUsage; t0: number }
+  measure?: { eld: IntervalHistogram; cpu: NodeJS.CpuUsage; t0: number }
   nextPublisher: number
 }
 
@@ -127,16 +128,12 @@ async function handle(s: ShardState, req: ShardRequest): Promise<ShardReplies[Sh
 }
 
 function startMeasure(): NonNullable<ShardState['measure']> {
-  const eld = monitorEventLoopDelay({ resolution: 5 })
-  eld.enable()
-  return { eld, cpu: process.cpuUsage(), t0: performance.now() }
+  return { eld: startLoopDelay(), cpu: process.cpuUsage(), t0: performance.now() }
 }
 
 function stopMeasure(m: NonNullable<ShardState['measure']>): ShardLoad {
-  m.eld.disable()
-  const ms = (ns: number) => round2(ns / 1e6)
+  const loopDelay = stopLoopDelay(m.eld)
   const cpu = process.cpuUsage(m.cpu)
-  const loopDelay = { p50Ms: ms(m.eld.percentile(50)), p99Ms: ms(m.eld.percentile(99)), maxMs: ms(m.eld.max), meanMs: ms(m.eld.mean) }
   return { loopDelay, cores: round2((cpu.user + cpu.system) / 1000 / Math.max(1, performance.now() - m.t0)) }
 }
 

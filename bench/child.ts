@@ -2,8 +2,9 @@
 // figures). The child prints its URL on stdout and answers IPC requests: memory after GC, event-loop delay
 // sampling, pre-fill, close. The parent forks it with `--expose-gc --import tsx`.
 import { type ChildProcess, fork } from 'node:child_process'
-import { type IntervalHistogram, monitorEventLoopDelay } from 'node:perf_hooks'
+import type { IntervalHistogram } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
+import { type LoopDelay, startLoopDelay, stopLoopDelay } from './loop-delay'
 
 export interface MemorySample {
   rss: number
@@ -12,12 +13,7 @@ export interface MemorySample {
   arrayBuffers: number
 }
 
-export interface LoopDelay {
-  p50Ms: number
-  p99Ms: number
-  maxMs: number
-  meanMs: number
-}
+export type { LoopDelay } from './loop-delay'
 
 export interface StartedRelay {
   url: string
@@ -73,15 +69,12 @@ export async function runRelayChild(start: (dataDir: string) => Promise<StartedR
         }
         case 'eld-start':
           eld?.disable()
-          eld = monitorEventLoopDelay({ resolution: 5 })
-          eld.enable()
+          eld = startLoopDelay()
           result = null
           break
         case 'eld-stop': {
           if (!eld) throw new Error('eld-stop without eld-start')
-          eld.disable()
-          const ms = (ns: number) => Math.round(ns / 1e4) / 100
-          result = { p50Ms: ms(eld.percentile(50)), p99Ms: ms(eld.percentile(99)), maxMs: ms(eld.max), meanMs: ms(eld.mean) } satisfies LoopDelay
+          result = stopLoopDelay(eld) satisfies LoopDelay
           eld = undefined
           break
         }
