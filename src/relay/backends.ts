@@ -226,6 +226,8 @@ function embedded(
       groupCommitMaxDelayMs: config.store.groupCommitMaxDelayMs,
       readWorkers: config.store.readWorkers,
       writerThread: config.store.writerThread,
+      writerNice: config.threads.writePathNice,
+      readerNice: config.threads.readNice,
       queryTimeoutMs: config.store.queryTimeoutMs,
       log,
     })

@@ -74,7 +74,7 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     }
     const records = await b.communities.list()
     tenants.replace(records)
-    const verifier = await createVerifierPool({ threads: config.verifyThreads })
+    const verifier = await createVerifierPool({ threads: config.verifyThreads, nice: config.threads.writePathNice, log })
     undo.push(() => verifier.close())
     b.startBridges(kernel)
     const communities = createCommunities({ kernel, config, backends: b, verifier, relayKey: key, tenants, metrics, log, nowSeconds })

@@ -30,6 +30,10 @@ export interface SqliteEventStoreOptions {
    * database always writes on the main thread.
    */
   writerThread?: boolean
+  /** threads.writePathNice: added to the writer thread's nice value (Linux). Default 0 */
+  writerNice?: number
+  /** threads.readNice: added to the read workers' and the checkpoint worker's nice value (Linux). Default 0 */
+  readerNice?: number
   log?: { error(obj: object, msg: string): void }
 }
 
@@ -79,7 +83,7 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
   const writer: WriteRunner | SqliteWriter =
     inMemory || opts.writerThread === false
       ? writeHere()
-      : createSqliteWriter({ file: opts.file, autoCheckpointPages: AUTO_CHECKPOINT_PAGES, here: writeHere, log: opts.log })
+      : createSqliteWriter({ file: opts.file, autoCheckpointPages: AUTO_CHECKPOINT_PAGES, here: writeHere, nice: opts.writerNice, log: opts.log })
   const thread = 'onThread' in writer ? writer : undefined
   const writes = createWrites(writer, opts)
   const autoCheckpoint = (pages: number) => {
@@ -87,10 +91,10 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
     thread?.setAutoCheckpoint(pages)
   }
   // an in-memory database has no WAL to fold back
-  const checkpointer = inMemory ? undefined : startWalCheckpointer(opts.file, autoCheckpoint, opts.log)
+  const checkpointer = inMemory ? undefined : startWalCheckpointer(opts.file, autoCheckpoint, opts.log, opts.readerNice)
   const queryTimeoutMs = opts.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS
   const readWorkers = inMemory ? 0 : (opts.readWorkers ?? 0)
-  const pool = readWorkers > 0 ? createSqliteReadPool({ file: opts.file, workers: readWorkers, queryTimeoutMs, log: opts.log }) : undefined
+  const pool = readWorkers > 0 ? createSqliteReadPool({ file: opts.file, workers: readWorkers, queryTimeoutMs, nice: opts.readerNice, log: opts.log }) : undefined
   // also the fallback once read workers keep failing to start
   const here = createReadRunner(db)
   let budgetExceededHere = 0

@@ -15,7 +15,7 @@ import type { ReadBatch } from './sqlite-read-core.mjs'
 type WorkerInbox = { type: 'Read'; id: number; batch: ReadBatch } | { type: 'CrashOnNextRead' }
 /** Messages a worker sends back. */
 type WorkerOutbox =
-  | { type: 'Ready' }
+  | { type: 'Ready'; priorityError?: string }
   | { type: 'Answer'; id: number; ok: true; results: unknown[] }
   | { type: 'Answer'; id: number; ok: false; message: string }
 
@@ -24,6 +24,8 @@ export interface SqliteReadPoolOptions {
   workers: number
   /** longest a read may run on a worker, and, separately, wait for one */
   queryTimeoutMs: number
+  /** added to the thread's nice value (Linux; config threads.*Nice, see thread-priority.mjs); 0 or absent: none */
+  nice?: number
   log?: { error(obj: object, msg: string): void }
 }
 
@@ -85,7 +87,7 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
 
   function spawn(index: number): void {
     // a plain .mjs worker: no TypeScript loader needed (and none inherited)
-    const worker = new Worker(workerUrl, { workerData: { file }, execArgv: [] })
+    const worker = new Worker(workerUrl, { workerData: { file, nice: opts.nice }, execArgv: [] })
     // a read in flight keeps the process alive through its timer, not through the thread
     worker.unref()
     const slot: Slot = { index, worker, ready: false, retired: false }
@@ -98,6 +100,7 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
 
   function onWorkerMessage(slot: Slot, msg: WorkerOutbox): void {
     if (msg.type === 'Ready') {
+      if (msg.priorityError) log?.error({ err: msg.priorityError }, 'event store: read worker runs at the event loop\'s priority')
       slot.ready = true
       startFailures = 0
       pump()

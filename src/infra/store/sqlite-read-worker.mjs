@@ -5,8 +5,10 @@
 // Plain .mjs so it loads in a bare worker under tsx, vitest and node alike (see sqlite-read-core.mjs).
 import { createRequire } from 'node:module'
 import { parentPort, workerData } from 'node:worker_threads'
+import { lowerThreadPriority } from '../thread-priority.mjs'
 import { createReadRunner } from './sqlite-read-core.mjs'
 
+const priorityError = lowerThreadPriority(workerData.nice)
 const require = createRequire(import.meta.url)
 const Database = require('better-sqlite3')
 // WAL: this connection reads while the main thread's connection commits; readonly, so it can never write
@@ -35,4 +37,4 @@ parentPort.on('message', (msg) => {
 })
 
 // after the connection opened: a worker that cannot open the file never counts as started
-parentPort.postMessage({ type: 'Ready' })
+parentPort.postMessage({ type: 'Ready', priorityError })

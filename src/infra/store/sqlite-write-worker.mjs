@@ -6,8 +6,10 @@
 // Plain .mjs so it loads in a bare worker under tsx, vitest and node alike (see sqlite-write-core.mjs).
 import { createRequire } from 'node:module'
 import { parentPort, workerData } from 'node:worker_threads'
+import { lowerThreadPriority } from '../thread-priority.mjs'
 import { applyPragmas, createWriteRunner } from './sqlite-write-core.mjs'
 
+const priorityError = lowerThreadPriority(workerData.nice)
 const require = createRequire(import.meta.url)
 const Database = require('better-sqlite3')
 const db = new Database(workerData.file)
@@ -45,4 +47,4 @@ parentPort.on('message', (msg) => {
 })
 
 // after the connection opened: a thread that cannot open the file never counts as started
-parentPort.postMessage({ type: 'Ready' })
+parentPort.postMessage({ type: 'Ready', priorityError })

@@ -18,7 +18,7 @@ type Work = { type: 'Commit'; batch: readonly SavePlan[] } | { type: 'Delete'; c
 type WorkerInbox = (Work & { id: number }) | { type: 'AutoCheckpoint'; pages: number } | { type: 'CrashOnNextCommit' }
 /** Messages the thread sends back. */
 type WorkerOutbox =
-  | { type: 'Ready' }
+  | { type: 'Ready'; priorityError?: string }
   | { type: 'Done'; id: number; ok: true; result: unknown }
   | { type: 'Done'; id: number; ok: false; message: string; code?: string }
 
@@ -28,6 +28,8 @@ export interface SqliteWriterOptions {
   autoCheckpointPages: number
   /** the main thread's runner, for when no thread could start */
   here: () => WriteRunner
+  /** added to the thread's nice value (Linux; config threads.*Nice, see thread-priority.mjs); 0 or absent: none */
+  nice?: number
   log?: { error(obj: object, msg: string): void }
 }
 
@@ -75,7 +77,7 @@ export function createSqliteWriter(opts: SqliteWriterOptions): SqliteWriter {
     let worker: Worker
     try {
       // a plain .mjs worker: no TypeScript loader needed (and none inherited)
-      worker = new Worker(workerUrl, { workerData: { file, autoCheckpointPages }, execArgv: [] })
+      worker = new Worker(workerUrl, { workerData: { file, autoCheckpointPages, nice: opts.nice }, execArgv: [] })
     } catch (err) {
       // Node throws here when it cannot create a thread at all: a start failure like any other
       current = undefined
@@ -97,6 +99,7 @@ export function createSqliteWriter(opts: SqliteWriterOptions): SqliteWriter {
   function onMessage(thread: Thread, msg: WorkerOutbox): void {
     if (thread.retired) return
     if (msg.type === 'Ready') {
+      if (msg.priorityError) log?.error({ err: msg.priorityError }, 'event store: writer thread runs at the event loop\'s priority')
       thread.ready = true
       startFailures = 0
       for (const req of waiting.splice(0)) post(thread, req)

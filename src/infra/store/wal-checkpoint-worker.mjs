@@ -2,7 +2,10 @@
 // checkpoint never run on the event loop (measured: automatic checkpoints halved commit throughput there).
 import { createRequire } from 'node:module'
 import { parentPort, workerData } from 'node:worker_threads'
+import { lowerThreadPriority } from '../thread-priority.mjs'
 
+const priorityError = lowerThreadPriority(workerData.nice)
+if (priorityError) parentPort.postMessage({ type: 'error', message: priorityError })
 const require = createRequire(import.meta.url)
 const Database = require('better-sqlite3')
 const db = new Database(workerData.file)

@@ -19,6 +19,8 @@ export function startWalCheckpointer(
   file: string,
   autoCheckpoint: (pages: number) => void,
   log?: { error(o: object, m: string): void },
+  /** added to the worker's nice value (Linux): checkpoints are background work */
+  nice = 0,
 ): WalCheckpointer {
   autoCheckpoint(0)
   let fallenBack = false
@@ -31,7 +33,7 @@ export function startWalCheckpointer(
     log?.error({ err: why }, 'event store: checkpoint worker failed; the writing connections checkpoint again')
   }
   const worker = new Worker(new URL('./wal-checkpoint-worker.mjs', import.meta.url), {
-    workerData: { file, intervalMs: CHECKPOINT_INTERVAL_MS },
+    workerData: { file, intervalMs: CHECKPOINT_INTERVAL_MS, nice },
     // a plain .mjs worker: no TypeScript loader needed (and none inherited)
     execArgv: [],
   })

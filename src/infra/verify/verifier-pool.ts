@@ -12,7 +12,7 @@ import { checkEventWasm } from './verify-core.mjs'
 /** Messages the pool sends to a worker (verify-worker.mjs). */
 type WorkerInbox = { type: 'Batch'; seqs: number[]; events: NostrEvent[] } | { type: 'CrashOnNextBatch' }
 /** Messages a worker sends back. */
-type WorkerOutbox = { type: 'Ready' } | { type: 'Verdicts'; seqs: number[]; verdicts: VerifyVerdict[] }
+type WorkerOutbox = { type: 'Ready'; priorityError?: string } | { type: 'Verdicts'; seqs: number[]; verdicts: VerifyVerdict[] }
 
 export interface VerifierPoolOptions {
   threads: number
@@ -21,6 +21,9 @@ export interface VerifierPoolOptions {
    * ~30 ms of Schnorr work, while keeping one batch small enough that two workers share a burst evenly.
    */
   maxBatchSize?: number
+  /** added to each worker's nice value (Linux; config threads.writePathNice, see thread-priority.mjs) */
+  nice?: number
+  log?: { error(obj: object, msg: string): void }
 }
 
 export interface VerifierPoolStats {
@@ -45,11 +48,10 @@ type Request = {
 }
 type Slot = { index: number; worker: Worker; inFlight: Map<number, Request>; ready: boolean; retired: boolean }
 
+// The worker is plain JS: dropping the parent's execArgv (spawn below) keeps tsx's loader (and esbuild) out of
+// every worker under `npm start` (2-thread pool ready in ~35 ms instead of ~95 ms), and workers start alike
+// under tsx, vitest and bare node.
 const workerUrl = new URL('./verify-worker.mjs', import.meta.url)
-// The worker is plain JS: dropping the parent's execArgv keeps tsx's loader (and esbuild) out of every worker
-// under `npm start` (2-thread pool ready in ~35 ms instead of ~95 ms), and workers start alike under tsx,
-// vitest and bare node.
-const workerOptions = { execArgv: [] }
 // A worker that cannot even load (missing WASM, bad deploy) fails the same way every time.
 const maxStartFailures = 3
 // Each request may ride on two workers: one retry absorbs a random crash; a second death suggests the event
@@ -75,7 +77,7 @@ export async function createVerifierPool(opts: VerifierPoolOptions): Promise<Ver
   let onStartup: ((err?: unknown) => void) | undefined
 
   function spawn(index: number): void {
-    const worker = new Worker(workerUrl, workerOptions)
+    const worker = new Worker(workerUrl, { execArgv: [], workerData: { nice: opts.nice } })
     const slot: Slot = { index, worker, inFlight: new Map(), ready: false, retired: false }
     slot.worker.on('message', (msg: WorkerOutbox) => onWorkerMessage(slot, msg))
     // Node emits 'error' and then 'exit' for an uncaught exception; retire() acts on the first only.
@@ -86,6 +88,7 @@ export async function createVerifierPool(opts: VerifierPoolOptions): Promise<Ver
 
   function onWorkerMessage(slot: Slot, msg: WorkerOutbox): void {
     if (msg.type === 'Ready') {
+      if (msg.priorityError) opts.log?.error({ err: msg.priorityError }, 'verifier worker runs at the event loop\'s priority')
       slot.ready = true
       startFailures = 0
       onStartup?.()

@@ -2,8 +2,11 @@
 // answered with one 'Verdicts' message in the same order; 'CrashOnNextBatch' is a documented test hook.
 // Crash policy: none here; per-event errors become verdicts, and the pool replaces a worker that exits.
 // Plain .mjs so it loads in a bare worker under both tsx and vitest (see verify-core.mjs).
-import { parentPort } from 'node:worker_threads'
+import { parentPort, workerData } from 'node:worker_threads'
+import { lowerThreadPriority } from '../thread-priority.mjs'
 import { checkEventWasm } from './verify-core.mjs'
+
+const priorityError = lowerThreadPriority(workerData?.nice)
 
 let crashOnNextBatch = false
 
@@ -21,4 +24,4 @@ parentPort.on('message', (msg) => {
 })
 
 // Sent after tiny-secp256k1 has compiled its WASM, so the pool only counts a worker once it can verify.
-parentPort.postMessage({ type: 'Ready' })
+parentPort.postMessage({ type: 'Ready', priorityError })
