@@ -7,8 +7,14 @@ import type WebSocket from 'ws'
 import { type BenchEvent, type Dataset, prng } from './fixtures'
 import { type IngestResult, ingestPipelined, type Latency, latency, makeQueries, openMany } from './load'
 
-/** The third runs the second with every worker thread at the event loop's priority (config threads.* at 0). */
-export const READ_LOAD_VARIANTS = ['ingest alone', 'ingest + readers', 'ingest + readers, workers not reniced'] as const
+/** The last two run the first two with every worker thread at the event loop's priority (config threads.* at 0). */
+export const READ_LOAD_VARIANTS = [
+  'ingest alone',
+  'ingest + readers',
+  'ingest alone, workers not reniced',
+  'ingest + readers, workers not reniced',
+] as const
+export const isUnreniced = (v: ReadLoadVariant) => v.endsWith('workers not reniced')
 export const UNRENICED_CONFIG = { threads: { writePathNice: 0, readNice: 0 } }
 export type ReadLoadVariant = (typeof READ_LOAD_VARIANTS)[number]
 
@@ -76,7 +82,7 @@ export interface ReadLoadOptions {
 }
 
 export async function ingestWithReads(url: string, variant: ReadLoadVariant, opts: ReadLoadOptions): Promise<ReadLoadResult> {
-  const readers = variant !== 'ingest alone' ? await startReaders(url, opts.readers, readerQueries(opts.dataset, 4_000)) : undefined
+  const readers = variant.startsWith('ingest + readers') ? await startReaders(url, opts.readers, readerQueries(opts.dataset, 4_000)) : undefined
   let figures: ReadersFigures | undefined
   try {
     const r = await ingestPipelined(url, {

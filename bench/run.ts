@@ -20,7 +20,7 @@ import { CHANNEL_VARIANTS, type ChannelFixtures, channelFanout, channelFixtures 
 import { CHILD_SCRIPTS, type LoopDelay, type RelayProcess, spawnRelay } from './child'
 import { type AdmissionCell, admissionBench, clusterFanout, clusterUnavailable, dropBenchDatabases, FANOUT_VARIANTS, INGEST_VARIANTS, ingestOnBackend } from './cluster'
 import { BENCH_DATA_DIR, channelPostEvents, type Dataset, ingestEvents, reqDataset } from './fixtures'
-import { ingestWithReads, READ_LOAD_VARIANTS, READER_SHAPES, type ReadersFigures, type ReadLoadResult, UNRENICED_CONFIG } from './ingest-with-reads'
+import { ingestWithReads, isUnreniced, READ_LOAD_VARIANTS, READER_SHAPES, type ReadersFigures, type ReadLoadResult, UNRENICED_CONFIG } from './ingest-with-reads'
 import { fanout, type IdleMemoryResult, idleConnectionMemory, ingestClosedLoop, ingestPipelined, REQ_SHAPES, type ReqShapeResult, reqLatency } from './load'
 import { openFilesLimit } from './relay-readings'
 import { SLOW_READ_VARIANTS, slowReadIngest } from './slow-read'
@@ -504,7 +504,7 @@ else if (wanted('ingest-with-reads') && dataset) {
     // every run ingests into its own copy: the events it adds must not be there already in the next round
     const dir = freshDir('apiary-reads')
     cpSync(loaded.value, dir, { recursive: true })
-    const env: Record<string, string> = variant === 'ingest + readers, workers not reniced' ? { BENCH_APIARY_CONFIG: JSON.stringify(UNRENICED_CONFIG) } : {}
+    const env: Record<string, string> = isUnreniced(variant) ? { BENCH_APIARY_CONFIG: JSON.stringify(UNRENICED_CONFIG) } : {}
     return withRelay('apiary', dir, (relay) => probed(relay, (hooks) => ingestWithReads(relay.url, variant, { ...opts, ...hooks })), env)
   })
   raw['ingest-with-reads'] = results
@@ -523,6 +523,12 @@ else if (wanted('ingest-with-reads') && dataset) {
   addOneSided(label, 'events per REQ', 'mean', vs.apiary, readers((x) => x.meanEvents))
   addRow(label, 'relay CPU (all threads)', 'cores', vs, (r) => r.relayCores)
   addRow(label, 'load-generator CPU', 'cores', vs, (r) => r.loadGenCores)
+  const reniceAlone = { apiary: results['ingest alone'], baseline: results['ingest alone, workers not reniced'] }
+  const reniceAloneLabel = 'ingest alone: workers reniced vs not'
+  addRow(reniceAloneLabel, 'accepted', 'ev/s', reniceAlone, (r) => r.eventsPerSec)
+  addRow(reniceAloneLabel, 'OK latency p99', 'ms', reniceAlone, (r) => r.okLatency.p99Ms)
+  addRow(reniceAloneLabel, 'event-loop delay p99', 'ms', reniceAlone, (r) => r.loopDelay.p99Ms)
+  addRow(reniceAloneLabel, 'relay CPU (all threads)', 'cores', reniceAlone, (r) => r.relayCores)
   const renice = { apiary: results['ingest + readers'], baseline: results['ingest + readers, workers not reniced'] }
   const reniceLabel = `ingest + ${opts.readers} readers: workers reniced vs not`
   addRow(reniceLabel, 'accepted', 'ev/s', renice, (r) => r.eventsPerSec)
@@ -532,7 +538,7 @@ else if (wanted('ingest-with-reads') && dataset) {
   addRow(reniceLabel, 'REQs answered', 'q/s', renice, readers((x) => x.queriesPerSec))
   addRow(reniceLabel, 'relay CPU (all threads)', 'cores', renice, (r) => r.relayCores)
   notes.push(
-    `ingest-with-reads, reniced vs not: Apiary column = the readers run with the default threads.* (workers nice +5, readers +10); baseline column = the same with ${JSON.stringify(UNRENICED_CONFIG)} (every thread at the event loop's priority)`,
+    `ingest-with-reads, reniced vs not: Apiary column = the run with the default threads.* (workers nice +5, readers +10); baseline column = the same run with ${JSON.stringify(UNRENICED_CONFIG)} (every thread at the event loop's priority)`,
   )
   notes.push(
     `ingest-with-reads: Apiary only (embedded SQLite holding the REQ data set, a fresh copy per run). Apiary column = pipelined ingest while ${opts.readers} connections run ${READER_SHAPES.join(', ')} REQs in a closed loop; baseline column = the same ingest alone; REQ rows count what was answered inside the timed window`,
