@@ -174,8 +174,10 @@ export const configSchema = z.object({
   // How much the worker threads yield to the event loop when the cores are all busy (nice steps, Linux only;
   // elsewhere setpriority would renice the whole process). The event loop holds every connection, so its
   // lateness is every client's latency, while workers do bulk work that can wait a few ms. Measured here
-  // (2 cores, ingest 4×200 with 8 REQ readers over 100k events): loop delay p99 ~23 -> ~11 ms at the same
-  // ingest and REQ rates with 5 / 10; readers at 5 too served twice the REQs but took 15 % of the ingest.
+  // (2 cores, ingest 4×200 alone and with 8 REQ readers over 100k events, two runs of 3 alternating rounds):
+  // loop delay p99 14.4 -> 9.5 ms alone and 23.7 -> 10.0 / 24.2 -> 12.2 ms with readers; ingest alone -7 %
+  // in one run, with readers unchanged; REQs answered 181 -> 185 and 198 -> 151 q/s (noisy). Readers at 5
+  // instead of 10 served about twice the REQs but took 15 % of the ingest (one run).
   threads: z
     .object({
       writePathNice: z

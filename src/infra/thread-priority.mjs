@@ -5,7 +5,8 @@
 // and each wake-up of a worker (a postMessage, a finished batch) could preempt it. The main thread decides
 // everything and holds every connection, so its lateness is every client's latency; the workers' work is
 // bulk that can wait a few milliseconds. With workers at nice +5 and readers at +10, event-loop delay p99 in
-// the ingest-with-reads benchmark fell from ~23 ms to ~11 ms with the same ingest and REQ rates (2 cores).
+// the ingest-with-reads benchmark fell from ~24 ms to ~10–12 ms (2 cores; the cost and the figures are in
+// config.ts at `threads`).
 import os from 'node:os'
 
 /**

@@ -56,9 +56,16 @@ describe.runIf(process.platform === 'linux')('worker thread priority', () => {
     expect(at(9) - readers).toBe(3)
     expect(getPriority(0)).toBe(base)
   })
+})
 
-  it('defaults to +5 for the write path and +10 for reads', () => {
-    const config = loadConfig({ env: {} })
-    expect(config.threads).toEqual({ writePathNice: 5, readNice: 10 })
+describe('worker thread priority settings', () => {
+  it('default to +5 for the write path and +10 for reads, and take APIARY_THREADS_* from the environment', () => {
+    expect(loadConfig({ env: {} }).threads).toEqual({ writePathNice: 5, readNice: 10 })
+    const env = { APIARY_THREADS_WRITE_PATH_NICE: '0', APIARY_THREADS_READ_NICE: '19' }
+    expect(loadConfig({ env }).threads).toEqual({ writePathNice: 0, readNice: 19 })
+  })
+
+  it('refuses a nice value past 19', () => {
+    expect(() => loadConfig({ env: { APIARY_THREADS_READ_NICE: '20' } })).toThrow(/readNice/)
   })
 })

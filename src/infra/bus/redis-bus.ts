@@ -75,7 +75,7 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
   private readonly lost = new Subject<string>()
   /** publishes of this turn, sent together by flush() */
   private outgoing: Outgoing[] = []
-  /** the server this bus publishes to (see publishTarget) */
+  /** the server this bus publishes to (see choosePublishTarget) */
   private target: Redis | undefined
 
   constructor(private readonly opts: RedisBusOptions) {
@@ -95,7 +95,7 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
       return Promise.reject(new BusError('APIARY_BUS_UNAVAILABLE', `redis publisher is ${publisher.status}`))
     }
     return new Promise((resolve, reject) => {
-      if (this.outgoing.length === 0) setImmediate(() => this.flush())
+      if (this.outgoing.length === 0) setImmediate(() => this.flushGuarded())
       this.outgoing.push({ channel, message: this.nodeId + SEPARATOR + payload, resolve, reject })
     })
   }
@@ -106,6 +106,16 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
    * A pipeline's commands run in order, and every pipeline goes to the same server, so a channel's messages
    * arrive in the order they were published.
    */
+  /** A bug in flush must reject its batch, not leave the publishes pending or throw out of setImmediate. */
+  private flushGuarded(): void {
+    const batch = this.outgoing
+    try {
+      this.flush()
+    } catch (cause) {
+      for (const entry of batch) entry.reject(new BusError('APIARY_BUS_UNAVAILABLE', 'redis publish failed', { cause }))
+    }
+  }
+
   private flush(): void {
     const batch = this.outgoing
     this.outgoing = []
@@ -113,7 +123,7 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
       const detail = cause instanceof Error ? cause.message : String(cause)
       entry.reject(new BusError('APIARY_BUS_UNAVAILABLE', `redis publish failed (${detail})`, { cause }))
     }
-    const target = publishTarget(this.opts.publisher, this.target)
+    const target = choosePublishTarget(this.opts.publisher, this.target, this.nodeId)
     if (!target.ok) {
       for (const entry of batch) failed(entry, new Error(target.error))
       return
@@ -249,17 +259,27 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
 /**
  * Where PUBLISH goes. A Redis Cluster broadcasts PUBLISH from any master to every node, but ioredis sends a
  * command without keys to a random node each time, so two messages of one channel could overtake each other
- * on the cluster bus: every publish goes to one master instead, kept while it is ready (`previous`), else the
- * first ready master by address, else the first not yet connected one (the cluster's node connections are
- * lazy: it connects on this first command).
+ * on the cluster bus: every publish goes to one master instead, kept while it is ready (`previous`). A new
+ * choice takes the ready masters in address order from a place given by this node's id, so the relay nodes
+ * spread over the masters and do not all move to one when one goes; failing a ready one, a master not yet
+ * connected (the cluster's node connections are lazy: it connects on this first command). Messages of one
+ * channel can still overtake each other around a switch (a batch in flight on the old master).
  */
-function publishTarget(publisher: RedisClient, previous: Redis | undefined): Result<Redis, string> {
+function choosePublishTarget(publisher: RedisClient, previous: Redis | undefined, nodeId: string): Result<Redis, string> {
   if (!isCluster(publisher)) return publisher.status === 'ready' ? ok(publisher) : err(`redis publisher is ${publisher.status}`)
   if (publisher.status !== 'ready') return err(`redis cluster client is ${publisher.status}`)
   const masters = publisher.nodes('master')
   if (previous?.status === 'ready' && masters.includes(previous)) return ok(previous)
   const address = (n: Redis) => `${n.options.host}:${n.options.port}`
   masters.sort((x, y) => (address(x) < address(y) ? -1 : address(x) > address(y) ? 1 : 0))
-  const next = masters.find((n) => n.status === 'ready') ?? masters.find((n) => n.status === 'wait')
+  const ready = masters.filter((n) => n.status === 'ready')
+  const next = ready[spreadIndex(nodeId, ready.length)] ?? masters.find((n) => n.status === 'wait')
   return next ? ok(next) : err('no redis cluster master is ready')
+}
+
+/** A place in [0, n) that depends only on `nodeId` (FNV-1a): different nodes start at different masters. */
+function spreadIndex(nodeId: string, n: number): number {
+  let h = 0x811c9dc5
+  for (let i = 0; i < nodeId.length; i++) h = Math.imul(h ^ nodeId.charCodeAt(i), 0x01000193)
+  return n === 0 ? 0 : (h >>> 0) % n
 }

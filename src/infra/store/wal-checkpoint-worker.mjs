@@ -5,7 +5,7 @@ import { parentPort, workerData } from 'node:worker_threads'
 import { lowerThreadPriority } from '../thread-priority.mjs'
 
 const priorityError = lowerThreadPriority(workerData.nice)
-if (priorityError) parentPort.postMessage({ type: 'error', message: priorityError })
+if (priorityError) parentPort.postMessage({ type: 'priority', message: priorityError })
 const require = createRequire(import.meta.url)
 const Database = require('better-sqlite3')
 const db = new Database(workerData.file)

@@ -40,6 +40,7 @@ export function startWalCheckpointer(
   worker.unref()
   worker.on('message', (m: { type: string; message?: string }) => {
     if (m.type === 'error') log?.error({ err: m.message }, 'event store: checkpoint failed')
+    if (m.type === 'priority') log?.error({ err: m.message }, "event store: checkpoint worker runs at the event loop's priority")
   })
   worker.on('error', fallBack)
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()))

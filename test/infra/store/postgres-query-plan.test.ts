@@ -103,7 +103,7 @@ describe('PostgreSQL query plans', () => {
   const writeParams: Record<keyof typeof SAVE_SQL, unknown[]> = {
     SAVE_EVENT: ['c1', pk('a'), pk('b'), 30023, 1, 'slug', null, '{}', ['t'], ['x'], true],
     SAVE_REGULAR: [
-      ['c1', 'c2'], [pk('a'), pk('c')], [pk('b'), pk('b')], [1, 7], [1, 2], [null, 5], ['{}', '{}'],
+      ['c1', 'c2'], [pk('a'), pk('c')], [pk('b'), pk('b')], [1, 7], [1, 2], [null, 5], '{}\x01{}',
       [1, 1, 2], ['t', 'p', 'e'], ['x', pk('b'), pk('a')],
     ],
     DELETE_LOSERS: ['c1', pk('b'), 30023, 'slug', pk('a')],
