@@ -57,6 +57,12 @@ class Transient extends Error {
 /** Discovery found no relay answering NIP-11: counts toward maxDiscoveryRounds before the first ACTIVE. */
 class DiscoveryRoundFailed extends Transient {}
 
+/** Phase four's two events: the capabilities announcement and the first heartbeat. */
+interface Registration {
+  announcement: NostrEvent
+  heartbeat: NostrEvent
+}
+
 const LIVE: ReadonlySet<AgentState> = new Set(['ACTIVE', 'SUSPECT', 'ZOMBIE'])
 
 const QUERY_TIMED_OUT = 'error: no EOSE in time'
@@ -263,16 +269,28 @@ export class AgentClient {
       if (gen !== this.generation) return
       this.discoveryFailures = 0
       this.transition('DISCOVERED', `${this.probe.url} supports NIP-${this.probe.supportedNips.join(', ')}; lease ${this.probe.leaseSeconds} s`)
-      const socket = await this.openSocket(this.probe.url, gen)
+      const opening = this.openSocket(this.probe.url, gen)
+      // observed below; it must not go unhandled if signing throws first
+      opening.catch(() => {})
+      let registration: Registration
+      try {
+        // signed while the connection is being set up, not after the AUTH: two signatures (~2 ms each with
+        // @noble/curves here) leave the handshake's critical path
+        registration = this.signRegistration()
+      } catch (error) {
+        void opening.then((s) => s.terminate(), () => {})
+        throw error
+      }
+      const socket = await opening
       if (gen !== this.generation) return socket.terminate()
       this.socket = socket
-      await this.handshake(socket, gen)
+      await this.handshake(socket, gen, registration)
     } catch (error) {
       if (gen === this.generation) this.onAttemptFailed(error)
     }
   }
 
-  private async handshake(socket: RelaySocket, gen: number): Promise<void> {
+  private async handshake(socket: RelaySocket, gen: number, registration: Registration): Promise<void> {
     const aborted = new Promise<never>((_, reject) => {
       this.abortHandshake = reject
     })
@@ -281,7 +299,7 @@ export class AgentClient {
     await step(this.authenticate(socket))
     if (gen !== this.generation) return
     this.transition('AUTHENTICATED', `NIP-42 as ${this.pubkey}`)
-    await step(this.register(socket))
+    await step(this.register(socket, registration))
     if (gen !== this.generation) return
     for (const sub of this.subs.values()) this.sendReq(socket, sub)
     this.abortHandshake = undefined
@@ -366,10 +384,18 @@ export class AgentClient {
     })
   }
 
+  /** The events phase four sends, signed before they are needed (see connect). */
+  private signRegistration(): Registration {
+    return {
+      announcement: this.announcement(),
+      heartbeat: signTemplate(this.o.key, heartbeatTemplate('online'), this.nowSeconds()),
+    }
+  }
+
   /** Phase four: the capabilities announcement, then the first heartbeat that starts the lease. */
-  private async register(socket: RelaySocket): Promise<void> {
-    await this.sendControl(socket, this.announcement(), 'the capabilities announcement')
-    await this.sendControl(socket, signTemplate(this.o.key, heartbeatTemplate('online'), this.nowSeconds()), 'the first heartbeat')
+  private async register(socket: RelaySocket, { announcement, heartbeat }: Registration): Promise<void> {
+    await this.sendControl(socket, announcement, 'the capabilities announcement')
+    await this.sendControl(socket, heartbeat, 'the first heartbeat')
   }
 
   private announcement(): NostrEvent {
