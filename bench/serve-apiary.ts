@@ -3,6 +3,8 @@
 // which is one IP and a handful of pubkeys. Everything else is the default configuration, plus whatever
 // BENCH_APIARY_CONFIG (JSON, a ConfigInput) adds: bench/cluster.ts passes redisUrl, databaseUrl,
 // relaySecretKey and a community bound to its own host that way.
+// BENCH_APIARY_THREADS (JSON, config `threads`) is merged last, in every scenario: an operator's A/B of the
+// worker thread priorities, e.g. '{"writePathNice":0,"readNice":0}'.
 // BENCH_SLOW_READ_MS (embedded only): the SQLite event store is wrapped so that queries marked with
 // `#t: ["bench-slow"]` take that long (bench/slow-read-store.ts; the `slow-read` scenario).
 import { join } from 'node:path'
@@ -35,6 +37,7 @@ await runRelayChild(async (dataDir) => {
     limits: { maxConnectionsPerIp: 1e6 },
     verifyThreads: 2,
     ...extra,
+    ...(process.env.BENCH_APIARY_THREADS ? { threads: JSON.parse(process.env.BENCH_APIARY_THREADS) as ConfigInput['threads'] } : {}),
   }
   let eventStore: EventStore | undefined
   if (slowReadMs > 0) {

@@ -100,12 +100,6 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
     })
   }
 
-  /**
-   * One turn's publishes leave in one pipeline: one socket write and one read on the Redis side instead of
-   * one each per event (ingest on PostgreSQL + Redis spent ~7 % of its main thread in per-PUBLISH writes).
-   * A pipeline's commands run in order, and every pipeline goes to the same server, so a channel's messages
-   * arrive in the order they were published.
-   */
   /** A bug in flush must reject its batch, not leave the publishes pending or throw out of setImmediate. */
   private flushGuarded(): void {
     const batch = this.outgoing
@@ -116,6 +110,13 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
     }
   }
 
+  /**
+   * One turn's publishes leave in one pipeline: one socket write and one read on the Redis side instead of
+   * one each per event (PostgreSQL + Redis ingest: per-PUBLISH socket writes held ~7 % of the main thread's
+   * wall time, and Redis used 0.07 cores against 0.04 with pipelines).
+   * A pipeline's commands run in order, and every pipeline goes to the same server, so a channel's messages
+   * arrive in the order they were published.
+   */
   private flush(): void {
     const batch = this.outgoing
     this.outgoing = []
