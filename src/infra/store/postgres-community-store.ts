@@ -173,7 +173,7 @@ export async function openPostgresCommunityStore(opts: { url: string }): Promise
       // on every write and AUTH: an unreachable server must fail it, not park it (see withDeadline)
       const [row] = await withDeadline(
         'ban lookup',
-        sql.unsafe(`SELECT reason FROM bans WHERE community = $1 AND pubkey = $2 AND ${inForce('$3')}`, [community, pubkey, nowSeconds]),
+        sql.unsafe(`SELECT reason FROM bans WHERE community = $1 AND pubkey = $2 AND ${inForce('$3')}`, [community, pubkey, nowSeconds], HOT_READ),
       )
       return row && { reason: row.reason as string }
     },
@@ -211,10 +211,11 @@ export async function openPostgresCommunityStore(opts: { url: string }): Promise
       // on reads under a `members` policy: bounded like the ban lookup
       const rows = await withDeadline(
         'allowed pubkeys lookup',
-        sql.unsafe('SELECT pubkey FROM allowed_pubkeys WHERE community = $1 AND pubkey = ANY($2::text[])', [
-          community,
-          pubkeys as string[],
-        ]),
+        sql.unsafe(
+          'SELECT pubkey FROM allowed_pubkeys WHERE community = $1 AND pubkey = ANY($2::text[])',
+          [community, pubkeys as string[]],
+          HOT_READ,
+        ),
       )
       return new Set(rows.map((r) => r.pubkey as string))
     },
@@ -231,6 +232,13 @@ export async function openPostgresCommunityStore(opts: { url: string }): Promise
     },
   }
 }
+
+/**
+ * The lookups on every write or connect (ban, banned event, blocked IP, allowed pubkeys) run as prepared
+ * statements: parsed and planned once per connection instead of on each of the thousands per second. The
+ * text of each is fixed, so each connection holds one statement per lookup.
+ */
+const HOT_READ = { prepare: true } as const
 
 /** One NIP-86 list table (community, key, reason): listing again replaces the reason. */
 function listTable(sql: Sql, table: string, key: string) {
@@ -256,7 +264,7 @@ function listTable(sql: Sql, table: string, key: string) {
       // checked on writes (banned event) and connects (blocked IP): bounded like the ban lookup
       const rows = await withDeadline(
         `${table} lookup`,
-        sql.unsafe(`SELECT 1 FROM ${table} WHERE community = $1 AND ${key} = $2`, [community, value]),
+        sql.unsafe(`SELECT 1 FROM ${table} WHERE community = $1 AND ${key} = $2`, [community, value], HOT_READ),
       )
       return rows.length > 0
     },
