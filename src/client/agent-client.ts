@@ -392,8 +392,14 @@ export class AgentClient {
     }
   }
 
-  /** Phase four: the capabilities announcement, then the first heartbeat that starts the lease. */
-  private async register(socket: RelaySocket, { announcement, heartbeat }: Registration): Promise<void> {
+  /**
+   * Phase four: the capabilities announcement, then the first heartbeat that starts the lease. Events signed
+   * more than a second before a slow handshake got here are signed again: the heartbeat's created_at is where
+   * the lease that discovery reads begins.
+   */
+  private async register(socket: RelaySocket, signed: Registration): Promise<void> {
+    const stale = this.nowSeconds() - signed.heartbeat.created_at > 1
+    const { announcement, heartbeat } = stale ? this.signRegistration() : signed
     await this.sendControl(socket, announcement, 'the capabilities announcement')
     await this.sendControl(socket, heartbeat, 'the first heartbeat')
   }

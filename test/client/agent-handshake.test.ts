@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { AgentError } from '../../src/client/index'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
-import { type Answer, okAll, startScriptedRelay, useAgents } from './agent-scripted-relay'
+import { FakeClock } from './agent-fake-clock'
+import { type Answer, okAll, startScriptedRelay, until, useAgents } from './agent-scripted-relay'
 
 const { agentOn, track } = useAgents()
 
@@ -128,5 +129,26 @@ describe('the handshake against a scripted relay', () => {
     expect(new Set(byes.map((f) => (f[1] as NostrEvent).id)).size).toBe(1)
     expect(frames.at(-1)).toEqual(['CLOSE', expect.stringMatching(/^agent-/)])
     expect(r.connections[0]!.closeCode).toBe(1000)
+  })
+})
+
+describe('registration after a slow handshake', () => {
+  it('signs the announcement and first heartbeat again when the AUTH challenge came long after the socket opened', async () => {
+    const clock = new FakeClock()
+    const r = await startScriptedRelay(okAll, undefined, { challenge: false })
+    track({ stop: () => r.close() })
+    const agent = agentOn(r, { clock })
+    const started = agent.start()
+    await until(() => r.connections.length === 1 && agent.state === 'DISCOVERED', 2000, 'the socket')
+    // 30 s pass before the relay asks for AUTH (no timer runs: the handshake timeout is not what is tested)
+    clock.advanceSync(30_000)
+    r.connections[0]!.ws.send(JSON.stringify(['AUTH', 'late']))
+    await started
+    const now = Math.floor(clock.now() / 1000)
+    const sent = r.connections[0]!.frames.filter((f) => f[0] === 'EVENT').map((f) => f[1] as NostrEvent)
+    const heartbeat = sent.find((e) => e.kind === 20001)!
+    const announcement = sent.find((e) => e.kind === 31990)!
+    expect(heartbeat.created_at).toBe(now)
+    expect(announcement.created_at).toBe(now)
   })
 })
