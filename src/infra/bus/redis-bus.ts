@@ -103,8 +103,9 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
   /** A bug in flush must reject its batch, not leave the publishes pending or throw out of setImmediate. */
   private flushGuarded(): void {
     const batch = this.outgoing
+    this.outgoing = []
     try {
-      this.flush()
+      this.flush(batch)
     } catch (cause) {
       for (const entry of batch) entry.reject(new BusError('APIARY_BUS_UNAVAILABLE', 'redis publish failed', { cause }))
     }
@@ -117,9 +118,7 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
    * A pipeline's commands run in order, and every pipeline goes to the same server, so a channel's messages
    * arrive in the order they were published.
    */
-  private flush(): void {
-    const batch = this.outgoing
-    this.outgoing = []
+  private flush(batch: readonly Outgoing[]): void {
     const failed = (entry: Outgoing, cause: unknown) => {
       const detail = cause instanceof Error ? cause.message : String(cause)
       entry.reject(new BusError('APIARY_BUS_UNAVAILABLE', `redis publish failed (${detail})`, { cause }))
