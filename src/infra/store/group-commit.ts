@@ -8,7 +8,8 @@
  * SQLite writer thread died holding it, its outcome is unknown, and the error says so).
  * Up to `maxInFlight` batches commit at once (PostgreSQL: batch N+1 on another connection while batch N is in
  * flight; the database decides latest-wins and deletions under its advisory locks, so their order of commit
- * does not matter); with 1 (SQLite: one writer) batches commit one at a time, in submission order.
+ * does not matter); with 1 (SQLite: one writer) batches commit one at a time, in submission order. While a
+ * batch is in flight, the next one gathers until that batch finishes or for `maxDelayMs`, whichever is first.
  */
 
 export interface GroupCommitOptions<T, R> {
@@ -54,6 +55,14 @@ export function createGroupCommit<T, R>(opts: GroupCommitOptions<T, R>): GroupCo
   function schedule(): void {
     // a full pipeline picks up whatever arrives when a batch finishes
     if (cancelTimer || inFlight >= maxInFlight) return
+    // a batch in flight: gather for the whole delay (or until it finishes) rather than split what arrives in
+    // bursts into small overlapping batches. PostgreSQL pays ~0.7 ms of server CPU per commit (store alone,
+    // 25- vs 400-event batches): in pipelined ingest, server CPU per event 73-82 -> 62-76 us.
+    if (inFlight > 0) {
+      const t = setTimeout(start, opts.maxDelayMs)
+      cancelTimer = () => clearTimeout(t)
+      return
+    }
     const firstAt = performance.now()
     // the first tick always waits once more: the turn that queued the first write may queue others after us
     let seen = -1

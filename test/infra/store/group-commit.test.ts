@@ -122,4 +122,38 @@ describe('group commit', () => {
     expect(most).toBe(2)
     expect(gc.stats()).toEqual({ transactions: 3, items: 5 })
   })
+  it('with maxInFlight 2 gathers what arrives while a batch is in flight into one batch, even when arrivals pause', async () => {
+    const releases: (() => void)[] = []
+    const batches: number[][] = []
+    const gc = createGroupCommit<number, string>({
+      maxItems: 100,
+      // longer than the test: the gathered batch must start when the batch in flight finishes, not at the delay
+      maxDelayMs: 60_000,
+      maxInFlight: 2,
+      commit: async (batch) => {
+        batches.push([...batch])
+        await new Promise<void>((r) => releases.push(r))
+        return batch.map((n) => `ok ${n}`)
+      },
+      toError: (cause) => new Error('store down', { cause }),
+    })
+    const turns = async (n: number) => {
+      for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r))
+    }
+    const first = gc.submit(1)
+    await expect.poll(() => releases.length).toBe(1)
+    const later: Promise<string>[] = []
+    for (const n of [2, 3, 4]) {
+      later.push(gc.submit(n))
+      // arrivals stop growing for several turns: without a batch in flight this would commit [2] alone
+      await turns(5)
+    }
+    expect(batches).toEqual([[1]])
+    releases[0]!()
+    expect(await first).toBe('ok 1')
+    await expect.poll(() => releases.length).toBe(2)
+    releases[1]!()
+    expect(await Promise.all(later)).toEqual(['ok 2', 'ok 3', 'ok 4'])
+    expect(batches).toEqual([[1], [2, 3, 4]])
+  })
 })
