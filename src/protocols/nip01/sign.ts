@@ -1,6 +1,6 @@
 // Signing (NIP-01): pure, so the clients in other programs (src/client) and the relay sign the same way.
-import { schnorr } from '@noble/curves/secp256k1.js'
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js'
+import { bip340KeyOf, signBip340 } from '../bip340.js'
 import { computeEventId, type NostrEvent } from './event.js'
 
 /** A secret key with its x-only pubkey (hex), computed once. */
@@ -18,7 +18,7 @@ export interface EventTemplate {
 }
 
 export function toSigningKey(secretKey: Uint8Array): SigningKey {
-  return { secretKey, pubkey: bytesToHex(schnorr.getPublicKey(secretKey)) }
+  return { secretKey, pubkey: bytesToHex(bip340KeyOf(secretKey).publicKey) }
 }
 
 export function signTemplate(key: SigningKey, t: EventTemplate, nowSeconds: number): NostrEvent {
@@ -30,6 +30,6 @@ export function signTemplate(key: SigningKey, t: EventTemplate, nowSeconds: numb
     content: t.content,
   }
   const id = computeEventId(unsigned)
-  const sig = bytesToHex(schnorr.sign(hexToBytes(id), key.secretKey))
+  const sig = bytesToHex(signBip340(bip340KeyOf(key.secretKey), hexToBytes(id)))
   return { id, ...unsigned, sig }
 }
