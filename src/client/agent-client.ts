@@ -54,6 +54,9 @@ class Transient extends Error {
   }
 }
 
+/** the share of a heartbeat interval taken off at random (see heartbeatIntervalMs) */
+const HEARTBEAT_JITTER = 0.1
+
 /** Discovery found no relay answering NIP-11: counts toward maxDiscoveryRounds before the first ACTIVE. */
 class DiscoveryRoundFailed extends Transient {}
 
@@ -503,10 +506,15 @@ export class AgentClient {
     }, this.heartbeatIntervalMs())
   }
 
-  /** ours, or faster when the relay's lease would not outlive two of ours lost (its NIP-11 says so) */
+  /**
+   * Ours, or faster when the relay's lease would not outlive two of ours lost (its NIP-11 says so), shortened
+   * by up to HEARTBEAT_JITTER at random each time: agents that became ACTIVE together (a fleet started in
+   * waves, every agent of a relay after its restart) would otherwise beat together for as long as they live,
+   * a burst of signatures and verifications every interval. Only ever shorter, so the lease still holds.
+   */
   private heartbeatIntervalMs(): number {
     const relayLeaseMs = (this.probe?.leaseSeconds ?? DEFAULT_LEASE_SECONDS) * 1000
-    return Math.min(this.o.heartbeatMs, relayLeaseMs / 3)
+    return Math.min(this.o.heartbeatMs, relayLeaseMs / 3) * (1 - HEARTBEAT_JITTER * this.o.random())
   }
 
   /**

@@ -152,3 +152,23 @@ describe('registration after a slow handshake', () => {
     expect(announcement.created_at).toBe(now)
   })
 })
+
+describe('heartbeat spacing', () => {
+  it('beats at the interval shortened by up to a tenth at random, each beat drawn anew, so agents started together drift apart', async () => {
+    const clock = new FakeClock()
+    const draws = [0.5, 0.25, 0.999]
+    let n = 0
+    const r = await scripted()
+    const agent = agentOn(r, { clock, random: () => draws[n++ % draws.length]! })
+    await agent.start()
+    const beats = () => r.connections[0]!.frames.filter((f) => f[0] === 'EVENT' && (f[1] as NostrEvent).kind === 20001).length
+    expect(beats()).toBe(1)
+    expect(clock.requested).toContain(14_250)
+    await clock.advance(14_250)
+    await until(() => beats() === 2, 2000, 'the second heartbeat')
+    expect(clock.requested).toContain(14_625)
+    await clock.advance(14_625)
+    await until(() => beats() === 3, 2000, 'the third heartbeat')
+    expect(clock.requested.some((ms) => Math.abs(ms - 13_501.5) < 0.01)).toBe(true)
+  })
+})
