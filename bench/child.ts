@@ -2,6 +2,7 @@
 // figures). The child prints its URL on stdout and answers IPC requests: memory after GC, event-loop delay
 // sampling, pre-fill, close. The parent forks it with `--expose-gc --import tsx`.
 import { type ChildProcess, fork } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import type { IntervalHistogram } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { type LoopDelay, startLoopDelay, stopLoopDelay } from './loop-delay'
@@ -119,14 +120,23 @@ export interface RelayProcess {
 const here = (f: string) => fileURLToPath(new URL(f, import.meta.url))
 export const CHILD_SCRIPTS = { apiary: here('./serve-apiary.ts'), baseline: here('./serve-baseline.ts') } as const
 
+/** The flags between `node` and the script in package.json's `start`: the relay is measured as it is started. */
+const START_NODE_FLAGS: string[] = (() => {
+  const pkg = JSON.parse(readFileSync(here('../package.json'), 'utf8')) as { scripts: { start: string } }
+  const [, ...words] = pkg.scripts.start.split(/\s+/)
+  const script = words.findIndex((w) => !w.startsWith('-'))
+  return words.slice(0, script)
+})()
+
 /**
  * Fork a relay child; rejects with the child's own error (or its stderr tail) if it does not come up.
  * `env` is added to this process's environment (bench/serve-apiary.ts reads BENCH_APIARY_CONFIG from it).
  */
 export function spawnRelay(script: string, dataDir: string, startTimeoutMs = 60_000, env: Record<string, string> = {}): Promise<RelayProcess> {
   const child: ChildProcess = fork(script, [dataDir], {
+    // the node flags `npm start` gives the relay (package.json), for Apiary and the baseline alike; then
     // BENCH_CHILD_NODE_ARGS: extra node flags for the relay child, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
-    execArgv: ['--expose-gc', '--import', 'tsx', ...(process.env.BENCH_CHILD_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
+    execArgv: ['--expose-gc', '--import', 'tsx', ...START_NODE_FLAGS, ...(process.env.BENCH_CHILD_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     env: { ...process.env, ...env },
   })
