@@ -6,6 +6,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { WebSocketServer } from 'ws'
 import { communityPath } from '../actors/community/community-actor.js'
+import { KIND_PRESENCE } from '../actors/community/community-presence.js'
 import type { CommunityMsg } from '../actors/community/messages.js'
 import type { Kernel } from '../actors/kernel/index.js'
 import type { Config } from '../infra/config.js'
@@ -22,7 +23,12 @@ import { createBanLookup } from '../infra/store/ban-lookup.js'
 import { type CommunityStore, seedDefaultCommunity } from '../infra/store/community-store.js'
 import type { EventStore } from '../infra/store/event-store.js'
 import type { SqliteEventStore } from '../infra/store/sqlite-event-store.js'
+import { withControlLane } from '../infra/verify/control-lane.js'
+import type { Verifier } from '../infra/verify/verifier.js'
 import { createVerifierPool } from '../infra/verify/verifier-pool.js'
+import { KIND_ANNOUNCEMENT } from '../protocols/agent-registry.js'
+import type { NostrEvent } from '../protocols/nip01/event.js'
+import { KIND_AUTH } from '../protocols/nip01/kinds.js'
 import { createAdmission } from './admission.js'
 import { type Backends, openBackends } from './backends.js'
 import { type Communities, createCommunities } from './communities.js'
@@ -74,7 +80,7 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     }
     const records = await b.communities.list()
     tenants.replace(records)
-    const verifier = await createVerifierPool({ threads: config.verifyThreads, nice: config.threads.writePathNice, log })
+    const verifier = await openVerifier(config, log)
     undo.push(() => verifier.close())
     b.startBridges(kernel)
     const communities = createCommunities({ kernel, config, backends: b, verifier, relayKey: key, tenants, metrics, log, nowSeconds })
@@ -163,4 +169,22 @@ function closeHttp(http: Server): Promise<void> {
     if (!http.listening) return resolve()
     http.close(() => resolve())
   })
+}
+
+/** What a client's handshake and lease wait on: verified ahead of bulk ingest (control-lane.ts). */
+const isControlFrame = (e: NostrEvent) => e.kind === KIND_AUTH || e.kind === KIND_PRESENCE || e.kind === KIND_ANNOUNCEMENT
+
+/**
+ * The verifier pool; with its threads reniced (threads.writePathNice), plus one thread at the event loop's
+ * priority for control frames, so they never wait for a core behind bulk work.
+ */
+async function openVerifier(config: Config, log: Logger): Promise<Verifier> {
+  const bulk = await createVerifierPool({ threads: config.verifyThreads, nice: config.threads.writePathNice, log })
+  if (config.threads.writePathNice === 0) return bulk
+  try {
+    return withControlLane(bulk, await createVerifierPool({ threads: 1, log }), isControlFrame)
+  } catch (error) {
+    await bulk.close()
+    throw error
+  }
 }
