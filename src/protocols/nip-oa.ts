@@ -1,6 +1,7 @@
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, hexToBytes, utf8ToBytes } from '@noble/hashes/utils.js'
+import { bip340KeyOf, signBip340 } from './bip340.js'
 import { reason } from './reasons.js'
 import { err, ok, type Result } from './result.js'
 
@@ -138,11 +139,12 @@ export const conditionsAllowKind = (att: Pick<OwnerAttestation, 'clauses'>, kind
 /**
  * The `auth` tag by which `ownerSecretKey` attests `agentPubkey`. It signs `conditions` verbatim: check them
  * with parseConditions first, or the tag is one that parseOwnerAttestation refuses. Throws on a bad key
- * (our caller's bug, not client input). Aux randomness is noble's default, as BIP-340 recommends.
+ * (our caller's bug, not client input). Aux randomness is fresh for each signature, as BIP-340 recommends.
  */
 export function signOwnerAttestation(ownerSecretKey: Uint8Array, agentPubkey: string, conditions: string): string[] {
-  const owner = bytesToHex(schnorr.getPublicKey(ownerSecretKey))
-  const sig = bytesToHex(schnorr.sign(attestationMessage(agentPubkey, conditions), ownerSecretKey))
+  const key = bip340KeyOf(ownerSecretKey)
+  const owner = bytesToHex(key.publicKey)
+  const sig = bytesToHex(signBip340(key, attestationMessage(agentPubkey, conditions)))
   return [AUTH_TAG, owner, conditions, sig]
 }
 
