@@ -299,10 +299,16 @@ export class AgentClient {
     })
     aborted.catch(() => {})
     const step = <T>(p: Promise<T>): Promise<T> => Promise.race([p, aborted])
-    await step(this.authenticate(socket))
+    const challenge = await step(this.awaitChallenge())
+    // the AUTH and phase four's events leave together (see register)
+    const authenticated = this.authenticate(socket, challenge)
+    authenticated.catch(() => {})
+    const registered = this.register(socket, registration, authenticated)
+    registered.catch(() => {})
+    await step(authenticated)
     if (gen !== this.generation) return
     this.transition('AUTHENTICATED', `NIP-42 as ${this.pubkey}`)
-    await step(this.register(socket, registration))
+    await step(registered)
     if (gen !== this.generation) return
     for (const sub of this.subs.values()) this.sendReq(socket, sub)
     this.abortHandshake = undefined
@@ -358,8 +364,7 @@ export class AgentClient {
   }
 
   /** Phase two: NIP-42 on every connect. A refusal for who we are is terminal; one for now is not. */
-  private async authenticate(socket: RelaySocket): Promise<void> {
-    const challenge = await this.awaitChallenge()
+  private async authenticate(socket: RelaySocket, challenge: string): Promise<void> {
     // NIP-42: the URL we connected to; the relay compares it with its community's host
     const tags = [
       ['relay', this.probe?.url ?? ''],
@@ -396,15 +401,34 @@ export class AgentClient {
   }
 
   /**
-   * Phase four: the capabilities announcement, then the first heartbeat that starts the lease. Events signed
-   * more than a second before a slow handshake got here are signed again: the heartbeat's created_at is where
-   * the lease that discovery reads begins.
+   * Phase four: the first heartbeat, which starts the lease, then the capabilities announcement, sent right
+   * behind the AUTH without waiting for its OK. The relay applies one connection's frames in arrival order and
+   * judges the frames behind an AUTH as the AUTH left the connection (frame-sequence.ts), so registering costs
+   * no round trip of its own. The heartbeat goes first so the announcement is delivered live when it is stored
+   * (docs/agent-registry.md). A refused AUTH is the handshake's error, not these events'; a relay that judged
+   * them before the AUTH (`auth-required:`) gets them again, in the same order, once the AUTH is accepted.
+   * Events signed more than a second before a slow handshake got here are signed again: the heartbeat's
+   * created_at is where the lease that discovery reads begins.
    */
-  private async register(socket: RelaySocket, signed: Registration): Promise<void> {
+  private async register(socket: RelaySocket, signed: Registration, authenticated: Promise<void>): Promise<void> {
     const stale = this.nowSeconds() - signed.heartbeat.created_at > 1
     const { announcement, heartbeat } = stale ? this.signRegistration() : signed
-    await this.sendControl(socket, announcement, 'the capabilities announcement')
-    await this.sendControl(socket, heartbeat, 'the first heartbeat')
+    const steps: [NostrEvent, string][] = [
+      [heartbeat, 'the first heartbeat'],
+      [announcement, 'the capabilities announcement'],
+    ]
+    const answers = await Promise.all(steps.map(([event]) => this.sendForOk(socket, event)))
+    await authenticated
+    for (const [i, [event, what]] of steps.entries()) {
+      let answer = answers[i]
+      if (answer && !answer.accepted && prefixOf(answer.message) === 'auth-required') answer = await this.sendForOk(socket, event)
+      if (answer === undefined) throw new Transient(`no OK for ${what}`)
+      if (!answer.accepted) throw refusal(what, answer, 'restricted')
+    }
+  }
+
+  private sendForOk(socket: RelaySocket, event: NostrEvent): Promise<OkAnswer | undefined> {
+    return socket.sendAndAwaitOk('EVENT', event, this.o.handshakeTimeoutMs).catch(() => undefined)
   }
 
   private announcement(): NostrEvent {
@@ -413,12 +437,6 @@ export class AgentClient {
     this.lastAnnouncedAt = createdAt
     this.announcedLoad = this.load
     return signTemplate(this.o.key, { ...announcementTemplate(this.o.capabilities, this.o.version, this.load), created_at: createdAt }, createdAt)
-  }
-
-  private async sendControl(socket: RelaySocket, event: NostrEvent, what: string): Promise<void> {
-    const answer = await socket.sendAndAwaitOk('EVENT', event, this.o.handshakeTimeoutMs).catch(() => undefined)
-    if (answer === undefined) throw new Transient(`no OK for ${what}`)
-    if (!answer.accepted) throw refusal(what, answer, 'restricted')
   }
 
   private onAttemptFailed(error: unknown): void {

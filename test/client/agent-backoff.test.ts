@@ -172,8 +172,9 @@ describe('an agent whose connection goes silent right after ACTIVE', () => {
     const clock = new FakeClock()
     let beats = 0
     const r = await startScriptedRelay((f, ws, c) => {
-      // connection 0 is kicked during AUTH; on connection 1 only the first heartbeat is answered
-      if (f[0] === 'AUTH' && c === 0) return ws.close(1011, 'error: restarting')
+      // connection 0 is kicked during AUTH (its registration, sent behind the AUTH, still arrives); on
+      // connection 1 only the first heartbeat is answered
+      if (c === 0) return f[0] === 'AUTH' ? ws.close(1011, 'error: restarting') : undefined
       if (f[0] === 'EVENT' && (f[1] as NostrEvent).kind === 20001 && beats++ > 0) return
       okAll(f, ws, c)
     })

@@ -54,11 +54,11 @@ describe('the handshake against a scripted relay', () => {
     expect(r.connections[1]!.at - r.connections[0]!.at).toBeGreaterThanOrEqual(2000)
   })
 
-  it('signs AUTH for the challenge and the relay URL, then announces the capabilities and sends its first heartbeat', async () => {
+  it('signs AUTH for the challenge and the relay URL, then sends its first heartbeat and announces the capabilities', async () => {
     const r = await scripted()
     const agent = agentOn(r, { version: '2.0.0' })
     await agent.start()
-    const [auth, announcement, heartbeat] = r.connections[0]!.frames
+    const [auth, heartbeat, announcement] = r.connections[0]!.frames
     expect(auth![0]).toBe('AUTH')
     expect((auth![1] as NostrEvent).tags).toEqual([
       ['relay', r.url],
@@ -74,6 +74,41 @@ describe('the handshake against a scripted relay', () => {
     ])
     expect(JSON.parse(a.content)).toEqual({ capabilities: [{ name: 'echo', kinds: [5050] }] })
     expect(heartbeat![1]).toMatchObject({ kind: 20001, content: 'online', pubkey: agent.pubkey })
+  })
+
+  it('sends its registration right behind the AUTH, without waiting for the AUTH OK', async () => {
+    // the AUTH is answered only once both registration events are in: a client waiting for it would time out
+    let auth: unknown[] | undefined
+    const r = await scripted((f, ws, c) => {
+      if (f[0] === 'AUTH') auth = f
+      else okAll(f, ws, c)
+      const events = r.connections[c]!.frames.filter((g) => g[0] === 'EVENT')
+      if (auth && events.length === 2) okAll(auth, ws, c)
+    })
+    const agent = agentOn(r, { handshakeTimeoutMs: 3000 })
+    await agent.start()
+    expect(r.connections).toHaveLength(1)
+    expect(r.connections[0]!.frames.map((f) => f[0])).toEqual(['AUTH', 'EVENT', 'EVENT'])
+  })
+
+  it('sends the registration again, in order, once the AUTH is accepted, to a relay that judged it before the AUTH', async () => {
+    const authed = new Set<number>()
+    const r = await scripted((f, ws, c) => {
+      if (f[0] === 'AUTH') {
+        setTimeout(() => {
+          authed.add(c)
+          okAll(f, ws, c)
+        }, 50)
+      } else if (f[0] === 'EVENT' && !authed.has(c)) ws.send(JSON.stringify(['OK', (f[1] as NostrEvent).id, false, 'auth-required: AUTH first']))
+      else okAll(f, ws, c)
+    })
+    const agent = agentOn(r)
+    await agent.start()
+    const sent = r.connections[0]!.frames.filter((f) => f[0] === 'EVENT').map((f) => f[1] as NostrEvent)
+    expect(sent.map((e) => e.kind)).toEqual([20001, 31990, 20001, 31990])
+    expect(sent[2]!.id).toBe(sent[0]!.id)
+    expect(sent[3]!.id).toBe(sent[1]!.id)
+    expect(r.connections).toHaveLength(1)
   })
 
   it('refuses a relay without NIP-42 with a clear `incompatible` error', async () => {
