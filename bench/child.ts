@@ -2,9 +2,10 @@
 // figures). The child prints its URL on stdout and answers IPC requests: memory after GC, event-loop delay
 // sampling, pre-fill, close. The parent forks it with `--expose-gc --import tsx`.
 import { type ChildProcess, fork } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { createWriteStream, readFileSync } from 'node:fs'
 import type { IntervalHistogram } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
+import { writeHeapSnapshot } from 'node:v8'
 import { type LoopDelay, startLoopDelay, stopLoopDelay } from './loop-delay'
 
 export interface MemorySample {
@@ -69,6 +70,9 @@ export async function runRelayChild(start: (dataDir: string) => Promise<StartedR
           break
         }
         case 'eld-start':
+          // diagnostics: two heap snapshots 3 s apart, 5 s into the measured span; the objects new in the second
+          // and alive are what the young generation copies (DevTools: "objects allocated between snapshots")
+          if (process.env.BENCH_HEAP_SNAPSHOTS) snapshotPair(process.env.BENCH_HEAP_SNAPSHOTS)
           eld?.disable()
           eld = startLoopDelay()
           result = null
@@ -144,7 +148,9 @@ export function spawnRelay(script: string, dataDir: string, startTimeoutMs = 60_
   child.stderr?.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-4_000)
   })
-  child.stdout?.resume()
+  // BENCH_CHILD_STDOUT: a file the child's stdout is appended to (e.g. with --trace-gc-nvp in BENCH_CHILD_NODE_ARGS)
+  if (process.env.BENCH_CHILD_STDOUT) child.stdout?.pipe(createWriteStream(process.env.BENCH_CHILD_STDOUT, { flags: 'a' }))
+  else child.stdout?.resume()
   let nextId = 1
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>()
   const request = <T>(msg: Record<string, unknown>, timeoutMs = 600_000): Promise<T> =>
@@ -220,4 +226,12 @@ function stderrTail(stderr: string): string {
   const lines = stderr.trim().split('\n').filter(Boolean)
   const firstError = lines.find((l) => /Error|error/.test(l))
   return lines.length ? `: ${firstError ?? lines[lines.length - 1]}` : ''
+}
+
+function snapshotPair(dir: string): void {
+  const at = (name: string) => () => writeHeapSnapshot(`${dir}/${name}-${process.pid}.heapsnapshot`)
+  setTimeout(() => {
+    at('a')()
+    setTimeout(at('b'), 3000)
+  }, 5000)
 }

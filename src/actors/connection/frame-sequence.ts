@@ -16,12 +16,22 @@ export interface SequenceHooks<E, R> {
   apply(seq: number, entry: E, result: R): void
 }
 
+/** A frame between arrival and its turn; `done` once its preparation finished (with `result`). */
+interface Slot<E, R> {
+  entry: E
+  done: boolean
+  result: R | undefined
+}
+
 export class FrameSequence<E extends { barrier: boolean }, R> {
   private arrived = 0
   private started = 0
   private applied = 0
-  private readonly entries = new Map<number, E>()
-  private readonly results = new Map<number, R>()
+  // frames `applied`, `applied + 1`, ... in order. An array, not a Map keyed by seq: a Map that empties
+  // allocates a new table on its last delete (V8), and one connection's sequence empties after nearly every
+  // frame; that table outlives the young generation (it is the long-lived connection's), so it was copied and
+  // promoted on every frame of every connection. An array keeps its backing store when it empties.
+  private readonly window: Slot<E, R>[] = []
   /** a started barrier that is not applied yet: nothing behind it starts */
   private blockedBy: number | undefined
   private pumping = false
@@ -45,14 +55,17 @@ export class FrameSequence<E extends { barrier: boolean }, R> {
 
   arrive(entry: E): number {
     const seq = this.arrived++
-    this.entries.set(seq, entry)
+    this.window.push({ entry, done: false, result: undefined })
     this.pump()
     return seq
   }
 
   prepared(seq: number, result: R): void {
-    if (seq < this.applied || seq >= this.started || this.results.has(seq)) return
-    this.results.set(seq, result)
+    if (seq < this.applied || seq >= this.started) return
+    const slot = this.window[seq - this.applied]!
+    if (slot.done) return
+    slot.done = true
+    slot.result = result
     this.pump()
   }
 
@@ -62,19 +75,16 @@ export class FrameSequence<E extends { barrier: boolean }, R> {
     try {
       for (let progressed = true; progressed; ) {
         progressed = false
-        while (this.results.has(this.applied)) {
+        while (this.window.length > 0 && this.window[0]!.done) {
+          const slot = this.window.shift()!
           const seq = this.applied++
-          const result = this.results.get(seq) as R
-          const entry = this.entries.get(seq) as E
-          this.results.delete(seq)
-          this.entries.delete(seq)
           if (this.blockedBy === seq) this.blockedBy = undefined
-          this.hooks.apply(seq, entry, result)
+          this.hooks.apply(seq, slot.entry, slot.result as R)
           progressed = true
         }
         while (this.started < this.arrived && this.blockedBy === undefined && this.inFlight < this.maxInFlight) {
           const seq = this.started++
-          const entry = this.entries.get(seq) as E
+          const entry = this.window[seq - this.applied]!.entry
           if (entry.barrier) this.blockedBy = seq
           this.hooks.start(seq, entry)
           progressed = true

@@ -3,8 +3,8 @@ import { DRAIN_BATCH, DRAIN_TOKEN, DrainQueue, HandlerFault, registerTurns } fro
 import { DropReporter } from './drop-reporter.js'
 import { ActorDownError, ActorStoppedError, describeError, HandlerCrashedError } from './errors.js'
 import type { KernelEnv, LiveCell } from './kernel-env.js'
-import { type Admission, bindRef, failRepliesIn, type RefTarget } from './messaging.js'
-import { type NactRef, nact, toNactName } from './nact-binding.js'
+import { type Admission, bindRef, failRepliesIn, PendingAsks, type RefTarget } from './messaging.js'
+import { forgetFiredImmediate, type NactActor, type NactRef, nact, nactActorOf, toNactName } from './nact-binding.js'
 import { backoffDelayMs, DEFAULT_MAILBOX_CAPACITY, FailureWindow, resolvePolicy } from './policy.js'
 import type { ActorContext, ActorDef, ActorPath, ActorPhase, Clock, StopReason, SupervisionPolicy, TypedRef } from './types.js'
 
@@ -28,7 +28,7 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
   readonly kind: string
   readonly policy: SupervisionPolicy
   readonly clock: Clock
-  readonly pendingAsks = new Set<(error: Error) => void>()
+  readonly pendingAsks = new PendingAsks()
   readonly failures = new FailureWindow()
   phase: ActorPhase = 'running'
   state!: S
@@ -44,6 +44,7 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
   private readonly drops: DropReporter
   private readonly kindRef: NactRef
   private nactRef: NactRef
+  private nactActor: NactActor | undefined
   // admitted and not yet finished: queued + the one running (nact's own mailbox is unbounded)
   private inFlight = 0
   private readonly queue: DrainQueue<M>
@@ -88,10 +89,12 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
   // Our cell, not nact's initialStateFunc, runs init: nact turns an init error into a fault and then
   // resumes the actor on an undefined state. nact's state only mirrors ours, so its reset re-reads it.
   private spawnNact(): NactRef {
-    return nact.spawn(this.kindRef, () => this.drain(), toNactName(this.path), {
+    const ref = nact.spawn(this.kindRef, () => this.drain(), toNactName(this.path), {
       initialStateFunc: () => this.state,
       onCrash: (_token, error, nctx) => decideOnDrainCrash(this, error, nctx),
     })
+    this.nactActor = nactActorOf(ref)
+    return ref
   }
 
   admit(msg: unknown): Admission {
@@ -220,6 +223,7 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
    * and the rest stay queued, in order); a stop ends it after the message in progress.
    */
   private async drain(): Promise<S> {
+    forgetFiredImmediate(this.nactActor)
     this.queue.turns++
     for (let n = 0; n < DRAIN_BATCH && this.phase !== 'stopped'; n++) {
       const msg = this.queue.shift()
@@ -289,7 +293,7 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
       await this.handlerFinished()
       await this.runAfterStop()
       this.drops.flush()
-      for (const fail of [...this.pendingAsks]) fail(new ActorStoppedError(this.path))
+      for (const fail of this.pendingAsks.takeAll()) fail(new ActorStoppedError(this.path))
       this.env.emit({ type: 'stopped', path: this.path, kind: this.kind, reason })
     } catch (error) {
       // a stop promise must never reject: callers `void kernel.stop(...)`, and a rejection would end the process

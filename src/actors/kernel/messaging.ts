@@ -8,8 +8,52 @@ export interface RefTarget {
   readonly path: ActorPath
   readonly clock: Clock
   /** fail callbacks of asks still waiting; the cell rejects them all once it has stopped */
-  readonly pendingAsks: Set<(error: Error) => void>
+  readonly pendingAsks: PendingAsks
   admit(msg: unknown): Admission
+}
+
+interface AskNode {
+  fail: (error: Error) => void
+  prev: AskNode | undefined
+  next: AskNode | undefined
+}
+
+/**
+ * The asks waiting on one actor: a linked list, not a Set. Most actors have one ask at a time, and a Set that
+ * empties allocates a new table on its last delete (V8); that table belongs to a long-lived actor, so it was
+ * copied and promoted by the young-generation GC on every ask (a principal actor gets one per event).
+ */
+export class PendingAsks {
+  private head: AskNode | undefined
+
+  add(fail: (error: Error) => void): AskNode {
+    const node: AskNode = { fail, prev: undefined, next: this.head }
+    if (this.head) this.head.prev = node
+    this.head = node
+    return node
+  }
+
+  /** a node already removed is ignored */
+  remove(node: AskNode): void {
+    if (node.prev) node.prev.next = node.next
+    else if (this.head === node) this.head = node.next
+    else return
+    if (node.next) node.next.prev = node.prev
+    node.prev = node.next = undefined
+  }
+
+  /** every waiting ask's fail callback, the list left empty */
+  takeAll(): ((error: Error) => void)[] {
+    const fails: ((error: Error) => void)[] = []
+    for (let n = this.head; n; ) {
+      const next: AskNode | undefined = n.next
+      fails.push(n.fail)
+      n.prev = n.next = undefined
+      n = next
+    }
+    this.head = undefined
+    return fails
+  }
 }
 
 // A ref is a plain frozen { path }; the link to its cell lives here so nobody can forge or reach into it.
@@ -65,11 +109,12 @@ export function ask<const M extends { type: string }, R>(
   return new Promise<R>((resolve, reject) => {
     let settled = false
     let timer: unknown
+    let node: AskNode | undefined
     const settle = (finish: () => void) => {
       if (settled) return
       settled = true
       target.clock.clearTimeout(timer)
-      target.pendingAsks.delete(fail)
+      if (node) target.pendingAsks.remove(node)
       finish()
     }
     const fail = (error: Error) => settle(() => reject(error))
@@ -77,7 +122,7 @@ export function ask<const M extends { type: string }, R>(
     replyFailers.set(reply, fail)
     const msg = build(reply)
     if (settled) return
-    target.pendingAsks.add(fail)
+    node = target.pendingAsks.add(fail)
     timer = target.clock.setTimeout(() => fail(new AskTimeoutError(ref.path, timeoutMs)), timeoutMs)
     const outcome = target.admit(msg)
     if (outcome !== 'accepted') fail(admissionError(ref.path, outcome))

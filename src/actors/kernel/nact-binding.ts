@@ -29,7 +29,35 @@ interface NactApi {
   stop(ref: NactRef): void
 }
 
-export const nact = createRequire(import.meta.url)('nact') as NactApi
+const require = createRequire(import.meta.url)
+
+export const nact = require('nact') as NactApi
+
+/** The one field of nact's Actor instance we touch (see forgetFiredImmediate). */
+export interface NactActor {
+  immediate: unknown
+}
+
+const systemMap = require('nact/lib/system-map') as { find(systemName: string, ref: NactRef): NactActor | undefined }
+
+/** nact's Actor behind `ref` (a path walk: resolve once per spawn), or undefined once it is gone. */
+export function nactActorOf(ref: NactRef): NactActor | undefined {
+  const name = (ref as NactRef & { system?: { name?: string } }).system?.name
+  return name === undefined ? undefined : systemMap.find(name, ref)
+}
+
+/**
+ * nact 7.6.2 keeps the handle of an actor's last setImmediate (actor.js handleMessage) after it has fired,
+ * until the actor's next message; and Node leaves a fired Immediate linked to those queued after it in the
+ * same turn (`_idleNext`). So one actor that hears a message per heartbeat kept a whole turn's immediates,
+ * their callbacks and what those hold, alive for 15 s: past the young generation, which copied and promoted
+ * them (two heap snapshots 3 s apart at 3,000 agents: ~5,000 such Immediates among ~57,000 new live
+ * objects, and the scavenges that copied them were the relay's longest pauses). Called from inside the
+ * handler, where the immediate has fired; nact's stop clears only one that has not, which this never touches.
+ */
+export function forgetFiredImmediate(actor: NactActor | undefined): void {
+  if (actor !== undefined) actor.immediate = undefined
+}
 
 // nact's ActorPath.isValidName accepts only /^[a-z0-9-$_.+!*'(),]+$/i. '$' is left out here on purpose:
 // it is our escape character, which keeps the encoding injective (distinct paths → distinct names).

@@ -6,6 +6,7 @@ import {
   createKernel,
   type Kernel,
   MailboxFullError,
+  PendingAsks,
   type TypedRef,
   tell,
   tellUntilTaken,
@@ -268,5 +269,46 @@ describe('messages an actor that gives up never handles', () => {
     expect(await answered).toEqual([42])
     expect(log.handled).toEqual([])
     await k.shutdown()
+  })
+})
+
+describe('PendingAsks (the asks one actor still owes an answer)', () => {
+  it('removes any node in O(1), ignores a second removal, and hands over what is left once', () => {
+    const list = new PendingAsks()
+    const failed: string[] = []
+    const fail = (name: string) => () => failed.push(name)
+    const [a, b, c, d] = ['a', 'b', 'c', 'd'].map((n) => list.add(fail(n)))
+    list.remove(b!)
+    list.remove(d!)
+    list.remove(b!)
+    const left = list.takeAll()
+    for (const f of left) f(new Error('stopped'))
+    expect(failed.sort()).toEqual(['a', 'c'])
+    // removed after the hand-over, or twice: nothing else is touched
+    list.remove(a!)
+    list.remove(c!)
+    expect(list.takeAll()).toEqual([])
+    const e = list.add(fail('e'))
+    list.remove(a!)
+    expect(list.takeAll()).toHaveLength(1)
+    list.remove(e)
+  })
+
+  it('rejects every ask still waiting when its actor stops, and none that was answered', async () => {
+    start()
+    type M = { type: 'Q'; answer: boolean; reply: (n: number) => void }
+    const ref = kernel.spawn<null, M>('asks/1', {
+      kind: 'asks',
+      init: () => null,
+      handle: (state, msg) => {
+        if (msg.answer) msg.reply(1)
+        return state
+      },
+    })
+    const answered = ask<M, number>(ref, (reply) => ({ type: 'Q', answer: true, reply }), 60_000)
+    const waiting = [1, 2, 3].map(() => ask<M, number>(ref, (reply) => ({ type: 'Q', answer: false, reply }), 60_000))
+    expect(await answered).toBe(1)
+    await kernel.stop(ref.path)
+    for (const w of waiting) await expect(w).rejects.toBeInstanceOf(ActorStoppedError)
   })
 })
