@@ -238,24 +238,49 @@ function toLockIds(keys: readonly string[]): string[] {
 const RETRYABLE = new Set(['40P01', '40001'])
 const MAX_ATTEMPTS = 3
 
-/** One transaction for the whole batch; resolves after COMMIT with one outcome per request, in order. */
+/**
+ * One transaction for the whole batch; resolves after COMMIT with one outcome per request, in order.
+ *
+ * BEGIN, the locks, the statements and COMMIT leave together on one reserved connection: one write and one
+ * round trip per batch, where the driver's `begin` waits for BEGIN before the body and for the body before
+ * COMMIT (three). A failed statement aborts the transaction: the statements after it fail with 25P02 and COMMIT
+ * answers ROLLBACK, so the batch rejects with the first real error (and a deadlock runs again, as before).
+ */
 export function commitBatch(sql: Sql, batch: readonly SaveRequest[]): Promise<SaveOutcome[]> {
   const plans = planBatch(batch)
   const lockIds = toLockIds(plans.flatMap((p) => p.lockKeys))
-  return retrying(() =>
-    sql.begin(async (tx) => {
-      // the driver's queries are lazy: `then` sends them, so each is sent here, in this order
-      const run = (s: Statement): Promise<Row[]> => tx.unsafe(s.sql, s.params as never[], { prepare: true }).then((r) => r)
-      // issued without awaiting one another: the driver pipelines them, the server runs them in order.
-      // One Promise.all over everything, so a failure after the first leaves no rejection unhandled.
-      const [, ...perPlan] = await Promise.all([
-        run({ sql: LOCK_KEYS, params: [lockIds] }),
-        ...plans.map((p) => Promise.all(p.statements.map(run))),
-      ])
-      return plans.flatMap((p, i) => p.outcomes(perPlan[i] as Row[][]))
-    }),
-  )
+  return retrying(() => pipelinedTransaction(sql, plans, lockIds))
 }
+
+async function pipelinedTransaction(sql: Sql, plans: readonly Plan[], lockIds: readonly string[]): Promise<SaveOutcome[]> {
+  const tx = await sql.reserve()
+  try {
+    const run = (s: Statement): Promise<Row[]> => tx.unsafe(s.sql, s.params as never[], { prepare: true }).then((r) => r)
+    // the driver's queries are lazy: `then` sends them, so each is sent here, in this order, in one write
+    const begin = tx.unsafe('BEGIN').then(() => undefined)
+    const body: Promise<unknown>[] = [begin]
+    try {
+      body.push(run({ sql: LOCK_KEYS, params: [lockIds as string[]] }), ...plans.map((p) => Promise.all(p.statements.map(run))))
+    } catch (error) {
+      // a statement that could not even be sent: the connection must not go back to the pool mid-transaction
+      await Promise.allSettled([...body, tx.unsafe('ROLLBACK')])
+      throw error
+    }
+    const commit = tx.unsafe('COMMIT').then((r) => (r as unknown as { command: string }).command)
+    const settled = await Promise.allSettled([...body, commit])
+    const failed = settled.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason as { code?: string })
+    // the first error that is not "transaction aborted" is the cause; the rest followed from it
+    if (failed.length > 0) throw failed.find((e) => e?.code !== IN_FAILED_TRANSACTION) ?? failed[0]
+    const done = settled.at(-1) as PromiseFulfilledResult<string>
+    if (done.value !== 'COMMIT') throw new Error(`event store: COMMIT answered ${done.value}`)
+    return plans.flatMap((p, i) => p.outcomes((settled[i + 2] as PromiseFulfilledResult<Row[][]>).value))
+  } finally {
+    tx.release()
+  }
+}
+
+// in_failed_transaction: a statement after the one that aborted the transaction
+const IN_FAILED_TRANSACTION = '25P02'
 
 /**
  * EventStore.deleteEvents: the ids among `ids` that were stored, in the order given. Takes the same id locks

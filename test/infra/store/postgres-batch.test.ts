@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { SaveOutcome } from '../../../src/infra/store/event-store'
 import { openPostgresEventStore, type PostgresEventStore } from '../../../src/infra/store/postgres-event-store'
+import { commitBatch } from '../../../src/infra/store/postgres-save'
 import { connectPostgres, type Sql, toIndexText } from '../../../src/infra/store/postgres-schema'
 import { type EventTemplate, makeKeys, type SignedEvent, signEvent, type TestKeys } from '../../support/events'
 import { createTestDatabase, type TestDatabase } from '../../support/postgres'
@@ -224,6 +225,33 @@ describe('one PostgreSQL batch mixing regular, replaceable, addressable and dele
         const reference = await tagRowsOf(alone, e.event.id)
         expect(rows.map(({ community: _, ...r }) => r)).toEqual(reference.map(({ community: _, ...r }) => r))
       }
+    }
+  })
+})
+
+describe('a batch whose statement fails (BEGIN, statements and COMMIT leave together)', () => {
+  it('rolls the whole batch back, rejects with the failing statement’s error, and leaves its connection clean', async () => {
+    // one connection: the next batch must run on the very connection the failed one used
+    const one = connectPostgres(db.url, 1)
+    try {
+      const community = randomUUID()
+      const good = note(alice, { content: 'kept out by its neighbour' })
+      const bad = note(bob, { content: 'nul' })
+      // PostgreSQL text cannot hold NUL: the run's statement fails on the server
+      const badRaw = bad.raw.replace('"content":"nul"', '"content":"\u0000"')
+      const error = (await commitBatch(one, [
+        { community, event: good.event, raw: good.raw },
+        { community, event: bad.event, raw: badRaw },
+      ]).catch((e: unknown) => e)) as { code?: string }
+      expect(error).toBeInstanceOf(Error)
+      expect(error.code).not.toBe('25P02')
+      const stored = async () => (await one`SELECT id FROM events WHERE community = ${community} ORDER BY id`).map((r) => r.id as string)
+      // on the same connection: a transaction left open would show the good row, an aborted one would fail
+      expect(await stored()).toEqual([])
+      expect(await commitBatch(one, [{ community, event: good.event, raw: good.raw }])).toEqual([saved])
+      expect(await stored()).toEqual([good.event.id])
+    } finally {
+      await one.end()
     }
   })
 })
