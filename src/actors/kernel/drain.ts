@@ -1,3 +1,4 @@
+import { Fifo } from '../../infra/fifo.js'
 import type { TypedRef } from './types.js'
 
 /**
@@ -30,42 +31,6 @@ export class HandlerFault {
 /** the failing message (undefined when the failure is not a handler's) and the error it threw */
 export function unwrapFault(error: unknown): { msg: unknown; error: unknown } {
   return error instanceof HandlerFault ? { msg: error.msg, error: error.error } : { msg: undefined, error }
-}
-
-// Compacting is O(remaining), so do it only once the dead prefix is both large and most of the array.
-const COMPACT_AT = 1024
-
-/** FIFO with amortised O(1) shift (Array#shift is O(n), which a 10k-deep mailbox would feel). */
-export class Fifo<T> {
-  private items: (T | undefined)[] = []
-  private head = 0
-
-  get length(): number {
-    return this.items.length - this.head
-  }
-
-  push(item: T): void {
-    this.items.push(item)
-  }
-
-  shift(): T | undefined {
-    if (this.head === this.items.length) return undefined
-    const item = this.items[this.head]
-    this.items[this.head++] = undefined
-    if (this.head === this.items.length) this.clear()
-    else if (this.head >= COMPACT_AT && this.head * 2 >= this.items.length) {
-      this.items = this.items.slice(this.head)
-      this.head = 0
-    }
-    return item
-  }
-
-  // emptied in place: a fresh array per drain would be one more object a long-lived cell keeps past the
-  // young generation (see forgetFiredImmediate); setting the length releases what a deep mailbox used
-  clear(): void {
-    this.items.length = 0
-    this.head = 0
-  }
 }
 
 /**

@@ -12,7 +12,7 @@ export {
 } from './errors.js'
 export { createKernel } from './kernel.js'
 export { createLagReporter, type LagReporter, type LagReporterOptions } from './lag-reporter.js'
-export { ask, PendingAsks, pipeTo, type Settled, tell, tellUntilTaken } from './messaging.js'
+export { ask, pipeTo, type Settled, tell, tellUntilTaken } from './messaging.js'
 export { backoffDelayMs, DEFAULT_MAILBOX_CAPACITY, defaultPolicy } from './policy.js'
 export type {
   ActorContext,

@@ -1,4 +1,5 @@
 import type { WebSocket } from 'ws'
+import { Fifo } from '../fifo.js'
 
 /**
  * One connection's outbound lane (DESIGN §5). Producers (its own actor, the community's fan-out) push ready
@@ -77,36 +78,9 @@ const WRITE_BATCH_BYTES = 64 * 1024
 
 type Socket = { cork(): void; uncork(): void; readonly writableNeedDrain: boolean; on(event: 'drain', fn: () => void): void }
 
-/**
- * First-in first-out without shifting the array on every take. Emptied in place, not replaced: a connection
- * lives long, and a fresh array per flush was one more object per frame copied past the young generation.
- */
-function lane() {
-  let items: string[] = []
-  let head = 0
-  const clear = () => {
-    items.length = 0
-    head = 0
-  }
-  return {
-    push: (f: string) => void items.push(f),
-    take(): string | undefined {
-      if (head === items.length) return undefined
-      const f = items[head++]
-      if (head === items.length) clear()
-      else if (head >= 1024 && head * 2 >= items.length) {
-        items = items.slice(head)
-        head = 0
-      }
-      return f
-    },
-    clear,
-  }
-}
-
 export function createOutboundQueue(ws: WebSocket, opts: OutboundQueueOptions): OutboundQueue {
-  const control = lane()
-  const bulk = lane()
+  const control = new Fifo<string>()
+  const bulk = new Fifo<string>()
   let queuedBytes = 0
   // bytes ever queued / ever handed to ws: an exempt page is the stretch up to exemptEnd
   let queuedTotal = 0
@@ -158,7 +132,7 @@ export function createOutboundQueue(ws: WebSocket, opts: OutboundQueueOptions): 
     }
     return true
   }
-  const take = () => control.take() ?? bulk.take()
+  const take = () => control.shift() ?? bulk.shift()
   /** hands queued frames to ws, control first, while the socket takes them (all of them when `force`) */
   const write = (force: boolean) => {
     while (queuedBytes > 0 && (force || !socket?.writableNeedDrain)) {
@@ -193,12 +167,12 @@ export function createOutboundQueue(ws: WebSocket, opts: OutboundQueueOptions): 
   socket?.on('drain', () => {
     if (queuedBytes > 0) wake()
   })
-  const enqueue = (l: ReturnType<typeof lane>, frame: string): boolean => {
+  const enqueue = (l: Fifo<string>, frame: string): boolean => {
     if (closed || ws.readyState !== ws.OPEN) return false
     add(l, frame)
     return admitted()
   }
-  const add = (l: ReturnType<typeof lane>, frame: string) => {
+  const add = (l: Fifo<string>, frame: string) => {
     l.push(frame)
     // string length is a lower bound of UTF-8 bytes; close enough for a bound measured in MiB
     queuedBytes += frame.length
@@ -217,7 +191,7 @@ export function createOutboundQueue(ws: WebSocket, opts: OutboundQueueOptions): 
       // the answers that explain the close (a ban's NOTICE, OKs) go out; live events no longer matter to a
       // client being closed, and its backlog is freed now rather than handed to ws
       const explaining: string[] = []
-      for (let f = control.take(); f !== undefined; f = control.take()) explaining.push(f)
+      for (let f = control.shift(); f !== undefined; f = control.shift()) explaining.push(f)
       bulk.clear()
       queuedBytes = 0
       for (const f of explaining) {

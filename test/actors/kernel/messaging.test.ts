@@ -6,11 +6,11 @@ import {
   createKernel,
   type Kernel,
   MailboxFullError,
-  PendingAsks,
   type TypedRef,
   tell,
   tellUntilTaken,
 } from '../../../src/actors/kernel'
+import { PendingAsks } from '../../../src/actors/kernel/messaging'
 import { newProbeLog, type ProbeMsg, probe, quickBackoff } from './fixtures'
 import { recordEvents, settle, waitFor } from './harness'
 import { ManualClock } from './manual-clock'
