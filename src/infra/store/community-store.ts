@@ -118,8 +118,12 @@ export interface CommunityStore {
   put(record: CommunityInput, opts?: { create?: boolean }): Promise<{ ok: true } | { ok: false; error: string }>
   /** bans, or re-bans with a new reason and end; `untilSeconds` absent bans until unbanned */
   banPubkey(community: string, pubkey: string, reason: string, untilSeconds?: number): Promise<void>
-  /** the ban in force at `nowSeconds`; a timed ban whose end is <= now is no longer a ban */
-  isBanned(community: string, pubkey: string, nowSeconds: number): Promise<{ reason: string } | undefined>
+  /**
+   * The bans in force at `nowSeconds` among `pubkeys`, by pubkey (the others are not banned); a timed ban
+   * whose end is <= now is no longer a ban. One query for many pubkeys: the per-write check (ban-lookup.ts)
+   * asks for every pubkey that wrote during one round trip at once.
+   */
+  bannedAmong(community: string, pubkeys: readonly string[], nowSeconds: number): Promise<Map<string, { reason: string }>>
   unbanPubkey(community: string, pubkey: string): Promise<void>
   /** bans in force at `nowSeconds`, by pubkey */
   listBans(community: string, nowSeconds: number): Promise<BanRecord[]>

@@ -169,13 +169,17 @@ export async function openPostgresCommunityStore(opts: { url: string }): Promise
         [community, pubkey, reason, untilSeconds ?? null],
       )
     },
-    async isBanned(community, pubkey, nowSeconds) {
+    async bannedAmong(community, pubkeys, nowSeconds) {
       // on every write and AUTH: an unreachable server must fail it, not park it (see withDeadline)
-      const [row] = await withDeadline(
+      const rows = await withDeadline(
         'ban lookup',
-        sql.unsafe(`SELECT reason FROM bans WHERE community = $1 AND pubkey = $2 AND ${inForce('$3')}`, [community, pubkey, nowSeconds], HOT_READ),
+        sql.unsafe(
+          `SELECT pubkey, reason FROM bans WHERE community = $1 AND pubkey = ANY($2::text[]) AND ${inForce('$3')}`,
+          [community, pubkeys as string[], nowSeconds],
+          HOT_READ,
+        ),
       )
-      return row && { reason: row.reason as string }
+      return new Map(rows.map((r) => [r.pubkey as string, { reason: r.reason as string }]))
     },
     async unbanPubkey(community, pubkey) {
       await sql.unsafe('DELETE FROM bans WHERE community = $1 AND pubkey = $2', [community, pubkey])

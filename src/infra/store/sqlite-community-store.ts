@@ -154,9 +154,14 @@ export function openSqliteCommunityStore(file: string): CommunityStore {
     async banPubkey(community, pubkey, reason, untilSeconds) {
       ban.run(community, pubkey, reason, untilSeconds ?? null)
     },
-    async isBanned(community, pubkey, nowSeconds) {
-      const row = banOf.get(community, pubkey, nowSeconds) as { reason: string } | undefined
-      return row && { reason: row.reason }
+    async bannedAmong(community, pubkeys, nowSeconds) {
+      // one indexed probe per pubkey: in-process, each costs microseconds, and the index path stays obvious
+      const found = new Map<string, { reason: string }>()
+      for (const pubkey of pubkeys) {
+        const row = banOf.get(community, pubkey, nowSeconds) as { reason: string } | undefined
+        if (row) found.set(pubkey, { reason: row.reason })
+      }
+      return found
     },
     async unbanPubkey(community, pubkey) {
       unban.run(community, pubkey)
