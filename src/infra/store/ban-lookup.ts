@@ -54,7 +54,14 @@ export function createBanLookup(store: Pick<CommunityStore, 'bannedAmong'>, nowS
         }
         for (const pubkey of chunk) answer(batch.get(pubkey)!, pubkey)
       }
-      store.bannedAmong(community, chunk, now).then(
+      // a store that throws instead of rejecting fails its lookups too, never the microtask or the process
+      let query: Promise<Map<string, { reason: string }>>
+      try {
+        query = store.bannedAmong(community, chunk, now)
+      } catch (error) {
+        query = Promise.reject(error)
+      }
+      void query.then(
         (found) => settle((w, pubkey) => w.resolve(found.get(pubkey))),
         (error: unknown) => settle((w) => w.reject(error)),
       )

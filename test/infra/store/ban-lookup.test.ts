@@ -117,6 +117,23 @@ describe('the per-write ban lookup', () => {
     expect(answers[550]).toEqual({ reason: 'spam' })
   })
 
+  it('fails the lookups of a store that throws instead of rejecting, and asks again at the next lookup', async () => {
+    const s = openCountingStore()
+    let throwing = true
+    const banOf = createBanLookup(
+      {
+        bannedAmong(...args) {
+          if (throwing) throw new Error('store bug')
+          return s.counting.bannedAmong(...args)
+        },
+      },
+      () => NOW,
+    )
+    await expect(banOf('c', pubkey(1))).rejects.toThrow('store bug')
+    throwing = false
+    expect(await banOf('c', pubkey(1))).toBeUndefined()
+  })
+
   it('fails only the lookups of a query that failed; the next lookup asks again', async () => {
     const s = openCountingStore()
     await s.real.banPubkey('c', pubkey(2), 'spam')
