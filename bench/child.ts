@@ -6,7 +6,7 @@ import { createWriteStream, readFileSync } from 'node:fs'
 import type { IntervalHistogram } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { writeHeapSnapshot } from 'node:v8'
-import { type LoopDelay, startLoopDelay, stopLoopDelay } from './loop-delay'
+import { type LoopDelay, startGcPauses, startLoopDelay, stopLoopDelay } from './loop-delay'
 
 export interface MemorySample {
   rss: number
@@ -47,6 +47,7 @@ export async function runRelayChild(start: (dataDir: string) => Promise<StartedR
     return
   }
   let eld: IntervalHistogram | undefined
+  let gcPauses: ReturnType<typeof startGcPauses> | undefined
   process.stdout.write(`${relay.url}\n`)
   send({ type: 'ready', url: relay.url })
   process.on('message', async (req: Request) => {
@@ -75,12 +76,15 @@ export async function runRelayChild(start: (dataDir: string) => Promise<StartedR
           if (process.env.BENCH_HEAP_SNAPSHOTS) snapshotPair(process.env.BENCH_HEAP_SNAPSHOTS)
           eld?.disable()
           eld = startLoopDelay()
+          gcPauses?.stop()
+          gcPauses = startGcPauses()
           result = null
           break
         case 'eld-stop': {
           if (!eld) throw new Error('eld-stop without eld-start')
-          result = stopLoopDelay(eld) satisfies LoopDelay
+          result = { ...stopLoopDelay(eld), gc: gcPauses?.stop() } satisfies LoopDelay
           eld = undefined
+          gcPauses = undefined
           break
         }
         case 'prefill':

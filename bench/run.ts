@@ -600,6 +600,9 @@ function addAgentsRows(o: (typeof size)['agents'], runs: Outcome<AgentsResult>[]
   }
   addOneSided(label, 'relay loop delay p99, steady', 'ms', runs, (r) => r.relayLoopDelay.p99Ms)
   addOneSided(label, 'relay loop delay max, steady', 'ms', runs, (r) => r.relayLoopDelay.maxMs)
+  addOneSided(label, 'relay GC pauses ≥ 10 ms, steady', 'count', runs, (r) => r.relayLoopDelay.gc?.over10Ms ?? 0)
+  addOneSided(label, 'relay GC pause max, steady', 'ms', runs, (r) => r.relayLoopDelay.gc?.maxMs ?? 0)
+  addOneSided(label, 'relay GC pauses total, steady', 'ms', runs, (r) => r.relayLoopDelay.gc?.totalMs ?? 0)
   addOneSided(label, 'relay rss per agent', 'KiB', runs, (r) => r.memory.rssPerAgent / 1024)
   addOneSided(label, 'relay heap+external per agent', 'KiB', runs, (r) => r.memory.heapPerAgent / 1024)
   addOneSided(label, 'steady: relay CPU (heartbeats, traffic)', 'cores', runs, (r) => r.steady.relayCores)
