@@ -1,14 +1,14 @@
 import type { CommunityStore } from './community-store.js'
 
-export type BanLookup = (community: string, pubkey: string) => Promise<{ reason: string } | undefined>
+type Answer = { reason: string } | undefined
+
+export type BanLookup = (community: string, pubkey: string) => Promise<Answer>
 
 /**
  * Pubkeys per query: bounds one statement's parameter, and a burst of more distinct writers than this in one
  * round trip simply takes several queries at once.
  */
 const MAX_PUBKEYS_PER_QUERY = 500
-
-type Answer = { reason: string } | undefined
 
 interface Waiting {
   promise: Promise<Answer>
