@@ -96,6 +96,21 @@ export const configSchema = z.object({
   // Cluster mode (DESIGN §7): both set ⇒ this node joins the cluster; both empty ⇒ the embedded default.
   redisUrl: z.string().default('').describe('Redis for shared gates and cross-node fan-out: redis://[user:password@]host:port[/db] (rediss:// for TLS), or a Redis Cluster as redis+cluster://[user:password@]host:port[,host:port...] (seed nodes); empty = in-process'),
   databaseUrl: z.string().default('').describe('PostgreSQL for events, communities and bans (postgres://...); empty = SQLite in dataDir'),
+  // Issue 12: the relay mesh gives some state (a NIP-29 channel's moderation) exactly one owner node. Off by
+  // default: the embedded relay has one node, and a cluster without it keeps the community actor as owner.
+  mesh: z.enum(['off', 'on']).default('off').describe('the relay mesh: on gives each channel one owner node (needs redisUrl and databaseUrl)'),
+  meshPort: z.number().int().min(0).max(65_535).default(7778).describe('TCP port for the tunnel between mesh nodes (0 = any free port)'),
+  meshHost: z.string().default('').describe('address the mesh port binds; empty = the same as host'),
+  // Behind NAT or in containers the bound address is not the one peers can dial.
+  meshAdvertisedAddress: z
+    .string()
+    .regex(/^([^\s/:]+|\[[0-9a-fA-F:.]+\])?(:\d{1,5})?$/)
+    .default('')
+    .describe('host[:port] peers dial to reach this node\'s mesh port; empty = the bound address and port'),
+  // Issue 12: 6 s renewed every 2 s, so two renewals may fail in a row before the owner stops. A dead owner's
+  // sessions are taken over within ~TTL + 1 s (Kubernetes leader election waits 15 s, Orleans ~15 s).
+  meshLeaseTtlMs: z.number().int().min(100).default(6_000).describe('how long a mesh session lease lasts without renewal, ms'),
+  meshLeaseRenewMs: z.number().int().min(20).default(2_000).describe('how often an owner renews its session leases, ms; at most half of meshLeaseTtlMs'),
   // The durable backstop when an archive broadcast is lost: every node re-reads the community list this often.
   revalidateSeconds: z
     .number()
@@ -270,6 +285,14 @@ export const configSchema = z.object({
     .default([])
     .describe('communities from the config file, added to those in the database (JSON in env)'),
 })
+  .superRefine((c, ctx) => {
+    if (c.mesh === 'on' && !(c.redisUrl && c.databaseUrl)) {
+      ctx.addIssue({ code: 'custom', path: ['mesh'], message: 'mesh "on" needs cluster mode: set redisUrl and databaseUrl' })
+    }
+    if (c.meshLeaseRenewMs * 2 > c.meshLeaseTtlMs) {
+      ctx.addIssue({ code: 'custom', path: ['meshLeaseRenewMs'], message: 'must be at most half of meshLeaseTtlMs, so one failed renewal never loses the lease' })
+    }
+  })
 
 export type Config = z.infer<typeof configSchema>
 export type ConfigInput = z.input<typeof configSchema>

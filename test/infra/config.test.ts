@@ -50,6 +50,22 @@ describe('configuration', () => {
     expect([c.limits.maxConnectionsPerIp, c.rateLimits.apiPerIp.burst]).toEqual([5, 7])
   })
 
+  it('reads APIARY_MESH, APIARY_MESH_PORT and the lease timings, off by default with a 6 s lease renewed every 2 s', () => {
+    const d = loadConfig({ env: {} })
+    expect([d.mesh, d.meshPort, d.meshLeaseTtlMs, d.meshLeaseRenewMs]).toEqual(['off', 7778, 6_000, 2_000])
+    const cluster = { APIARY_REDIS_URL: 'redis://127.0.0.1:6379', APIARY_DATABASE_URL: 'postgres://127.0.0.1/test' }
+    const c = loadConfig({ env: { ...cluster, APIARY_MESH: 'on', APIARY_MESH_PORT: '9000', APIARY_MESH_ADVERTISED_ADDRESS: 'node-2.internal:9001' } })
+    expect([c.mesh, c.meshPort, c.meshAdvertisedAddress]).toEqual(['on', 9000, 'node-2.internal:9001'])
+    expect(() => loadConfig({ env: { ...cluster, APIARY_MESH: 'yes' } })).toThrow(ConfigError)
+  })
+
+  it('refuses the mesh without cluster mode, and a renewal interval over half the lease', () => {
+    expect(() => loadConfig({ env: { APIARY_MESH: 'on' } })).toThrow(/mesh "on" needs cluster mode/)
+    expect(() => loadConfig({ env: { APIARY_MESH: 'on', APIARY_REDIS_URL: 'redis://127.0.0.1:6379' } })).toThrow(ConfigError)
+    expect(loadConfig({ env: { APIARY_MESH_LEASE_TTL_MS: '4000', APIARY_MESH_LEASE_RENEW_MS: '2000' } }).meshLeaseRenewMs).toBe(2_000)
+    expect(() => loadConfig({ env: { APIARY_MESH_LEASE_TTL_MS: '3999', APIARY_MESH_LEASE_RENEW_MS: '2000' } })).toThrow(/at most half/)
+  })
+
   it('keeps the README config table identical to the schema (run `npm run docs` after changing it)', () => {
     expect(readFileSync('README.md', 'utf8')).toContain(configTableMarkdown())
   })

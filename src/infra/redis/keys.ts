@@ -17,6 +17,7 @@
 // Formatters take values our own code produced and throw RangeError on a bad one (a bug); parseChannel and
 // parseIpSegment take text from outside and return a Result.
 
+import { SESSION_ID } from '../../protocols/mesh/session-id.js'
 import { CHANNEL_ID } from '../../protocols/nip29.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import { err, ok, type Result } from '../../protocols/result.js'
@@ -112,6 +113,30 @@ export function cacheInvalidationChannel(community: string): string {
   return scoped(community, 'cache-invalidation')
 }
 
+/**
+ * `apiary:{c}:session:<session>:lease` — who owns a mesh session now: `owner|generation|kind`, expiring with
+ * the lease (src/infra/mesh/session-directory.ts). Same hash slot as its generation key: one script holds both.
+ */
+export function sessionLeaseKey(community: string, session: string): string {
+  return scoped(community, 'session', checkSessionId(session), 'lease')
+}
+
+/**
+ * `apiary:{c}:session:<session>:generation` — the last generation handed out for a session. It never expires:
+ * a generation is never issued twice, however long a session sits unowned.
+ */
+export function sessionGenerationKey(community: string, session: string): string {
+  return scoped(community, 'session', checkSessionId(session), 'generation')
+}
+
+/** `apiary:mesh:ready:<runtime>` — a node's signed readiness record (global: the mesh spans every community). */
+export function meshReadyKey(runtime: string): string {
+  return `${MESH_READY_PREFIX}${checkHex(runtime, 'runtime id')}`
+}
+
+/** Every readiness key starts with this (SCAN's MATCH is it plus `*`). */
+export const MESH_READY_PREFIX = `${ROOT}:mesh:ready:`
+
 const CHANNEL_NAME = /^apiary:\{([^{}]*)\}:(.*)$/
 
 /**
@@ -206,6 +231,11 @@ function toPrincipalSegment(principal: string): string {
 function scoped(community: string, ...parts: string[]): string {
   if (!COMMUNITY_ID_PATTERN.test(community)) throw new RangeError(`not a community id: ${JSON.stringify(community.slice(0, 80))}`)
   return `${ROOT}:{${community}}:${parts.join(':')}`
+}
+
+function checkSessionId(session: string): string {
+  if (!SESSION_ID.test(session)) throw new RangeError(`not a mesh session id: ${JSON.stringify(session.slice(0, 80))}`)
+  return session
 }
 
 function checkHex(value: string, what: string): string {

@@ -8,12 +8,15 @@ import {
   ipConnKey,
   ipOpenKey,
   isChannelId,
+  meshReadyKey,
   nip98Key,
   type ParsedChannel,
   parseChannel,
   parseIpSegment,
   presenceKey,
   rateLimitKey,
+  sessionGenerationKey,
+  sessionLeaseKey,
 } from '../../../src/infra/redis/keys'
 import { prefixOf } from '../../../src/protocols/reasons'
 
@@ -39,6 +42,9 @@ describe('Redis key and channel names', () => {
     [eventsChannel('acme', 'dev_ops-2'), 'apiary:{acme}:ev:dev_ops-2'],
     [connControlChannel('acme'), 'apiary:{acme}:conn-control'],
     [cacheInvalidationChannel('acme'), 'apiary:{acme}:cache-invalidation'],
+    [sessionLeaseKey('acme', 'channel:dev_ops-2'), 'apiary:{acme}:session:channel:dev_ops-2:lease'],
+    [sessionGenerationKey('acme', 'channel:general'), 'apiary:{acme}:session:channel:general:generation'],
+    [meshReadyKey(PK), `apiary:mesh:ready:${PK}`],
   ])('formats %s', (got, want) => {
     expect(got).toBe(want)
   })
@@ -71,6 +77,11 @@ describe('Redis key and channel names', () => {
     ['a socket with no address', () => ipConnKey('unknown')],
     ['a name as an open-socket count address', () => ipOpenKey('relay.example')],
     ['an address with a port as an api budget address', () => ipApiKey('203.0.113.7:80')],
+    ['a session of an unknown kind', () => sessionLeaseKey('acme', 'room:general')],
+    ['a session id with an uppercase channel', () => sessionGenerationKey('acme', 'channel:Dev')],
+    ['a session id with a brace', () => sessionLeaseKey('acme', 'channel:a}b')],
+    ['a 65-character session channel id (limit 64)', () => sessionLeaseKey('acme', `channel:${'c'.repeat(65)}`)],
+    ['an uppercase runtime id', () => meshReadyKey(PK.toUpperCase())],
   ])('refuses to format a key from %s (a bug, so RangeError)', (_what, format) => {
     expect(format).toThrow(RangeError)
   })
