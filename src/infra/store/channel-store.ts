@@ -4,6 +4,7 @@
  * stored as ordinary events in the EventStore; these rows are what the access gate consults.
  */
 import type { ChannelRole } from '../../protocols/nip29.js'
+import type { SessionFence } from './session-fence.js'
 
 export type { ChannelRole }
 
@@ -31,6 +32,8 @@ export interface ChannelMember {
   role: ChannelRole
 }
 
+export type ChannelWrites = Pick<ChannelStore, 'create' | 'update' | 'remove' | 'putMember' | 'removeMember'>
+
 export interface ChannelStore {
   /** a new channel with `creator` as its admin, in one transaction; 'exists' for any used id, deleted ones too */
   create(community: string, channel: ChannelInit, creator: string): Promise<'created' | 'exists'>
@@ -54,5 +57,12 @@ export interface ChannelStore {
   memberChannels(community: string, pubkeys: readonly string[]): Promise<Set<string>>
   /** every member, admins first, then by pubkey */
   members(community: string, channel: string): Promise<ChannelMember[]>
+  /**
+   * The same mutations, each in one transaction fenced for a mesh session (session-fence.ts): a stale
+   * generation rejects with FencedError and changes nothing.
+   */
+  fencedWrites(fence: SessionFence): ChannelWrites
+  /** the highest generation that has written for a mesh session; 0 when none has */
+  storedGeneration(community: string, session: string): Promise<number>
   close(): Promise<void>
 }

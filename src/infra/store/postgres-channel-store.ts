@@ -1,5 +1,6 @@
-import type { ChannelMember, ChannelRecord, ChannelRole, ChannelStore } from './channel-store.js'
+import type { ChannelMember, ChannelRecord, ChannelRole, ChannelStore, ChannelWrites } from './channel-store.js'
 import { connectPostgres, migrate, type Sql, withDeadline } from './postgres-schema.js'
+import { runFenced, SESSION_FENCE_MIGRATIONS, storedGeneration } from './postgres-session-fence.js'
 
 /**
  * NIP-29 channels on PostgreSQL, shared by every node; same behaviour as sqlite-channel-store.ts. Every
@@ -71,23 +72,61 @@ const toRecord = (r: Row): ChannelRecord => ({
   createdAt: r.created_at as number,
 })
 
+type Query = (text: string, params: unknown[]) => Promise<Row[]>
+
+const queryOn =
+  (sql: Sql): Query =>
+  (text, params) =>
+    sql.unsafe(text, params as never[], { prepare: true }).then((rows) => rows)
+
+/** The mutations, each run by `inTransaction` (its own transaction, or a fenced one) with `q` as its connection. */
+function channelWrites(inTransaction: <T>(work: (q: Query, tx: Sql) => Promise<T>) => Promise<T>): ChannelWrites {
+  return {
+    create: (community, c, creator) =>
+      inTransaction(async (q) => {
+        const rows = await q(CREATE, [community, c.id, c.name, c.about, c.picture, c.private, c.closed, c.createdAt, creator])
+        return rows.length > 0 ? 'created' : 'exists'
+      }),
+    update: (community, id, p) =>
+      inTransaction(async (q) => {
+        const params = [community, id, p.name ?? null, p.about ?? null, p.picture ?? null, p.private ?? null, p.closed ?? null]
+        const [row] = await q(UPDATE, params)
+        return row && toRecord(row)
+      }),
+    remove: (community, id) => inTransaction((_q, tx) => removeChannelIn(tx, community, id)),
+    putMember: (community, channel, pubkey, role) =>
+      inTransaction(async (q) => {
+        const [row] = await q(PUT_MEMBER, [community, channel, pubkey, role])
+        if (!row) return 'unchanged'
+        return row.added ? 'added' : 'updated'
+      }),
+    removeMember: (community, channel, pubkey) =>
+      inTransaction(async (q) => {
+        const rows = await q('DELETE FROM channel_members WHERE community = $1 AND channel = $2 AND pubkey = $3 RETURNING 1', [community, channel, pubkey])
+        return rows.length > 0
+      }),
+  }
+}
+
 export async function openPostgresChannelStore(opts: { url: string }): Promise<ChannelStore> {
   // read on cache misses of the access gate and written by moderation events: a small pool is plenty
   const sql = connectPostgres(opts.url, 4)
   try {
     await migrate(sql, 'channels', [CHANNELS_V1, CHANNELS_V2])
+    await migrate(sql, 'mesh', SESSION_FENCE_MIGRATIONS)
   } catch (err) {
     await sql.end({ timeout: 1 })
     throw err
   }
-  const q = (text: string, params: unknown[]): Promise<Row[]> =>
-    sql.unsafe(text, params as never[], { prepare: true }).then((rows) => rows)
+  const q = queryOn(sql)
+  // a single statement needs no transaction of its own; removal's two statements do
+  const unfenced = channelWrites((work) => work(q, sql))
+  const plain: ChannelWrites = { ...unfenced, remove: (community, id) => sql.begin((tx) => removeChannelIn(tx as unknown as Sql, community, id)) }
 
   return {
-    async create(community, c, creator) {
-      const rows = await q(CREATE, [community, c.id, c.name, c.about, c.picture, c.private, c.closed, c.createdAt, creator])
-      return rows.length > 0 ? 'created' : 'exists'
-    },
+    ...plain,
+    fencedWrites: (fence) => channelWrites((work) => runFenced(sql, fence, (tx) => work(queryOn(tx), tx))),
+    storedGeneration: (community, session) => storedGeneration(sql, community, session),
     async get(community, ids) {
       const out = new Map<string, ChannelRecord>()
       if (ids.length === 0) return out
@@ -110,22 +149,6 @@ export async function openPostgresChannelStore(opts: { url: string }): Promise<C
         q(`SELECT ${COLUMNS} FROM channels WHERE community = $1 AND (private OR deleted) ORDER BY id`, [community]),
       )
       return rows.map(toRecord)
-    },
-    async update(community, id, p) {
-      const params = [community, id, p.name ?? null, p.about ?? null, p.picture ?? null, p.private ?? null, p.closed ?? null]
-      const [row] = await q(UPDATE, params)
-      return row && toRecord(row)
-    },
-    remove: (community, id) => removeChannel(sql, community, id),
-    async putMember(community, channel, pubkey, role) {
-      const [row] = await q(PUT_MEMBER, [community, channel, pubkey, role])
-      if (!row) return 'unchanged'
-      return row.added ? 'added' : 'updated'
-    },
-    async removeMember(community, channel, pubkey) {
-      const params = [community, channel, pubkey]
-      const rows = await q('DELETE FROM channel_members WHERE community = $1 AND channel = $2 AND pubkey = $3 RETURNING 1', params)
-      return rows.length > 0
     },
     async rolesOf(community, channel, pubkeys) {
       const out = new Map<string, ChannelRole>()
@@ -167,14 +190,9 @@ export async function openPostgresChannelStore(opts: { url: string }): Promise<C
  * Two statements in one transaction, not one: the UPDATE may wait for a racing putMember's row lock, and
  * only a later statement's snapshot sees the member that putMember committed, so the DELETE drops it too.
  */
-async function removeChannel(sql: Sql, community: string, id: string): Promise<boolean> {
-  return sql.begin(async (tx) => {
-    const marked = await tx.unsafe('UPDATE channels SET deleted = true WHERE community = $1 AND id = $2 AND NOT deleted RETURNING id', [
-      community,
-      id,
-    ])
-    if (marked.length === 0) return false
-    await tx.unsafe('DELETE FROM channel_members WHERE community = $1 AND channel = $2', [community, id])
-    return true
-  })
+async function removeChannelIn(tx: Sql, community: string, id: string): Promise<boolean> {
+  const marked = await tx.unsafe('UPDATE channels SET deleted = true WHERE community = $1 AND id = $2 AND NOT deleted RETURNING id', [community, id])
+  if (marked.length === 0) return false
+  await tx.unsafe('DELETE FROM channel_members WHERE community = $1 AND channel = $2', [community, id])
+  return true
 }

@@ -5,6 +5,8 @@ import { createGroupCommit } from './group-commit.js'
 import { type PgQuery, toCountSql, toQuerySql } from './postgres-query.js'
 import { commitBatch, deleteEvents, type SaveRequest } from './postgres-save.js'
 import { connectPostgres, DeadlineError, EVENT_MIGRATIONS, migrate, withDeadline } from './postgres-schema.js'
+import { SESSION_FENCE_MIGRATIONS } from './postgres-session-fence.js'
+import { FencedError, type SessionFence } from './session-fence.js'
 
 export interface PostgresEventStoreOptions {
   /** postgres://user@host:port/database */
@@ -24,6 +26,12 @@ export interface PostgresEventStoreStats {
 /** The cluster EventStore; `stats()` is for tests and metrics, not part of the port. */
 export interface PostgresEventStore extends EventStore {
   stats(): PostgresEventStoreStats
+  /**
+   * A mesh session's events (issue 12), in one transaction of their own fenced for `fence`: a stale generation
+   * rejects with FencedError and stores none of them. Not through group commit, where one fenced-off session
+   * would fail every other community's events in the batch.
+   */
+  saveFenced(requests: readonly SaveRequest[], fence: SessionFence): Promise<SaveOutcome[]>
 }
 
 /** Write transactions in flight at once: two keep the database busy while one batch waits on its round trip. */
@@ -43,6 +51,7 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
   const sql = connectPostgres(opts.url)
   try {
     await migrate(sql, 'events', EVENT_MIGRATIONS)
+    await migrate(sql, 'mesh', SESSION_FENCE_MIGRATIONS)
   } catch (cause) {
     await sql.end({ timeout: 1 })
     throw new StoreError('event store migration failed', { cause })
@@ -98,6 +107,16 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
         const rows = planned.length === 1 && planned[0]!.limited ? pages[0]! : merge(pages)
         return rows.map((r): StoredEvent => storedEvent(r[0], r[3], r[1]))
       }),
+    async saveFenced(requests, fence) {
+      if (requests.some((r) => kindClass(r.event.kind) === 'ephemeral')) throw new Error('ephemeral kinds must never reach the event store')
+      if (closing) throw new StoreError('event store is closed')
+      try {
+        return await withDeadline('event store fenced commit', commitBatch(sql, requests, fence))
+      } catch (cause) {
+        if (cause instanceof FencedError) throw cause
+        throw new StoreError('event store fenced write failed', { cause })
+      }
+    },
     // outside group commit: its own transaction, ordered against saves of the same ids by their id locks
     deleteEvents: (community, ids) => read('delete', () => deleteEvents(sql, community, ids)),
     count: (community, filters, o) =>

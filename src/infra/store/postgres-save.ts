@@ -6,6 +6,8 @@ import { expirationOf } from '../../protocols/nip40.js'
 import { forEachIndexedTag, type SaveOutcome } from './event-store.js'
 import { idLockKey, type Plan, planRegularRun, RAW_SEPARATOR, type Row, SAVE_REGULAR, type Statement } from './postgres-save-run.js'
 import { type Sql, toIndexText } from './postgres-schema.js'
+import { asFenced, CLAIM_SESSION, claimParams } from './postgres-session-fence.js'
+import type { SessionFence } from './session-fence.js'
 
 /**
  * The write decisions of the PostgreSQL store, made by the database so that nodes sharing it agree (DESIGN §7).
@@ -246,13 +248,17 @@ const MAX_ATTEMPTS = 3
  * COMMIT (three). A failed statement aborts the transaction: the statements after it fail with 25P02 and COMMIT
  * answers ROLLBACK, so the batch rejects with the first real error (and a deadlock runs again, as before).
  */
-export function commitBatch(sql: Sql, batch: readonly SaveRequest[]): Promise<SaveOutcome[]> {
+export function commitBatch(sql: Sql, batch: readonly SaveRequest[], fence?: SessionFence): Promise<SaveOutcome[]> {
   const plans = planBatch(batch)
   const lockIds = toLockIds(plans.flatMap((p) => p.lockKeys))
-  return retrying(() => pipelinedTransaction(sql, plans, lockIds))
+  const claim: Statement[] = fence ? [{ sql: CLAIM_SESSION, params: claimParams(fence) }] : []
+  return retrying(() => pipelinedTransaction(sql, plans, lockIds, claim)).catch((error: unknown) => {
+    throw fence ? asFenced(error, fence) : error
+  })
 }
 
-async function pipelinedTransaction(sql: Sql, plans: readonly Plan[], lockIds: readonly string[]): Promise<SaveOutcome[]> {
+/** `claim`: a mesh session's fence, checked after the locks and before any write (postgres-session-fence.ts). */
+async function pipelinedTransaction(sql: Sql, plans: readonly Plan[], lockIds: readonly string[], claim: readonly Statement[]): Promise<SaveOutcome[]> {
   const tx = await sql.reserve()
   try {
     const run = (s: Statement): Promise<Row[]> => tx.unsafe(s.sql, s.params as never[], { prepare: true }).then((r) => r)
@@ -260,7 +266,7 @@ async function pipelinedTransaction(sql: Sql, plans: readonly Plan[], lockIds: r
     const begin = tx.unsafe('BEGIN').then(() => undefined)
     const body: Promise<unknown>[] = [begin]
     try {
-      body.push(run({ sql: LOCK_KEYS, params: [lockIds as string[]] }), ...plans.map((p) => Promise.all(p.statements.map(run))))
+      body.push(run({ sql: LOCK_KEYS, params: [lockIds as string[]] }), ...claim.map(run), ...plans.map((p) => Promise.all(p.statements.map(run))))
     } catch (error) {
       // a statement that could not even be sent: the connection must not go back to the pool mid-transaction
       await Promise.allSettled([...body, tx.unsafe('ROLLBACK')])
@@ -273,7 +279,8 @@ async function pipelinedTransaction(sql: Sql, plans: readonly Plan[], lockIds: r
     if (failed.length > 0) throw failed.find((e) => e?.code !== IN_FAILED_TRANSACTION) ?? failed[0]
     const done = settled.at(-1) as PromiseFulfilledResult<string>
     if (done.value !== 'COMMIT') throw new Error(`event store: COMMIT answered ${done.value}`)
-    return plans.flatMap((p, i) => p.outcomes((settled[i + 2] as PromiseFulfilledResult<Row[][]>).value))
+    const first = 2 + claim.length // BEGIN, the locks, the claim
+    return plans.flatMap((p, i) => p.outcomes((settled[i + first] as PromiseFulfilledResult<Row[][]>).value))
   } finally {
     tx.release()
   }

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3'
-import type { ChannelInit, ChannelMember, ChannelRecord, ChannelRole, ChannelStore } from './channel-store.js'
+import type { ChannelInit, ChannelMember, ChannelRecord, ChannelRole, ChannelStore, ChannelWrites } from './channel-store.js'
+import { FencedError, type SessionFence } from './session-fence.js'
 
 /**
  * NIP-29 channels on SQLite, in the communities' file. A deleted channel keeps its row with `deleted = 1`, so
@@ -28,6 +29,14 @@ CREATE TABLE IF NOT EXISTS channel_members (
 ) WITHOUT ROWID;
 -- the access gate asks which channels a reader is in, once per REQ
 CREATE INDEX IF NOT EXISTS channel_members_by_pubkey ON channel_members (community, pubkey);
+-- mesh session fences (session-fence.ts): the highest generation that wrote, per session
+CREATE TABLE IF NOT EXISTS mesh_sessions (
+  community TEXT NOT NULL,
+  session TEXT NOT NULL,
+  generation INTEGER NOT NULL,
+  owner TEXT NOT NULL,
+  PRIMARY KEY (community, session)
+) WITHOUT ROWID;
 `
 
 interface ChannelRow {
@@ -119,9 +128,35 @@ export function openSqliteChannelStore(file: string): ChannelStore {
     return before === undefined ? 'added' : 'updated'
   })
 
+  const claim = db.prepare(
+    `INSERT INTO mesh_sessions (community, session, generation, owner) VALUES (?, ?, ?, ?)
+     ON CONFLICT DO UPDATE SET generation = excluded.generation, owner = excluded.owner
+     WHERE generation < excluded.generation OR (generation = excluded.generation AND owner = excluded.owner)`,
+  )
+  const selectGeneration = db.prepare('SELECT generation FROM mesh_sessions WHERE community = ? AND session = ?').pluck()
+  // the mutation runs inside the claim's transaction (as a savepoint when it is a transaction itself)
+  const fenced = db.transaction(<T>(f: SessionFence, run: () => T): T => {
+    if (claim.run(f.community, f.session, f.generation, f.owner).changes === 0) throw new FencedError(f)
+    return run()
+  })
+  const writesBy = (inTransaction: <T>(run: () => T) => T): ChannelWrites => ({
+    create: async (community, channel, creator) => inTransaction(() => create(community, channel, creator)),
+    update: async (community, id, p) =>
+      inTransaction(() => {
+        const row = update.get(p.name ?? null, p.about ?? null, p.picture ?? null, bit(p.private), bit(p.closed), community, id)
+        return row === undefined ? undefined : toRecord(row as ChannelRow)
+      }),
+    remove: async (community, id) => inTransaction(() => remove(community, id)),
+    putMember: async (community, channel, pubkey, role) => inTransaction(() => putMember(community, channel, pubkey, role)),
+    removeMember: async (community, channel, pubkey) => inTransaction(() => deleteMember.run(community, channel, pubkey).changes > 0),
+  })
+  const immediate = db.transaction(<T>(run: () => T): T => run())
+
   return {
-    async create(community, channel, creator) {
-      return create.immediate(community, channel, creator)
+    ...writesBy(<T>(run: () => T) => immediate.immediate(run) as T),
+    fencedWrites: (fence) => writesBy(<T>(run: () => T) => fenced.immediate(fence, run) as T),
+    async storedGeneration(community, session) {
+      return Number(selectGeneration.get(community, session) ?? 0)
     },
     async get(community, ids) {
       const out = new Map<string, ChannelRecord>()
@@ -134,19 +169,6 @@ export function openSqliteChannelStore(file: string): ChannelStore {
     },
     async restricted(community) {
       return (selectRestricted.all(community) as ChannelRow[]).map(toRecord)
-    },
-    async update(community, id, p) {
-      const row = update.get(p.name ?? null, p.about ?? null, p.picture ?? null, bit(p.private), bit(p.closed), community, id)
-      return row === undefined ? undefined : toRecord(row as ChannelRow)
-    },
-    async remove(community, id) {
-      return remove.immediate(community, id)
-    },
-    async putMember(community, channel, pubkey, role) {
-      return putMember.immediate(community, channel, pubkey, role)
-    },
-    async removeMember(community, channel, pubkey) {
-      return deleteMember.run(community, channel, pubkey).changes > 0
     },
     async rolesOf(community, channel, pubkeys) {
       const out = new Map<string, ChannelRole>()

@@ -200,6 +200,49 @@ export function describeChannelStoreContract(name: string, open: () => Promise<C
       })
     })
 
+    describe('mesh session fence', () => {
+      const owner = (c: string) => c.repeat(64)
+      const fence = (generation: number, who = owner('1')) => ({ community, session: 'channel:fenced', generation, owner: who })
+
+      it('writes under a generation, records it, and lets the same owner write again at it', async () => {
+        expect(await store.storedGeneration(community, 'channel:fenced')).toBe(0)
+        expect(await store.fencedWrites(fence(3)).create(community, channel('fenced'), pubkey('a'))).toBe('created')
+        expect(await store.fencedWrites(fence(3)).putMember(community, 'fenced', pubkey('b'), 'member')).toBe('added')
+        expect(await (await another()).storedGeneration(community, 'channel:fenced')).toBe(3)
+      })
+
+      it('refuses every write of a stale generation once a newer one wrote, and changes nothing', async () => {
+        await store.fencedWrites(fence(1)).create(community, channel('fenced'), pubkey('a'))
+        const newer = await another()
+        await newer.fencedWrites(fence(2, owner('2'))).putMember(community, 'fenced', pubkey('b'), 'member')
+        const stale = store.fencedWrites(fence(1))
+        await expect(stale.putMember(community, 'fenced', pubkey('c'), 'member')).rejects.toMatchObject({ code: 'APIARY_MESH_FENCED' })
+        await expect(stale.removeMember(community, 'fenced', pubkey('b'))).rejects.toMatchObject({ code: 'APIARY_MESH_FENCED' })
+        await expect(stale.update(community, 'fenced', { name: 'stale' })).rejects.toMatchObject({ code: 'APIARY_MESH_FENCED' })
+        await expect(stale.remove(community, 'fenced')).rejects.toMatchObject({ code: 'APIARY_MESH_FENCED' })
+        await expect(stale.create(community, channel('other'), pubkey('a'))).rejects.toMatchObject({ code: 'APIARY_MESH_FENCED' })
+        expect((await store.members(community, 'fenced')).map((m) => m.pubkey)).toEqual([pubkey('a'), pubkey('b')])
+        expect((await store.get(community, ['fenced', 'other'])).get('fenced')?.name).toBe('channel fenced')
+        expect((await store.get(community, ['other'])).size).toBe(0)
+        expect(await store.storedGeneration(community, 'channel:fenced')).toBe(2)
+      })
+
+      it('refuses a second owner writing under the same generation', async () => {
+        await store.fencedWrites(fence(5, owner('1'))).create(community, channel('fenced'), pubkey('a'))
+        const rival = store.fencedWrites(fence(5, owner('2')))
+        await expect(rival.putMember(community, 'fenced', pubkey('c'), 'member')).rejects.toMatchObject({ code: 'APIARY_MESH_FENCED' })
+        expect(await store.rolesOf(community, 'fenced', [pubkey('c')])).toEqual(new Map())
+      })
+
+      it('keeps sessions and communities apart', async () => {
+        await store.fencedWrites(fence(9)).create(community, channel('fenced'), pubkey('a'))
+        const elsewhere = { ...fence(1), session: 'channel:other' }
+        expect(await store.fencedWrites(elsewhere).create(community, channel('other'), pubkey('a'))).toBe('created')
+        const otherCommunity = { ...fence(1), community: `${community}-x` }
+        expect(await store.fencedWrites(otherCommunity).create(otherCommunity.community, channel('fenced'), pubkey('a'))).toBe('created')
+      })
+    })
+
     describe('isolation', () => {
       it('keeps the same channel id in two communities apart: records, members and removal', async () => {
         const other = `${community}-other`

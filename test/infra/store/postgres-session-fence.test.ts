@@ -1,0 +1,110 @@
+import { randomUUID } from 'node:crypto'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { openPostgresEventStore, type PostgresEventStore } from '../../../src/infra/store/postgres-event-store'
+import { connectPostgres, migrate, type Sql } from '../../../src/infra/store/postgres-schema'
+import { runFenced, SESSION_FENCE_MIGRATIONS, storedGeneration } from '../../../src/infra/store/postgres-session-fence'
+import { FencedError, type SessionFence } from '../../../src/infra/store/session-fence'
+import { makeKeys, signEvent } from '../../support/events'
+import { createTestDatabase, type TestDatabase } from '../../support/postgres'
+import { NOW } from './contract-context'
+
+/**
+ * The fence as the database enforces it, with two "nodes" (connection pools) on one PostgreSQL: the point of
+ * the fence is what happens when a stale owner's transaction overlaps its successor's.
+ */
+let db: TestDatabase
+let nodeA: Sql
+let nodeB: Sql
+let events: PostgresEventStore
+beforeAll(async () => {
+  db = await createTestDatabase()
+  nodeA = connectPostgres(db.url, 2)
+  nodeB = connectPostgres(db.url, 2)
+  await migrate(nodeA, 'mesh', SESSION_FENCE_MIGRATIONS)
+  events = await openPostgresEventStore({ url: db.url, groupCommitMaxEvents: 16, groupCommitMaxDelayMs: 1 })
+})
+afterAll(async () => {
+  await Promise.all([nodeA?.end(), nodeB?.end(), events?.close()])
+  await db?.drop()
+})
+
+const OLD = 'a'.repeat(64)
+const NEW = 'b'.repeat(64)
+const fenceOf = (community: string, generation: number, owner: string): SessionFence => ({ community, session: 'channel:x', generation, owner })
+const community = () => `f-${randomUUID().slice(0, 8)}`
+const note = (community: string, content: string) => signEvent(makeKeys(), { kind: 1, content, created_at: NOW, tags: [['h', 'x']] })
+const marks = (sql: Sql, c: string) => sql.unsafe('SELECT count(*)::int AS n FROM mesh_sessions WHERE community = $1', [c])
+
+/** A fenced transaction that holds its claim (and so the session row's lock) until `release` is called. */
+function holdingTransaction(sql: Sql, fence: SessionFence) {
+  let release!: () => void
+  const held = new Promise<void>((r) => {
+    release = r
+  })
+  let claimed!: () => void
+  const claimedNow = new Promise<void>((r) => {
+    claimed = r
+  })
+  const done = runFenced(sql, fence, async () => {
+    claimed()
+    await held
+  })
+  return { release, claimedNow, done }
+}
+
+/** Resolves once a backend of this database is blocked on a lock (the fence's row lock here). */
+async function someoneWaitsOnALock(): Promise<void> {
+  for (;;) {
+    const [row] = await nodeB.unsafe("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
+    if ((row?.n as number) > 0) return
+    await new Promise((r) => setTimeout(r, 10))
+  }
+}
+
+describe('mesh session fence on PostgreSQL', () => {
+  it('refuses a stale owner whose transaction waited behind its successor, even though it started first', async () => {
+    const c = community()
+    await runFenced(nodeA, fenceOf(c, 1, OLD), async () => {})
+    const successor = holdingTransaction(nodeB, fenceOf(c, 2, NEW))
+    await successor.claimedNow
+    // the stale owner's claim blocks on the row lock the successor holds
+    const stale = runFenced(nodeA, fenceOf(c, 1, OLD), (tx) => tx.unsafe("INSERT INTO mesh_sessions VALUES ($1, 'channel:leak', 1, 'x')", [c]))
+    await someoneWaitsOnALock()
+    successor.release()
+    await successor.done
+    await expect(stale).rejects.toBeInstanceOf(FencedError)
+    expect(await storedGeneration(nodeA, c, 'channel:x')).toBe(2)
+    expect((await marks(nodeA, c))[0]?.n).toBe(1) // the stale insert rolled back with its claim
+  })
+
+  it('lets a successor write after a stale owner that claimed first commits: generations only rise', async () => {
+    const c = community()
+    const old = holdingTransaction(nodeA, fenceOf(c, 1, OLD))
+    await old.claimedNow
+    const successor = runFenced(nodeB, fenceOf(c, 2, NEW), async () => 'written')
+    await someoneWaitsOnALock()
+    old.release()
+    await old.done
+    expect(await successor).toBe('written')
+    await expect(runFenced(nodeA, fenceOf(c, 1, OLD), async () => {})).rejects.toMatchObject({ code: 'APIARY_MESH_FENCED' })
+  })
+
+  it('stores none of a stale owner\'s events, and all of the current owner\'s', async () => {
+    const c = community()
+    const fresh = note(c, 'by the owner')
+    const [outcome] = await events.saveFenced([{ community: c, event: fresh.event, raw: fresh.raw }], fenceOf(c, 7, NEW))
+    expect(outcome?.status).toBe('saved')
+    const staleEvents = [note(c, 'stale 1'), note(c, 'stale 2')]
+    const stale = events.saveFenced(
+      staleEvents.map((e) => ({ community: c, event: e.event, raw: e.raw })),
+      fenceOf(c, 6, OLD),
+    )
+    await expect(stale).rejects.toBeInstanceOf(FencedError)
+    const stored = await events.query(c, [{ kinds: [1] }], { now: NOW + 10 })
+    expect(stored.map((s) => s.event.id)).toEqual([fresh.event.id])
+  })
+
+  it('reads 0 as the stored generation of a session that never wrote', async () => {
+    expect(await storedGeneration(nodeA, community(), 'channel:never')).toBe(0)
+  })
+})
