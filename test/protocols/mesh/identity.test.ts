@@ -3,6 +3,7 @@ import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex } from '@noble/hashes/utils.js'
 import { describe, expect, it } from 'vitest'
 import { attestationDigest, attestRuntime, checkAttestation } from '../../../src/protocols/mesh/attestation'
+import { checkProof, type MeshIdentity, parseHello, parseHelloProof, proveRuntime, toHello } from '../../../src/protocols/mesh/hello'
 import { isPreferredLink } from '../../../src/protocols/mesh/link-choice'
 import { buildReadinessRecord, parseReadinessRecord, READINESS_TTL_MS, type ReadinessRecord } from '../../../src/protocols/mesh/readiness'
 import { toSigningKey } from '../../../src/protocols/nip01/sign'
@@ -92,5 +93,32 @@ describe('one link per pair of nodes', () => {
       expect(isPreferredLink(a, b) !== isPreferredLink(b, a)).toBe(true)
     }
     expect(() => isPreferredLink(small, small)).toThrow(RangeError)
+  })
+})
+
+describe('tunnel hello', () => {
+  const identity = (k = newKey()): MeshIdentity => ({ runtimeKey: k, relayPubkey: relay.pubkey, attestation: attestRuntime(relay, k.pubkey) })
+  const [dialer, acceptor] = [identity(), identity()]
+  const [d, a] = [dialer.runtimeKey.pubkey, acceptor.runtimeKey.pubkey]
+  const nonce = 'ab'.repeat(32)
+
+  it('accepts a proof over our own nonce in the prover\'s role, and nothing else', () => {
+    const proof = proveRuntime(acceptor, 'acceptor', nonce, d)
+    expect(checkProof(proof, 'acceptor', nonce, a, d).ok).toBe(true)
+    // the same signature is no proof in the other role, for another nonce, or for another verifier
+    expect(checkProof(proof, 'dialer', nonce, a, d)).toEqual({ ok: false, error: 'invalid: runtime proof does not verify' })
+    expect(checkProof(proof, 'acceptor', 'cd'.repeat(32), a, d).ok).toBe(false)
+    expect(checkProof(proof, 'acceptor', nonce, a, newKey().pubkey).ok).toBe(false)
+    expect(checkProof(undefined, 'acceptor', nonce, a, d)).toEqual({ ok: false, error: 'invalid: hello without proof' })
+  })
+
+  it('refuses a hello from ourselves, from another relay, or with unknown fields', () => {
+    const hello = toHello(dialer, nonce, { to: a })
+    expect(parseHello(hello, relay.pubkey, a)).toEqual({ ok: true, value: hello })
+    expect(parseHello(hello, relay.pubkey, d)).toEqual({ ok: false, error: 'invalid: a node does not link to itself' })
+    expect(parseHello(hello, otherRelay.pubkey, a)).toEqual({ ok: false, error: 'invalid: attested by another relay key' })
+    expect(parseHello({ ...hello, extra: 1 }, relay.pubkey, a)).toEqual({ ok: false, error: 'invalid: malformed hello' })
+    expect(parseHello({ ...hello, v: 2 }, relay.pubkey, a).ok).toBe(false)
+    expect(parseHelloProof({ proof: 'x' })).toEqual({ ok: false, error: 'invalid: malformed hello proof' })
   })
 })

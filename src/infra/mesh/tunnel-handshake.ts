@@ -1,0 +1,166 @@
+// Opening a tunnel (issue 12): the Hello exchange of protocols/mesh/hello.ts on a WebSocket, on both sides,
+// and only then the tunnel itself (tunnel.ts). Written with callbacks, not awaits, on purpose: `ws` emits
+// every message of one TCP read synchronously, so a request sent right behind the last handshake frame would
+// be emitted before an awaited continuation could attach the tunnel's listener, and lost. Here the tunnel is
+// opened inside the listener that read the last handshake frame, before the next message is emitted.
+import { randomBytes } from 'node:crypto'
+import { WebSocket, WebSocketServer } from 'ws'
+import { CONTROL_STREAM_ID, encodeFrame, encodeJsonPayload, FRAME_HEADER_BYTES, FrameType, MAX_FRAME_PAYLOAD_BYTES, parseFrame, parseJsonPayload } from '../../protocols/mesh/frames.js'
+import { checkProof, type Hello, type MeshIdentity, parseHello, parseHelloProof, proveRuntime, toHello } from '../../protocols/mesh/hello.js'
+import type { Result } from '../../protocols/result.js'
+import { DEFAULT_TUNNEL_LIMITS, openTunnel, type Tunnel, TunnelError, type TunnelHandlers, type TunnelLimits } from './tunnel.js'
+
+export interface TunnelSetup {
+  identity: MeshIdentity
+  anchorRelayPubkey: string
+  /** what serves the requests and control frames of a tunnel to `peer` */
+  handlersFor(peer: string): TunnelHandlers
+  limits?: TunnelLimits
+  handshakeTimeoutMs?: number
+}
+
+/** One frame's payload: no mesh frame is larger, so ws refuses anything more before it is buffered. */
+export const MAX_MESSAGE_BYTES = FRAME_HEADER_BYTES + MAX_FRAME_PAYLOAD_BYTES
+const DEFAULT_HANDSHAKE_TIMEOUT_MS = 5_000
+
+const newNonce = () => randomBytes(32).toString('hex')
+
+function sendJson(socket: WebSocket, type: FrameType, json: unknown) {
+  socket.send(encodeFrame({ type, more: false, streamId: CONTROL_STREAM_ID, requestId: 0, payload: encodeJsonPayload(json) }))
+}
+
+/** The JSON of a handshake frame of `type`; anything else is a refusal. */
+function readHandshake(data: Buffer, isBinary: boolean, type: FrameType): Result<unknown, string> {
+  if (!isBinary) return { ok: false, error: 'invalid: text message on a mesh tunnel' }
+  const frame = parseFrame(new Uint8Array(data.buffer, data.byteOffset, data.byteLength))
+  if (!frame.ok) return frame
+  const { type: got, payload } = frame.value
+  if (got === FrameType.Goodbye || got === FrameType.Error) {
+    const said = parseJsonPayload(payload)
+    const reason = said.ok ? (said.value as { reason?: unknown } | null)?.reason : undefined
+    const text = typeof reason === 'string' ? reason.slice(0, 200) : 'no reason'
+    return { ok: false, error: got === FrameType.Goodbye && reason === 'stale' ? 'stale: the peer says this endpoint is another runtime' : `error: mesh peer refused the handshake (${text})` }
+  }
+  if (got !== type) return { ok: false, error: `invalid: expected frame type ${type}, got ${got}` }
+  return parseJsonPayload(frame.value.payload)
+}
+
+/** Runs `step` on each message until it returns a tunnel or a refusal; times out after `ms`. */
+function handshake(socket: WebSocket, ms: number, steps: ((data: Buffer, isBinary: boolean) => Tunnel | string | undefined)[]): Promise<Tunnel> {
+  return new Promise((resolve, reject) => {
+    let i = 0
+    const fail = (why: string, goodbye?: 'stale') => {
+      cleanup()
+      if (goodbye) sendJson(socket, FrameType.Goodbye, { reason: goodbye })
+      else if (socket.readyState === WebSocket.OPEN) sendJson(socket, FrameType.Error, { reason: why })
+      socket.close()
+      reject(new TunnelError('HANDSHAKE', why))
+    }
+    const timer = setTimeout(() => fail(`invalid: mesh handshake not finished within ${ms} ms`), ms)
+    const onMessage = (data: Buffer, isBinary: boolean) => {
+      const out = steps[i++]?.(data, isBinary)
+      if (typeof out === 'string') fail(out, out.startsWith('stale') ? 'stale' : undefined)
+      else if (out) {
+        cleanup()
+        resolve(out)
+      }
+    }
+    const onClose = () => fail('error: mesh peer closed during the handshake')
+    const cleanup = () => {
+      clearTimeout(timer)
+      socket.off('message', onMessage)
+      socket.off('close', onClose)
+    }
+    socket.on('message', onMessage)
+    socket.on('close', onClose)
+    socket.on('error', () => {})
+  })
+}
+
+/** Dial `expectedPeer` at `endpoint`; resolves once both sides proved their runtime keys. */
+export function dialTunnel(endpoint: string, expectedPeer: string, setup: TunnelSetup): Promise<Tunnel> {
+  const { identity, anchorRelayPubkey } = setup
+  const self = identity.runtimeKey.pubkey
+  const socket = new WebSocket(endpoint, { maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false, handshakeTimeout: setup.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS })
+  const nonce = newNonce()
+  return new Promise<Tunnel>((resolve, reject) => {
+    socket.once('error', (e) => reject(new TunnelError('HANDSHAKE', `error: mesh dial to ${endpoint} failed (${e.message})`)))
+    socket.once('open', () => {
+      sendJson(socket, FrameType.Hello, toHello(identity, nonce, { to: expectedPeer }))
+      handshake(socket, setup.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS, [
+        (data, isBinary) => {
+          const json = readHandshake(data, isBinary, FrameType.Hello)
+          if (!json.ok) return json.error
+          const hello = parseHello(json.value, anchorRelayPubkey, self)
+          if (!hello.ok) return hello.error
+          if (hello.value.runtime !== expectedPeer) return `stale: ${endpoint} is now runtime ${hello.value.runtime.slice(0, 12)}`
+          const proved = checkProof(hello.value.proof, 'acceptor', nonce, hello.value.runtime, self)
+          if (!proved.ok) return proved.error
+          sendJson(socket, FrameType.HelloProof, { proof: proveRuntime(identity, 'dialer', hello.value.nonce, expectedPeer) })
+          return openTunnel(socket, { self, peer: expectedPeer, role: 'dialer' }, setup.handlersFor(expectedPeer), setup.limits ?? DEFAULT_TUNNEL_LIMITS)
+        },
+      ]).then(resolve, reject)
+    })
+  })
+}
+
+/** Accept tunnels on `server`'s connections; `onTunnel` gets each one that completed its handshake. */
+export function acceptTunnels(server: WebSocketServer, setup: TunnelSetup, onTunnel: (t: Tunnel) => void, onRefused: (why: string) => void): void {
+  const { identity, anchorRelayPubkey } = setup
+  const self = identity.runtimeKey.pubkey
+  server.on('connection', (socket) => {
+    const nonce = newNonce()
+    let dialer: Hello | undefined
+    handshake(socket, setup.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS, [
+      (data, isBinary) => {
+        const json = readHandshake(data, isBinary, FrameType.Hello)
+        if (!json.ok) return json.error
+        const hello = parseHello(json.value, anchorRelayPubkey, self)
+        if (!hello.ok) return hello.error
+        if (hello.value.to !== self) return `stale: this endpoint is runtime ${self.slice(0, 12)}`
+        dialer = hello.value
+        sendJson(socket, FrameType.Hello, toHello(identity, nonce, { proof: proveRuntime(identity, 'acceptor', dialer.nonce, dialer.runtime) }))
+        return undefined
+      },
+      (data, isBinary) => {
+        const json = readHandshake(data, isBinary, FrameType.HelloProof)
+        if (!json.ok || !dialer) return json.ok ? 'invalid: hello proof before hello' : json.error
+        const proof = parseHelloProof(json.value)
+        if (!proof.ok) return proof.error
+        const proved = checkProof(proof.value, 'dialer', nonce, dialer.runtime, self)
+        if (!proved.ok) return proved.error
+        return openTunnel(socket, { self, peer: dialer.runtime, role: 'acceptor' }, setup.handlersFor(dialer.runtime), setup.limits ?? DEFAULT_TUNNEL_LIMITS)
+      },
+    ]).then(onTunnel, (e: Error) => onRefused(e.message))
+  })
+}
+
+export interface TunnelServer {
+  port: number
+  close(): Promise<void>
+}
+
+/** A WebSocket server on `host:port` (0 = any free port) that accepts tunnels. */
+export async function startTunnelServer(
+  host: string,
+  port: number,
+  setup: TunnelSetup,
+  onTunnel: (t: Tunnel) => void,
+  onRefused: (why: string) => void,
+): Promise<TunnelServer> {
+  const server = new WebSocketServer({ host, port, maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false })
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve)
+    server.once('error', reject)
+  })
+  acceptTunnels(server, setup, onTunnel, onRefused)
+  const address = server.address()
+  return {
+    port: typeof address === 'object' && address ? address.port : port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const client of server.clients) client.terminate()
+        server.close(() => resolve())
+      }),
+  }
+}

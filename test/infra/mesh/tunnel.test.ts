@@ -1,0 +1,190 @@
+import { schnorr } from '@noble/curves/secp256k1.js'
+import { afterEach, describe, expect, it } from 'vitest'
+import type { ControlType, Tunnel, TunnelEnd, TunnelHandlers } from '../../../src/infra/mesh/tunnel'
+import { dialTunnel, startTunnelServer, type TunnelServer, type TunnelSetup } from '../../../src/infra/mesh/tunnel-handshake'
+import { attestRuntime } from '../../../src/protocols/mesh/attestation'
+import { FrameType } from '../../../src/protocols/mesh/frames'
+import type { MeshIdentity } from '../../../src/protocols/mesh/hello'
+import { toSigningKey } from '../../../src/protocols/nip01/sign'
+import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy'
+
+const newKey = () => toSigningKey(schnorr.utils.randomSecretKey())
+const relay = newKey()
+const identityOf = (relayKey = relay): MeshIdentity => {
+  const runtimeKey = newKey()
+  return { runtimeKey, relayPubkey: relayKey.pubkey, attestation: attestRuntime(relayKey, runtimeKey.pubkey) }
+}
+
+/** A handler that echoes, reversed, so a response is never mistaken for its request. */
+const echo: TunnelHandlers = {
+  onRequest: async (body) => Uint8Array.from(body).reverse(),
+  onControl: () => {},
+}
+
+const cleanups: (() => Promise<unknown> | unknown)[] = []
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c()
+})
+
+interface Node {
+  identity: MeshIdentity
+  setup: TunnelSetup
+  server: TunnelServer
+  accepted: Tunnel[]
+  refused: string[]
+  endpoint: string
+  nextTunnel(): Promise<Tunnel>
+}
+
+async function startNode(handlers: TunnelHandlers = echo, identity = identityOf()): Promise<Node> {
+  const setup: TunnelSetup = { identity, anchorRelayPubkey: relay.pubkey, handlersFor: () => handlers, handshakeTimeoutMs: 2_000 }
+  const accepted: Tunnel[] = []
+  const refused: string[] = []
+  const waiting: ((t: Tunnel) => void)[] = []
+  const server = await startTunnelServer(
+    '127.0.0.1',
+    0,
+    setup,
+    (t) => {
+      accepted.push(t)
+      waiting.shift()?.(t)
+    },
+    (why) => refused.push(why),
+  )
+  cleanups.push(() => server.close())
+  return {
+    identity,
+    setup,
+    server,
+    accepted,
+    refused,
+    endpoint: `ws://127.0.0.1:${server.port}`,
+    nextTunnel: () => (accepted.length > 0 ? Promise.resolve(accepted.shift()!) : new Promise((r) => waiting.push(r))),
+  }
+}
+
+async function link(a: Node, b: Node, endpoint = b.endpoint): Promise<[Tunnel, Tunnel]> {
+  const accepted = b.nextTunnel()
+  const dialed = await dialTunnel(endpoint, b.identity.runtimeKey.pubkey, a.setup)
+  cleanups.push(() => dialed.goodbye('ended'))
+  return [dialed, await accepted]
+}
+
+const bytes = (n: number, seed = 3) => Uint8Array.from({ length: n }, (_, i) => (i * seed) & 0xff)
+
+describe('mesh tunnel', () => {
+  it('opens after both runtimes prove their keys, and names the peer and the dialer on both sides', async () => {
+    const [a, b] = [await startNode(), await startNode()]
+    const [ab, ba] = await link(a, b)
+    const [ra, rb] = [a.identity.runtimeKey.pubkey, b.identity.runtimeKey.pubkey]
+    expect([ab.peer, ab.role, ab.dialer]).toEqual([rb, 'dialer', ra])
+    expect([ba.peer, ba.role, ba.dialer]).toEqual([ra, 'acceptor', ra])
+    expect(Buffer.from(await ab.request(bytes(10), 2_000))).toEqual(Buffer.from(bytes(10)).reverse())
+    expect(Buffer.from(await ba.request(bytes(3, 7), 2_000))).toEqual(Buffer.from(bytes(3, 7)).reverse())
+  })
+
+  it('carries a 5 MiB body each way: chunked into 1 MiB frames and paced by credit', async () => {
+    const [a, b] = [await startNode(), await startNode()]
+    const [ab] = await link(a, b)
+    const body = bytes(5 * 1024 * 1024 + 17)
+    const answer = await ab.request(body, 10_000)
+    expect(answer.byteLength).toBe(body.byteLength)
+    expect(Buffer.from(answer).equals(Buffer.from(body).reverse())).toBe(true)
+    expect(ab.stats()).toMatchObject({ queuedBytes: 0, outbound: 0 })
+  })
+
+  it('refuses a runtime attested by another relay key, on both sides', async () => {
+    const b = await startNode()
+    const foreign = identityOf(newKey())
+    const dial = dialTunnel(b.endpoint, b.identity.runtimeKey.pubkey, { ...b.setup, identity: foreign })
+    await expect(dial).rejects.toMatchObject({ code: 'HANDSHAKE' })
+    await expect.poll(() => b.refused).toEqual([expect.stringContaining('attested by another relay key')])
+  })
+
+  it('refuses, as stale, an endpoint that is now another runtime', async () => {
+    const [a, b] = [await startNode(), await startNode()]
+    const gone = newKey().pubkey
+    await expect(dialTunnel(b.endpoint, gone, a.setup)).rejects.toThrow(/stale/)
+    expect(b.accepted).toEqual([])
+  })
+
+  it('answers a failed request with its reason, and the tunnel stays up', async () => {
+    const failing: TunnelHandlers = { ...echo, onRequest: async (body) => (body[0] === 0 ? Promise.reject(new Error('restricted: not the owner')) : body) }
+    const [a, b] = [await startNode(), await startNode(failing)]
+    const [ab] = await link(a, b)
+    await expect(ab.request(Uint8Array.of(0), 2_000)).rejects.toMatchObject({ code: 'PEER_ERROR', message: 'restricted: not the owner' })
+    expect(Buffer.from(await ab.request(Uint8Array.of(1, 2), 2_000))).toEqual(Buffer.from([1, 2]))
+  })
+
+  it('cancels a request at its deadline: the caller hears TIMEOUT and the handler sees its signal abort', async () => {
+    let aborted!: () => void
+    const sawAbort = new Promise<void>((r) => {
+      aborted = r
+    })
+    const hanging: TunnelHandlers = {
+      ...echo,
+      onRequest: (_body, signal) =>
+        new Promise((_resolve, reject) => {
+          signal.addEventListener('abort', () => {
+            aborted()
+            reject(new Error('cancelled'))
+          })
+        }),
+    }
+    const [a, b] = [await startNode(), await startNode(hanging)]
+    const [ab, ba] = await link(a, b)
+    await expect(ab.request(Uint8Array.of(1), 100)).rejects.toMatchObject({ code: 'TIMEOUT' })
+    await sawAbort
+    await expect.poll(() => ba.stats().inbound).toBe(0)
+  })
+
+  it('ends with Goodbye{draining}: the peer learns why, and its pending requests fail at once', async () => {
+    const never: TunnelHandlers = { ...echo, onRequest: () => new Promise(() => {}) }
+    const [a, b] = [await startNode(), await startNode(never)]
+    const [ab, ba] = await link(a, b)
+    const pending = ab.request(Uint8Array.of(1), 30_000)
+    await expect.poll(() => ba.stats().inbound).toBe(1)
+    ba.goodbye('draining')
+    await expect(pending).rejects.toMatchObject({ code: 'CLOSED' })
+    expect(await ab.closed).toEqual<TunnelEnd>({ reason: 'draining', byPeer: true })
+    expect(await ba.closed).toEqual<TunnelEnd>({ reason: 'draining', byPeer: false })
+  })
+
+  it('delivers control frames (gossip) in order to the peer', async () => {
+    const seen: [ControlType, unknown][] = []
+    const listening: TunnelHandlers = { ...echo, onControl: (type, json) => seen.push([type, json]) }
+    const [a, b] = [await startNode(), await startNode(listening)]
+    const [ab] = await link(a, b)
+    for (let i = 0; i < 5; i++) expect(ab.sendControl(FrameType.Gossip, { round: i })).toBe(true)
+    expect(ab.sendControl(FrameType.Ping, { t: 1 })).toBe(true)
+    await expect.poll(() => seen.length).toBe(6)
+    expect(seen.map(([, json]) => json)).toEqual([{ round: 0 }, { round: 1 }, { round: 2 }, { round: 3 }, { round: 4 }, { t: 1 }])
+    expect(seen[5]?.[0]).toBe(FrameType.Ping)
+  })
+
+  it('holds memory flat toward a peer that stops reading: credit stops the sender, and a full queue refuses at once', async () => {
+    const [a, b] = [await startNode(), await startNode()]
+    const proxy: TcpProxy = await startTcpProxy(b.server.port)
+    cleanups.push(() => proxy.close())
+    const [ab] = await link(a, b, `ws://127.0.0.1:${proxy.port}`)
+    proxy.stall()
+    const MiB = 1024 * 1024
+    // five 12 MiB requests, three times a stream's 4 MiB window each. One body of several chunks leaves at a
+    // time, so only the first has released its window to the socket; the rest waits for credit the stalled peer
+    // never grants
+    const sent = [1, 2, 3, 4, 5].map((seed) => ab.request(bytes(12 * MiB, seed), 60_000).catch((e: unknown) => e))
+    expect(ab.stats()).toMatchObject({ queuedBytes: 60 * MiB - 4 * MiB, outbound: 5 })
+    await expect.poll(() => ab.stats().bufferedAmount).toBeLessThanOrEqual(4 * MiB)
+    // a single-frame request still passes beside the big ones (it only waits for the stalled peer itself)
+    const small = ab.request(bytes(100), 60_000)
+    expect(ab.stats().queuedBytes).toBe(56 * MiB)
+    // past the 64 MiB queue a new request is refused at once instead of growing the queue
+    await expect(ab.request(bytes(12 * MiB), 60_000)).rejects.toMatchObject({ code: 'BUSY' })
+    expect(ab.stats()).toMatchObject({ queuedBytes: 56 * MiB, outbound: 6 })
+    proxy.resume()
+    const answers = await Promise.all(sent)
+    expect(answers.map((x) => (x instanceof Uint8Array ? x.byteLength : String(x)))).toEqual([12 * MiB, 12 * MiB, 12 * MiB, 12 * MiB, 12 * MiB])
+    expect((await small).byteLength).toBe(100)
+    expect(ab.stats()).toMatchObject({ queuedBytes: 0, outbound: 0 })
+  })
+})
