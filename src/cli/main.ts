@@ -12,6 +12,7 @@ export const USAGE = `usage:
   apiary admin <method> [args...] --url <http(s)://host[:port]/> [--key <secret hex>]   (apiary admin --help)
   apiary channel <command> [args...] --url <ws(s)://host[:port]> [--key <secret hex>]   (apiary channel --help)
   apiary agent attest <agent pubkey> [--conditions C] --key <owner secret hex>        (apiary agent --help)
+  apiary mesh status --url <http(s)://host[:port]/> [--json]                          (apiary mesh --help)
   apiary --help
 `
 
@@ -25,6 +26,7 @@ const COMMANDS: Record<string, (argv: string[], env: Env) => Promise<number>> = 
   admin: async (argv, env) => (await import('./admin.js')).runAdmin(argv, env),
   channel: async (argv, env) => (await import('./channel.js')).runChannel(argv, env),
   agent: async (argv, env) => (await import('./agent.js')).runAgent(argv, env),
+  mesh: async (argv, env) => (await import('./mesh.js')).runMesh(argv, env),
 }
 
 export async function main(argv: string[], env: Env): Promise<number> {

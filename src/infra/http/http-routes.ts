@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { MESH_STATUS_DISABLED, type MeshStatus } from '../../protocols/mesh/status.js'
 import type { Metrics } from '../metrics.js'
 import { isManagementRequest } from './nip86/endpoint.js'
 
@@ -12,6 +13,8 @@ export interface HttpSurface {
   health(): Promise<{ ready: boolean; degraded: string[] }>
   /** NIP-86 management (nip86/endpoint.ts): resolves the community itself, answers 404 for an unknown host */
   manage(req: IncomingMessage, res: ServerResponse): Promise<void>
+  /** this node's view of the mesh (protocols/mesh/status.ts); undefined while the mesh is off */
+  meshStatus?: () => MeshStatus
 }
 
 const CORS = {
@@ -26,7 +29,10 @@ const send = (res: ServerResponse, status: number, type: string, body: string, e
   res.end(body)
 }
 
-/** GET / (NIP-11 or a short text), POST / (NIP-86), /metrics, /health/live, /health/ready. Unknown host ⇒ 404 before anything else. */
+/**
+ * GET / (NIP-11 or a short text), POST / (NIP-86), /metrics, /mesh/status, /health/live, /health/ready.
+ * The node's own endpoints (health, metrics, mesh status) answer on any host; for the rest an unknown host ⇒ 404.
+ */
 export async function handleHttp(req: IncomingMessage, res: ServerResponse, s: HttpSurface): Promise<void> {
   const path = (req.url ?? '/').split('?')[0]
   if (path === '/health/live') return send(res, 200, 'text/plain', 'ok\n')
@@ -35,6 +41,10 @@ export async function handleHttp(req: IncomingMessage, res: ServerResponse, s: H
     return send(res, health.ready ? 200 : 503, 'application/json', `${JSON.stringify(health)}\n`)
   }
   if (path === '/metrics') return send(res, 200, s.metrics.registry.contentType, await s.metrics.registry.metrics())
+  if (path === '/mesh/status') {
+    if (s.meshStatus === undefined) return send(res, 404, 'application/json', `${JSON.stringify(MESH_STATUS_DISABLED)}\n`)
+    return send(res, 200, 'application/json', `${JSON.stringify(s.meshStatus())}\n`)
+  }
   if (!s.isKnownHost(req.headers.host)) return send(res, 404, 'text/plain', 'not found\n')
   if (req.method === 'OPTIONS') {
     res.writeHead(204, CORS)
