@@ -56,6 +56,13 @@ export function createMetrics() {
       labelNames: ['reason'],
       registers: r,
     }),
+    meshFenceRejections: new Counter({
+      name: 'apiary_mesh_fence_rejections_total',
+      help: 'mesh session frames and writes refused by the fence (stale, no-lease, future, owner-mismatch)',
+      labelNames: ['reason'],
+      registers: r,
+    }),
+    meshRegistrySkipped: new Counter({ name: 'apiary_mesh_registry_skipped_total', help: 'mesh readiness records skipped (malformed, expired, foreign, unsigned)', registers: r }),
     eventsReceived: new Counter({ name: 'apiary_events_received_total', help: 'EVENT messages received', registers: r }),
     eventsAccepted: new Counter({ name: 'apiary_events_accepted_total', help: 'events answered OK true', registers: r }),
     eventsRejected: new Counter({

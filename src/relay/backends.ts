@@ -30,7 +30,7 @@ import type { CommunityStore } from '../infra/store/community-store.js'
 import type { EventStore } from '../infra/store/event-store.js'
 import { openPostgresChannelStore } from '../infra/store/postgres-channel-store.js'
 import { openPostgresCommunityStore } from '../infra/store/postgres-community-store.js'
-import { openPostgresEventStore } from '../infra/store/postgres-event-store.js'
+import { openPostgresEventStore, type PostgresEventStore } from '../infra/store/postgres-event-store.js'
 import { openSqliteChannelStore } from '../infra/store/sqlite-channel-store.js'
 import { openSqliteCommunityStore } from '../infra/store/sqlite-community-store.js'
 import { openSqliteEventStore } from '../infra/store/sqlite-event-store.js'
@@ -51,6 +51,10 @@ export interface Backends {
   /** sockets open per client IP (limits.maxConnectionsPerIp): this node's embedded, the cluster's in a cluster */
   connectionSlots: ConnectionSlots
   bus: Bus
+  /** the command client (cluster mode): the relay mesh's directory and registry use it too */
+  redis?: RedisClient
+  /** the PostgreSQL event store (cluster mode): fenced saves for the relay mesh */
+  postgresEvents?: PostgresEventStore
   /** spawns the actors that own backend connections (the Redis subscriber bridge) */
   startBridges(kernel: Kernel): void
   /** the backends that do not answer right now (`postgres`, `redis`, `sqlite`): empty when all do */
@@ -117,6 +121,9 @@ export async function openBackends(config: Config, log: Logger, opts: OpenBacken
       mode: 'cluster',
       nodeId,
       events,
+      redis,
+      // a store brought by the embedding program has no fenced saves: the mesh refuses to start without them
+      postgresEvents: 'saveFenced' in events ? (events as PostgresEventStore) : undefined,
       communities,
       channels,
       limiter: createRedisRateLimiter({ redis, log }),

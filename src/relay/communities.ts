@@ -2,7 +2,7 @@
 // nodes, and reconcile the running set with the store (revalidation, archiving).
 import { communityActor, communityPath } from '../actors/community/community-actor.js'
 import { type CommunityLink, createCommunityLink } from '../actors/community/community-link.js'
-import type { CommunityMsg } from '../actors/community/messages.js'
+import type { CommunityMsg, PublishOutcome } from '../actors/community/messages.js'
 import { ask, createLagReporter, type Kernel, tell } from '../actors/kernel/index.js'
 import { principalPath } from '../actors/principal/principal-actor.js'
 import type { Config } from '../infra/config.js'
@@ -12,6 +12,7 @@ import type { Metrics } from '../infra/metrics.js'
 import { type RelayKey, signAsRelay } from '../infra/relay-key.js'
 import type { CommunityRecord } from '../infra/store/community-store.js'
 import type { Verifier } from '../infra/verify/verifier.js'
+import type { VerifiedEvent } from '../protocols/nip01/event.js'
 import type { Backends } from './backends.js'
 
 export interface CommunitiesDeps {
@@ -24,6 +25,8 @@ export interface CommunitiesDeps {
   metrics: Metrics
   log: Logger
   nowSeconds: () => number
+  /** the relay mesh, when on: channel changes go to each channel's owner node */
+  mesh?: { moderate(community: string, channel: string, event: VerifiedEvent, raw: string): Promise<PublishOutcome> }
 }
 
 export interface Communities {
@@ -96,6 +99,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
         cluster,
         presence,
         leaseSweepMs: config.leaseSweepSeconds * 1000,
+        mesh: d.mesh,
         lagged: (skipped) => {
           if (skipped === 0) return
           metrics.subscriptionsLost.inc(skipped)

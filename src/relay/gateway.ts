@@ -221,6 +221,10 @@ export function acceptConnections(d: GatewayDeps) {
   })
 
   return {
+    /** open client connections on this node */
+    get connections() {
+      return live.size
+    },
     /** Stop accepting, say goodbye with 1001 (going away), and wait for every connection actor to stop. */
     async close() {
       closing = true

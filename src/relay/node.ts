@@ -34,6 +34,7 @@ import { type Backends, openBackends } from './backends.js'
 import { type Communities, createCommunities } from './communities.js'
 import { acceptConnections } from './gateway.js'
 import { createManagementOps } from './management.js'
+import { type Mesh, openMesh } from './mesh.js'
 import { relayInfoFor, tierOf } from './relay-info.js'
 
 export interface NodeDeps {
@@ -54,6 +55,8 @@ export interface RunningNode {
   key: RelayKey
   backends: Backends
   communities: Communities
+  /** the relay mesh, when on (cluster mode, APIARY_MESH=on) */
+  mesh?: Mesh
   /** graceful: stop accepting, close sockets with 1001, flush commits, release backends */
   close(): Promise<void>
 }
@@ -83,7 +86,10 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     const verifier = await openVerifier(config, log)
     undo.push(() => verifier.close())
     b.startBridges(kernel)
-    const communities = createCommunities({ kernel, config, backends: b, verifier, relayKey: key, tenants, metrics, log, nowSeconds })
+    let clients = () => 0
+    const mesh = config.mesh === 'on' ? await openMesh({ config, kernel, backends: b, key, tenants, verifier, metrics, log, nowSeconds, load: () => clients() }) : undefined
+    if (mesh) undo.push(() => mesh.close())
+    const communities = createCommunities({ kernel, config, backends: b, verifier, relayKey: key, tenants, metrics, log, nowSeconds, mesh })
     undo.push(() => kernel.stopPrefix('community/'))
     communities.start(records)
     const revalidateTimer = setInterval(() => void communities.reconcile(), config.revalidateSeconds * 1000)
@@ -116,6 +122,7 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
           return { ready: degraded.length === 0, degraded }
         },
         manage,
+        meshStatus: mesh ? () => mesh.status() : undefined,
       }).catch((error: unknown) => {
         log.error({ err: error }, 'http handler failed')
         if (!res.headersSent) res.writeHead(500).end()
@@ -141,11 +148,14 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       nowSeconds,
       communityRef: (id) => kernel.lookup<CommunityMsg>(communityPath(id)),
     })
+    clients = () => gateway.connections
     undo.push(() => closeHttp(http))
     undo.push(() => gateway.close())
+    // the first step of a close: the mesh hands its sessions over while this node still serves its clients
+    if (mesh) undo.push(() => mesh.drain())
     const url = await listenOn(http, config)
     log.info({ url, mode: b.mode, node: b.nodeId, communities: records.map((r) => r.id) }, 'apiary listening')
-    return { url, key, backends: b, communities, close: unwind }
+    return { url, key, backends: b, communities, mesh, close: unwind }
   } catch (error) {
     await unwind()
     throw error

@@ -2,7 +2,7 @@ import { bytesToHex } from '@noble/hashes/utils.js'
 import { afterEach, describe, expect, it } from 'vitest'
 import { AgentClient, type AgentClientOptions, AgentError, type AgentStateChange } from '../../src/client/index'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
-import { auth, fresh, httpGet, publish, reqEvents, useRelays } from '../e2e/helpers'
+import { auth, eventually, fresh, httpGet, publish, reqEvents, useRelays } from '../e2e/helpers'
 import { managementUrl, nip98Header, postNip86 } from '../e2e/nip86-client'
 import { makeKeys, signEvent } from '../support/events'
 import type { TestRelay } from '../support/relay'
@@ -181,7 +181,9 @@ describe('an agent behind a path that hangs without closing (half-open socket)',
     await until(() => agent.state === 'ACTIVE', 10_000, 'ACTIVE again')
     const c = await connect(r.url)
     await until(() => agent.metrics().queueLength === 0, 5000, 'the queue to flush')
-    expect(await reqEvents(c, [{ ids: [queued.id] }])).toHaveLength(1)
+    // leaving the queue is the send, not the commit: read until the relay has stored it
+    const stored = await eventually(() => reqEvents(c, [{ ids: [queued.id] }]), (found) => found.length === 1)
+    expect(stored).toHaveLength(1)
     c.close()
     expect(agent.metrics().reconnects).toBeGreaterThanOrEqual(1)
   })

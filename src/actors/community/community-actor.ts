@@ -18,7 +18,7 @@ import type { EventStore } from '../../infra/store/event-store.js'
 import { KIND_DEPARTURE } from '../../protocols/agent-registry.js'
 import type { CacheInvalidationOp } from '../../protocols/control.js'
 import type { Limits } from '../../protocols/limits.js'
-import { type NostrEvent, parseEventShape } from '../../protocols/nip01/event.js'
+import { type NostrEvent, parseEventShape, type VerifiedEvent } from '../../protocols/nip01/event.js'
 import type { EventTemplate } from '../../protocols/nip29.js'
 import { reason } from '../../protocols/reasons.js'
 import { assertNever } from '../../protocols/result.js'
@@ -56,6 +56,7 @@ import {
   onApplied,
   onByeDone,
   onLateCommit,
+  onModerated,
   onPrepared,
   onPresenceSet,
   onPublish,
@@ -63,7 +64,7 @@ import {
   onWriteDone,
 } from './community-writes.js'
 import { LiveFeed } from './live-feed.js'
-import { type CommunityMsg, REDELIVER } from './messages.js'
+import { type CommunityMsg, type PublishOutcome, REDELIVER } from './messages.js'
 import { RecentIds } from './recent-ids.js'
 import { type ConnectionRegistry, SubscriptionIndex } from './subscription-index.js'
 import { WriteOrder } from './write-order.js'
@@ -94,6 +95,8 @@ export interface CommunityDeps {
   sweepIntervalMs?: number
   /** how often tracked agents' leases are checked (leaseSweepSeconds); default 30 s */
   leaseSweepMs?: number
+  /** the relay mesh (cluster mode, APIARY_MESH=on): channel changes are decided by each channel's owner node */
+  mesh?: { moderate(community: string, channel: string, event: VerifiedEvent, raw: string): Promise<PublishOutcome> }
 }
 
 export interface CommunityState {
@@ -357,6 +360,16 @@ function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: Commun
     case 'Announce':
       effectDone(state)
       announce(state, msg.events, deps)
+      return state
+    case 'Moderated':
+      return onModerated(state, msg, ctx, deps)
+    case 'MeshApplied':
+      for (const e of msg.events) state.recent.add(e.event.id)
+      announce(state, msg.events, deps)
+      return state
+    case 'MeshInvalidate':
+      state.gate.invalidate(msg.op)
+      void broadcastLogged(deps, 'cache-invalidation', msg.op)
       return state
     case 'RecordChanged':
       state.current.record = msg.record

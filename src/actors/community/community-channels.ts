@@ -46,6 +46,8 @@ export interface ChannelDeps {
 export interface ChannelPlan {
   action: ChannelAction
   verdict: Verdict
+  /** the relay mesh decides it: the channel's owner node plans, stores and applies it (relay/mesh.ts) */
+  forward?: true
 }
 
 /** An event the relay signed and stored because of a channel change; the caller fans it out. */

@@ -7,7 +7,7 @@
 import type { SaveOutcome } from '../../infra/store/event-store.js'
 import { BYE_STATUS, KIND_ANNOUNCEMENT, KIND_DEPARTURE } from '../../protocols/agent-registry.js'
 import type { CacheInvalidationOp, ConnControlOp, ControlChannel } from '../../protocols/control.js'
-import { parseEventShape } from '../../protocols/nip01/event.js'
+import { parseEventShape, type VerifiedEvent } from '../../protocols/nip01/event.js'
 import { KIND_AUTH, kindClass } from '../../protocols/nip01/kinds.js'
 import { channelTagOf, parseChannelAction } from '../../protocols/nip29.js'
 import { isExpired } from '../../protocols/nip40.js'
@@ -77,8 +77,16 @@ function prepareNow(state: CommunityState, msg: Publish, deps: CommunityDeps): R
     if (refused === undefined) return undefined
     if (refused) return { ok: false, error: refused }
   }
-  // a channel event is decided on the channel's rows, read fresh (community-channels.ts)
-  return planChannelEventNow(msg.event, state.channels)
+  // a channel event is decided on the channel's rows, read fresh (community-channels.ts), or by its owner node
+  return planChannelEventNow(msg.event, state.channels) ?? forwardPlan(msg.event, deps)
+}
+
+/** With the relay mesh, a channel change is the channel owner's to decide: this node only forwards it. */
+function forwardPlan(event: VerifiedEvent, deps: CommunityDeps): Result<ChannelPlan> | undefined {
+  if (!deps.mesh) return undefined
+  const action = parseChannelAction(event)
+  if (!action.ok || !action.value || action.value.type === 'post') return undefined
+  return { ok: true, value: { action: action.value, verdict: { effect: 'none' }, forward: true } }
 }
 
 /** Beside the actor: the checks that read (membership, the channel's rows). */
@@ -87,7 +95,7 @@ async function prepare(state: CommunityState, msg: Publish, deps: CommunityDeps)
     const refused = await checkWrite(state.current.record, msg.event, msg.conn, state.gate, deps.authRequired)
     if (refused) return { ok: false, error: refused }
   }
-  return planChannelEvent(msg.event, state.channels)
+  return forwardPlan(msg.event, deps) ?? planChannelEvent(msg.event, state.channels)
 }
 
 export function onPrepared(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Prepared' }>, ctx: Ctx, deps: CommunityDeps): CommunityState {
@@ -123,7 +131,25 @@ export function onPrepared(state: CommunityState, msg: Extract<CommunityMsg, { t
     })
     return state
   }
+  if (plan?.forward && deps.mesh) {
+    const moderated = deps.mesh.moderate(deps.record.id, plan.action.channel, event, raw)
+    pipeTo(ctx.self, moderated, (o): CommunityMsg => ({ type: 'Moderated', publish, ordered, outcome: o }), {
+      ...PIPE,
+      onGiveUp: () => reply({ accepted: false, message: NOT_PROCESSED }),
+    })
+    return state
+  }
   save(state, { type: 'Saved', event, raw, outcome: { status: 'error' }, plan, ordered, reply }, ctx, deps)
+  return state
+}
+
+/** The owner node's answer to a forwarded channel change; its events reach this node through the bus. */
+export function onModerated(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Moderated' }>, ctx: Ctx, deps: CommunityDeps): CommunityState {
+  const { publish, ordered, outcome } = msg
+  if (!outcome.ok) deps.log.warn({ err: outcome.error, community: deps.record.id, eventId: publish.event.id }, 'channel owner did not answer')
+  publish.reply(outcome.ok ? outcome.value : { accepted: false, message: NOT_PROCESSED })
+  if (outcome.ok && outcome.value.accepted) state.recent.add(publish.event.id)
+  if (ordered !== undefined) republish(state, state.writes.end(ordered), ctx, deps)
   return state
 }
 
@@ -427,6 +453,19 @@ export function dropped(msg: CommunityMsg, self: Ctx['self'], s: Survivors, deps
       // not stored: its writer hears so now, and the channel it held goes on after the respawn
       msg.publish.reply({ accepted: false, message: NOT_PROCESSED })
       if (msg.ordered !== undefined) again({ type: 'WriteDone', channel: msg.ordered })
+      return
+    case 'Moderated':
+      // the owner node decided it: its writer hears the answer now
+      msg.publish.reply(msg.outcome.ok ? msg.outcome.value : { accepted: false, message: NOT_PROCESSED })
+      if (msg.ordered !== undefined) again({ type: 'WriteDone', channel: msg.ordered })
+      return
+    case 'MeshApplied':
+      again(msg, () => {
+        for (const e of msg.events) {
+          deps.cluster.link.publishEvent(e.raw)
+          deps.lagged(loseMatching(s.index, e.event, reason('error', 'an event could not be delivered here; subscribe again to catch up')))
+        }
+      })
       return
     case 'PresenceSet':
       if (!msg.outcome.ok) unholdPresence(s.presenceHolds, msg.hold)

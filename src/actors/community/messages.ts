@@ -42,6 +42,12 @@ export type CommunityMsg =
     }
   /** the checks that read before a write (membership, the channel's rows), done beside the actor */
   | { type: 'Prepared'; publish: PublishMsg; ordered?: string; sinceMs: number; outcome: Settled<Result<ChannelPlan | undefined>> }
+  /** the channel's owner node decided a moderation event (the relay mesh, issue 12): answer its writer */
+  | { type: 'Moderated'; publish: PublishMsg; ordered?: string; outcome: Settled<PublishOutcome> }
+  /** this node owns a channel session and stored these (the moderation event, then the relay's): deliver and publish them */
+  | { type: 'MeshApplied'; events: RelayEvent[] }
+  /** this node's channel owner changed rows: drop the cache keys here and on every other node */
+  | { type: 'MeshInvalidate'; op: CacheInvalidationOp }
   /** a presence heartbeat went to the presence store (or did not) */
   | { type: 'PresenceSet'; publish: PublishMsg; hold: PresenceHold; outcome: Settled<void> }
   /** a stored event's channel change was applied (`changes`: the relay's own events to deliver): it takes effect now */

@@ -1,0 +1,136 @@
+// What the owner of a channel session does with one moderation event (issue 12), beside its actor: decide it
+// on fresh rows, store it, change the rows, sign and store 39000–39002 — every write fenced by the session's
+// generation in the database (infra/store/session-fence.ts), and none begun once the lease is no longer
+// believed held. The decisions are the community's own (community-channels.ts); only the sinks differ.
+import type { Logger } from '../../infra/log.js'
+import type { ChannelStore, ChannelWrites } from '../../infra/store/channel-store.js'
+import type { EventStore, SaveOutcome } from '../../infra/store/event-store.js'
+import type { SessionFence } from '../../infra/store/session-fence.js'
+import type { CacheInvalidationOp } from '../../protocols/control.js'
+import type { NostrEvent, VerifiedEvent } from '../../protocols/nip01/event.js'
+import type { EventTemplate } from '../../protocols/nip29.js'
+import { reason } from '../../protocols/reasons.js'
+import { ChannelReads } from '../community/channel-reads.js'
+import { applyChannelPlan, type ChannelDeps, planChannelEvent, publishState, type RelayEvent, type StateWanted } from '../community/community-channels.js'
+import type { PublishOutcome } from '../community/messages.js'
+
+/** The stores and signer an owner writes through; `saveFenced` is PostgreSQL's (the mesh runs in cluster mode only). */
+export interface OwnerSinks {
+  events: EventStore & { saveFenced(requests: readonly { community: string; event: VerifiedEvent; raw: string }[], fence: SessionFence): Promise<SaveOutcome[]> }
+  channels: ChannelStore
+  relayPubkey: string
+  sign: (t: EventTemplate, createdAt: number) => NostrEvent
+  /** community admins and the relay moderate every channel */
+  isModerator: (community: string, pubkey: string) => boolean
+  /** drop the cache keys on every node (the local community and the bus) */
+  invalidate: (community: string, op: CacheInvalidationOp) => Promise<void>
+  nowSeconds: () => number
+  log: Logger
+}
+
+/** The generation tag on every relay-signed state event an owner writes: who wrote it, under which lease. */
+export const GENERATION_TAG = 'generation'
+
+export class LeaseLostError extends Error {
+  readonly code = 'APIARY_MESH_LEASE_LOST'
+}
+
+export interface Moderated {
+  outcome: PublishOutcome
+  /** what to deliver and publish: the moderation event and the relay's own events, in order */
+  events: RelayEvent[]
+}
+
+/**
+ * Decide and apply one moderation event as the session's owner. `leaseHeld` is asked before every write: a
+ * lease believed lost stops the work with LeaseLostError (the fence would refuse the write anyway).
+ */
+export async function moderateAsOwner(event: VerifiedEvent, raw: string, fence: SessionFence, channel: string, sinks: OwnerSinks, lease: OwnerLease): Promise<Moderated> {
+  const deps = channelDeps(fence, sinks, lease)
+  const plan = await planChannelEvent(event, deps)
+  if (!plan.ok) return { outcome: { accepted: false, message: plan.error }, events: [] }
+  if (plan.value === undefined || plan.value.action.channel !== channel) {
+    return { outcome: { accepted: false, message: reason('error', 'not a change of this channel') }, events: [] }
+  }
+  lease.guard()
+  const [saved] = await sinks.events.saveFenced([{ community: fence.community, event, raw }], fence)
+  switch (saved?.status) {
+    case 'saved':
+      break
+    case 'duplicate':
+      return { outcome: { accepted: true, message: reason('duplicate', 'already have this event') }, events: [] }
+    case 'superseded':
+      return { outcome: { accepted: false, message: reason('duplicate', 'a newer version of this event is already stored') }, events: [] }
+    case 'deleted':
+      return { outcome: { accepted: false, message: reason('blocked', 'this event was deleted by its author') }, events: [] }
+    default:
+      return { outcome: { accepted: false, message: reason('error', 'could not store the event') }, events: [] }
+  }
+  const changes = await applyChannelPlan(plan.value, event, deps)
+  return { outcome: { accepted: true, message: '' }, events: [{ event, raw }, ...changes] }
+}
+
+/** The channel's state published again, once the clock has caught up with a burst of changes (DeferredState). */
+export async function publishStateAsOwner(what: StateWanted, fence: SessionFence, channel: string, sinks: OwnerSinks, lease: OwnerLease): Promise<Moderated> {
+  const out: RelayEvent[] = []
+  await publishState(channelDeps(fence, sinks, lease), channel, out, what)
+  return { outcome: { accepted: true, message: '' }, events: out }
+}
+
+/** The owner's lease as its work sees it: `guard` throws LeaseLostError once it is no longer believed held. */
+export interface OwnerLease {
+  guard(): void
+  /** a state version dated too far ahead: publish the then-latest state later */
+  defer(what: StateWanted): void
+}
+
+function channelDeps(fence: SessionFence, sinks: OwnerSinks, lease: OwnerLease): ChannelDeps {
+  const guard = () => lease.guard()
+  const { community } = fence
+  const fenced = sinks.channels.fencedWrites(fence)
+  const writes: ChannelWrites = {
+    create: async (...a) => {
+      guard()
+      return fenced.create(...a)
+    },
+    update: async (...a) => {
+      guard()
+      return fenced.update(...a)
+    },
+    remove: async (...a) => {
+      guard()
+      return fenced.remove(...a)
+    },
+    putMember: async (...a) => {
+      guard()
+      return fenced.putMember(...a)
+    },
+    removeMember: async (...a) => {
+      guard()
+      return fenced.removeMember(...a)
+    },
+  }
+  const channels: ChannelStore = { ...sinks.channels, ...writes }
+  const events: EventStore = {
+    ...sinks.events,
+    save: async (c, e, r) => {
+      guard()
+      const [outcome] = await sinks.events.saveFenced([{ community: c, event: e, raw: r }], fence)
+      return outcome as SaveOutcome
+    },
+  }
+  return {
+    community,
+    channels,
+    reads: new ChannelReads(sinks.channels, community),
+    events,
+    relayPubkey: sinks.relayPubkey,
+    isModerator: (pubkey) => sinks.isModerator(community, pubkey),
+    // every state version says which owner wrote it under which generation: the fault checker reads it back
+    sign: (t, createdAt) => sinks.sign({ ...t, tags: [...t.tags, [GENERATION_TAG, String(fence.generation), fence.owner]] }, createdAt),
+    defer: (_channel, what) => lease.defer(what),
+    invalidate: (op) => sinks.invalidate(community, op),
+    nowSeconds: sinks.nowSeconds,
+    log: sinks.log,
+  }
+}

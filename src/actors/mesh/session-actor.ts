@@ -1,0 +1,328 @@
+// State: one channel session's role on this node — owner (lease, generation, validity on the monotonic
+// clock) or forwarder (the holder it knows) — and the moderation events waiting, one in flight at a time.
+// Messages: Moderate (from the local community, or from a peer with the fence it believes in), the lease's
+// I/O results (Acquired, Renewed), the work's results (Done, Forwarded), Retry, Release (drain).
+// Policy: permanent with a short backoff: a restart acquires again and finds its own lease if it still holds
+// one. A lost lease (failed renew, a fence refusal) stops the actor at once: the next message starts afresh.
+import type { AcquireOutcome, FenceRejection, LeaseRecord, RenewOutcome, SessionDirectory } from '../../infra/mesh/session-directory.js'
+import { FencedError } from '../../infra/store/session-fence.js'
+import type { ModerateReply, ModerateRequest } from '../../protocols/mesh/session-frames.js'
+import type { VerifiedEvent } from '../../protocols/nip01/event.js'
+import { reason } from '../../protocols/reasons.js'
+import { DeferredState, type RelayEvent, type StateWanted } from '../community/community-channels.js'
+import type { PublishOutcome } from '../community/messages.js'
+import { type ActorDef, type Kernel, pipeTo, type Settled, type TypedRef, tell } from '../kernel/index.js'
+import { LeaseLostError, type Moderated, moderateAsOwner, type OwnerLease, type OwnerSinks, publishStateAsOwner } from './channel-owner.js'
+
+/** What a peer hears: the outcome, or why its frame was refused (and who holds the lease, if known). */
+export type SessionAnswer = { outcome: PublishOutcome; generation: number; owner: string } | { refused: FenceRejection; holder?: LeaseRecord }
+
+/** A moderation event, or the channel's state published again (deferred past a burst of changes). */
+type Work = { reply: (a: SessionAnswer) => void; deadlineMs: number } & (
+  | { kind: 'moderate'; event: VerifiedEvent; raw: string }
+  | { kind: 'state'; what: StateWanted }
+)
+
+export type SessionMsg =
+  | { type: 'Moderate'; event: VerifiedEvent; raw: string; reply: (a: SessionAnswer) => void; remote?: { generation: number; owner: string } }
+  | { type: 'Acquire' }
+  | { type: 'Acquired'; outcome: Settled<AcquireOutcome> }
+  | { type: 'Renew' }
+  | { type: 'Renewed'; outcome: Settled<RenewOutcome> }
+  | { type: 'Done'; outcome: Settled<Moderated> }
+  | { type: 'Forwarded'; outcome: Settled<ModerateReply> }
+  | { type: 'Release'; done: () => void }
+  | { type: 'PublishState'; what: StateWanted }
+  /** membership suspects the holder: ask the directory until the lease lapses and someone (maybe us) takes over */
+  | { type: 'OwnerSuspect'; owner: string }
+
+/** Known sessions, for /mesh/status: written by the session actors, read beside them. */
+export type SessionView = { community: string; session: string; kind: string; generation: number; owner: string; local: boolean }
+
+export interface SessionDeps {
+  runtime: string
+  directory: SessionDirectory
+  /** the highest generation that wrote for the session (the ACQUIRE floor) */
+  storedGeneration(community: string, session: string): Promise<number>
+  sinks: OwnerSinks
+  /** a request to the owner's node over the tunnel; rejects when there is no link or it fails */
+  forward(owner: string, request: ModerateRequest, timeoutMs: number): Promise<ModerateReply>
+  /** deliver what the owner stored to this node's community (fan-out) and publish it to the others */
+  deliver(community: string, events: RelayEvent[]): void
+  fenceRejected(reason: FenceRejection): void
+  sessions: Map<string, SessionView>
+  renewMs: number
+  /** how long a moderation may wait for an owner before it is answered `error:` */
+  workDeadlineMs: number
+  /** monotonic ms */
+  now(): number
+  log: { warn(o: object, m: string): void; info(o: object, m: string): void }
+}
+
+type Mode = { role: 'starting' } | { role: 'owner'; generation: number; validUntilMs: number } | { role: 'forwarder'; holder: LeaseRecord; retryAtMs: number }
+
+interface State {
+  mode: Mode
+  queue: Work[]
+  busy: Work | undefined
+  acquiring: boolean
+  renewing: boolean
+  idleSinceMs: number
+  release?: () => void
+  /** the holder membership suspects: keep asking the directory while it still holds the lease */
+  suspect?: string
+}
+
+const PIPE = { everyMs: 100, forMs: 30_000 } as const
+/** An owner with nothing to do for this long gives the session up (RELEASE): leases cost a renewal each. */
+const OWNER_IDLE_MS = 300_000
+const FORWARD_TIMEOUT_MS = 5_000
+/** A forwarder whose owner does not answer asks the directory again this often (so within 1 s of expiry). */
+const RETRY_MS = 500
+
+const unavailable = (text: string): SessionAnswer => ({ outcome: { accepted: false, message: reason('error', text) }, generation: 0, owner: '' })
+
+export function spawnSession(kernel: Kernel, community: string, session: string, channel: string, deps: SessionDeps): TypedRef<SessionMsg> {
+  const key = `${community}/${session}`
+  let renewTimer: NodeJS.Timeout | undefined
+  let retryTimer: NodeJS.Timeout | undefined
+  // the lease as the work beside the actor sees it (a snapshot read of actor state)
+  const lease = { generation: 0, validUntilMs: 0 }
+  const leaseHeld = () => deps.now() < lease.validUntilMs
+  let self: TypedRef<SessionMsg> | undefined
+  const deferred = new DeferredState((_channel, what) => self !== undefined && tell(self, { type: 'PublishState', what }))
+  const ownerLease: OwnerLease = {
+    guard: () => {
+      if (!leaseHeld()) throw new LeaseLostError(`mesh session ${community}/${session}: lease no longer held`)
+    },
+    defer: (what) => deferred.add(channel, what),
+  }
+
+  const def: ActorDef<State, SessionMsg> = {
+    kind: 'mesh-session',
+    policy: { mode: 'permanent', backoff: { minMs: 200, maxMs: 5_000, jitter: 0.2 }, maxRestarts: 20, windowMs: 60_000 },
+    idleStopMs: 60_000,
+    init: (ctx) => {
+      self = ctx.self
+      tell(ctx.self, { type: 'Acquire' })
+      return { mode: { role: 'starting' }, queue: [], busy: undefined, acquiring: false, renewing: false, idleSinceMs: deps.now() }
+    },
+    handle: (state, msg, ctx) => {
+      const self = ctx.self
+      const stopNow = (why: string) => {
+        deps.log.warn({ community, session, why }, 'mesh session stops')
+        // what waited for this owner is refused, not written: a stale owner's attempts show in the fence counters
+        if (state.mode.role === 'owner') for (const w of state.queue) if (w.kind === 'moderate') deps.fenceRejected('stale')
+        lease.validUntilMs = 0
+        void kernel.stop(ctx.path)
+      }
+      const next = () => {
+        if (state.busy || state.queue.length === 0) return
+        const now = deps.now()
+        while (state.queue[0] && state.queue[0].deadlineMs <= now) state.queue.shift()!.reply(unavailable('no channel owner answered in time, retry'))
+        const work = state.queue[0]
+        if (!work) return
+        const mode = state.mode
+        if (mode.role === 'owner' && leaseHeld()) {
+          state.busy = state.queue.shift()
+          const fence = { community, session, generation: mode.generation, owner: deps.runtime }
+          const running =
+            work.kind === 'state'
+              ? publishStateAsOwner(work.what, fence, channel, deps.sinks, ownerLease)
+              : moderateAsOwner(work.event, work.raw, fence, channel, deps.sinks, ownerLease)
+          pipeTo(self, running, (o): SessionMsg => ({ type: 'Done', outcome: o }), PIPE)
+        } else if (mode.role === 'forwarder') {
+          if (work.kind === 'state') {
+            state.queue.shift() // the state is the owner's to publish: it republishes after its own changes
+            next()
+            return
+          }
+          if (now < mode.retryAtMs) return
+          state.busy = state.queue.shift()
+          const request: ModerateRequest = { op: 'moderate', fence: { community, session, generation: mode.holder.generation, owner: mode.holder.owner }, event: work.raw }
+          pipeTo(self, deps.forward(mode.holder.owner, request, FORWARD_TIMEOUT_MS), (o): SessionMsg => ({ type: 'Forwarded', outcome: o }), PIPE)
+        }
+      }
+      const retryLater = (ms: number) => {
+        clearTimeout(retryTimer)
+        retryTimer = setTimeout(() => tell(self, { type: 'Acquire' }), ms)
+      }
+      const publishView = () => {
+        const m = state.mode
+        if (m.role === 'owner') deps.sessions.set(key, { community, session, kind: 'channel', generation: m.generation, owner: deps.runtime, local: true })
+        else if (m.role === 'forwarder') deps.sessions.set(key, { community, session, kind: 'channel', generation: m.holder.generation, owner: m.holder.owner, local: false })
+      }
+
+      switch (msg.type) {
+        case 'Moderate': {
+          state.idleSinceMs = deps.now()
+          if (msg.remote) {
+            const refused = checkFence(state.mode, msg.remote, deps.runtime, leaseHeld())
+            if (refused) {
+              deps.fenceRejected(refused.refused)
+              msg.reply(refused)
+              if (refused.refused === 'future') stopNow('a peer knows a newer generation')
+              return state
+            }
+          }
+          state.queue.push({ kind: 'moderate', event: msg.event, raw: msg.raw, reply: msg.reply, deadlineMs: deps.now() + deps.workDeadlineMs })
+          next()
+          return state
+        }
+        case 'Acquire': {
+          if (state.acquiring || state.mode.role === 'owner') return state
+          state.acquiring = true
+          const acquiring = deps.storedGeneration(community, session).then((floor) => deps.directory.acquire(community, session, 'channel', floor))
+          pipeTo(self, acquiring, (o): SessionMsg => ({ type: 'Acquired', outcome: o }), PIPE)
+          return state
+        }
+        case 'Acquired': {
+          state.acquiring = false
+          if (!msg.outcome.ok) {
+            deps.log.warn({ err: msg.outcome.error, community, session }, 'mesh session acquire failed')
+            retryLater(1_000)
+            return state
+          }
+          const o = msg.outcome.value
+          if (o.acquired || o.holder.owner === deps.runtime) {
+            const generation = o.acquired ? o.lease.generation : o.holder.generation
+            // our own lease found after a restart: valid only once a renewal says so
+            state.mode = { role: 'owner', generation, validUntilMs: o.acquired ? o.validUntilMs : 0 }
+            lease.generation = generation
+            lease.validUntilMs = o.acquired ? o.validUntilMs : 0
+            clearInterval(renewTimer)
+            renewTimer = setInterval(() => tell(self, { type: 'Renew' }), deps.renewMs)
+            if (!o.acquired) tell(self, { type: 'Renew' })
+            deps.log.info({ community, session, generation }, 'mesh session owned here')
+          } else {
+            state.mode = { role: 'forwarder', holder: o.holder, retryAtMs: 0 }
+            if (state.suspect === o.holder.owner) retryLater(Math.min(RETRY_MS, o.remainingMs + 1))
+            else state.suspect = undefined
+          }
+          publishView()
+          next()
+          return state
+        }
+        case 'Renew': {
+          const m = state.mode
+          if (m.role !== 'owner' || state.renewing) return state
+          if (!state.busy && state.queue.length === 0 && deps.now() - state.idleSinceMs > OWNER_IDLE_MS) {
+            return release(state, () => {}, self)
+          }
+          state.renewing = true
+          pipeTo(self, deps.directory.renew(community, session, m.generation), (o): SessionMsg => ({ type: 'Renewed', outcome: o }), PIPE)
+          return state
+        }
+        case 'Renewed': {
+          state.renewing = false
+          const m = state.mode
+          if (m.role !== 'owner') return state
+          if (msg.outcome.ok && msg.outcome.value.renewed) {
+            lease.validUntilMs = msg.outcome.value.validUntilMs
+            m.validUntilMs = msg.outcome.value.validUntilMs
+            next()
+            return state
+          }
+          stopNow(msg.outcome.ok ? 'lease lost' : 'lease renewal failed')
+          return state
+        }
+        case 'Done': {
+          const work = state.busy
+          state.busy = undefined
+          if (!work) return state
+          if (msg.outcome.ok) {
+            const { outcome, events } = msg.outcome.value
+            if (events.length > 0) deps.deliver(community, events)
+            work.reply({ outcome, generation: lease.generation, owner: deps.runtime })
+            if (state.release) return release(state, state.release, self)
+            next()
+            return state
+          }
+          const error = msg.outcome.error
+          if (error instanceof FencedError || error instanceof LeaseLostError) deps.fenceRejected('stale')
+          work.reply(unavailable('the channel owner changed, retry'))
+          if (error instanceof FencedError || error instanceof LeaseLostError) stopNow('fenced off')
+          else deps.log.warn({ err: error, community, session }, 'channel moderation failed')
+          next()
+          return state
+        }
+        case 'Forwarded': {
+          const work = state.busy
+          state.busy = undefined
+          if (!work) return state
+          const o = msg.outcome
+          if (o.ok && o.value.ok) {
+            work.reply({ outcome: toOutcome(o.value), generation: o.value.generation, owner: o.value.owner })
+            next()
+            return state
+          }
+          // refused or unreachable: ask the directory again (it hands the session over once the lease lapses)
+          state.queue.unshift(work)
+          if (state.mode.role === 'forwarder') state.mode.retryAtMs = deps.now() + RETRY_MS
+          retryLater(RETRY_MS)
+          return state
+        }
+        case 'Release':
+          return release(state, msg.done, self)
+        case 'OwnerSuspect': {
+          const m = state.mode
+          if (m.role !== 'forwarder' || m.holder.owner !== msg.owner) return state
+          state.suspect = msg.owner
+          retryLater(RETRY_MS)
+          return state
+        }
+        case 'PublishState':
+          state.queue.push({ kind: 'state', what: msg.what, reply: () => {}, deadlineMs: deps.now() + deps.workDeadlineMs })
+          next()
+          return state
+      }
+    },
+    afterStop: (state) => {
+      deferred.stop()
+      clearInterval(renewTimer)
+      clearTimeout(retryTimer)
+      lease.validUntilMs = 0
+      deps.sessions.delete(key)
+      for (const w of [...(state.busy ? [state.busy] : []), ...state.queue]) w.reply(unavailable('the channel owner is moving, retry'))
+      state.release?.()
+    },
+  }
+
+  function release(state: State, done: () => void, self: TypedRef<SessionMsg>): State {
+    const m = state.mode
+    if (m.role !== 'owner') {
+      done()
+      void kernel.stop(self.path)
+      return state
+    }
+    if (state.busy) {
+      state.release = done
+      return state
+    }
+    clearInterval(renewTimer)
+    lease.validUntilMs = 0
+    deps.directory.release(community, session, m.generation).then(
+      () => done(),
+      () => done(),
+    )
+    state.release = undefined
+    void kernel.stop(self.path)
+    return state
+  }
+
+  return kernel.getOrSpawn(`mesh-session/${community}/${session}`, def)
+}
+
+/** A peer's frame against what this node holds: undefined when it may be acted on. */
+function checkFence(mode: Mode, remote: { generation: number; owner: string }, runtime: string, held: boolean): { refused: FenceRejection; holder?: LeaseRecord } | undefined {
+  if (mode.role !== 'owner' || !held) return { refused: 'no-lease', holder: mode.role === 'forwarder' ? mode.holder : undefined }
+  const holder = { owner: runtime, generation: mode.generation, kind: 'channel' }
+  if (remote.generation > mode.generation) return { refused: 'future', holder }
+  if (remote.generation < mode.generation) return { refused: 'stale', holder }
+  if (remote.owner !== runtime) return { refused: 'owner-mismatch', holder }
+  return undefined
+}
+
+function toOutcome(r: Extract<ModerateReply, { ok: true }>): PublishOutcome {
+  return r.accepted ? { accepted: true, message: r.message as PublishOutcome['message'] } : { accepted: false, message: r.message as Extract<PublishOutcome, { accepted: false }>['message'] }
+}

@@ -1,0 +1,51 @@
+// The body of a session request between mesh nodes (issue 12), carried in a tunnel Request/Response. Every
+// session frame carries the fence its sender believes in — {community, session, generation, owner} — and the
+// receiver refuses one that does not match what it holds (session-directory's four reasons), so a frame
+// routed on stale knowledge is never acted on by the wrong owner.
+import { z } from 'zod'
+import { reason } from '../reasons.js'
+import { err, ok, type Result } from '../result.js'
+import { SESSION_ID } from './session-id.js'
+
+const hex64 = z.string().regex(/^[0-9a-f]{64}$/)
+const fenceSchema = z.strictObject({
+  community: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/),
+  session: z.string().regex(SESSION_ID),
+  generation: z.number().int().min(1),
+  owner: hex64,
+})
+const REFUSALS = ['stale', 'no-lease', 'future', 'owner-mismatch'] as const
+const holderSchema = z.strictObject({ owner: hex64, generation: z.number().int().min(1) })
+
+const requestSchema = z.strictObject({
+  op: z.literal('moderate'),
+  fence: fenceSchema,
+  /** the event's raw JSON, as the client sent it (its id covers exactly these bytes' content) */
+  event: z.string().max(1_048_576),
+})
+
+const replySchema = z.discriminatedUnion('ok', [
+  z.strictObject({
+    ok: z.literal(true),
+    accepted: z.boolean(),
+    message: z.string().max(1_000),
+    generation: z.number().int().min(1),
+    owner: hex64,
+  }),
+  z.strictObject({ ok: z.literal(false), refused: z.enum(REFUSALS), holder: holderSchema.optional() }),
+])
+
+export type SessionFrameFence = z.infer<typeof fenceSchema>
+export type ModerateRequest = z.infer<typeof requestSchema>
+export type ModerateReply = z.infer<typeof replySchema>
+export type FrameRefusal = (typeof REFUSALS)[number]
+
+export function parseModerateRequest(json: unknown): Result<ModerateRequest> {
+  const parsed = requestSchema.safeParse(json)
+  return parsed.success ? ok(parsed.data) : err(reason('invalid', 'malformed mesh session request'))
+}
+
+export function parseModerateReply(json: unknown): Result<ModerateReply> {
+  const parsed = replySchema.safeParse(json)
+  return parsed.success ? ok(parsed.data) : err(reason('invalid', 'malformed mesh session reply'))
+}

@@ -1,0 +1,283 @@
+// The relay mesh (issue 12), part of the composition root: wires this node's runtime identity, the readiness
+// registry, the session directory, the tunnel server and the mesh actors (membership, peer links, sessions).
+// Only in cluster mode with APIARY_MESH=on; otherwise the community actor stays every channel's owner.
+import { schnorr } from '@noble/curves/secp256k1.js'
+import { communityPath } from '../actors/community/community-actor.js'
+import type { RelayEvent } from '../actors/community/community-channels.js'
+import type { CommunityMsg, PublishOutcome } from '../actors/community/messages.js'
+import { ask, type Kernel, type TypedRef, tell } from '../actors/kernel/index.js'
+import type { OwnerSinks } from '../actors/mesh/channel-owner.js'
+import { acceptedTunnel, type MembershipDeps, type MembershipMsg, type PeerView, spawnMembership } from '../actors/mesh/membership-actor.js'
+import { type SessionAnswer, type SessionDeps, type SessionMsg, type SessionView, spawnSession } from '../actors/mesh/session-actor.js'
+import type { Config } from '../infra/config.js'
+import type { Tenants } from '../infra/http/tenants.js'
+import type { Logger } from '../infra/log.js'
+import { createReadinessRegistry } from '../infra/mesh/readiness-registry.js'
+import { createSessionDirectory } from '../infra/mesh/session-directory.js'
+import type { Tunnel, TunnelHandlers } from '../infra/mesh/tunnel.js'
+import { dialTunnel, startTunnelServer, type TunnelSetup } from '../infra/mesh/tunnel-handshake.js'
+import type { Metrics } from '../infra/metrics.js'
+import type { RedisClient } from '../infra/redis/connect.js'
+import { type RelayKey, signAsRelay } from '../infra/relay-key.js'
+import type { Verifier } from '../infra/verify/verifier.js'
+import { attestRuntime } from '../protocols/mesh/attestation.js'
+import { encodeJsonPayload, MESH_PROTOCOL_VERSION, parseJsonPayload } from '../protocols/mesh/frames.js'
+import type { MeshIdentity } from '../protocols/mesh/hello.js'
+import { buildReadinessRecord, READINESS_REFRESH_MS } from '../protocols/mesh/readiness.js'
+import { type ModerateReply, type ModerateRequest, parseModerateReply, parseModerateRequest } from '../protocols/mesh/session-frames.js'
+import { channelSessionId } from '../protocols/mesh/session-id.js'
+import type { MeshStatus } from '../protocols/mesh/status.js'
+import { asVerified, parseEventShape, type VerifiedEvent } from '../protocols/nip01/event.js'
+import { toSigningKey } from '../protocols/nip01/sign.js'
+import { reason } from '../protocols/reasons.js'
+import type { Backends } from './backends.js'
+
+export interface Mesh {
+  readonly runtime: string
+  readonly endpoint: string
+  status(): MeshStatus
+  /** decide a channel's moderation event on its owner node (here or over the tunnel) */
+  moderate(community: string, channel: string, event: VerifiedEvent, raw: string): Promise<PublishOutcome>
+  /** SIGTERM: gossip draining, hand every owned session over (RELEASE), say goodbye to the peers */
+  drain(): Promise<void>
+  close(): Promise<void>
+}
+
+export interface MeshDeps {
+  config: Config
+  kernel: Kernel
+  redis: RedisClient
+  relayKey: RelayKey
+  sinks: OwnerSinks
+  storedGeneration(community: string, session: string): Promise<number>
+  /** what an owner stored, for this node's community actor (fan-out here, publish to the others) */
+  deliver(community: string, events: RelayEvent[]): void
+  verifier: Verifier
+  /** open client connections: the load a readiness record advertises */
+  load(): number
+  /** the node's backends answer: a record is published only then */
+  ready(): boolean
+  metrics: Metrics
+  log: Logger
+}
+
+const GOSSIP_INTERVAL_MS = 2_000
+const RECONCILE_INTERVAL_MS = 5_000
+/** How long a moderation event waits for its owner (here or elsewhere) before `error:`; under the client's 30 s. */
+const WORK_DEADLINE_MS = 15_000
+const ASK_MS = WORK_DEADLINE_MS + 5_000
+
+export async function startMesh(d: MeshDeps): Promise<Mesh> {
+  const { config, kernel, redis, log } = d
+  const runtimeKey = toSigningKey(schnorr.utils.randomSecretKey())
+  const runtime = runtimeKey.pubkey
+  const identity: MeshIdentity = { runtimeKey, relayPubkey: d.relayKey.pubkey, attestation: attestRuntime(d.relayKey, runtime) }
+  const registry = createReadinessRegistry({
+    redis,
+    anchorRelayPubkey: d.relayKey.pubkey,
+    onSkipped: (key, why) => {
+      d.metrics.meshRegistrySkipped.inc()
+      log.warn({ key, why }, 'mesh readiness record skipped')
+    },
+  })
+  const directory = createSessionDirectory({ redis, runtime, leaseTtlMs: config.meshLeaseTtlMs })
+  const links = new Map<string, Tunnel>()
+  const peers = new Map<string, PeerView>()
+  const sessions = new Map<string, SessionView>()
+  let draining = false
+  let membership: TypedRef<MembershipMsg> | undefined
+
+  const sessionDeps: SessionDeps = {
+    runtime,
+    directory,
+    storedGeneration: d.storedGeneration,
+    sinks: d.sinks,
+    forward,
+    deliver: d.deliver,
+    fenceRejected: (why) => d.metrics.meshFenceRejections.inc({ reason: why }),
+    sessions,
+    renewMs: config.meshLeaseRenewMs,
+    workDeadlineMs: WORK_DEADLINE_MS,
+    now: () => performance.now(),
+    log,
+  }
+  const sessionRef = (community: string, channel: string) => spawnSession(kernel, community, channelSessionId(channel), channel, sessionDeps)
+
+  async function forward(owner: string, request: ModerateRequest, timeoutMs: number): Promise<ModerateReply> {
+    const tunnel = links.get(owner)
+    if (!tunnel) throw new Error(`no mesh link to ${owner.slice(0, 12)}`)
+    const body = await tunnel.request(encodeJsonPayload(request), timeoutMs)
+    const json = parseJsonPayload(body)
+    const reply = json.ok ? parseModerateReply(json.value) : json
+    if (!reply.ok) throw new Error(reply.error)
+    return reply.value
+  }
+
+  async function answerRequest(body: Uint8Array): Promise<Uint8Array> {
+    const json = parseJsonPayload(body)
+    const request = json.ok ? parseModerateRequest(json.value) : json
+    if (!request.ok) throw new Error(request.error)
+    const { fence, event: raw } = request.value
+    const shape = parseEventShape(raw)
+    if (!shape || (await d.verifier.verify(shape)) !== 'ok') throw new Error(reason('invalid', 'forwarded event does not verify'))
+    const channel = fence.session.slice('channel:'.length)
+    const answer = await ask<SessionMsg, SessionAnswer>(
+      sessionRef(fence.community, channel),
+      (reply) => ({ type: 'Moderate', event: asVerified(shape), raw, reply, remote: { generation: fence.generation, owner: fence.owner } }),
+      ASK_MS,
+    )
+    const reply: ModerateReply =
+      'refused' in answer
+        ? { ok: false, refused: answer.refused, ...(answer.holder ? { holder: { owner: answer.holder.owner, generation: answer.holder.generation } } : {}) }
+        : { ok: true, accepted: answer.outcome.accepted, message: answer.outcome.message, generation: Math.max(1, answer.generation), owner: answer.owner || runtime }
+    return encodeJsonPayload(reply)
+  }
+
+  // Ping and Pong need no answer here: every control frame already counts as the peer's heartbeat
+  const handlersFor = (peer: string): TunnelHandlers => ({
+    onRequest: (body) => answerRequest(body),
+    onControl: (_type, payload) => {
+      if (membership) tell(membership, { type: 'Control', peer, payload })
+    },
+  })
+  const setup: TunnelSetup = { identity, anchorRelayPubkey: d.relayKey.pubkey, handlersFor }
+  const bindHost = config.meshHost || config.host
+  let membershipDeps: MembershipDeps | undefined
+  const server = await startTunnelServer(
+    bindHost,
+    config.meshPort,
+    setup,
+    (t) => {
+      if (membershipDeps && membership) acceptedTunnel(kernel, t, membershipDeps, membership)
+      else t.goodbye('ended')
+    },
+    (why) => log.warn({ why }, 'mesh tunnel refused'),
+  )
+  const endpoint = `ws://${advertised(config.meshAdvertisedAddress, bindHost, server.port)}`
+  membershipDeps = {
+    self: runtime,
+    endpoint,
+    gossipIntervalMs: GOSSIP_INTERVAL_MS,
+    reconcileIntervalMs: RECONCILE_INTERVAL_MS,
+    readinessRefreshMs: READINESS_REFRESH_MS,
+    links,
+    peers,
+    listReady: () => registry.list(Date.now()),
+    publishReady: ({ load, draining: drainingNow }) => {
+      if (!d.ready() && !drainingNow) return undefined
+      const record = buildReadinessRecord(runtimeKey, d.relayKey.pubkey, identity.attestation, { endpoint, protocol: MESH_PROTOCOL_VERSION, capabilities: ['channel'], load, draining: drainingNow }, Date.now())
+      return registry.publish(record)
+    },
+    load: d.load,
+    peerDeps: { self: runtime, dial: (ep, peer) => dialTunnel(ep, peer, setup), links, now: () => performance.now(), random: Math.random, log },
+    // a suspect owner's sessions are taken over as soon as their leases lapse, without waiting for a request
+    suspicionChanged: (peer, suspect) => {
+      if (!suspect) return
+      for (const s of sessions.values()) {
+        if (s.local || s.owner !== peer) continue
+        const ref = kernel.lookup<SessionMsg>(`mesh-session/${s.community}/${s.session}`)
+        if (ref) tell(ref, { type: 'OwnerSuspect', owner: peer })
+      }
+    },
+    now: () => performance.now(),
+    log,
+  }
+  membership = spawnMembership(kernel, membershipDeps)
+  log.info({ runtime, endpoint }, 'mesh started')
+
+  async function drain(): Promise<void> {
+    if (draining) return
+    draining = true
+    if (membership) await ask<MembershipMsg, void>(membership, (done) => ({ type: 'Drain', done }), 5_000).catch(() => {})
+    const owned = [...sessions.values()].filter((s) => s.local)
+    await Promise.all(
+      owned.map((s) => {
+        const ref = kernel.lookup<SessionMsg>(`mesh-session/${s.community}/${s.session}`)
+        return ref ? ask<SessionMsg, void>(ref, (done) => ({ type: 'Release', done: () => done() }), 5_000).catch(() => {}) : undefined
+      }),
+    )
+    for (const tunnel of links.values()) tunnel.goodbye('draining')
+    await registry.remove(runtime).catch((error: unknown) => log.warn({ err: error }, 'mesh readiness record not deleted'))
+    log.info({ released: owned.length }, 'mesh drained')
+  }
+
+  return {
+    runtime,
+    endpoint,
+    status: () => ({ runtime, draining, peers: [...peers.values()], sessions: [...sessions.values()] }),
+    async moderate(community, channel, event, raw) {
+      if (draining) return { accepted: false, message: reason('error', 'this node is shutting down, retry') }
+      const answer = await ask<SessionMsg, SessionAnswer>(
+        sessionRef(community, channel),
+        (reply) => ({ type: 'Moderate', event, raw, reply }),
+        ASK_MS,
+      )
+      return 'refused' in answer ? { accepted: false, message: reason('error', 'the channel owner is moving, retry') } : answer.outcome
+    },
+    drain,
+    async close() {
+      await drain()
+      await kernel.stopPrefix('mesh-session/')
+      await kernel.stopPrefix('mesh/')
+      await server.close()
+    },
+  }
+}
+
+export interface OpenMeshDeps {
+  config: Config
+  kernel: Kernel
+  backends: Backends
+  key: RelayKey
+  tenants: Tenants
+  verifier: Verifier
+  metrics: Metrics
+  log: Logger
+  nowSeconds: () => number
+  load: () => number
+}
+
+/** The mesh on this node's backends: the owner's writes go to PostgreSQL fenced, its effects to the community actors. */
+export function openMesh(o: OpenMeshDeps): Promise<Mesh> {
+  const { backends: b, kernel, key, tenants } = o
+  if (b.mode !== 'cluster' || !b.redis || !b.postgresEvents) throw new Error('the relay mesh needs cluster mode with the PostgreSQL event store')
+  const tellCommunity = (community: string, msg: CommunityMsg) => {
+    const ref = kernel.lookup<CommunityMsg>(communityPath(community))
+    return ref ? tell(ref, msg) : false
+  }
+  const sinks: OwnerSinks = {
+    events: b.postgresEvents,
+    channels: b.channels,
+    relayPubkey: key.pubkey,
+    sign: (t, createdAt) => signAsRelay(key, t, createdAt),
+    isModerator: (community, pubkey) => pubkey === key.pubkey || (tenants.byId(community)?.admins.includes(pubkey) ?? false),
+    invalidate: async (community, op) => {
+      tellCommunity(community, { type: 'MeshInvalidate', op })
+    },
+    nowSeconds: o.nowSeconds,
+    log: o.log,
+  }
+  return startMesh({
+    config: o.config,
+    kernel,
+    redis: b.redis,
+    relayKey: key,
+    sinks,
+    storedGeneration: (community, session) => b.channels.storedGeneration(community, session),
+    deliver: (community, events) => {
+      if (!tellCommunity(community, { type: 'MeshApplied', events })) o.log.warn({ community }, 'mesh: stored channel events not delivered here')
+    },
+    verifier: o.verifier,
+    load: o.load,
+    ready: () => !kernel.degraded,
+    metrics: o.metrics,
+    log: o.log,
+  })
+}
+
+/** `host[:port]` peers dial: the configured advertised address (its port defaulting to the bound one), else the bound address. */
+function advertised(configured: string, bindHost: string, port: number): string {
+  if (configured === '') return `${bindHost.includes(':') ? `[${bindHost}]` : bindHost}:${port}`
+  return /:\d+$/.test(configured) && !/^\[[^\]]*\]$/.test(configured) ? configured : `${configured}:${port}`
+}
+
