@@ -32,7 +32,7 @@ const OLD = 'a'.repeat(64)
 const NEW = 'b'.repeat(64)
 const fenceOf = (community: string, generation: number, owner: string): SessionFence => ({ community, session: 'channel:x', generation, owner })
 const community = () => `f-${randomUUID().slice(0, 8)}`
-const note = (community: string, content: string) => signEvent(makeKeys(), { kind: 1, content, created_at: NOW, tags: [['h', 'x']] })
+const note = (content: string) => signEvent(makeKeys(), { kind: 1, content, created_at: NOW, tags: [['h', 'x']] })
 const marks = (sql: Sql, c: string) => sql.unsafe('SELECT count(*)::int AS n FROM mesh_sessions WHERE community = $1', [c])
 
 /** A fenced transaction that holds its claim (and so the session row's lock) until `release` is called. */
@@ -91,10 +91,10 @@ describe('mesh session fence on PostgreSQL', () => {
 
   it('stores none of a stale owner\'s events, and all of the current owner\'s', async () => {
     const c = community()
-    const fresh = note(c, 'by the owner')
+    const fresh = note('by the owner')
     const [outcome] = await events.saveFenced([{ community: c, event: fresh.event, raw: fresh.raw }], fenceOf(c, 7, NEW))
     expect(outcome?.status).toBe('saved')
-    const staleEvents = [note(c, 'stale 1'), note(c, 'stale 2')]
+    const staleEvents = [note('stale 1'), note('stale 2')]
     const stale = events.saveFenced(
       staleEvents.map((e) => ({ community: c, event: e.event, raw: e.raw })),
       fenceOf(c, 6, OLD),
