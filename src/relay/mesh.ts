@@ -1,6 +1,7 @@
 // The relay mesh (issue 12), part of the composition root: wires this node's runtime identity, the readiness
 // registry, the session directory, the tunnel server and the mesh actors (membership, peer links, sessions).
 // Only in cluster mode with APIARY_MESH=on; otherwise the community actor stays every channel's owner.
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { communityPath } from '../actors/community/community-actor.js'
 import type { RelayEvent } from '../actors/community/community-channels.js'
@@ -141,6 +142,9 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     },
   })
   const setup: TunnelSetup = { identity, anchorRelayPubkey: d.relayKey.pubkey, handlersFor }
+  // this node's own stalls (GC, a blocked loop, SIGSTOP): suspicion of peers is suppressed after one
+  const loopDelay = monitorEventLoopDelay({ resolution: 20 })
+  loopDelay.enable()
   const bindHost = config.meshHost || config.host
   let membershipDeps: MembershipDeps | undefined
   const server = await startTunnelServer(
@@ -169,6 +173,11 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
       return registry.publish(record)
     },
     load: d.load,
+    loopDelayMaxMs: () => {
+      const maxMs = loopDelay.max / 1e6
+      loopDelay.reset()
+      return Number.isFinite(maxMs) ? maxMs : 0
+    },
     peerDeps: { self: runtime, dial: (ep, peer) => dialTunnel(ep, peer, setup), links, now: () => performance.now(), random: Math.random, log },
     // a suspect owner's sessions are taken over as soon as their leases lapse, without waiting for a request
     suspicionChanged: (peer, suspect) => {
@@ -220,6 +229,7 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
       await kernel.stopPrefix('mesh-session/')
       await kernel.stopPrefix('mesh/')
       await server.close()
+      loopDelay.disable()
     },
   }
 }

@@ -39,6 +39,8 @@ export interface MembershipDeps {
   /** sign and write our own record; false to skip while the node is not ready */
   publishReady(fields: { load: number; draining: boolean }): Promise<void> | undefined
   load(): number
+  /** the longest event-loop delay since the last call, ms (monitorEventLoopDelay; reset by the read) */
+  loopDelayMaxMs(): number
   peerDeps: Omit<PeerDeps, 'linkUp' | 'linkDown'>
   /** a peer became suspect or was heard again (sessions owned there may be taken over once their lease lapses) */
   suspicionChanged(peer: string, suspect: boolean): void
@@ -86,9 +88,10 @@ export function spawnMembership(kernel: Kernel, deps: MembershipDeps): TypedRef<
       const now = deps.now()
       switch (msg.type) {
         case 'Tick': {
-          // our own stall first (Cassandra's rule): a tick this late means the silence we see is ours
+          // our own stall first (Cassandra's rule): a tick this late, or a loop this delayed, means the silence we see is ours
           state.guard.notePause(now, now - state.lastTickMs - deps.gossipIntervalMs)
           state.lastTickMs = now
+          observePause(state, now)
           state.view.bumpSelf({ load: deps.load(), draining: state.draining })
           const digest = state.view.digest()
           for (const [peer, tunnel] of deps.links) tunnel.sendControl(FrameType.Gossip, digest) || deps.log.debug({ peer }, 'gossip dropped: peer not reading')
@@ -165,8 +168,13 @@ export function spawnMembership(kernel: Kernel, deps: MembershipDeps): TypedRef<
     },
   }
 
+  function observePause(state: MembershipState, now: number) {
+    state.guard.notePause(now, deps.loopDelayMaxMs())
+  }
+
   function onGossip(state: MembershipState, peer: string, payload: unknown, now: number) {
     // every frame from the peer is a heartbeat; the interval after our own stall is not its rhythm
+    observePause(state, now)
     const detector = state.detectors.get(peer)
     if (detector) {
       if (state.guard.isSuppressed(now)) detector.skipInterval(now)
