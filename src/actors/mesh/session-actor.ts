@@ -109,171 +109,31 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
     },
     handle: (state, msg, ctx) => {
       const self = ctx.self
-      const stopNow = (why: string) => {
-        deps.log.warn({ community, session, why }, 'mesh session stops')
-        // what waited for this owner is refused, not written: a stale owner's attempts show in the fence counters
-        if (state.mode.role === 'owner') for (const w of state.queue) if (w.kind === 'moderate') deps.fenceRejected('stale')
-        lease.validUntilMs = 0
-        void kernel.stop(ctx.path)
-      }
-      const next = () => {
-        if (state.busy || state.queue.length === 0) return
-        const now = deps.now()
-        while (state.queue[0] && state.queue[0].deadlineMs <= now) state.queue.shift()!.reply(unavailable('no channel owner answered in time, retry'))
-        const work = state.queue[0]
-        if (!work) return
-        const mode = state.mode
-        if (mode.role === 'owner' && leaseHeld()) {
-          state.busy = state.queue.shift()
-          const fence = { community, session, generation: mode.generation, owner: deps.runtime }
-          const running =
-            work.kind === 'state'
-              ? publishStateAsOwner(work.what, fence, channel, deps.sinks, ownerLease)
-              : moderateAsOwner(work.event, work.raw, fence, channel, deps.sinks, ownerLease)
-          pipeTo(self, running, (o): SessionMsg => ({ type: 'Done', outcome: o }), PIPE)
-        } else if (mode.role === 'forwarder') {
-          if (work.kind === 'state') {
-            state.queue.shift() // the state is the owner's to publish: it republishes after its own changes
-            next()
-            return
-          }
-          if (now < mode.retryAtMs) return
-          state.busy = state.queue.shift()
-          const request: ModerateRequest = { op: 'moderate', fence: { community, session, generation: mode.holder.generation, owner: mode.holder.owner }, event: work.raw }
-          pipeTo(self, deps.forward(mode.holder.owner, request, FORWARD_TIMEOUT_MS), (o): SessionMsg => ({ type: 'Forwarded', outcome: o }), PIPE)
-        }
-      }
-      const retryLater = (ms: number) => {
-        clearTimeout(retryTimer)
-        retryTimer = setTimeout(() => tell(self, { type: 'Acquire' }), ms)
-      }
-      const publishView = () => {
-        const m = state.mode
-        if (m.role === 'owner') deps.sessions.set(key, { community, session, kind: 'channel', generation: m.generation, owner: deps.runtime, local: true })
-        else if (m.role === 'forwarder') deps.sessions.set(key, { community, session, kind: 'channel', generation: m.holder.generation, owner: m.holder.owner, local: false })
-      }
-
       switch (msg.type) {
-        case 'Moderate': {
-          state.idleSinceMs = deps.now()
-          if (msg.remote) {
-            const refused = checkFence(state.mode, msg.remote, deps.runtime, leaseHeld())
-            if (refused) {
-              deps.fenceRejected(refused.refused)
-              msg.reply(refused)
-              if (refused.refused === 'future') stopNow('a peer knows a newer generation')
-              return state
-            }
-          }
-          state.queue.push({ kind: 'moderate', event: msg.event, raw: msg.raw, reply: msg.reply, deadlineMs: deps.now() + deps.workDeadlineMs })
-          next()
-          return state
-        }
-        case 'Acquire': {
-          if (state.acquiring || state.mode.role === 'owner') return state
-          state.acquiring = true
-          const acquiring = deps.storedGeneration(community, session).then((floor) => deps.directory.acquire(community, session, 'channel', floor))
-          pipeTo(self, acquiring, (o): SessionMsg => ({ type: 'Acquired', outcome: o }), PIPE)
-          return state
-        }
-        case 'Acquired': {
-          state.acquiring = false
-          if (!msg.outcome.ok) {
-            deps.log.warn({ err: msg.outcome.error, community, session }, 'mesh session acquire failed')
-            retryLater(1_000)
-            return state
-          }
-          const o = msg.outcome.value
-          if (o.acquired || o.holder.owner === deps.runtime) {
-            const generation = o.acquired ? o.lease.generation : o.holder.generation
-            // our own lease found after a restart: valid only once a renewal says so
-            state.mode = { role: 'owner', generation, validUntilMs: o.acquired ? o.validUntilMs : 0 }
-            lease.generation = generation
-            lease.validUntilMs = o.acquired ? o.validUntilMs : 0
-            clearInterval(renewTimer)
-            renewTimer = setInterval(() => tell(self, { type: 'Renew' }), deps.renewMs)
-            if (!o.acquired) tell(self, { type: 'Renew' })
-            deps.log.info({ community, session, generation }, 'mesh session owned here')
-          } else {
-            state.mode = { role: 'forwarder', holder: o.holder, retryAtMs: 0 }
-            if (state.suspect === o.holder.owner) retryLater(Math.min(RETRY_MS, o.remainingMs + 1))
-            else state.suspect = undefined
-          }
-          publishView()
-          next()
-          return state
-        }
-        case 'Renew': {
-          const m = state.mode
-          if (m.role !== 'owner' || state.renewing) return state
-          if (!state.busy && state.queue.length === 0 && deps.now() - state.idleSinceMs > OWNER_IDLE_MS) {
-            return release(state, () => {}, self)
-          }
-          state.renewing = true
-          pipeTo(self, deps.directory.renew(community, session, m.generation), (o): SessionMsg => ({ type: 'Renewed', outcome: o }), PIPE)
-          return state
-        }
-        case 'Renewed': {
-          state.renewing = false
-          const m = state.mode
-          if (m.role !== 'owner') return state
-          if (msg.outcome.ok && msg.outcome.value.renewed) {
-            lease.validUntilMs = msg.outcome.value.validUntilMs
-            m.validUntilMs = msg.outcome.value.validUntilMs
-            next()
-            return state
-          }
-          stopNow(msg.outcome.ok ? 'lease lost' : 'lease renewal failed')
-          return state
-        }
-        case 'Done': {
-          const work = state.busy
-          state.busy = undefined
-          if (!work) return state
-          if (msg.outcome.ok) {
-            const { outcome, events } = msg.outcome.value
-            if (events.length > 0) deps.deliver(community, events)
-            work.reply({ outcome, generation: lease.generation, owner: deps.runtime })
-            if (state.release) return release(state, state.release, self)
-            next()
-            return state
-          }
-          const error = msg.outcome.error
-          if (error instanceof FencedError || error instanceof LeaseLostError) deps.fenceRejected('stale')
-          work.reply(unavailable('the channel owner changed, retry'))
-          if (error instanceof FencedError || error instanceof LeaseLostError) stopNow('fenced off')
-          else deps.log.warn({ err: error, community, session }, 'channel moderation failed')
-          next()
-          return state
-        }
-        case 'Forwarded': {
-          const work = state.busy
-          state.busy = undefined
-          if (!work) return state
-          const o = msg.outcome
-          if (o.ok && o.value.ok) {
-            work.reply({ outcome: toOutcome(o.value), generation: o.value.generation, owner: o.value.owner })
-            next()
-            return state
-          }
-          // refused or unreachable: ask the directory again (it hands the session over once the lease lapses)
-          state.queue.unshift(work)
-          if (state.mode.role === 'forwarder') state.mode.retryAtMs = deps.now() + RETRY_MS
-          retryLater(RETRY_MS)
-          return state
-        }
+        case 'Moderate':
+          return onModerate(state, msg, self)
+        case 'Acquire':
+          return onAcquire(state, self)
+        case 'Acquired':
+          return onAcquired(state, msg.outcome, self)
+        case 'Renew':
+          return onRenew(state, self)
+        case 'Renewed':
+          return onRenewed(state, msg.outcome, self)
+        case 'Done':
+          return onDone(state, msg.outcome, self)
+        case 'Forwarded':
+          return onForwarded(state, msg.outcome, self)
         case 'Release':
           return release(state, msg.done, self)
-        case 'OwnerSuspect': {
-          const m = state.mode
-          if (m.role !== 'forwarder' || m.holder.owner !== msg.owner) return state
+        case 'OwnerSuspect':
+          if (state.mode.role !== 'forwarder' || state.mode.holder.owner !== msg.owner) return state
           state.suspect = msg.owner
-          retryLater(RETRY_MS)
+          retryLater(self, RETRY_MS)
           return state
-        }
         case 'PublishState':
           state.queue.push({ kind: 'state', what: msg.what, reply: () => {}, deadlineMs: deps.now() + deps.workDeadlineMs })
-          next()
+          next(state, self)
           return state
       }
     },
@@ -286,6 +146,166 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
       for (const w of [...(state.busy ? [state.busy] : []), ...state.queue]) w.reply(unavailable('the channel owner is moving, retry'))
       state.release?.()
     },
+  }
+
+  /** Starts the next work if nothing is in flight: as owner while the lease is held, else forwarded to the holder. */
+  function next(state: State, self: TypedRef<SessionMsg>): void {
+    if (state.busy || state.queue.length === 0) return
+    const now = deps.now()
+    while (state.queue[0] && state.queue[0].deadlineMs <= now) state.queue.shift()!.reply(unavailable('no channel owner answered in time, retry'))
+    const work = state.queue[0]
+    if (!work) return
+    const mode = state.mode
+    if (mode.role === 'owner' && leaseHeld()) {
+      state.busy = state.queue.shift()
+      const fence = { community, session, generation: mode.generation, owner: deps.runtime }
+      const running =
+        work.kind === 'state'
+          ? publishStateAsOwner(work.what, fence, channel, deps.sinks, ownerLease)
+          : moderateAsOwner(work.event, work.raw, fence, channel, deps.sinks, ownerLease)
+      pipeTo(self, running, (o): SessionMsg => ({ type: 'Done', outcome: o }), PIPE)
+    } else if (mode.role === 'forwarder') {
+      if (work.kind === 'state') {
+        state.queue.shift() // the state is the owner's to publish: it republishes after its own changes
+        return next(state, self)
+      }
+      if (now < mode.retryAtMs) return
+      state.busy = state.queue.shift()
+      const request: ModerateRequest = { op: 'moderate', fence: { community, session, generation: mode.holder.generation, owner: mode.holder.owner }, event: work.raw }
+      pipeTo(self, deps.forward(mode.holder.owner, request, FORWARD_TIMEOUT_MS), (o): SessionMsg => ({ type: 'Forwarded', outcome: o }), PIPE)
+    }
+  }
+
+  function retryLater(self: TypedRef<SessionMsg>, ms: number): void {
+    clearTimeout(retryTimer)
+    retryTimer = setTimeout(() => tell(self, { type: 'Acquire' }), ms)
+  }
+
+  function publishView(state: State): void {
+    const m = state.mode
+    if (m.role === 'owner') deps.sessions.set(key, { community, session, kind: 'channel', generation: m.generation, owner: deps.runtime, local: true })
+    else if (m.role === 'forwarder') deps.sessions.set(key, { community, session, kind: 'channel', generation: m.holder.generation, owner: m.holder.owner, local: false })
+  }
+
+  /** The lease is gone (or never was ours): no side effect from here on; the next message starts afresh. */
+  function stopNow(state: State, self: TypedRef<SessionMsg>, why: string): State {
+    deps.log.warn({ community, session, why }, 'mesh session stops')
+    // what waited for this owner is refused, not written: a stale owner's attempts show in the fence counters
+    if (state.mode.role === 'owner') for (const w of state.queue) if (w.kind === 'moderate') deps.fenceRejected('stale')
+    lease.validUntilMs = 0
+    void kernel.stop(self.path)
+    return state
+  }
+
+  function onModerate(state: State, msg: Extract<SessionMsg, { type: 'Moderate' }>, self: TypedRef<SessionMsg>): State {
+    state.idleSinceMs = deps.now()
+    if (msg.remote) {
+      const refused = checkFence(state.mode, msg.remote, deps.runtime, leaseHeld())
+      if (refused) {
+        deps.fenceRejected(refused.refused)
+        msg.reply(refused)
+        return refused.refused === 'future' ? stopNow(state, self, 'a peer knows a newer generation') : state
+      }
+    }
+    state.queue.push({ kind: 'moderate', event: msg.event, raw: msg.raw, reply: msg.reply, deadlineMs: deps.now() + deps.workDeadlineMs })
+    next(state, self)
+    return state
+  }
+
+  function onAcquire(state: State, self: TypedRef<SessionMsg>): State {
+    if (state.acquiring || state.mode.role === 'owner') return state
+    state.acquiring = true
+    const acquiring = deps.storedGeneration(community, session).then((floor) => deps.directory.acquire(community, session, 'channel', floor))
+    pipeTo(self, acquiring, (o): SessionMsg => ({ type: 'Acquired', outcome: o }), PIPE)
+    return state
+  }
+
+  function onAcquired(state: State, outcome: Settled<AcquireOutcome>, self: TypedRef<SessionMsg>): State {
+    state.acquiring = false
+    if (!outcome.ok) {
+      deps.log.warn({ err: outcome.error, community, session }, 'mesh session acquire failed')
+      retryLater(self, 1_000)
+      return state
+    }
+    const o = outcome.value
+    if (o.acquired || o.holder.owner === deps.runtime) {
+      const generation = o.acquired ? o.lease.generation : o.holder.generation
+      // our own lease found after a restart: valid only once a renewal says so
+      const validUntilMs = o.acquired ? o.validUntilMs : 0
+      state.mode = { role: 'owner', generation, validUntilMs }
+      lease.generation = generation
+      lease.validUntilMs = validUntilMs
+      clearInterval(renewTimer)
+      renewTimer = setInterval(() => tell(self, { type: 'Renew' }), deps.renewMs)
+      if (!o.acquired) tell(self, { type: 'Renew' })
+      deps.log.info({ community, session, generation }, 'mesh session owned here')
+    } else {
+      state.mode = { role: 'forwarder', holder: o.holder, retryAtMs: 0 }
+      if (state.suspect === o.holder.owner) retryLater(self, Math.min(RETRY_MS, o.remainingMs + 1))
+      else state.suspect = undefined
+    }
+    publishView(state)
+    next(state, self)
+    return state
+  }
+
+  function onRenew(state: State, self: TypedRef<SessionMsg>): State {
+    const m = state.mode
+    if (m.role !== 'owner' || state.renewing) return state
+    if (!state.busy && state.queue.length === 0 && deps.now() - state.idleSinceMs > OWNER_IDLE_MS) return release(state, () => {}, self)
+    state.renewing = true
+    pipeTo(self, deps.directory.renew(community, session, m.generation), (o): SessionMsg => ({ type: 'Renewed', outcome: o }), PIPE)
+    return state
+  }
+
+  function onRenewed(state: State, outcome: Settled<RenewOutcome>, self: TypedRef<SessionMsg>): State {
+    state.renewing = false
+    const m = state.mode
+    if (m.role !== 'owner') return state
+    if (!outcome.ok || !outcome.value.renewed) return stopNow(state, self, outcome.ok ? 'lease lost' : 'lease renewal failed')
+    lease.validUntilMs = outcome.value.validUntilMs
+    m.validUntilMs = outcome.value.validUntilMs
+    next(state, self)
+    return state
+  }
+
+  function onDone(state: State, outcome: Settled<Moderated>, self: TypedRef<SessionMsg>): State {
+    const work = state.busy
+    state.busy = undefined
+    if (!work) return state
+    if (outcome.ok) {
+      const { outcome: answer, events } = outcome.value
+      if (events.length > 0) deps.deliver(community, events)
+      work.reply({ outcome: answer, generation: lease.generation, owner: deps.runtime })
+      if (state.release) return release(state, state.release, self)
+      next(state, self)
+      return state
+    }
+    work.reply(unavailable('the channel owner changed, retry'))
+    const error = outcome.error
+    if (error instanceof FencedError || error instanceof LeaseLostError) {
+      deps.fenceRejected('stale')
+      return stopNow(state, self, 'fenced off')
+    }
+    deps.log.warn({ err: error, community, session }, 'channel moderation failed')
+    next(state, self)
+    return state
+  }
+
+  function onForwarded(state: State, outcome: Settled<ModerateReply>, self: TypedRef<SessionMsg>): State {
+    const work = state.busy
+    state.busy = undefined
+    if (!work) return state
+    if (outcome.ok && outcome.value.ok) {
+      work.reply({ outcome: toOutcome(outcome.value), generation: outcome.value.generation, owner: outcome.value.owner })
+      next(state, self)
+      return state
+    }
+    // refused or unreachable: ask the directory again (it hands the session over once the lease lapses)
+    state.queue.unshift(work)
+    if (state.mode.role === 'forwarder') state.mode.retryAtMs = deps.now() + RETRY_MS
+    retryLater(self, RETRY_MS)
+    return state
   }
 
   function release(state: State, done: () => void, self: TypedRef<SessionMsg>): State {
