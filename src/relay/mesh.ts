@@ -22,7 +22,7 @@ import type { RedisClient } from '../infra/redis/connect.js'
 import { type RelayKey, signAsRelay } from '../infra/relay-key.js'
 import type { Verifier } from '../infra/verify/verifier.js'
 import { attestRuntime } from '../protocols/mesh/attestation.js'
-import { encodeJsonPayload, MESH_PROTOCOL_VERSION, parseJsonPayload } from '../protocols/mesh/frames.js'
+import { encodeJsonPayload, FrameType, MESH_PROTOCOL_VERSION, parseJsonPayload } from '../protocols/mesh/frames.js'
 import type { MeshIdentity } from '../protocols/mesh/hello.js'
 import { buildReadinessRecord, READINESS_REFRESH_MS } from '../protocols/mesh/readiness.js'
 import { type ModerateReply, type ModerateRequest, parseModerateReply, parseModerateRequest } from '../protocols/mesh/session-frames.js'
@@ -63,6 +63,10 @@ export interface MeshDeps {
 }
 
 const GOSSIP_INTERVAL_MS = 2_000
+// Heartbeats twice as often as gossip: with the detector's 1.5 s acceptable pause and its 200 ms floor a dead
+// peer is suspected ~3.5 s after its last beat once its rhythm is learnt, still under 6 s while the window
+// holds only the seed, and a peer that stalls 2 s (3 s of silence) stays at phi ~2.
+const HEARTBEAT_INTERVAL_MS = 1_000
 const RECONCILE_INTERVAL_MS = 5_000
 /** How long a moderation event waits for its owner (here or elsewhere) before `error:`; under the client's 30 s. */
 const WORK_DEADLINE_MS = 15_000
@@ -134,11 +138,11 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     return encodeJsonPayload(reply)
   }
 
-  // Ping and Pong need no answer here: every control frame already counts as the peer's heartbeat
+  // a Ping is the peer's heartbeat (it needs no answer); gossip goes to membership
   const handlersFor = (peer: string): TunnelHandlers => ({
     onRequest: (body) => answerRequest(body),
-    onControl: (_type, payload) => {
-      if (membership) tell(membership, { type: 'Control', peer, payload })
+    onControl: (type, payload) => {
+      if (membership && type !== FrameType.Pong) tell(membership, { type: 'Control', peer, ping: type === FrameType.Ping, payload })
     },
   })
   const setup: TunnelSetup = { identity, anchorRelayPubkey: d.relayKey.pubkey, handlersFor }
@@ -162,6 +166,7 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     self: runtime,
     endpoint,
     gossipIntervalMs: GOSSIP_INTERVAL_MS,
+    heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS,
     reconcileIntervalMs: RECONCILE_INTERVAL_MS,
     readinessRefreshMs: READINESS_REFRESH_MS,
     links,

@@ -136,10 +136,21 @@ describe('the relay mesh under faults (three processes)', () => {
     const others = [0, 1, 2].filter((i) => i !== owner)
     const before = (await meshStatus(c.nodes[owner]!)).sessions.find((s) => s.session === `channel:${CHANNEL}`)
     let killedAt = 0
+    let suspectedAfterMs = Infinity
+    const killedRuntime = (await meshStatus(c.nodes[owner]!)).runtime
     const run = await underFault(c, admin, recorders, [0, 1, 2], async () => {
       killedAt = performance.now()
       c.nodes[owner]!.process.proc.kill('SIGKILL')
       await c.nodes[owner]!.process.exited
+      // both survivors name the dead node suspect (phi accrual), within 6 s of the kill
+      for (const i of others) {
+        await until(
+          () => meshStatus(c.nodes[i]!),
+          (s) => s.peers.some((p) => p.runtime === killedRuntime && p.suspect),
+          10_000,
+        )
+      }
+      suspectedAfterMs = performance.now() - killedAt
       // the next owner answers within TTL + a retry
       await until(
         () => meshStatus(c.nodes[others[0]!]!),
@@ -156,6 +167,7 @@ describe('the relay mesh under faults (three processes)', () => {
     // an acknowledged change after the kill exists: the survivors went on
     expect(run.writers.filter((w) => w.index !== owner).some((w) => w.ops.some((o) => o.answer === 'ok' && o.atMs > killedAt + 1))).toBe(true)
     expect(takeoverMs).toBeLessThan(20_000)
+    expect(suspectedAfterMs).toBeLessThan(6_000)
   }, 90_000)
 
   it('refuses everything a SIGSTOPped owner sends after it wakes past its lease: it writes nothing and counts its refusals', async () => {

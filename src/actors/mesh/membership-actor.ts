@@ -15,10 +15,11 @@ import { type PeerDeps, type PeerMsg, peerRef } from './peer-actor.js'
 
 export type MembershipMsg =
   | { type: 'Tick' }
+  | { type: 'Judge' }
   | { type: 'Reconcile' }
   | { type: 'Listed'; outcome: Settled<ReadinessRecord[]> }
   | { type: 'Published'; outcome: Settled<void> }
-  | { type: 'Control'; peer: string; payload: unknown }
+  | { type: 'Control'; peer: string; ping: boolean; payload: unknown }
   | { type: 'LinkUp'; peer: string }
   | { type: 'LinkDown'; peer: string; draining: boolean }
   | { type: 'Drain'; done: () => void }
@@ -30,6 +31,8 @@ export interface MembershipDeps {
   self: string
   endpoint: string
   gossipIntervalMs: number
+  /** a Ping to every linked peer this often: the heartbeat its detector follows */
+  heartbeatIntervalMs: number
   reconcileIntervalMs: number
   readinessRefreshMs: number
   links: Map<string, Tunnel>
@@ -56,6 +59,7 @@ interface MembershipState {
   draining: boolean
   lastTickMs: number
   lastPublishMs: number
+  lastPingMs: number
   listing: boolean
 }
 
@@ -65,6 +69,7 @@ const PIPE = { everyMs: 100, forMs: 10_000 } as const
 export function spawnMembership(kernel: Kernel, deps: MembershipDeps): TypedRef<MembershipMsg> {
   let tick: NodeJS.Timeout | undefined
   let reconcile: NodeJS.Timeout | undefined
+  let judging: NodeJS.Timeout | undefined
   const peerOf = (peer: string, self: TypedRef<MembershipMsg>): TypedRef<PeerMsg> =>
     peerRef(kernel, peer, {
       ...deps.peerDeps,
@@ -78,11 +83,15 @@ export function spawnMembership(kernel: Kernel, deps: MembershipDeps): TypedRef<
     init: (ctx) => {
       clearInterval(tick)
       clearInterval(reconcile)
+      clearInterval(judging)
       tick = setInterval(() => tell(ctx.self, { type: 'Tick' }), deps.gossipIntervalMs)
+      // each Judge pings every peer (the heartbeat) and judges suspicion: twice per heartbeat interval, so a dead
+      // peer is named within half an interval of its phi crossing 8
+      judging = setInterval(() => tell(ctx.self, { type: 'Judge' }), deps.heartbeatIntervalMs / 2)
       reconcile = setInterval(() => tell(ctx.self, { type: 'Reconcile' }), deps.reconcileIntervalMs)
       tell(ctx.self, { type: 'Reconcile' })
       const view = createMembershipView({ runtime: deps.self, endpoint: deps.endpoint, version: 0, draining: false, load: deps.load() })
-      return { view, detectors: new Map(), guard: createLocalPauseGuard(), suspects: new Set(), draining: false, lastTickMs: deps.now(), lastPublishMs: -Infinity, listing: false }
+      return { view, detectors: new Map(), guard: createLocalPauseGuard(), suspects: new Set(), draining: false, lastTickMs: deps.now(), lastPublishMs: -Infinity, lastPingMs: -Infinity, listing: false }
     },
     handle: (state, msg, ctx) => {
       const now = deps.now()
@@ -98,6 +107,14 @@ export function spawnMembership(kernel: Kernel, deps: MembershipDeps): TypedRef<
           judge(state, now)
           return state
         }
+        case 'Judge':
+          observePause(state, now)
+          if (now - state.lastPingMs >= deps.heartbeatIntervalMs - 50) {
+            state.lastPingMs = now
+            for (const tunnel of deps.links.values()) tunnel.sendControl(FrameType.Ping, {})
+          }
+          judge(state, now)
+          return state
         case 'Reconcile': {
           if (!state.listing) {
             state.listing = true
@@ -140,10 +157,11 @@ export function spawnMembership(kernel: Kernel, deps: MembershipDeps): TypedRef<
           }
           return state
         case 'Control':
-          onGossip(state, msg.peer, msg.payload, now)
+          if (msg.ping) onPing(state, msg.peer, now)
+          else onGossip(state, msg.peer, msg.payload, now)
           return state
         case 'LinkUp': {
-          const detector = state.detectors.get(msg.peer) ?? createPhiAccrual({ firstHeartbeatEstimateMs: deps.gossipIntervalMs })
+          const detector = state.detectors.get(msg.peer) ?? createPhiAccrual({ firstHeartbeatEstimateMs: deps.heartbeatIntervalMs })
           state.detectors.set(msg.peer, detector)
           detector.heartbeat(now)
           deps.links.get(msg.peer)?.sendControl(FrameType.Gossip, state.view.digest())
@@ -165,6 +183,7 @@ export function spawnMembership(kernel: Kernel, deps: MembershipDeps): TypedRef<
     afterStop: () => {
       clearInterval(tick)
       clearInterval(reconcile)
+      clearInterval(judging)
     },
   }
 
@@ -172,14 +191,16 @@ export function spawnMembership(kernel: Kernel, deps: MembershipDeps): TypedRef<
     state.guard.notePause(now, deps.loopDelayMaxMs())
   }
 
-  function onGossip(state: MembershipState, peer: string, payload: unknown, now: number) {
-    // every frame from the peer is a heartbeat; the interval after our own stall is not its rhythm
+  /** A peer's Ping is its heartbeat: sent on a fixed interval, so its rhythm is regular. The interval that spans our own stall is not its rhythm. */
+  function onPing(state: MembershipState, peer: string, now: number) {
     observePause(state, now)
     const detector = state.detectors.get(peer)
-    if (detector) {
-      if (state.guard.isSuppressed(now)) detector.skipInterval(now)
-      else detector.heartbeat(now)
-    }
+    if (detector && state.guard.isSuppressed(now)) detector.skipInterval(now)
+    else detector?.heartbeat(now)
+  }
+
+  function onGossip(state: MembershipState, peer: string, payload: unknown, now: number) {
+    observePause(state, now)
     const parsed = parseGossip(payload)
     if (!parsed.ok) {
       deps.log.warn({ peer, why: parsed.error }, 'mesh gossip refused')

@@ -18,8 +18,8 @@ export interface LocalPauseOptions {
 const HEARTBEAT_INTERVAL_MS = PHI_ACCRUAL_DEFAULTS.firstHeartbeatEstimateMs
 
 export const LOCAL_PAUSE_DEFAULTS: Readonly<LocalPauseOptions> = Object.freeze({
-  // The margin we have: a healthy peer may be silent 4000 ms (interval + acceptable pause) and is convicted
-  // at 5046 ms, so ≈ 1 s of our own stall can stack on a peer's worst legitimate silence without a false
+  // The margin we have: a healthy peer may be silent 3500 ms (interval + acceptable pause) and is convicted
+  // at 4546 ms, so ≈ 1 s of our own stall can stack on a peer's worst legitimate silence without a false
   // conviction. Beyond that the stall, not the peer, would be what phi measures.
   allowanceMs: 1000,
   // Two heartbeat intervals plus the acceptable pause: every live peer gets two chances to be heard again

@@ -5,11 +5,12 @@
  *
  * Why these numbers: peers heartbeat every 2 s and a killed peer must be suspected within 6 s. Once a few
  * regular heartbeats have pushed the sample stddev under the 200 ms floor, phi crosses 8 at
- * mean + pause + 5.23·minStd = 2000 + 2000 + 1046 = 5046 ms of silence (the logistic tail needs 5.23
+ * mean + pause + 5.23·minStd = 2000 + 1500 + 1046 = 4546 ms of silence (the logistic tail needs 5.23
  * stddevs, not the ~4 a rough estimate suggests), while 4 s of silence (one interval plus a 2 s stall)
- * gives phi 0.3.
- * Cold start: right after the first heartbeat the seed stddev is 500 ms, so conviction takes 6613 ms; from
- * the third heartbeat on it is under 6 s (5848 ms).
+ * gives phi 2.2.
+ * Cold start: right after the first heartbeat the seed stddev is 500 ms, so conviction takes 6113 ms; from
+ * the third heartbeat on it is under 6 s (5348 ms). Heartbeats counted so from a peer killed a second after
+ * its last one: suspected within ~5.5 s of the kill once it has beaten a few times (measured in test/faults).
  */
 
 export interface PhiAccrualOptions {
@@ -33,8 +34,9 @@ export const PHI_ACCRUAL_DEFAULTS: Readonly<PhiAccrualOptions> = Object.freeze({
   maxSampleSize: 200,
   // a tenth of the interval: wide enough that a sub-second hiccup of a metronome-regular peer moves phi little
   minStdDeviationMs: 200,
-  // a peer that stalls 2 s (one heartbeat missed) must not be convicted; keeps conviction under 6 s
-  acceptableHeartbeatPauseMs: 2000,
+  // a peer that stalls 2 s (one heartbeat missed, 4 s of silence: phi 2.2) must not be convicted, and a dead
+  // one must be within 6 s of its death even before its stddev settles (2000 ms here took 7.1 s in test/faults)
+  acceptableHeartbeatPauseMs: 1500,
   // our gossip/heartbeat interval
   firstHeartbeatEstimateMs: 2000,
 })

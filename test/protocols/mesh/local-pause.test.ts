@@ -46,9 +46,9 @@ describe('suppressing suspicion after a local pause', () => {
 
   it('defaults to a 1 s allowance that fits between a peer’s worst legitimate silence and its conviction', () => {
     const d = peerSilentSince(40_000)
-    const worstLegitimateSilenceMs = 2000 + 2000
+    const worstLegitimateSilenceMs = 2000 + 1500
     expect(d.isAvailable(40_000 + worstLegitimateSilenceMs + LOCAL_PAUSE_DEFAULTS.allowanceMs)).toBe(true)
-    expect(LOCAL_PAUSE_DEFAULTS.graceMs).toBe(6000)
+    expect(LOCAL_PAUSE_DEFAULTS.graceMs).toBe(5500)
   })
 
   it.each([
