@@ -16,7 +16,10 @@ import type { PublishOutcome } from '../community/messages.js'
 
 /** The stores and signer an owner writes through; `saveFenced` is PostgreSQL's (the mesh runs in cluster mode only). */
 export interface OwnerSinks {
-  events: EventStore & { saveFenced(requests: readonly { community: string; event: VerifiedEvent; raw: string }[], fence: SessionFence): Promise<SaveOutcome[]> }
+  events: EventStore & {
+    saveFenced(requests: readonly { community: string; event: VerifiedEvent; raw: string }[], fence: SessionFence): Promise<SaveOutcome[]>
+    deleteEventsFenced(community: string, ids: readonly string[], fence: SessionFence): Promise<string[]>
+  }
   channels: ChannelStore
   relayPubkey: string
   sign: (t: EventTemplate, createdAt: number) => NostrEvent
@@ -117,6 +120,10 @@ function channelDeps(fence: SessionFence, sinks: OwnerSinks, lease: OwnerLease):
       guard()
       const [outcome] = await sinks.events.saveFenced([{ community: c, event: e, raw: r }], fence)
       return outcome as SaveOutcome
+    },
+    deleteEvents: async (c, ids) => {
+      guard()
+      return sinks.events.deleteEventsFenced(c, ids, fence)
     },
   }
   return {

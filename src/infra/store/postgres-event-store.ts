@@ -32,6 +32,8 @@ export interface PostgresEventStore extends EventStore {
    * would fail every other community's events in the batch.
    */
   saveFenced(requests: readonly SaveRequest[], fence: SessionFence): Promise<SaveOutcome[]>
+  /** EventStore.deleteEvents in a transaction fenced for `fence` (as saveFenced) */
+  deleteEventsFenced(community: string, ids: readonly string[], fence: SessionFence): Promise<string[]>
 }
 
 /** Write transactions in flight at once: two keep the database busy while one batch waits on its round trip. */
@@ -115,6 +117,15 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
       } catch (cause) {
         if (cause instanceof FencedError) throw cause
         throw new StoreError('event store fenced write failed', { cause })
+      }
+    },
+    async deleteEventsFenced(community, ids, fence) {
+      if (closing) throw new StoreError('event store is closed')
+      try {
+        return await withDeadline('event store fenced delete', deleteEvents(sql, community, ids, fence))
+      } catch (cause) {
+        if (cause instanceof FencedError) throw cause
+        throw new StoreError('event store fenced delete failed', { cause })
       }
     },
     // outside group commit: its own transaction, ordered against saves of the same ids by their id locks

@@ -294,16 +294,20 @@ const IN_FAILED_TRANSACTION = '25P02'
  * as a save, so a save of one of these ids committing on another node at this moment is either removed here
  * or arrives after (and is the caller's to refuse), never left behind by a delete that could not see it.
  */
-export async function deleteEvents(sql: Sql, community: string, ids: readonly string[]): Promise<string[]> {
+export async function deleteEvents(sql: Sql, community: string, ids: readonly string[], fence?: SessionFence): Promise<string[]> {
   const unique = [...new Set(ids)]
   if (unique.length === 0) return []
   const lockIds = toLockIds(unique.map((id) => idLockKey(community, id)))
   const rows = await retrying(() =>
     sql.begin(async (tx) => {
       await tx.unsafe(LOCK_KEYS, [lockIds])
+      // a mesh session's deletion (9005, 9008 on the channel's owner) is fenced like its other writes
+      if (fence) await tx.unsafe(CLAIM_SESSION, claimParams(fence) as never[], { prepare: true })
       return tx.unsafe(DELETE_EVENTS, [community, unique], { prepare: true })
     }),
-  )
+  ).catch((error: unknown) => {
+    throw fence ? asFenced(error, fence) : error
+  })
   const removed = new Set(rows.map((r) => r.id as string))
   return unique.filter((id) => removed.has(id))
 }

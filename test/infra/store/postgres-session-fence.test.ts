@@ -104,6 +104,16 @@ describe('mesh session fence on PostgreSQL', () => {
     expect(stored.map((s) => s.event.id)).toEqual([fresh.event.id])
   })
 
+  it('deletes nothing for a stale owner, and deletes for the current one', async () => {
+    const c = community()
+    const target = note('to be deleted')
+    await events.saveFenced([{ community: c, event: target.event, raw: target.raw }], fenceOf(c, 3, NEW))
+    await expect(events.deleteEventsFenced(c, [target.event.id], fenceOf(c, 2, OLD))).rejects.toBeInstanceOf(FencedError)
+    expect((await events.query(c, [{ ids: [target.event.id] }], { now: NOW + 10 })).length).toBe(1)
+    expect(await events.deleteEventsFenced(c, [target.event.id], fenceOf(c, 3, NEW))).toEqual([target.event.id])
+    expect((await events.query(c, [{ ids: [target.event.id] }], { now: NOW + 10 })).length).toBe(0)
+  })
+
   it('reads 0 as the stored generation of a session that never wrote', async () => {
     expect(await storedGeneration(nodeA, community(), 'channel:never')).toBe(0)
   })
