@@ -2,13 +2,14 @@
 // relay in its own child process, alternating over rounds because this machine is noisy (±30 %).
 // Flags: --quick (small counts), --rounds N (default 3), --only a,b (scenarios: ceiling, ingest-closed,
 // ingest-pipelined, fanout, channel-fanout, slow-read, req, ingest-with-reads, idle-memory, agents,
-// cluster-fanout, admission, ingest-pg), --relays apiary,baseline, --agent-shards K (agents: load processes, default 3).
+// cluster-fanout, admission, ingest-pg, mesh), --relays apiary,baseline, --agent-shards K (agents: load processes, default 3).
 // channel-fanout (bench/channel-fanout.ts) runs Apiary only: plain vs public vs private channel events; so do
 // slow-read (bench/slow-read.ts: ingest with and without a REQ the store holds 2 s) and ingest-with-reads
 // (bench/ingest-with-reads.ts: ingest into the REQ data set with and without 8 readers), and agents
 // (bench/agents.ts: N AgentClients over K load processes, the relay SIGKILLed and restarted under them).
-// The cluster scenarios (bench/cluster.ts) need Redis and PostgreSQL on 127.0.0.1; a run without them skips
-// those with a note. Prints a table of medians with the DESIGN §12 targets and writes it to
+// The cluster scenarios (bench/cluster.ts; mesh: bench/mesh.ts, three `apiary start` processes with the relay
+// mesh on, SIGKILLed and SIGTERMed under a client) need Redis and PostgreSQL on 127.0.0.1; a run without them
+// skips those with a note. Prints a table of medians with the DESIGN §12 targets and writes it to
 // .bench-data/last-run.json.
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
@@ -21,7 +22,8 @@ import { CHILD_SCRIPTS, type LoopDelay, type RelayProcess, spawnRelay } from './
 import { type AdmissionCell, admissionBench, clusterFanout, clusterUnavailable, dropBenchDatabases, FANOUT_VARIANTS, INGEST_VARIANTS, ingestOnBackend } from './cluster'
 import { BENCH_DATA_DIR, channelPostEvents, type Dataset, ingestEvents, reqDataset } from './fixtures'
 import { ingestWithReads, isUnreniced, READ_LOAD_VARIANTS, READER_SHAPES, type ReadersFigures, type ReadLoadResult, UNRENICED_CONFIG } from './ingest-with-reads'
-import { fanout, type IdleMemoryResult, idleConnectionMemory, ingestClosedLoop, ingestPipelined, REQ_SHAPES, type ReqShapeResult, reqLatency } from './load'
+import { fanout, type IdleMemoryResult, idleConnectionMemory, ingestClosedLoop, ingestPipelined, type Latency, REQ_SHAPES, type ReqShapeResult, reqLatency } from './load'
+import { type MeshFigures, meshBench } from './mesh'
 import { openFilesLimit } from './relay-readings'
 import { SLOW_READ_VARIANTS, slowReadIngest } from './slow-read'
 
@@ -49,8 +51,9 @@ const SCENARIOS = [
   'cluster-fanout',
   'admission',
   'ingest-pg',
+  'mesh',
 ] as const
-const CLUSTER_SCENARIOS: readonly Scenario[] = ['cluster-fanout', 'admission', 'ingest-pg']
+const CLUSTER_SCENARIOS: readonly Scenario[] = ['cluster-fanout', 'admission', 'ingest-pg', 'mesh']
 type Scenario = (typeof SCENARIOS)[number]
 const only = option('only')?.split(',') as Scenario[] | undefined
 for (const s of only ?? []) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; known: ${SCENARIOS.join(', ')}`)
@@ -74,6 +77,7 @@ const size = quick
       clusterFanout: { subscribers: 200, events: 100 },
       admission: { seconds: 1, maxDecisions: 2_000_000, callers: [1, 16, 64], batches: [8, 32, 128], batchCallers: [1, 16], memoryCallers: 16 },
       ingestPg: { events: 3_000, connections: 4, window: 200, maxSeconds: 10 },
+      mesh: { killTrials: 3, termTrials: 3, moderationEvents: 50, convergenceRuns: 1, tunnelRequests: 100, stallSeconds: 3 },
     }
   : {
       ceilingEvents: 4_000,
@@ -91,6 +95,8 @@ const size = quick
       clusterFanout: { subscribers: 200, events: 500 },
       admission: { seconds: 3, maxDecisions: 10_000_000, callers: [1, 16, 64], batches: [8, 32, 128], batchCallers: [1, 16], memoryCallers: 16 },
       ingestPg: { events: 30_000, connections: 4, window: 200, maxSeconds: 20 },
+      // a round is ~10 min: each SIGKILL trial waits out the 6 s lease, then a replacement node starts and links
+      mesh: { killTrials: 20, termTrials: 20, moderationEvents: 200, convergenceRuns: 3, tunnelRequests: 500, stallSeconds: 10 },
     }
 
 const log = (s: string) => process.stderr.write(`${s}\n`)
@@ -762,7 +768,83 @@ if (wantedCluster('ingest-pg')) {
   noteVariantOutcomes('ingest-pg', results)
 }
 
+if (wantedCluster('mesh')) {
+  const o = size.mesh
+  const runs: Outcome<MeshFigures>[] = []
+  const load0 = os.loadavg()[0]!
+  for (let round = 0; round < rounds; round++) {
+    log(`  mesh: round ${round + 1}/${rounds}`)
+    const logDir = join(BENCH_DATA_DIR, 'mesh-logs', `${machine.date.replace(/[:.]/g, '-')}-r${round + 1}`)
+    const r = await attempt(() => meshBench({ ...o, dir: freshDir, logDir }))
+    if (!r.ok) log(`    failed: ${r.error}`)
+    runs.push(r)
+  }
+  raw.mesh = runs
+  addMeshRows(o, runs, load0)
+}
+
 if (CLUSTER_SCENARIOS.some(wanted)) await dropBenchDatabases()
+
+function addMeshRows(o: (typeof size)['mesh'], runs: Outcome<MeshFigures>[], load0: number) {
+  const label = 'mesh (3 processes, lease 6 s / renew 2 s)'
+  const s = (ms: number) => ms / 1000
+  const mib = (bytes: number) => bytes / 2 ** 20
+  const atMost = (k: number, unit: string) => ({ text: `≤ ${k}${unit}`, check: (a: number) => a <= k })
+  const none = { text: '0', check: (a: number) => a === 0 }
+  addOneSided(label, `takeover after kill -9 of the owner p50 (${o.killTrials} trials)`, 's', runs, (r) => s(r.takeover.latency.p50Ms))
+  addOneSided(label, `takeover after kill -9 of the owner p99 (${o.killTrials} trials)`, 's', runs, (r) => s(r.takeover.latency.p99Ms), atMost(10, ' s'))
+  addOneSided(label, 'kill -9 trials without a takeover', 'count', runs, (r) => r.takeover.failures.length, none)
+  addOneSided(label, `hand-over on SIGTERM p50 (${o.termTrials} trials)`, 's', runs, (r) => s(r.handover.latency.p50Ms))
+  addOneSided(label, `hand-over on SIGTERM p99 (${o.termTrials} trials)`, 's', runs, (r) => s(r.handover.latency.p99Ms), atMost(1, ' s'))
+  addOneSided(label, 'SIGTERM trials without a hand-over', 'count', runs, (r) => r.handover.failures.length, none)
+  addOneSided(label, 'SIGTERM → process exited (drain) p50', 's', runs, (r) => s(r.handover.exit.p50Ms))
+  // one run gives both columns: Apiary = forwarded to the owner, baseline = sent to the owner's node
+  const forwardedVsLocal = (metric: string, get: (l: Latency) => number) => {
+    const row = { scenario: label, metric, unit: 'ms', apiary: cell(runs, (r) => get(r.moderation.forwarded)), baseline: cell(runs, (r) => get(r.moderation.local)) }
+    const ratio = typeof row.apiary === 'number' && typeof row.baseline === 'number' && row.baseline !== 0 ? Math.round((row.apiary / row.baseline) * 100) / 100 : null
+    rows.push({ ...row, ratio, target: '', met: null })
+  }
+  forwardedVsLocal(`put-user OK p50, forwarded vs at the owner (${o.moderationEvents} each)`, (l) => l.p50Ms)
+  forwardedVsLocal(`put-user OK p99, forwarded vs at the owner (${o.moderationEvents} each)`, (l) => l.p99Ms)
+  addOneSided(label, `gossip convergence: spawn → all linked (median of ${o.convergenceRuns})`, 's', runs, (r) => s(median(r.convergence.startToLinkedMs)))
+  addOneSided(label, 'gossip convergence: all listening → all linked', 's', runs, (r) => s(median(r.convergence.listeningToLinkedMs)))
+  addOneSided(label, 'a replacement node: spawn → all linked p50', 's', runs, (r) => s(r.takeover.relink.p50Ms))
+  const tunnel = `mesh tunnel, 1 MiB requests × ${o.tunnelRequests}, 8 in flight (one process)`
+  addOneSided(tunnel, 'throughput', 'MiB/s', runs, (r) => r.tunnel.mibPerSec)
+  addOneSided(tunnel, 'request → 1-byte answer p50', 'ms', runs, (r) => r.tunnel.requestLatency.p50Ms)
+  addOneSided(tunnel, 'request → 1-byte answer p99', 'ms', runs, (r) => r.tunnel.requestLatency.p99Ms)
+  addOneSided(tunnel, 'process CPU (both ends)', 'cores', runs, (r) => r.tunnel.cores)
+  const stalled = `mesh tunnel to a SIGSTOPped peer, 1 MiB every 5 ms for ${o.stallSeconds} s`
+  addOneSided(stalled, 'rss at start', 'MiB', runs, (r) => mib(r.stalled.start.rss))
+  addOneSided(stalled, 'rss peak', 'MiB', runs, (r) => mib(r.stalled.peak.rss))
+  addOneSided(stalled, 'heapUsed at start', 'MiB', runs, (r) => mib(r.stalled.start.heapUsed))
+  addOneSided(stalled, 'heapUsed peak', 'MiB', runs, (r) => mib(r.stalled.peakHeapUsed))
+  addOneSided(stalled, 'external at peak rss (Buffers)', 'MiB', runs, (r) => mib(r.stalled.peak.external))
+  addOneSided(stalled, 'socket send buffer at peak rss', 'MiB', runs, (r) => mib(r.stalled.peak.bufferedAmount))
+  addOneSided(stalled, 'queued for credit at peak rss', 'MiB', runs, (r) => mib(r.stalled.peak.queuedBytes))
+  addOneSided(stalled, 'requests taken (in flight)', 'count', runs, (r) => r.stalled.accepted)
+  addOneSided(stalled, 'BUSY refusals', 'count', runs, (r) => r.stalled.busy)
+  addOneSided(stalled, 'taken requests answered after SIGCONT', 'count', runs, (r) => r.stalled.answeredAfterResume)
+  notes.push(
+    `mesh: three \`node bin/apiary.js start\` processes (dist/), APIARY_MESH=on, mesh port 0, one fresh PostgreSQL database, the shared Redis, one relay key and community, rate limits wide open, verifier threads at their default; node logs (warn) in .bench-data/mesh-logs/. Convergence: a first node migrates the database alone (untimed), then ${o.convergenceRuns} time(s) three fresh processes are spawned together and /mesh/status of each polled every 50 ms until it lists 2 connected peers. Forwarded vs local: Apiary column = put-users (9000) sent to a non-owner node (forwarded over the tunnel), baseline column = the same sent to the owner's node, awaited one at a time, rounds of 10 alternating. Takeover / hand-over: a fresh channel per trial, created through each node in turn (that node owns it, read from /mesh/status); a client on another node sends put-users one at a time, 100 ms apart; the owner is signalled right after an OK (nothing in flight); figure = signal → the first OK true to an event sent after it (the client's next send, ≤ 100 ms later, included); then a replacement process is spawned and all three relinked. Tunnel: src/infra/mesh/tunnel-handshake.ts dialer and server in the bench process over 127.0.0.1, handler answering 1 byte. Stalled peer: the server in a child (bench/mesh-peer.ts) SIGSTOPped after 3 warm-up requests; one 1 MiB request (60 s timeout) every 5 ms, process.memoryUsage() every 500 ms; then SIGCONT. Load average (1 min) at the scenario's start ${load0.toFixed(2)}, at its end ${os.loadavg()[0]!.toFixed(2)}, on ${os.cpus().length} cores`,
+  )
+  runs.forEach((r, i) => {
+    if (!r.ok) return
+    const v = r.value
+    for (const t of [v.takeover, v.handover]) {
+      for (const f of t.failures) notes.push(`mesh r${i + 1} ${t.signal}: ${f}`)
+      const refused: Record<string, number> = {}
+      for (const x of t.trials) for (const [k, n] of Object.entries(x.refusals)) refused[k] = (refused[k] ?? 0) + n
+      if (Object.keys(refused).length) notes.push(`mesh r${i + 1} ${t.signal}: OK false after the signal: ${Object.entries(refused).map(([k, n]) => `${k}=${n}`).join(' ')}`)
+      const notRaised = t.trials.filter((x) => !(x.generationAfter > x.generationBefore))
+      if (notRaised.length) notes.push(`mesh r${i + 1} ${t.signal}: ${notRaised.length} trial(s) where the witness node did not see a higher generation afterwards`)
+      notes.push(`mesh r${i + 1} ${t.signal} per trial (s): ${t.trials.map((x) => (x.ms / 1000).toFixed(2)).join(' ')}`)
+    }
+    if (Object.keys(v.moderation.refusals).length) notes.push(`mesh r${i + 1} moderation: OK false ${JSON.stringify(v.moderation.refusals)}`)
+    const failed = Object.entries(v.stalled.failedAfterResume)
+    if (failed.length) notes.push(`mesh r${i + 1} stalled peer: taken requests that failed after SIGCONT: ${failed.map(([k, n]) => `${k}=${n}`).join(' ')}`)
+  })
+}
 
 // ---------------------------------------------------------------- output
 
