@@ -4,9 +4,9 @@
 // Streams: each request opens a stream of its own — odd ids for the side that dialed, even for the side that
 // accepted, so the two never pick the same one — and its response comes back on it. Stream 0 carries the
 // control frames (Gossip, Ping, Pong, Goodbye, a tunnel-wide Error).
-// Flow control: every stream has a window of credit in each direction (protocols/mesh/credit.ts). A body's
-// chunks leave only while the window allows; the receiver grants credit back as it reads them off the
-// socket. A peer that stops reading (SIGSTOP, a stuck loop) stops granting, so what we hold for it is
+// Flow control: every stream has a window of credit in each direction (protocols/mesh/credit.ts), and the
+// tunnel has one more over all streams (CONNECTION_WINDOW_BYTES, granted on stream 0). A body's chunks leave
+// only while both windows allow; the receiver grants credit back as it reads them off the socket. A peer that stops reading (SIGSTOP, a stuck loop) stops granting, so what we hold for it is
 // bounded: at most a window per stream on the wire, bodies of requests still within their deadline here, and
 // new requests past maxOutboundRequests or maxQueuedBytes are refused at once (TunnelError BUSY), visibly.
 // Control frames take no credit (a full window must never hold back the frame that reopens it); they are
@@ -53,6 +53,14 @@ export interface TunnelLimits {
   /** the socket's send buffer past which control frames are dropped */
   controlBacklogBytes: number
 }
+
+/**
+ * Payload bytes in flight on one tunnel, all streams together (HTTP/2's connection window). Per-stream credit
+ * alone bounds nothing when every request is a stream of its own: 256 single-frame 1 MiB requests to a stopped
+ * peer put 219 MiB into the socket's send buffer in the first benchmark. With it: at most 16 MiB on the wire,
+ * the rest queued (maxQueuedBytes), then BUSY.
+ */
+export const CONNECTION_WINDOW_BYTES = 16 * 1024 * 1024
 
 export const DEFAULT_TUNNEL_LIMITS: TunnelLimits = {
   maxOutboundRequests: 256,
@@ -113,14 +121,18 @@ export function openTunnel(socket: WebSocket, who: { self: string; peer: string;
   // one unfinished body of ours: credit granted as chunks are read could otherwise let several large bodies
   // interleave past its reassembly bound (MAX_BUFFERED_BYTES), a violation by a sender that kept every window.
   let bodyInFlight: number | undefined
+  const connectionSend = createSendWindow(CONNECTION_WINDOW_BYTES)
+  const connectionReceive = createReceiveWindow(CONNECTION_WINDOW_BYTES)
   function pump() {
     for (const [id, stream] of sending) {
       while (stream.queue.length > 0) {
         const frame = stream.queue[0]!
+        const bytes = frame.payload.byteLength
         if (bodyInFlight !== undefined && bodyInFlight !== id && frame.more) break
-        if (!stream.window.canSend(frame.payload.byteLength)) break
+        if (!stream.window.canSend(bytes) || !connectionSend.canSend(bytes)) break
         stream.queue.shift()
-        stream.window.consume(frame.payload.byteLength)
+        stream.window.consume(bytes)
+        connectionSend.consume(bytes)
         queuedBytes -= frame.payload.byteLength
         bodyInFlight = frame.more ? id : bodyInFlight === id ? undefined : bodyInFlight
         send(frame)
@@ -180,6 +192,10 @@ export function openTunnel(socket: WebSocket, who: { self: string; peer: string;
   function onData(frame: MeshFrame) {
     const id = frame.streamId
     const bytes = frame.payload.byteLength
+    // the connection's credit is for every data frame read, whatever becomes of it below
+    const counted = connectionReceive.receive(bytes)
+    if (!counted.ok) return violation(counted.error)
+    grant(CONTROL_STREAM_ID, connectionReceive, bytes)
     if (frame.type === FrameType.Request) {
       if (!isPeerStream(id)) return violation(`request on stream ${id}, which is not the peer's to open`)
       let state = inbound.get(id)
@@ -251,7 +267,7 @@ export function openTunnel(socket: WebSocket, who: { self: string; peer: string;
       case FrameType.Credit: {
         const amount = parseCredit(frame.payload)
         if (!amount.ok) return violation(amount.error)
-        const stream = outbound.get(id) ?? inbound.get(id)
+        const stream = id === CONTROL_STREAM_ID ? { window: connectionSend } : (outbound.get(id) ?? inbound.get(id))
         if (!stream) return // the stream finished while the credit was on its way
         const granted = stream.window.grant(amount.value)
         if (!granted.ok) return violation(granted.error)

@@ -1,6 +1,6 @@
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { ControlType, Tunnel, TunnelEnd, TunnelHandlers } from '../../../src/infra/mesh/tunnel'
+import { CONNECTION_WINDOW_BYTES, type ControlType, type Tunnel, type TunnelEnd, type TunnelHandlers } from '../../../src/infra/mesh/tunnel'
 import { dialTunnel, startTunnelServer, type TunnelServer, type TunnelSetup } from '../../../src/infra/mesh/tunnel-handshake'
 import { attestRuntime } from '../../../src/protocols/mesh/attestation'
 import { FrameType } from '../../../src/protocols/mesh/frames'
@@ -185,6 +185,28 @@ describe('mesh tunnel', () => {
     const answers = await Promise.all(sent)
     expect(answers.map((x) => (x instanceof Uint8Array ? x.byteLength : String(x)))).toEqual([12 * MiB, 12 * MiB, 12 * MiB, 12 * MiB, 12 * MiB])
     expect((await small).byteLength).toBe(100)
+    expect(ab.stats()).toMatchObject({ queuedBytes: 0, outbound: 0 })
+  })
+
+  it('bounds what many single-frame requests put on the wire to a stopped peer by the tunnel-wide window', async () => {
+    const [a, b] = [await startNode(), await startNode()]
+    const proxy: TcpProxy = await startTcpProxy(b.server.port)
+    cleanups.push(() => proxy.close())
+    const [ab] = await link(a, b, `ws://127.0.0.1:${proxy.port}`)
+    proxy.stall()
+    const MiB = 1024 * 1024
+    // 40 requests of exactly one frame each: a stream (and 4 MiB of stream credit) per request
+    const sent = Array.from({ length: 40 }, (_, i) => ab.request(bytes(MiB, i + 1), 60_000).catch((e: unknown) => e))
+    // 16 MiB left for the wire (the connection window), the other 24 wait for credit
+    expect(ab.stats()).toMatchObject({ queuedBytes: 24 * MiB, outbound: 40 })
+    await expect.poll(() => ab.stats().bufferedAmount).toBeLessThanOrEqual(CONNECTION_WINDOW_BYTES)
+    for (let i = 0; i < 40; i++) sent.push(ab.request(bytes(MiB, 100 + i), 60_000).catch((e: unknown) => e))
+    // 64 MiB queued at most: the 41st extra megabyte is refused at once
+    expect(ab.stats().queuedBytes).toBe(64 * MiB)
+    await expect(ab.request(bytes(MiB), 60_000)).rejects.toMatchObject({ code: 'BUSY' })
+    proxy.resume()
+    const answers = await Promise.all(sent)
+    expect(answers.filter((x) => x instanceof Uint8Array && x.byteLength === MiB)).toHaveLength(80)
     expect(ab.stats()).toMatchObject({ queuedBytes: 0, outbound: 0 })
   })
 })
