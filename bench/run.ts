@@ -95,7 +95,7 @@ const size = quick
       clusterFanout: { subscribers: 200, events: 500 },
       admission: { seconds: 3, maxDecisions: 10_000_000, callers: [1, 16, 64], batches: [8, 32, 128], batchCallers: [1, 16], memoryCallers: 16 },
       ingestPg: { events: 30_000, connections: 4, window: 200, maxSeconds: 20 },
-      // a round is ~10 min: each SIGKILL trial waits out the 6 s lease, then a replacement node starts and links
+      // a round is ~5½ min: each SIGKILL trial waits out the lease (4–6 s), then a replacement node starts and links
       mesh: { killTrials: 20, termTrials: 20, moderationEvents: 200, convergenceRuns: 3, tunnelRequests: 500, stallSeconds: 10 },
     }
 
@@ -814,19 +814,21 @@ function addMeshRows(o: (typeof size)['mesh'], runs: Outcome<MeshFigures>[], loa
   addOneSided(tunnel, 'request → 1-byte answer p50', 'ms', runs, (r) => r.tunnel.requestLatency.p50Ms)
   addOneSided(tunnel, 'request → 1-byte answer p99', 'ms', runs, (r) => r.tunnel.requestLatency.p99Ms)
   addOneSided(tunnel, 'process CPU (both ends)', 'cores', runs, (r) => r.tunnel.cores)
-  const stalled = `mesh tunnel to a SIGSTOPped peer, 1 MiB every 5 ms for ${o.stallSeconds} s`
-  addOneSided(stalled, 'rss at start', 'MiB', runs, (r) => mib(r.stalled.start.rss))
-  addOneSided(stalled, 'rss peak', 'MiB', runs, (r) => mib(r.stalled.peak.rss))
+  const stalled = `mesh tunnel to a SIGSTOPped peer, 1 MiB requests for ${o.stallSeconds} s`
+  addOneSided(stalled, 'rss at start (after a forced GC)', 'MiB', runs, (r) => mib(r.stalled.start.rss))
+  addOneSided(stalled, 'rss max', 'MiB', runs, (r) => mib(r.stalled.max.rss))
   addOneSided(stalled, 'heapUsed at start', 'MiB', runs, (r) => mib(r.stalled.start.heapUsed))
-  addOneSided(stalled, 'heapUsed peak', 'MiB', runs, (r) => mib(r.stalled.peakHeapUsed))
-  addOneSided(stalled, 'external at peak rss (Buffers)', 'MiB', runs, (r) => mib(r.stalled.peak.external))
-  addOneSided(stalled, 'socket send buffer at peak rss', 'MiB', runs, (r) => mib(r.stalled.peak.bufferedAmount))
-  addOneSided(stalled, 'queued for credit at peak rss', 'MiB', runs, (r) => mib(r.stalled.peak.queuedBytes))
+  addOneSided(stalled, 'heapUsed max', 'MiB', runs, (r) => mib(r.stalled.max.heapUsed))
+  addOneSided(stalled, 'external (Buffers) at start', 'MiB', runs, (r) => mib(r.stalled.start.external))
+  addOneSided(stalled, 'external (Buffers) max', 'MiB', runs, (r) => mib(r.stalled.max.external))
+  addOneSided(stalled, 'socket send buffer max', 'MiB', runs, (r) => mib(r.stalled.max.bufferedAmount))
+  addOneSided(stalled, 'queued for credit max', 'MiB', runs, (r) => mib(r.stalled.max.queuedBytes))
+  addOneSided(stalled, 'requests attempted', 'count', runs, (r) => r.stalled.attempts)
   addOneSided(stalled, 'requests taken (in flight)', 'count', runs, (r) => r.stalled.accepted)
   addOneSided(stalled, 'BUSY refusals', 'count', runs, (r) => r.stalled.busy)
   addOneSided(stalled, 'taken requests answered after SIGCONT', 'count', runs, (r) => r.stalled.answeredAfterResume)
   notes.push(
-    `mesh: three \`node bin/apiary.js start\` processes (dist/), APIARY_MESH=on, mesh port 0, one fresh PostgreSQL database, the shared Redis, one relay key and community, rate limits wide open, verifier threads at their default; node logs (warn) in .bench-data/mesh-logs/. Convergence: a first node migrates the database alone (untimed), then ${o.convergenceRuns} time(s) three fresh processes are spawned together and /mesh/status of each polled every 50 ms until it lists 2 connected peers. Forwarded vs local: Apiary column = put-users (9000) sent to a non-owner node (forwarded over the tunnel), baseline column = the same sent to the owner's node, awaited one at a time, rounds of 10 alternating. Takeover / hand-over: a fresh channel per trial, created through each node in turn (that node owns it, read from /mesh/status); a client on another node sends put-users one at a time, 100 ms apart; the owner is signalled right after an OK (nothing in flight); figure = signal → the first OK true to an event sent after it (the client's next send, ≤ 100 ms later, included); then a replacement process is spawned and all three relinked. Tunnel: src/infra/mesh/tunnel-handshake.ts dialer and server in the bench process over 127.0.0.1, handler answering 1 byte. Stalled peer: the server in a child (bench/mesh-peer.ts) SIGSTOPped after 3 warm-up requests; one 1 MiB request (60 s timeout) every 5 ms, process.memoryUsage() every 500 ms; then SIGCONT. Load average (1 min) at the scenario's start ${load0.toFixed(2)}, at its end ${os.loadavg()[0]!.toFixed(2)}, on ${os.cpus().length} cores`,
+    `mesh: three \`node bin/apiary.js start\` processes (dist/), APIARY_MESH=on, mesh port 0, one fresh PostgreSQL database, the shared Redis, one relay key and community, rate limits wide open, verifier threads at their default; node logs (warn) in .bench-data/mesh-logs/. Convergence: a first node migrates the database alone (untimed), then ${o.convergenceRuns} time(s) three fresh processes are spawned together and /mesh/status of each polled every 50 ms until it lists 2 connected peers. Forwarded vs local: Apiary column = put-users (9000) sent to a non-owner node (forwarded over the tunnel), baseline column = the same sent to the owner's node, awaited one at a time, rounds of 10 alternating. Takeover / hand-over: a fresh channel per trial, created through each node in turn (that node owns it, read from /mesh/status); a client on another node sends put-users one at a time, 100 ms apart; once 3 were accepted and a random 0–2 s later (one renewal period: the lease is otherwise always ~0.6 s old at the signal), the owner is signalled right after an OK (nothing in flight); figure = signal → the first OK true to an event sent after it (the client's next send, ≤ 100 ms later, included); then a replacement process is spawned and all three relinked. Tunnel: src/infra/mesh/tunnel-handshake.ts dialer and server in the bench process over 127.0.0.1, handler answering 1 byte. Stalled peer: the server in a child (bench/mesh-peer.ts) SIGSTOPped after 3 warm-up requests; 1 MiB requests (a body of its own each, 60 s timeout) with a 5 ms pause between attempts, process.memoryUsage() and the tunnel's stats() every 500 ms; then SIGCONT. Load average (1 min) at the scenario's start ${load0.toFixed(2)}, at its end ${os.loadavg()[0]!.toFixed(2)}, on ${os.cpus().length} cores`,
   )
   runs.forEach((r, i) => {
     if (!r.ok) return
