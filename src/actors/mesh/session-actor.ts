@@ -18,7 +18,7 @@ import { LeaseLostError, type Moderated, moderateAsOwner, type OwnerLease, type 
 export type SessionAnswer = { outcome: PublishOutcome; generation: number; owner: string } | { refused: FenceRejection; holder?: LeaseRecord }
 
 /** A moderation event, or the channel's state published again (deferred past a burst of changes). */
-type Work = { reply: (a: SessionAnswer) => void; deadlineMs: number } & (
+type Work = { reply: (a: SessionAnswer) => void; deadlineMs: number; failures?: number } & (
   | { kind: 'moderate'; event: VerifiedEvent; raw: string }
   | { kind: 'state'; what: StateWanted }
 )
@@ -301,10 +301,14 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
       next(state, self)
       return state
     }
-    // refused or unreachable: ask the directory again (it hands the session over once the lease lapses)
+    // Refused or unreachable: ask the directory again. At once the first time (an owner that drained released
+    // its lease, so the directory hands the session over now), then every RETRY_MS while a dead owner's lease
+    // runs out, so a forwarder never spins on a lease that is still held.
+    work.failures = (work.failures ?? 0) + 1
+    const delayMs = work.failures === 1 ? 0 : RETRY_MS
     state.queue.unshift(work)
-    if (state.mode.role === 'forwarder') state.mode.retryAtMs = deps.now() + RETRY_MS
-    retryLater(self, RETRY_MS)
+    if (state.mode.role === 'forwarder') state.mode.retryAtMs = deps.now() + delayMs
+    retryLater(self, delayMs)
     return state
   }
 
