@@ -167,7 +167,8 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
     } else if (mode.role === 'forwarder') {
       if (work.kind === 'state') {
         state.queue.shift() // the state is the owner's to publish: it republishes after its own changes
-        return next(state, self)
+        next(state, self)
+        return
       }
       if (now < mode.retryAtMs) return
       state.busy = state.queue.shift()
