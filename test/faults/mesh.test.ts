@@ -1,3 +1,4 @@
+import { join } from 'node:path'
 import postgres from 'postgres'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { makeKeys } from '../support/events'
@@ -254,5 +255,28 @@ describe('the relay mesh under faults (three processes)', () => {
     })
     expect(run.problems).toEqual([])
     expect(run.acked).toBeGreaterThan(10)
+  }, 90_000)
+
+  it('keeps its owner and loses nothing when the owner’s wall clock steps an hour forward', async () => {
+    // every node preloads a clock that SIGUSR2 steps; only the owner is signalled
+    const stepper = join(process.cwd(), 'test', 'support', 'clock-step.cjs')
+    cluster = await startMeshCluster(3, { redisUrl: redis.url, databaseUrl: db.url, env: { NODE_OPTIONS: `--require ${stepper}` } })
+    const c = cluster
+    const { admin, recorders, owner } = await setup(c)
+    const stepped = c.nodes[owner]!
+    const before = (await meshStatus(stepped)).sessions.find((s) => s.session === `channel:${CHANNEL}`)
+    const run = await underFault(c, admin, recorders, [0, 1, 2], async () => {
+      stepped.process.proc.kill('SIGUSR2')
+      // three renewals and a registry reconcile on the stepped clock
+      await new Promise((r) => setTimeout(r, 6_000))
+    })
+    expect(run.problems).toEqual([])
+    expect(run.acked).toBeGreaterThan(10)
+    expect(stepped.process.proc.exitCode).toBe(null)
+    const after = (await meshStatus(stepped)).sessions.find((s) => s.session === `channel:${CHANNEL}`)
+    expect([after?.owner, after?.generation, after?.local]).toEqual([before?.owner, before?.generation, true])
+    // its state events are dated by its clock: an hour ahead, and still strictly after every earlier version
+    const latest = recorders[0]!.versions.filter((v) => v.kind === 39002).at(-1)
+    expect(latest?.created_at).toBeGreaterThan(Math.floor(Date.now() / 1000) + 3_000)
   }, 90_000)
 })
