@@ -59,7 +59,7 @@ export interface SessionDeps {
   log: { warn(o: object, m: string): void; info(o: object, m: string): void }
 }
 
-type Mode = { role: 'starting' } | { role: 'owner'; generation: number; validUntilMs: number } | { role: 'forwarder'; holder: LeaseRecord; retryAtMs: number }
+type Mode = { role: 'starting' } | { role: 'owner'; generation: number } | { role: 'forwarder'; holder: LeaseRecord; retryAtMs: number }
 
 interface State {
   mode: Mode
@@ -86,7 +86,7 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
   const key = `${community}/${session}`
   let renewTimer: NodeJS.Timeout | undefined
   let retryTimer: NodeJS.Timeout | undefined
-  // the lease as the work beside the actor sees it (a snapshot read of actor state)
+  // the lease's validity, read by the work beside the actor (a snapshot read of actor state); the mode holds the rest
   const lease = { generation: 0, validUntilMs: 0 }
   const leaseHeld = () => deps.now() < lease.validUntilMs
   let self: TypedRef<SessionMsg> | undefined
@@ -232,10 +232,9 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
     if (o.acquired || o.holder.owner === deps.runtime) {
       const generation = o.acquired ? o.lease.generation : o.holder.generation
       // our own lease found after a restart: valid only once a renewal says so
-      const validUntilMs = o.acquired ? o.validUntilMs : 0
-      state.mode = { role: 'owner', generation, validUntilMs }
+      state.mode = { role: 'owner', generation }
       lease.generation = generation
-      lease.validUntilMs = validUntilMs
+      lease.validUntilMs = o.acquired ? o.validUntilMs : 0
       clearInterval(renewTimer)
       renewTimer = setInterval(() => tell(self, { type: 'Renew' }), deps.renewMs)
       if (!o.acquired) tell(self, { type: 'Renew' })
@@ -261,11 +260,9 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
 
   function onRenewed(state: State, outcome: Settled<RenewOutcome>, self: TypedRef<SessionMsg>): State {
     state.renewing = false
-    const m = state.mode
-    if (m.role !== 'owner') return state
+    if (state.mode.role !== 'owner') return state
     if (!outcome.ok || !outcome.value.renewed) return stopNow(state, self, outcome.ok ? 'lease lost' : 'lease renewal failed')
     lease.validUntilMs = outcome.value.validUntilMs
-    m.validUntilMs = outcome.value.validUntilMs
     next(state, self)
     return state
   }

@@ -45,6 +45,12 @@ function readHandshake(data: Buffer, isBinary: boolean, type: FrameType): Result
   return parseJsonPayload(frame.value.payload)
 }
 
+/** The peer's Hello in a handshake message, attested by our anchor and not from ourselves. */
+function readPeerHello(data: Buffer, isBinary: boolean, anchorRelayPubkey: string, self: string): Result<Hello, string> {
+  const json = readHandshake(data, isBinary, FrameType.Hello)
+  return json.ok ? parseHello(json.value, anchorRelayPubkey, self) : json
+}
+
 /** Runs `step` on each message until it returns a tunnel or a refusal; times out after `ms`. */
 function handshake(socket: WebSocket, ms: number, steps: ((data: Buffer, isBinary: boolean) => Tunnel | string | undefined)[]): Promise<Tunnel> {
   return new Promise((resolve, reject) => {
@@ -89,9 +95,7 @@ export function dialTunnel(endpoint: string, expectedPeer: string, setup: Tunnel
       sendJson(socket, FrameType.Hello, toHello(identity, nonce, { to: expectedPeer }))
       handshake(socket, setup.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS, [
         (data, isBinary) => {
-          const json = readHandshake(data, isBinary, FrameType.Hello)
-          if (!json.ok) return json.error
-          const hello = parseHello(json.value, anchorRelayPubkey, self)
+          const hello = readPeerHello(data, isBinary, anchorRelayPubkey, self)
           if (!hello.ok) return hello.error
           if (hello.value.runtime !== expectedPeer) return `stale: ${endpoint} is now runtime ${hello.value.runtime.slice(0, 12)}`
           const proved = checkProof(hello.value.proof, 'acceptor', nonce, hello.value.runtime, self)
@@ -113,9 +117,7 @@ export function acceptTunnels(server: WebSocketServer, setup: TunnelSetup, onTun
     let dialer: Hello | undefined
     handshake(socket, setup.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS, [
       (data, isBinary) => {
-        const json = readHandshake(data, isBinary, FrameType.Hello)
-        if (!json.ok) return json.error
-        const hello = parseHello(json.value, anchorRelayPubkey, self)
+        const hello = readPeerHello(data, isBinary, anchorRelayPubkey, self)
         if (!hello.ok) return hello.error
         if (hello.value.to !== self) return `stale: this endpoint is runtime ${self.slice(0, 12)}`
         dialer = hello.value

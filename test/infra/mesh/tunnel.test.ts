@@ -70,6 +70,18 @@ async function link(a: Node, b: Node, endpoint = b.endpoint): Promise<[Tunnel, T
   return [dialed, await accepted]
 }
 
+const MiB = 1024 * 1024
+
+/** A tunnel from a to b through a proxy, the proxy already stalled: b reads nothing until `proxy.resume()`. */
+async function stalledLink(): Promise<{ ab: Tunnel; proxy: TcpProxy }> {
+  const [a, b] = [await startNode(), await startNode()]
+  const proxy = await startTcpProxy(b.server.port)
+  cleanups.push(() => proxy.close())
+  const [ab] = await link(a, b, `ws://127.0.0.1:${proxy.port}`)
+  proxy.stall()
+  return { ab, proxy }
+}
+
 const bytes = (n: number, seed = 3) => Uint8Array.from({ length: n }, (_, i) => (i * seed) & 0xff)
 
 describe('mesh tunnel', () => {
@@ -163,12 +175,7 @@ describe('mesh tunnel', () => {
   })
 
   it('holds memory flat toward a peer that stops reading: credit stops the sender, and a full queue refuses at once', async () => {
-    const [a, b] = [await startNode(), await startNode()]
-    const proxy: TcpProxy = await startTcpProxy(b.server.port)
-    cleanups.push(() => proxy.close())
-    const [ab] = await link(a, b, `ws://127.0.0.1:${proxy.port}`)
-    proxy.stall()
-    const MiB = 1024 * 1024
+    const { ab, proxy } = await stalledLink()
     // five 12 MiB requests, three times a stream's 4 MiB window each. One body of several chunks leaves at a
     // time, so only the first has released its window to the socket; the rest waits for credit the stalled peer
     // never grants
@@ -189,12 +196,7 @@ describe('mesh tunnel', () => {
   })
 
   it('bounds what many single-frame requests put on the wire to a stopped peer by the tunnel-wide window', async () => {
-    const [a, b] = [await startNode(), await startNode()]
-    const proxy: TcpProxy = await startTcpProxy(b.server.port)
-    cleanups.push(() => proxy.close())
-    const [ab] = await link(a, b, `ws://127.0.0.1:${proxy.port}`)
-    proxy.stall()
-    const MiB = 1024 * 1024
+    const { ab, proxy } = await stalledLink()
     // 40 requests of exactly one frame each: a stream (and 4 MiB of stream credit) per request
     const sent = Array.from({ length: 40 }, (_, i) => ab.request(bytes(MiB, i + 1), 60_000).catch((e: unknown) => e))
     // 16 MiB left for the wire (the connection window), the other 24 wait for credit
