@@ -65,7 +65,7 @@ interface CacheHeader {
 }
 
 /** Load `name` from the cache if it holds ≥ count fresh events, else generate, cross-check and store it. */
-function cached(name: string, count: number, generate: (count: number, now: number) => BenchEvent[]): BenchEvent[] {
+export function cached(name: string, count: number, generate: (count: number, now: number) => BenchEvent[]): BenchEvent[] {
   const file = fixtureFile(name)
   const now = Math.floor(Date.now() / 1000)
   if (existsSync(file)) {

@@ -108,6 +108,11 @@ export interface IngestOptions {
   host?: string
   /** opens connection `i` (bench/cluster.ts: connected and NIP-42-authenticated as the authors), else plain connections */
   openConnection?: (i: number) => Promise<WebSocket>
+  /**
+   * open loop: send at this rate (events/s over all connections, round robin) whatever the OKs, instead of
+   * keeping `window` in flight per connection; OK latency then measures the relay at that load
+   */
+  ratePerSec?: number
   /** awaited right before the first send / right after the last OK (event-loop delay sampling) */
   onStart?: () => Promise<void> | void
   onEnd?: () => Promise<void> | void
@@ -147,25 +152,55 @@ async function ingest(url: string, opts: IngestOptions & { window: number }): Pr
       for (const f of finishers) f()
     }
   }, 500)
+  const paced = opts.ratePerSec !== undefined && opts.ratePerSec > 0
+  const senders: ((i: number) => void)[] = []
+  let pacer: NodeJS.Timeout | undefined
+  if (paced) {
+    // every 2 ms, send what the schedule says is due by now, round robin over the connections
+    const rate = opts.ratePerSec!
+    pacer = setInterval(() => {
+      const now = performance.now()
+      const due = Math.min(frames.length, Math.floor(((now - t0) * rate) / 1000))
+      while (next < due && now - t0 < maxMs) senders[next % senders.length]!(next++)
+      if (next >= frames.length || now - t0 >= maxMs) {
+        clearInterval(pacer)
+        pacer = undefined
+        for (const f of finishers) f()
+      }
+    }, 2)
+  }
   await Promise.all(
     sockets.map(
       (ws) =>
         new Promise<void>((resolve) => {
           const inflight = new Map<string, number>()
           let done = false
+          let drained = false
           const finish = () => {
             if (done) return
+            if (paced && !drained && inflight.size > 0 && !incomplete) {
+              drained = true // the schedule ended: resolve once the last OK is in
+              return
+            }
             done = true
             ws.removeAllListeners('message')
             resolve()
           }
           finishers.push(finish)
+          const send = (i: number) => {
+            inflight.set(events[i]!.id, performance.now())
+            ws.send(frames[i]!)
+          }
+          senders.push(send)
           const fill = () => {
-            while (inflight.size < opts.window && next < frames.length && performance.now() - t0 < maxMs) {
-              const i = next++
-              inflight.set(events[i]!.id, performance.now())
-              ws.send(frames[i]!)
+            if (paced) {
+              if (drained && inflight.size === 0) {
+                drained = false
+                finish()
+              }
+              return
             }
+            while (inflight.size < opts.window && next < frames.length && performance.now() - t0 < maxMs) send(next++)
             if (inflight.size === 0) finish()
           }
           ws.on('message', (data) => {
@@ -194,6 +229,7 @@ async function ingest(url: string, opts: IngestOptions & { window: number }): Pr
     ),
   )
   clearInterval(watchdog)
+  if (pacer) clearInterval(pacer)
   const loadGenCores = cores(cpu0, t0)
   await opts.onEnd?.()
   const elapsedMs = lastOk - t0

@@ -2,8 +2,9 @@
 // killed process is gone, its CPU from /proc (no IPC to a relay busy with a storm), a counter from its
 // /metrics, which ids it stored, and this process's open-files limit.
 import { execFileSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
+import os from 'node:os'
 import { connect } from './load'
 
 /** A port free now, for the relay to listen on across its restart. */
@@ -27,20 +28,45 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-/** CPU seconds (user + system, every thread) of a process from /proc/<pid>/stat: no IPC to a busy relay. */
-export function relayCpu(pid: number): { seconds: () => number } {
+/**
+ * CPU seconds (user + system) of a process from /proc: no IPC to a busy relay. `seconds` counts every thread
+ * (/proc/<pid>/stat), `mainThreadSeconds` the event loop's thread only (/proc/<pid>/task/<pid>/stat).
+ */
+export function relayCpu(pid: number): { seconds: () => number; mainThreadSeconds: () => number } {
   let ticksPerSecond = 100
   try {
     ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100
   } catch {}
-  return {
-    seconds: () => {
-      // the fields after "(comm)": state is [0], utime [11], stime [12]
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      return (Number(f[11]) + Number(f[12])) / ticksPerSecond
-    },
+  const read = (file: string) => {
+    // the fields after "(comm)": state is [0], utime [11], stime [12]
+    const stat = readFileSync(file, 'utf8')
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(f[11]) + Number(f[12])) / ticksPerSecond
   }
+  return { seconds: () => read(`/proc/${pid}/stat`), mainThreadSeconds: () => read(`/proc/${pid}/task/${pid}/stat`) }
+}
+
+/** CPU seconds of each thread of `pid` by thread id, with its name (/proc/<pid>/task/<tid>/comm). */
+export function threadCpu(pid: number): Map<number, { name: string; seconds: number }> {
+  const out = new Map<number, { name: string; seconds: number }>()
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      out.set(Number(tid), { name: readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim(), seconds: (Number(f[11]) + Number(f[12])) / 100 })
+    } catch {} // the thread ended between the listing and the read
+  }
+  return out
+}
+
+/** Binds every thread of `pid` (and the threads it starts later) to the listed CPUs, e.g. "0" or "0,1". */
+export function pinToCpus(pid: number, cpus: string): void {
+  execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' })
+}
+
+/** The CPUs this machine has, as taskset writes them ("0-1"): what a pinned process is given back. */
+export function allCpus(): string {
+  return `0-${os.cpus().length - 1}`
 }
 
 /** The relay's Prometheus /metrics text (a process-local registry: every figure starts at 0 on a restart). */

@@ -1,12 +1,15 @@
 // `npm run bench` — Apiary against the baseline (@nostr-relay/core + SQLite, bench/baseline-relay.ts), each
 // relay in its own child process, alternating over rounds because this machine is noisy (±30 %).
-// Flags: --quick (small counts), --rounds N (default 3), --only a,b (scenarios: ceiling, ingest-closed,
-// ingest-pipelined, fanout, channel-fanout, slow-read, req, ingest-with-reads, idle-memory, agents,
+// Flags: --quick (small counts), --rounds N (default 3), --only a,b (scenarios: ceiling, ingest-pinned,
+// ingest-closed, ingest-pipelined, fanout, channel-fanout, slow-read, req, ingest-with-reads, idle-memory, agents,
 // cluster-fanout, admission, ingest-pg, mesh), --relays apiary,baseline, --agent-shards K (agents: load processes, default 3).
 // channel-fanout (bench/channel-fanout.ts) runs Apiary only: plain vs public vs private channel events; so do
 // slow-read (bench/slow-read.ts: ingest with and without a REQ the store holds 2 s) and ingest-with-reads
 // (bench/ingest-with-reads.ts: ingest into the REQ data set with and without 8 readers), and agents
 // (bench/agents.ts: N AgentClients over K load processes, the relay SIGKILLed and restarted under them).
+// The ingest scenarios (ingest-pinned, ingest-closed, ingest-pipelined, and ingest-pg's kind-1 runs) send the
+// default corpus (bench/corpus.ts, a realistic event mix) and read the relay's CPU per event from /proc
+// (bench/ingest-corpus.ts); fan-out, slow-read and ingest-with-reads keep the uniform kind-1 set (fixtures.ts).
 // The cluster scenarios (bench/cluster.ts; mesh: bench/mesh.ts, three `apiary start` processes with the relay
 // mesh on, SIGKILLed and SIGTERMed under a client) need Redis and PostgreSQL on 127.0.0.1; a run without them
 // skips those with a note. Prints a table of medians with the DESIGN §12 targets and writes it to
@@ -20,9 +23,11 @@ import { type AgentsResult, agentsStorm } from './agents'
 import { CHANNEL_VARIANTS, type ChannelFixtures, channelFanout, channelFixtures } from './channel-fanout'
 import { CHILD_SCRIPTS, type LoopDelay, type RelayProcess, spawnRelay } from './child'
 import { type AdmissionCell, admissionBench, clusterFanout, clusterUnavailable, dropBenchDatabases, FANOUT_VARIANTS, INGEST_VARIANTS, ingestOnBackend } from './cluster'
+import { corpusEvents, describeCorpus } from './corpus'
 import { BENCH_DATA_DIR, channelPostEvents, type Dataset, ingestEvents, reqDataset } from './fixtures'
+import { type CorpusIngestResult, type CorpusShape, corpusIngest } from './ingest-corpus'
 import { ingestWithReads, isUnreniced, READ_LOAD_VARIANTS, READER_SHAPES, type ReadersFigures, type ReadLoadResult, UNRENICED_CONFIG } from './ingest-with-reads'
-import { fanout, type IdleMemoryResult, idleConnectionMemory, ingestClosedLoop, ingestPipelined, type Latency, REQ_SHAPES, type ReqShapeResult, reqLatency } from './load'
+import { fanout, type IdleMemoryResult, idleConnectionMemory, ingestPipelined, type Latency, REQ_SHAPES, type ReqShapeResult, reqLatency } from './load'
 import { type MeshFigures, meshBench } from './mesh'
 import { openFilesLimit } from './relay-readings'
 import { SLOW_READ_VARIANTS, slowReadIngest } from './slow-read'
@@ -41,6 +46,7 @@ const SCENARIOS = [
   'ceiling',
   'ingest-closed',
   'ingest-pipelined',
+  'ingest-pinned',
   'fanout',
   'channel-fanout',
   'slow-read',
@@ -55,9 +61,10 @@ const SCENARIOS = [
 ] as const
 const CLUSTER_SCENARIOS: readonly Scenario[] = ['cluster-fanout', 'admission', 'ingest-pg', 'mesh']
 type Scenario = (typeof SCENARIOS)[number]
+type Target = { text: string; check: (apiary: number, baseline: number | string) => boolean }
 const only = option('only')?.split(',') as Scenario[] | undefined
 for (const s of only ?? []) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; known: ${SCENARIOS.join(', ')}`)
-const wanted = (s: Scenario) => !only || only.includes(s) || (s === 'ceiling' && only.includes('ingest-pipelined'))
+const wanted = (s: Scenario) => !only || only.includes(s) || (s === 'ceiling' && (only.includes('ingest-pipelined') || only.includes('ingest-closed')))
 type RelayName = 'apiary' | 'baseline'
 const relayNames = (option('relays')?.split(',') ?? ['apiary', 'baseline']) as RelayName[]
 /** load processes the agents scenario spreads its fleet over (bench/agent-shard.ts), besides its probe */
@@ -66,8 +73,7 @@ const agentShards = Number(option('agent-shards') ?? 3)
 const size = quick
   ? {
       ceilingEvents: 1_000,
-      closed: { events: 1_000, connections: 16, maxSeconds: 8 },
-      pipelined: { events: 3_000, connections: 4, window: 200, maxSeconds: 10 },
+      corpus: { events: 4_000, maxSeconds: 8 },
       fanout: { subscribers: 1_000, events: 100 },
       slowRead: { events: 4_000, connections: 4, window: 16, maxSeconds: 10, delayMs: 2_000 },
       req: { stored: 10_000, queries: 50, concurrentQueries: 200, connections: 8 },
@@ -81,8 +87,8 @@ const size = quick
     }
   : {
       ceilingEvents: 4_000,
-      closed: { events: 5_000, connections: 32, maxSeconds: 20 },
-      pipelined: { events: 30_000, connections: 4, window: 200, maxSeconds: 20 },
+      // 30,000 corpus events: ~10 s at 3,000 ev/s; a slower relay stops at maxSeconds
+      corpus: { events: 30_000, maxSeconds: 15 },
       fanout: { subscribers: 1_000, events: 500 },
       slowRead: { events: 10_000, connections: 4, window: 16, maxSeconds: 20, delayMs: 2_000 },
       req: { stored: 100_000, queries: 200, concurrentQueries: 800, connections: 8 },
@@ -323,15 +329,16 @@ if (CLUSTER_SCENARIOS.some(wantedCluster)) {
 // Sign everything before any clock starts (cached in .bench-data/fixtures/).
 log('setup: fixtures')
 const maxIngest = Math.max(
-  size.closed.events,
-  size.pipelined.events,
   size.fanout.events,
   size.slowRead.events,
   size.ingestWithReads.events,
   size.clusterFanout.events,
   size.ingestPg.events,
 )
-const ingestScenarios: Scenario[] = ['ingest-closed', 'ingest-pipelined', 'fanout', 'slow-read', 'ingest-with-reads']
+const ingestScenarios: Scenario[] = ['fanout', 'slow-read', 'ingest-with-reads']
+const corpusScenarios: Scenario[] = ['ingest-closed', 'ingest-pipelined', 'ingest-pinned', 'ingest-pg']
+const corpus = corpusScenarios.some(wanted) ? corpusEvents(size.corpus.events) : undefined
+if (corpus) notes.push(`ingest corpus (bench/corpus.ts): ${describeCorpus(corpus)}`)
 if (ingestScenarios.some(wanted) || wantedCluster('cluster-fanout') || wantedCluster('ingest-pg')) ingestEvents(maxIngest)
 if (wantedCluster('ingest-pg')) channelPostEvents(size.ingestPg.events)
 let dataset: Dataset | undefined
@@ -344,7 +351,7 @@ if (wanted('ceiling')) {
   log('ceiling: verifier pool (bench/verify-ceiling.ts)')
   const r = await attempt(async () => {
     const { measureVerifyCeiling } = await import('./verify-ceiling')
-    return measureVerifyCeiling({ events: size.ceilingEvents, threads: 2 })
+    return measureVerifyCeiling({ events: corpus?.slice(0, size.ceilingEvents) ?? size.ceilingEvents, threads: 2 })
   })
   if (r.ok) {
     ceiling = r.value
@@ -357,37 +364,52 @@ if (wanted('ceiling')) {
   raw.ceiling = r
 }
 
-if (wanted('ingest-closed')) {
-  const results = await alternate('ingest-closed', (name) =>
-    withRelay(name, freshDir(name), (relay) => probed(relay, (hooks) => ingestClosedLoop(relay.url, { ...size.closed, ...hooks }))),
-  )
-  raw['ingest-closed'] = results
-  const label = `ingest closed-loop (${size.closed.connections} conns)`
-  addRow(label, 'accepted', 'ev/s', results, (r) => r.eventsPerSec)
+const corpusRows = (label: string, results: Record<RelayName, Outcome<CorpusIngestResult>[]>, targets: { rate?: Target; latencyP99?: Target } = {}) => {
+  addRow(label, 'accepted', 'ev/s', results, (r) => r.eventsPerSec, targets.rate)
   addRow(label, 'OK latency p50', 'ms', results, (r) => r.okLatency.p50Ms)
-  addRow(label, 'OK latency p99', 'ms', results, (r) => r.okLatency.p99Ms)
-  addRow(label, 'event-loop delay p99', 'ms', results, (r) => r.loopDelay.p99Ms)
-  cpuRows(label, results)
+  addRow(label, 'OK latency p99', 'ms', results, (r) => r.okLatency.p99Ms, targets.latencyP99)
+  addRow(label, 'relay CPU per accepted event (all threads)', 'µs', results, (r) => r.cpuPerEventUs, { text: '≤ 350 µs', check: (a) => a <= 350 })
+  addRow(label, "event loop's share of relay CPU", 'share', results, (r) => r.mainThreadShare)
+  addRow(label, 'relay CPU (all threads)', 'cores', results, (r) => r.relayCores)
+  addRow(label, 'event-loop delay p99', 'ms', results, (r) => r.loopDelay.p99Ms, { text: '≤ 20 ms', check: (a) => a <= 20 })
+  addRow(label, 'load-generator CPU', 'cores', results, (r) => r.loadGenCores)
+}
+const ofCeiling = (share: number): Target | undefined =>
+  ceiling ? { text: `≥ ${share * 100}% of ceiling ${ceiling.poolPerSec}`, check: (a) => a >= share * ceiling!.poolPerSec } : undefined
+const corpusRun = (shape: CorpusShape) => (name: RelayName) =>
+  withRelay(name, freshDir(name), (relay) => corpusIngest(relay, corpus!, shape, size.corpus.maxSeconds))
+
+if (wanted('ingest-pinned') && corpus) {
+  const results = await alternate('ingest-pinned', corpusRun({ connections: 4, window: 16, pinned: true }))
+  raw['ingest-pinned'] = results
+  corpusRows('ingest corpus 4×16, relay pinned to one core', results, { rate: atLeastTimesBaseline(20) })
+  noteOutcomes('ingest-pinned', results)
+  notes.push('ingest-pinned: every thread of the relay on CPU 0 (taskset -a), the load generator on CPU 1')
+}
+
+if (wanted('ingest-closed') && corpus) {
+  const results = await alternate('ingest-closed', corpusRun({ connections: 16, window: 1 }))
+  raw['ingest-closed'] = results
+  corpusRows('ingest corpus closed-loop (16 conns)', results)
   noteOutcomes('ingest-closed', results)
 }
 
-if (wanted('ingest-pipelined')) {
-  const results = await alternate('ingest-pipelined', (name) =>
-    withRelay(name, freshDir(name), (relay) => probed(relay, (hooks) => ingestPipelined(relay.url, { ...size.pipelined, ...hooks }))),
-  )
+if (wanted('ingest-pipelined') && corpus) {
+  const results = await alternate('ingest-pipelined', async (name) => {
+    const shallow = await corpusRun({ connections: 4, window: 16 })(name)
+    const deep = await corpusRun({ connections: 4, window: 200 })(name)
+    // open loop at half the deepest rate this relay reached in this round
+    const half = await corpusRun({ connections: 4, window: 0, ratePerSec: Math.max(1, Math.round(Math.max(shallow.eventsPerSec, deep.eventsPerSec) / 2)) })(name)
+    return { shallow, deep, half }
+  })
   raw['ingest-pipelined'] = results
-  const label = `ingest pipelined (${size.pipelined.connections}×${size.pipelined.window})`
-  addRow(label, 'accepted', 'ev/s', results, (r) => r.eventsPerSec, atLeastTimesBaseline(10))
-  if (ceiling) {
-    const c = ceiling.poolPerSec
-    addRow(label, 'accepted vs verify pool', 'ev/s', results, (r) => r.eventsPerSec, { text: `≥ 70% of ${c} = ${Math.round(0.7 * c)}`, check: (a) => a >= 0.7 * c })
-  }
-  addRow(label, 'event-loop delay p50', 'ms', results, (r) => r.loopDelay.p50Ms)
-  addRow(label, 'event-loop delay p99', 'ms', results, (r) => r.loopDelay.p99Ms, { text: '≤ 20 ms', check: (a) => a <= 20 })
-  addRow(label, 'event-loop delay max', 'ms', results, (r) => r.loopDelay.maxMs)
-  addRow(label, 'OK latency p99', 'ms', results, (r) => r.okLatency.p99Ms)
-  cpuRows(label, results)
-  noteOutcomes('ingest-pipelined', results)
+  const part = <K extends 'shallow' | 'deep' | 'half'>(k: K) =>
+    Object.fromEntries(Object.entries(results).map(([n, os]) => [n, os.map((o) => (o.ok ? { ok: true, value: o.value[k] } : o))])) as Record<RelayName, Outcome<CorpusIngestResult>[]>
+  corpusRows('ingest corpus pipelined 4×16', part('shallow'), { rate: ofCeiling(0.5) })
+  corpusRows('ingest corpus pipelined 4×200', part('deep'), { rate: ofCeiling(0.7) })
+  corpusRows('ingest corpus open loop at half the max rate', part('half'), { latencyP99: { text: '≤ 50 ms', check: (a) => a <= 50 } })
+  for (const k of ['shallow', 'deep', 'half'] as const) noteOutcomes(`ingest-pipelined ${k}`, part(k))
+  notes.push('ingest-pipelined: each round runs 4×16, then 4×200, then an open loop (4 connections, round robin) at half the higher of the two rates, each on a fresh relay')
 }
 
 if (wanted('fanout')) {
@@ -739,7 +761,7 @@ if (wantedCluster('admission')) {
 
 if (wantedCluster('ingest-pg')) {
   const { events: n, ...rest } = size.ingestPg
-  const events = ingestEvents(n)
+  const events = corpus?.slice(0, n) ?? ingestEvents(n)
   const channel = channelPostEvents(n)
   const results = await alternateVariants('ingest-pg', INGEST_VARIANTS, (variant) => ingestOnBackend(variant, { events, channel, ...rest, dir: freshDir }))
   raw['ingest-pg'] = results

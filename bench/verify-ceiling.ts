@@ -15,8 +15,9 @@ export interface VerifyCeiling {
   threads: number
 }
 
-export async function measureVerifyCeiling(opts: { events: number; threads: number }): Promise<VerifyCeiling> {
-  const events = signEvents(opts.events)
+/** `events`: a count to sign here (kind 1, ~200 bytes), or the events to verify (the ingest corpus) */
+export async function measureVerifyCeiling(opts: { events: number | NostrEvent[]; threads: number }): Promise<VerifyCeiling> {
+  const events = typeof opts.events === 'number' ? signEvents(opts.events) : opts.events
   const pool = await createVerifierPool({ threads: opts.threads })
   try {
     // Each verifier sees the events once untimed so JIT and WASM warm-up stay out of the figures.
