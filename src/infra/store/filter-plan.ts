@@ -6,7 +6,7 @@ import type { Filter } from '../../protocols/nip01/filter.js'
  */
 export type Access = 'ids' | 'author-kind' | 'author' | 'tag' | 'kind' | 'time'
 
-/** Above this many (value, kind) pairs a filter gets one arm per value instead of one per pair. */
+/** Above this many (author, kind) pairs a filter gets one arm per author instead of one per pair. */
 export const MAX_PAIR_ARMS = 1024
 
 /** false when the filter can match nothing: an empty list (NIP-01 `includes` on []), or limit 0. */

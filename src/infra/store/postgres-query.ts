@@ -13,7 +13,7 @@ import { toIndexText } from './postgres-schema.js'
  * rows; the outer ORDER BY … LIMIT keeps the newest of the union. Without arms, `pubkey = ANY(…)` makes
  * PostgreSQL 15 read every row of every listed author before sorting.
  *
- * Driving list, most selective first: ids, authors (+kinds), the tag with fewest values (+kinds), kinds,
+ * Driving list, most selective first: ids, authors (+kinds), the tag with fewest values, kinds,
  * time. The planner may still choose otherwise with its statistics; the query-plan test checks the shapes.
  */
 
@@ -78,10 +78,11 @@ function armsOf(p: Params, f: Filter, access: Access): Arms | undefined {
       arms.tagValues = true
       break
   }
-  const listed = access === 'tag' ? f.tags![drivingTagOf(f)!]!.length : f.authors!.length
-  if (pairs(listed)) {
+  // (author, kind) pairs seek events_by_author_kind; no tags index starts with (value, kind) (postgres-schema.ts
+  // EVENTS_V2), so a tag arm reads its value newest first and kinds stay a condition
+  if (access !== 'tag' && pairs(f.authors!.length)) {
     arms.from.push(kindArm())
-    arms.where.push(`${access === 'tag' ? 't' : 'e'}.kind = k.kind`)
+    arms.where.push('e.kind = k.kind')
     arms.kinds = true
   }
   return arms

@@ -19,7 +19,9 @@ import { BUDGET_FUNCTION } from './sqlite-read-core.mjs'
  * the top N of its own arm), so a query reads at most arms × limit rows.
  *
  * Shapes that degrade (read every matching row of the driving list before the limit applies):
- * - authors × kinds or tag values × kinds above MAX_PAIR_ARMS pairs: one arm per author / tag value;
+ * - authors × kinds above MAX_PAIR_ARMS pairs: one arm per author;
+ * - tag values with kinds: one arm per value, reading that value's rows newest first and skipping other kinds
+ *   (a kind rare among the value's rows reads further);
  * - a filter with no limit (the caller clamps, so only internal callers do this);
  * - COUNT with several filters: each limited filter is one statement ordered newest first (its page must be
  *   the one REQ returns, or overlapping filters would count differently), not one per arm, so a filter with
@@ -66,15 +68,13 @@ export function armsOf(f: Filter): Filter[] {
     case 'kind':
       return kinds.map((k) => ({ ...f, kinds: [k] }))
     case 'tag':
-      return tagArms(f, drivingTagOf(f)!, kinds, pairs)
+      return tagArms(f, drivingTagOf(f)!)
   }
 }
 
-function tagArms(f: Filter, letter: string, kinds: number[], pairs: (n: number) => boolean): Filter[] {
-  const values = f.tags![letter]!
-  const withValue = (v: string): Filter => ({ ...f, tags: { ...f.tags, [letter]: [v] } })
-  if (kinds.length === 0 || !pairs(values.length)) return values.map(withValue)
-  return values.flatMap((v) => kinds.map((k) => ({ ...withValue(v), kinds: [k] })))
+/** One arm per tag value; kinds stay a condition: no tags index starts with (value, kind) (sqlite-schema.ts V2). */
+function tagArms(f: Filter, letter: string): Filter[] {
+  return f.tags![letter]!.map((v) => ({ ...f, tags: { ...f.tags, [letter]: [v] } }))
 }
 
 const marks = (n: number) => Array.from({ length: n }, () => '?').join(',')

@@ -24,9 +24,6 @@ export const SAVE_SQL = {
   deleteEvent: 'DELETE FROM events WHERE seq = ?',
   insertEvent:
     'INSERT INTO events (community, id, pubkey, kind, created_at, d_tag, expires_at, raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-  // OR IGNORE: an event repeating a tag needs one index row for it
-  insertTag:
-    'INSERT OR IGNORE INTO tags (community, name, value, kind, created_at, event_seq) VALUES (?, ?, ?, ?, ?, ?)',
   tombstoneId:
     'INSERT INTO deleted_ids (community, event_id, pubkey, deleted_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
   tombstoneAddress: `INSERT INTO deleted_addresses (community, kind, pubkey, d, until_created_at) VALUES (?, ?, ?, ?, ?)
@@ -34,6 +31,18 @@ export const SAVE_SQL = {
   // deleteEvents: outright, without a tombstone (a ban is remembered by the CommunityStore); tags rows follow
   // through ON DELETE CASCADE, and the versions of an address are its remaining rows
   deleteByIds: 'DELETE FROM events WHERE community = ? AND id IN (SELECT value FROM json_each(?)) RETURNING id',
+}
+
+/** Tag rows per INSERT: an event's tags go in one statement (kind 3 contact lists in a few). */
+export const TAG_ROWS_PER_INSERT = 32
+
+/**
+ * A multi-row insert of `rows` tag rows; OR IGNORE: an event repeating a tag needs one index row for it.
+ * Exported for the query-plan test.
+ */
+export function insertTagsSql(rows) {
+  const row = '(?, ?, ?, ?, ?, ?)'
+  return `INSERT OR IGNORE INTO tags (community, name, value, kind, created_at, event_seq) VALUES ${Array.from({ length: rows }, () => row).join(', ')}`
 }
 
 /** The pragmas of every connection that writes events (the main thread's, the writer thread's). */
@@ -54,6 +63,12 @@ export function createWriteRunner(db) {
   const s = {}
   for (const [name, sql] of Object.entries(SAVE_SQL)) s[name] = db.prepare(sql)
   for (const name of ['hasId', 'hasIdTombstone', 'hasAddressTombstone', 'deleteByIds']) s[name].pluck()
+  // prepared on first use, one per row count: most events have a handful of tags
+  const tagInserts = []
+  s.insertTags = (rows) => {
+    tagInserts[rows] ??= db.prepare(insertTagsSql(rows))
+    return tagInserts[rows]
+  }
   // one transaction per batch; better-sqlite3 rolls it back if any statement throws
   const commitBatch = db.transaction((batch) => batch.map((plan) => decide(s, plan)))
   return {
@@ -101,7 +116,21 @@ function replaceOlderVersions(s, plan, removedIds) {
 
 function insertEvent(s, p) {
   const { lastInsertRowid } = s.insertEvent.run(p.community, p.id, p.pubkey, p.kind, p.created_at, p.dTag, p.expiresAt, p.raw)
-  for (let i = 0; i < p.tags.length; i += 2) s.insertTag.run(p.community, p.tags[i], p.tags[i + 1], p.kind, p.created_at, lastInsertRowid)
+  const count = p.tags.length / 2
+  for (let first = 0; first < count; first += TAG_ROWS_PER_INSERT) {
+    const rows = Math.min(TAG_ROWS_PER_INSERT, count - first)
+    const params = new Array(rows * 6)
+    for (let r = 0; r < rows; r++) {
+      const t = (first + r) * 2
+      params[r * 6] = p.community
+      params[r * 6 + 1] = p.tags[t]
+      params[r * 6 + 2] = p.tags[t + 1]
+      params[r * 6 + 3] = p.kind
+      params[r * 6 + 4] = p.created_at
+      params[r * 6 + 5] = lastInsertRowid
+    }
+    s.insertTags(rows).run(params)
+  }
 }
 
 function applyDeletion(s, plan, removedIds) {

@@ -1,7 +1,7 @@
 import type { Limits } from '../limits.js'
 import { type Reason, reason } from '../reasons.js'
 import { err, ok, type Result } from '../result.js'
-import { type NostrEvent, parseEventWithRaw, utf8Length } from './event.js'
+import { type NostrEvent, parseEventWithRaw, utf8LongerThan } from './event.js'
 import { type Filter, parseFilters } from './filter.js'
 
 /** A client frame after parsing; EVENT keeps the stored raw form (seven fields, fixed order). */
@@ -26,7 +26,7 @@ type Parsed = Result<ClientMessage, ClientMessageError>
 /** Parses one WebSocket text frame. Never throws, whatever the text. */
 export function parseClientMessage(text: string, limits: Limits, nowSeconds: number): Parsed {
   // the socket layer enforces maxMessageBytes too; checked here so the parser is safe on its own
-  if (utf8Length(text) > limits.maxMessageBytes) return notice('invalid: message too large')
+  if (utf8LongerThan(text, limits.maxMessageBytes)) return notice('invalid: message too large')
   let msg: unknown
   try {
     msg = JSON.parse(text)

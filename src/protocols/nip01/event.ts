@@ -69,6 +69,17 @@ export function utf8Length(s: string): number {
 const isLowSurrogate = (c: number): boolean => c >= 0xdc00 && c <= 0xdfff
 
 /**
+ * Whether `s` takes more than `maxBytes` of UTF-8. Counts only when its length cannot tell: each UTF-16 unit
+ * takes 1 to 3 bytes (a surrogate pair 4 for its 2 units), so a string of at most maxBytes / 3 units fits and
+ * one of more than maxBytes units does not. A 1 KB event under 128 KiB limits is never counted.
+ */
+export function utf8LongerThan(s: string, maxBytes: number): boolean {
+  if (s.length > maxBytes) return true
+  if (s.length * 3 <= maxBytes) return false
+  return utf8Length(s) > maxBytes
+}
+
+/**
  * Reference verifier (id hash, then BIP-340 Schnorr via @noble/curves). The verifier pool must agree with it;
  * never throws, whatever the input.
  */
@@ -118,7 +129,7 @@ export function parseEventWithRaw(json: unknown, limits: Limits, nowSeconds: num
   const tagsOk = checkTags(tags, limits)
   if (!tagsOk.ok) return tagsOk
   if (typeof content !== 'string') return invalid('content must be a string')
-  if (utf8Length(content) > limits.maxContentBytes) return invalid('content too long')
+  if (utf8LongerThan(content, limits.maxContentBytes)) return invalid('content too long')
   const event: NostrEvent = {
     id,
     pubkey,
@@ -129,7 +140,7 @@ export function parseEventWithRaw(json: unknown, limits: Limits, nowSeconds: num
     sig,
   }
   const raw = toRawEvent(event)
-  if (utf8Length(raw) > limits.maxEventBytes) return invalid('event too large')
+  if (utf8LongerThan(raw, limits.maxEventBytes)) return invalid('event too large')
   return ok({ event, raw })
 }
 
@@ -148,7 +159,7 @@ function checkTags(v: unknown, limits: Limits): Result<void> {
     if (!Array.isArray(tag) || tag.length === 0) return invalid('each tag must be a non-empty array')
     for (const item of tag) {
       if (typeof item !== 'string') return invalid('tag elements must be strings')
-      if (utf8Length(item) > limits.maxTagValueBytes) return invalid('tag element too long')
+      if (utf8LongerThan(item, limits.maxTagValueBytes)) return invalid('tag element too long')
     }
   }
   return OK_VOID

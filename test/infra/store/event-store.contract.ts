@@ -125,6 +125,23 @@ function describeBasics(ctx: ContractContext): void {
       expect(await ids({ ids: [] })).toEqual([])
     })
 
+    // 32 tag rows go in one insert on SQLite (TAG_ROWS_PER_INSERT): at it, one past it, and a long contact list
+    it('indexes every tag of an event with 32, 33 or 200 tags, a repeated tag once', async () => {
+      const pubkeyOf = (i: number) => i.toString(16).padStart(64, '0')
+      const kinds = [3, 10_003, 1]
+      const lists = [32, 33, 200].map((n, k) => {
+        const tags = Array.from({ length: n }, (_, i) => ['p', pubkeyOf(1_000 * k + i)])
+        return note(ctx.alice, { kind: kinds[k]!, created_at: at(10 * k), tags: [...tags, tags[n - 1]!] })
+      })
+      for (const e of lists) expect((await ctx.save(e)).status).toBe('saved')
+      for (const [k, n] of [32, 33, 200].entries()) {
+        const id = lists[k]!.event.id
+        expect(idsOf(await ctx.query([{ tags: { p: [pubkeyOf(1_000 * k)] } }]))).toEqual([id])
+        expect(idsOf(await ctx.query([{ tags: { p: [pubkeyOf(1_000 * k + n - 1)] }, kinds: [kinds[k]!] }]))).toEqual([id])
+      }
+      expect(await ctx.store.count(ctx.community, [{ tags: { p: [pubkeyOf(0), pubkeyOf(2_199)] } }], { now: NOW })).toBe(2)
+    })
+
     it('answers filters with thousands of values', async () => {
       const e = note(ctx.alice, { tags: [['p', ctx.bob.pubkey]] })
       await ctx.save(e)

@@ -60,6 +60,29 @@ describe('PostgreSQL event store', () => {
     expect(versions.map((r) => r.d)).toEqual(['kept'])
   })
 
+  it('drops the tags-by-kind index of a version-1 database when it opens it, and still serves its tags', async () => {
+    const fresh = await createTestDatabase()
+    try {
+      const e = signEvent(alice, { kind: 7, tags: [['t', 'kept']] })
+      const first = await openPostgresEventStore({ url: fresh.url, groupCommitMaxEvents: 8, groupCommitMaxDelayMs: 0 })
+      await first.save('c', e.event, e.raw)
+      await first.close()
+      // what version 1 left: the index, and version 1
+      const sql = postgres(fresh.url, { max: 1, onnotice: () => {} })
+      await sql`CREATE INDEX tags_by_value_kind ON tags (community, name, value, kind, created_at DESC)`
+      await sql`UPDATE apiary_schema SET version = 1 WHERE component = 'events'`
+      const store = await openPostgresEventStore({ url: fresh.url, groupCommitMaxEvents: 8, groupCommitMaxDelayMs: 0 })
+      expect(idsOf(await store.query('c', [{ kinds: [7], tags: { t: ['kept'] }, limit: 5 }], { now: NOW }))).toEqual([e.event.id])
+      await store.close()
+      expect(await sql`SELECT indexname FROM pg_indexes WHERE indexname = 'tags_by_value_kind'`).toHaveLength(0)
+      const [row] = await sql`SELECT version FROM apiary_schema WHERE component = 'events'`
+      await sql.end()
+      expect(row?.version).toBe(EVENT_MIGRATIONS.length)
+    } finally {
+      await fresh.drop()
+    }
+  })
+
   it('migrates once when several nodes open the same database at the same moment', async () => {
     const fresh = await createTestDatabase()
     try {

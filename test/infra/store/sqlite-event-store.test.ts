@@ -7,7 +7,7 @@ import type { EventStore } from '../../../src/infra/store/event-store'
 import { openSqliteEventStore, type SqliteEventStore } from '../../../src/infra/store/sqlite-event-store'
 import { SCHEMA_VERSION } from '../../../src/infra/store/sqlite-schema'
 import { makeKeys, signEvent } from '../../support/events'
-import { NOW } from './contract-context'
+import { idsOf, NOW } from './contract-context'
 import { describeEventStoreContract } from './event-store.contract'
 
 const dir = mkdtempSync(join(tmpdir(), 'apiary-sqlite-'))
@@ -90,6 +90,26 @@ describe('SQLite event store file', () => {
     const store = openSqliteEventStore({ file, groupCommitMaxEvents: 1, groupCommitMaxDelayMs: 0 })
     expect(await store.ping()).toBe(true)
     await store.close()
+  })
+
+  it('drops the tags-by-kind index of a version-1 file when it opens it, and still serves its tags', async () => {
+    const file = freshFile()
+    const e = signEvent(alice, { kind: 7, tags: [['t', 'kept']] })
+    const first = await openFile(file)
+    await first.save('c', e.event, e.raw)
+    await first.close()
+    // what version 1 left: the index, and user_version 1
+    const v1 = new Database(file)
+    v1.exec('CREATE INDEX tags_by_value_kind ON tags (community, name, value, kind, created_at)')
+    v1.pragma('user_version = 1')
+    v1.close()
+    const store = await openFile(file)
+    expect(idsOf(await store.query('c', [{ kinds: [7], tags: { t: ['kept'] }, limit: 5 }], { now: NOW }))).toEqual([e.event.id])
+    await store.close()
+    const db = new Database(file, { readonly: true })
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'tags_by_value_kind'").all()).toEqual([])
+    expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION)
+    db.close()
   })
 
   it('commits one transaction per event when groupCommitMaxEvents is 1', async () => {

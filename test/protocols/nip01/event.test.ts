@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { Limits } from '../../../src/protocols/limits'
-import { parseEvent, parseEventWithRaw, toRawEvent, utf8Length } from '../../../src/protocols/nip01/event'
+import { parseEvent, parseEventWithRaw, toRawEvent, utf8Length, utf8LongerThan } from '../../../src/protocols/nip01/event'
 import { prefixOf } from '../../../src/protocols/reasons'
 import { LIMITS, NOW, shapeEvent } from '../fixtures'
 
@@ -119,6 +119,18 @@ describe('event limits, each at the limit and one past it', () => {
     const pad = roomy.maxEventBytes - base
     accepts(withEvent({ content: 'x'.repeat(pad) }), roomy)
     expectInvalid(withEvent({ content: 'x'.repeat(pad + 1) }), 'event too large', roomy)
+  })
+
+  it('tells whether a string passes a UTF-8 byte limit exactly as counting every byte does, at and around the limit', () => {
+    // strings of 1-, 2-, 3- and 4-byte characters and lone surrogates; limits near the length, 3× the length and the byte count
+    const text = fc.array(fc.constantFrom('x', 'é', '€', '🐝', '\ud800', '\udc00'), { maxLength: 60 }).map((cs) => cs.join(''))
+    fc.assert(
+      fc.property(text, fc.integer({ min: -2, max: 2 }), fc.constantFrom('length', 'triple', 'bytes'), (s, delta, near) => {
+        const base = near === 'length' ? s.length : near === 'triple' ? 3 * s.length : utf8Length(s)
+        const limit = Math.max(0, base + delta)
+        expect(utf8LongerThan(s, limit)).toBe(utf8Length(s) > limit)
+      }),
+    )
   })
 
   it('counts the stored form, so client extras do not count against maxEventBytes', () => {
