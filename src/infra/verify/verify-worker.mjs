@@ -4,7 +4,7 @@
 // Plain .mjs so it loads in a bare worker under both tsx and vitest (see verify-core.mjs).
 import { parentPort, workerData } from 'node:worker_threads'
 import { lowerThreadPriority } from '../thread-priority.mjs'
-import { checkEventWasm } from './verify-core.mjs'
+import { checkSignedWasm } from './verify-core.mjs'
 
 const priorityError = lowerThreadPriority(workerData?.nice)
 
@@ -15,13 +15,20 @@ parentPort.on('message', (msg) => {
     case 'Batch':
       // test hook: dies holding a whole batch in flight, so the pool's retry path is exercised for real
       if (crashOnNextBatch) process.exit(70)
-      parentPort.postMessage({ type: 'Verdicts', seqs: msg.seqs, verdicts: msg.events.map(checkEventWasm) })
+      parentPort.postMessage({ type: 'Verdicts', seqs: msg.seqs, verdicts: verdictsOf(msg.signed) })
       return
     case 'CrashOnNextBatch':
       crashOnNextBatch = true
       return
   }
 })
+
+/** `signed` holds id, pubkey, sig and preimage of each event in turn (see verifier-pool.ts). */
+function verdictsOf(signed) {
+  const verdicts = new Array(signed.length / 4)
+  for (let i = 0; i < verdicts.length; i++) verdicts[i] = checkSignedWasm(signed[4 * i], signed[4 * i + 1], signed[4 * i + 2], signed[4 * i + 3])
+  return verdicts
+}
 
 // Sent after tiny-secp256k1 has compiled its WASM, so the pool only counts a worker once it can verify.
 parentPort.postMessage({ type: 'Ready', priorityError })
