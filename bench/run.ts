@@ -1,6 +1,6 @@
 // `npm run bench` — Apiary against the baseline (@nostr-relay/core + SQLite, bench/baseline-relay.ts), each
 // relay in its own child process, alternating over rounds because this machine is noisy (±30 %).
-// Flags: --quick (small counts), --rounds N (default 3), --only a,b (scenarios: ceiling, ingest-pinned,
+// Flags: --quick (small counts), --rounds N (default 3), --only a,b (scenarios: ceiling, ingest-pinned, store,
 // ingest-closed, ingest-pipelined, fanout, channel-fanout, slow-read, req, ingest-with-reads, idle-memory, agents,
 // cluster-fanout, admission, ingest-pg, mesh), --relays apiary,baseline, --agent-shards K (agents: load processes, default 3).
 // channel-fanout (bench/channel-fanout.ts) runs Apiary only: plain vs public vs private channel events; so do
@@ -31,6 +31,7 @@ import { fanout, type IdleMemoryResult, idleConnectionMemory, ingestPipelined, t
 import { type MeshFigures, meshBench } from './mesh'
 import { openFilesLimit } from './relay-readings'
 import { SLOW_READ_VARIANTS, slowReadIngest } from './slow-read'
+import { STORE_VARIANTS, type StoreCost, type StoreVariant, storeCost } from './store-cost'
 
 // ---------------------------------------------------------------- options
 
@@ -47,6 +48,7 @@ const SCENARIOS = [
   'ingest-closed',
   'ingest-pipelined',
   'ingest-pinned',
+  'store',
   'fanout',
   'channel-fanout',
   'slow-read',
@@ -74,6 +76,7 @@ const size = quick
   ? {
       ceilingEvents: 1_000,
       corpus: { events: 4_000, maxSeconds: 8 },
+      store: { events: 4_000, batches: [64, 400] },
       fanout: { subscribers: 1_000, events: 100 },
       slowRead: { events: 4_000, connections: 4, window: 16, maxSeconds: 10, delayMs: 2_000 },
       req: { stored: 10_000, queries: 50, concurrentQueries: 200, connections: 8 },
@@ -89,6 +92,8 @@ const size = quick
       ceilingEvents: 4_000,
       // 30,000 corpus events: ~10 s at 3,000 ev/s; a slower relay stops at maxSeconds
       corpus: { events: 30_000, maxSeconds: 15 },
+      // commits of 64 events (4×16 in flight) and of 400 (4×200): each variant ~5 s per batch size and round
+      store: { events: 30_000, batches: [64, 400] },
       fanout: { subscribers: 1_000, events: 500 },
       slowRead: { events: 10_000, connections: 4, window: 16, maxSeconds: 20, delayMs: 2_000 },
       req: { stored: 100_000, queries: 200, concurrentQueries: 800, connections: 8 },
@@ -336,7 +341,7 @@ const maxIngest = Math.max(
   size.ingestPg.events,
 )
 const ingestScenarios: Scenario[] = ['fanout', 'slow-read', 'ingest-with-reads']
-const corpusScenarios: Scenario[] = ['ingest-closed', 'ingest-pipelined', 'ingest-pinned', 'ingest-pg']
+const corpusScenarios: Scenario[] = ['ingest-closed', 'ingest-pipelined', 'ingest-pinned', 'store', 'ingest-pg']
 const corpus = corpusScenarios.some(wanted) ? corpusEvents(size.corpus.events) : undefined
 if (corpus) notes.push(`ingest corpus (bench/corpus.ts): ${describeCorpus(corpus)}`)
 if (ingestScenarios.some(wanted) || wantedCluster('cluster-fanout') || wantedCluster('ingest-pg')) ingestEvents(maxIngest)
@@ -385,6 +390,22 @@ if (wanted('ingest-pinned') && corpus) {
   corpusRows('ingest corpus 4×16, relay pinned to one core', results, { rate: atLeastTimesBaseline(20) })
   noteOutcomes('ingest-pinned', results)
   notes.push('ingest-pinned: every thread of the relay on CPU 0 (taskset -a), the load generator on CPU 1')
+}
+
+if (wanted('store') && corpus) {
+  for (const batch of size.store.batches) {
+    const results = await alternateVariants(`store (${batch}-event commits)`, Object.keys(STORE_VARIANTS) as StoreVariant[], (v) => storeCost(v, size.store.events, batch))
+    raw[`store-${batch}`] = results
+    const label = `SQLite store alone, corpus, ${batch}-event commits`
+    for (const [variant, outcomes] of Object.entries(results) as [StoreVariant, Outcome<StoreCost>[]][]) {
+      const shipped = variant === 'as shipped'
+      addOneSided(label, `${variant}: commit CPU per event`, 'µs', outcomes, (r) => r.commitUs)
+      addOneSided(label, `${variant}: commit + checkpoint CPU per event`, 'µs', outcomes, (r) => r.commitUs + r.checkpointUs, shipped ? { text: '≤ 60 µs', check: (a) => a <= 60 } : undefined)
+      if (shipped || variant === '− every tag row') addOneSided(label, `${variant}: bytes written per event`, 'B', outcomes, (r) => r.writtenBytes)
+    }
+    if (batch === size.store.batches[0]) addOneSided(label, 'SavePlan on the event loop per event', 'µs', results['as shipped'], (r) => r.planUs)
+  }
+  notes.push('store: bench/store-cost.ts, one process per measurement: a fresh file with the shipped schema, one change (the variant), the corpus committed by the writer thread\'s write runner; checkpoints PASSIVE every 500 ms from a second connection; "−" variants show what an index costs, not a schema to ship')
 }
 
 if (wanted('ingest-closed') && corpus) {
