@@ -69,10 +69,12 @@ describe('mesh session fence on PostgreSQL', () => {
     await successor.claimedNow
     // the stale owner's claim blocks on the row lock the successor holds
     const stale = runFenced(nodeA, fenceOf(c, 1, OLD), (tx) => tx.unsafe("INSERT INTO mesh_sessions VALUES ($1, 'channel:leak', 1, 'x')", [c]))
+    // handled from the start: the refusal may come before successor.done resolves (an unhandled rejection in CI)
+    const refused = expect(stale).rejects.toBeInstanceOf(FencedError)
     await someoneWaitsOnALock()
     successor.release()
     await successor.done
-    await expect(stale).rejects.toBeInstanceOf(FencedError)
+    await refused
     expect(await storedGeneration(nodeA, c, 'channel:x')).toBe(2)
     expect((await marks(nodeA, c))[0]?.n).toBe(1) // the stale insert rolled back with its claim
   })
