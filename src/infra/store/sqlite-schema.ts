@@ -65,7 +65,7 @@ CREATE TABLE IF NOT EXISTS deleted_addresses (
 /**
  * Measured on the ingest corpus (bench/corpus.ts, ~5 tag rows per event, 64 events per commit): each commit
  * writes every page it dirtied to the WAL, and a tag row lands on a random page of each tags index it is in,
- * so the commit cost is mostly pages. tags_by_value_kind made ~65 of the writer's ~200 µs per event. A tag
+ * so the commit cost is mostly pages. tags_by_value_kind made ~70 of the store's ~190 µs per event. A tag
  * query with kinds now reads the value's rows newest first from the primary key and skips other kinds there
  * (`kind` is in the row, no event lookup): a kind that is rare among a value's rows reads further, bounded by
  * the read budget like every scan.

@@ -36,11 +36,8 @@ export const SAVE_SQL = {
 /** Tag rows per INSERT: an event's tags go in one statement (kind 3 contact lists in a few). */
 export const TAG_ROWS_PER_INSERT = 32
 
-/**
- * A multi-row insert of `rows` tag rows; OR IGNORE: an event repeating a tag needs one index row for it.
- * Exported for the query-plan test.
- */
-export function insertTagsSql(rows) {
+/** A multi-row insert of `rows` tag rows; OR IGNORE: an event repeating a tag needs one index row for it. */
+function insertTagsSql(rows) {
   const row = '(?, ?, ?, ?, ?, ?)'
   return `INSERT OR IGNORE INTO tags (community, name, value, kind, created_at, event_seq) VALUES ${Array.from({ length: rows }, () => row).join(', ')}`
 }

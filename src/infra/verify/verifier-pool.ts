@@ -11,8 +11,9 @@ import { checkEventWasm, preimageOf } from './verify-core.mjs'
 
 /**
  * Messages the pool sends to a worker (verify-worker.mjs). A batch is flat strings: id, pubkey, sig and the
- * id's preimage of each event in turn. Cloning strings costs a copy; cloning events cost the event loop
- * ~35 µs per corpus event (a kind 3 is hundreds of small arrays) and the worker as much again to rebuild them.
+ * id's preimage of each event in turn. A string clones as one copy; an event is an object graph (a kind 3:
+ * hundreds of small arrays) that the clone walks on the event loop and the worker rebuilds, only to serialize
+ * it again for the hash.
  */
 type WorkerInbox = { type: 'Batch'; seqs: number[]; signed: string[] } | { type: 'CrashOnNextBatch' }
 /** Messages a worker sends back. */
