@@ -35,7 +35,7 @@ function zipf(n: number, s: number, rand: () => number): () => number {
   }
 }
 
-/** The corpus' first `count` events (a shorter run takes a prefix of the same sequence). */
+/** The corpus' first `count` events (a prefix of the cached corpus when it holds more). */
 export function corpusEvents(count: number): BenchEvent[] {
   return cached('corpus', count, generateCorpus)
 }
@@ -58,6 +58,19 @@ function generateCorpus(n: number, now: number): BenchEvent[] {
   const noteRef = () => notes[Math.min(notes.length - 1, popular())]!
   const p = () => ['p', keys[mentioned()]!.pubkey]
   const t = () => ['t', `topic${topic()}`]
+  /** a repost (6, 16), a comment (1111) or a highlight (9802) of the note `target` */
+  const referring = (kind: number, target: string): { tags: string[][]; content: string } => {
+    switch (kind) {
+      case 6:
+        return { tags: [['e', target], p()], content: '' }
+      case 16:
+        return { tags: [['e', target], p(), ['k', '1']], content: '' }
+      case 1111:
+        return { tags: [['E', target], ['K', '1'], ['e', target], ['k', '1'], p()], content: text(50, 600) }
+      default:
+        return { tags: [['e', target], p()], content: text(50, 400) }
+    }
+  }
   const start = now - SPAN_SECONDS
   const out: BenchEvent[] = []
   for (let i = 0; i < n; i++) {
@@ -92,18 +105,9 @@ function generateCorpus(n: number, now: number): BenchEvent[] {
       content = text(300, 1_000)
     } else {
       kind = [6, 16, 1111, 9802][between(0, 3)]!
-      const target = noteRef()
-      const shared = kind === 6 ? [['e', target], p()] : kind === 16 ? [['e', target], p(), ['k', '1']] : undefined
-      if (shared) {
-        tags = shared
-        content = ''
-      } else if (kind === 1111) {
-        tags = [['E', target], ['K', '1'], ['e', target], ['k', '1'], p()]
-        content = text(50, 600)
-      } else {
-        tags = [['e', target], p()]
-        content = text(50, 400)
-      }
+      const ref = referring(kind, noteRef())
+      tags = ref.tags
+      content = ref.content
     }
     const e = signEvent({ kind, created_at, tags, content }, key)
     if (kind === 1) notes.push(e.id)

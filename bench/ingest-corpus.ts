@@ -33,11 +33,10 @@ export type CorpusIngestResult = IngestResult & {
 export async function corpusIngest(relay: RelayProcess, events: BenchEvent[], shape: CorpusShape, maxSeconds: number): Promise<CorpusIngestResult> {
   const cpu = relayCpu(relay.pid)
   let total0 = 0
-  let main0 = 0
   let t0 = 0
   let threads0 = new Map<number, { name: string; seconds: number }>()
   let threads1 = threads0
-  const figures = { relayCores: Number.NaN, cpuS: Number.NaN, mainS: Number.NaN, loopDelay: undefined as LoopDelay | undefined }
+  const figures = { relayCores: Number.NaN, cpuS: Number.NaN, loopDelay: undefined as LoopDelay | undefined }
   if (shape.pinned) {
     pinToCpus(relay.pid, '0')
     pinToCpus(process.pid, '1')
@@ -52,24 +51,24 @@ export async function corpusIngest(relay: RelayProcess, events: BenchEvent[], sh
       onStart: async () => {
         await relay.loopDelayStart()
         total0 = cpu.seconds()
-        main0 = cpu.mainThreadSeconds()
         threads0 = threadCpu(relay.pid)
         t0 = performance.now()
       },
       onEnd: async () => {
         figures.cpuS = cpu.seconds() - total0
-        figures.mainS = cpu.mainThreadSeconds() - main0
         threads1 = threadCpu(relay.pid)
         figures.relayCores = Math.round((figures.cpuS / ((performance.now() - t0) / 1000)) * 100) / 100
         figures.loopDelay = await relay.loopDelayStop()
       },
     })
+    // the event loop runs on the process's first thread, whose id is the pid
+    const mainS = (threads1.get(relay.pid)?.seconds ?? Number.NaN) - (threads0.get(relay.pid)?.seconds ?? Number.NaN)
     return {
       ...r,
       loopDelay: figures.loopDelay!,
       relayCores: figures.relayCores,
       cpuPerEventUs: r.accepted > 0 ? Math.round((figures.cpuS * 1e6) / r.accepted) : Number.NaN,
-      mainThreadShare: figures.cpuS > 0 ? Math.round((figures.mainS / figures.cpuS) * 100) / 100 : Number.NaN,
+      mainThreadShare: figures.cpuS > 0 ? Math.round((mainS / figures.cpuS) * 100) / 100 : Number.NaN,
       threadsUs: perThread(threads0, threads1, r.accepted),
     }
   } finally {

@@ -118,12 +118,7 @@ export interface IngestOptions {
   onEnd?: () => Promise<void> | void
 }
 
-/** Closed loop: each connection sends one EVENT, waits for its OK, sends the next. */
-export function ingestClosedLoop(url: string, opts: IngestOptions): Promise<IngestResult> {
-  return ingest(url, { ...opts, window: 1 })
-}
-
-/** Pipelined: each connection keeps up to `window` EVENTs un-acknowledged. */
+/** Pipelined: each connection keeps up to `window` EVENTs un-acknowledged (1: a closed loop). */
 export function ingestPipelined(url: string, opts: IngestOptions & { window: number }): Promise<IngestResult> {
   return ingest(url, opts)
 }
@@ -154,6 +149,8 @@ async function ingest(url: string, opts: IngestOptions & { window: number }): Pr
   }, 500)
   const paced = opts.ratePerSec !== undefined && opts.ratePerSec > 0
   const senders: ((i: number) => void)[] = []
+  const fillers: (() => void)[] = []
+  let scheduleEnded = false
   let pacer: NodeJS.Timeout | undefined
   if (paced) {
     // every 2 ms, send what the schedule says is due by now, round robin over the connections
@@ -165,7 +162,9 @@ async function ingest(url: string, opts: IngestOptions & { window: number }): Pr
       if (next >= frames.length || now - t0 >= maxMs) {
         clearInterval(pacer)
         pacer = undefined
-        for (const f of finishers) f()
+        scheduleEnded = true
+        // each connection ends once its last OK is in
+        for (const f of fillers) f()
       }
     }, 2)
   }
@@ -175,13 +174,8 @@ async function ingest(url: string, opts: IngestOptions & { window: number }): Pr
         new Promise<void>((resolve) => {
           const inflight = new Map<string, number>()
           let done = false
-          let drained = false
           const finish = () => {
             if (done) return
-            if (paced && !drained && inflight.size > 0 && !incomplete) {
-              drained = true // the schedule ended: resolve once the last OK is in
-              return
-            }
             done = true
             ws.removeAllListeners('message')
             resolve()
@@ -192,12 +186,9 @@ async function ingest(url: string, opts: IngestOptions & { window: number }): Pr
             ws.send(frames[i]!)
           }
           senders.push(send)
-          const fill = () => {
+          const fill = (): void => {
             if (paced) {
-              if (drained && inflight.size === 0) {
-                drained = false
-                finish()
-              }
+              if (scheduleEnded && inflight.size === 0) finish()
               return
             }
             while (inflight.size < opts.window && next < frames.length && performance.now() - t0 < maxMs) send(next++)

@@ -28,32 +28,38 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-/**
- * CPU seconds (user + system) of a process from /proc: no IPC to a busy relay. `seconds` counts every thread
- * (/proc/<pid>/stat), `mainThreadSeconds` the event loop's thread only (/proc/<pid>/task/<pid>/stat).
- */
-export function relayCpu(pid: number): { seconds: () => number; mainThreadSeconds: () => number } {
-  let ticksPerSecond = 100
-  try {
-    ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100
-  } catch {}
-  const read = (file: string) => {
-    // the fields after "(comm)": state is [0], utime [11], stime [12]
-    const stat = readFileSync(file, 'utf8')
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return (Number(f[11]) + Number(f[12])) / ticksPerSecond
+let ticks: number | undefined
+/** clock ticks per second of /proc's CPU times (getconf CLK_TCK; 100 when it cannot be asked) */
+function ticksPerSecond(): number {
+  if (ticks === undefined) {
+    try {
+      ticks = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100
+    } catch {
+      ticks = 100
+    }
   }
-  return { seconds: () => read(`/proc/${pid}/stat`), mainThreadSeconds: () => read(`/proc/${pid}/task/${pid}/stat`) }
+  return ticks
 }
 
-/** CPU seconds of each thread of `pid` by thread id, with its name (/proc/<pid>/task/<tid>/comm). */
+/** user + system CPU seconds from a /proc stat file (a process's, or one thread's under task/) */
+function statSeconds(file: string): number {
+  // the fields after "(comm)": state is [0], utime [11], stime [12]
+  const stat = readFileSync(file, 'utf8')
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(f[11]) + Number(f[12])) / ticksPerSecond()
+}
+
+/** CPU seconds (user + system, every thread) of a process from /proc/<pid>/stat: no IPC to a busy relay. */
+export function relayCpu(pid: number): { seconds: () => number } {
+  return { seconds: () => statSeconds(`/proc/${pid}/stat`) }
+}
+
+/** CPU seconds of each live thread of `pid` by thread id (the event loop's is `pid`), with its name. */
 export function threadCpu(pid: number): Map<number, { name: string; seconds: number }> {
   const out = new Map<number, { name: string; seconds: number }>()
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      out.set(Number(tid), { name: readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim(), seconds: (Number(f[11]) + Number(f[12])) / 100 })
+      out.set(Number(tid), { name: readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim(), seconds: statSeconds(`/proc/${pid}/task/${tid}/stat`) })
     } catch {} // the thread ended between the listing and the read
   }
   return out

@@ -66,7 +66,7 @@ type Scenario = (typeof SCENARIOS)[number]
 type Target = { text: string; check: (apiary: number, baseline: number | string) => boolean }
 const only = option('only')?.split(',') as Scenario[] | undefined
 for (const s of only ?? []) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; known: ${SCENARIOS.join(', ')}`)
-const wanted = (s: Scenario) => !only || only.includes(s) || (s === 'ceiling' && (only.includes('ingest-pipelined') || only.includes('ingest-closed')))
+const wanted = (s: Scenario) => !only || only.includes(s) || (s === 'ceiling' && only.includes('ingest-pipelined'))
 type RelayName = 'apiary' | 'baseline'
 const relayNames = (option('relays')?.split(',') ?? ['apiary', 'baseline']) as RelayName[]
 /** load processes the agents scenario spreads its fleet over (bench/agent-shard.ts), besides its probe */
