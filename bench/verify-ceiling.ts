@@ -1,5 +1,5 @@
-// Ingest ceiling (DESIGN §12): events/s the three verifiers sustain on this machine, measured in one process
-// so the figures compare as ratios. Run standalone: `npx tsx bench/verify-ceiling.ts [events] [threads]`.
+// Ingest ceiling (DESIGN §12): events/s the verifiers sustain on this machine (noble, libsecp256k1 as WASM and
+// as a native addon, in thread and as the pool), measured in one process so the figures compare as ratios. Run standalone: `npx tsx bench/verify-ceiling.ts [events] [threads]`.
 import os from 'node:os'
 import { pathToFileURL } from 'node:url'
 import { finalizeEvent, generateSecretKey } from 'nostr-tools/pure'
@@ -11,7 +11,13 @@ import type { NostrEvent } from '../src/protocols/nip01/event'
 export interface VerifyCeiling {
   nobleInlinePerSec: number
   wasmInlinePerSec: number
+  /** null where the addon does not load (the relay then verifies in WASM) */
+  nativeInlinePerSec: number | null
+  /** the pool as the relay runs it (backend 'auto'): the ingest ceiling */
   poolPerSec: number
+  backend: 'native' | 'wasm'
+  /** the same pool verifying in WASM */
+  wasmPoolPerSec: number
   threads: number
 }
 
@@ -19,19 +25,25 @@ export interface VerifyCeiling {
 export async function measureVerifyCeiling(opts: { events: number | NostrEvent[]; threads: number }): Promise<VerifyCeiling> {
   const events = typeof opts.events === 'number' ? signEvents(opts.events) : opts.events
   const pool = await createVerifierPool({ threads: opts.threads })
+  const wasmPool = await createVerifierPool({ threads: opts.threads, backend: 'wasm' })
   try {
     // Each verifier sees the events once untimed so JIT and WASM warm-up stay out of the figures.
     const noble = createNobleVerifier()
-    const wasm = createInlineVerifier()
+    const native = pool.backend === 'native' ? createInlineVerifier('native') : undefined
+    // the native backend verifies ~5× faster than WASM: more passes keep its runs as long
+    const passes = (v: 'native' | 'wasm'): NostrEvent[] => (v === 'native' ? [...events, ...events, ...events] : events)
     return {
-      // noble is ~5× slower: a fifth of the events keeps its share of the run comparable
+      // noble is ~5× slower than WASM: a fifth of the events keeps its share of the run comparable
       nobleInlinePerSec: await sequentialRate(noble, events.slice(0, Math.max(50, Math.ceil(events.length / 5)))),
-      wasmInlinePerSec: await sequentialRate(wasm, events),
-      poolPerSec: await concurrentRate(pool, events),
+      wasmInlinePerSec: await sequentialRate(createInlineVerifier('wasm'), events),
+      nativeInlinePerSec: native ? await sequentialRate(native, passes('native')) : null,
+      poolPerSec: await concurrentRate(pool, passes(pool.backend)),
+      backend: pool.backend,
+      wasmPoolPerSec: await concurrentRate(wasmPool, events),
       threads: pool.threads,
     }
   } finally {
-    await pool.close()
+    await Promise.all([pool.close(), wasmPool.close()])
   }
 }
 
@@ -83,5 +95,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   console.log(`noble inline : ${r.nobleInlinePerSec} events/s`)
   const ratio = (a: number, b: number): string => (a / b).toFixed(2)
   console.log(`wasm inline  : ${r.wasmInlinePerSec} events/s (${ratio(r.wasmInlinePerSec, r.nobleInlinePerSec)}× noble)`)
-  console.log(`pool (${r.threads} threads): ${r.poolPerSec} events/s (${ratio(r.poolPerSec, r.wasmInlinePerSec)}× wasm)`)
+  if (r.nativeInlinePerSec !== null) console.log(`native inline: ${r.nativeInlinePerSec} events/s (${ratio(r.nativeInlinePerSec, r.wasmInlinePerSec)}× wasm)`)
+  console.log(`pool (${r.threads} threads, ${r.backend}): ${r.poolPerSec} events/s`)
+  console.log(`pool (${r.threads} threads, wasm): ${r.wasmPoolPerSec} events/s`)
 }

@@ -186,6 +186,13 @@ export const configSchema = z.object({
     .max(64)
     .default(Math.max(1, Math.min(cpus().length, 4)))
     .describe('signature-verification worker threads (default: cores, at most 4)'),
+  // Verification is most of an event's CPU. libsecp256k1 as a native addon (bcrypto, an optional dependency
+  // built at install) verifies in ~50 µs here, as WASM (tiny-secp256k1, always installed) in ~240 µs. 'auto'
+  // takes the addon when it loads and logs a warning when it falls back; 'native' refuses to start without it.
+  verifyBackend: z
+    .enum(['auto', 'native', 'wasm'])
+    .default('auto')
+    .describe('Schnorr verifier: native libsecp256k1 (optional dependency bcrypto), wasm, or auto (native when it loads)'),
   // How much the worker threads yield to the event loop when the cores are all busy (nice steps, Linux only;
   // elsewhere setpriority would renice the whole process). The event loop holds every connection, so its
   // lateness is every client's latency, while workers do bulk work that can wait a few ms. Measured here

@@ -26,6 +26,8 @@ import type { SqliteEventStore } from '../infra/store/sqlite-event-store.js'
 import { withControlLane } from '../infra/verify/control-lane.js'
 import type { Verifier } from '../infra/verify/verifier.js'
 import { createVerifierPool } from '../infra/verify/verifier-pool.js'
+// Extension needed: verify-core is plain JS so worker threads can load it without a TypeScript loader.
+import { loadSchnorr } from '../infra/verify/verify-core.mjs'
 import { KIND_ANNOUNCEMENT } from '../protocols/agent-registry.js'
 import type { NostrEvent } from '../protocols/nip01/event.js'
 import { KIND_AUTH } from '../protocols/nip01/kinds.js'
@@ -189,10 +191,14 @@ const isControlFrame = (e: NostrEvent) => e.kind === KIND_AUTH || e.kind === KIN
  * priority for control frames, so they never wait for a core behind bulk work.
  */
 async function openVerifier(config: Config, log: Logger): Promise<Verifier> {
-  const bulk = await createVerifierPool({ threads: config.verifyThreads, nice: config.threads.writePathNice, log })
+  const schnorr = loadSchnorr(config.verifyBackend)
+  if (schnorr.fallback) log.warn({ reason: schnorr.fallback }, 'native Schnorr verifier unavailable: verifying in WASM, ~5x the CPU per event')
+  const backend = schnorr.name
+  log.info({ backend, threads: config.verifyThreads }, 'signature verifier')
+  const bulk = await createVerifierPool({ threads: config.verifyThreads, nice: config.threads.writePathNice, backend, log })
   if (config.threads.writePathNice === 0) return bulk
   try {
-    return withControlLane(bulk, await createVerifierPool({ threads: 1, log }), isControlFrame)
+    return withControlLane(bulk, await createVerifierPool({ threads: 1, backend, log }), isControlFrame)
   } catch (error) {
     await bulk.close()
     throw error

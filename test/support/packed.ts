@@ -23,7 +23,10 @@ export async function installPackedPackage(extraDeps: string[] = []): Promise<st
     cwd: dir,
     env: cleanEnv(),
   })
-  // --ignore-scripts skipped better-sqlite3's native build; the one this checkout built is the same version
-  cpSync(join(root, 'node_modules/better-sqlite3/build'), join(dir, 'node_modules/better-sqlite3/build'), { recursive: true })
+  // --ignore-scripts skipped the native builds (better-sqlite3's, and the optional verifier addon's); the ones
+  // this checkout built are the same versions
+  for (const pkg of ['better-sqlite3', 'bcrypto']) {
+    cpSync(join(root, 'node_modules', pkg, 'build'), join(dir, 'node_modules', pkg, 'build'), { recursive: true })
+  }
   return dir
 }

@@ -1,21 +1,22 @@
-// In-thread verifiers. The WASM one serves small deployments and tests that want no threads; the noble one
+// In-thread verifiers. The libsecp256k1 one serves small deployments and tests that want no threads; the noble one
 // is the reference implementation (DESIGN §12): pure JS from hash to curve, sharing only the field checks
-// and the serialization with the WASM path, so agreeing verdicts are evidence rather than tautology.
+// and the serialization with the libsecp256k1 path, so agreeing verdicts are evidence rather than tautology.
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { type Verifier, VerifierError, type VerifyVerdict } from './verifier.js'
 // Extension needed: verify-core is plain JS so worker threads can load it without a TypeScript loader.
-import { checkEventWasm, hasIdFields, serializeForId } from './verify-core.mjs'
+import { checkEvent, hasIdFields, loadSchnorr, type SchnorrChoice, serializeForId } from './verify-core.mjs'
 
 const hex64 = /^[0-9a-f]{64}$/
 const hex128 = /^[0-9a-f]{128}$/
 const utf8 = new TextEncoder()
 
-/** libsecp256k1 (WASM) on the calling thread: ~5× noble, but still blocks the event loop per event. */
-export function createInlineVerifier(): Verifier {
-  return inThread((event) => checkEventWasm(event))
+/** libsecp256k1 (native or WASM, see loadSchnorr) on the calling thread: blocks the event loop per event. */
+export function createInlineVerifier(backend: SchnorrChoice = 'auto'): Verifier {
+  const schnorr = loadSchnorr(backend)
+  return inThread((event) => checkEvent(event, schnorr))
 }
 
 /** @noble/curves + @noble/hashes on the calling thread: slow (~420/s/core), kept as the reference. */

@@ -7,7 +7,7 @@ import { Worker } from 'node:worker_threads'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { type Verifier, VerifierError, type VerifyVerdict } from './verifier.js'
 // Extension needed: verify-core is plain JS so worker threads can load it without a TypeScript loader.
-import { checkEventWasm, preimageOf } from './verify-core.mjs'
+import { checkEvent, loadSchnorr, preimageOf } from './verify-core.mjs'
 
 /**
  * Messages the pool sends to a worker (verify-worker.mjs). A batch is flat strings: id, pubkey, sig and the
@@ -28,6 +28,8 @@ export interface VerifierPoolOptions {
   maxBatchSize?: number
   /** added to each worker's nice value (Linux; config threads.writePathNice, see thread-priority.mjs) */
   nice?: number
+  /** the workers' Schnorr backend (verify-core's loadSchnorr); default: what 'auto' finds */
+  backend?: 'native' | 'wasm'
   log?: { error(obj: object, msg: string): void }
 }
 
@@ -39,6 +41,7 @@ export interface VerifierPoolStats {
 }
 
 export interface VerifierPool extends Verifier {
+  readonly backend: 'native' | 'wasm'
   stats(): VerifierPoolStats
   /** Test hook: worker `index` calls process.exit when its next batch arrives, losing that batch. */
   crashWorkerOnNextBatchForTest(index: number): void
@@ -66,6 +69,9 @@ const maxAttempts = 2
 export async function createVerifierPool(opts: VerifierPoolOptions): Promise<VerifierPool> {
   const { threads } = opts
   const maxBatchSize = opts.maxBatchSize ?? 64
+  const backend = opts.backend ?? loadSchnorr('auto').name
+  // verdicts on the event loop are only ever for malformed events (see dispatch), decided before any curve math
+  const schnorr = loadSchnorr('wasm')
   if (!Number.isInteger(threads) || threads < 1) throw new RangeError(`threads must be an integer ≥ 1: ${threads}`)
   if (!Number.isInteger(maxBatchSize) || maxBatchSize < 1) throw new RangeError('maxBatchSize must be ≥ 1')
 
@@ -82,7 +88,7 @@ export async function createVerifierPool(opts: VerifierPoolOptions): Promise<Ver
   let onStartup: ((err?: unknown) => void) | undefined
 
   function spawn(index: number): void {
-    const worker = new Worker(workerUrl, { execArgv: [], workerData: { nice: opts.nice } })
+    const worker = new Worker(workerUrl, { execArgv: [], workerData: { nice: opts.nice, backend } })
     const slot: Slot = { index, worker, inFlight: new Map(), ready: false, retired: false }
     slot.worker.on('message', (msg: WorkerOutbox) => onWorkerMessage(slot, msg))
     // Node emits 'error' and then 'exit' for an uncaught exception; retire() acts on the first only.
@@ -165,7 +171,7 @@ export async function createVerifierPool(opts: VerifierPoolOptions): Promise<Ver
       const sig: unknown = preimage === null ? undefined : req.event.sig
       if (preimage === null || typeof sig !== 'string') {
         // malformed: the same code as the workers answers here, so the verdict cannot depend on the side
-        req.resolve(checkEventWasm(req.event))
+        req.resolve(checkEvent(req.event, schnorr))
         continue
       }
       req.attempts++
@@ -230,6 +236,7 @@ export async function createVerifierPool(opts: VerifierPoolOptions): Promise<Ver
 
   return {
     threads,
+    backend,
     verify,
     close,
     stats: () => ({

@@ -2,7 +2,8 @@
 // loader runs (vitest's fork has none and Node 20 cannot strip types). Types live in verify-core.d.mts.
 // The in-thread verifier imports the same module, so pool and inline verdicts come from one implementation.
 import { createHash } from 'node:crypto'
-import { verifySchnorr } from 'tiny-secp256k1'
+import { createRequire } from 'node:module'
+import { verifySchnorr as verifyWasm } from 'tiny-secp256k1'
 
 // NIP-01: ids, pubkeys and signatures are lowercase hex. Buffer.from(s, 'hex') silently stops at the first
 // non-hex character, so the shape is checked before decoding.
@@ -33,11 +34,31 @@ export function hasIdFields(event) {
   return true
 }
 
-/** Verdict for one event with node:crypto sha256 and libsecp256k1 (WASM); never throws. */
-export function checkEventWasm(event) {
+/**
+ * BIP-340 verification, (digest, x-only pubkey, sig) as Buffers → boolean, by backend:
+ * - 'native': libsecp256k1 compiled into bcrypto's addon (an optional dependency built by node-gyp at
+ *   install): ~50 µs a verify on this machine kind, against ~240 µs for
+ * - 'wasm': libsecp256k1 compiled to WASM (tiny-secp256k1), which every install has.
+ * 'auto' takes native when its addon loads, else wasm; `fallback` then says why. Asking for 'native' where it
+ * cannot load throws: an operator who pinned it wants to hear, not to run at a fifth of the speed.
+ */
+export function loadSchnorr(choice) {
+  if (choice === 'wasm') return { name: 'wasm', verify: verifyWasm }
+  try {
+    // bcrypto is CommonJS and optional; its schnorr module is BIP-340 on the addon's libsecp256k1
+    const native = createRequire(import.meta.url)('bcrypto/lib/schnorr')
+    return { name: 'native', verify: (digest, pubkey, sig) => native.verify(digest, sig, pubkey) }
+  } catch (error) {
+    if (choice === 'native') throw new Error(`native Schnorr verifier (bcrypto) does not load: ${error.message}`)
+    return { name: 'wasm', verify: verifyWasm, fallback: String(error.message).split('\n')[0] }
+  }
+}
+
+/** Verdict for one event with node:crypto sha256 and `schnorr` (loadSchnorr); never throws. */
+export function checkEvent(event, schnorr) {
   const preimage = preimageOf(event)
   if (preimage === null) return 'bad-id'
-  return checkSignedWasm(event.id, event.pubkey, event.sig, preimage)
+  return checkSigned(event.id, event.pubkey, event.sig, preimage, schnorr)
 }
 
 /**
@@ -52,8 +73,8 @@ export function preimageOf(event) {
   }
 }
 
-/** Verdict for a preimage and the id, pubkey and sig claimed for it (checkEventWasm's second half); never throws. */
-export function checkSignedWasm(id, pubkey, sig, preimage) {
+/** Verdict for a preimage and the id, pubkey and sig claimed for it (checkEvent's second half); never throws. */
+export function checkSigned(id, pubkey, sig, preimage, schnorr) {
   let digest
   try {
     // node:crypto measured ~4x faster than @noble/hashes here (1.1M vs 0.27M ~500-byte events/s)
@@ -64,9 +85,9 @@ export function checkSignedWasm(id, pubkey, sig, preimage) {
   }
   if (typeof sig !== 'string' || typeof pubkey !== 'string' || !hex64.test(pubkey) || !hex128.test(sig)) return 'bad-sig'
   try {
-    return verifySchnorr(digest, Buffer.from(pubkey, 'hex'), Buffer.from(sig, 'hex')) ? 'ok' : 'bad-sig'
+    return schnorr.verify(digest, Buffer.from(pubkey, 'hex'), Buffer.from(sig, 'hex')) ? 'ok' : 'bad-sig'
   } catch {
-    // tiny-secp256k1 throws rather than answering false on some malformed points; a verdict is all we owe
+    // both backends throw rather than answer false on some malformed points; a verdict is all we owe
     return 'bad-sig'
   }
 }

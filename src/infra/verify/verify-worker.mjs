@@ -4,9 +4,11 @@
 // Plain .mjs so it loads in a bare worker under both tsx and vitest (see verify-core.mjs).
 import { parentPort, workerData } from 'node:worker_threads'
 import { lowerThreadPriority } from '../thread-priority.mjs'
-import { checkSignedWasm } from './verify-core.mjs'
+import { checkSigned, loadSchnorr } from './verify-core.mjs'
 
 const priorityError = lowerThreadPriority(workerData?.nice)
+// throws where the pool asked for 'native' and the addon does not load here: the pool sees a start failure
+const schnorr = loadSchnorr(workerData?.backend ?? 'wasm')
 
 let crashOnNextBatch = false
 
@@ -26,9 +28,10 @@ parentPort.on('message', (msg) => {
 /** `signed` holds id, pubkey, sig and preimage of each event in turn (see verifier-pool.ts). */
 function verdictsOf(signed) {
   const verdicts = new Array(signed.length / 4)
-  for (let i = 0; i < verdicts.length; i++) verdicts[i] = checkSignedWasm(signed[4 * i], signed[4 * i + 1], signed[4 * i + 2], signed[4 * i + 3])
+  for (let i = 0; i < verdicts.length; i++) verdicts[i] = checkSigned(signed[4 * i], signed[4 * i + 1], signed[4 * i + 2], signed[4 * i + 3], schnorr)
   return verdicts
 }
 
-// Sent after tiny-secp256k1 has compiled its WASM, so the pool only counts a worker once it can verify.
+// Sent once the backend has loaded (and tiny-secp256k1 has compiled its WASM), so the pool only counts a worker
+// that can verify.
 parentPort.postMessage({ type: 'Ready', priorityError })
