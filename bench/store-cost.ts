@@ -21,8 +21,8 @@ import { corpusEvents } from './corpus'
 export const STORE_VARIANTS = {
   'as shipped': [],
   '+ tags_by_value_kind (dropped in V2)': ['CREATE INDEX tags_by_value_kind ON tags (community, name, value, kind, created_at)'],
-  // the cascade from events needs the index; without it, foreign keys off (measures the index, not a design)
-  '− tags_by_event (and the cascade)': ['DROP INDEX tags_by_event', 'PRAGMA foreign_keys = OFF'],
+  // V2's index by event_seq, which its ON DELETE CASCADE used (V3 deletes tag rows by their primary key)
+  '+ tags_by_event (dropped in V3)': ['CREATE INDEX tags_by_event ON tags (event_seq)'],
   '− events_by_author': ['DROP INDEX events_by_author'],
   '− events_by_author_kind': ['DROP INDEX events_by_author_kind'],
   '− events_by_kind': ['DROP INDEX events_by_kind'],

@@ -90,6 +90,28 @@ function inList(column: string, values: readonly SqlParam[]): [string, SqlParam[
   return [`${column} IN (SELECT value FROM json_each(?))`, [JSON.stringify(values)]]
 }
 
+// Past this many values a tag condition reads the event's own tags from its raw JSON, once per row, instead
+// of seeking the tags primary key once per value.
+const MAX_TAG_SEEKS = 16
+
+/**
+ * "The event `e` has a tag `name` with one of `values`". Every column of the tags primary key (community,
+ * name, value, created_at, event_seq) is known from `e` and the value, so each value is one seek (schema V3
+ * has no index by event).
+ */
+function hasTag(alias: string, name: string, values: readonly SqlParam[]): [string, SqlParam[]] {
+  if (values.length <= MAX_TAG_SEEKS) {
+    const [clause, params] = inList(`${alias}.value`, values)
+    return [
+      `EXISTS (SELECT 1 FROM tags ${alias} WHERE ${alias}.community = e.community AND ${alias}.name = ? AND ${clause} AND ${alias}.created_at = e.created_at AND ${alias}.event_seq = e.seq)`,
+      [name, ...params],
+    ]
+  }
+  // NIP-01 indexes a tag by its first two items, as the store's tag rows do (forEachIndexedTag)
+  const j = `j${alias}`
+  return [`EXISTS (SELECT 1 FROM json_each(e.raw, '$.tags') ${j} WHERE ${j}.value ->> 0 = ? AND ${j}.value ->> 1 IN (SELECT value FROM json_each(?)))`, [name, JSON.stringify(values)]]
+}
+
 class SqlBuilder {
   readonly where: string[] = []
   readonly params: SqlParam[] = []
@@ -141,13 +163,13 @@ function partsOf(community: string, f: Filter, opts: QueryOptions): SelectParts 
   b.add('(e.expires_at IS NULL OR e.expires_at > ?)', opts.now)
   if (opts.authorOnly) addAuthorOnly(b, opts.authorOnly)
   if (opts.hiddenChannels && opts.hiddenChannels.length > 0) {
-    const [inHidden, params] = inList('z.value', opts.hiddenChannels)
-    b.add(`NOT EXISTS (SELECT 1 FROM tags z WHERE z.event_seq = e.seq AND z.name = 'h' AND ${inHidden})`, ...params)
+    const [inHidden, params] = hasTag('z', 'h', opts.hiddenChannels)
+    b.add(`NOT ${inHidden}`, ...params)
   }
   for (const [letter, values] of Object.entries(f.tags ?? {})) {
     if (letter === driving) continue
-    const [clause, params] = inList('x.value', values)
-    b.add(`EXISTS (SELECT 1 FROM tags x WHERE x.event_seq = e.seq AND x.name = ? AND ${clause})`, letter, ...params)
+    const [clause, params] = hasTag('x', letter, values)
+    b.add(clause, ...params)
   }
   const time = driving !== undefined ? 't' : 'e'
   const repeats = driving !== undefined && f.tags![driving]!.length > 1
@@ -176,9 +198,9 @@ function addAuthorOnly(b: SqlBuilder, rule: NonNullable<QueryOptions['authorOnly
     return
   }
   const [byAuthor, authorParams] = inList('e.pubkey', rule.readers)
-  const [byTag, tagParams] = inList('y.value', rule.readers)
+  const [byTag, tagParams] = hasTag('y', 'p', rule.readers)
   b.add(
-    `(NOT ${notHidden} OR ${byAuthor} OR EXISTS (SELECT 1 FROM tags y WHERE y.event_seq = e.seq AND y.name = 'p' AND ${byTag}))`,
+    `(NOT ${notHidden} OR ${byAuthor} OR ${byTag})`,
     ...kindParams,
     ...authorParams,
     ...tagParams,

@@ -20,7 +20,11 @@ export const SAVE_SQL = {
   versionsUpTo:
     'SELECT seq, id, created_at FROM events WHERE community = ? AND pubkey = ? AND kind = ? AND d_tag = ? AND created_at <= ?',
   ownEvent: 'SELECT seq, kind FROM events WHERE community = ? AND id = ? AND pubkey = ?',
-  // tags rows follow through ON DELETE CASCADE
+  // An event's tag rows go before it, found by their primary key from its own tags (schema V3: no index on
+  // event_seq for a cascade to use). A tag that was not indexed matches no row. Rows must not outlive their
+  // event: a seq is reused once the newest event is gone.
+  deleteEventTags: `DELETE FROM tags WHERE (community, name, value, created_at, event_seq) IN (
+    SELECT e.community, j.value ->> 0, j.value ->> 1, e.created_at, e.seq FROM events e, json_each(e.raw, '$.tags') j WHERE e.seq = ?)`,
   deleteEvent: 'DELETE FROM events WHERE seq = ?',
   insertEvent:
     'INSERT INTO events (community, id, pubkey, kind, created_at, d_tag, expires_at, raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
@@ -28,8 +32,11 @@ export const SAVE_SQL = {
     'INSERT INTO deleted_ids (community, event_id, pubkey, deleted_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
   tombstoneAddress: `INSERT INTO deleted_addresses (community, kind, pubkey, d, until_created_at) VALUES (?, ?, ?, ?, ?)
     ON CONFLICT DO UPDATE SET until_created_at = max(until_created_at, excluded.until_created_at)`,
-  // deleteEvents: outright, without a tombstone (a ban is remembered by the CommunityStore); tags rows follow
-  // through ON DELETE CASCADE, and the versions of an address are its remaining rows
+  // deleteEvents: outright, without a tombstone (a ban is remembered by the CommunityStore); tag rows first
+  // (as deleteEventTags), and the versions of an address are its remaining rows
+  deleteTagsByIds: `DELETE FROM tags WHERE (community, name, value, created_at, event_seq) IN (
+    SELECT e.community, j.value ->> 0, j.value ->> 1, e.created_at, e.seq FROM events e, json_each(e.raw, '$.tags') j
+    WHERE e.community = ? AND e.id IN (SELECT value FROM json_each(?)))`,
   deleteByIds: 'DELETE FROM events WHERE community = ? AND id IN (SELECT value FROM json_each(?)) RETURNING id',
 }
 
@@ -52,8 +59,6 @@ export function applyPragmas(db) {
   db.pragma('synchronous = NORMAL')
   // another process (a CLI, a backup) may hold the write lock briefly; wait instead of failing at once
   db.pragma('busy_timeout = 5000')
-  // tags rows go with their event through ON DELETE CASCADE
-  db.pragma('foreign_keys = ON')
 }
 
 export function createWriteRunner(db) {
@@ -68,6 +73,10 @@ export function createWriteRunner(db) {
   }
   // one transaction per batch; better-sqlite3 rolls it back if any statement throws
   const commitBatch = db.transaction((batch) => batch.map((plan) => decide(s, plan)))
+  const removeByIds = db.transaction((community, ids) => {
+    s.deleteTagsByIds.run(community, ids)
+    return s.deleteByIds.all(community, ids)
+  })
   return {
     // IMMEDIATE: the write lock is taken before the first read, so another connection writing (the community
     // and channel stores, a CLI) is waited for (busy_timeout); a deferred transaction that reads first would
@@ -75,7 +84,7 @@ export function createWriteRunner(db) {
     commit: (batch) => commitBatch.immediate(batch),
     deleteEvents(community, ids) {
       if (ids.length === 0) return []
-      const removed = new Set(s.deleteByIds.all(community, JSON.stringify(ids)))
+      const removed = new Set(removeByIds.immediate(community, JSON.stringify(ids)))
       return [...new Set(ids)].filter((id) => removed.has(id))
     },
   }
@@ -105,10 +114,15 @@ function replaceOlderVersions(s, plan, removedIds) {
   const versions = s.versions.all(community, pubkey, kind, dTag)
   if (versions.some((v) => isNewer(v, plan))) return { status: 'superseded' }
   for (const v of versions) {
-    s.deleteEvent.run(v.seq)
+    removeEvent(s, v.seq)
     removedIds.push(v.id)
   }
   return undefined
+}
+
+function removeEvent(s, seq) {
+  s.deleteEventTags.run(seq)
+  s.deleteEvent.run(seq)
 }
 
 function insertEvent(s, p) {
@@ -136,7 +150,7 @@ function applyDeletion(s, plan, removedIds) {
     // the author check is here: a deletion never removes someone else's event
     const target = s.ownEvent.get(community, id, pubkey)
     if (target && target.kind !== KIND_DELETION) {
-      s.deleteEvent.run(target.seq)
+      removeEvent(s, target.seq)
       removedIds.push(id)
     }
     // remembered even when the target is unknown: it may arrive after its deletion
@@ -145,7 +159,7 @@ function applyDeletion(s, plan, removedIds) {
   for (const a of plan.deletion.addresses) {
     // NIP-09: an `a` deletion covers the versions up to the deletion's created_at, not later ones
     for (const v of s.versionsUpTo.all(community, a.pubkey, a.kind, a.d, created_at)) {
-      s.deleteEvent.run(v.seq)
+      removeEvent(s, v.seq)
       removedIds.push(v.id)
     }
     s.tombstoneAddress.run(community, a.kind, a.pubkey, a.d, created_at)

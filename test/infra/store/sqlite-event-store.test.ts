@@ -68,6 +68,73 @@ describe('SQLite event store file', () => {
     expect(tags).toEqual(['kept'])
   })
 
+  it('leaves no tag row without its event after replacements, NIP-09 deletions by id and address, and deleteEvents', async () => {
+    const file = freshFile()
+    const store = await openFile(file)
+    const bob = makeKeys()
+    const contacts = (at: number) => signEvent(alice, { kind: 3, created_at: at, tags: Array.from({ length: 40 }, (_, i) => ['p', `${i}`.padStart(64, '0')]) })
+    const article = (at: number) => signEvent(alice, { kind: 30023, created_at: at, tags: [['d', 'post'], ['t', 'news'], ['t', `v${at}`]] })
+    const note = signEvent(alice, { kind: 1, created_at: NOW - 50, tags: [['t', 'note'], ['e', 'e'.repeat(64)]] })
+    const kept = signEvent(bob, { kind: 1, created_at: NOW - 50, tags: [['t', 'note'], ['t', 'kept']] })
+    const moderated = signEvent(bob, { kind: 1, created_at: NOW - 40, tags: [['t', 'moderated']] })
+    for (const e of [contacts(NOW - 100), contacts(NOW - 90), article(NOW - 80), article(NOW - 70), note, kept, moderated]) {
+      await store.save('c', e.event, e.raw)
+    }
+    const byId = signEvent(alice, { kind: 5, created_at: NOW - 30, tags: [['e', note.event.id]] })
+    const byAddress = signEvent(alice, { kind: 5, created_at: NOW - 20, tags: [['a', `30023:${alice.pubkey}:post`]] })
+    for (const e of [byId, byAddress]) await store.save('c', e.event, e.raw)
+    await store.deleteEvents('c', [moderated.event.id])
+    await store.close()
+    const db = new Database(file, { readonly: true })
+    const orphans = db.prepare('SELECT count(*) FROM tags WHERE event_seq NOT IN (SELECT seq FROM events)').pluck().get()
+    const perEvent = db.prepare('SELECT e.id, count(t.name) AS n FROM events e LEFT JOIN tags t ON t.event_seq = e.seq GROUP BY e.seq').all()
+    db.close()
+    expect(orphans).toBe(0)
+    // what is left: the newer contact list (40 p), bob's kept note (2 t), and the two deletions (1 e, 1 a)
+    expect(new Map(perEvent.map((r) => [(r as { id: string }).id, (r as { n: number }).n]))).toEqual(
+      new Map([
+        [contacts(NOW - 90).event.id, 40],
+        [kept.event.id, 2],
+        [byId.event.id, 1],
+        [byAddress.event.id, 1],
+      ]),
+    )
+  })
+
+  it('does not match a deleted event\'s tags against the next event that takes its seq', async () => {
+    const store = await openFile()
+    const first = signEvent(alice, { kind: 1, created_at: NOW - 10, tags: [['t', 'gone']] })
+    await store.save('c', first.event, first.raw)
+    // the newest row is gone, so SQLite hands its seq to the next insert
+    await store.deleteEvents('c', [first.event.id])
+    const next = signEvent(alice, { kind: 1, created_at: NOW - 5, tags: [] })
+    await store.save('c', next.event, next.raw)
+    expect(idsOf(await store.query('c', [{ tags: { t: ['gone'] } }], { now: NOW }))).toEqual([])
+    expect(idsOf(await store.query('c', [{ kinds: [1] }], { now: NOW }))).toEqual([next.event.id])
+    await store.close()
+  })
+
+  it('answers tag conditions over more than 16 values (read from the events\' own tags) as it does over a few', async () => {
+    const store = await openFile()
+    const channels = Array.from({ length: 20 }, (_, i) => `channel-${i}`)
+    const people = Array.from({ length: 20 }, (_, i) => `${i}`.padStart(64, 'a'))
+    const events = Array.from({ length: 40 }, (_, i) =>
+      signEvent(alice, { kind: 1, created_at: NOW - i, tags: [['t', 'topic'], ['p', people[i % 20]!], ...(i % 3 === 0 ? [['h', channels[i % 20]!]] : [])] }),
+    )
+    for (const e of events) await store.save('c', e.event, e.raw)
+    const ask = (values: string[], hidden: string[]) =>
+      store.query('c', [{ tags: { t: ['topic'], p: values } }], { now: NOW, hiddenChannels: hidden }).then(idsOf)
+    const visible = (values: string[], hidden: string[]) =>
+      events
+        .filter((e) => values.includes(e.event.tags[1]![1]!) && !e.event.tags.some(([n, v]) => n === 'h' && hidden.includes(v!)))
+        .map((e) => e.event.id)
+    // many values (the raw path) and few (the seeks) give the reference answer
+    expect((await ask(people, channels)).sort()).toEqual(visible(people, channels).sort())
+    expect((await ask(people.slice(0, 3), channels.slice(0, 2))).sort()).toEqual(visible(people.slice(0, 3), channels.slice(0, 2)).sort())
+    expect((await ask(people, channels)).length).toBeGreaterThan(20)
+    await store.close()
+  })
+
   it('keeps saves that close() committed: reopening the file serves them', async () => {
     const file = freshFile()
     const store = await openFile(file)
@@ -108,6 +175,43 @@ describe('SQLite event store file', () => {
     await store.close()
     const db = new Database(file, { readonly: true })
     expect(db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'tags_by_value_kind'").all()).toEqual([])
+    expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION)
+    db.close()
+  })
+
+  it('rebuilds the tags table of a version-2 file without its foreign key and cascade index, keeping every row', async () => {
+    const file = freshFile()
+    const kept = signEvent(alice, { kind: 1, tags: [['t', 'kept'], ['p', alice.pubkey]] })
+    const version1 = signEvent(alice, { kind: 0, created_at: NOW - 10, tags: [['t', 'old']] })
+    const first = await openFile(file)
+    for (const e of [kept, version1]) await first.save('c', e.event, e.raw)
+    await first.close()
+    // what version 2 left: the table with its foreign key, the index the cascade used, and user_version 2
+    const v2 = new Database(file)
+    v2.exec(`
+      CREATE TABLE tags_v2 (
+        community TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, kind INTEGER NOT NULL, created_at INTEGER NOT NULL,
+        event_seq INTEGER NOT NULL REFERENCES events (seq) ON DELETE CASCADE,
+        PRIMARY KEY (community, name, value, created_at, event_seq)
+      ) WITHOUT ROWID;
+      INSERT INTO tags_v2 SELECT * FROM tags;
+      DROP TABLE tags;
+      ALTER TABLE tags_v2 RENAME TO tags;
+      CREATE INDEX tags_by_event ON tags (event_seq);
+    `)
+    v2.pragma('user_version = 2')
+    v2.close()
+    const store = await openFile(file)
+    const version2 = signEvent(alice, { kind: 0, created_at: NOW - 5, tags: [['t', 'new']] })
+    await store.save('c', version2.event, version2.raw)
+    expect(idsOf(await store.query('c', [{ tags: { t: ['kept'] } }], { now: NOW }))).toEqual([kept.event.id])
+    expect(idsOf(await store.query('c', [{ tags: { p: [alice.pubkey] } }], { now: NOW }))).toEqual([kept.event.id])
+    expect(idsOf(await store.query('c', [{ tags: { t: ['old', 'new'] } }], { now: NOW }))).toEqual([version2.event.id])
+    await store.close()
+    const db = new Database(file, { readonly: true })
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'tags'").all()).toEqual([])
+    expect(db.prepare("SELECT * FROM pragma_foreign_key_list('tags')").all()).toEqual([])
+    expect(db.prepare("SELECT value FROM tags WHERE name = 't' ORDER BY value").pluck().all()).toEqual(['kept', 'new'])
     expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION)
     db.close()
   })
