@@ -15,7 +15,7 @@ import { checkEvent, loadSchnorr, preimageOf } from './verify-core.mjs'
  * hundreds of small arrays) that the clone walks on the event loop and the worker rebuilds, only to serialize
  * it again for the hash.
  */
-type WorkerInbox = { type: 'Batch'; seqs: number[]; signed: string[] } | { type: 'CrashOnNextBatch' }
+type WorkerInbox = { type: 'Batch'; seqs: number[]; signed: string[] } | { type: 'CrashOnNextBatch' } | { type: 'Stop' }
 /** Messages a worker sends back. */
 type WorkerOutbox = { type: 'Ready'; priorityError?: string } | { type: 'Verdicts'; seqs: number[]; verdicts: VerifyVerdict[] }
 
@@ -60,11 +60,28 @@ type Slot = { index: number; worker: Worker; inFlight: Map<number, Request>; rea
 // every worker under `npm start` (2-thread pool ready in ~35 ms instead of ~95 ms), and workers start alike
 // under tsx, vitest and bare node.
 const workerUrl = new URL('./verify-worker.mjs', import.meta.url)
+// Workers are stopped by a message, and exit between messages. Worker.terminate() stops a thread wherever it is,
+// and the native verifier (bcrypto) aborts the whole process when a Node-API call fails because its thread
+// is being terminated (seen in CI: an assertion in its context creation). Past this grace, terminate() anyway.
+const stopGraceMs = 2_000
 // A worker that cannot even load (missing WASM, bad deploy) fails the same way every time.
 const maxStartFailures = 3
 // Each request may ride on two workers: one retry absorbs a random crash; a second death suggests the event
 // itself kills workers, and retrying it again would let one client take down the pool in a loop.
 const maxAttempts = 2
+
+/** Resolves once the worker has exited (at once if it already has). */
+function stop(worker: Worker): Promise<void> {
+  if (worker.threadId === -1) return Promise.resolve()
+  return new Promise((resolve) => {
+    const force = setTimeout(() => void worker.terminate(), stopGraceMs)
+    worker.once('exit', () => {
+      clearTimeout(force)
+      resolve()
+    })
+    worker.postMessage({ type: 'Stop' } satisfies WorkerInbox)
+  })
+}
 
 export async function createVerifierPool(opts: VerifierPoolOptions): Promise<VerifierPool> {
   const { threads } = opts
@@ -150,7 +167,7 @@ export async function createVerifierPool(opts: VerifierPoolOptions): Promise<Ver
     }
     for (const s of slots) {
       s.retired = true
-      void s.worker.terminate()
+      void stop(s.worker)
     }
   }
 
@@ -215,7 +232,7 @@ export async function createVerifierPool(opts: VerifierPoolOptions): Promise<Ver
       for (const req of slot.inFlight.values()) req.reject(err)
       slot.inFlight.clear()
     }
-    await Promise.all(slots.map((s) => s.worker.terminate()))
+    await Promise.all(slots.map((s) => stop(s.worker)))
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -226,7 +243,7 @@ export async function createVerifierPool(opts: VerifierPoolOptions): Promise<Ver
         return
       }
       closed = true
-      for (const s of slots) void s.worker.terminate()
+      for (const s of slots) void stop(s.worker)
       reject(new VerifierError('APIARY_VERIFIER_UNAVAILABLE', 'verifier worker failed to start', { cause: err }))
     }
     for (let i = 0; i < threads; i++) spawn(i)

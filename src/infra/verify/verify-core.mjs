@@ -47,6 +47,10 @@ export function loadSchnorr(choice) {
   try {
     // bcrypto is CommonJS and optional; its schnorr module is BIP-340 on the addon's libsecp256k1
     const native = createRequire(import.meta.url)('bcrypto/lib/schnorr')
+    // bcrypto creates its libsecp256k1 context on first use, and aborts the process if that Node-API call
+    // fails, as it does in a thread being terminated: made here, while the module loads, it never happens
+    // in a batch (the pool stops workers between messages, not while they load).
+    native.verify(Buffer.alloc(32), Buffer.alloc(64), Buffer.alloc(32))
     return { name: 'native', verify: (digest, pubkey, sig) => native.verify(digest, sig, pubkey) }
   } catch (error) {
     if (choice === 'native') throw new Error(`native Schnorr verifier (bcrypto) does not load: ${error.message}`)

@@ -1,5 +1,6 @@
 // Verifier worker thread. State: one test flag. Inbox: VerifierPoolInbox (see verifier-pool.ts): 'Batch' is
-// answered with one 'Verdicts' message in the same order; 'CrashOnNextBatch' is a documented test hook.
+// answered with one 'Verdicts' message in the same order; 'Stop' ends the thread; 'CrashOnNextBatch' is a
+// documented test hook.
 // Crash policy: none here; per-event errors become verdicts, and the pool replaces a worker that exits.
 // Plain .mjs so it loads in a bare worker under both tsx and vitest (see verify-core.mjs).
 import { parentPort, workerData } from 'node:worker_threads'
@@ -22,6 +23,9 @@ parentPort.on('message', (msg) => {
     case 'CrashOnNextBatch':
       crashOnNextBatch = true
       return
+    // between messages no native call is running (see stopGraceMs in verifier-pool.ts)
+    case 'Stop':
+      process.exit(0)
   }
 })
 

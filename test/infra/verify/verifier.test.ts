@@ -216,6 +216,19 @@ describe('the verifier pool under failure', () => {
     await expect(pool.verify(events[0]!)).rejects.toMatchObject({ code: 'APIARY_VERIFIER_CLOSED' })
   })
 
+  // Worker.terminate() in the middle of the native verifier's first call aborted the whole process (seen in
+  // CI, bcrypto's context creation); the pool now stops workers between messages, on either backend.
+  it('closes while batches are in flight, again and again, without taking the process down', async () => {
+    for (let i = 0; i < 20; i++) {
+      const pool = await createVerifierPool({ threads: 2, backend: i % 2 === 0 ? 'native' : 'wasm' })
+      const inFlight = events.slice(0, 64).map((e) => pool.verify(e).catch((err: unknown) => err))
+      await new Promise((resolve) => setImmediate(resolve))
+      await pool.close()
+      const outcomes = await Promise.all(inFlight)
+      expect(outcomes.every((o) => o === 'ok' || (o as VerifierError).code === 'APIARY_VERIFIER_CLOSED')).toBe(true)
+    }
+  })
+
   it('refuses a thread count below one', async () => {
     await expect(createVerifierPool({ threads: 0 })).rejects.toBeInstanceOf(RangeError)
   })
