@@ -65,10 +65,18 @@ SELECT (SELECT yes FROM duplicate) AS duplicate, (SELECT yes FROM blocked) AS bl
 
 // A separate statement, so its snapshot includes what other nodes committed while the upsert waited.
 // Deletes only while `versions` names this event: a superseded or duplicate save removes nothing.
+// Every statement that deletes events deletes their tag rows in the same statement (schema version 3: no
+// foreign key, whose per-row check cost the server on every tag row inserted); the tags primary key starts
+// with event_seq.
 const DELETE_LOSERS = `
-DELETE FROM events WHERE community = $1 AND pubkey = $2 AND kind = $3 AND d_tag = $4 AND id <> $5
-  AND EXISTS (SELECT 1 FROM versions WHERE community = $1 AND pubkey = $2 AND kind = $3 AND d = $4 AND event_id = $5)
-RETURNING id`
+WITH removed AS (
+  DELETE FROM events WHERE community = $1 AND pubkey = $2 AND kind = $3 AND d_tag = $4 AND id <> $5
+    AND EXISTS (SELECT 1 FROM versions WHERE community = $1 AND pubkey = $2 AND kind = $3 AND d = $4 AND event_id = $5)
+  RETURNING seq, id
+), untagged AS (
+  DELETE FROM tags t USING removed WHERE t.event_seq = removed.seq
+)
+SELECT id FROM removed`
 
 // NIP-09: only the deleter's own events, never a deletion; the tombstone is kept even for an unknown target,
 // which may arrive after its deletion. Removing the `versions` row keeps the invariant of postgres-schema.ts.
@@ -77,7 +85,9 @@ WITH target AS (SELECT DISTINCT unnest($3::text[]) AS id),
 removed AS (
   DELETE FROM events e USING target
   WHERE e.community = $1 AND e.id = target.id AND e.pubkey = $2 AND e.kind <> ${KIND_DELETION}
-  RETURNING e.id, e.kind, e.d_tag
+  RETURNING e.seq, e.id, e.kind, e.d_tag
+), untagged AS (
+  DELETE FROM tags t USING removed WHERE t.event_seq = removed.seq
 ), unversioned AS (
   DELETE FROM versions v USING removed
   WHERE v.community = $1 AND v.pubkey = $2 AND v.kind = removed.kind AND v.d = removed.d_tag AND v.event_id = removed.id
@@ -93,7 +103,9 @@ WITH address AS (SELECT * FROM unnest($3::int[], $4::text[]) AS a (kind, d)),
 removed AS (
   DELETE FROM events e USING address a
   WHERE e.community = $1 AND e.pubkey = $2 AND e.kind = a.kind AND e.d_tag = a.d AND e.created_at <= $5
-  RETURNING e.id
+  RETURNING e.seq, e.id
+), untagged AS (
+  DELETE FROM tags t USING removed WHERE t.event_seq = removed.seq
 ), unversioned AS (
   DELETE FROM versions v USING address a
   WHERE v.community = $1 AND v.pubkey = $2 AND v.kind = a.kind AND v.d = a.d AND v.created_at <= $5
@@ -105,11 +117,13 @@ removed AS (
 SELECT id FROM removed`
 
 // EventStore.deleteEvents: outright, any author and kind, without a tombstone (a ban is remembered by the
-// CommunityStore). Tags follow through ON DELETE CASCADE; a removed winner takes its `versions` row with it.
+// CommunityStore), with their tag rows; a removed winner takes its `versions` row with it.
 const DELETE_EVENTS = `
 WITH removed AS (
   DELETE FROM events WHERE community = $1 AND id = ANY($2::text[])
-  RETURNING id, pubkey, kind, d_tag
+  RETURNING seq, id, pubkey, kind, d_tag
+), untagged AS (
+  DELETE FROM tags t USING removed WHERE t.event_seq = removed.seq
 ), unversioned AS (
   DELETE FROM versions v USING removed
   WHERE v.community = $1 AND v.pubkey = removed.pubkey AND v.kind = removed.kind AND v.d = removed.d_tag

@@ -83,6 +83,71 @@ describe('PostgreSQL event store', () => {
     }
   })
 
+  it('drops the tags foreign key of a version-2 database when it opens it, and still serves and deletes its tags', async () => {
+    const fresh = await createTestDatabase()
+    try {
+      const kept = signEvent(alice, { kind: 1, tags: [['t', 'kept']] })
+      const old = signEvent(alice, { kind: 0, created_at: NOW - 10, tags: [['t', 'old']] })
+      const first = await openPostgresEventStore({ url: fresh.url, groupCommitMaxEvents: 8, groupCommitMaxDelayMs: 0 })
+      for (const e of [kept, old]) await first.save('c', e.event, e.raw)
+      await first.close()
+      // what version 2 left: the foreign key with its cascade, and version 2
+      const sql = postgres(fresh.url, { max: 1, onnotice: () => {} })
+      await sql`ALTER TABLE tags ADD CONSTRAINT tags_event_seq_fkey FOREIGN KEY (event_seq) REFERENCES events (seq) ON DELETE CASCADE`
+      await sql`UPDATE apiary_schema SET version = 2 WHERE component = 'events'`
+      const store = await openPostgresEventStore({ url: fresh.url, groupCommitMaxEvents: 8, groupCommitMaxDelayMs: 0 })
+      const newer = signEvent(alice, { kind: 0, created_at: NOW - 5, tags: [['t', 'new']] })
+      await store.save('c', newer.event, newer.raw)
+      expect(idsOf(await store.query('c', [{ tags: { t: ['kept', 'old', 'new'] } }], { now: NOW })).sort()).toEqual([kept.event.id, newer.event.id].sort())
+      await store.close()
+      expect(await sql`SELECT conname FROM pg_constraint WHERE conrelid = 'tags'::regclass AND contype = 'f'`).toHaveLength(0)
+      expect((await sql`SELECT value FROM tags WHERE name = 't' ORDER BY value`).map((r) => r.value)).toEqual(['kept', 'new'])
+      const [row] = await sql`SELECT version FROM apiary_schema WHERE component = 'events'`
+      await sql.end()
+      expect(row?.version).toBe(EVENT_MIGRATIONS.length)
+    } finally {
+      await fresh.drop()
+    }
+  })
+
+  it('leaves no tag row without its event after replacements, NIP-09 deletions by id and address, and deleteEvents', async () => {
+    const fresh = await createTestDatabase()
+    try {
+      const store = await openPostgresEventStore({ url: fresh.url, groupCommitMaxEvents: 8, groupCommitMaxDelayMs: 0 })
+      const bob = makeKeys()
+      const contacts = (at: number) =>
+        signEvent(alice, { kind: 3, created_at: at, tags: Array.from({ length: 40 }, (_, i) => ['p', `${i}`.padStart(64, '0')]) })
+      const article = (at: number) => signEvent(alice, { kind: 30023, created_at: at, tags: [['d', 'post'], ['t', 'news'], ['t', `v${at}`]] })
+      const note = signEvent(alice, { kind: 1, created_at: NOW - 50, tags: [['t', 'note'], ['e', 'e'.repeat(64)]] })
+      const kept = signEvent(bob, { kind: 1, created_at: NOW - 50, tags: [['t', 'note'], ['t', 'kept']] })
+      const moderated = signEvent(bob, { kind: 1, created_at: NOW - 40, tags: [['t', 'moderated']] })
+      for (const e of [contacts(NOW - 100), contacts(NOW - 90), article(NOW - 80), article(NOW - 70), note, kept, moderated]) {
+        await store.save('c', e.event, e.raw)
+      }
+      const byId = signEvent(alice, { kind: 5, created_at: NOW - 30, tags: [['e', note.event.id]] })
+      const byAddress = signEvent(alice, { kind: 5, created_at: NOW - 20, tags: [['a', `30023:${alice.pubkey}:post`]] })
+      for (const e of [byId, byAddress]) await store.save('c', e.event, e.raw)
+      await store.deleteEvents('c', [moderated.event.id])
+      await store.close()
+      const sql = postgres(fresh.url, { max: 1, onnotice: () => {} })
+      const [orphans] = await sql`SELECT count(*)::int AS n FROM tags t WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.seq = t.event_seq)`
+      const perEvent = await sql`SELECT e.id, count(t.name)::int AS n FROM events e LEFT JOIN tags t ON t.event_seq = e.seq GROUP BY e.id`
+      await sql.end()
+      expect(orphans?.n).toBe(0)
+      // what is left: the newer contact list (40 p), bob's kept note (2 t), and the two deletions (1 e, 1 a)
+      expect(new Map(perEvent.map((r) => [r.id as string, r.n as number]))).toEqual(
+        new Map([
+          [contacts(NOW - 90).event.id, 40],
+          [kept.event.id, 2],
+          [byId.event.id, 1],
+          [byAddress.event.id, 1],
+        ]),
+      )
+    } finally {
+      await fresh.drop()
+    }
+  })
+
   it('migrates once when several nodes open the same database at the same moment', async () => {
     const fresh = await createTestDatabase()
     try {
