@@ -18,6 +18,7 @@ import type { EventStore } from '../../infra/store/event-store.js'
 import { KIND_DEPARTURE } from '../../protocols/agent-registry.js'
 import type { CacheInvalidationOp } from '../../protocols/control.js'
 import type { Limits } from '../../protocols/limits.js'
+import { StateGenerations } from '../../protocols/mesh/state-generation.js'
 import { type NostrEvent, parseEventShape, type VerifiedEvent } from '../../protocols/nip01/event.js'
 import type { EventTemplate } from '../../protocols/nip29.js'
 import { reason } from '../../protocols/reasons.js'
@@ -183,8 +184,14 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
     // two leases: a lookup or a goodbye's clear takes one store round trip; one that has not answered by then is lost
     transientMaxSeconds: 2 * deps.presence.ttlSeconds,
   }
+  const generations = new StateGenerations(deps.cluster.relayPubkey)
   const feed = new LiveFeed({
     community: id,
+    stale: (event) => {
+      if (!generations.stale(event)) return false
+      deps.cluster.rejected('stale-state-generation')
+      return true
+    },
     gate,
     index,
     metrics: deps.metrics,

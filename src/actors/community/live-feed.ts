@@ -21,6 +21,11 @@ export interface LiveFeedDeps {
   nowMs: () => number
   /** whether `pubkey`'s presence lease is live now: a kind 31990 is delivered only then (community-registry.ts) */
   leaseHeld?: (pubkey: string) => Promise<boolean>
+  /**
+   * Asked in delivery order, after a remote event's signature: true drops the event here (a channel state
+   * version of an older mesh generation than one already delivered: protocols/mesh/state-generation.ts).
+   */
+  stale?: (event: NostrEvent) => boolean
 }
 
 interface Item {
@@ -100,6 +105,7 @@ export class LiveFeed {
       if (lost > 0) this.d.metrics.subscriptionsLost.inc(lost)
       return
     }
+    if (this.d.stale?.(item.event)) return
     let delivered = 0
     const id = item.event.id
     for (const sub of allowed ?? []) {

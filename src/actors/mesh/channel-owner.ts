@@ -7,6 +7,7 @@ import type { ChannelStore, ChannelWrites } from '../../infra/store/channel-stor
 import type { EventStore, SaveOutcome } from '../../infra/store/event-store.js'
 import type { SessionFence } from '../../infra/store/session-fence.js'
 import type { CacheInvalidationOp } from '../../protocols/control.js'
+import { GENERATION_TAG } from '../../protocols/mesh/state-generation.js'
 import type { NostrEvent, VerifiedEvent } from '../../protocols/nip01/event.js'
 import type { EventTemplate } from '../../protocols/nip29.js'
 import { reason } from '../../protocols/reasons.js'
@@ -31,8 +32,6 @@ export interface OwnerSinks {
   log: Logger
 }
 
-/** The generation tag on every relay-signed state event an owner writes: who wrote it, under which lease. */
-export const GENERATION_TAG = 'generation'
 
 export class LeaseLostError extends Error {
   readonly code = 'APIARY_MESH_LEASE_LOST'
