@@ -22,8 +22,9 @@ type WorkerOutbox = { type: 'Ready'; priorityError?: string } | { type: 'Verdict
 export interface VerifierPoolOptions {
   threads: number
   /**
-   * Most events in one postMessage. 64 amortizes the ~20 µs message cost to well under 1% of a batch's
-   * ~30 ms of Schnorr work, while keeping one batch small enough that two workers share a burst evenly.
+   * Most events in one postMessage. 64 amortizes the ~20 µs message cost to under 1% of a batch's Schnorr
+   * work (~3 ms native, ~15 ms in WASM), while keeping one batch small enough that two workers share a burst
+   * evenly.
    */
   maxBatchSize?: number
   /** added to each worker's nice value (Linux; config threads.writePathNice, see thread-priority.mjs) */
