@@ -32,7 +32,6 @@ export interface OwnerSinks {
   log: Logger
 }
 
-
 export class LeaseLostError extends Error {
   readonly code = 'APIARY_MESH_LEASE_LOST'
 }

@@ -65,17 +65,17 @@ SELECT (SELECT yes FROM duplicate) AS duplicate, (SELECT yes FROM blocked) AS bl
 
 // A separate statement, so its snapshot includes what other nodes committed while the upsert waited.
 // Deletes only while `versions` names this event: a superseded or duplicate save removes nothing.
-// Every statement that deletes events deletes their tag rows in the same statement (schema version 3: no
-// foreign key, whose per-row check cost the server on every tag row inserted); the tags primary key starts
-// with event_seq.
+// Every statement that deletes events deletes their tag rows in the same statement, with this CTE over its
+// `removed` (schema version 3: no foreign key, whose per-row check cost the server on every tag row inserted);
+// the tags primary key starts with event_seq.
+const UNTAG_REMOVED = 'untagged AS (DELETE FROM tags t USING removed WHERE t.event_seq = removed.seq)'
+
 const DELETE_LOSERS = `
 WITH removed AS (
   DELETE FROM events WHERE community = $1 AND pubkey = $2 AND kind = $3 AND d_tag = $4 AND id <> $5
     AND EXISTS (SELECT 1 FROM versions WHERE community = $1 AND pubkey = $2 AND kind = $3 AND d = $4 AND event_id = $5)
   RETURNING seq, id
-), untagged AS (
-  DELETE FROM tags t USING removed WHERE t.event_seq = removed.seq
-)
+), ${UNTAG_REMOVED}
 SELECT id FROM removed`
 
 // NIP-09: only the deleter's own events, never a deletion; the tombstone is kept even for an unknown target,
@@ -86,9 +86,7 @@ removed AS (
   DELETE FROM events e USING target
   WHERE e.community = $1 AND e.id = target.id AND e.pubkey = $2 AND e.kind <> ${KIND_DELETION}
   RETURNING e.seq, e.id, e.kind, e.d_tag
-), untagged AS (
-  DELETE FROM tags t USING removed WHERE t.event_seq = removed.seq
-), unversioned AS (
+), ${UNTAG_REMOVED}, unversioned AS (
   DELETE FROM versions v USING removed
   WHERE v.community = $1 AND v.pubkey = $2 AND v.kind = removed.kind AND v.d = removed.d_tag AND v.event_id = removed.id
 ), remembered AS (
@@ -104,9 +102,7 @@ removed AS (
   DELETE FROM events e USING address a
   WHERE e.community = $1 AND e.pubkey = $2 AND e.kind = a.kind AND e.d_tag = a.d AND e.created_at <= $5
   RETURNING e.seq, e.id
-), untagged AS (
-  DELETE FROM tags t USING removed WHERE t.event_seq = removed.seq
-), unversioned AS (
+), ${UNTAG_REMOVED}, unversioned AS (
   DELETE FROM versions v USING address a
   WHERE v.community = $1 AND v.pubkey = $2 AND v.kind = a.kind AND v.d = a.d AND v.created_at <= $5
 ), remembered AS (
@@ -122,9 +118,7 @@ const DELETE_EVENTS = `
 WITH removed AS (
   DELETE FROM events WHERE community = $1 AND id = ANY($2::text[])
   RETURNING seq, id, pubkey, kind, d_tag
-), untagged AS (
-  DELETE FROM tags t USING removed WHERE t.event_seq = removed.seq
-), unversioned AS (
+), ${UNTAG_REMOVED}, unversioned AS (
   DELETE FROM versions v USING removed
   WHERE v.community = $1 AND v.pubkey = removed.pubkey AND v.kind = removed.kind AND v.d = removed.d_tag
     AND v.event_id = removed.id

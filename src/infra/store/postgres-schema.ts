@@ -35,7 +35,6 @@ CREATE INDEX events_by_kind ON events (community, kind, created_at DESC);
 CREATE INDEX events_by_address ON events (community, pubkey, kind, d_tag) WHERE d_tag IS NOT NULL;
 
 -- the primary key also serves the ON DELETE CASCADE from events and the per-event EXISTS of a second tag
--- (the foreign key is dropped in EVENTS_V3)
 CREATE TABLE tags (
   event_seq BIGINT NOT NULL REFERENCES events (seq) ON DELETE CASCADE,
   name TEXT COLLATE "C" NOT NULL,

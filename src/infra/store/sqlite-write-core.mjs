@@ -11,6 +11,9 @@
 const KIND_DELETION = 5
 
 /** Exported for the query-plan test: every lookup here must use an index. */
+// The tags table's primary key of every indexed tag of the events `e` (a tag that was not indexed names no row)
+const TAG_KEYS_OF = "SELECT e.community, j.value ->> 0, j.value ->> 1, e.created_at, e.seq FROM events e, json_each(e.raw, '$.tags') j"
+
 export const SAVE_SQL = {
   hasId: 'SELECT 1 FROM events WHERE community = ? AND id = ?',
   hasIdTombstone: 'SELECT 1 FROM deleted_ids WHERE community = ? AND event_id = ? AND pubkey = ?',
@@ -21,10 +24,9 @@ export const SAVE_SQL = {
     'SELECT seq, id, created_at FROM events WHERE community = ? AND pubkey = ? AND kind = ? AND d_tag = ? AND created_at <= ?',
   ownEvent: 'SELECT seq, kind FROM events WHERE community = ? AND id = ? AND pubkey = ?',
   // An event's tag rows go before it, found by their primary key from its own tags (schema V3: no index on
-  // event_seq for a cascade to use). A tag that was not indexed matches no row. Rows must not outlive their
-  // event: a seq is reused once the newest event is gone.
-  deleteEventTags: `DELETE FROM tags WHERE (community, name, value, created_at, event_seq) IN (
-    SELECT e.community, j.value ->> 0, j.value ->> 1, e.created_at, e.seq FROM events e, json_each(e.raw, '$.tags') j WHERE e.seq = ?)`,
+  // event_seq for a cascade to use). Rows must not outlive their event: a seq is reused once the newest event
+  // is gone.
+  deleteEventTags: `DELETE FROM tags WHERE (community, name, value, created_at, event_seq) IN (${TAG_KEYS_OF} WHERE e.seq = ?)`,
   deleteEvent: 'DELETE FROM events WHERE seq = ?',
   insertEvent:
     'INSERT INTO events (community, id, pubkey, kind, created_at, d_tag, expires_at, raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
@@ -35,8 +37,7 @@ export const SAVE_SQL = {
   // deleteEvents: outright, without a tombstone (a ban is remembered by the CommunityStore); tag rows first
   // (as deleteEventTags), and the versions of an address are its remaining rows
   deleteTagsByIds: `DELETE FROM tags WHERE (community, name, value, created_at, event_seq) IN (
-    SELECT e.community, j.value ->> 0, j.value ->> 1, e.created_at, e.seq FROM events e, json_each(e.raw, '$.tags') j
-    WHERE e.community = ? AND e.id IN (SELECT value FROM json_each(?)))`,
+    ${TAG_KEYS_OF} WHERE e.community = ? AND e.id IN (SELECT value FROM json_each(?)))`,
   deleteByIds: 'DELETE FROM events WHERE community = ? AND id IN (SELECT value FROM json_each(?)) RETURNING id',
 }
 

@@ -7,7 +7,7 @@ import type { EventStore } from '../../../src/infra/store/event-store'
 import { openSqliteEventStore, type SqliteEventStore } from '../../../src/infra/store/sqlite-event-store'
 import { SCHEMA_VERSION } from '../../../src/infra/store/sqlite-schema'
 import { makeKeys, signEvent } from '../../support/events'
-import { idsOf, NOW } from './contract-context'
+import { idsOf, NOW, removeByEveryPath } from './contract-context'
 import { describeEventStoreContract } from './event-store.contract'
 
 const dir = mkdtempSync(join(tmpdir(), 'apiary-sqlite-'))
@@ -71,34 +71,14 @@ describe('SQLite event store file', () => {
   it('leaves no tag row without its event after replacements, NIP-09 deletions by id and address, and deleteEvents', async () => {
     const file = freshFile()
     const store = await openFile(file)
-    const bob = makeKeys()
-    const contacts = (at: number) => signEvent(alice, { kind: 3, created_at: at, tags: Array.from({ length: 40 }, (_, i) => ['p', `${i}`.padStart(64, '0')]) })
-    const article = (at: number) => signEvent(alice, { kind: 30023, created_at: at, tags: [['d', 'post'], ['t', 'news'], ['t', `v${at}`]] })
-    const note = signEvent(alice, { kind: 1, created_at: NOW - 50, tags: [['t', 'note'], ['e', 'e'.repeat(64)]] })
-    const kept = signEvent(bob, { kind: 1, created_at: NOW - 50, tags: [['t', 'note'], ['t', 'kept']] })
-    const moderated = signEvent(bob, { kind: 1, created_at: NOW - 40, tags: [['t', 'moderated']] })
-    for (const e of [contacts(NOW - 100), contacts(NOW - 90), article(NOW - 80), article(NOW - 70), note, kept, moderated]) {
-      await store.save('c', e.event, e.raw)
-    }
-    const byId = signEvent(alice, { kind: 5, created_at: NOW - 30, tags: [['e', note.event.id]] })
-    const byAddress = signEvent(alice, { kind: 5, created_at: NOW - 20, tags: [['a', `30023:${alice.pubkey}:post`]] })
-    for (const e of [byId, byAddress]) await store.save('c', e.event, e.raw)
-    await store.deleteEvents('c', [moderated.event.id])
+    const expected = await removeByEveryPath(store, alice)
     await store.close()
     const db = new Database(file, { readonly: true })
     const orphans = db.prepare('SELECT count(*) FROM tags WHERE event_seq NOT IN (SELECT seq FROM events)').pluck().get()
-    const perEvent = db.prepare('SELECT e.id, count(t.name) AS n FROM events e LEFT JOIN tags t ON t.event_seq = e.seq GROUP BY e.seq').all()
+    const perEvent = db.prepare('SELECT e.id, count(t.name) AS n FROM events e LEFT JOIN tags t ON t.event_seq = e.seq GROUP BY e.seq').all() as { id: string; n: number }[]
     db.close()
     expect(orphans).toBe(0)
-    // what is left: the newer contact list (40 p), bob's kept note (2 t), and the two deletions (1 e, 1 a)
-    expect(new Map(perEvent.map((r) => [(r as { id: string }).id, (r as { n: number }).n]))).toEqual(
-      new Map([
-        [contacts(NOW - 90).event.id, 40],
-        [kept.event.id, 2],
-        [byId.event.id, 1],
-        [byAddress.event.id, 1],
-      ]),
-    )
+    expect(new Map(perEvent.map((r) => [r.id, r.n]))).toEqual(expected)
   })
 
   it('does not match a deleted event\'s tags against the next event that takes its seq', async () => {
