@@ -91,7 +91,18 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
     thread?.setAutoCheckpoint(pages)
   }
   // an in-memory database has no WAL to fold back
-  const checkpointer = inMemory ? undefined : startWalCheckpointer(opts.file, autoCheckpoint, opts.log, opts.readerNice)
+  // on the connection that writes: the thread's, or the main thread's when there is none
+  const catchUp = () => {
+    if (thread?.onThread) thread.catchUpCheckpoint()
+    else if (db.open) {
+      try {
+        db.pragma('wal_checkpoint(PASSIVE)')
+      } catch (error) {
+        opts.log?.error({ err: error }, 'event store: could not checkpoint the WAL')
+      }
+    }
+  }
+  const checkpointer = inMemory ? undefined : startWalCheckpointer(opts.file, autoCheckpoint, catchUp, opts.log, opts.readerNice)
   const queryTimeoutMs = opts.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS
   const readWorkers = inMemory ? 0 : (opts.readWorkers ?? 0)
   const pool = readWorkers > 0 ? createSqliteReadPool({ file: opts.file, workers: readWorkers, queryTimeoutMs, nice: opts.readerNice, log: opts.log }) : undefined

@@ -50,6 +50,10 @@ function insertTagsSql(rows) {
   return `INSERT OR IGNORE INTO tags (community, name, value, kind, created_at, event_seq) VALUES ${Array.from({ length: rows }, () => row).join(', ')}`
 }
 
+/** 256 MiB, past what one checkpoint interval writes at 3,000 events/s (~80 MiB): a file cut back each cycle
+ * grew again each cycle, and the writer's catch-up checkpoint (wal-checkpointer.ts) took longer (fsync) */
+const WAL_SIZE_LIMIT_BYTES = 256 * 1024 * 1024
+
 /** The pragmas of every connection that writes events (the main thread's, the writer thread's). */
 export function applyPragmas(db) {
   // WAL lets readers run while one batch commits. synchronous=NORMAL in WAL mode fsyncs only at checkpoints:
@@ -60,6 +64,8 @@ export function applyPragmas(db) {
   db.pragma('synchronous = NORMAL')
   // another process (a CLI, a backup) may hold the write lock briefly; wait instead of failing at once
   db.pragma('busy_timeout = 5000')
+  // the WAL file is cut back to this size when its writer restarts it; it kept its largest size before
+  db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`)
 }
 
 export function createWriteRunner(db) {

@@ -1,6 +1,7 @@
 // SQLite writer thread. State: the one connection that writes events, and its prepared statements. Inbox (see
 // sqlite-writer.ts), handled strictly in arrival order: 'Commit' (one batch transaction) and 'Delete' are
-// each answered with one 'Done'; 'AutoCheckpoint' sets this connection's wal_autocheckpoint; 'CrashOnNextCommit'
+// each answered with one 'Done'; 'AutoCheckpoint' sets this connection's wal_autocheckpoint; 'CatchUpCheckpoint'
+// checkpoints from this connection, so its next commit can restart the WAL (wal-checkpointer.ts); 'CrashOnNextCommit'
 // is a documented test hook. Crash policy: none here; a failed statement becomes a 'Done' with its message
 // (the transaction rolled back), and the main thread replaces a thread that exits.
 // Plain .mjs so it loads in a bare worker under tsx, vitest and node alike (see sqlite-write-core.mjs).
@@ -36,6 +37,13 @@ parentPort.on('message', (msg) => {
       return
     case 'Delete':
       answer(msg.id, () => runner.deleteEvents(msg.community, msg.ids))
+      return
+    case 'CatchUpCheckpoint':
+      try {
+        db.pragma('wal_checkpoint(PASSIVE)')
+      } catch (error) {
+        parentPort.postMessage({ type: 'CheckpointFailed', message: String(error?.message ?? error) })
+      }
       return
     case 'AutoCheckpoint':
       db.pragma(`wal_autocheckpoint = ${msg.pages}`)

@@ -15,12 +15,13 @@ import type { SavePlan, WriteRunner } from './sqlite-write-core.mjs'
 
 /** Messages to the thread. */
 type Work = { type: 'Commit'; batch: readonly SavePlan[] } | { type: 'Delete'; community: string; ids: readonly string[] }
-type WorkerInbox = (Work & { id: number }) | { type: 'AutoCheckpoint'; pages: number } | { type: 'CrashOnNextCommit' }
+type WorkerInbox = (Work & { id: number }) | { type: 'AutoCheckpoint'; pages: number } | { type: 'CatchUpCheckpoint' } | { type: 'CrashOnNextCommit' }
 /** Messages the thread sends back. */
 type WorkerOutbox =
   | { type: 'Ready'; priorityError?: string }
   | { type: 'Done'; id: number; ok: true; result: unknown }
   | { type: 'Done'; id: number; ok: false; message: string; code?: string }
+  | { type: 'CheckpointFailed'; message: string }
 
 export interface SqliteWriterOptions {
   file: string
@@ -40,6 +41,8 @@ export interface SqliteWriter {
   commit(batch: readonly SavePlan[]): Promise<SaveOutcome[]>
   deleteEvents(community: string, ids: readonly string[]): Promise<string[]>
   setAutoCheckpoint(pages: number): void
+  /** the thread checkpoints the WAL between two commits, so its next commit can restart it (wal-checkpointer.ts) */
+  catchUpCheckpoint(): void
   stats(): { respawns: number }
   /** Test hook: the thread calls process.exit when the next batch arrives, losing it. */
   crashOnNextCommitForTest(): void
@@ -103,6 +106,11 @@ export function createSqliteWriter(opts: SqliteWriterOptions): SqliteWriter {
       thread.ready = true
       startFailures = 0
       for (const req of waiting.splice(0)) post(thread, req)
+      return
+    }
+    if (msg.type === 'CheckpointFailed') {
+      // the WAL stays as long as it is until a later pass (the next background pass asks again)
+      log?.error({ err: msg.message }, 'event store: the writer thread could not checkpoint the WAL')
       return
     }
     const req = sent.get(msg.id)
@@ -194,6 +202,9 @@ export function createSqliteWriter(opts: SqliteWriterOptions): SqliteWriter {
     setAutoCheckpoint(pages) {
       autoCheckpointPages = pages
       if (current && !current.retired) current.worker.postMessage({ type: 'AutoCheckpoint', pages } satisfies WorkerInbox)
+    },
+    catchUpCheckpoint() {
+      if (current?.ready && !current.retired) current.worker.postMessage({ type: 'CatchUpCheckpoint' } satisfies WorkerInbox)
     },
     stats: () => ({ respawns }),
     crashOnNextCommitForTest: () => current?.worker.postMessage({ type: 'CrashOnNextCommit' } satisfies WorkerInbox),

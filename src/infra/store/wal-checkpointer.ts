@@ -4,6 +4,12 @@ import { Worker } from 'node:worker_threads'
 const CHECKPOINT_INTERVAL_MS = 500
 /** SQLite's default auto-checkpoint (pages), used again whenever the worker is not there to do it. */
 export const AUTO_CHECKPOINT_PAGES = 1000
+/**
+ * A WAL this long (frames, 4 KiB pages: 16 MiB, one wal-index hash table) is restarted after the next pass
+ * that copied it all: the writer copies what was written during that pass, and its next commit starts the
+ * WAL over. At 3,000 events/s in 6-event commits the WAL grows ~35,000 frames a second.
+ */
+export const RESTART_FRAMES = 4096
 
 export interface WalCheckpointer {
   stop(): Promise<void>
@@ -12,12 +18,15 @@ export interface WalCheckpointer {
 /**
  * Moves WAL checkpoints off the writing connection: it stops auto-checkpointing (`autoCheckpoint(0)` sets the
  * wal_autocheckpoint of every connection that writes events) and a worker thread with its own connection
- * checkpoints every CHECKPOINT_INTERVAL_MS. If the worker fails, the writing connections auto-checkpoint
- * again, so the WAL can never grow without bound.
+ * checkpoints every CHECKPOINT_INTERVAL_MS. Only the writing connection can restart the WAL, so past
+ * RESTART_FRAMES the worker asks it (`catchUp`) to copy the last frames itself. If the worker fails, the
+ * writing connections auto-checkpoint again, so the WAL can never grow without bound.
  */
 export function startWalCheckpointer(
   file: string,
   autoCheckpoint: (pages: number) => void,
+  /** the writing connection checkpoints what is left, between two commits (see RESTART_FRAMES) */
+  catchUp: () => void,
   log?: { error(o: object, m: string): void },
   /** added to the worker's nice value (Linux): checkpoints are background work */
   nice = 0,
@@ -33,12 +42,13 @@ export function startWalCheckpointer(
     log?.error({ err: why }, 'event store: checkpoint worker failed; the writing connections checkpoint again')
   }
   const worker = new Worker(new URL('./wal-checkpoint-worker.mjs', import.meta.url), {
-    workerData: { file, intervalMs: CHECKPOINT_INTERVAL_MS, nice },
+    workerData: { file, intervalMs: CHECKPOINT_INTERVAL_MS, restartFrames: RESTART_FRAMES, nice },
     // a plain .mjs worker: no TypeScript loader needed (and none inherited)
     execArgv: [],
   })
   worker.unref()
   worker.on('message', (m: { type: string; message?: string }) => {
+    if (m.type === 'catch-up') catchUp()
     if (m.type === 'error') log?.error({ err: m.message }, 'event store: checkpoint failed')
     if (m.type === 'priority') log?.error({ err: m.message }, "event store: checkpoint worker runs at the event loop's priority")
   })

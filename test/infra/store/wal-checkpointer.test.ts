@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs'
+import { closeSync, existsSync, mkdtempSync, openSync, readSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -6,6 +6,19 @@ import { openSqliteEventStore } from '../../../src/infra/store/sqlite-event-stor
 import { makeKeys, signEvent } from '../../support/events'
 
 const sizeOf = (f: string) => (existsSync(f) ? statSync(f).size : 0)
+
+/** The WAL header's salt-1 (bytes 16-19): SQLite changes it each time it restarts the WAL from its first frame. */
+function walSalt(file: string): number | undefined {
+  if (sizeOf(`${file}-wal`) < 32) return undefined
+  const fd = openSync(`${file}-wal`, 'r')
+  try {
+    const header = Buffer.alloc(32)
+    readSync(fd, header, 0, 32, 0)
+    return header.readUInt32BE(16)
+  } finally {
+    closeSync(fd)
+  }
+}
 
 describe('WAL checkpoints off the event loop', () => {
   let dir = ''
@@ -41,4 +54,35 @@ describe('WAL checkpoints off the event loop', () => {
     await new Promise((r) => setImmediate(r))
     expect(errors).toEqual([])
   })
+
+  it.each([
+    ['the writer thread', true],
+    ['the main thread', false],
+  ])('restarts the WAL while commits on %s never pause (before, each landed during a checkpoint and the WAL grew without end)', async (_, writerThread) => {
+    dir = mkdtempSync(join(tmpdir(), 'apiary-wal-'))
+    const file = join(dir, 'events.sqlite')
+    const store = openSqliteEventStore({ file, groupCommitMaxEvents: 4, groupCommitMaxDelayMs: 0, writerThread })
+    const keys = makeKeys()
+    const events = Array.from({ length: 200 }, (_, i) => signEvent(keys, { content: `note ${i} ${'x'.repeat(3_000)}`, tags: [['t', `topic-${i % 50}`]] }))
+    let written = 0
+    const salts = new Set<number>()
+    const deadline = Date.now() + 20_000
+    // two writers, each with its next save queued as its last one commits: the writer thread is never idle.
+    // The same events again in another community are new rows.
+    const writer = async () => {
+      while (salts.size < 2 && Date.now() < deadline) {
+        const n = written++
+        const e = events[n % events.length]!
+        await store.save(`c${Math.floor(n / events.length)}`, e.event, e.raw)
+        const salt = walSalt(file)
+        if (salt !== undefined) salts.add(salt)
+        // as a socket's next frame would: a write's continuation that submits the next one in the same
+        // microtask chain keeps a synchronous (main-thread) writer from ever yielding to the event loop
+        await new Promise((resolve) => setImmediate(resolve))
+      }
+    }
+    await Promise.all([writer(), writer()])
+    expect(salts.size).toBe(2)
+    await store.close()
+  }, 60_000)
 })
