@@ -6,8 +6,8 @@ const CHECKPOINT_INTERVAL_MS = 500
 export const AUTO_CHECKPOINT_PAGES = 1000
 /**
  * A WAL this long (frames, 4 KiB pages: 16 MiB, one wal-index hash table) is restarted after the next pass
- * that copied it all: the writer copies what was written during that pass, and its next commit starts the
- * WAL over. At 3,000 events/s in 6-event commits the WAL grows ~35,000 frames a second.
+ * that copied it all (and up to three shorter ones): the writer copies what the last pass left, and its next
+ * commit starts the WAL over. At 3,000 events/s in 6-event commits the WAL grows ~35,000 frames a second.
  */
 export const RESTART_FRAMES = 4096
 
