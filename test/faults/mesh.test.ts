@@ -112,9 +112,9 @@ async function final39002(c: MeshCluster, node: MeshNode, want: Set<string>): Pr
 }
 
 /** Writers on `nodes` run while `fault` runs; then the checker's verdict over what they saw. */
-async function underFault(c: MeshCluster, admin: ReturnType<typeof makeKeys>, recorders: StateRecorder[], writerNodes: number[], fault: () => Promise<void>) {
+async function underFault(c: MeshCluster, admin: ReturnType<typeof makeKeys>, recorders: StateRecorder[], writerNodes: number[], fault: () => Promise<void>, pauseMs?: number) {
   const writers = writerNodes.map((i) => new Writer(c.nodes[i]!, i, c, admin, CHANNEL))
-  const running = writers.map((w) => w.run())
+  const running = writers.map((w) => w.run(pauseMs))
   await new Promise((r) => setTimeout(r, 1_500))
   await fault()
   await new Promise((r) => setTimeout(r, 2_000))
@@ -176,16 +176,26 @@ describe('the relay mesh under faults (three processes)', () => {
     const c = cluster
     const { admin, recorders, owner } = await setup(c)
     const stale = c.nodes[owner]!
-    const run = await underFault(c, admin, recorders, [0, 1, 2], async () => {
-      stale.process.proc.kill('SIGSTOP')
-      await new Promise((r) => setTimeout(r, 8_000)) // > the 6 s lease
-      stale.process.proc.kill('SIGCONT')
-      await until(
-        () => meshStatus(stale),
-        (s) => !s.sessions.some((x) => x.session === `channel:${CHANNEL}` && x.local),
-        10_000,
-      )
-    })
+    // Writers without a pause keep work queued at the owner (three changes in flight, one applied at a time), so it
+    // is stopped with work in hand and refuses it when it wakes. With 50 ms pauses it could be stopped idle, and
+    // then only what other nodes forwarded to it during the stop could reach it as owner: a CI run counted 0.
+    const run = await underFault(
+      c,
+      admin,
+      recorders,
+      [0, 1, 2],
+      async () => {
+        stale.process.proc.kill('SIGSTOP')
+        await new Promise((r) => setTimeout(r, 8_000)) // > the 6 s lease
+        stale.process.proc.kill('SIGCONT')
+        await until(
+          () => meshStatus(stale),
+          (s) => !s.sessions.some((x) => x.session === `channel:${CHANNEL}` && x.local),
+          10_000,
+        )
+      },
+      0,
+    )
     expect(run.problems).toEqual([])
     const owners = new Set((await Promise.all(c.nodes.map(meshStatus))).flatMap((s) => s.sessions.filter((x) => x.local).map(() => s.runtime)))
     expect(owners.size).toBeLessThanOrEqual(1)
