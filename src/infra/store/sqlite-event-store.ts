@@ -90,7 +90,6 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
     if (db.open) db.pragma(`wal_autocheckpoint = ${pages}`)
     thread?.setAutoCheckpoint(pages)
   }
-  // an in-memory database has no WAL to fold back
   // on the connection that writes: the thread's, or the main thread's when there is none
   const catchUp = () => {
     if (thread?.onThread) thread.catchUpCheckpoint()
@@ -102,6 +101,7 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
       }
     }
   }
+  // an in-memory database has no WAL to fold back
   const checkpointer = inMemory ? undefined : startWalCheckpointer(opts.file, autoCheckpoint, catchUp, opts.log, opts.readerNice)
   const queryTimeoutMs = opts.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS
   const readWorkers = inMemory ? 0 : (opts.readWorkers ?? 0)

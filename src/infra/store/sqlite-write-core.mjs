@@ -10,10 +10,10 @@
 /** NIP-09's kind; a deletion is never blocked by a tombstone and never deleted by another deletion. */
 const KIND_DELETION = 5
 
-/** Exported for the query-plan test: every lookup here must use an index. */
 // The tags table's primary key of every indexed tag of the events `e` (a tag that was not indexed names no row)
 const TAG_KEYS_OF = "SELECT e.community, j.value ->> 0, j.value ->> 1, e.created_at, e.seq FROM events e, json_each(e.raw, '$.tags') j"
 
+/** Exported for the query-plan test: every lookup here must use an index. */
 export const SAVE_SQL = {
   hasId: 'SELECT 1 FROM events WHERE community = ? AND id = ?',
   hasIdTombstone: 'SELECT 1 FROM deleted_ids WHERE community = ? AND event_id = ? AND pubkey = ?',
