@@ -2,7 +2,8 @@
 // figures). The child prints its URL on stdout and answers IPC requests: memory after GC, event-loop delay
 // sampling, pre-fill, close. The parent forks it with `--expose-gc --import tsx`.
 import { type ChildProcess, fork } from 'node:child_process'
-import { createWriteStream, readFileSync } from 'node:fs'
+import { createWriteStream, readFileSync, writeFileSync } from 'node:fs'
+import { Session } from 'node:inspector'
 import type { IntervalHistogram } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { writeHeapSnapshot } from 'node:v8'
@@ -48,6 +49,7 @@ export async function runRelayChild(start: (dataDir: string) => Promise<StartedR
   }
   let eld: IntervalHistogram | undefined
   let gcPauses: ReturnType<typeof startGcPauses> | undefined
+  let allocations: ((file: string) => Promise<void>) | undefined
   process.stdout.write(`${relay.url}\n`)
   send({ type: 'ready', url: relay.url })
   process.on('message', async (req: Request) => {
@@ -74,6 +76,7 @@ export async function runRelayChild(start: (dataDir: string) => Promise<StartedR
           // diagnostics: two heap snapshots 3 s apart, 5 s into the measured span; the objects new in the second
           // and alive are what the young generation copies (DevTools: "objects allocated between snapshots")
           if (process.env.BENCH_HEAP_SNAPSHOTS) snapshotPair(process.env.BENCH_HEAP_SNAPSHOTS)
+          if (process.env.BENCH_ALLOCATION_PROFILE) allocations = startAllocationProfile()
           eld?.disable()
           eld = startLoopDelay()
           gcPauses?.stop()
@@ -83,6 +86,8 @@ export async function runRelayChild(start: (dataDir: string) => Promise<StartedR
         case 'eld-stop': {
           if (!eld) throw new Error('eld-stop without eld-start')
           result = { ...stopLoopDelay(eld), gc: gcPauses?.stop() } satisfies LoopDelay
+          if (allocations && process.env.BENCH_ALLOCATION_PROFILE) await allocations(`${process.env.BENCH_ALLOCATION_PROFILE}/alloc-${process.pid}.heapprofile`)
+          allocations = undefined
           eld = undefined
           gcPauses = undefined
           break
@@ -230,6 +235,26 @@ function stderrTail(stderr: string): string {
   const lines = stderr.trim().split('\n').filter(Boolean)
   const firstError = lines.find((l) => /Error|error/.test(l))
   return lines.length ? `: ${firstError ?? lines[lines.length - 1]}` : ''
+}
+
+/**
+ * Diagnostics: V8's sampling heap profiler over the measured span (every ~32 KB allocated, with the objects
+ * collected since included), written as a .heapprofile DevTools opens: where the young generation's bytes come from.
+ */
+function startAllocationProfile(): (file: string) => Promise<void> {
+  const session = new Session()
+  session.connect()
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) => session.post(method, params ?? {}, (e, r) => (e ? reject(e) : resolve(r))))
+  // BENCH_ALLOCATION_PROFILE_LIVE: only the samples still alive at the end (what the collector had to copy)
+  const collected = !process.env.BENCH_ALLOCATION_PROFILE_LIVE
+  const started = post('HeapProfiler.startSampling', { samplingInterval: 32_768, includeObjectsCollectedByMajorGC: collected, includeObjectsCollectedByMinorGC: collected })
+  return async (file) => {
+    await started
+    const { profile } = (await post('HeapProfiler.stopSampling')) as { profile: unknown }
+    writeFileSync(file, JSON.stringify(profile))
+    session.disconnect()
+  }
 }
 
 function snapshotPair(dir: string): void {

@@ -60,6 +60,15 @@ const HEARTBEAT_JITTER = 0.1
 /** Discovery found no relay answering NIP-11: counts toward maxDiscoveryRounds before the first ACTIVE. */
 class DiscoveryRoundFailed extends Transient {}
 
+/** A connection being opened for one attempt (see openSocket). */
+interface OpeningSocket {
+  url: string
+  socket: Promise<RelaySocket>
+  /** the attempt goes on with this socket; throws what a close before now means (see closeError) */
+  adopt(): void
+  discard(): void
+}
+
 /** Phase four's two events: the capabilities announcement and the first heartbeat. */
 interface Registration {
   announcement: NostrEvent
@@ -267,28 +276,29 @@ export class AgentClient {
   private async connect(): Promise<void> {
     const gen = ++this.generation
     this.reconnectTimer = undefined
+    // the socket to the relay discovery asks first opens while its NIP-11 is read, so discovery costs no round
+    // trip of its own; nothing is sent on it before the document fits, and it is closed unused otherwise
+    let opening = this.openSocket(this.o.relays[this.relayIndex]!, gen)
     try {
       this.probe = await this.discoverRelay()
-      if (gen !== this.generation) return
+      if (gen !== this.generation) return opening.discard()
       this.discoveryFailures = 0
       this.transition('DISCOVERED', `${this.probe.url} supports NIP-${this.probe.supportedNips.join(', ')}; lease ${this.probe.leaseSeconds} s`)
-      const opening = this.openSocket(this.probe.url, gen)
-      // observed below; it must not go unhandled if signing throws first
-      opening.catch(() => {})
-      let registration: Registration
-      try {
-        // signed while the connection is being set up, not after the AUTH: two signatures (~2 ms each with
-        // @noble/curves here) leave the handshake's critical path
-        registration = this.signRegistration()
-      } catch (error) {
-        void opening.then((s) => s.terminate(), () => {})
-        throw error
+      if (opening.url !== this.probe.url) {
+        opening.discard()
+        opening = this.openSocket(this.probe.url, gen)
       }
-      const socket = await opening
+      // signed while the connection is being set up, not after the AUTH: two signatures (~2 ms each with
+      // @noble/curves here) leave the handshake's critical path
+      const registration = this.signRegistration()
+      const socket = await opening.socket
       if (gen !== this.generation) return socket.terminate()
+      opening.adopt()
       this.socket = socket
       await this.handshake(socket, gen, registration)
     } catch (error) {
+      // a socket not yet adopted (discovery failed, signing threw, it closed early) goes with the attempt
+      opening.discard()
       if (gen === this.generation) this.onAttemptFailed(error)
     }
   }
@@ -343,23 +353,50 @@ export class AgentClient {
     throw new DiscoveryRoundFailed(`no relay answered NIP-11 (${unreachable.join('; ')})`)
   }
 
-  private async openSocket(url: string, gen: number): Promise<RelaySocket> {
+  /**
+   * A connection for attempt `gen`, opened beside discovery. Until the attempt adopts it, a close is kept for
+   * adopt() to report (the attempt then fails with it, as a close during the handshake would). Discarded (opened
+   * for a relay discovery did not choose, or the attempt ended first), its handlers fall silent at once and it
+   * is terminated; an adopted one is the attempt's (this.socket), and discarding it changes nothing.
+   */
+  private openSocket(url: string, gen: number): OpeningSocket {
     this.challenge = {}
+    let live = true
+    let adopted = false
+    let closedEarly: { code: number; reason: string } | undefined
+    const ours = () => live && gen === this.generation
     const handlers: SocketHandlers = {
-      onEvent: (subId, event) => gen === this.generation && this.onEvent(subId, event),
-      onEose: (subId) => gen === this.generation && this.onEose(subId),
-      onClosed: (subId, reason) => gen === this.generation && this.onSubClosed(subId, reason),
+      onEvent: (subId, event) => ours() && this.onEvent(subId, event),
+      onEose: (subId) => ours() && this.onEose(subId),
+      onClosed: (subId, reason) => ours() && this.onSubClosed(subId, reason),
       onAuthChallenge: (value) => {
-        if (gen !== this.generation) return
+        if (!ours()) return
         this.challenge.value = value
         this.challenge.wake?.()
       },
-      onClose: (code, reason) => gen === this.generation && this.onSocketClose(code, reason),
+      onClose: (code, reason) => {
+        if (!ours()) return
+        if (adopted) this.onSocketClose(code, reason)
+        else closedEarly = { code, reason }
+      },
     }
-    try {
-      return await RelaySocket.open(url, this.o.clock, this.o.handshakeTimeoutMs, handlers)
-    } catch (error) {
-      throw new Transient((error as Error).message)
+    const socket = RelaySocket.open(url, this.o.clock, this.o.handshakeTimeoutMs, handlers).catch((error: Error) => {
+      throw new Transient(error.message)
+    })
+    // observed when the attempt gets to it; it must not go unhandled before (discovery failed, signing threw)
+    socket.catch(() => {})
+    return {
+      url,
+      socket,
+      adopt: () => {
+        if (closedEarly) throw closeError(closedEarly.code, closedEarly.reason)
+        adopted = true
+      },
+      discard: () => {
+        if (!live || adopted) return
+        live = false
+        void socket.then((s) => s.terminate(), () => {})
+      },
     }
   }
 
@@ -457,14 +494,11 @@ export class AgentClient {
   private onSocketClose(code: number, reason: string): void {
     this.stopTimers()
     this.socket = undefined
-    const why = `the relay closed the connection (${code}${reason ? ` ${reason}` : ''})`
-    // a ban closes the socket with `blocked:` (community-cluster): reconnecting would only be refused again
-    const closed = prefixOf(reason) === 'blocked' ? new AgentError('blocked', `${why}: this key is banned here; ask the community's admins`) : undefined
-    const retryAfterMs = prefixOf(reason) === 'rate-limited' ? (parseRetryAfterMs(reason) ?? 0) : 0
+    const error = closeError(code, reason)
     for (const sub of this.subs.values()) this.clearResend(sub)
-    if (this.abortHandshake) this.abortHandshake(closed ?? new Transient(why, retryAfterMs))
-    else if (closed) this.closeWith(closed)
-    else this.scheduleReconnect(why, retryAfterMs)
+    if (this.abortHandshake) this.abortHandshake(error)
+    else if (error instanceof AgentError) this.closeWith(error)
+    else this.scheduleReconnect(error.message, error.retryAfterMs)
   }
 
   /** The one timer that owns the reconnect schedule. */
@@ -779,6 +813,13 @@ export class AgentClient {
   private nowSeconds(): number {
     return Math.floor(this.o.clock.now() / 1000)
   }
+}
+
+/** What the relay closing the connection means: a ban (`blocked:`, community-cluster) is terminal, reconnecting would only be refused again; the rest backs off, honouring `rate-limited: retry in Ns`. */
+function closeError(code: number, reason: string): AgentError | Transient {
+  const why = `the relay closed the connection (${code}${reason ? ` ${reason}` : ''})`
+  if (prefixOf(reason) === 'blocked') return new AgentError('blocked', `${why}: this key is banned here; ask the community's admins`)
+  return new Transient(why, prefixOf(reason) === 'rate-limited' ? (parseRetryAfterMs(reason) ?? 0) : 0)
 }
 
 /** A refused AUTH or registration: `blocked:`/`restricted:`/`invalid:` are terminal; the rest back off. */

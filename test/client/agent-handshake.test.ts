@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { AgentError } from '../../src/client/index'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { FakeClock } from './agent-fake-clock'
-import { type Answer, okAll, startScriptedRelay, until, useAgents } from './agent-scripted-relay'
+import { type Answer, okAll, type ScriptedRelay, startScriptedRelay, until, useAgents } from './agent-scripted-relay'
 
 const { agentOn, track } = useAgents()
 
@@ -116,7 +116,10 @@ describe('the handshake against a scripted relay', () => {
     const error = (await agentOn(r).start().catch((e: unknown) => e)) as AgentError
     expect(error.code).toBe('incompatible')
     expect(error.message).toMatch(/does not support NIP-42/)
-    expect(r.connections).toHaveLength(0)
+    // the socket opened beside discovery carried nothing and is closed
+    await until(() => r.connections.every((c) => c.closeCode !== undefined), 2000, 'the unused socket closed')
+    expect(r.connections.length).toBeLessThanOrEqual(1)
+    expect(r.connections.flatMap((c) => c.frames)).toEqual([])
   })
 
   it('heartbeats on its own timer, and re-announces once per heartbeat when the load changed', async () => {
@@ -164,6 +167,64 @@ describe('the handshake against a scripted relay', () => {
     expect(new Set(byes.map((f) => (f[1] as NostrEvent).id)).size).toBe(1)
     expect(frames.at(-1)).toEqual(['CLOSE', expect.stringMatching(/^agent-/)])
     expect(r.connections[0]!.closeCode).toBe(1000)
+  })
+})
+
+describe('the socket opened beside discovery', () => {
+  const nip11 = (r: ScriptedRelay) => fetch(r.url.replace('ws:', 'http:'), { headers: { Accept: 'application/nostr+json' } })
+
+  it('is open while NIP-11 is read, and carries nothing until the document fits', async () => {
+    const r = await scripted()
+    let framesWhileProbing: number | undefined
+    const agent = agentOn(r, {
+      fetch: async () => {
+        await until(() => r.connections.length === 1, 2000, 'the socket beside discovery')
+        framesWhileProbing = r.connections[0]!.frames.length
+        return nip11(r)
+      },
+    })
+    await agent.start()
+    expect(framesWhileProbing).toBe(0)
+    expect(r.connections).toHaveLength(1)
+    expect(r.connections[0]!.frames.map((f) => f[0])).toEqual(['AUTH', 'EVENT', 'EVENT'])
+  })
+
+  it('is closed unused when the first relay does not answer NIP-11, and the agent goes on with the next one', async () => {
+    const [a, b] = [await scripted(), await scripted()]
+    const agent = agentOn(a, {
+      relays: [a.url, b.url],
+      fetch: async (url) => {
+        if (String(url).startsWith(a.url.replace('ws:', 'http:'))) {
+          await until(() => a.connections.length === 1, 2000, 'the socket to the first relay')
+          throw new TypeError('fetch failed')
+        }
+        return nip11(b)
+      },
+    })
+    await agent.start()
+    expect(agent.state).toBe('ACTIVE')
+    await until(() => a.connections[0]!.closeCode !== undefined, 2000, 'the unused socket closed')
+    expect(a.connections[0]!.frames).toEqual([])
+    expect(b.connections).toHaveLength(1)
+    expect(b.connections[0]!.frames[0]![0]).toBe('AUTH')
+  })
+
+  it('closed by the relay as `blocked:` before discovery ended, ends start() with `blocked` and no further connection', async () => {
+    const r = await scripted()
+    const agent = agentOn(r, {
+      fetch: async () => {
+        await until(() => r.connections.length === 1, 2000, 'the socket beside discovery')
+        r.connections[0]!.ws.close(1008, 'blocked: this IP is banned')
+        await until(() => r.connections[0]!.closeCode !== undefined, 2000, 'the close')
+        return nip11(r)
+      },
+    })
+    const error = (await agent.start().catch((e: unknown) => e)) as AgentError
+    expect(error.code).toBe('blocked')
+    expect(agent.state).toBe('CLOSED')
+    await new Promise((res) => setTimeout(res, 1300))
+    expect(r.connections).toHaveLength(1)
+    expect(r.connections[0]!.frames).toEqual([])
   })
 })
 
