@@ -279,6 +279,19 @@ export class AgentClient {
     // the socket to the relay discovery asks first opens while its NIP-11 is read, so discovery costs no round
     // trip of its own; nothing is sent on it before the document fits, and it is closed unused otherwise
     let opening = this.openSocket(this.o.relays[this.relayIndex]!, gen)
+    // phase four's events are signed while a request is in flight, not after the AUTH: as soon as the socket
+    // is open (NIP-11 may still be on its way), or once discovery is done; an attempt that reaches no relay
+    // signs nothing
+    let registration: Registration | undefined
+    const signed = () => (registration ??= this.signRegistration())
+    opening.socket.then(() => {
+      if (gen !== this.generation) return
+      try {
+        signed()
+      } catch {
+        // thrown again below, where the attempt fails with it
+      }
+    }, () => {})
     try {
       this.probe = await this.discoverRelay()
       if (gen !== this.generation) return opening.discard()
@@ -288,14 +301,12 @@ export class AgentClient {
         opening.discard()
         opening = this.openSocket(this.probe.url, gen)
       }
-      // signed while the connection is being set up, not after the AUTH: two signatures (~2 ms each with
-      // @noble/curves here) leave the handshake's critical path
-      const registration = this.signRegistration()
+      signed()
       const socket = await opening.socket
       if (gen !== this.generation) return socket.terminate()
       opening.adopt()
       this.socket = socket
-      await this.handshake(socket, gen, registration)
+      await this.handshake(socket, gen, signed())
     } catch (error) {
       // a socket not yet adopted (discovery failed, signing threw, it closed early) goes with the attempt
       opening.discard()
