@@ -1,7 +1,7 @@
 // One load process of the **agents** scenario (bench/agents.ts forks K of these, and one more as the probe):
 // it owns a share of the fleet (bench/agent-fleet.ts) and does what the parent asks over IPC, one request
 // type per phase step. Why processes: signing once cost ~2.4 ms (noble's sign, before src/protocols/bip340.ts;
-// ~0.4 ms now), so one process driving 3,000 agents was itself the bottleneck of the handshake it measured.
+// ~0.25 ms now, libsecp256k1 as WASM), so one process driving 3,000 agents was itself the bottleneck of the handshake it measured.
 // Times that leave this process are epoch milliseconds (timeOrigin + performance.now()): comparable across
 // processes, unlike performance.now() alone.
 // Crash policy: none. An error answers its request; a lost parent (IPC disconnect) ends the process.

@@ -3,7 +3,7 @@
 // fixed port, which is SIGKILLed and restarted on the same port and data directory (bench/agent-storm.ts).
 // Returns figures and asserts nothing. The steady handshake is measured by a probe process that does only
 // handshakes while the fleet heartbeats and trades jobs: one process signing for 3,000 agents (~2.4 ms a
-// signature with noble's sign, ~0.4 ms now) measured its own event loop, not the relay.
+// signature with noble's sign, ~0.25 ms now) measured its own event loop, not the relay.
 import { deliveryFigures } from './agent-fleet'
 import type { ShardLoad } from './agent-shard'
 import { askAll, collectDeliveries, collectLedger, fleetStatus, forkShard, type HandshakeFigures, mergeHandshakes, nowEpochMs, round2, type Shard, STABLE_MS, shareOf, sleep, until } from './agent-shards'

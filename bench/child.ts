@@ -246,9 +246,10 @@ function startAllocationProfile(): (file: string) => Promise<void> {
   session.connect()
   const post = (method: string, params?: object) =>
     new Promise<unknown>((resolve, reject) => session.post(method, params ?? {}, (e, r) => (e ? reject(e) : resolve(r))))
-  // BENCH_ALLOCATION_PROFILE_LIVE: only the samples still alive at the end (what the collector had to copy)
-  const collected = !process.env.BENCH_ALLOCATION_PROFILE_LIVE
-  const started = post('HeapProfiler.startSampling', { samplingInterval: 32_768, includeObjectsCollectedByMajorGC: collected, includeObjectsCollectedByMinorGC: collected })
+  // BENCH_ALLOCATION_PROFILE_KEEP: 'survivors' leaves out what the young generation's scavenges collected (what
+  // is left survived one: the bytes they copy and promote), 'live' also what mark-compacts collected
+  const keep = process.env.BENCH_ALLOCATION_PROFILE_KEEP
+  const started = post('HeapProfiler.startSampling', { samplingInterval: 32_768, includeObjectsCollectedByMajorGC: keep !== 'live', includeObjectsCollectedByMinorGC: keep === undefined })
   return async (file) => {
     await started
     const { profile } = (await post('HeapProfiler.stopSampling')) as { profile: unknown }
