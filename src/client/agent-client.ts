@@ -109,6 +109,8 @@ export class AgentClient {
   private watchdogTimer: TimerHandle | undefined
   private abortHandshake: ((e: Error) => void) | undefined
   private challenge: { value?: string; wake?: () => void; timer?: TimerHandle } = {}
+  /** the connection the current attempt is opening (see openSocket) */
+  private opening: OpeningSocket | undefined
   private starting: { resolve: () => void; reject: (e: Error) => void } | undefined
   private startPromise: Promise<void> | undefined
   private everActive = false
@@ -279,6 +281,7 @@ export class AgentClient {
     // the socket to the relay discovery asks first opens while its NIP-11 is read, so discovery costs no round
     // trip of its own; nothing is sent on it before the document fits, and it is closed unused otherwise
     let opening = this.openSocket(this.o.relays[this.relayIndex]!, gen)
+    this.opening = opening
     // phase four's events are signed while a request is in flight, not after the AUTH: as soon as the socket
     // is open (NIP-11 may still be on its way), or once discovery is done; an attempt that reaches no relay
     // signs nothing
@@ -300,6 +303,7 @@ export class AgentClient {
       if (opening.url !== this.probe.url) {
         opening.discard()
         opening = this.openSocket(this.probe.url, gen)
+        this.opening = opening
       }
       signed()
       const socket = await opening.socket
@@ -391,7 +395,14 @@ export class AgentClient {
         else closedEarly = { code, reason }
       },
     }
-    const socket = RelaySocket.open(url, this.o.clock, this.o.handshakeTimeoutMs, handlers).catch((error: Error) => {
+    // `ws` throws at once for a URL it cannot parse: that fails the attempt like a refused connection
+    let opened: Promise<RelaySocket>
+    try {
+      opened = RelaySocket.open(url, this.o.clock, this.o.handshakeTimeoutMs, handlers)
+    } catch (error) {
+      opened = Promise.reject(error)
+    }
+    const socket = opened.catch((error: Error) => {
       throw new Transient(error.message)
     })
     // observed when the attempt gets to it; it must not go unhandled before (discovery failed, signing threw)
@@ -540,6 +551,9 @@ export class AgentClient {
    */
   private releaseAll(reason: string): void {
     this.generation++
+    // a socket opened beside a discovery that is still running (stop() meanwhile) is closed now, not after it
+    this.opening?.discard()
+    this.opening = undefined
     this.clearReconnect()
     this.stopTimers()
     this.abortHandshake?.(new Transient(reason))

@@ -107,7 +107,7 @@ describe('an agent whose relay never answers NIP-11', () => {
     const clock = new FakeClock()
     let probes = 0
     const agent = new AgentClient({
-      relays: ['wss://relay.example'],
+      relays: ['ws://127.0.0.1:9'],
       secretKey: '11'.repeat(32),
       capabilities: [],
       clock,
@@ -136,7 +136,7 @@ describe('an agent whose relay never answers NIP-11', () => {
     const clock = new FakeClock()
     let probes = 0
     const agent = new AgentClient({
-      relays: ['wss://relay.example'],
+      relays: ['ws://127.0.0.1:9'],
       secretKey: new Uint8Array(32).fill(7),
       capabilities: [],
       clock,

@@ -1,10 +1,18 @@
 import { describe, expect, it } from 'vitest'
-import { AgentError } from '../../src/client/index'
+import type { WebSocket } from 'ws'
+import { AgentClient, AgentError } from '../../src/client/index'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { FakeClock } from './agent-fake-clock'
 import { type Answer, okAll, type ScriptedRelay, startScriptedRelay, until, useAgents } from './agent-scripted-relay'
 
 const { agentOn, track } = useAgents()
+
+/** resolves when `ws` (the relay's side) gets the pong to a ping sent now */
+const pingPong = (ws: WebSocket) =>
+  new Promise<void>((resolve) => {
+    ws.once('pong', () => resolve())
+    ws.ping()
+  })
 
 const scripted = async (answer?: Answer, nips?: number[]) => {
   const r = await startScriptedRelay(answer, nips)
@@ -111,15 +119,20 @@ describe('the handshake against a scripted relay', () => {
     expect(r.connections).toHaveLength(1)
   })
 
-  it('refuses a relay without NIP-42 with a clear `incompatible` error', async () => {
+  it('refuses a relay without NIP-42 with a clear `incompatible` error, closing the socket opened beside discovery unused', async () => {
     const r = await scripted(okAll, [1, 11])
-    const error = (await agentOn(r).start().catch((e: unknown) => e)) as AgentError
+    const agent = agentOn(r, {
+      fetch: async (url) => {
+        await until(() => r.connections.length === 1, 2000, 'the socket beside discovery')
+        return fetch(url)
+      },
+    })
+    const error = (await agent.start().catch((e: unknown) => e)) as AgentError
     expect(error.code).toBe('incompatible')
     expect(error.message).toMatch(/does not support NIP-42/)
-    // the socket opened beside discovery carried nothing and is closed
-    await until(() => r.connections.every((c) => c.closeCode !== undefined), 2000, 'the unused socket closed')
-    expect(r.connections.length).toBeLessThanOrEqual(1)
-    expect(r.connections.flatMap((c) => c.frames)).toEqual([])
+    await until(() => r.connections[0]!.closeCode !== undefined, 2000, 'the unused socket closed')
+    expect(r.connections).toHaveLength(1)
+    expect(r.connections[0]!.frames).toEqual([])
   })
 
   it('heartbeats on its own timer, and re-announces once per heartbeat when the load changed', async () => {
@@ -179,6 +192,10 @@ describe('the socket opened beside discovery', () => {
     const agent = agentOn(r, {
       fetch: async () => {
         await until(() => r.connections.length === 1, 2000, 'the socket beside discovery')
+        // two pings answered: the agent has had the challenge, and whatever it did with it (in a microtask
+        // or the turn after) has reached us before the second pong
+        await pingPong(r.connections[0]!.ws)
+        await pingPong(r.connections[0]!.ws)
         framesWhileProbing = r.connections[0]!.frames.length
         return nip11(r)
       },
@@ -209,6 +226,28 @@ describe('the socket opened beside discovery', () => {
     expect(b.connections[0]!.frames[0]![0]).toBe('AUTH')
   })
 
+  it('is closed at once when the agent is stopped while NIP-11 is still being read', async () => {
+    const r = await scripted()
+    let answer: (() => void) | undefined
+    const agent = agentOn(r, {
+      fetch: async () => {
+        await new Promise<void>((resolve) => {
+          answer = resolve
+        })
+        return nip11(r)
+      },
+    })
+    const started = agent.start().catch((e: unknown) => e)
+    await until(() => r.connections.length === 1 && answer !== undefined, 2000, 'the socket beside discovery')
+    await agent.stop()
+    await until(() => r.connections[0]!.closeCode !== undefined, 2000, 'the socket closed by stop()')
+    expect(agent.state).toBe('CLOSED')
+    answer?.()
+    expect(await started).toBeInstanceOf(Error)
+    expect(r.connections).toHaveLength(1)
+    expect(r.connections[0]!.frames).toEqual([])
+  })
+
   it('closed by the relay as `blocked:` before discovery ended, ends start() with `blocked` and no further connection', async () => {
     const r = await scripted()
     const agent = agentOn(r, {
@@ -225,6 +264,26 @@ describe('the socket opened beside discovery', () => {
     await new Promise((res) => setTimeout(res, 1300))
     expect(r.connections).toHaveLength(1)
     expect(r.connections[0]!.frames).toEqual([])
+  })
+})
+
+describe('a relay URL `ws` cannot parse', () => {
+  it('fails the attempt and backs off, as a refused connection does (no unhandled rejection)', async () => {
+    const clock = new FakeClock()
+    const agent = new AgentClient({
+      relays: ['ws://127.0.0.1:9/#fragment'],
+      secretKey: '11'.repeat(32),
+      capabilities: [],
+      clock,
+      random: () => 0,
+      fetch: async () => new Response(JSON.stringify({ supported_nips: [1, 11, 42] }), { headers: { 'content-type': 'application/nostr+json' } }),
+    })
+    const causes: string[] = []
+    agent.state$.subscribe((s) => causes.push(`${s.state} ${s.cause ?? ''}`))
+    void agent.start().catch(() => {})
+    await until(() => causes.some((c) => c.startsWith('INIT') && /reconnecting in/.test(c)), 2000, 'the failed attempt')
+    expect(causes.find((c) => /reconnecting in/.test(c))).toMatch(/fragment/)
+    await agent.stop()
   })
 })
 
