@@ -249,7 +249,10 @@ function startAllocationProfile(): (file: string) => Promise<void> {
   // BENCH_ALLOCATION_PROFILE_KEEP: 'survivors' leaves out what the young generation's scavenges collected (what
   // is left survived one: the bytes they copy and promote), 'live' also what mark-compacts collected
   const keep = process.env.BENCH_ALLOCATION_PROFILE_KEEP
+  if (keep !== undefined && keep !== 'survivors' && keep !== 'live') throw new Error(`BENCH_ALLOCATION_PROFILE_KEEP is survivors or live, not ${keep}`)
   const started = post('HeapProfiler.startSampling', { samplingInterval: 32_768, includeObjectsCollectedByMajorGC: keep !== 'live', includeObjectsCollectedByMinorGC: keep === undefined })
+  // a failed start is reported by the stop that awaits it
+  started.catch(() => {})
   return async (file) => {
     await started
     const { profile } = (await post('HeapProfiler.stopSampling')) as { profile: unknown }

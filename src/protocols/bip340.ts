@@ -24,12 +24,13 @@ export function toBip340Key(secretKey: Uint8Array): Bip340Key {
   if (secretKey.length !== 32) throw new Error('secretKey must be 32 bytes')
   if (!isPrivate(secretKey)) throw new Error('secretKey must be in [1, n-1]')
   const copy = Uint8Array.from(secretKey)
-  return { secretKey: copy, publicKey: Uint8Array.from(xOnlyPointFromScalar(copy)) }
+  // tiny-secp256k1 returns copies of its WASM buffers (which it zeroes), not views into them
+  return { secretKey: copy, publicKey: xOnlyPointFromScalar(copy) }
 }
 
 /** BIP-340 signature of `message` (an event id or an attestation digest: 32 bytes); `auxRand` as in BIP-340 (fresh randomness by default). */
 export function signBip340(key: Bip340Key, message: Uint8Array, auxRand: Uint8Array = randomBytes(32)): Uint8Array {
-  return Uint8Array.from(signSchnorr(message, key.secretKey, auxRand))
+  return signSchnorr(message, key.secretKey, auxRand)
 }
 
 // per secret-key object; the copy inside each entry catches a key changed in place after its first use
