@@ -255,6 +255,8 @@ function startAllocationProfile(): (file: string) => Promise<void> {
   started.catch(() => {})
   return async (file) => {
     await started
+    // without a scavenge first, the young garbage of the last seconds would count as having survived one
+    if (keep === 'survivors') (globalThis as { gc?: (o: object) => void }).gc?.({ type: 'minor', execution: 'sync' })
     const { profile } = (await post('HeapProfiler.stopSampling')) as { profile: unknown }
     writeFileSync(file, JSON.stringify(profile))
     session.disconnect()
