@@ -49,7 +49,7 @@ export async function runRelayChild(start: (dataDir: string) => Promise<StartedR
   }
   let eld: IntervalHistogram | undefined
   let gcPauses: ReturnType<typeof startGcPauses> | undefined
-  let allocations: ((file: string) => Promise<void>) | undefined
+  let allocations: (() => Promise<void>) | undefined
   process.stdout.write(`${relay.url}\n`)
   send({ type: 'ready', url: relay.url })
   process.on('message', async (req: Request) => {
@@ -76,7 +76,7 @@ export async function runRelayChild(start: (dataDir: string) => Promise<StartedR
           // diagnostics: two heap snapshots 3 s apart, 5 s into the measured span; the objects new in the second
           // and alive are what the young generation copies (DevTools: "objects allocated between snapshots")
           if (process.env.BENCH_HEAP_SNAPSHOTS) snapshotPair(process.env.BENCH_HEAP_SNAPSHOTS)
-          if (process.env.BENCH_ALLOCATION_PROFILE) allocations = startAllocationProfile()
+          if (process.env.BENCH_ALLOCATION_PROFILE) allocations = startAllocationProfile(process.env.BENCH_ALLOCATION_PROFILE)
           eld?.disable()
           eld = startLoopDelay()
           gcPauses?.stop()
@@ -86,7 +86,7 @@ export async function runRelayChild(start: (dataDir: string) => Promise<StartedR
         case 'eld-stop': {
           if (!eld) throw new Error('eld-stop without eld-start')
           result = { ...stopLoopDelay(eld), gc: gcPauses?.stop() } satisfies LoopDelay
-          if (allocations && process.env.BENCH_ALLOCATION_PROFILE) await allocations(`${process.env.BENCH_ALLOCATION_PROFILE}/alloc-${process.pid}.heapprofile`)
+          await allocations?.()
           allocations = undefined
           eld = undefined
           gcPauses = undefined
@@ -238,10 +238,10 @@ function stderrTail(stderr: string): string {
 }
 
 /**
- * Diagnostics: V8's sampling heap profiler over the measured span (every ~32 KB allocated, with the objects
- * collected since included), written as a .heapprofile DevTools opens: where the young generation's bytes come from.
+ * Diagnostics: V8's sampling heap profiler over the measured span (a sample every ~32 KB allocated), written to
+ * `dir/alloc-<pid>.heapprofile` for DevTools when the span ends: where the young generation's bytes come from.
  */
-function startAllocationProfile(): (file: string) => Promise<void> {
+function startAllocationProfile(dir: string): () => Promise<void> {
   const session = new Session()
   session.connect()
   const post = (method: string, params?: object) =>
@@ -253,12 +253,12 @@ function startAllocationProfile(): (file: string) => Promise<void> {
   const started = post('HeapProfiler.startSampling', { samplingInterval: 32_768, includeObjectsCollectedByMajorGC: keep !== 'live', includeObjectsCollectedByMinorGC: keep === undefined })
   // a failed start is reported by the stop that awaits it
   started.catch(() => {})
-  return async (file) => {
+  return async () => {
     await started
     // without a scavenge first, the young garbage of the last seconds would count as having survived one
     if (keep === 'survivors') (globalThis as { gc?: (o: object) => void }).gc?.({ type: 'minor', execution: 'sync' })
     const { profile } = (await post('HeapProfiler.stopSampling')) as { profile: unknown }
-    writeFileSync(file, JSON.stringify(profile))
+    writeFileSync(`${dir}/alloc-${process.pid}.heapprofile`, JSON.stringify(profile))
     session.disconnect()
   }
 }

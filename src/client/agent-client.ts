@@ -395,14 +395,8 @@ export class AgentClient {
         else closedEarly = { code, reason }
       },
     }
-    // `ws` throws at once for a URL it cannot parse: that fails the attempt like a refused connection
-    let opened: Promise<RelaySocket>
-    try {
-      opened = RelaySocket.open(url, this.o.clock, this.o.handshakeTimeoutMs, handlers)
-    } catch (error) {
-      opened = Promise.reject(error)
-    }
-    const socket = opened.catch((error: Error) => {
+    // async: `ws` throws at once for a URL it cannot parse, which then fails the attempt like a refused connection
+    const socket = (async () => RelaySocket.open(url, this.o.clock, this.o.handshakeTimeoutMs, handlers))().catch((error: Error) => {
       throw new Transient(error.message)
     })
     // observed when the attempt gets to it; it must not go unhandled before (discovery failed, signing threw)

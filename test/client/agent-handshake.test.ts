@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { WebSocket } from 'ws'
+import { toHttpUrl } from '../../src/client/agent-relay-info'
 import { AgentClient, AgentError } from '../../src/client/index'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { FakeClock } from './agent-fake-clock'
@@ -184,7 +185,7 @@ describe('the handshake against a scripted relay', () => {
 })
 
 describe('the socket opened beside discovery', () => {
-  const nip11 = (r: ScriptedRelay) => fetch(r.url.replace('ws:', 'http:'), { headers: { Accept: 'application/nostr+json' } })
+  const nip11 = (r: ScriptedRelay) => fetch(toHttpUrl(r.url), { headers: { Accept: 'application/nostr+json' } })
 
   it('is open while NIP-11 is read, and carries nothing until the document fits', async () => {
     const r = await scripted()
@@ -211,7 +212,7 @@ describe('the socket opened beside discovery', () => {
     const agent = agentOn(a, {
       relays: [a.url, b.url],
       fetch: async (url) => {
-        if (String(url).startsWith(a.url.replace('ws:', 'http:'))) {
+        if (String(url).startsWith(toHttpUrl(a.url))) {
           await until(() => a.connections.length === 1, 2000, 'the socket to the first relay')
           throw new TypeError('fetch failed')
         }
