@@ -77,14 +77,19 @@ function admissionError(path: ActorPath, outcome: Exclude<Admission, 'accepted'>
   return new ActorStoppedError(path)
 }
 
-// Each ask's reply callback → the ask's fail. A handler that crashes fails, at once, every ask whose reply
-// its message carries, even a message the actor made itself from another (a Saved carrying a Publish's reply).
-const replyFailers = new WeakMap<object, (error: Error) => void>()
+// Each ask's reply callback carries the ask's fail under this symbol. A handler that crashes fails, at once,
+// every ask whose reply its message carries, even a message the actor made itself from another (a Saved
+// carrying a Publish's reply). Not a WeakMap from reply to fail: V8's scavenger keeps the values of an old
+// WeakMap whose keys are young, so every ask's fail, its timer and the promise chain awaiting it (the whole
+// frame of the async function that asked) outlived the next scavenge and was often promoted; measured on
+// the agents benchmark (README, issue 11).
+const FAIL = Symbol('apiary.ask.fail')
+type ReplyCallback = { [FAIL]?: (error: Error) => void }
 
 /** The handler of `msg` threw: fail the asks whose reply callbacks `msg` carries (own properties only). */
 export function failRepliesIn(msg: object, error: Error): void {
   for (const value of Object.values(msg)) {
-    if (typeof value === 'function') replyFailers.get(value)?.(error)
+    if (typeof value === 'function') (value as ReplyCallback)[FAIL]?.(error)
   }
 }
 
@@ -118,8 +123,8 @@ export function ask<const M extends { type: string }, R>(
       finish()
     }
     const fail = (error: Error) => settle(() => reject(error))
-    const reply = (r: R) => settle(() => resolve(r))
-    replyFailers.set(reply, fail)
+    const reply: ((r: R) => void) & ReplyCallback = (r: R) => settle(() => resolve(r))
+    reply[FAIL] = fail
     const msg = build(reply)
     if (settled) return
     node = target.pendingAsks.add(fail)
