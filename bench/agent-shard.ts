@@ -9,7 +9,7 @@ import type { IntervalHistogram } from 'node:perf_hooks'
 import type { PublishResult } from '../src/client/index'
 import { AgentFleet, PublishLedger, type TrackedAgent } from './agent-fleet'
 import type { LoopDelay } from './child'
-import { startLoopDelay, stopLoopDelay } from './loop-delay'
+import { startGcPauses, startLoopDelay, startStallTimeline, stopLoopDelay, writeTimeline } from './loop-delay'
 
 export type ShardRequest =
   | { type: 'Create'; url: string; first: number; count: number }
@@ -175,8 +175,13 @@ async function probe(url: string, count: number, intervalMs: number): Promise<Sh
   for (const t of fleet.agents.slice(0, PROBE_WARMUP)) await fleet.start(t)
   const measured = fleet.agents.slice(PROBE_WARMUP)
   const m = startMeasure()
+  const gcPauses = process.env.BENCH_TIMELINE ? startGcPauses('probe-gc') : undefined
+  const stalls = startStallTimeline('probe-stalls')
   await Promise.all(measured.map((t, i) => sleep(i * intervalMs).then(() => fleet.start(t))))
   const load = stopMeasure(m)
+  gcPauses?.stop()
+  stalls.stop()
+  writeTimeline('probe', measured.map((t) => ({ startEpochMs: performance.timeOrigin + t.startedAt, discoveredMs: t.discoveredAt - t.startedAt, authenticatedMs: t.authenticatedAt - t.startedAt, activeMs: t.activeAt - t.startedAt })))
   await fleet.stopAll()
   return { samples: samplesOf(measured), load }
 }

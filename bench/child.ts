@@ -7,7 +7,7 @@ import { Session } from 'node:inspector'
 import type { IntervalHistogram } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { writeHeapSnapshot } from 'node:v8'
-import { type LoopDelay, startGcPauses, startLoopDelay, stopLoopDelay } from './loop-delay'
+import { type LoopDelay, startGcPauses, startLoopDelay, startStallTimeline, stopLoopDelay } from './loop-delay'
 
 export interface MemorySample {
   rss: number
@@ -49,6 +49,7 @@ export async function runRelayChild(start: (dataDir: string) => Promise<StartedR
   }
   let eld: IntervalHistogram | undefined
   let gcPauses: ReturnType<typeof startGcPauses> | undefined
+  let stalls: ReturnType<typeof startStallTimeline> | undefined
   let allocations: (() => Promise<void>) | undefined
   process.stdout.write(`${relay.url}\n`)
   send({ type: 'ready', url: relay.url })
@@ -81,11 +82,15 @@ export async function runRelayChild(start: (dataDir: string) => Promise<StartedR
           eld = startLoopDelay()
           gcPauses?.stop()
           gcPauses = startGcPauses()
+          stalls?.stop()
+          stalls = startStallTimeline('stalls')
           result = null
           break
         case 'eld-stop': {
           if (!eld) throw new Error('eld-stop without eld-start')
           result = { ...stopLoopDelay(eld), gc: gcPauses?.stop() } satisfies LoopDelay
+          stalls?.stop()
+          stalls = undefined
           await allocations?.()
           allocations = undefined
           eld = undefined

@@ -1,4 +1,5 @@
-import { type IntervalHistogram, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks'
+import { writeFileSync } from 'node:fs'
+import { type IntervalHistogram, monitorEventLoopDelay, type PerformanceEntry, PerformanceObserver } from 'node:perf_hooks'
 
 /** Event-loop delay over a measured span, in ms: how late the loop ran a timer that was due. */
 export interface LoopDelay {
@@ -44,17 +45,25 @@ export function stopLoopDelay(h: IntervalHistogram): LoopDelay {
  * mark-compact or incremental step that paused JavaScript), so a loop-delay tail can be told apart from a
  * collector's pause without a --trace-gc run, which slows the relay itself.
  */
-export function startGcPauses(): { stop(): GcPauses } {
+export function startGcPauses(timelineName = 'gc'): { stop(): GcPauses } {
   const pauses: number[] = []
-  const observer = new PerformanceObserver((list) => {
-    for (const entry of list.getEntries()) pauses.push(entry.duration)
-  })
+  // BENCH_TIMELINE=dir: every pause with its wall-clock start, to lay beside a probe's handshakes (bench/README.md)
+  const timeline: [startEpochMs: number, durationMs: number, kind: number][] = []
+  const take = (entries: PerformanceEntry[]) => {
+    for (const entry of entries) {
+      pauses.push(entry.duration)
+      const kind = (entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind ?? 0
+      if (process.env.BENCH_TIMELINE) timeline.push([performance.timeOrigin + entry.startTime, entry.duration, kind])
+    }
+  }
+  const observer = new PerformanceObserver((list) => take(list.getEntries()))
   observer.observe({ entryTypes: ['gc'] })
   return {
     stop() {
       // entries buffered but not yet delivered arrive through takeRecords
-      for (const entry of observer.takeRecords()) pauses.push(entry.duration)
+      take(observer.takeRecords())
       observer.disconnect()
+      writeTimeline(timelineName, timeline)
       const round = (ms: number) => Math.round(ms * 100) / 100
       return {
         count: pauses.length,
@@ -62,6 +71,33 @@ export function startGcPauses(): { stop(): GcPauses } {
         maxMs: round(Math.max(0, ...pauses)),
         totalMs: round(pauses.reduce((a, b) => a + b, 0)),
       }
+    },
+  }
+}
+
+/** BENCH_TIMELINE=dir: `rows` as JSON in dir/<what>-<pid>-<epoch ms>.json (diagnostics only; nothing reads it back). */
+export function writeTimeline(what: string, rows: unknown[]): void {
+  const dir = process.env.BENCH_TIMELINE
+  if (dir) writeFileSync(`${dir}/${what}-${process.pid}-${Date.now()}.json`, JSON.stringify(rows))
+}
+
+/**
+ * BENCH_TIMELINE=dir: the event loop's stalls with their wall-clock time (a 5 ms timer that ran ≥ 2 ms late),
+ * written by `stop()`; a no-op without it.
+ */
+export function startStallTimeline(name: string): { stop(): void } {
+  if (!process.env.BENCH_TIMELINE) return { stop() {} }
+  const stalls: [startEpochMs: number, lateMs: number][] = []
+  let due = performance.now() + RESOLUTION_MS
+  const timer = setInterval(() => {
+    const now = performance.now()
+    if (now - due >= 2) stalls.push([performance.timeOrigin + due, now - due])
+    due = now + RESOLUTION_MS
+  }, RESOLUTION_MS)
+  return {
+    stop() {
+      clearInterval(timer)
+      writeTimeline(name, stalls)
     },
   }
 }
