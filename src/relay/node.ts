@@ -24,6 +24,7 @@ import { type CommunityStore, seedDefaultCommunity } from '../infra/store/commun
 import type { EventStore } from '../infra/store/event-store.js'
 import type { SqliteEventStore } from '../infra/store/sqlite-event-store.js'
 import { withControlLane } from '../infra/verify/control-lane.js'
+import { createInlineVerifier } from '../infra/verify/inline-verifier.js'
 import type { Verifier } from '../infra/verify/verifier.js'
 import { createVerifierPool } from '../infra/verify/verifier-pool.js'
 // Extension needed: verify-core is plain JS so worker threads can load it without a TypeScript loader.
@@ -187,8 +188,8 @@ function closeHttp(http: Server): Promise<void> {
 const isControlFrame = (e: NostrEvent) => e.kind === KIND_AUTH || e.kind === KIND_PRESENCE || e.kind === KIND_ANNOUNCEMENT
 
 /**
- * The verifier pool; with its threads reniced (threads.writePathNice), plus one thread at the event loop's
- * priority for control frames, so they never wait for a core behind bulk work.
+ * The verifier pool (its threads reniced by threads.writePathNice) for bulk ingest; control frames are
+ * verified on the event loop itself, so a handshake never waits for a worker thread to be scheduled.
  */
 async function openVerifier(config: Config, log: Logger): Promise<Verifier> {
   const schnorr = loadSchnorr(config.verifyBackend)
@@ -196,11 +197,5 @@ async function openVerifier(config: Config, log: Logger): Promise<Verifier> {
   const backend = schnorr.name
   log.info({ backend, threads: config.verifyThreads }, 'signature verifier')
   const bulk = await createVerifierPool({ threads: config.verifyThreads, nice: config.threads.writePathNice, backend, log })
-  if (config.threads.writePathNice === 0) return bulk
-  try {
-    return withControlLane(bulk, await createVerifierPool({ threads: 1, backend, log }), isControlFrame)
-  } catch (error) {
-    await bulk.close()
-    throw error
-  }
+  return withControlLane(bulk, createInlineVerifier(backend), isControlFrame)
 }
