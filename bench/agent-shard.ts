@@ -71,7 +71,7 @@ const epoch = (t: number) => Math.round((performance.timeOrigin + t) * 100) / 10
 interface ShardState {
   fleet?: AgentFleet
   ledger: PublishLedger
-  measure?: { eld: IntervalHistogram; cpu: NodeJS.CpuUsage; t0: number }
+  measure?: { eld: IntervalHistogram; cpu: NodeJS.CpuUsage; t0: number; timeline: { stop(): unknown }[] }
   nextPublisher: number
 }
 
@@ -92,7 +92,7 @@ async function handle(s: ShardState, req: ShardRequest): Promise<ShardReplies[Sh
     case 'Probe':
       return probe(req.url, req.count, req.intervalMs)
     case 'MeasureStart':
-      s.measure = startMeasure()
+      s.measure = startMeasure('shard')
       return null
     case 'MeasureStop':
       return stopMeasure(s.measure ?? fail('MeasureStop without MeasureStart'))
@@ -127,11 +127,14 @@ async function handle(s: ShardState, req: ShardRequest): Promise<ShardReplies[Sh
   }
 }
 
-function startMeasure(): NonNullable<ShardState['measure']> {
-  return { eld: startLoopDelay(), cpu: process.cpuUsage(), t0: performance.now() }
+/** `name`: what BENCH_TIMELINE calls this process's GC pauses and stalls over the span */
+function startMeasure(name: string): NonNullable<ShardState['measure']> {
+  const timeline = process.env.BENCH_TIMELINE ? [startGcPauses(`${name}-gc`), startStallTimeline(`${name}-stalls`)] : []
+  return { eld: startLoopDelay(), cpu: process.cpuUsage(), t0: performance.now(), timeline }
 }
 
 function stopMeasure(m: NonNullable<ShardState['measure']>): ShardLoad {
+  for (const t of m.timeline) t.stop()
   const loopDelay = stopLoopDelay(m.eld)
   const cpu = process.cpuUsage(m.cpu)
   return { loopDelay, cores: round2((cpu.user + cpu.system) / 1000 / Math.max(1, performance.now() - m.t0)) }
@@ -174,13 +177,9 @@ async function probe(url: string, count: number, intervalMs: number): Promise<Sh
   const fleet = await AgentFleet.create(url, PROBE_WARMUP + count, 0, 'agents-probe')
   for (const t of fleet.agents.slice(0, PROBE_WARMUP)) await fleet.start(t)
   const measured = fleet.agents.slice(PROBE_WARMUP)
-  const m = startMeasure()
-  const gcPauses = process.env.BENCH_TIMELINE ? startGcPauses('probe-gc') : undefined
-  const stalls = startStallTimeline('probe-stalls')
+  const m = startMeasure('probe')
   await Promise.all(measured.map((t, i) => sleep(i * intervalMs).then(() => fleet.start(t))))
   const load = stopMeasure(m)
-  gcPauses?.stop()
-  stalls.stop()
   writeTimeline('probe', measured.map((t) => ({ startEpochMs: performance.timeOrigin + t.startedAt, discoveredMs: t.discoveredAt - t.startedAt, authenticatedMs: t.authenticatedAt - t.startedAt, activeMs: t.activeAt - t.startedAt })))
   await fleet.stopAll()
   return { samples: samplesOf(measured), load }

@@ -51,6 +51,7 @@ export async function runRelayChild(start: (dataDir: string) => Promise<StartedR
   let gcPauses: ReturnType<typeof startGcPauses> | undefined
   let stalls: ReturnType<typeof startStallTimeline> | undefined
   let allocations: (() => Promise<void>) | undefined
+  let cpuProfile: (() => Promise<void>) | undefined
   process.stdout.write(`${relay.url}\n`)
   send({ type: 'ready', url: relay.url })
   process.on('message', async (req: Request) => {
@@ -78,6 +79,7 @@ export async function runRelayChild(start: (dataDir: string) => Promise<StartedR
           // and alive are what the young generation copies (DevTools: "objects allocated between snapshots")
           if (process.env.BENCH_HEAP_SNAPSHOTS) snapshotPair(process.env.BENCH_HEAP_SNAPSHOTS)
           if (process.env.BENCH_ALLOCATION_PROFILE) allocations = startAllocationProfile(process.env.BENCH_ALLOCATION_PROFILE)
+          if (process.env.BENCH_CPU_PROFILE) cpuProfile = startCpuProfile(process.env.BENCH_CPU_PROFILE)
           eld?.disable()
           eld = startLoopDelay()
           gcPauses?.stop()
@@ -93,6 +95,8 @@ export async function runRelayChild(start: (dataDir: string) => Promise<StartedR
           stalls = undefined
           await allocations?.()
           allocations = undefined
+          await cpuProfile?.()
+          cpuProfile = undefined
           eld = undefined
           gcPauses = undefined
           break
@@ -264,6 +268,26 @@ function startAllocationProfile(dir: string): () => Promise<void> {
     if (keep === 'survivors') (globalThis as { gc?: (o: object) => void }).gc?.({ type: 'minor', execution: 'sync' })
     const { profile } = (await post('HeapProfiler.stopSampling')) as { profile: unknown }
     writeFileSync(`${dir}/alloc-${process.pid}.heapprofile`, JSON.stringify(profile))
+    session.disconnect()
+  }
+}
+
+/**
+ * Diagnostics: V8's CPU profiler over the measured span (a sample every 250 µs), written to
+ * `dir/cpu-<pid>.cpuprofile` when the span ends. Unlike --cpu-prof it is written by a relay that is later
+ * SIGKILLed (the agents' steady span).
+ */
+function startCpuProfile(dir: string): () => Promise<void> {
+  const session = new Session()
+  session.connect()
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) => session.post(method, params ?? {}, (e, r) => (e ? reject(e) : resolve(r))))
+  const started = post('Profiler.enable').then(() => post('Profiler.setSamplingInterval', { interval: 250 })).then(() => post('Profiler.start'))
+  started.catch(() => {})
+  return async () => {
+    await started
+    const { profile } = (await post('Profiler.stop')) as { profile: unknown }
+    writeFileSync(`${dir}/cpu-${process.pid}.cpuprofile`, JSON.stringify(profile))
     session.disconnect()
   }
 }
