@@ -78,7 +78,7 @@ export async function agentsStorm(opts: AgentsOptions): Promise<AgentsResult> {
   const bench: AgentsRun = { opts, shards: [], current: { relay: await spawn() }, spawn }
   const probe = forkShard('probe')
   try {
-    bench.shards = Array.from({ length: opts.shards }, (_, k) => forkShard(`shard ${k + 1}`))
+    bench.shards = Array.from({ length: opts.shards }, (_, k) => forkShard(`shard ${k + 1}`, Number(process.env.BENCH_AGENTS_LOAD_NICE ?? 0)))
     const url = bench.current.relay.url
     await askAll(bench.shards, (k) => ({ type: 'Create', url, first: Math.floor((k * opts.agents) / opts.shards), count: shareOf(opts.agents, k, opts.shards) }))
     try {
