@@ -27,6 +27,16 @@ export function describePresenceContract(name: string, make: () => PresenceStore
       expect(await store.get(c, [alice])).toEqual(new Map([[alice, 'away']]))
     })
 
+    it('gives back a status with multi-byte characters exactly as it was set, refreshed or not', async () => {
+      const store = make()
+      const [c, alice] = [testCommunity(), hex64()]
+      const status = '{"content":"在线 🐝 ünïcode","tags":[["t","ß"]]}'
+      await store.set(c, alice, status, 30)
+      expect(await store.get(c, [alice])).toEqual(new Map([[alice, status]]))
+      await store.set(c, alice, `${status} 🍯`, 30)
+      expect(await store.get(c, [alice])).toEqual(new Map([[alice, `${status} 🍯`]]))
+    })
+
     it('forgets a pubkey once cleared, and clearing an absent one is harmless', async () => {
       const store = make()
       const [c, alice] = [testCommunity(), hex64()]
