@@ -187,15 +187,24 @@ function closeHttp(http: Server): Promise<void> {
 /** What a client's handshake and lease wait on: verified ahead of bulk ingest (control-lane.ts). */
 const isControlFrame = (e: NostrEvent) => e.kind === KIND_AUTH || e.kind === KIND_PRESENCE || e.kind === KIND_ANNOUNCEMENT
 
+// The event loop's share the control lane may take: 60 ms a second. One verification costs ~60 µs natively and
+// ~240 µs in WASM (bench `ceiling`, pool figures per thread), so 1,000 or 250 control frames a second; 3,000
+// agents heartbeat 200 times a second. The rest of a busier second is verified by the pool.
+const CONTROL_LANE_LOOP_MS_PER_SECOND = 60
+const VERIFY_COST_US = { native: 60, wasm: 240 } as const
+
 /**
  * The verifier pool (its threads reniced by threads.writePathNice) for bulk ingest; control frames are
- * verified on the event loop itself, so a handshake never waits for a worker thread to be scheduled.
+ * verified on the event loop itself, within a budget, so a handshake never waits for a worker thread to be
+ * scheduled.
  */
 async function openVerifier(config: Config, log: Logger): Promise<Verifier> {
   const schnorr = loadSchnorr(config.verifyBackend)
   if (schnorr.fallback) log.warn({ reason: schnorr.fallback }, 'native Schnorr verifier unavailable: verifying in WASM, ~5x the CPU per event')
   const backend = schnorr.name
   log.info({ backend, threads: config.verifyThreads }, 'signature verifier')
+  const control = createInlineVerifier(backend)
   const bulk = await createVerifierPool({ threads: config.verifyThreads, nice: config.threads.writePathNice, backend, log })
-  return withControlLane(bulk, createInlineVerifier(backend), isControlFrame)
+  const maxPerSecond = Math.floor((CONTROL_LANE_LOOP_MS_PER_SECOND * 1000) / VERIFY_COST_US[backend])
+  return withControlLane(bulk, control, isControlFrame, { maxPerSecond })
 }

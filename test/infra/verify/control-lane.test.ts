@@ -32,7 +32,7 @@ describe('the verifier control lane', () => {
   it('verifies control frames on the control verifier and everything else on the bulk one, with the same verdicts', async () => {
     const bulk = recording()
     const control = recording()
-    const lane = withControlLane(bulk, control, (e) => e.kind === 22242 || e.kind === 20001)
+    const lane = withControlLane(bulk, control, (e) => e.kind === 22242 || e.kind === 20001, { maxPerSecond: 100 })
     expect(await lane.verify(event(1))).toBe('ok')
     expect(await lane.verify(event(22242))).toBe('ok')
     expect(await lane.verify(event(20001))).toBe('ok')
@@ -43,10 +43,28 @@ describe('the verifier control lane', () => {
     expect(lane.threads).toBe(2)
   })
 
+  it('sends the control frames past maxPerSecond in one second to the bulk verifier, and takes them again the next second', async () => {
+    const bulk = recording()
+    const control = recording()
+    let nowMs = 5_000
+    const lane = withControlLane(bulk, control, (e) => e.kind === 20001, { maxPerSecond: 2, nowMs: () => nowMs })
+    for (let i = 0; i < 3; i++) expect(await lane.verify(event(20001))).toBe('ok')
+    expect(await lane.verify(event(1))).toBe('ok')
+    expect([control.seen.length, bulk.seen]).toEqual([2, [20001, 1]])
+    nowMs += 999
+    expect(await lane.verify(event(20001))).toBe('ok')
+    expect(control.seen.length).toBe(2)
+    nowMs += 1
+    expect(await lane.verify(event(20001))).toBe('ok')
+    expect(await lane.verify(event(20001))).toBe('ok')
+    expect(await lane.verify(event(20001))).toBe('ok')
+    expect([control.seen.length, bulk.seen]).toEqual([4, [20001, 1, 20001, 20001]])
+  })
+
   it('closes both verifiers', async () => {
     const bulk = recording()
     const control = recording()
-    await withControlLane(bulk, control, () => true).close()
+    await withControlLane(bulk, control, () => true, { maxPerSecond: 100 }).close()
     expect([bulk.closed, control.closed]).toEqual([true, true])
   })
 })
