@@ -33,12 +33,15 @@ export function startHeartbeat(opts: {
   nowMs: () => number
   sockets: () => Iterable<Watched>
 }): () => void {
+  // an interval under SLICES ms is cut into fewer slices: a tick under 1 ms would run every 1 ms (Node's
+  // floor) and stretch the interval
+  const slices = Math.max(1, Math.min(SLICES, Math.floor(opts.intervalMs)))
   let tick = 0
   const timer = setInterval(() => {
-    const slice = tick++ % SLICES
+    const slice = tick++ % slices
     const now = opts.nowMs()
     for (const w of opts.sockets()) {
-      if (w.slot !== slice) continue
+      if (w.slot % slices !== slice) continue
       if (!w.alive) {
         w.ws.terminate()
         continue
@@ -50,7 +53,7 @@ export function startHeartbeat(opts: {
       w.alive = false
       w.ws.ping()
     }
-  }, opts.intervalMs / SLICES)
+  }, opts.intervalMs / slices)
   timer.unref()
   return () => clearInterval(timer)
 }

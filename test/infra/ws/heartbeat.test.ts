@@ -24,7 +24,7 @@ describe('heartbeat', () => {
     vi.useRealTimers()
   })
 
-  it('spreads the pings over the interval: a tenth of the sockets per tick, each socket once per interval', () => {
+  it('spreads the pings over the interval: 1/SLICES of the sockets per tick, each socket once per interval', () => {
     const sockets = Array.from({ length: 1_000 }, () => new FakeSocket())
     const watched: Watched[] = sockets.map((s) => watch(s as unknown as WebSocket, () => 0, () => true))
     const stop = startHeartbeat({ intervalMs: 30_000, idleMs: 60_000, nowMs: () => 0, sockets: () => watched })
@@ -33,6 +33,20 @@ describe('heartbeat', () => {
       expect(sockets.filter((s) => s.pings > 0).length).toBe((1_000 / SLICES) * tick)
     }
     expect(sockets.every((s) => s.pings === 1)).toBe(true)
+    stop()
+  })
+
+  it('visits each socket once per interval when the interval is shorter than SLICES ms', () => {
+    const sockets = Array.from({ length: 200 }, () => new FakeSocket())
+    const watched: Watched[] = sockets.map((s) => watch(s as unknown as WebSocket, () => 0, () => true))
+    const stop = startHeartbeat({ intervalMs: 50, idleMs: 60_000, nowMs: () => 0, sockets: () => watched })
+    vi.advanceTimersByTime(49)
+    expect(sockets.some((s) => s.pings === 0)).toBe(true)
+    vi.advanceTimersByTime(1)
+    expect(sockets.every((s) => s.pings === 1)).toBe(true)
+    for (const s of sockets) s.emit('pong')
+    vi.advanceTimersByTime(50)
+    expect(sockets.every((s) => s.pings === 2 && !s.terminated)).toBe(true)
     stop()
   })
 
