@@ -78,8 +78,9 @@ const limits = z
       .default(200)
       .describe('WebSocket connections open at once from one client IP, across the cluster; one more is refused with HTTP 429'),
     // Issue 11: a reconnect storm of 3,000 agents must spread out rather than queue without bound. 256
-    // AUTHs in flight keep both verifier threads busy (batches of 64) with room to spare; past them an AUTH
-    // is answered rate-limited with a jittered 1-5 s retry instead of waiting behind the others.
+    // AUTHs in flight (admission, signature on the event loop, ban lookup) was set when AUTHs were verified
+    // on worker threads (both busy, batches of 64, with room to spare); the storm still settles in 9-16 s
+    // with it (bench `agents`). Past it an AUTH is answered rate-limited with a jittered 1-5 s retry.
     maxConcurrentAuth: z
       .number()
       .int()

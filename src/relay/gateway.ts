@@ -56,7 +56,8 @@ function refuseUpgrade(socket: Duplex, status: number, text: string) {
 
 export function acceptConnections(d: GatewayDeps) {
   const live = new Map<string, Watched>()
-  // node-wide: what a reconnect storm of every socket at once may put in front of the verifier pool
+  // node-wide: what a reconnect storm of every socket at once may put in front of admission, the AUTH
+  // signature check and the ban lookup
   const authSlots = createAuthSlots(d.config.limits.maxConcurrentAuth)
   let nextId = 0
   let closing = false

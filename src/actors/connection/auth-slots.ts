@@ -1,6 +1,6 @@
 // Handshake shaping (issue 11): at most limits.maxConcurrentAuth AUTH verifications in flight on one node.
 // A reconnect storm then spreads out (each refused client retries after a jittered delay) instead of queueing
-// without bound in front of the verifier pool, where every AUTH would wait behind all the others.
+// without bound in front of the gate and the ban lookup, where every AUTH would wait behind all the others.
 
 export interface AuthSlots {
   /** a place for one AUTH's preparation, or false when all are taken; `release()` once it is prepared */

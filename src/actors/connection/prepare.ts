@@ -1,5 +1,6 @@
 // A frame's preparation, beside the connection actor: everything that takes I/O or CPU elsewhere (admission
-// in the principal actor, ban lookups in the store, the signature in the verifier pool). It reads the
+// in the principal actor, ban lookups in the store, the signature in the verifier: the pool for bulk events, the
+// event loop for AUTH, presence and announcements, control-lane.ts). It reads the
 // connection's AUTH state, which only an applied AUTH changes (a barrier: see frame-sequence.ts), and
 // changes nothing; the actor applies the outcome in arrival order.
 import { conditionsAllowKind } from '../../protocols/nip-oa.js'
