@@ -80,6 +80,18 @@ describe('memory presence store', () => {
     expect((await store.get(c, pubkeys.slice(-50))).size).toBe(50)
   })
 
+  it('counts a refresh as recent: at maxEntries a new pubkey drops the one refreshed longest ago, a refresh drops none', async () => {
+    const store = createMemoryPresenceStore({ now: () => 0, maxEntries: 2 })
+    const c = testCommunity()
+    const [a, b, d] = [hex64(), hex64(), hex64()]
+    await store.set(c, a, 'online', 60)
+    await store.set(c, b, 'online', 60)
+    await store.set(c, a, 'away', 60)
+    expect(await store.get(c, [a, b])).toEqual(new Map([[a, 'away'], [b, 'online']]))
+    await store.set(c, d, 'online', 60)
+    expect(await store.get(c, [a, b, d])).toEqual(new Map([[a, 'away'], [d, 'online']]))
+  })
+
   it('shrinks to the live entries under churn', async () => {
     const clock = { t: 0 }
     const store = createMemoryPresenceStore({ now: () => clock.t })
