@@ -134,10 +134,11 @@ function startMeasure(name: string): NonNullable<ShardState['measure']> {
 }
 
 function stopMeasure(m: NonNullable<ShardState['measure']>): ShardLoad {
-  for (const t of m.timeline) t.stop()
   const loopDelay = stopLoopDelay(m.eld)
   const cpu = process.cpuUsage(m.cpu)
-  return { loopDelay, cores: round2((cpu.user + cpu.system) / 1000 / Math.max(1, performance.now() - m.t0)) }
+  const cores = round2((cpu.user + cpu.system) / 1000 / Math.max(1, performance.now() - m.t0))
+  for (const t of m.timeline) t.stop()
+  return { loopDelay, cores }
 }
 
 function samplesOf(agents: TrackedAgent[]): HandshakeSamples {

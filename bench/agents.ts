@@ -70,6 +70,13 @@ type AgentsRun = Omit<StormBench, 'opts'> & { opts: AgentsOptions }
 const HANDSHAKE_HISTOGRAM = 'apiary_handshake_seconds'
 const JOB_FILTER = { kinds: [5050], '#t': ['bench-agents'] }
 
+/** BENCH_AGENTS_LOAD_NICE: the load shards' nice value (0-19), as if the agents ran on other machines */
+function loadNice(): number {
+  const n = Number(process.env.BENCH_AGENTS_LOAD_NICE ?? 0)
+  if (!Number.isInteger(n) || n < 0 || n > 19) throw new Error(`BENCH_AGENTS_LOAD_NICE is an integer 0-19, not ${process.env.BENCH_AGENTS_LOAD_NICE}`)
+  return n
+}
+
 export async function agentsStorm(opts: AgentsOptions): Promise<AgentsResult> {
   const port = await freePort()
   // the port is fixed so the agents reconnect to the same URL after the restart; limits are replaced whole
@@ -78,7 +85,7 @@ export async function agentsStorm(opts: AgentsOptions): Promise<AgentsResult> {
   const bench: AgentsRun = { opts, shards: [], current: { relay: await spawn() }, spawn }
   const probe = forkShard('probe')
   try {
-    bench.shards = Array.from({ length: opts.shards }, (_, k) => forkShard(`shard ${k + 1}`, Number(process.env.BENCH_AGENTS_LOAD_NICE ?? 0)))
+    bench.shards = Array.from({ length: opts.shards }, (_, k) => forkShard(`shard ${k + 1}`, loadNice()))
     const url = bench.current.relay.url
     await askAll(bench.shards, (k) => ({ type: 'Create', url, first: Math.floor((k * opts.agents) / opts.shards), count: shareOf(opts.agents, k, opts.shards) }))
     try {
