@@ -246,15 +246,22 @@ function stderrTail(stderr: string): string {
   return lines.length ? `: ${firstError ?? lines[lines.length - 1]}` : ''
 }
 
+/** An inspector session on this process: `post` a DevTools Protocol method and get its result. */
+function inspectorSession(): { post(method: string, params?: object): Promise<unknown>; disconnect(): void } {
+  const session = new Session()
+  session.connect()
+  return {
+    post: (method, params) => new Promise((resolve, reject) => session.post(method, params ?? {}, (e, r) => (e ? reject(e) : resolve(r)))),
+    disconnect: () => session.disconnect(),
+  }
+}
+
 /**
  * Diagnostics: V8's sampling heap profiler over the measured span (a sample every ~32 KB allocated), written to
  * `dir/alloc-<pid>.heapprofile` for DevTools when the span ends: where the young generation's bytes come from.
  */
 function startAllocationProfile(dir: string): () => Promise<void> {
-  const session = new Session()
-  session.connect()
-  const post = (method: string, params?: object) =>
-    new Promise<unknown>((resolve, reject) => session.post(method, params ?? {}, (e, r) => (e ? reject(e) : resolve(r))))
+  const { post, disconnect } = inspectorSession()
   // BENCH_ALLOCATION_PROFILE_KEEP: 'survivors' leaves out what the young generation's scavenges collected (what
   // is left survived one: the bytes they copy and promote), 'live' also what mark-compacts collected
   const keep = process.env.BENCH_ALLOCATION_PROFILE_KEEP
@@ -268,7 +275,7 @@ function startAllocationProfile(dir: string): () => Promise<void> {
     if (keep === 'survivors') (globalThis as { gc?: (o: object) => void }).gc?.({ type: 'minor', execution: 'sync' })
     const { profile } = (await post('HeapProfiler.stopSampling')) as { profile: unknown }
     writeFileSync(`${dir}/alloc-${process.pid}.heapprofile`, JSON.stringify(profile))
-    session.disconnect()
+    disconnect()
   }
 }
 
@@ -278,17 +285,14 @@ function startAllocationProfile(dir: string): () => Promise<void> {
  * SIGKILLed (the agents' steady span).
  */
 function startCpuProfile(dir: string): () => Promise<void> {
-  const session = new Session()
-  session.connect()
-  const post = (method: string, params?: object) =>
-    new Promise<unknown>((resolve, reject) => session.post(method, params ?? {}, (e, r) => (e ? reject(e) : resolve(r))))
+  const { post, disconnect } = inspectorSession()
   const started = post('Profiler.enable').then(() => post('Profiler.setSamplingInterval', { interval: 250 })).then(() => post('Profiler.start'))
   started.catch(() => {})
   return async () => {
     await started
     const { profile } = (await post('Profiler.stop')) as { profile: unknown }
     writeFileSync(`${dir}/cpu-${process.pid}.cpuprofile`, JSON.stringify(profile))
-    session.disconnect()
+    disconnect()
   }
 }
 
