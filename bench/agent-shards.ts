@@ -34,9 +34,10 @@ export interface Shard {
 
 const SCRIPT = fileURLToPath(new URL('./agent-shard.ts', import.meta.url))
 
-export function forkShard(name: string, nice = 0): Shard {
+export function forkShard(name: string, nice = 0, nodeArgs: string[] = []): Shard {
   // a nice value is set for every thread of the process (GC helpers included) by starting it under nice(1)
-  const under = nice > 0 ? { execPath: 'nice', execArgv: ['-n', String(nice), process.execPath, '--import', 'tsx'] } : { execArgv: ['--import', 'tsx'] }
+  const node = ['--import', 'tsx', ...nodeArgs]
+  const under = nice > 0 ? { execPath: 'nice', execArgv: ['-n', String(nice), process.execPath, ...node] } : { execArgv: node }
   const child: ChildProcess = fork(SCRIPT, [], { ...under, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
   let nextId = 1
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>()

@@ -77,6 +77,9 @@ function loadNice(): number {
   return n
 }
 
+/** BENCH_AGENTS_LOAD_NODE_ARGS: extra node flags for the load shards (not the probe), e.g. "--single-threaded-gc" */
+const loadNodeArgs = (): string[] => process.env.BENCH_AGENTS_LOAD_NODE_ARGS?.split(' ').filter(Boolean) ?? []
+
 export async function agentsStorm(opts: AgentsOptions): Promise<AgentsResult> {
   const port = await freePort()
   // the port is fixed so the agents reconnect to the same URL after the restart; limits are replaced whole
@@ -85,7 +88,7 @@ export async function agentsStorm(opts: AgentsOptions): Promise<AgentsResult> {
   const bench: AgentsRun = { opts, shards: [], current: { relay: await spawn() }, spawn }
   const probe = forkShard('probe')
   try {
-    bench.shards = Array.from({ length: opts.shards }, (_, k) => forkShard(`shard ${k + 1}`, loadNice()))
+    bench.shards = Array.from({ length: opts.shards }, (_, k) => forkShard(`shard ${k + 1}`, loadNice(), loadNodeArgs()))
     const url = bench.current.relay.url
     await askAll(bench.shards, (k) => ({ type: 'Create', url, first: Math.floor((k * opts.agents) / opts.shards), count: shareOf(opts.agents, k, opts.shards) }))
     try {

@@ -3,7 +3,7 @@
 // the application's subscriptions and the outbound guard. Longer than ~250 lines because it is the state
 // machine; the pieces it drives (backoff, throttle, queue, dedup, wire format, socket) are the agent-*.ts beside it.
 import { BehaviorSubject, type Observable } from 'rxjs'
-import { type NostrEvent, verifyEventNoble } from '../protocols/nip01/event.js'
+import { type NostrEvent, verifyEventWasm } from '../protocols/nip01/event.js'
 import { KIND_AUTH } from '../protocols/nip01/kinds.js'
 import { type EventTemplate, signTemplate } from '../protocols/nip01/sign.js'
 import { prefixOf } from '../protocols/reasons.js'
@@ -669,14 +669,14 @@ export class AgentClient {
   private onEvent(subId: string, event: NostrEvent): void {
     const query = this.queries.get(subId)
     if (query) {
-      if (verifyEventNoble(event) === 'ok') query.events.push(event)
+      if (verifyEventWasm(event) === 'ok') query.events.push(event)
       return
     }
     const sub = this.subs.get(subId)
     if (!sub) return
     // the relay's page counts every stored event it sent, repeats and forgeries too
     if (sub.firstPage) tallyEvent(sub.firstPage, event)
-    if (verifyEventNoble(event) === 'ok') this.deliver(sub, event)
+    if (verifyEventWasm(event) === 'ok') this.deliver(sub, event)
   }
 
   /** a verified event of `sub`, live or from its backlog, to the application once */

@@ -10,7 +10,7 @@
 // noble's output byte for byte).
 import { equalBytes } from '@noble/curves/utils.js'
 import { randomBytes } from '@noble/hashes/utils.js'
-import { isPrivate, signSchnorr, xOnlyPointFromScalar } from 'tiny-secp256k1'
+import { isPrivate, signSchnorr, verifySchnorr, xOnlyPointFromScalar } from 'tiny-secp256k1'
 
 /** A secret key ready to sign, and its x-only public key. */
 export interface Bip340Key {
@@ -31,6 +31,18 @@ export function toBip340Key(secretKey: Uint8Array): Bip340Key {
 /** BIP-340 signature of `message` (an event id or an attestation digest: 32 bytes); `auxRand` as in BIP-340 (fresh randomness by default). */
 export function signBip340(key: Bip340Key, message: Uint8Array, auxRand: Uint8Array = randomBytes(32)): Uint8Array {
   return signSchnorr(message, key.secretKey, auxRand)
+}
+
+/**
+ * BIP-340 verification of `signature` over `message` (32 bytes) by the x-only `publicKey`, with the same
+ * libsecp256k1 WASM: false, never a throw, for a key off the curve or inputs of the wrong length.
+ */
+export function verifyBip340(signature: Uint8Array, message: Uint8Array, publicKey: Uint8Array): boolean {
+  try {
+    return verifySchnorr(message, publicKey, signature)
+  } catch {
+    return false
+  }
 }
 
 // per secret-key object; the copy inside each entry catches a key changed in place after its first use

@@ -72,6 +72,24 @@ describe('a subscription resumed after an outage', () => {
   })
 })
 
+describe('events the relay sends that are not what they claim', () => {
+  it('never reach the application: a changed content (id no longer its hash) or a broken signature is dropped', async () => {
+    const keys = makeKeys()
+    const good = signEvent(keys, { kind: 1, content: 'genuine' }).event
+    const reworded = { ...signEvent(keys, { kind: 1, content: 'original' }).event, content: 'reworded' }
+    const forged = signEvent(keys, { kind: 1, content: 'forged' }).event
+    const badSig = { ...forged, sig: (forged.sig[0] === '0' ? '1' : '0') + forged.sig.slice(1) }
+    const r = await scripted(replaying([reworded, badSig, good]))
+    const agent = agentOn(r)
+    await agent.start()
+    const got: string[] = []
+    agent.subscribe([{ kinds: [1] }], (e) => got.push(e.content))
+    // frames are handled in order: once the genuine one (sent last) is here, the other two were judged
+    await until(() => got.length > 0, 5000, 'the genuine event')
+    expect(got).toEqual(['genuine'])
+  })
+})
+
 describe('a subscription the relay CLOSED on a connection that stays up', () => {
   it('is re-sent after the `retry in Ns` of a `rate-limited:`', async () => {
     const r = await scripted((f, ws, c) => {

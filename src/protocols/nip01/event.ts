@@ -1,6 +1,7 @@
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, hexToBytes, utf8ToBytes } from '@noble/hashes/utils.js'
+import { verifyBip340 } from '../bip340.js'
 import type { Limits } from '../limits.js'
 import { reason } from '../reasons.js'
 import { err, OK_VOID, ok, type Result } from '../result.js'
@@ -90,6 +91,22 @@ export function verifyEventNoble(e: NostrEvent): 'ok' | 'bad-id' | 'bad-sig' {
   } catch {
     return 'bad-sig'
   }
+}
+
+/**
+ * verifyEventNoble's verdicts with libsecp256k1 as WASM (bip340.ts): ~0.24 ms an event here against ~1.3 ms,
+ * and none of the BigInts noble allocates. What clients check the events a relay sends them with: an agent
+ * process may receive one event for each of hundreds of its agents at once. Stricter only in that ids,
+ * pubkeys and signatures must be lowercase hex, as NIP-01 says. Never throws, whatever the input.
+ */
+export function verifyEventWasm(e: NostrEvent): 'ok' | 'bad-id' | 'bad-sig' {
+  try {
+    if (computeEventId(e) !== e.id) return 'bad-id'
+  } catch {
+    return 'bad-id'
+  }
+  if (typeof e.sig !== 'string' || !HEX64.test(e.pubkey) || !HEX128.test(e.sig)) return 'bad-sig'
+  return verifyBip340(hexToBytes(e.sig), hexToBytes(e.id), hexToBytes(e.pubkey)) ? 'ok' : 'bad-sig'
 }
 
 // --- parsing untrusted input -----------------------------------------------------------------------------

@@ -3,6 +3,7 @@ import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js'
 import fc from 'fast-check'
 import { finalizeEvent, generateSecretKey, getEventHash, getPublicKey, verifyEvent } from 'nostr-tools/pure'
 import { describe, expect, it } from 'vitest'
+import { verifyBip340 } from '../../../src/protocols/bip340'
 import {
   computeEventId,
   type NostrEvent,
@@ -10,6 +11,7 @@ import {
   toRawEvent,
   utf8Length,
   verifyEventNoble,
+  verifyEventWasm,
 } from '../../../src/protocols/nip01/event'
 import { shapeEvent } from '../fixtures'
 import { BIP340_VECTORS } from './bip340-vectors'
@@ -29,6 +31,11 @@ const plain = (e: NostrEvent): NostrEvent => JSON.parse(JSON.stringify(e))
 describe('BIP-340 Schnorr, the primitive under verifyEventNoble', () => {
   it.each(BIP340_VECTORS)('vector $index verifies as $valid ($comment)', (v) => {
     expect(verifyHex(v.signature, v.message, v.publicKey)).toBe(v.valid)
+  })
+
+  // libsecp256k1's binding takes 32-byte messages only (an event id); vectors 15-18 sign other lengths
+  it.each(BIP340_VECTORS.filter((v) => v.message.length === 64))('vector $index verifies as $valid with libsecp256k1 too (verifyBip340)', (v) => {
+    expect(verifyBip340(hexToBytes(v.signature), hexToBytes(v.message), hexToBytes(v.publicKey))).toBe(v.valid)
   })
 
   it.each(BIP340_VECTORS.filter((v) => v.secretKey !== ''))('vector $index signs to the published signature', (v) => {
@@ -77,7 +84,10 @@ describe('serializing an event for its id', () => {
   })
 })
 
-describe('the reference verifier (verifyEventNoble)', () => {
+describe.each([
+  ['the reference verifier (verifyEventNoble)', verifyEventNoble],
+  ["libsecp256k1's, as clients check inbound events (verifyEventWasm)", verifyEventWasm],
+])('%s', (_name, verify) => {
   const sk = generateSecretKey()
   const signed = plain(finalizeEvent({ kind: 1, created_at: 1_700_000_000, tags: [['t', 'bee']], content: 'buzz' }, sk))
   const other = getPublicKey(generateSecretKey())
@@ -94,12 +104,12 @@ describe('the reference verifier (verifyEventNoble)', () => {
   ]
 
   it.each(cases)('answers $verdict for $name', ({ event, verdict }) => {
-    expect(verifyEventNoble(event)).toBe(verdict)
+    expect(verify(event)).toBe(verdict)
   })
 
   it('never throws on garbage shapes', () => {
     const garbage = [{}, { id: 1 }, { tags: 'x' }, shapeEvent({ sig: '' }), { ...signed, tags: null }]
-    for (const g of garbage) expect(['ok', 'bad-id', 'bad-sig']).toContain(verifyEventNoble(g as NostrEvent))
+    for (const g of garbage) expect(['ok', 'bad-id', 'bad-sig']).toContain(verify(g as NostrEvent))
   })
 
   it('agrees with nostr-tools verifyEvent on random signed and tampered events', () => {
@@ -115,12 +125,21 @@ describe('the reference verifier (verifyEventNoble)', () => {
           if (tamper === 'content') e.content += '!'
           if (tamper === 'sig') e.sig = flipFirstHex(e.sig)
           if (tamper === 'pubkey') Object.assign(e, reId({ ...e, pubkey: getPublicKey(keys[1 - k]!) }))
-          expect(verifyEventNoble(e) === 'ok').toBe(verifyEvent(plain(e)))
-          expect(verifyEventNoble(e)).toBe(tamper === 'none' ? 'ok' : tamper === 'content' ? 'bad-id' : 'bad-sig')
+          expect(verify(e) === 'ok').toBe(verifyEvent(plain(e)))
+          expect(verify(e)).toBe(tamper === 'none' ? 'ok' : tamper === 'content' ? 'bad-id' : 'bad-sig')
         },
       ),
       { numRuns: 60 },
     )
+  })
+})
+
+describe('verifyEventWasm, beyond the reference', () => {
+  it('holds ids, pubkeys and signatures to lowercase hex (NIP-01), which noble would decode either way', () => {
+    const signed = plain(finalizeEvent({ kind: 1, created_at: 1_700_000_000, tags: [], content: 'x' }, generateSecretKey()))
+    expect(verifyEventNoble({ ...signed, sig: signed.sig.toUpperCase() })).toBe('ok')
+    expect(verifyEventWasm({ ...signed, sig: signed.sig.toUpperCase() })).toBe('bad-sig')
+    expect(verifyEventWasm({ ...signed, id: signed.id.toUpperCase() })).toBe('bad-id')
   })
 })
 
