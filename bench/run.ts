@@ -103,7 +103,7 @@ const size = quick
       // the load processes sign (~0.25 ms here, src/protocols/bip340.ts) and verify every inbound event with
       // noble (~1.4 ms): 3,000 heartbeating agents alone keep ~0.1 core of them busy (~0.5 with noble's sign),
       // so the fleet starts at 50 handshakes/s, only a sample of agents subscribes, and the steady handshake is the probe's (10/s, a process doing nothing else)
-      agents: { agents: 3_000, shards: agentShards, waveSize: 50, waveSpacingMs: 20, probeHandshakes: 300, probeIntervalMs: 100, subscribers: 50, trafficPublishers: 10, trafficIntervalMs: 2_000, stormPublishers: 100, recoveryTimeoutMs: 180_000, shapedMaxConcurrentAuth: 32 },
+      agents: { agents: 3_000, shards: agentShards, waveSize: 50, waveSpacingMs: 20, probeHandshakes: 600, probeIntervalMs: 100, subscribers: 50, trafficPublishers: 10, trafficIntervalMs: 2_000, stormPublishers: 100, recoveryTimeoutMs: 180_000, shapedMaxConcurrentAuth: 32 },
       clusterFanout: { subscribers: 200, events: 500 },
       admission: { seconds: 3, maxDecisions: 10_000_000, callers: [1, 16, 64], batches: [8, 32, 128], batchCallers: [1, 16], memoryCallers: 16 },
       ingestPg: { events: 30_000, connections: 4, window: 200, maxSeconds: 20 },
