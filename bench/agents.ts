@@ -8,7 +8,7 @@ import { deliveryFigures } from './agent-fleet'
 import type { ShardLoad } from './agent-shard'
 import { askAll, collectDeliveries, collectLedger, fleetStatus, forkShard, type HandshakeFigures, mergeHandshakes, nowEpochMs, round2, type Shard, STABLE_MS, shareOf, sleep, until } from './agent-shards'
 import { type StormBench, type StormFigures, storm } from './agent-storm'
-import { CHILD_SCRIPTS, type LoopDelay, type MemorySample, spawnRelay } from './child'
+import { CHILD_SCRIPTS, type LoopDelay, type MemorySample, nodeArgsFromEnv, spawnRelay } from './child'
 import { bucketQuantile, freePort, histogramOf, openFilesLimit, scrapeMetrics } from './relay-readings'
 
 export interface AgentsOptions {
@@ -77,9 +77,6 @@ function loadNice(): number {
   return n
 }
 
-/** BENCH_AGENTS_LOAD_NODE_ARGS: extra node flags for the load shards (not the probe), e.g. "--single-threaded-gc" */
-const loadNodeArgs = (): string[] => process.env.BENCH_AGENTS_LOAD_NODE_ARGS?.split(' ').filter(Boolean) ?? []
-
 export async function agentsStorm(opts: AgentsOptions): Promise<AgentsResult> {
   const port = await freePort()
   // the port is fixed so the agents reconnect to the same URL after the restart; limits are replaced whole
@@ -88,7 +85,8 @@ export async function agentsStorm(opts: AgentsOptions): Promise<AgentsResult> {
   const bench: AgentsRun = { opts, shards: [], current: { relay: await spawn() }, spawn }
   const probe = forkShard('probe')
   try {
-    bench.shards = Array.from({ length: opts.shards }, (_, k) => forkShard(`shard ${k + 1}`, loadNice(), loadNodeArgs()))
+    // BENCH_AGENTS_LOAD_NODE_ARGS: extra node flags for the load shards (not the probe), e.g. "--cpu-prof"
+    bench.shards = Array.from({ length: opts.shards }, (_, k) => forkShard(`shard ${k + 1}`, loadNice(), nodeArgsFromEnv('BENCH_AGENTS_LOAD_NODE_ARGS')))
     const url = bench.current.relay.url
     await askAll(bench.shards, (k) => ({ type: 'Create', url, first: Math.floor((k * opts.agents) / opts.shards), count: shareOf(opts.agents, k, opts.shards) }))
     try {

@@ -142,6 +142,9 @@ export interface RelayProcess {
 const here = (f: string) => fileURLToPath(new URL(f, import.meta.url))
 export const CHILD_SCRIPTS = { apiary: here('./serve-apiary.ts'), baseline: here('./serve-baseline.ts') } as const
 
+/** Node flags from the environment variable `name`, space-separated (BENCH_CHILD_NODE_ARGS and the like); none when unset. */
+export const nodeArgsFromEnv = (name: string): string[] => process.env[name]?.split(' ').filter(Boolean) ?? []
+
 /** The flags between `node` and the script in package.json's `start`: the relay is measured as it is started. */
 const START_NODE_FLAGS: string[] = (() => {
   const pkg = JSON.parse(readFileSync(here('../package.json'), 'utf8')) as { scripts: { start: string } }
@@ -158,7 +161,7 @@ export function spawnRelay(script: string, dataDir: string, startTimeoutMs = 60_
   const child: ChildProcess = fork(script, [dataDir], {
     // the node flags `npm start` gives the relay (package.json), for Apiary and the baseline alike; then
     // BENCH_CHILD_NODE_ARGS: extra node flags for the relay child, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
-    execArgv: ['--expose-gc', '--import', 'tsx', ...START_NODE_FLAGS, ...(process.env.BENCH_CHILD_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
+    execArgv: ['--expose-gc', '--import', 'tsx', ...START_NODE_FLAGS, ...nodeArgsFromEnv('BENCH_CHILD_NODE_ARGS')],
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     env: { ...process.env, ...env },
   })
