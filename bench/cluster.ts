@@ -121,7 +121,7 @@ async function redisCpuSeconds(redis: Redis): Promise<number> {
  * Redis figure it counts every client's load. A backend that exits inside a window takes its share with it;
  * a node's pool connections live through the whole window, so theirs is counted.
  */
-function postgresCpuSeconds(): Map<number, number> {
+export function postgresCpuSeconds(): Map<number, number> {
   const out = new Map<number, number>()
   let entries: string[]
   try {
@@ -145,7 +145,7 @@ function postgresCpuSeconds(): Map<number, number> {
   return out
 }
 
-function postgresCpuSince(before: Map<number, number>): number {
+export function postgresCpuSince(before: Map<number, number>): number {
   let total = 0
   for (const [pid, seconds] of postgresCpuSeconds()) total += seconds - (before.get(pid) ?? 0)
   return total
@@ -207,18 +207,21 @@ async function withNodes<T>(count: number, config: ConfigInput, dir: (label: str
 
 /**
  * CPU of all `nodes` over a load generator's timed window, in cores; with `redis`, also of redis-server and of
- * the local PostgreSQL server processes (both shared: every client's load counts).
+ * the local PostgreSQL server processes (both shared: every client's load counts). The nodes' event-loop delay
+ * over the same window (the worst node's p99), which also starts and stops the relay child's diagnostics
+ * (BENCH_CPU_PROFILE, BENCH_ALLOCATION_PROFILE, BENCH_TIMELINE: bench/README.md).
  */
 function cpuProbe(nodes: RelayProcess[], redis?: Redis) {
   let t0 = 0
   let relay0 = 0
   let redis0 = 0
   let pg0 = new Map<number, number>()
-  const figures = { relayCores: Number.NaN, redisCores: Number.NaN, postgresCores: Number.NaN }
+  const figures = { relayCores: Number.NaN, redisCores: Number.NaN, postgresCores: Number.NaN, loopDelayP99Ms: Number.NaN }
   const relayCpu = async () => (await Promise.all(nodes.map((n) => n.cpuMicros()))).reduce((a, b) => a + b, 0)
   return {
     figures,
     onStart: async () => {
+      await Promise.all(nodes.map((n) => n.loopDelayStart()))
       relay0 = await relayCpu()
       if (redis) {
         redis0 = await redisCpuSeconds(redis)
@@ -229,6 +232,8 @@ function cpuProbe(nodes: RelayProcess[], redis?: Redis) {
     onEnd: async () => {
       const ms = performance.now() - t0
       figures.relayCores = round2(((await relayCpu()) - relay0) / 1000 / ms)
+      const delays = await Promise.all(nodes.map((n) => n.loopDelayStop()))
+      figures.loopDelayP99Ms = Math.max(...delays.map((d) => d.p99Ms))
       if (redis) {
         figures.postgresCores = pg0.size ? round2((postgresCpuSince(pg0) * 1000) / ms) : Number.NaN
         figures.redisCores = round2((((await redisCpuSeconds(redis)) - redis0) * 1000) / ms)
@@ -248,7 +253,7 @@ function cpuProbe(nodes: RelayProcess[], redis?: Redis) {
 export const FANOUT_VARIANTS = ['cross-node', 'single-node', 'same-node'] as const
 export type FanoutVariant = (typeof FANOUT_VARIANTS)[number]
 
-export type ClusterFanoutResult = FanoutResult & { variant: FanoutVariant; relayCores: number; redisCores: number; postgresCores: number }
+export type ClusterFanoutResult = FanoutResult & { variant: FanoutVariant; relayCores: number; redisCores: number; postgresCores: number; loopDelayP99Ms: number }
 
 export async function clusterFanout(
   variant: FanoutVariant,
@@ -284,7 +289,7 @@ export async function clusterFanout(
 export const INGEST_VARIANTS = ['postgres', 'sqlite', 'postgres kind-9'] as const
 export type IngestVariant = (typeof INGEST_VARIANTS)[number]
 
-export type BackendIngestResult = IngestResult & { variant: IngestVariant; relayCores: number; redisCores: number; postgresCores: number; setupMs: number }
+export type BackendIngestResult = IngestResult & { variant: IngestVariant; relayCores: number; redisCores: number; postgresCores: number; loopDelayP99Ms: number; setupMs: number }
 
 /** Pipelined ingest into one node: cluster backends (PostgreSQL store, Redis gates) or embedded SQLite. */
 export async function ingestOnBackend(

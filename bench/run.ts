@@ -2,7 +2,7 @@
 // relay in its own child process, alternating over rounds because this machine is noisy (±30 %).
 // Flags: --quick (small counts), --rounds N (default 3), --only a,b (scenarios: ceiling, ingest-pinned, store,
 // ingest-closed, ingest-pipelined, fanout, channel-fanout, slow-read, req, ingest-with-reads, idle-memory, agents,
-// cluster-fanout, admission, ingest-pg, mesh), --relays apiary,baseline, --agent-shards K (agents: load processes, default 3).
+// cluster-fanout, admission, ingest-pg, store-pg, mesh), --relays apiary,baseline, --agent-shards K (agents: load processes, default 3).
 // channel-fanout (bench/channel-fanout.ts) runs Apiary only: plain vs public vs private channel events; so do
 // slow-read (bench/slow-read.ts: ingest with and without a REQ the store holds 2 s) and ingest-with-reads
 // (bench/ingest-with-reads.ts: ingest into the REQ data set with and without 8 readers), and agents
@@ -32,6 +32,7 @@ import { type MeshFigures, meshBench } from './mesh'
 import { openFilesLimit } from './relay-readings'
 import { SLOW_READ_VARIANTS, slowReadIngest } from './slow-read'
 import { STORE_VARIANTS, type StoreCost, type StoreVariant, storeCost } from './store-cost'
+import { PG_STORE_VARIANTS, type PgStoreCost, type PgStoreVariant, pgStoreCost } from './store-cost-pg'
 import type { VerifyCeiling } from './verify-ceiling'
 
 // ---------------------------------------------------------------- options
@@ -60,9 +61,10 @@ const SCENARIOS = [
   'cluster-fanout',
   'admission',
   'ingest-pg',
+  'store-pg',
   'mesh',
 ] as const
-const CLUSTER_SCENARIOS: readonly Scenario[] = ['cluster-fanout', 'admission', 'ingest-pg', 'mesh']
+const CLUSTER_SCENARIOS: readonly Scenario[] = ['cluster-fanout', 'admission', 'ingest-pg', 'store-pg', 'mesh']
 type Scenario = (typeof SCENARIOS)[number]
 type Target = { text: string; check: (apiary: number, baseline: number | string) => boolean }
 const only = option('only')?.split(',') as Scenario[] | undefined
@@ -87,6 +89,7 @@ const size = quick
       clusterFanout: { subscribers: 200, events: 100 },
       admission: { seconds: 1, maxDecisions: 2_000_000, callers: [1, 16, 64], batches: [8, 32, 128], batchCallers: [1, 16], memoryCallers: 16 },
       ingestPg: { events: 3_000, connections: 4, window: 200, maxSeconds: 10 },
+      storePg: { events: 4_000, batches: [64, 400] },
       mesh: { killTrials: 3, termTrials: 3, moderationEvents: 50, convergenceRuns: 1, tunnelRequests: 100, stallSeconds: 3 },
     }
   : {
@@ -107,6 +110,8 @@ const size = quick
       clusterFanout: { subscribers: 200, events: 500 },
       admission: { seconds: 3, maxDecisions: 10_000_000, callers: [1, 16, 64], batches: [8, 32, 128], batchCallers: [1, 16], memoryCallers: 16 },
       ingestPg: { events: 30_000, connections: 4, window: 200, maxSeconds: 20 },
+      // as `store`: commits of 64 and of 400 events; each variant ~2–4 s per batch size and round
+      storePg: { events: 30_000, batches: [64, 400] },
       // a round is ~5½ min: each SIGKILL trial waits out the lease (4–6 s), then a replacement node starts and links
       mesh: { killTrials: 20, termTrials: 20, moderationEvents: 200, convergenceRuns: 3, tunnelRequests: 500, stallSeconds: 10 },
     }
@@ -342,7 +347,7 @@ const maxIngest = Math.max(
   size.ingestPg.events,
 )
 const ingestScenarios: Scenario[] = ['fanout', 'slow-read', 'ingest-with-reads']
-const corpusScenarios: Scenario[] = ['ingest-closed', 'ingest-pipelined', 'ingest-pinned', 'store', 'ingest-pg']
+const corpusScenarios: Scenario[] = ['ingest-closed', 'ingest-pipelined', 'ingest-pinned', 'store', 'ingest-pg', 'store-pg']
 const corpus = corpusScenarios.some(wanted) ? corpusEvents(size.corpus.events) : undefined
 if (corpus) notes.push(`ingest corpus (bench/corpus.ts): ${describeCorpus(corpus)}`)
 if (ingestScenarios.some(wanted) || wantedCluster('cluster-fanout') || wantedCluster('ingest-pg')) ingestEvents(maxIngest)
@@ -795,6 +800,7 @@ if (wantedCluster('ingest-pg')) {
   addRow(label, 'OK latency p50', 'ms', vs, (r) => r.okLatency.p50Ms)
   addRow(label, 'OK latency p99', 'ms', vs, (r) => r.okLatency.p99Ms)
   addRow(label, 'relay CPU (all threads)', 'cores', vs, (r) => r.relayCores)
+  addRow(label, 'event-loop delay p99', 'ms', vs, (r) => r.loopDelayP99Ms)
   addRow(label, 'load-generator CPU', 'cores', vs, (r) => r.loadGenCores)
   addOneSided(label, 'redis-server CPU', 'cores', results.postgres, (r) => r.redisCores)
   addOneSided(label, 'postgres server CPU', 'cores', results.postgres, (r) => r.postgresCores)
@@ -812,6 +818,22 @@ if (wantedCluster('ingest-pg')) {
     `ingest-pg kind 9: Apiary column = kind 9 posts (h tag) to a public channel on PostgreSQL + Redis, from connections NIP-42-authenticated as all ${channel.setup.length} authors, every one a member (9007 + ${channel.setup.length - 1} put-users before the clock, median ${setupS.toFixed(1)} s); baseline column = the kind-1 PostgreSQL run (unauthenticated connections), same round`,
   )
   noteVariantOutcomes('ingest-pg', results)
+}
+
+if (wantedCluster('store-pg') && corpus) {
+  for (const batch of size.storePg.batches) {
+    const variants = Object.keys(PG_STORE_VARIANTS) as PgStoreVariant[]
+    const results = await alternateVariants(`store-pg (${batch}-event commits)`, variants, (v) => pgStoreCost(v, size.storePg.events, batch))
+    raw[`store-pg-${batch}`] = results
+    const label = `PostgreSQL store alone, corpus, ${batch}-event commits`
+    for (const [variant, outcomes] of Object.entries(results) as [PgStoreVariant, Outcome<PgStoreCost>[]][]) {
+      addOneSided(label, `${variant}: node CPU per event`, 'µs', outcomes, (r) => r.nodeUs)
+      addOneSided(label, `${variant}: server CPU per event`, 'µs', outcomes, (r) => r.serverUs)
+    }
+  }
+  notes.push(
+    'store-pg: bench/store-cost-pg.ts, one process per measurement: a fresh database, the shipped PostgresEventStore (group commit of at most the batch size, two in flight), twice the batch size in saves in flight; node CPU is that process (driver, plans), server CPU every local postgres process; the variants leave events out: what an event class costs, not a schema to ship',
+  )
 }
 
 if (wantedCluster('mesh')) {
