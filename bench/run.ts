@@ -17,6 +17,7 @@
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
+import { CHECKPOINT_INTERVAL_MS } from '../src/infra/store/wal-checkpointer'
 import type { ShardLoad } from './agent-shard'
 import type { StormFigures } from './agent-storm'
 import { type AgentsResult, agentsStorm } from './agents'
@@ -413,7 +414,7 @@ if (wanted('store') && corpus) {
     }
     if (batch === size.store.batches[0]) addOneSided(label, 'SavePlan on the event loop per event', 'µs', results['as shipped'], (r) => r.planUs)
   }
-  notes.push('store: bench/store-cost.ts, one process per measurement: a fresh file with the shipped schema, one change (the variant), the corpus committed by the writer thread\'s write runner; checkpoints PASSIVE every 500 ms from a second connection; "−" variants show what an index costs, not a schema to ship')
+  notes.push(`store: bench/store-cost.ts, one process per measurement: a fresh file with the shipped schema, one change (the variant), the corpus committed by the writer thread's write runner; checkpoints PASSIVE every ${CHECKPOINT_INTERVAL_MS} ms (as the checkpoint worker) from a second connection; "−" variants show what an index costs, not a schema to ship`)
 }
 
 if (wanted('ingest-closed') && corpus) {

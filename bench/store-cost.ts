@@ -3,8 +3,8 @@
 // <events> <batch>`) that opens a fresh file with the shipped schema, changes one thing (the variant), works out
 // the SavePlans (untimed, as the event loop does before a commit) and commits the corpus in batches of `batch`
 // events with the write runner the writer thread uses (sqlite-write-core.mjs). It prints the CPU per event of
-// the commits and, apart, of the WAL checkpoints (PASSIVE every 500 ms on a second connection, as the
-// checkpoint worker does), and the bytes written. Everything runs on one thread, so process.cpuUsage() around
+// the commits and, apart, of the WAL checkpoints (PASSIVE every CHECKPOINT_INTERVAL_MS on a second connection,
+// as the checkpoint worker does), and the bytes written. Everything runs on one thread, so process.cpuUsage() around
 // each call is that call's CPU.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -14,6 +14,7 @@ import Database from 'better-sqlite3'
 import { savePlan } from '../src/infra/store/sqlite-save'
 import { applyPragmas, migrate } from '../src/infra/store/sqlite-schema'
 import { createWriteRunner } from '../src/infra/store/sqlite-write-core.mjs'
+import { CHECKPOINT_INTERVAL_MS } from '../src/infra/store/wal-checkpointer'
 import type { VerifiedEvent } from '../src/protocols/nip01/event'
 import { corpusEvents } from './corpus'
 
@@ -65,7 +66,7 @@ function measure(variant: StoreVariant, count: number, batch: number): StoreCost
       const c0 = process.cpuUsage()
       runner.commit(plans.slice(i, i + batch))
       commit += micros(process.cpuUsage(c0))
-      if (performance.now() - lastCheckpoint >= 500) {
+      if (performance.now() - lastCheckpoint >= CHECKPOINT_INTERVAL_MS) {
         const k0 = process.cpuUsage()
         checkpointer.pragma('wal_checkpoint(PASSIVE)')
         checkpoint += micros(process.cpuUsage(k0))
