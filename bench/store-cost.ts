@@ -4,8 +4,8 @@
 // the SavePlans (untimed, as the event loop does before a commit) and commits the corpus in batches of `batch`
 // events with the write runner the writer thread uses (sqlite-write-core.mjs). It prints the CPU per event of
 // the commits and, apart, of the WAL checkpoints (PASSIVE every CHECKPOINT_INTERVAL_MS on a second connection,
-// as the checkpoint worker does), and the bytes written. Everything runs on one thread, so process.cpuUsage() around
-// each call is that call's CPU.
+// as the checkpoint worker does), and the bytes written. Everything runs on one thread, so process.cpuUsage()
+// around each call is that call's CPU.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
