@@ -1,7 +1,7 @@
 // Both sides of running a relay in its own process (so the load generator's CPU and memory stay out of its
 // figures). The child prints its URL on stdout and answers IPC requests: memory after GC, event-loop delay
 // sampling, pre-fill, close. The parent forks it with `--expose-gc --import tsx`.
-import { type ChildProcess, fork } from 'node:child_process'
+import { type ChildProcess, execFile, fork } from 'node:child_process'
 import { createWriteStream, readFileSync, writeFileSync } from 'node:fs'
 import { Session } from 'node:inspector'
 import type { IntervalHistogram } from 'node:perf_hooks'
@@ -144,6 +144,19 @@ export const CHILD_SCRIPTS = { apiary: here('./serve-apiary.ts'), baseline: here
 
 /** Node flags from the environment variable `name`, space-separated (BENCH_CHILD_NODE_ARGS and the like); none when unset. */
 export const nodeArgsFromEnv = (name: string): string[] => process.env[name]?.split(' ').filter(Boolean) ?? []
+
+/**
+ * A measurement script in its own process (`node --import tsx <script> ...args`: a fresh heap each time, as the
+ * store scenarios want); its last stdout line is the JSON result. A failure rejects with its last stderr line.
+ */
+export function measureInChild<T>(script: string, args: readonly string[], label: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, ['--import', 'tsx', script, ...args], { maxBuffer: 1 << 20 }, (error, stdout, stderr) => {
+      if (error) return reject(new Error(`${label}: ${stderr.trim().split('\n').pop() ?? error.message}`))
+      resolve(JSON.parse(stdout.trim().split('\n').pop()!) as T)
+    })
+  })
+}
 
 /** The flags between `node` and the script in package.json's `start`: the relay is measured as it is started. */
 const START_NODE_FLAGS: string[] = (() => {

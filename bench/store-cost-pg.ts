@@ -7,10 +7,11 @@
 // ingest-pg scenario counts it: a shared server, so other clients would count too; the store's connections live
 // through the whole window, so their backends are counted). The variants leave events
 // out rather than change the schema: what an event class costs the database, not a schema to ship.
-import { pathToFileURL } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { openPostgresEventStore } from '../src/infra/store/postgres-event-store'
 import type { VerifiedEvent } from '../src/protocols/nip01/event'
 import { kindClass } from '../src/protocols/nip01/kinds'
+import { measureInChild } from './child'
 import { createBenchDatabase, postgresCpuSeconds, postgresCpuSince } from './cluster'
 import { corpusEvents } from './corpus'
 import type { BenchEvent } from './fixtures'
@@ -75,15 +76,8 @@ async function measure(variant: PgStoreVariant, count: number, batch: number): P
 }
 
 /** One measurement in its own process (a fresh heap and a fresh database per variant). */
-export async function pgStoreCost(variant: PgStoreVariant, count: number, batch: number): Promise<PgStoreCost> {
-  const { execFile } = await import('node:child_process')
-  const here = new URL('./store-cost-pg.ts', import.meta.url).pathname
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['--import', 'tsx', here, variant, String(count), String(batch)], { maxBuffer: 1 << 20 }, (error, stdout, stderr) => {
-      if (error) return reject(new Error(`${variant}: ${stderr.trim().split('\n').pop() ?? error.message}`))
-      resolve(JSON.parse(stdout.trim().split('\n').pop()!) as PgStoreCost)
-    })
-  })
+export function pgStoreCost(variant: PgStoreVariant, count: number, batch: number): Promise<PgStoreCost> {
+  return measureInChild<PgStoreCost>(fileURLToPath(new URL('./store-cost-pg.ts', import.meta.url)), [variant, String(count), String(batch)], variant)
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

@@ -9,13 +9,14 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { pathToFileURL } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import Database from 'better-sqlite3'
 import { savePlan } from '../src/infra/store/sqlite-save'
 import { applyPragmas, migrate } from '../src/infra/store/sqlite-schema'
 import { createWriteRunner } from '../src/infra/store/sqlite-write-core.mjs'
 import { CHECKPOINT_INTERVAL_MS } from '../src/infra/store/wal-checkpointer'
 import type { VerifiedEvent } from '../src/protocols/nip01/event'
+import { measureInChild } from './child'
 import { corpusEvents } from './corpus'
 
 /** What each variant changes on the shipped schema (migrate() output) before the first commit. */
@@ -93,15 +94,8 @@ function writtenBytes(): number {
 }
 
 /** One measurement in its own process (a fresh heap and page cache state per variant). */
-export async function storeCost(variant: StoreVariant, count: number, batch: number): Promise<StoreCost> {
-  const { execFile } = await import('node:child_process')
-  const here = new URL('./store-cost.ts', import.meta.url).pathname
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['--import', 'tsx', here, variant, String(count), String(batch)], { maxBuffer: 1 << 20 }, (error, stdout, stderr) => {
-      if (error) return reject(new Error(`${variant}: ${stderr.trim().split('\n').pop() ?? error.message}`))
-      resolve(JSON.parse(stdout.trim().split('\n').pop()!) as StoreCost)
-    })
-  })
+export function storeCost(variant: StoreVariant, count: number, batch: number): Promise<StoreCost> {
+  return measureInChild<StoreCost>(fileURLToPath(new URL('./store-cost.ts', import.meta.url)), [variant, String(count), String(batch)], variant)
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
