@@ -62,6 +62,12 @@ export function createMetrics() {
       labelNames: ['reason'],
       registers: r,
     }),
+    meshLeasesLost: new Counter({
+      name: 'apiary_mesh_leases_lost_total',
+      help: 'mesh sessions this node owned and lost without giving them up (renewal-refused, renewal-failed, fenced, superseded)',
+      labelNames: ['reason'],
+      registers: r,
+    }),
     meshRegistrySkipped: new Counter({ name: 'apiary_mesh_registry_skipped_total', help: 'mesh readiness records skipped (malformed, expired, foreign, unsigned)', registers: r }),
     eventsReceived: new Counter({ name: 'apiary_events_received_total', help: 'EVENT messages received', registers: r }),
     eventsAccepted: new Counter({ name: 'apiary_events_accepted_total', help: 'events answered OK true', registers: r }),

@@ -100,6 +100,7 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     forward,
     deliver: d.deliver,
     fenceRejected: (why) => d.metrics.meshFenceRejections.inc({ reason: why }),
+    leaseLost: (why) => d.metrics.meshLeasesLost.inc({ reason: why }),
     sessions,
     renewMs: config.meshLeaseRenewMs,
     workDeadlineMs: WORK_DEADLINE_MS,

@@ -171,14 +171,15 @@ describe('the relay mesh under faults (three processes)', () => {
     expect(suspectedAfterMs).toBeLessThan(6_000)
   }, 90_000)
 
-  it('refuses everything a SIGSTOPped owner sends after it wakes past its lease: it writes nothing and counts its refusals', async () => {
+  it('refuses everything a SIGSTOPped owner sends after it wakes past its lease: it writes nothing, gives the session up and counts the lost lease', async () => {
     cluster = await startMeshCluster(3, { redisUrl: redis.url, databaseUrl: db.url })
     const c = cluster
     const { admin, recorders, owner } = await setup(c)
     const stale = c.nodes[owner]!
-    // Writers without a pause keep work queued at the owner (three changes in flight, one applied at a time), so it
-    // is stopped with work in hand and refuses it when it wakes. With 50 ms pauses it could be stopped idle, and
-    // then only what other nodes forwarded to it during the stop could reach it as owner: a CI run counted 0.
+    // Writers without a pause keep work at the owner (three changes in flight, one applied at a time), so it is
+    // likely stopped with work in hand. Whether any of it reaches the owner before it learns its lease is gone is
+    // a race (two CI runs counted no fence refusal), so the refusals are counted in the session actor's own test
+    // (test/actors/mesh/session-actor.test.ts); here what must hold every time: nothing stale written, one owner.
     const run = await underFault(
       c,
       admin,
@@ -199,8 +200,8 @@ describe('the relay mesh under faults (three processes)', () => {
     expect(run.problems).toEqual([])
     const owners = new Set((await Promise.all(c.nodes.map(meshStatus))).flatMap((s) => s.sessions.filter((x) => x.local).map(() => s.runtime)))
     expect(owners.size).toBeLessThanOrEqual(1)
-    // what the woken owner still tried as owner was refused, and counted
-    expect(await counter(stale, 'apiary_mesh_fence_rejections_total')).toBeGreaterThan(0)
+    // the woken owner learnt it had lost the lease (a refused renewal, or its own write fenced off), and counted it
+    expect(await counter(stale, 'apiary_mesh_leases_lost_total')).toBeGreaterThan(0)
   }, 90_000)
 
   it('changes no owner and suspects no peer when a node stalls for 2 s', async () => {

@@ -50,6 +50,8 @@ export interface SessionDeps {
   /** deliver what the owner stored to this node's community (fan-out) and publish it to the others */
   deliver(community: string, events: RelayEvent[]): void
   fenceRejected(reason: FenceRejection): void
+  /** this node owned the session and no longer does, without giving it up (apiary_mesh_leases_lost_total{reason}) */
+  leaseLost(reason: LeaseLoss): void
   sessions: Map<string, SessionView>
   renewMs: number
   /** how long a moderation may wait for an owner before it is answered `error:` */
@@ -58,6 +60,10 @@ export interface SessionDeps {
   now(): number
   log: { warn(o: object, m: string): void; info(o: object, m: string): void }
 }
+
+/** How an owner learnt its lease was gone: the directory refused or could not answer a renewal, a write was
+ * fenced off, or a peer named a newer generation. */
+export type LeaseLoss = 'renewal-refused' | 'renewal-failed' | 'fenced' | 'superseded'
 
 type Mode = { role: 'starting' } | { role: 'owner'; generation: number } | { role: 'forwarder'; holder: LeaseRecord; retryAtMs: number }
 
@@ -189,10 +195,13 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
   }
 
   /** The lease is gone (or never was ours): no side effect from here on; the next message starts afresh. */
-  function stopNow(state: State, self: TypedRef<SessionMsg>, why: string): State {
+  function stopNow(state: State, self: TypedRef<SessionMsg>, why: LeaseLoss): State {
     deps.log.warn({ community, session, why }, 'mesh session stops')
-    // what waited for this owner is refused, not written: a stale owner's attempts show in the fence counters
-    if (state.mode.role === 'owner') for (const w of state.queue) if (w.kind === 'moderate') deps.fenceRejected('stale')
+    if (state.mode.role === 'owner') {
+      deps.leaseLost(why)
+      // what waited for this owner is refused, not written: a stale owner's attempts show in the fence counters
+      for (const w of state.queue) if (w.kind === 'moderate') deps.fenceRejected('stale')
+    }
     lease.validUntilMs = 0
     void kernel.stop(self.path)
     return state
@@ -205,7 +214,7 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
       if (refused) {
         deps.fenceRejected(refused.refused)
         msg.reply(refused)
-        return refused.refused === 'future' ? stopNow(state, self, 'a peer knows a newer generation') : state
+        return refused.refused === 'future' ? stopNow(state, self, 'superseded') : state
       }
     }
     state.queue.push({ kind: 'moderate', event: msg.event, raw: msg.raw, reply: msg.reply, deadlineMs: deps.now() + deps.workDeadlineMs })
@@ -261,7 +270,7 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
   function onRenewed(state: State, outcome: Settled<RenewOutcome>, self: TypedRef<SessionMsg>): State {
     state.renewing = false
     if (state.mode.role !== 'owner') return state
-    if (!outcome.ok || !outcome.value.renewed) return stopNow(state, self, outcome.ok ? 'lease lost' : 'lease renewal failed')
+    if (!outcome.ok || !outcome.value.renewed) return stopNow(state, self, outcome.ok ? 'renewal-refused' : 'renewal-failed')
     lease.validUntilMs = outcome.value.validUntilMs
     next(state, self)
     return state
@@ -283,7 +292,7 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
     const error = outcome.error
     if (error instanceof FencedError || error instanceof LeaseLostError) {
       deps.fenceRejected('stale')
-      return stopNow(state, self, 'fenced off')
+      return stopNow(state, self, 'fenced')
     }
     deps.log.warn({ err: error, community, session }, 'channel moderation failed')
     next(state, self)
