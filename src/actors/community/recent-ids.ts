@@ -1,7 +1,20 @@
-/** A bounded set of recently stored ids (insertion order eviction): the inbound duplicate guard (DESIGN §6). */
+/**
+ * A bounded set of recently stored ids: the inbound duplicate guard (DESIGN §6). It holds at most the last
+ * `capacity` ids added, minus those deleted since. Eviction walks a ring of the ids in the order they were added
+ * instead of taking a Set's first entry: V8 leaves a deleted entry's hole in place until the table is rebuilt,
+ * and every new iterator steps over all of them, so `values().next()` after each add cost O(evicted so far)
+ * (5 µs an event at 10,000 ids, in the PostgreSQL node's CPU profile).
+ */
 export class RecentIds {
-  private readonly ids = new Set<string>()
-  constructor(private readonly capacity: number) {}
+  /** id → the number of the add that stored it (its ring slot is that number modulo the capacity) */
+  private readonly ids = new Map<string, number>()
+  private readonly ring: (string | undefined)[]
+  private added = 0
+
+  constructor(private readonly capacity: number) {
+    if (!Number.isSafeInteger(capacity) || capacity < 1) throw new RangeError(`RecentIds capacity must be a positive integer, got ${capacity}`)
+    this.ring = new Array<string | undefined>(capacity).fill(undefined)
+  }
 
   has(id: string): boolean {
     return this.ids.has(id)
@@ -14,10 +27,15 @@ export class RecentIds {
 
   add(id: string): void {
     if (this.ids.has(id)) return
-    this.ids.add(id)
-    if (this.ids.size > this.capacity) {
-      const oldest = this.ids.values().next().value
-      if (oldest !== undefined) this.ids.delete(oldest)
-    }
+    const slot = this.added % this.capacity
+    const oldest = this.ring[slot]
+    // the slot's id leaves unless it was deleted and added again since (then a later slot holds it)
+    if (oldest !== undefined && this.ids.get(oldest) === this.added - this.capacity) this.ids.delete(oldest)
+    this.ring[slot] = id
+    this.ids.set(id, this.added++)
+  }
+
+  get size(): number {
+    return this.ids.size
   }
 }
