@@ -222,6 +222,31 @@ describe('the inbound dedup', () => {
     expect(d.admit('s', 'id10', T, 300_002)).toBe(true)
     expect(d.admit('s', 'id11', T, 300_002)).toBe(true)
   })
+
+  it('evicts by arrival: an id swept as expired and delivered again is a new arrival, not its first one', () => {
+    const d = new InboundDedup({ windowMs: 300_000, maxIds: 3 })
+    d.setFloor('s', T)
+    d.admit('s', 'a', T - 1, 0)
+    d.admit('s', 'b', T - 1, 0)
+    d.admit('s', 'c', T, 0)
+    // full: the sweep at 400 s frees a and b (below the resume point, past the window)
+    expect(d.admit('s', 'd', T, 400_000)).toBe(true)
+    expect(d.admit('s', 'a', T, 400_001)).toBe(true)
+    // full of live ids: the oldest arrival goes, which is c (a's first arrival is long gone)
+    expect(d.admit('s', 'e', T, 400_002)).toBe(true)
+    expect(d.admit('s', 'a', T, 400_003)).toBe(false)
+    expect(d.admit('s', 'c', T, 400_004)).toBe(true)
+    expect(d.size).toBe(3)
+  })
+
+  it('keeps exactly the newest arrivals over many evictions', () => {
+    const d = new InboundDedup({ windowMs: 300_000, maxIds: 100 })
+    for (let i = 0; i < 10_000; i++) d.admit('s', `id${i}`, T, i)
+    expect(d.size).toBe(100)
+    expect(d.admit('s', 'id9999', T, 10_000)).toBe(false)
+    expect(d.admit('s', 'id9900', T, 10_000)).toBe(false)
+    expect(d.admit('s', 'id9899', T, 10_000)).toBe(true)
+  })
 })
 
 describe('the inbound limits', () => {
