@@ -61,8 +61,10 @@ export interface SessionDeps {
   log: { warn(o: object, m: string): void; info(o: object, m: string): void }
 }
 
-/** How an owner learnt its lease was gone: the directory refused or could not answer a renewal, a write was
- * fenced off, or a peer named a newer generation. */
+/**
+ * How an owner learnt its lease was gone: the directory refused or could not answer a renewal, a write was
+ * fenced off, or a peer named a newer generation.
+ */
 export type LeaseLoss = 'renewal-refused' | 'renewal-failed' | 'fenced' | 'superseded'
 
 type Mode = { role: 'starting' } | { role: 'owner'; generation: number } | { role: 'forwarder'; holder: LeaseRecord; retryAtMs: number }
