@@ -17,12 +17,12 @@ const SUCCESSOR: LeaseRecord = { owner: 'b'.repeat(64), generation: 8, kind: 'ch
 const TTL_MS = 6_000
 
 class FakeDirectory implements SessionDirectory {
-  readonly renewals: { generation: number; answer: (o: RenewOutcome | Error) => void }[] = []
+  readonly renewals: { answer: (o: RenewOutcome | Error) => void }[] = []
   acquire(): Promise<AcquireOutcome> {
     return Promise.resolve({ acquired: true, lease: { owner: ME, generation: 7, kind: 'channel' }, validUntilMs: clock.ms + TTL_MS })
   }
-  renew(_c: string, _s: string, generation: number): Promise<RenewOutcome> {
-    return new Promise((resolve, reject) => this.renewals.push({ generation, answer: (o) => (o instanceof Error ? reject(o) : resolve(o)) }))
+  renew(): Promise<RenewOutcome> {
+    return new Promise((resolve, reject) => this.renewals.push({ answer: (o) => (o instanceof Error ? reject(o) : resolve(o)) }))
   }
   release(): Promise<boolean> {
     return Promise.resolve(true)
