@@ -12,7 +12,10 @@ export type Deliveries = Map<number, Map<string, number>>
  * Over every subscriber: deliveries, deliveries beyond the first of an id, expected ids never delivered, and
  * the first few of those as `subscriber:id`.
  */
-export function deliveryFigures(deliveries: Deliveries, expected: Iterable<string>): { deliveries: number; duplicates: number; missing: number; missed: string[] } {
+export function deliveryFigures(
+  deliveries: Deliveries,
+  expected: Iterable<string>,
+): { deliveries: number; duplicates: number; missing: number; missed: string[] } {
   const ids = [...expected]
   let delivered = 0
   let duplicates = 0
@@ -50,7 +53,10 @@ export function causeCategory(cause: string): string {
   if (/refused AUTH: rate-limited/.test(why)) return 'AUTH rate-limited (shaped)'
   if (/no relay answered NIP-11/.test(why)) return 'NIP-11 unreachable'
   if (/the relay closed the connection/.test(why)) return `connection closed (${/\((\d+)/.exec(why)?.[1] ?? '?'})`
-  return why.replace(/[0-9a-f]{64}/g, '<hex>').replace(/\d+/g, 'N').slice(0, 80)
+  return why
+    .replace(/[0-9a-f]{64}/g, '<hex>')
+    .replace(/\d+/g, 'N')
+    .slice(0, 80)
 }
 
 export class AgentFleet {
@@ -73,7 +79,13 @@ export class AgentFleet {
    * noble: ~2 ms, so this runs before any clock). Keys: bench/fixtures.ts benchKeys `label`, from index `first`
    * (the agents' `index`), so shards of one fleet hold disjoint keys.
    */
-  static async create(url: string, count: number, first = 0, label = 'agents', options: Partial<AgentClientOptions> = {}): Promise<AgentFleet> {
+  static async create(
+    url: string,
+    count: number,
+    first = 0,
+    label = 'agents',
+    options: Partial<AgentClientOptions> = {},
+  ): Promise<AgentFleet> {
     // a path in a variable: the typecheck must not depend on dist/ having been built
     const built: string = '../dist/client/index.js'
     const { AgentClient: Client } = (await import(built)) as typeof import('../src/client/index')
@@ -81,7 +93,15 @@ export class AgentFleet {
     const agents = keys.map((key, i) => {
       const index = first + i
       const agent = new Client({ relays: [url], secretKey: key.secret, capabilities: [{ name: 'bench-job', kinds: [5050] }], ...options })
-      return { agent, index, startedAt: Number.NaN, discoveredAt: Number.NaN, authenticatedAt: Number.NaN, activeAt: Number.NaN, lastActiveAt: Number.NaN }
+      return {
+        agent,
+        index,
+        startedAt: Number.NaN,
+        discoveredAt: Number.NaN,
+        authenticatedAt: Number.NaN,
+        activeAt: Number.NaN,
+        lastActiveAt: Number.NaN,
+      }
     })
     const fleet = new AgentFleet(agents)
     for (const t of agents) fleet.track(t)

@@ -181,7 +181,15 @@ async function probe(url: string, count: number, intervalMs: number): Promise<Sh
   const m = startMeasure('probe')
   await Promise.all(measured.map((t, i) => sleep(i * intervalMs).then(() => fleet.start(t))))
   const load = stopMeasure(m)
-  writeTimeline('probe', measured.map((t) => ({ startEpochMs: performance.timeOrigin + t.startedAt, discoveredMs: t.discoveredAt - t.startedAt, authenticatedMs: t.authenticatedAt - t.startedAt, activeMs: t.activeAt - t.startedAt })))
+  writeTimeline(
+    'probe',
+    measured.map((t) => ({
+      startEpochMs: performance.timeOrigin + t.startedAt,
+      discoveredMs: t.discoveredAt - t.startedAt,
+      authenticatedMs: t.authenticatedAt - t.startedAt,
+      activeMs: t.activeAt - t.startedAt,
+    })),
+  )
   await fleet.stopAll()
   return { samples: samplesOf(measured), load }
 }
@@ -231,7 +239,8 @@ function deliveriesOf(fleet: AgentFleet): ShardReplies['Deliveries'] {
 process.on('message', (m: ShardMessage) => {
   handle(state, m.req).then(
     (result) => process.send?.({ id: m.id, ok: true, result } satisfies ShardAnswer),
-    (error: unknown) => process.send?.({ id: m.id, ok: false, error: error instanceof Error ? error.message : String(error) } satisfies ShardAnswer),
+    (error: unknown) =>
+      process.send?.({ id: m.id, ok: false, error: error instanceof Error ? error.message : String(error) } satisfies ShardAnswer),
   )
 })
 process.on('disconnect', () => process.exit(0))

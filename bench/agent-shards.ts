@@ -59,10 +59,12 @@ export function forkShard(name: string, nice = 0, nodeArgs: string[] = []): Shar
         pending.delete(id)
         reject(new Error(`${name} did not answer ${req.type} within ${timeoutMs} ms`))
       }, timeoutMs)
-      const settle = <A extends unknown[]>(f: (...a: A) => void) => (...a: A) => {
-        clearTimeout(timer)
-        f(...a)
-      }
+      const settle =
+        <A extends unknown[]>(f: (...a: A) => void) =>
+        (...a: A) => {
+          clearTimeout(timer)
+          f(...a)
+        }
       pending.set(id, { resolve: settle(resolve as (v: unknown) => void), reject: settle(reject) })
       child.send({ id, req } satisfies ShardMessage)
     })
@@ -78,12 +80,17 @@ export function forkShard(name: string, nice = 0, nodeArgs: string[] = []): Shar
 }
 
 /** The same request to every shard, answers in shard order. */
-export function askAll<R extends ShardRequest>(shards: Shard[], req: R | ((k: number) => R), timeoutMs?: number): Promise<ShardReplies[R['type']][]> {
+export function askAll<R extends ShardRequest>(
+  shards: Shard[],
+  req: R | ((k: number) => R),
+  timeoutMs?: number,
+): Promise<ShardReplies[R['type']][]> {
   return Promise.all(shards.map((s, k) => s.ask(typeof req === 'function' ? req(k) : req, timeoutMs)))
 }
 
 /** Shard k's part of `total` (the parts differ by at most one and sum to `total`). */
-export const shareOf = (total: number, k: number, shards: number) => Math.floor(((k + 1) * total) / shards) - Math.floor((k * total) / shards)
+export const shareOf = (total: number, k: number, shards: number) =>
+  Math.floor(((k + 1) * total) / shards) - Math.floor((k * total) / shards)
 
 export interface HandshakeFigures {
   startToActive: Latency
@@ -94,7 +101,12 @@ export interface HandshakeFigures {
 
 export function mergeHandshakes(parts: HandshakeSamples[]): HandshakeFigures {
   const merged = (key: keyof HandshakeSamples) => latency(Float64Array.from(parts.flatMap((p) => p[key])))
-  return { startToActive: merged('startToActive'), socketToActive: merged('socketToActive'), auth: merged('auth'), register: merged('register') }
+  return {
+    startToActive: merged('startToActive'),
+    socketToActive: merged('socketToActive'),
+    auth: merged('auth'),
+    register: merged('register'),
+  }
 }
 
 export function sumCounts(parts: Record<string, number>[]): Record<string, number> {
@@ -107,7 +119,12 @@ export function sumCounts(parts: Record<string, number>[]): Record<string, numbe
 export async function fleetStatus(shards: Shard[]) {
   const parts = await askAll(shards, { type: 'Status' })
   const sum = (f: (p: (typeof parts)[number]) => number) => parts.reduce((s, p) => s + f(p), 0)
-  return { active: sum((p) => p.active), reconnects: sum((p) => p.reconnects), queued: sum((p) => p.queued), lastActiveEpochMs: Math.max(...parts.map((p) => p.lastActiveEpochMs)) }
+  return {
+    active: sum((p) => p.active),
+    reconnects: sum((p) => p.reconnects),
+    queued: sum((p) => p.queued),
+    lastActiveEpochMs: Math.max(...parts.map((p) => p.lastActiveEpochMs)),
+  }
 }
 
 /** every shard's ledger (each settled first): what must be stored, and how each publish resolved */
@@ -121,5 +138,8 @@ export async function collectLedger(shards: Shard[]) {
 /** every subscriber's deliveries, and when each was last ACTIVE (epoch ms) */
 export async function collectDeliveries(shards: Shard[]): Promise<{ deliveries: Deliveries; lastActiveEpochMs: Map<number, number> }> {
   const parts = (await askAll(shards, { type: 'Deliveries' })).flat()
-  return { deliveries: new Map(parts.map((p) => [p.subscriber, new Map(p.seen)])), lastActiveEpochMs: new Map(parts.map((p) => [p.subscriber, p.lastActiveEpochMs])) }
+  return {
+    deliveries: new Map(parts.map((p) => [p.subscriber, new Map(p.seen)])),
+    lastActiveEpochMs: new Map(parts.map((p) => [p.subscriber, p.lastActiveEpochMs])),
+  }
 }

@@ -4,7 +4,19 @@
 // deliveries missing or doubled (over every job published so far, by every subscriber).
 import { deliveryFigures } from './agent-fleet'
 import type { ShardLoad } from './agent-shard'
-import { askAll, collectDeliveries, collectLedger, fleetStatus, nowEpochMs, round2, type Shard, shareOf, sleep, sumCounts, until } from './agent-shards'
+import {
+  askAll,
+  collectDeliveries,
+  collectLedger,
+  fleetStatus,
+  nowEpochMs,
+  round2,
+  type Shard,
+  shareOf,
+  sleep,
+  sumCounts,
+  until,
+} from './agent-shards'
 import type { RelayProcess } from './child'
 import { type Latency, latency } from './load'
 import { counterOf, isAlive, relayCpu, scrapeMetrics, storedIds } from './relay-readings'
@@ -99,7 +111,11 @@ async function killAndPublish(bench: StormBench, nth: number): Promise<number> {
   // the kernel closed the relay's sockets: every agent sees its close and leaves ACTIVE
   await until(async () => (await fleetStatus(shards)).active === 0, 10_000, 50)
   const content = `bench job during outage ${nth}, agent`
-  const notQueued = await askAll(shards, (k) => ({ type: 'PublishOutage', count: shareOf(opts.stormPublishers, k, shards.length), content }))
+  const notQueued = await askAll(shards, (k) => ({
+    type: 'PublishOutage',
+    count: shareOf(opts.stormPublishers, k, shards.length),
+    content,
+  }))
   return notQueued.reduce((s, x) => s + x, 0)
 }
 

@@ -6,7 +6,22 @@
 // signature with noble's sign, ~0.25 ms now) measured its own event loop, not the relay.
 import { deliveryFigures } from './agent-fleet'
 import type { ShardLoad } from './agent-shard'
-import { askAll, collectDeliveries, collectLedger, fleetStatus, forkShard, type HandshakeFigures, mergeHandshakes, nowEpochMs, round2, type Shard, STABLE_MS, shareOf, sleep, until } from './agent-shards'
+import {
+  askAll,
+  collectDeliveries,
+  collectLedger,
+  fleetStatus,
+  forkShard,
+  type HandshakeFigures,
+  mergeHandshakes,
+  nowEpochMs,
+  round2,
+  type Shard,
+  STABLE_MS,
+  shareOf,
+  sleep,
+  until,
+} from './agent-shards'
 import { type StormBench, type StormFigures, storm } from './agent-storm'
 import { CHILD_SCRIPTS, type LoopDelay, type MemorySample, nodeArgsFromEnv, spawnRelay } from './child'
 import { bucketQuantile, freePort, histogramOf, openFilesLimit, scrapeMetrics } from './relay-readings'
@@ -73,32 +88,66 @@ const JOB_FILTER = { kinds: [5050], '#t': ['bench-agents'] }
 /** BENCH_AGENTS_LOAD_NICE: the load shards' nice value (0-19), as if the agents ran on other machines */
 function loadNice(): number {
   const n = Number(process.env.BENCH_AGENTS_LOAD_NICE ?? 0)
-  if (!Number.isInteger(n) || n < 0 || n > 19) throw new Error(`BENCH_AGENTS_LOAD_NICE is an integer 0-19, not ${process.env.BENCH_AGENTS_LOAD_NICE}`)
+  if (!Number.isInteger(n) || n < 0 || n > 19)
+    throw new Error(`BENCH_AGENTS_LOAD_NICE is an integer 0-19, not ${process.env.BENCH_AGENTS_LOAD_NICE}`)
   return n
 }
 
 export async function agentsStorm(opts: AgentsOptions): Promise<AgentsResult> {
   const port = await freePort()
   // the port is fixed so the agents reconnect to the same URL after the restart; limits are replaced whole
-  const env = (maxConcurrentAuth?: number) => ({ BENCH_APIARY_CONFIG: JSON.stringify({ port, limits: { maxConnectionsPerIp: 1e6, ...(maxConcurrentAuth ? { maxConcurrentAuth } : {}) } }) })
+  const env = (maxConcurrentAuth?: number) => ({
+    BENCH_APIARY_CONFIG: JSON.stringify({
+      port,
+      limits: { maxConnectionsPerIp: 1e6, ...(maxConcurrentAuth ? { maxConcurrentAuth } : {}) },
+    }),
+  })
   const spawn = (maxConcurrentAuth?: number) => spawnRelay(CHILD_SCRIPTS.apiary, opts.dir, 60_000, env(maxConcurrentAuth))
   const bench: AgentsRun = { opts, shards: [], current: { relay: await spawn() }, spawn }
   const probe = forkShard('probe')
   try {
     // BENCH_AGENTS_LOAD_NODE_ARGS: extra node flags for the load shards (not the probe), e.g. "--cpu-prof"
-    bench.shards = Array.from({ length: opts.shards }, (_, k) => forkShard(`shard ${k + 1}`, loadNice(), nodeArgsFromEnv('BENCH_AGENTS_LOAD_NODE_ARGS')))
+    bench.shards = Array.from({ length: opts.shards }, (_, k) =>
+      forkShard(`shard ${k + 1}`, loadNice(), nodeArgsFromEnv('BENCH_AGENTS_LOAD_NODE_ARGS')),
+    )
     const url = bench.current.relay.url
-    await askAll(bench.shards, (k) => ({ type: 'Create', url, first: Math.floor((k * opts.agents) / opts.shards), count: shareOf(opts.agents, k, opts.shards) }))
+    await askAll(bench.shards, (k) => ({
+      type: 'Create',
+      url,
+      first: Math.floor((k * opts.agents) / opts.shards),
+      count: shareOf(opts.agents, k, opts.shards),
+    }))
     try {
       const s = await startFleet(bench)
       const st = await runSteady(bench, probe)
       const first = await storm(bench)
       const shaped = opts.shapedMaxConcurrentAuth > 0 ? await stormAgain(bench, opts.shapedMaxConcurrentAuth) : undefined
       const { active } = await fleetStatus(bench.shards)
-      const handshake = { probeHandshakes: opts.probeHandshakes, steady: st.steadyHandshake, relaySideP50Ms: st.relaySideP50Ms, relaySideP99Ms: st.relaySideP99Ms, waves: s.waves, wavesSecondHalf: s.wavesSecondHalf }
+      const handshake = {
+        probeHandshakes: opts.probeHandshakes,
+        steady: st.steadyHandshake,
+        relaySideP50Ms: st.relaySideP50Ms,
+        relaySideP99Ms: st.relaySideP99Ms,
+        waves: s.waves,
+        wavesSecondHalf: s.wavesSecondHalf,
+      }
       return {
-        ...{ agents: opts.agents, shards: opts.shards, active, openFilesLimit: openFilesLimit(), handshake, probeLoad: st.probeLoad, relayLoopDelay: st.relayLoopDelay },
-        ...{ shardLoad: { startup: s.startup, steady: st.steadyLoad }, memory: s.memory, steady: st.steady, traffic: st.traffic, storm: first },
+        ...{
+          agents: opts.agents,
+          shards: opts.shards,
+          active,
+          openFilesLimit: openFilesLimit(),
+          handshake,
+          probeLoad: st.probeLoad,
+          relayLoopDelay: st.relayLoopDelay,
+        },
+        ...{
+          shardLoad: { startup: s.startup, steady: st.steadyLoad },
+          memory: s.memory,
+          steady: st.steady,
+          traffic: st.traffic,
+          storm: first,
+        },
         ...(shaped ? { shapedStorm: shaped } : {}),
       }
     } finally {
@@ -128,7 +177,12 @@ async function startFleet(bench: AgentsRun) {
     rssPerAgent: Math.round((after.rss - before.rss) / n),
     heapPerAgent: Math.round((after.heapUsed + after.external - before.heapUsed - before.external) / n),
   }
-  return { memory, startup, waves: mergeHandshakes(waves.map((w) => w.all)), wavesSecondHalf: mergeHandshakes(waves.map((w) => w.secondHalf)) }
+  return {
+    memory,
+    startup,
+    waves: mergeHandshakes(waves.map((w) => w.all)),
+    wavesSecondHalf: mergeHandshakes(waves.map((w) => w.secondHalf)),
+  }
 }
 
 // ---------------------------------------------------------------- 2. steady: the probe, under traffic

@@ -48,10 +48,28 @@ export function channelFixtures(opts: { subscribers: number; events: number }): 
     const creator = authors[0]!
     const create = signEvent({ kind: 9007, created_at: now - 3_600, tags: [['h', id], ['name', id], ...flags], content: '' }, creator)
     const members = [...authors.slice(1), ...subscribers]
-    const puts = members.map((m) => signEvent({ kind: 9000, created_at: now - 3_600, tags: [['h', id], ['p', m.pubkey]], content: '' }, creator))
+    const puts = members.map((m) =>
+      signEvent(
+        {
+          kind: 9000,
+          created_at: now - 3_600,
+          tags: [
+            ['h', id],
+            ['p', m.pubkey],
+          ],
+          content: '',
+        },
+        creator,
+      ),
+    )
     const posts = Array.from({ length: opts.events }, (_, i) =>
       signEvent(
-        { kind: 9, created_at: now - 1_800 + Math.floor((i * 1_700) / opts.events), tags: [['h', id]], content: `bench event ${i} `.repeat(14) },
+        {
+          kind: 9,
+          created_at: now - 1_800 + Math.floor((i * 1_700) / opts.events),
+          tags: [['h', id]],
+          content: `bench event ${i} `.repeat(14),
+        },
         authors[i % AUTHORS]!,
       ),
     )
@@ -147,7 +165,12 @@ function publishAll(ws: WebSocket, events: BenchEvent[], window: number): Promis
 function openSocket(url: string, host: string | undefined, onMessage?: (ws: WebSocket, m: unknown[]) => void): Promise<WebSocket> {
   return new Promise((resolve, reject) => {
     const headers = host ? { host: hostHeader(url, host) } : undefined
-    const ws = new WebSocket(url, { perMessageDeflate: false, skipUTF8Validation: true, handshakeTimeout: 15_000, ...(headers ? { headers } : {}) })
+    const ws = new WebSocket(url, {
+      perMessageDeflate: false,
+      skipUTF8Validation: true,
+      handshakeTimeout: 15_000,
+      ...(headers ? { headers } : {}),
+    })
     if (onMessage) ws.on('message', (data) => onMessage(ws, JSON.parse(data.toString()) as unknown[]))
     ws.once('open', () => {
       ws.removeAllListeners('error')

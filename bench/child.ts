@@ -25,9 +25,19 @@ export interface StartedRelay {
   prefill?(file: string, count: number): Promise<number>
 }
 
-type Request = { id: number; cmd: 'mem' } | { id: number; cmd: 'cpu' } | { id: number; cmd: 'eld-start' } | { id: number; cmd: 'eld-stop' } | { id: number; cmd: 'close' } | { id: number; cmd: 'prefill'; file: string; count: number }
+type Request =
+  | { id: number; cmd: 'mem' }
+  | { id: number; cmd: 'cpu' }
+  | { id: number; cmd: 'eld-start' }
+  | { id: number; cmd: 'eld-stop' }
+  | { id: number; cmd: 'close' }
+  | { id: number; cmd: 'prefill'; file: string; count: number }
 
-type Reply = { type: 'ready'; url: string } | { type: 'failed'; error: string } | { id: number; ok: true; result: unknown } | { id: number; ok: false; error: string }
+type Reply =
+  | { type: 'ready'; url: string }
+  | { type: 'failed'; error: string }
+  | { id: number; ok: true; result: unknown }
+  | { id: number; ok: false; error: string }
 
 // ---------------------------------------------------------------- child side
 
@@ -122,7 +132,9 @@ export async function runRelayChild(start: (dataDir: string) => Promise<StartedR
 }
 
 function errorText(error: unknown): string {
-  return error instanceof Error ? `${error.message}${error.stack ? `\n${error.stack.split('\n').slice(1, 4).join('\n')}` : ''}` : String(error)
+  return error instanceof Error
+    ? `${error.message}${error.stack ? `\n${error.stack.split('\n').slice(1, 4).join('\n')}` : ''}`
+    : String(error)
 }
 
 // ---------------------------------------------------------------- parent side
@@ -170,7 +182,12 @@ const START_NODE_FLAGS: string[] = (() => {
  * Fork a relay child; rejects with the child's own error (or its stderr tail) if it does not come up.
  * `env` is added to this process's environment (bench/serve-apiary.ts reads BENCH_APIARY_CONFIG from it).
  */
-export function spawnRelay(script: string, dataDir: string, startTimeoutMs = 60_000, env: Record<string, string> = {}): Promise<RelayProcess> {
+export function spawnRelay(
+  script: string,
+  dataDir: string,
+  startTimeoutMs = 60_000,
+  env: Record<string, string> = {},
+): Promise<RelayProcess> {
   const child: ChildProcess = fork(script, [dataDir], {
     // the node flags `npm start` gives the relay (package.json), for Apiary and the baseline alike; then
     // BENCH_CHILD_NODE_ARGS: extra node flags for the relay child, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
@@ -281,8 +298,13 @@ function startAllocationProfile(dir: string): () => Promise<void> {
   // BENCH_ALLOCATION_PROFILE_KEEP: 'survivors' leaves out what the young generation's scavenges collected (what
   // is left survived one: the bytes they copy and promote), 'live' also what mark-compacts collected
   const keep = process.env.BENCH_ALLOCATION_PROFILE_KEEP
-  if (keep !== undefined && keep !== 'survivors' && keep !== 'live') throw new Error(`BENCH_ALLOCATION_PROFILE_KEEP is survivors or live, not ${keep}`)
-  const started = post('HeapProfiler.startSampling', { samplingInterval: 32_768, includeObjectsCollectedByMajorGC: keep !== 'live', includeObjectsCollectedByMinorGC: keep === undefined })
+  if (keep !== undefined && keep !== 'survivors' && keep !== 'live')
+    throw new Error(`BENCH_ALLOCATION_PROFILE_KEEP is survivors or live, not ${keep}`)
+  const started = post('HeapProfiler.startSampling', {
+    samplingInterval: 32_768,
+    includeObjectsCollectedByMajorGC: keep !== 'live',
+    includeObjectsCollectedByMinorGC: keep === undefined,
+  })
   // a failed start is reported by the stop that awaits it
   started.catch(() => {})
   return async () => {
@@ -302,7 +324,9 @@ function startAllocationProfile(dir: string): () => Promise<void> {
  */
 function startCpuProfile(dir: string): () => Promise<void> {
   const { post, disconnect } = inspectorSession()
-  const started = post('Profiler.enable').then(() => post('Profiler.setSamplingInterval', { interval: 250 })).then(() => post('Profiler.start'))
+  const started = post('Profiler.enable')
+    .then(() => post('Profiler.setSamplingInterval', { interval: 250 }))
+    .then(() => post('Profiler.start'))
   started.catch(() => {})
   return async () => {
     await started

@@ -35,7 +35,13 @@ const randomCommunityId = () => `bench-${randomBytes(5).toString('hex')}`
 /** undefined when Redis and PostgreSQL both answer within a few seconds, else why not. */
 export async function clusterUnavailable(): Promise<string | undefined> {
   const problems: string[] = []
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, connectTimeout: 2_000, commandTimeout: 2_000, retryStrategy: () => null })
+  const redis = new Redis(REDIS_URL, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    connectTimeout: 2_000,
+    commandTimeout: 2_000,
+    retryStrategy: () => null,
+  })
   let socketError: unknown
   redis.on('error', (error) => {
     socketError = error
@@ -195,7 +201,12 @@ function spawnNode(config: ConfigInput, dir: string): Promise<RelayProcess> {
 }
 
 /** Nodes are started one after the other: two nodes migrating one fresh database at once would race. */
-async function withNodes<T>(count: number, config: ConfigInput, dir: (label: string) => string, fn: (nodes: RelayProcess[]) => Promise<T>): Promise<T> {
+async function withNodes<T>(
+  count: number,
+  config: ConfigInput,
+  dir: (label: string) => string,
+  fn: (nodes: RelayProcess[]) => Promise<T>,
+): Promise<T> {
   const nodes: RelayProcess[] = []
   try {
     for (let i = 0; i < count; i++) nodes.push(await spawnNode(config, dir(`node${String.fromCharCode(97 + i)}`)))
@@ -253,7 +264,13 @@ function cpuProbe(nodes: RelayProcess[], redis?: Redis) {
 export const FANOUT_VARIANTS = ['cross-node', 'single-node', 'same-node'] as const
 export type FanoutVariant = (typeof FANOUT_VARIANTS)[number]
 
-export type ClusterFanoutResult = FanoutResult & { variant: FanoutVariant; relayCores: number; redisCores: number; postgresCores: number; loopDelayP99Ms: number }
+export type ClusterFanoutResult = FanoutResult & {
+  variant: FanoutVariant
+  relayCores: number
+  redisCores: number
+  postgresCores: number
+  loopDelayP99Ms: number
+}
 
 export async function clusterFanout(
   variant: FanoutVariant,
@@ -289,7 +306,14 @@ export async function clusterFanout(
 export const INGEST_VARIANTS = ['postgres', 'sqlite', 'postgres kind-9'] as const
 export type IngestVariant = (typeof INGEST_VARIANTS)[number]
 
-export type BackendIngestResult = IngestResult & { variant: IngestVariant; relayCores: number; redisCores: number; postgresCores: number; loopDelayP99Ms: number; setupMs: number }
+export type BackendIngestResult = IngestResult & {
+  variant: IngestVariant
+  relayCores: number
+  redisCores: number
+  postgresCores: number
+  loopDelayP99Ms: number
+  setupMs: number
+}
 
 /** Pipelined ingest into one node: cluster backends (PostgreSQL store, Redis gates) or embedded SQLite. */
 export async function ingestOnBackend(
@@ -404,10 +428,19 @@ export async function admissionBench(opts: AdmissionOptions): Promise<AdmissionC
     for (let i = 0; i < 200; i++) await limiter.admit(keyOf(i % maxCallers), RULE)
     await limiter.admitMany(Array.from({ length: 32 }, (_, i) => ({ key: keyOf(i % maxCallers), rule: RULE })))
 
-    type Plan = Pick<AdmissionCell, 'label' | 'backend' | 'call' | 'callers' | 'batch'> & { run: (caller: number) => Promise<readonly Admission[]> }
+    type Plan = Pick<AdmissionCell, 'label' | 'backend' | 'call' | 'callers' | 'batch'> & {
+      run: (caller: number) => Promise<readonly Admission[]>
+    }
     const plans: Plan[] = []
     for (const c of opts.callers) {
-      plans.push({ label: `redis admit ×${c}`, backend: 'redis', call: 'admit', callers: c, batch: 1, run: async (i) => [await limiter.admit(keyOf(i), RULE)] })
+      plans.push({
+        label: `redis admit ×${c}`,
+        backend: 'redis',
+        call: 'admit',
+        callers: c,
+        batch: 1,
+        run: async (i) => [await limiter.admit(keyOf(i), RULE)],
+      })
     }
     for (const b of opts.batches) {
       for (const c of opts.batchCallers) {
@@ -415,11 +448,25 @@ export async function admissionBench(opts: AdmissionOptions): Promise<AdmissionC
         const batches = Array.from({ length: c }, (_, i): AdmitRequest[] =>
           Array.from({ length: b }, (_, j) => ({ key: keyOf(i, j % 4 === 3 ? 'reqs' : 'events'), rule: RULE })),
         )
-        plans.push({ label: `redis admitMany/${b} ×${c}`, backend: 'redis', call: 'admitMany', callers: c, batch: b, run: (i) => limiter.admitMany(batches[i]!) })
+        plans.push({
+          label: `redis admitMany/${b} ×${c}`,
+          backend: 'redis',
+          call: 'admitMany',
+          callers: c,
+          batch: b,
+          run: (i) => limiter.admitMany(batches[i]!),
+        })
       }
     }
     const m = opts.memoryCallers
-    plans.push({ label: `memory admit ×${m}`, backend: 'memory', call: 'admit', callers: m, batch: 1, run: async (i) => [await memory.admit(keyOf(i), RULE)] })
+    plans.push({
+      label: `memory admit ×${m}`,
+      backend: 'memory',
+      call: 'admit',
+      callers: m,
+      batch: 1,
+      run: async (i) => [await memory.admit(keyOf(i), RULE)],
+    })
     if (opts.reverse) plans.reverse()
 
     const out: AdmissionCell[] = []
@@ -441,7 +488,13 @@ export async function admissionBench(opts: AdmissionOptions): Promise<AdmissionC
 }
 
 /** `callers` loops, each calling `run` back to back, until `seconds` pass or `maxDecisions` are taken. */
-async function timedCalls(callers: number, batch: number, seconds: number, maxDecisions: number, run: (caller: number) => Promise<readonly Admission[]>) {
+async function timedCalls(
+  callers: number,
+  batch: number,
+  seconds: number,
+  maxDecisions: number,
+  run: (caller: number) => Promise<readonly Admission[]>,
+) {
   const maxCalls = Math.max(1, Math.ceil(maxDecisions / batch))
   const lat = new Float64Array(Math.min(maxCalls, 200_000))
   let nLat = 0

@@ -11,7 +11,10 @@ const CORPUS_TOPICS = 500
 /** events whose ids reactions, reposts and replies point at (the earliest kind-1 notes, Zipf-weighted) */
 const POPULAR_NOTES = 2_000
 const SPAN_SECONDS = 30 * 86_400
-const WORDS = 'the relay agent channel nostr event signal queue note thread reply river mountain pixel garden coffee market protocol lattice moon'.split(' ')
+const WORDS =
+  'the relay agent channel nostr event signal queue note thread reply river mountain pixel garden coffee market protocol lattice moon'.split(
+    ' ',
+  )
 const EMOJI = ['🤙', '🔥', '❤️', '😂', '👀', '⚡', '🫡']
 
 /** Samples ranks 0..n-1 with P(k) ∝ 1/(k+1)^s (inverse CDF by binary search). */
@@ -93,7 +96,11 @@ function generateCorpus(n: number, now: number): BenchEvent[] {
     } else if (r < 0.9) {
       if (rand() < 0.5) {
         kind = 0
-        content = JSON.stringify({ name: `author-${key.pubkey.slice(0, 8)}`, about: text(30, 300), picture: `https://example.com/${key.pubkey.slice(0, 16)}.png` })
+        content = JSON.stringify({
+          name: `author-${key.pubkey.slice(0, 8)}`,
+          about: text(30, 300),
+          picture: `https://example.com/${key.pubkey.slice(0, 16)}.png`,
+        })
       } else {
         kind = 3
         for (let k = between(5, 200); k > 0; k--) tags.push(p())

@@ -42,7 +42,15 @@ export function signEvent(
   const serialized = JSON.stringify([0, key.pubkey, template.created_at, template.kind, template.tags, template.content])
   const hash = createHash('sha256').update(serialized).digest()
   const sig = Buffer.from(ecc.signSchnorr(hash, key.secret)).toString('hex')
-  return { id: hash.toString('hex'), pubkey: key.pubkey, created_at: template.created_at, kind: template.kind, tags: template.tags, content: template.content, sig }
+  return {
+    id: hash.toString('hex'),
+    pubkey: key.pubkey,
+    created_at: template.created_at,
+    kind: template.kind,
+    tags: template.tags,
+    content: template.content,
+    sig,
+  }
 }
 
 /** Small deterministic PRNG (mulberry32) so data sets and query sequences repeat exactly. */
@@ -108,7 +116,12 @@ export function ingestEvents(count: number): BenchEvent[] {
     for (let i = 0; i < n; i++) {
       out.push(
         signEvent(
-          { kind: 1, created_at: now - 86_400 + Math.floor((i * 86_000) / n), tags: [['t', 'bench']], content: `bench event ${i} `.repeat(14) },
+          {
+            kind: 1,
+            created_at: now - 86_400 + Math.floor((i * 86_000) / n),
+            tags: [['t', 'bench']],
+            content: `bench event ${i} `.repeat(14),
+          },
           keys[i % keys.length]!,
         ),
       )
@@ -170,7 +183,12 @@ export function reqDataset(count: number): Dataset {
     const start = now - DATASET_SPAN_SECONDS - 3_600
     const out: BenchEvent[] = []
     for (let a = 0; a < keys.length && out.length < n; a++) {
-      out.push(signEvent({ kind: 0, created_at: start, tags: [], content: JSON.stringify({ name: `bench-${a}`, about: 'apiary bench author' }) }, keys[a]!))
+      out.push(
+        signEvent(
+          { kind: 0, created_at: start, tags: [], content: JSON.stringify({ name: `bench-${a}`, about: 'apiary bench author' }) },
+          keys[a]!,
+        ),
+      )
     }
     const ids: string[] = []
     while (out.length < n) {
@@ -182,12 +200,26 @@ export function reqDataset(count: number): Dataset {
       let e: BenchEvent
       if (rand() < 0.25 && ids.length > 0) {
         const target = ids[Math.floor(rand() * ids.length)]!
-        e = signEvent({ kind: 7, created_at, tags: [['e', target], ['p', mention]], content: '+' }, key)
+        e = signEvent(
+          {
+            kind: 7,
+            created_at,
+            tags: [
+              ['e', target],
+              ['p', mention],
+            ],
+            content: '+',
+          },
+          key,
+        )
       } else {
         const tags: string[][] = [['t', `topic${Math.floor(rand() ** 1.5 * DATASET_TOPICS)}`]]
         if (rand() < 0.3) tags.push(['t', `topic${Math.floor(rand() * DATASET_TOPICS)}`])
         if (rand() < 0.4) tags.push(['p', mention])
-        e = signEvent({ kind: 1, created_at, tags, content: `note ${i}: ${'lorem ipsum dolor sit amet '.repeat(1 + Math.floor(rand() * 6))}` }, key)
+        e = signEvent(
+          { kind: 1, created_at, tags, content: `note ${i}: ${'lorem ipsum dolor sit amet '.repeat(1 + Math.floor(rand() * 6))}` },
+          key,
+        )
         ids.push(e.id)
       }
       out.push(e)

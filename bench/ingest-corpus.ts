@@ -30,7 +30,12 @@ export type CorpusIngestResult = IngestResult & {
   threadsUs: Record<string, number>
 }
 
-export async function corpusIngest(relay: RelayProcess, events: BenchEvent[], shape: CorpusShape, maxSeconds: number): Promise<CorpusIngestResult> {
+export async function corpusIngest(
+  relay: RelayProcess,
+  events: BenchEvent[],
+  shape: CorpusShape,
+  maxSeconds: number,
+): Promise<CorpusIngestResult> {
   const cpu = relayCpu(relay.pid)
   let total0 = 0
   let t0 = 0
@@ -76,7 +81,15 @@ export async function corpusIngest(relay: RelayProcess, events: BenchEvent[], sh
   }
 }
 
-function perThread(before: Map<number, { name: string; seconds: number }>, after: Map<number, { name: string; seconds: number }>, accepted: number): Record<string, number> {
-  const used = [...after].map(([tid, t]) => ({ key: `${t.name}/${tid}`, s: t.seconds - (before.get(tid)?.seconds ?? 0) })).filter((t) => t.s > 0)
-  return Object.fromEntries(used.sort((a, b) => b.s - a.s).map((t) => [t.key, accepted > 0 ? Math.round((t.s * 1e6) / accepted) : Number.NaN]))
+function perThread(
+  before: Map<number, { name: string; seconds: number }>,
+  after: Map<number, { name: string; seconds: number }>,
+  accepted: number,
+): Record<string, number> {
+  const used = [...after]
+    .map(([tid, t]) => ({ key: `${t.name}/${tid}`, s: t.seconds - (before.get(tid)?.seconds ?? 0) }))
+    .filter((t) => t.s > 0)
+  return Object.fromEntries(
+    used.sort((a, b) => b.s - a.s).map((t) => [t.key, accepted > 0 ? Math.round((t.s * 1e6) / accepted) : Number.NaN]),
+  )
 }

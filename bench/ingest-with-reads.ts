@@ -82,7 +82,9 @@ export interface ReadLoadOptions {
 }
 
 export async function ingestWithReads(url: string, variant: ReadLoadVariant, opts: ReadLoadOptions): Promise<ReadLoadResult> {
-  const readers = variant.startsWith('ingest + readers') ? await startReaders(url, opts.readers, readerQueries(opts.dataset, 4_000)) : undefined
+  const readers = variant.startsWith('ingest + readers')
+    ? await startReaders(url, opts.readers, readerQueries(opts.dataset, 4_000))
+    : undefined
   let figures: ReadersFigures | undefined
   try {
     const r = await ingestPipelined(url, {

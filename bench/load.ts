@@ -131,7 +131,9 @@ export function ingestPipelined(url: string, opts: IngestOptions & { window: num
 async function ingest(url: string, opts: IngestOptions & { window: number }): Promise<IngestResult> {
   const events = resolveEvents(opts.events)
   const frames = events.map((e) => `["EVENT",${JSON.stringify(e)}]`)
-  const sockets = opts.openConnection ? await openEach(opts.connections, 50, opts.openConnection) : await openMany(url, opts.connections, 50, opts.host)
+  const sockets = opts.openConnection
+    ? await openEach(opts.connections, 50, opts.openConnection)
+    : await openMany(url, opts.connections, 50, opts.host)
   const lat = new Float64Array(events.length)
   let nLat = 0
   let next = 0
@@ -292,7 +294,9 @@ export async function fanout(
   const events = resolveEvents(opts.events)
   const frames = events.map((e) => `["EVENT",${JSON.stringify(e)}]`)
   const sentAt = new Map<string, number>()
-  const subs = opts.openSubscriber ? await openEach(opts.subscribers, 50, opts.openSubscriber) : await openMany(url, opts.subscribers, 50, opts.host)
+  const subs = opts.openSubscriber
+    ? await openEach(opts.subscribers, 50, opts.openSubscriber)
+    : await openMany(url, opts.subscribers, 50, opts.host)
   const filter = opts.filter ?? { kinds: [1], '#t': ['bench'] }
   const expectedPerSub = events.length
   const lat = new Float64Array(opts.subscribers * expectedPerSub)
@@ -437,7 +441,8 @@ export function makeQueries(dataset: Dataset, shape: ReqShape, count: number, se
         return { '#p': [pick(dataset.authors)], limit: limit() }
       case '#t+kinds':
         return { '#t': [pick(dataset.topics)], kinds: [1], limit: limit() }
-      default: { // 'since/until'
+      default: {
+        // 'since/until'
         const since = time()
         return { since, until: since + 3_600, limit: limit() }
       }
@@ -497,7 +502,12 @@ export async function reqLatency(
       const end = await opts.onConcurrent?.()
       const concurrent = await runQueries(sockets, queries)
       const concurrentProbe = await end?.()
-      out.push({ shape, sequential, concurrent: { ...concurrent, connections }, ...(concurrentProbe === undefined ? {} : { concurrentProbe }) })
+      out.push({
+        shape,
+        sequential,
+        concurrent: { ...concurrent, connections },
+        ...(concurrentProbe === undefined ? {} : { concurrentProbe }),
+      })
     }
   } finally {
     closeAll(sockets)
@@ -553,7 +563,13 @@ async function runQueries(sockets: WebSocket[], filters: Record<string, unknown>
     ),
   )
   const elapsed = performance.now() - t0
-  return { queries: n, queriesPerSec: perSecond(n, elapsed), latency: latency(lat, n), meanEvents: round2(events / Math.max(1, n)), refused }
+  return {
+    queries: n,
+    queriesPerSec: perSecond(n, elapsed),
+    latency: latency(lat, n),
+    meanEvents: round2(events / Math.max(1, n)),
+    refused,
+  }
 }
 
 // ---------------------------------------------------------------- idle connections

@@ -57,10 +57,33 @@ export function channelEvents(label: string) {
   let n = 0
   const now = () => Math.floor(Date.now() / 1000)
   return {
-    create: (channel: string) => signEvent({ kind: 9007, created_at: now(), tags: [['h', channel], ['name', channel]], content: `create ${channel}` }, admin),
+    create: (channel: string) =>
+      signEvent(
+        {
+          kind: 9007,
+          created_at: now(),
+          tags: [
+            ['h', channel],
+            ['name', channel],
+          ],
+          content: `create ${channel}`,
+        },
+        admin,
+      ),
     putUser: (channel: string) => {
       const member = benchKeys(1, `${label}-member`, n)[0]!
-      return signEvent({ kind: 9000, created_at: now(), tags: [['h', channel], ['p', member.pubkey]], content: `put-user ${n++}` }, admin)
+      return signEvent(
+        {
+          kind: 9000,
+          created_at: now(),
+          tags: [
+            ['h', channel],
+            ['p', member.pubkey],
+          ],
+          content: `put-user ${n++}`,
+        },
+        admin,
+      )
     },
   }
 }

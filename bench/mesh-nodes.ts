@@ -67,7 +67,9 @@ export async function openMeshCluster(dataDir: (label: string) => string, logDir
   const community = `bench-mesh-${randomBytes(5).toString('hex')}`
   const host = `${community}.test`
   const env: Record<string, string> = {
-    ...Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => !e[0].startsWith('APIARY_') && e[1] !== undefined)),
+    ...Object.fromEntries(
+      Object.entries(process.env).filter((e): e is [string, string] => !e[0].startsWith('APIARY_') && e[1] !== undefined),
+    ),
     ...GENEROUS_ENV,
     APIARY_REDIS_URL: REDIS_URL,
     APIARY_DATABASE_URL: db.url,
@@ -100,7 +102,10 @@ export async function openMeshCluster(dataDir: (label: string) => string, logDir
       const log = createWriteStream(join(logDir, `${name}.log`))
       logs.push(log)
       const spawnedAt = performance.now()
-      const proc = spawn(process.execPath, [join(pkg, 'bin', 'apiary.js'), 'start', '--port', '0', '--data-dir', dataDir(name)], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+      const proc = spawn(process.execPath, [join(pkg, 'bin', 'apiary.js'), 'start', '--port', '0', '--data-dir', dataDir(name)], {
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
       procs.add(proc)
       let out: string | undefined = ''
       let tail = ''
@@ -108,7 +113,9 @@ export async function openMeshCluster(dataDir: (label: string) => string, logDir
         log.write(d)
         tail = (tail + d.toString()).slice(-2_000)
       })
-      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })))
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+        proc.once('exit', (code, signal) => resolve({ code, signal })),
+      )
       return new Promise<MeshNode>((resolve, reject) => {
         const timer = setTimeout(() => {
           proc.kill('SIGKILL')

@@ -11,7 +11,13 @@ if (!secret || !process.send) {
   process.exit(2)
 }
 const { identity, setup } = meshIdentity(hexToBytes(secret), ONE_BYTE_ANSWER)
-const server = await startTunnelServer('127.0.0.1', 0, setup, () => {}, () => {})
+const server = await startTunnelServer(
+  '127.0.0.1',
+  0,
+  setup,
+  () => {},
+  () => {},
+)
 process.send({ port: server.port, runtime: identity.runtimeKey.pubkey })
 process.on('disconnect', () => {
   void server.close().finally(() => process.exit(0))

@@ -46,7 +46,13 @@ export async function tunnelThroughput(opts: { requests: number; bodyBytes: numb
   const relaySecret = schnorr.utils.randomSecretKey()
   const acceptor = meshIdentity(relaySecret, ONE_BYTE_ANSWER)
   const dialer = meshIdentity(relaySecret, ONE_BYTE_ANSWER)
-  const server = await startTunnelServer('127.0.0.1', 0, acceptor.setup, () => {}, () => {})
+  const server = await startTunnelServer(
+    '127.0.0.1',
+    0,
+    acceptor.setup,
+    () => {},
+    () => {},
+  )
   let tunnel: Tunnel | undefined
   try {
     tunnel = await dialTunnel(`ws://127.0.0.1:${server.port}`, acceptor.identity.runtimeKey.pubkey, dialer.setup)
@@ -121,7 +127,12 @@ export interface StalledPeerMemory {
  * with `pauseMs` between attempts (60 s timeout each, BUSY refusals counted), this process's memory sampled
  * every `sampleEveryMs`. Then SIGCONT, and every accepted request must still be answered.
  */
-export async function stalledPeerMemory(opts: { seconds: number; bodyBytes: number; pauseMs: number; sampleEveryMs: number }): Promise<StalledPeerMemory> {
+export async function stalledPeerMemory(opts: {
+  seconds: number
+  bodyBytes: number
+  pauseMs: number
+  sampleEveryMs: number
+}): Promise<StalledPeerMemory> {
   const relaySecret = schnorr.utils.randomSecretKey()
   const peer = fork(new URL('./mesh-peer.ts', import.meta.url), [], {
     execArgv: ['--import', 'tsx'],

@@ -133,7 +133,12 @@ async function findOwner(cluster: MeshCluster, nodes: MeshNode[], channel: strin
 }
 
 /** A fresh channel, created through `node` (which then owns it); throws when refused. */
-async function createChannel(cluster: MeshCluster, node: MeshNode, events: ReturnType<typeof channelEvents>, channel: string): Promise<void> {
+async function createChannel(
+  cluster: MeshCluster,
+  node: MeshNode,
+  events: ReturnType<typeof channelEvents>,
+  channel: string,
+): Promise<void> {
   const creator = await openModerationClient(node.url, cluster.host)
   try {
     const a = await creator.send(events.create(channel))
@@ -194,8 +199,11 @@ async function trials(cluster: MeshCluster, nodes: MeshNode[], signal: 'SIGKILL'
     try {
       done.push(await trial(cluster, nodes, signal, channel, i % nodes.length, ev))
       const t = done[done.length - 1]!
-      log(`    ${signal} ${i + 1}/${count}: ${Number.isNaN(t.ms) ? 'no OK' : `${(t.ms / 1000).toFixed(2)} s`} (${t.victim}; exit ${(t.exitMs / 1000).toFixed(2)} s, relinked ${(t.relinkMs / 1000).toFixed(1)} s)`)
-      if (Number.isNaN(t.ms)) failures.push(`${channel}: no OK true within ${TAKEOVER_TIMEOUT_MS / 1000} s of ${signal} (${JSON.stringify(t.refusals)})`)
+      log(
+        `    ${signal} ${i + 1}/${count}: ${Number.isNaN(t.ms) ? 'no OK' : `${(t.ms / 1000).toFixed(2)} s`} (${t.victim}; exit ${(t.exitMs / 1000).toFixed(2)} s, relinked ${(t.relinkMs / 1000).toFixed(1)} s)`,
+      )
+      if (Number.isNaN(t.ms))
+        failures.push(`${channel}: no OK true within ${TAKEOVER_TIMEOUT_MS / 1000} s of ${signal} (${JSON.stringify(t.refusals)})`)
     } catch (error) {
       const text = error instanceof Error ? error.message : String(error)
       log(`    ${signal} ${i + 1}/${count}: failed: ${text}`)
@@ -235,7 +243,8 @@ async function trial(
   try {
     const warmDeadline = performance.now() + 15_000
     while (sender.answers.filter((a) => a.accepted).length < 3) {
-      if (performance.now() > warmDeadline) throw new Error(`no 3 forwarded put-users accepted before the ${signal}: ${JSON.stringify(refusalsByPrefix(sender.answers))}`)
+      if (performance.now() > warmDeadline)
+        throw new Error(`no 3 forwarded put-users accepted before the ${signal}: ${JSON.stringify(refusalsByPrefix(sender.answers))}`)
       await sender.nextGap()
     }
     // the lease was taken when the channel was created, under a second ago: a random wait of up to one renewal
@@ -258,7 +267,16 @@ async function trial(
     const t0 = performance.now()
     nodes[owner.index] = await cluster.start()
     const relinkMs = await cluster.waitLinked(nodes, t0)
-    return { channel, victim: victim.name, ms, exitMs, relinkMs, generationBefore: owner.generation, generationAfter: after?.generation ?? Number.NaN, refusals }
+    return {
+      channel,
+      victim: victim.name,
+      ms,
+      exitMs,
+      relinkMs,
+      generationBefore: owner.generation,
+      generationAfter: after?.generation ?? Number.NaN,
+      refusals,
+    }
   } finally {
     await sender.stop()
     client.close()

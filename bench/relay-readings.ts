@@ -59,7 +59,10 @@ export function threadCpu(pid: number): Map<number, { name: string; seconds: num
   const out = new Map<number, { name: string; seconds: number }>()
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
-      out.set(Number(tid), { name: readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim(), seconds: statSeconds(`/proc/${pid}/task/${tid}/stat`) })
+      out.set(Number(tid), {
+        name: readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim(),
+        seconds: statSeconds(`/proc/${pid}/task/${tid}/stat`),
+      })
     } catch {} // the thread ended between the listing and the read
   }
   return out

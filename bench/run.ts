@@ -23,12 +23,38 @@ import type { StormFigures } from './agent-storm'
 import { type AgentsResult, agentsStorm } from './agents'
 import { CHANNEL_VARIANTS, type ChannelFixtures, channelFanout, channelFixtures } from './channel-fanout'
 import { CHILD_SCRIPTS, type LoopDelay, type RelayProcess, spawnRelay } from './child'
-import { type AdmissionCell, admissionBench, clusterFanout, clusterUnavailable, dropBenchDatabases, FANOUT_VARIANTS, INGEST_VARIANTS, ingestOnBackend } from './cluster'
+import {
+  type AdmissionCell,
+  admissionBench,
+  clusterFanout,
+  clusterUnavailable,
+  dropBenchDatabases,
+  FANOUT_VARIANTS,
+  INGEST_VARIANTS,
+  ingestOnBackend,
+} from './cluster'
 import { corpusEvents, describeCorpus } from './corpus'
 import { BENCH_DATA_DIR, channelPostEvents, type Dataset, ingestEvents, reqDataset } from './fixtures'
 import { type CorpusIngestResult, type CorpusShape, corpusIngest } from './ingest-corpus'
-import { ingestWithReads, isUnreniced, READ_LOAD_VARIANTS, READER_SHAPES, type ReadersFigures, type ReadLoadResult, UNRENICED_CONFIG } from './ingest-with-reads'
-import { fanout, type IdleMemoryResult, idleConnectionMemory, ingestPipelined, type Latency, REQ_SHAPES, type ReqShapeResult, reqLatency } from './load'
+import {
+  ingestWithReads,
+  isUnreniced,
+  READ_LOAD_VARIANTS,
+  READER_SHAPES,
+  type ReadersFigures,
+  type ReadLoadResult,
+  UNRENICED_CONFIG,
+} from './ingest-with-reads'
+import {
+  fanout,
+  type IdleMemoryResult,
+  idleConnectionMemory,
+  ingestPipelined,
+  type Latency,
+  REQ_SHAPES,
+  type ReqShapeResult,
+  reqLatency,
+} from './load'
 import { type MeshFigures, meshBench } from './mesh'
 import { openFilesLimit } from './relay-readings'
 import { SLOW_READ_VARIANTS, slowReadIngest } from './slow-read'
@@ -86,9 +112,29 @@ const size = quick
       req: { stored: 10_000, queries: 50, concurrentQueries: 200, connections: 8 },
       ingestWithReads: { events: 3_000, connections: 4, window: 200, maxSeconds: 10, readers: 8 },
       idle: { connections: 1_000 },
-      agents: { agents: 300, shards: agentShards, waveSize: 50, waveSpacingMs: 20, probeHandshakes: 60, probeIntervalMs: 100, subscribers: 20, trafficPublishers: 5, trafficIntervalMs: 2_000, stormPublishers: 30, recoveryTimeoutMs: 180_000, shapedMaxConcurrentAuth: 32 },
+      agents: {
+        agents: 300,
+        shards: agentShards,
+        waveSize: 50,
+        waveSpacingMs: 20,
+        probeHandshakes: 60,
+        probeIntervalMs: 100,
+        subscribers: 20,
+        trafficPublishers: 5,
+        trafficIntervalMs: 2_000,
+        stormPublishers: 30,
+        recoveryTimeoutMs: 180_000,
+        shapedMaxConcurrentAuth: 32,
+      },
       clusterFanout: { subscribers: 200, events: 100 },
-      admission: { seconds: 1, maxDecisions: 2_000_000, callers: [1, 16, 64], batches: [8, 32, 128], batchCallers: [1, 16], memoryCallers: 16 },
+      admission: {
+        seconds: 1,
+        maxDecisions: 2_000_000,
+        callers: [1, 16, 64],
+        batches: [8, 32, 128],
+        batchCallers: [1, 16],
+        memoryCallers: 16,
+      },
       ingestPg: { events: 3_000, connections: 4, window: 200, maxSeconds: 10 },
       storePg: { events: 4_000, batches: [64, 400] },
       mesh: { killTrials: 3, termTrials: 3, moderationEvents: 50, convergenceRuns: 1, tunnelRequests: 100, stallSeconds: 3 },
@@ -107,9 +153,29 @@ const size = quick
       // the load processes sign (~0.25 ms here, src/protocols/bip340.ts) and verify every inbound event with
       // noble (~1.4 ms): 3,000 heartbeating agents alone keep ~0.1 core of them busy (~0.5 with noble's sign),
       // so the fleet starts at 50 handshakes/s, only a sample of agents subscribes, and the steady handshake is the probe's (10/s, a process doing nothing else)
-      agents: { agents: 3_000, shards: agentShards, waveSize: 50, waveSpacingMs: 20, probeHandshakes: 600, probeIntervalMs: 100, subscribers: 50, trafficPublishers: 10, trafficIntervalMs: 2_000, stormPublishers: 100, recoveryTimeoutMs: 180_000, shapedMaxConcurrentAuth: 32 },
+      agents: {
+        agents: 3_000,
+        shards: agentShards,
+        waveSize: 50,
+        waveSpacingMs: 20,
+        probeHandshakes: 600,
+        probeIntervalMs: 100,
+        subscribers: 50,
+        trafficPublishers: 10,
+        trafficIntervalMs: 2_000,
+        stormPublishers: 100,
+        recoveryTimeoutMs: 180_000,
+        shapedMaxConcurrentAuth: 32,
+      },
       clusterFanout: { subscribers: 200, events: 500 },
-      admission: { seconds: 3, maxDecisions: 10_000_000, callers: [1, 16, 64], batches: [8, 32, 128], batchCallers: [1, 16], memoryCallers: 16 },
+      admission: {
+        seconds: 3,
+        maxDecisions: 10_000_000,
+        callers: [1, 16, 64],
+        batches: [8, 32, 128],
+        batchCallers: [1, 16],
+        memoryCallers: 16,
+      },
       ingestPg: { events: 30_000, connections: 4, window: 200, maxSeconds: 20 },
       // as `store`: commits of 64 and of 400 events; each variant ~2–4 s per batch size and round
       storePg: { events: 30_000, batches: [64, 400] },
@@ -133,7 +199,12 @@ process.on('exit', () => rmSync(tmpRoot, { recursive: true, force: true }))
 const freshDir = (label: string) => mkdtempSync(join(tmpRoot, `${label}-`))
 
 /** `env` goes to the child (bench/serve-apiary.ts reads BENCH_APIARY_CONFIG and BENCH_SLOW_READ_MS). */
-async function withRelay<T>(name: RelayName, dir: string, fn: (relay: RelayProcess) => Promise<T>, env: Record<string, string> = {}): Promise<T> {
+async function withRelay<T>(
+  name: RelayName,
+  dir: string,
+  fn: (relay: RelayProcess) => Promise<T>,
+  env: Record<string, string> = {},
+): Promise<T> {
   const relay = await spawnRelay(CHILD_SCRIPTS[name], dir, 60_000, env)
   try {
     return await fn(relay)
@@ -222,7 +293,8 @@ function addRow<T>(
 ): void {
   const apiary = cell(results.apiary, get)
   const baseline = cell(results.baseline, get)
-  const ratio = typeof apiary === 'number' && typeof baseline === 'number' && baseline !== 0 ? Math.round((apiary / baseline) * 100) / 100 : null
+  const ratio =
+    typeof apiary === 'number' && typeof baseline === 'number' && baseline !== 0 ? Math.round((apiary / baseline) * 100) / 100 : null
   rows.push({
     scenario,
     metric,
@@ -258,8 +330,14 @@ function noteOutcomes(label: string, results: Record<RelayName, Outcome<{ reject
 }
 
 /** Not-accepted counts and incomplete runs of a scenario whose rounds alternate variants, not relays. */
-function noteVariantOutcomes<V extends string>(label: string, results: Record<V, Outcome<{ rejected: Record<string, number>; incomplete?: string }>[]>) {
-  for (const [variant, outcomes] of Object.entries(results) as [V, Outcome<{ rejected: Record<string, number>; incomplete?: string }>[]][]) {
+function noteVariantOutcomes<V extends string>(
+  label: string,
+  results: Record<V, Outcome<{ rejected: Record<string, number>; incomplete?: string }>[]>,
+) {
+  for (const [variant, outcomes] of Object.entries(results) as [
+    V,
+    Outcome<{ rejected: Record<string, number>; incomplete?: string }>[],
+  ][]) {
     outcomes.forEach((o, i) => {
       if (!o.ok) return
       const rej = Object.entries(o.value.rejected)
@@ -291,7 +369,10 @@ function probe(relay: RelayProcess) {
 
 type Probed<T> = T & { loopDelay: LoopDelay; relayCores: number }
 
-async function probed<T>(relay: RelayProcess, run: (hooks: { onStart: () => Promise<void>; onEnd: () => Promise<void> }) => Promise<T>): Promise<Probed<T>> {
+async function probed<T>(
+  relay: RelayProcess,
+  run: (hooks: { onStart: () => Promise<void>; onEnd: () => Promise<void> }) => Promise<T>,
+): Promise<Probed<T>> {
   const p = probe(relay)
   const r = await run(p)
   return { ...r, loopDelay: p.figures.loopDelay!, relayCores: p.figures.relayCores }
@@ -368,28 +449,92 @@ if (wanted('ceiling')) {
   if (r.ok) {
     ceiling = r.value
     rows.push(
-      { scenario: 'verify ceiling', metric: `pool (${r.value.threads} threads, ${r.value.backend}, as the relay runs it)`, unit: 'ev/s', apiary: r.value.poolPerSec, baseline: '', ratio: null, target: '', met: null },
-      { scenario: 'verify ceiling', metric: `pool (${r.value.threads} threads, wasm)`, unit: 'ev/s', apiary: r.value.wasmPoolPerSec, baseline: '', ratio: null, target: '', met: null },
-      { scenario: 'verify ceiling', metric: 'native inline', unit: 'ev/s', apiary: r.value.nativeInlinePerSec ?? 'addon not loaded', baseline: '', ratio: null, target: '', met: null },
-      { scenario: 'verify ceiling', metric: 'wasm inline', unit: 'ev/s', apiary: r.value.wasmInlinePerSec, baseline: '', ratio: null, target: '', met: null },
-      { scenario: 'verify ceiling', metric: 'noble inline', unit: 'ev/s', apiary: '', baseline: r.value.nobleInlinePerSec, ratio: null, target: '', met: null },
+      {
+        scenario: 'verify ceiling',
+        metric: `pool (${r.value.threads} threads, ${r.value.backend}, as the relay runs it)`,
+        unit: 'ev/s',
+        apiary: r.value.poolPerSec,
+        baseline: '',
+        ratio: null,
+        target: '',
+        met: null,
+      },
+      {
+        scenario: 'verify ceiling',
+        metric: `pool (${r.value.threads} threads, wasm)`,
+        unit: 'ev/s',
+        apiary: r.value.wasmPoolPerSec,
+        baseline: '',
+        ratio: null,
+        target: '',
+        met: null,
+      },
+      {
+        scenario: 'verify ceiling',
+        metric: 'native inline',
+        unit: 'ev/s',
+        apiary: r.value.nativeInlinePerSec ?? 'addon not loaded',
+        baseline: '',
+        ratio: null,
+        target: '',
+        met: null,
+      },
+      {
+        scenario: 'verify ceiling',
+        metric: 'wasm inline',
+        unit: 'ev/s',
+        apiary: r.value.wasmInlinePerSec,
+        baseline: '',
+        ratio: null,
+        target: '',
+        met: null,
+      },
+      {
+        scenario: 'verify ceiling',
+        metric: 'noble inline',
+        unit: 'ev/s',
+        apiary: '',
+        baseline: r.value.nobleInlinePerSec,
+        ratio: null,
+        target: '',
+        met: null,
+      },
     )
-  } else rows.push({ scenario: 'verify ceiling', metric: 'pool', unit: 'ev/s', apiary: `failed: ${r.error}`, baseline: '', ratio: null, target: '', met: null })
+  } else
+    rows.push({
+      scenario: 'verify ceiling',
+      metric: 'pool',
+      unit: 'ev/s',
+      apiary: `failed: ${r.error}`,
+      baseline: '',
+      ratio: null,
+      target: '',
+      met: null,
+    })
   raw.ceiling = r
 }
 
-const corpusRows = (label: string, results: Record<RelayName, Outcome<CorpusIngestResult>[]>, targets: { rate?: Target; latencyP99?: Target } = {}) => {
+const corpusRows = (
+  label: string,
+  results: Record<RelayName, Outcome<CorpusIngestResult>[]>,
+  targets: { rate?: Target; latencyP99?: Target } = {},
+) => {
   addRow(label, 'accepted', 'ev/s', results, (r) => r.eventsPerSec, targets.rate)
   addRow(label, 'OK latency p50', 'ms', results, (r) => r.okLatency.p50Ms)
   addRow(label, 'OK latency p99', 'ms', results, (r) => r.okLatency.p99Ms, targets.latencyP99)
-  addRow(label, 'relay CPU per accepted event (all threads)', 'µs', results, (r) => r.cpuPerEventUs, { text: '≤ 350 µs', check: (a) => a <= 350 })
+  addRow(label, 'relay CPU per accepted event (all threads)', 'µs', results, (r) => r.cpuPerEventUs, {
+    text: '≤ 350 µs',
+    check: (a) => a <= 350,
+  })
   addRow(label, "event loop's share of relay CPU", 'share', results, (r) => r.mainThreadShare)
   addRow(label, 'relay CPU (all threads)', 'cores', results, (r) => r.relayCores)
   addRow(label, 'event-loop delay p99', 'ms', results, (r) => r.loopDelay.p99Ms, { text: '≤ 20 ms', check: (a) => a <= 20 })
   addRow(label, 'load-generator CPU', 'cores', results, (r) => r.loadGenCores)
 }
 const ofCeiling = (share: number): Target | undefined =>
-  ceiling ? { text: `≥ ${share * 100}% of ceiling ${ceiling.poolPerSec} (${ceiling.backend})`, check: (a) => a >= share * ceiling!.poolPerSec } : undefined
+  ceiling
+    ? { text: `≥ ${share * 100}% of ceiling ${ceiling.poolPerSec} (${ceiling.backend})`, check: (a) => a >= share * ceiling!.poolPerSec }
+    : undefined
 const corpusRun = (shape: CorpusShape) => (name: RelayName) =>
   withRelay(name, freshDir(name), (relay) => corpusIngest(relay, corpus!, shape, size.corpus.maxSeconds))
 
@@ -403,18 +548,31 @@ if (wanted('ingest-pinned') && corpus) {
 
 if (wanted('store') && corpus) {
   for (const batch of size.store.batches) {
-    const results = await alternateVariants(`store (${batch}-event commits)`, Object.keys(STORE_VARIANTS) as StoreVariant[], (v) => storeCost(v, size.store.events, batch))
+    const results = await alternateVariants(`store (${batch}-event commits)`, Object.keys(STORE_VARIANTS) as StoreVariant[], (v) =>
+      storeCost(v, size.store.events, batch),
+    )
     raw[`store-${batch}`] = results
     const label = `SQLite store alone, corpus, ${batch}-event commits`
     for (const [variant, outcomes] of Object.entries(results) as [StoreVariant, Outcome<StoreCost>[]][]) {
       const shipped = variant === 'as shipped'
       addOneSided(label, `${variant}: commit CPU per event`, 'µs', outcomes, (r) => r.commitUs)
-      addOneSided(label, `${variant}: commit + checkpoint CPU per event`, 'µs', outcomes, (r) => r.commitUs + r.checkpointUs, shipped ? { text: '≤ 60 µs', check: (a) => a <= 60 } : undefined)
-      if (shipped || variant === '− every tag row') addOneSided(label, `${variant}: bytes written per event`, 'B', outcomes, (r) => r.writtenBytes)
+      addOneSided(
+        label,
+        `${variant}: commit + checkpoint CPU per event`,
+        'µs',
+        outcomes,
+        (r) => r.commitUs + r.checkpointUs,
+        shipped ? { text: '≤ 60 µs', check: (a) => a <= 60 } : undefined,
+      )
+      if (shipped || variant === '− every tag row')
+        addOneSided(label, `${variant}: bytes written per event`, 'B', outcomes, (r) => r.writtenBytes)
     }
-    if (batch === size.store.batches[0]) addOneSided(label, 'SavePlan on the event loop per event', 'µs', results['as shipped'], (r) => r.planUs)
+    if (batch === size.store.batches[0])
+      addOneSided(label, 'SavePlan on the event loop per event', 'µs', results['as shipped'], (r) => r.planUs)
   }
-  notes.push(`store: bench/store-cost.ts, one process per measurement: a fresh file with the shipped schema, one change (the variant), the corpus committed by the writer thread's write runner; checkpoints PASSIVE every ${CHECKPOINT_INTERVAL_MS} ms (as the checkpoint worker) from a second connection; "−" variants show what an index costs, not a schema to ship`)
+  notes.push(
+    `store: bench/store-cost.ts, one process per measurement: a fresh file with the shipped schema, one change (the variant), the corpus committed by the writer thread's write runner; checkpoints PASSIVE every ${CHECKPOINT_INTERVAL_MS} ms (as the checkpoint worker) from a second connection; "−" variants show what an index costs, not a schema to ship`,
+  )
 }
 
 if (wanted('ingest-closed') && corpus) {
@@ -429,17 +587,25 @@ if (wanted('ingest-pipelined') && corpus) {
     const shallow = await corpusRun({ connections: 4, window: 16 })(name)
     const deep = await corpusRun({ connections: 4, window: 200 })(name)
     // open loop at half the deepest rate this relay reached in this round
-    const half = await corpusRun({ connections: 4, window: 0, ratePerSec: Math.max(1, Math.round(Math.max(shallow.eventsPerSec, deep.eventsPerSec) / 2)) })(name)
+    const half = await corpusRun({
+      connections: 4,
+      window: 0,
+      ratePerSec: Math.max(1, Math.round(Math.max(shallow.eventsPerSec, deep.eventsPerSec) / 2)),
+    })(name)
     return { shallow, deep, half }
   })
   raw['ingest-pipelined'] = results
   const part = <K extends 'shallow' | 'deep' | 'half'>(k: K) =>
-    Object.fromEntries(Object.entries(results).map(([n, os]) => [n, os.map((o) => (o.ok ? { ok: true, value: o.value[k] } : o))])) as Record<RelayName, Outcome<CorpusIngestResult>[]>
+    Object.fromEntries(
+      Object.entries(results).map(([n, os]) => [n, os.map((o) => (o.ok ? { ok: true, value: o.value[k] } : o))]),
+    ) as Record<RelayName, Outcome<CorpusIngestResult>[]>
   corpusRows('ingest corpus pipelined 4×16', part('shallow'), { rate: ofCeiling(0.5) })
   corpusRows('ingest corpus pipelined 4×200', part('deep'), { rate: ofCeiling(0.7) })
   corpusRows('ingest corpus open loop at half the max rate', part('half'), { latencyP99: { text: '≤ 50 ms', check: (a) => a <= 50 } })
   for (const k of ['shallow', 'deep', 'half'] as const) noteOutcomes(`ingest-pipelined ${k}`, part(k))
-  notes.push('ingest-pipelined: each round runs 4×16, then 4×200, then an open loop (4 connections, round robin) at half the higher of the two rates, each on a fresh relay')
+  notes.push(
+    'ingest-pipelined: each round runs 4×16, then 4×200, then an open loop (4 connections, round robin) at half the higher of the two rates, each on a fresh relay',
+  )
 }
 
 if (wanted('fanout')) {
@@ -484,7 +650,8 @@ else if (wanted('channel-fanout') && channelFx) {
       const rej = Object.entries(o.value.rejected)
       if (rej.length) notes.push(`channel-fanout ${v} r${i + 1}: not accepted ${rej.map(([k, n]) => `${k}=${n}`).join(' ')}`)
       if (o.value.incomplete) notes.push(`channel-fanout ${v} r${i + 1}: incomplete (${o.value.incomplete})`)
-      if (o.value.closedSubscribers) notes.push(`channel-fanout ${v} r${i + 1}: ${o.value.closedSubscribers} subscribers closed by the relay`)
+      if (o.value.closedSubscribers)
+        notes.push(`channel-fanout ${v} r${i + 1}: ${o.value.closedSubscribers} subscribers closed by the relay`)
     })
   }
 }
@@ -495,7 +662,12 @@ else if (wanted('slow-read')) {
   const events = ingestEvents(load.events)
   const env = { BENCH_SLOW_READ_MS: String(delayMs) }
   const results = await alternateVariants('slow-read', SLOW_READ_VARIANTS, (variant) =>
-    withRelay('apiary', freshDir('apiary'), (relay) => probed(relay, (hooks) => slowReadIngest(relay.url, variant, { ...load, events, ...hooks })), env),
+    withRelay(
+      'apiary',
+      freshDir('apiary'),
+      (relay) => probed(relay, (hooks) => slowReadIngest(relay.url, variant, { ...load, events, ...hooks })),
+      env,
+    ),
   )
   raw['slow-read'] = results
   const label = `slow read (ingest ${load.connections}×${load.window}, a REQ held ${delayMs / 1000} s in the store)`
@@ -542,12 +714,50 @@ if (wanted('req') && dataset) {
   for (const shape of REQ_SHAPES) {
     const get = (f: (r: ReqShapeResult) => number) => (rs: ReqShapeResult[]) => f(rs.find((r) => r.shape === shape)!)
     const label = `REQ ${shape} (${ds.events.length} stored)`
-    addRow(label, 'sequential p50', 'ms', results, get((r) => r.sequential.latency.p50Ms))
-    addRow(label, 'sequential p99', 'ms', results, get((r) => r.sequential.latency.p99Ms), { text: '≤ 10 ms', check: (a) => a <= 10 })
-    addRow(label, `concurrent (${size.req.connections} conns)`, 'q/s', results, get((r) => r.concurrent.queriesPerSec), atLeastTimesBaseline(2))
-    addRow(label, 'concurrent p99', 'ms', results, get((r) => r.concurrent.latency.p99Ms))
-    addRow(label, 'concurrent relay CPU', 'cores', results, get((r) => r.concurrentProbe ?? Number.NaN))
-    addRow(label, 'events per query', 'mean', results, get((r) => r.sequential.meanEvents))
+    addRow(
+      label,
+      'sequential p50',
+      'ms',
+      results,
+      get((r) => r.sequential.latency.p50Ms),
+    )
+    addRow(
+      label,
+      'sequential p99',
+      'ms',
+      results,
+      get((r) => r.sequential.latency.p99Ms),
+      { text: '≤ 10 ms', check: (a) => a <= 10 },
+    )
+    addRow(
+      label,
+      `concurrent (${size.req.connections} conns)`,
+      'q/s',
+      results,
+      get((r) => r.concurrent.queriesPerSec),
+      atLeastTimesBaseline(2),
+    )
+    addRow(
+      label,
+      'concurrent p99',
+      'ms',
+      results,
+      get((r) => r.concurrent.latency.p99Ms),
+    )
+    addRow(
+      label,
+      'concurrent relay CPU',
+      'cores',
+      results,
+      get((r) => r.concurrentProbe ?? Number.NaN),
+    )
+    addRow(
+      label,
+      'events per query',
+      'mean',
+      results,
+      get((r) => r.sequential.meanEvents),
+    )
   }
 }
 
@@ -574,11 +784,42 @@ else if (wanted('ingest-with-reads') && dataset) {
   addRow(label, 'event-loop delay p50', 'ms', vs, (r) => r.loopDelay.p50Ms)
   addRow(label, 'event-loop delay p99', 'ms', vs, (r) => r.loopDelay.p99Ms, { text: '≤ 20 ms', check: (a) => a <= 20 })
   addRow(label, 'event-loop delay max', 'ms', vs, (r) => r.loopDelay.maxMs)
-  addOneSided(label, 'REQ→EOSE p50', 'ms', vs.apiary, readers((x) => x.latency.p50Ms))
-  addOneSided(label, 'REQ→EOSE p99', 'ms', vs.apiary, readers((x) => x.latency.p99Ms))
-  for (const shape of READER_SHAPES) addOneSided(label, `REQ ${shape} p99`, 'ms', vs.apiary, readers((x) => x.byShape[shape].p99Ms))
-  addOneSided(label, 'REQs answered', 'q/s', vs.apiary, readers((x) => x.queriesPerSec))
-  addOneSided(label, 'events per REQ', 'mean', vs.apiary, readers((x) => x.meanEvents))
+  addOneSided(
+    label,
+    'REQ→EOSE p50',
+    'ms',
+    vs.apiary,
+    readers((x) => x.latency.p50Ms),
+  )
+  addOneSided(
+    label,
+    'REQ→EOSE p99',
+    'ms',
+    vs.apiary,
+    readers((x) => x.latency.p99Ms),
+  )
+  for (const shape of READER_SHAPES)
+    addOneSided(
+      label,
+      `REQ ${shape} p99`,
+      'ms',
+      vs.apiary,
+      readers((x) => x.byShape[shape].p99Ms),
+    )
+  addOneSided(
+    label,
+    'REQs answered',
+    'q/s',
+    vs.apiary,
+    readers((x) => x.queriesPerSec),
+  )
+  addOneSided(
+    label,
+    'events per REQ',
+    'mean',
+    vs.apiary,
+    readers((x) => x.meanEvents),
+  )
   addRow(label, 'relay CPU (all threads)', 'cores', vs, (r) => r.relayCores)
   addRow(label, 'load-generator CPU', 'cores', vs, (r) => r.loadGenCores)
   const reniceAlone = { apiary: results['ingest alone'], baseline: results['ingest alone, workers not reniced'] }
@@ -592,8 +833,20 @@ else if (wanted('ingest-with-reads') && dataset) {
   addRow(reniceLabel, 'accepted', 'ev/s', renice, (r) => r.eventsPerSec)
   addRow(reniceLabel, 'OK latency p99', 'ms', renice, (r) => r.okLatency.p99Ms)
   addRow(reniceLabel, 'event-loop delay p99', 'ms', renice, (r) => r.loopDelay.p99Ms)
-  addRow(reniceLabel, 'REQ→EOSE p99', 'ms', renice, readers((x) => x.latency.p99Ms))
-  addRow(reniceLabel, 'REQs answered', 'q/s', renice, readers((x) => x.queriesPerSec))
+  addRow(
+    reniceLabel,
+    'REQ→EOSE p99',
+    'ms',
+    renice,
+    readers((x) => x.latency.p99Ms),
+  )
+  addRow(
+    reniceLabel,
+    'REQs answered',
+    'q/s',
+    renice,
+    readers((x) => x.queriesPerSec),
+  )
   addRow(reniceLabel, 'relay CPU (all threads)', 'cores', renice, (r) => r.relayCores)
   notes.push(
     `ingest-with-reads, reniced vs not: Apiary column = the run with the default threads.* (workers nice +5, readers +10); baseline column = the same run with ${JSON.stringify(UNRENICED_CONFIG)} (every thread at the event loop's priority)`,
@@ -602,7 +855,8 @@ else if (wanted('ingest-with-reads') && dataset) {
     `ingest-with-reads: Apiary only (embedded SQLite holding the REQ data set, a fresh copy per run). Apiary column = pipelined ingest while ${opts.readers} connections run ${READER_SHAPES.join(', ')} REQs in a closed loop; baseline column = the same ingest alone; REQ rows count what was answered inside the timed window`,
   )
   noteVariantOutcomes('ingest-with-reads', results)
-  for (const o of results['ingest + readers']) if (o.ok && o.value.readers?.refused) notes.push(`ingest-with-reads: ${o.value.readers.refused} REQs refused (CLOSED)`)
+  for (const o of results['ingest + readers'])
+    if (o.ok && o.value.readers?.refused) notes.push(`ingest-with-reads: ${o.value.readers.refused} REQs refused (CLOSED)`)
 }
 
 if (wanted('idle-memory')) {
@@ -623,7 +877,10 @@ else if (wanted('agents')) {
     log(`  agents: ${o.agents} agents, round ${round + 1}/${rounds}`)
     const r = await attempt(() => agentsStorm({ ...o, dir: freshDir('apiary-agents') }))
     if (!r.ok) log(`    failed: ${r.error}`)
-    else log(`    all ACTIVE again ${r.value.storm.allActiveSeconds} s after the restart; steady handshake p99 ${r.value.handshake.steady.startToActive.p99Ms} ms (probe)`)
+    else
+      log(
+        `    all ACTIVE again ${r.value.storm.allActiveSeconds} s after the restart; steady handshake p99 ${r.value.handshake.steady.startToActive.p99Ms} ms (probe)`,
+      )
     runs.push(r)
   }
   raw.agents = runs
@@ -637,7 +894,14 @@ function addAgentsRows(o: (typeof size)['agents'], runs: Outcome<AgentsResult>[]
   const worst = (loads: ShardLoad[]) => Math.max(...loads.map((l) => l.loopDelay.p99Ms))
   addOneSided(label, 'agents ACTIVE at the end', 'count', runs, (r) => r.active, { text: `${o.agents}`, check: (a) => a === o.agents })
   addOneSided(label, 'handshake start→ACTIVE p50, steady (probe)', 'ms', runs, (r) => r.handshake.steady.startToActive.p50Ms)
-  addOneSided(label, 'handshake start→ACTIVE p99, steady (probe)', 'ms', runs, (r) => r.handshake.steady.startToActive.p99Ms, atMost(25, ' ms'))
+  addOneSided(
+    label,
+    'handshake start→ACTIVE p99, steady (probe)',
+    'ms',
+    runs,
+    (r) => r.handshake.steady.startToActive.p99Ms,
+    atMost(25, ' ms'),
+  )
   addOneSided(label, 'handshake socket→ACTIVE p99, steady (probe)', 'ms', runs, (r) => r.handshake.steady.socketToActive.p99Ms)
   addOneSided(label, '  of which socket + AUTH p99, steady', 'ms', runs, (r) => r.handshake.steady.auth.p99Ms)
   addOneSided(label, '  of which registration p99, steady', 'ms', runs, (r) => r.handshake.steady.register.p99Ms)
@@ -678,12 +942,25 @@ function addAgentsRows(o: (typeof size)['agents'], runs: Outcome<AgentsResult>[]
 }
 
 /** a storm's rows and notes (a run without that storm gives NaN cells) */
-function addStormRows(label: string, name: string, o: (typeof size)['agents'], runs: Outcome<AgentsResult>[], get: (r: AgentsResult) => StormFigures | undefined) {
+function addStormRows(
+  label: string,
+  name: string,
+  o: (typeof size)['agents'],
+  runs: Outcome<AgentsResult>[],
+  get: (r: AgentsResult) => StormFigures | undefined,
+) {
   const row = (metric: string, unit: string, f: (s: StormFigures) => number, target?: { text: string; check: (a: number) => boolean }) =>
-    addOneSided(label, `${name}: ${metric}`, unit, runs, (r) => {
-      const s = get(r)
-      return s ? f(s) : Number.NaN
-    }, target)
+    addOneSided(
+      label,
+      `${name}: ${metric}`,
+      unit,
+      runs,
+      (r) => {
+        const s = get(r)
+        return s ? f(s) : Number.NaN
+      },
+      target,
+    )
   const none = { text: '0', check: (a: number) => a === 0 }
   row('outage (kill → listening again)', 's', (s) => s.outageMs / 1000)
   row('restart → all ACTIVE again', 's', (s) => s.allActiveSeconds, { text: '≤ 60 s', check: (a) => a <= 60 })
@@ -703,12 +980,15 @@ function addStormRows(label: string, name: string, o: (typeof size)['agents'], r
   runs.forEach((r, i) => {
     const s = r.ok ? get(r.value) : undefined
     if (!s) return
-    const causes = Object.entries(s.causes).map(([k, n]) => `${k}=${n}`).join(', ')
+    const causes = Object.entries(s.causes)
+      .map(([k, n]) => `${k}=${n}`)
+      .join(', ')
     notes.push(`agents r${i + 1} ${name}: failed attempts by cause: ${causes || 'none'}`)
     if (s.notQueued) notes.push(`agents r${i + 1} ${name}: ${s.notQueued} outage publishes did not resolve queued: true`)
     if (s.ackedLost) notes.push(`agents r${i + 1} ${name}: ${s.ackedLost} acknowledged publishes not stored`)
     if (s.missed.length) notes.push(`agents r${i + 1} ${name}: ${s.missing} deliveries missing, e.g. ${s.missed.join('; ')}`)
-    if (s.notActive) notes.push(`agents r${i + 1} ${name}: ${s.notActive} agents not ACTIVE ${o.recoveryTimeoutMs / 1000} s after the restart`)
+    if (s.notActive)
+      notes.push(`agents r${i + 1} ${name}: ${s.notActive} agents not ACTIVE ${o.recoveryTimeoutMs / 1000} s after the restart`)
   })
 }
 
@@ -731,7 +1011,9 @@ function addOneSided<T>(
 if (wantedCluster('cluster-fanout')) {
   const { subscribers } = size.clusterFanout
   const events = ingestEvents(size.clusterFanout.events)
-  const results = await alternateVariants('cluster-fanout', FANOUT_VARIANTS, (variant) => clusterFanout(variant, { subscribers, events, dir: freshDir }))
+  const results = await alternateVariants('cluster-fanout', FANOUT_VARIANTS, (variant) =>
+    clusterFanout(variant, { subscribers, events, dir: freshDir }),
+  )
   raw['cluster-fanout'] = results
   const label = `cluster fan-out (${subscribers} subs × ${events.length} ev)`
   const vs = { apiary: results['cross-node'], baseline: results['single-node'] }
@@ -752,7 +1034,11 @@ if (wantedCluster('cluster-fanout')) {
   for (const v of FANOUT_VARIANTS) {
     results[v].forEach((o, i) => {
       if (o.ok && (o.value.incomplete || Object.keys(o.value.rejected).length)) {
-        notes.push(`cluster-fanout ${v} r${i + 1}: ${o.value.incomplete ?? ''} ${Object.entries(o.value.rejected).map(([k, n]) => `${k}=${n}`).join(' ')}`.trim())
+        notes.push(
+          `cluster-fanout ${v} r${i + 1}: ${o.value.incomplete ?? ''} ${Object.entries(o.value.rejected)
+            .map(([k, n]) => `${k}=${n}`)
+            .join(' ')}`.trim(),
+        )
       }
     })
   }
@@ -773,19 +1059,52 @@ if (wantedCluster('admission')) {
     const label = `admission (${size.admission.seconds} s per line)`
     for (const c of first.value) {
       const get = (f: (x: AdmissionCell) => number) => (cells: AdmissionCell[]) => f(cells.find((x) => x.label === c.label)!)
-      addOneSided(label, `${c.label}: decisions`, '/s', runs, get((x) => x.decisionsPerSec))
+      addOneSided(
+        label,
+        `${c.label}: decisions`,
+        '/s',
+        runs,
+        get((x) => x.decisionsPerSec),
+      )
       if (c.backend === 'redis') {
-        addOneSided(label, `${c.label}: call p50`, 'ms', runs, get((x) => x.callLatency.p50Ms))
-        addOneSided(label, `${c.label}: call p99`, 'ms', runs, get((x) => x.callLatency.p99Ms))
-        addOneSided(label, `${c.label}: redis-server CPU`, 'cores', runs, get((x) => x.redisCores))
+        addOneSided(
+          label,
+          `${c.label}: call p50`,
+          'ms',
+          runs,
+          get((x) => x.callLatency.p50Ms),
+        )
+        addOneSided(
+          label,
+          `${c.label}: call p99`,
+          'ms',
+          runs,
+          get((x) => x.callLatency.p99Ms),
+        )
+        addOneSided(
+          label,
+          `${c.label}: redis-server CPU`,
+          'cores',
+          runs,
+          get((x) => x.redisCores),
+        )
       }
-      addOneSided(label, `${c.label}: client CPU`, 'cores', runs, get((x) => x.loadGenCores))
+      addOneSided(
+        label,
+        `${c.label}: client CPU`,
+        'cores',
+        runs,
+        get((x) => x.loadGenCores),
+      )
     }
     runs.forEach((o, i) => {
       if (!o.ok) return
-      for (const c of o.value) if (c.failed || c.refused) notes.push(`admission r${i + 1} ${c.label}: ${c.failed} calls failed, ${c.refused} decisions refused`)
+      for (const c of o.value)
+        if (c.failed || c.refused) notes.push(`admission r${i + 1} ${c.label}: ${c.failed} calls failed, ${c.refused} decisions refused`)
     })
-    notes.push('admission: "×C" = C concurrent callers on one ioredis connection; admitMany/B = B decisions per call (one pipeline); redis-server CPU counts every client of the shared server')
+    notes.push(
+      'admission: "×C" = C concurrent callers on one ioredis connection; admitMany/B = B decisions per call (one pipeline); redis-server CPU counts every client of the shared server',
+    )
   }
 }
 
@@ -793,7 +1112,9 @@ if (wantedCluster('ingest-pg')) {
   const { events: n, ...rest } = size.ingestPg
   const events = corpus?.slice(0, n) ?? ingestEvents(n)
   const channel = channelPostEvents(n)
-  const results = await alternateVariants('ingest-pg', INGEST_VARIANTS, (variant) => ingestOnBackend(variant, { events, channel, ...rest, dir: freshDir }))
+  const results = await alternateVariants('ingest-pg', INGEST_VARIANTS, (variant) =>
+    ingestOnBackend(variant, { events, channel, ...rest, dir: freshDir }),
+  )
   raw['ingest-pg'] = results
   const label = `ingest pipelined, PG+Redis vs SQLite (${rest.connections}×${rest.window})`
   const vs = { apiary: results.postgres, baseline: results.sqlite }
@@ -824,7 +1145,9 @@ if (wantedCluster('ingest-pg')) {
 if (wantedCluster('store-pg') && corpus) {
   for (const batch of size.storePg.batches) {
     const variants = Object.keys(PG_STORE_VARIANTS) as PgStoreVariant[]
-    const results = await alternateVariants(`store-pg (${batch}-event commits)`, variants, (v) => pgStoreCost(v, size.storePg.events, batch))
+    const results = await alternateVariants(`store-pg (${batch}-event commits)`, variants, (v) =>
+      pgStoreCost(v, size.storePg.events, batch),
+    )
     raw[`store-pg-${batch}`] = results
     const label = `PostgreSQL store alone, corpus, ${batch}-event commits`
     for (const [variant, outcomes] of Object.entries(results) as [PgStoreVariant, Outcome<PgStoreCost>[]][]) {
@@ -861,7 +1184,14 @@ function addMeshRows(o: (typeof size)['mesh'], runs: Outcome<MeshFigures>[], loa
   const atMost = (k: number, unit: string) => ({ text: `≤ ${k}${unit}`, check: (a: number) => a <= k })
   const none = { text: '0', check: (a: number) => a === 0 }
   addOneSided(label, `takeover after kill -9 of the owner p50 (${o.killTrials} trials)`, 's', runs, (r) => s(r.takeover.latency.p50Ms))
-  addOneSided(label, `takeover after kill -9 of the owner p99 (${o.killTrials} trials)`, 's', runs, (r) => s(r.takeover.latency.p99Ms), atMost(10, ' s'))
+  addOneSided(
+    label,
+    `takeover after kill -9 of the owner p99 (${o.killTrials} trials)`,
+    's',
+    runs,
+    (r) => s(r.takeover.latency.p99Ms),
+    atMost(10, ' s'),
+  )
   addOneSided(label, 'kill -9 trials without a takeover', 'count', runs, (r) => r.takeover.failures.length, none)
   addOneSided(label, `hand-over on SIGTERM p50 (${o.termTrials} trials)`, 's', runs, (r) => s(r.handover.latency.p50Ms))
   addOneSided(label, `hand-over on SIGTERM p99 (${o.termTrials} trials)`, 's', runs, (r) => s(r.handover.latency.p99Ms), atMost(1, ' s'))
@@ -869,13 +1199,24 @@ function addMeshRows(o: (typeof size)['mesh'], runs: Outcome<MeshFigures>[], loa
   addOneSided(label, 'SIGTERM → process exited (drain) p50', 's', runs, (r) => s(r.handover.exit.p50Ms))
   // one run gives both columns: Apiary = forwarded to the owner, baseline = sent to the owner's node
   const forwardedVsLocal = (metric: string, get: (l: Latency) => number) => {
-    const row = { scenario: label, metric, unit: 'ms', apiary: cell(runs, (r) => get(r.moderation.forwarded)), baseline: cell(runs, (r) => get(r.moderation.local)) }
-    const ratio = typeof row.apiary === 'number' && typeof row.baseline === 'number' && row.baseline !== 0 ? Math.round((row.apiary / row.baseline) * 100) / 100 : null
+    const row = {
+      scenario: label,
+      metric,
+      unit: 'ms',
+      apiary: cell(runs, (r) => get(r.moderation.forwarded)),
+      baseline: cell(runs, (r) => get(r.moderation.local)),
+    }
+    const ratio =
+      typeof row.apiary === 'number' && typeof row.baseline === 'number' && row.baseline !== 0
+        ? Math.round((row.apiary / row.baseline) * 100) / 100
+        : null
     rows.push({ ...row, ratio, target: '', met: null })
   }
   forwardedVsLocal(`put-user OK p50, forwarded vs at the owner (${o.moderationEvents} each)`, (l) => l.p50Ms)
   forwardedVsLocal(`put-user OK p99, forwarded vs at the owner (${o.moderationEvents} each)`, (l) => l.p99Ms)
-  addOneSided(label, `gossip convergence: spawn → all linked (median of ${o.convergenceRuns})`, 's', runs, (r) => s(median(r.convergence.startToLinkedMs)))
+  addOneSided(label, `gossip convergence: spawn → all linked (median of ${o.convergenceRuns})`, 's', runs, (r) =>
+    s(median(r.convergence.startToLinkedMs)),
+  )
   addOneSided(label, 'gossip convergence: all listening → all linked', 's', runs, (r) => s(median(r.convergence.listeningToLinkedMs)))
   addOneSided(label, 'a replacement node: spawn → all linked p50', 's', runs, (r) => s(r.takeover.relink.p50Ms))
   const tunnel = `mesh tunnel, 1 MiB requests × ${o.tunnelRequests}, 8 in flight (one process)`
@@ -906,14 +1247,24 @@ function addMeshRows(o: (typeof size)['mesh'], runs: Outcome<MeshFigures>[], loa
       for (const f of t.failures) notes.push(`mesh r${i + 1} ${t.signal}: ${f}`)
       const refused: Record<string, number> = {}
       for (const x of t.trials) for (const [k, n] of Object.entries(x.refusals)) refused[k] = (refused[k] ?? 0) + n
-      if (Object.keys(refused).length) notes.push(`mesh r${i + 1} ${t.signal}: OK false after the signal: ${Object.entries(refused).map(([k, n]) => `${k}=${n}`).join(' ')}`)
+      if (Object.keys(refused).length)
+        notes.push(
+          `mesh r${i + 1} ${t.signal}: OK false after the signal: ${Object.entries(refused)
+            .map(([k, n]) => `${k}=${n}`)
+            .join(' ')}`,
+        )
       const notRaised = t.trials.filter((x) => !(x.generationAfter > x.generationBefore))
-      if (notRaised.length) notes.push(`mesh r${i + 1} ${t.signal}: ${notRaised.length} trial(s) where the witness node did not see a higher generation afterwards`)
+      if (notRaised.length)
+        notes.push(
+          `mesh r${i + 1} ${t.signal}: ${notRaised.length} trial(s) where the witness node did not see a higher generation afterwards`,
+        )
       notes.push(`mesh r${i + 1} ${t.signal} per trial (s): ${t.trials.map((x) => (x.ms / 1000).toFixed(2)).join(' ')}`)
     }
-    if (Object.keys(v.moderation.refusals).length) notes.push(`mesh r${i + 1} moderation: OK false ${JSON.stringify(v.moderation.refusals)}`)
+    if (Object.keys(v.moderation.refusals).length)
+      notes.push(`mesh r${i + 1} moderation: OK false ${JSON.stringify(v.moderation.refusals)}`)
     const failed = Object.entries(v.stalled.failedAfterResume)
-    if (failed.length) notes.push(`mesh r${i + 1} stalled peer: taken requests that failed after SIGCONT: ${failed.map(([k, n]) => `${k}=${n}`).join(' ')}`)
+    if (failed.length)
+      notes.push(`mesh r${i + 1} stalled peer: taken requests that failed after SIGCONT: ${failed.map(([k, n]) => `${k}=${n}`).join(' ')}`)
   })
 }
 
@@ -922,12 +1273,26 @@ function addMeshRows(o: (typeof size)['mesh'], runs: Outcome<MeshFigures>[], loa
 const fmt = (v: number | string) => (typeof v === 'number' ? v.toLocaleString('en-US', { maximumFractionDigits: 2 }) : v)
 const table = [
   ['scenario', 'metric', 'unit', 'Apiary', 'baseline', 'A/B', 'target', 'met'],
-  ...rows.map((r) => [r.scenario, r.metric, r.unit, fmt(r.apiary), fmt(r.baseline), r.ratio === null ? '' : `${r.ratio}×`, r.target, r.met === null ? '' : r.met ? 'met' : 'NOT MET']),
+  ...rows.map((r) => [
+    r.scenario,
+    r.metric,
+    r.unit,
+    fmt(r.apiary),
+    fmt(r.baseline),
+    r.ratio === null ? '' : `${r.ratio}×`,
+    r.target,
+    r.met === null ? '' : r.met ? 'met' : 'NOT MET',
+  ]),
 ]
 const widths = table[0]!.map((_, c) => Math.min(60, Math.max(...table.map((row) => String(row[c]).length))))
 console.log(`\nmedians over ${rounds} round(s)`)
 for (const [i, row] of table.entries()) {
-  console.log(row.map((v, c) => String(v).slice(0, 60).padEnd(widths[c]!)).join('  ').trimEnd())
+  console.log(
+    row
+      .map((v, c) => String(v).slice(0, 60).padEnd(widths[c]!))
+      .join('  ')
+      .trimEnd(),
+  )
   if (i === 0) console.log(widths.map((w) => '-'.repeat(w)).join('  '))
 }
 if (notes.length) console.log(`\nnotes:\n${notes.map((n) => `  ${n}`).join('\n')}`)
@@ -964,8 +1329,11 @@ async function preload(name: RelayName, ds: Dataset): Promise<string> {
     return dir
   }
   const r = await withRelay('apiary', dir, (relay) => ingestPipelined(relay.url, { events: ds.events, connections: 4, window: 200 }))
-  log(`    apiary: ${r.accepted}/${ds.events.length} accepted at ${r.eventsPerSec} ev/s${Object.keys(r.rejected).length ? ` (not accepted: ${JSON.stringify(r.rejected)})` : ''}`)
+  log(
+    `    apiary: ${r.accepted}/${ds.events.length} accepted at ${r.eventsPerSec} ev/s${Object.keys(r.rejected).length ? ` (not accepted: ${JSON.stringify(r.rejected)})` : ''}`,
+  )
   notes.push(`req pre-load apiary: ${r.accepted}/${ds.events.length} accepted over the wire at ${r.eventsPerSec} ev/s`)
-  if (r.accepted < ds.events.length * 0.99) throw new Error(`only ${r.accepted}/${ds.events.length} events accepted: ${JSON.stringify(r.rejected)}`)
+  if (r.accepted < ds.events.length * 0.99)
+    throw new Error(`only ${r.accepted}/${ds.events.length} events accepted: ${JSON.stringify(r.rejected)}`)
   return dir
 }

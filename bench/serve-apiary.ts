@@ -47,7 +47,14 @@ await runRelayChild(async (dataDir) => {
     const sqlite: string = '../dist/infra/store/sqlite-event-store.js'
     const { openSqliteEventStore } = (await import(sqlite)) as typeof import('../src/infra/store/sqlite-event-store')
     const file = join(config.dataDir, 'apiary.sqlite')
-    eventStore = withSlowReads(openSqliteEventStore({ file, groupCommitMaxEvents: config.store.groupCommitMaxEvents, groupCommitMaxDelayMs: config.store.groupCommitMaxDelayMs }), slowReadMs)
+    eventStore = withSlowReads(
+      openSqliteEventStore({
+        file,
+        groupCommitMaxEvents: config.store.groupCommitMaxEvents,
+        groupCommitMaxDelayMs: config.store.groupCommitMaxDelayMs,
+      }),
+      slowReadMs,
+    )
   }
   const relay = createRelay(input, eventStore ? { eventStore } : {})
   const url = await relay.listen()

@@ -77,7 +77,11 @@ async function measure(variant: PgStoreVariant, count: number, batch: number): P
 
 /** One measurement in its own process (a fresh heap and a fresh database per variant). */
 export function pgStoreCost(variant: PgStoreVariant, count: number, batch: number): Promise<PgStoreCost> {
-  return measureInChild<PgStoreCost>(fileURLToPath(new URL('./store-cost-pg.ts', import.meta.url)), [variant, String(count), String(batch)], variant)
+  return measureInChild<PgStoreCost>(
+    fileURLToPath(new URL('./store-cost-pg.ts', import.meta.url)),
+    [variant, String(count), String(batch)],
+    variant,
+  )
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

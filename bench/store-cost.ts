@@ -78,7 +78,12 @@ function measure(variant: StoreVariant, count: number, batch: number): StoreCost
     checkpointer.close()
     db.close()
     const per = (x: number) => Math.round((x / plans.length) * 10) / 10
-    return { commitUs: per(commit), checkpointUs: per(checkpoint), writtenBytes: Math.round(written / plans.length), planUs: per(planMicros) }
+    return {
+      commitUs: per(commit),
+      checkpointUs: per(checkpoint),
+      writtenBytes: Math.round(written / plans.length),
+      planUs: per(planMicros),
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
@@ -95,7 +100,11 @@ function writtenBytes(): number {
 
 /** One measurement in its own process (a fresh heap and page cache state per variant). */
 export function storeCost(variant: StoreVariant, count: number, batch: number): Promise<StoreCost> {
-  return measureInChild<StoreCost>(fileURLToPath(new URL('./store-cost.ts', import.meta.url)), [variant, String(count), String(batch)], variant)
+  return measureInChild<StoreCost>(
+    fileURLToPath(new URL('./store-cost.ts', import.meta.url)),
+    [variant, String(count), String(batch)],
+    variant,
+  )
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

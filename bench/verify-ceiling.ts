@@ -95,7 +95,8 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   console.log(`noble inline : ${r.nobleInlinePerSec} events/s`)
   const ratio = (a: number, b: number): string => (a / b).toFixed(2)
   console.log(`wasm inline  : ${r.wasmInlinePerSec} events/s (${ratio(r.wasmInlinePerSec, r.nobleInlinePerSec)}× noble)`)
-  if (r.nativeInlinePerSec !== null) console.log(`native inline: ${r.nativeInlinePerSec} events/s (${ratio(r.nativeInlinePerSec, r.wasmInlinePerSec)}× wasm)`)
+  if (r.nativeInlinePerSec !== null)
+    console.log(`native inline: ${r.nativeInlinePerSec} events/s (${ratio(r.nativeInlinePerSec, r.wasmInlinePerSec)}× wasm)`)
   console.log(`pool (${r.threads} threads, ${r.backend}): ${r.poolPerSec} events/s`)
   console.log(`pool (${r.threads} threads, wasm): ${r.wasmPoolPerSec} events/s`)
 }

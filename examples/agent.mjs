@@ -10,7 +10,12 @@ import { AgentClient } from 'apiary-relay/client'
 const [url = 'ws://127.0.0.1:7777', channel] = process.argv.slice(2)
 const secretKey = process.env.APIARY_AGENT_SECRET_KEY ?? randomBytes(32).toString('hex')
 
-const agent = new AgentClient({ relays: [url], secretKey, capabilities: [{ name: 'echo', kinds: [5050, 9], description: 'answers with what it was sent' }], version: '1.0.0' })
+const agent = new AgentClient({
+  relays: [url],
+  secretKey,
+  capabilities: [{ name: 'echo', kinds: [5050, 9], description: 'answers with what it was sent' }],
+  version: '1.0.0',
+})
 agent.state$.subscribe(({ state, cause }) => console.log(`state ${state}${cause ? `: ${cause}` : ''}`))
 
 await agent.start()
@@ -24,13 +29,34 @@ const answer = async (template, what) => {
 
 // jobs addressed to anyone offering echo; the subscription survives reconnects and never repeats an event
 agent.subscribe([{ kinds: [5050], since }], (job) => {
-  void answer({ kind: 6050, content: job.content, tags: [['e', job.id], ['p', job.pubkey]] }, `job ${job.id.slice(0, 8)}`)
+  void answer(
+    {
+      kind: 6050,
+      content: job.content,
+      tags: [
+        ['e', job.id],
+        ['p', job.pubkey],
+      ],
+    },
+    `job ${job.id.slice(0, 8)}`,
+  )
 })
 
 if (channel) {
   agent.subscribe([{ kinds: [9], '#h': [channel], since }], (msg) => {
     if (msg.pubkey === agent.pubkey) return
-    void answer({ kind: 9, content: msg.content, tags: [['h', channel], ['e', msg.id], ['p', msg.pubkey]] }, `message ${msg.id.slice(0, 8)}`)
+    void answer(
+      {
+        kind: 9,
+        content: msg.content,
+        tags: [
+          ['h', channel],
+          ['e', msg.id],
+          ['p', msg.pubkey],
+        ],
+      },
+      `message ${msg.id.slice(0, 8)}`,
+    )
   })
 }
 

@@ -12,9 +12,9 @@ function sourceFiles(dir: string): string[] {
 }
 
 const importsOf = (text: string) =>
-  [...text.matchAll(/(?:import|export)[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^\s*import\s+['"]([^'"]+)['"]/gm)].map(
-    (m) => m[1] ?? m[2] ?? m[3] ?? '',
-  )
+  [
+    ...text.matchAll(/(?:import|export)[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^\s*import\s+['"]([^'"]+)['"]/gm),
+  ].map((m) => m[1] ?? m[2] ?? m[3] ?? '')
 
 const codeOnly = (text: string) => text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '')
 
@@ -24,7 +24,10 @@ describe('architecture', () => {
     for (const f of sourceFiles('src/protocols')) {
       const text = codeOnly(readFileSync(f, 'utf8'))
       for (const spec of importsOf(text)) {
-        if (/^(node:|ws$|ioredis|nact|better-sqlite3|pino|prom-client|rxjs)/.test(spec) || /\.\.\/(infra|actors)|\/infra\/|\/actors\//.test(spec))
+        if (
+          /^(node:|ws$|ioredis|nact|better-sqlite3|pino|prom-client|rxjs)/.test(spec) ||
+          /\.\.\/(infra|actors)|\/infra\/|\/actors\//.test(spec)
+        )
           offences.push(`${f} imports ${spec}`)
       }
       for (const banned of ['Date.now', 'new Date(', 'process.env', 'Math.random', 'performance.now'])
@@ -71,7 +74,9 @@ describe('architecture', () => {
   it('lets nothing but the CLI import src/cli, and nothing but the CLI and the package entry import src/relay', () => {
     const offences = sourceFiles('src').flatMap((f) =>
       importsOf(readFileSync(f, 'utf8'))
-        .filter((s) => (/\/cli\//.test(s) && !f.startsWith('src/cli/')) || (/\/relay\//.test(s) && !/^src\/(cli\/|relay\/|index\.ts$)/.test(f)))
+        .filter(
+          (s) => (/\/cli\//.test(s) && !f.startsWith('src/cli/')) || (/\/relay\//.test(s) && !/^src\/(cli\/|relay\/|index\.ts$)/.test(f)),
+        )
         .map((s) => `${f} imports ${s}`),
     )
     expect(offences).toEqual([])

@@ -91,7 +91,8 @@ const METHODS: Partial<Record<Nip86Method, ToParams>> = {
   banevent: hexWithReason('an event id'),
   allowevent: oneHex('event id'),
   timeoutpubkey: ([pubkey, seconds, ...why]) => {
-    if (!isPubkeyHex(pubkey) || seconds === undefined || !/^[1-9]\d*$/.test(seconds)) return 'needs a pubkey (64 hex characters) and a number of seconds'
+    if (!isPubkeyHex(pubkey) || seconds === undefined || !/^[1-9]\d*$/.test(seconds))
+      return 'needs a pubkey (64 hex characters) and a number of seconds'
     const text = why.join(' ')
     return text === '' ? [pubkey, Number(seconds)] : [pubkey, Number(seconds), text]
   },
@@ -175,10 +176,7 @@ export async function runAdmin(argv: string[], env: Record<string, string | unde
   const toParams = isNip86Method(method) ? METHODS[method] : undefined
   if (!toParams) return usage(`unknown method ${method}`)
   // lowercase hex is what NIP-86 relays compare; accept what a user pastes in upper case
-  const params = toParams(
-    args.map(lowerHexArg),
-    { ...values, admin: values.admin?.map((a) => a.toLowerCase()) },
-  )
+  const params = toParams(args.map(lowerHexArg), { ...values, admin: values.admin?.map((a) => a.toLowerCase()) })
   if (typeof params === 'string') return usage(`${method} ${params}`)
   const url = values.url === undefined ? undefined : toManagementUrl(values.url)
   if (url === undefined) return usage('--url must be the relay http(s) URL, e.g. http://127.0.0.1:7777/')

@@ -13,7 +13,6 @@ export const AGENT_USAGE = `usage: apiary agent attest <agent pubkey> [--conditi
 --key is the owner's secret key; APIARY_OWNER_KEY is used when --key is absent (keeps it out of ps).
 `
 
-
 export function runAgent(argv: string[], env: Record<string, string | undefined>): number {
   const parsed = tryParse(() => parseAgentArgs(argv))
   if (!parsed.ok) return usage(parsed.error)
@@ -30,7 +29,7 @@ export function runAgent(argv: string[], env: Record<string, string | undefined>
   const clauses = parseConditions(conditions)
   if (!clauses.ok) return usage(`--conditions: ${clauses.error}`)
   const key = values.key ?? env.APIARY_OWNER_KEY
-  if (key === undefined || !isSecretKeyHex(key)) return usage('--key (or APIARY_OWNER_KEY) must be the owner\'s 64-hex secret key')
+  if (key === undefined || !isSecretKeyHex(key)) return usage("--key (or APIARY_OWNER_KEY) must be the owner's 64-hex secret key")
   const owner = toAdminKey(key)
   // NIP-OA: an attestation signed by the agent key itself is invalid; every relay would refuse it
   if (owner.pubkey === agent) return usage('the owner key is the agent key: an agent cannot vouch for itself')

@@ -36,7 +36,6 @@ type Flags = ReturnType<typeof parseChannelArgs>['values']
 /** The event's kind and tags (after the `h` tag) from the command's args and flags, or what is wrong with them. */
 type ToEvent = (args: string[], flags: Flags) => { kind: number; tags: string[][] } | string
 
-
 const COMMANDS: Record<string, ToEvent> = {
   create: (args, flags) => (args.length === 0 ? metadata(KIND_CREATE_GROUP, flags, false) : 'takes no arguments after the id'),
   edit: (args, flags) => (args.length === 0 ? metadata(KIND_EDIT_METADATA, flags, true) : 'takes no arguments after the id'),
@@ -44,7 +43,8 @@ const COMMANDS: Record<string, ToEvent> = {
     if (!isPubkeyHex(pubkey) || rest.length > 0) return 'needs one pubkey (64 hex characters)'
     return { kind: KIND_PUT_USER, tags: [flags.admin ? ['p', pubkey, 'admin'] : ['p', pubkey]] }
   },
-  remove: ([pubkey, ...rest]) => (isPubkeyHex(pubkey) && rest.length === 0 ? { kind: KIND_REMOVE_USER, tags: [['p', pubkey]] } : 'needs one pubkey (64 hex characters)'),
+  remove: ([pubkey, ...rest]) =>
+    isPubkeyHex(pubkey) && rest.length === 0 ? { kind: KIND_REMOVE_USER, tags: [['p', pubkey]] } : 'needs one pubkey (64 hex characters)',
   delete: (args) => (args.length === 0 ? { kind: KIND_DELETE_GROUP, tags: [] } : 'takes no arguments after the id'),
   join: (args) => (args.length === 0 ? { kind: KIND_JOIN_REQUEST, tags: [] } : 'takes no arguments after the id'),
   leave: (args) => (args.length === 0 ? { kind: KIND_LEAVE_REQUEST, tags: [] } : 'takes no arguments after the id'),
@@ -80,10 +80,7 @@ export async function runChannel(argv: string[], env: Record<string, string | un
     if (!toEvent) return usage(`unknown command ${command}`)
     if (id === undefined || !CHANNEL_ID.test(id)) return usage(`${command} needs a channel id (a-z 0-9 - _, at most 64)`)
     // lowercase hex is what relays compare; accept what a user pastes in upper case
-    const built = toEvent(
-      rest.map(lowerHexArg),
-      values,
-    )
+    const built = toEvent(rest.map(lowerHexArg), values)
     if (typeof built === 'string') return usage(`${command} ${built}`)
     template = { kind: built.kind, tags: [['h', id], ...built.tags], content: '' }
   }

@@ -33,7 +33,8 @@ export async function runCommunity(argv: string[], env: Record<string, string | 
       return 0
     })
   }
-  if (sub !== 'add') return usageError('community', sub === undefined ? 'missing subcommand (add or list)' : `unknown subcommand ${sub}`, COMMUNITY_USAGE)
+  if (sub !== 'add')
+    return usageError('community', sub === undefined ? 'missing subcommand (add or list)' : `unknown subcommand ${sub}`, COMMUNITY_USAGE)
   if (id === undefined || !COMMUNITY_ID_PATTERN.test(id) || extra.length > 0)
     return usageError('community', 'add needs one id: lowercase letters, digits and dashes', COMMUNITY_USAGE)
   const hosts = toHosts(values.host ?? [])

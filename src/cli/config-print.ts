@@ -15,7 +15,12 @@ export async function runConfig(argv: string[], env: Record<string, string | und
   if (positionals.length !== 1 || positionals[0] !== 'print') return usageError('config', 'the only subcommand is print', USAGE)
   const c = configFrom(values, env)
   // secrets never leave in the output: the relay key, and the passwords in the backend URLs
-  const shown = { ...c, relaySecretKey: c.relaySecretKey ? '<set>' : '', redisUrl: redactUrl(c.redisUrl), databaseUrl: redactUrl(c.databaseUrl) }
+  const shown = {
+    ...c,
+    relaySecretKey: c.relaySecretKey ? '<set>' : '',
+    redisUrl: redactUrl(c.redisUrl),
+    databaseUrl: redactUrl(c.databaseUrl),
+  }
   process.stdout.write(`${JSON.stringify(shown, null, 2)}\n`)
   return 0
 }

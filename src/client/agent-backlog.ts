@@ -55,14 +55,23 @@ export function tallyEvent(tallies: readonly PageTally[], event: NostrEvent): vo
  * Fetches what the first page of `tally` left out, older pages first to last. `budget.pagesLeft` is shared
  * by the filters of one resume. 'stale' when the REQ was replaced meanwhile (its successor pages again).
  */
-export async function pageBacklog(tally: PageTally, limits: QueryLimits, budget: { pagesLeft: number }, deps: BacklogDeps): Promise<Result<void, string> | 'stale'> {
-  const firstLimit = limits.defaultLimit === undefined ? undefined : Math.min(limits.defaultLimit, limits.maxLimit ?? Number.POSITIVE_INFINITY)
+export async function pageBacklog(
+  tally: PageTally,
+  limits: QueryLimits,
+  budget: { pagesLeft: number },
+  deps: BacklogDeps,
+): Promise<Result<void, string> | 'stale'> {
+  const firstLimit =
+    limits.defaultLimit === undefined ? undefined : Math.min(limits.defaultLimit, limits.maxLimit ?? Number.POSITIVE_INFINITY)
   let full = isFull(tally.count, firstLimit)
   let untilSeconds = tally.oldestSeconds
   const { limit: _limit, ...base } = tally.filter
   const pageLimit = limits.maxLimit ?? UNADVERTISED_MAX_LIMIT
   while (full && untilSeconds !== undefined) {
-    if (budget.pagesLeft <= 0) return err(`error: the backlog since ${base.since} is larger than ${MAX_BACKLOG_PAGES} pages of ${pageLimit}; events up to ${untilSeconds} were not fetched; subscribe again from a later since`)
+    if (budget.pagesLeft <= 0)
+      return err(
+        `error: the backlog since ${base.since} is larger than ${MAX_BACKLOG_PAGES} pages of ${pageLimit}; events up to ${untilSeconds} were not fetched; subscribe again from a later since`,
+      )
     budget.pagesLeft--
     const events = await deps.query([{ ...base, until: untilSeconds, limit: pageLimit }])
     if (!deps.isCurrent()) return 'stale'
@@ -70,7 +79,8 @@ export async function pageBacklog(tally: PageTally, limits: QueryLimits, budget:
     const oldest = events.reduce((m, e) => Math.min(m, e.created_at), untilSeconds)
     full = isFull(events.length, limits.maxLimit)
     // a full page within the boundary second: `until` cannot get past it (NIP-01 pages by second only)
-    if (full && oldest >= untilSeconds && limits.maxLimit !== undefined) return err(`error: more than ${pageLimit} matching events at created_at ${untilSeconds}; paging by until cannot fetch them all`)
+    if (full && oldest >= untilSeconds && limits.maxLimit !== undefined)
+      return err(`error: more than ${pageLimit} matching events at created_at ${untilSeconds}; paging by until cannot fetch them all`)
     if (oldest >= untilSeconds) return OK_VOID
     untilSeconds = oldest
   }

@@ -15,7 +15,14 @@ import { InboundDedup } from './agent-inbound-dedup.js'
 import { InboundLimits } from './agent-inbound-limits.js'
 import { type AgentClientOptions, type ResolvedOptions, resolveOptions } from './agent-options.js'
 import { type PublishCounters, Publisher, type PublishResult } from './agent-publisher.js'
-import { announcementTemplate, type DiscoveredAgent, heartbeatTemplate, KIND_ANNOUNCEMENT, KIND_PRESENCE, toDiscovered } from './agent-registry-wire.js'
+import {
+  announcementTemplate,
+  type DiscoveredAgent,
+  heartbeatTemplate,
+  KIND_ANNOUNCEMENT,
+  KIND_PRESENCE,
+  toDiscovered,
+} from './agent-registry-wire.js'
 import { DEFAULT_LEASE_SECONDS, probeRelay, type RelayProbe } from './agent-relay-info.js'
 import { type OkAnswer, RelaySocket, type SocketHandlers } from './agent-relay-socket.js'
 import { type AppSubscription, reqFiltersOf, resumeSinceOf, type SubscribeOptions, type WireFilter } from './agent-subscriptions.js'
@@ -143,7 +150,8 @@ export class AgentClient {
   /** Resolves at the first ACTIVE; rejects with AgentError when the agent must not retry (it is then CLOSED). */
   start(): Promise<void> {
     if (this.startPromise) return this.startPromise
-    if (this.stopping || this.state === 'CLOSED') return Promise.reject(new Error('a stopped agent cannot be started again; create a new AgentClient'))
+    if (this.stopping || this.state === 'CLOSED')
+      return Promise.reject(new Error('a stopped agent cannot be started again; create a new AgentClient'))
     this.startPromise = new Promise<void>((resolve, reject) => {
       this.starting = { resolve, reject }
     })
@@ -197,7 +205,8 @@ export class AgentClient {
     const authors = [...new Set(announcements.map((e) => e.pubkey))]
     const heartbeats: NostrEvent[] = []
     // one filter's list holds at most 1000 values on Apiary
-    for (let i = 0; i < authors.length; i += 500) heartbeats.push(...(await this.query(socket, [{ kinds: [KIND_PRESENCE], authors: authors.slice(i, i + 500) }])))
+    for (let i = 0; i < authors.length; i += 500)
+      heartbeats.push(...(await this.query(socket, [{ kinds: [KIND_PRESENCE], authors: authors.slice(i, i + 500) }])))
     return toDiscovered(announcements, heartbeats, this.probe?.leaseSeconds ?? DEFAULT_LEASE_SECONDS, this.o.clock.now())
   }
 
@@ -287,19 +296,25 @@ export class AgentClient {
     // signs nothing
     let registration: Registration | undefined
     const signed = () => (registration ??= this.signRegistration())
-    opening.socket.then(() => {
-      if (gen !== this.generation) return
-      try {
-        signed()
-      } catch {
-        // thrown again below, where the attempt fails with it
-      }
-    }, () => {})
+    opening.socket.then(
+      () => {
+        if (gen !== this.generation) return
+        try {
+          signed()
+        } catch {
+          // thrown again below, where the attempt fails with it
+        }
+      },
+      () => {},
+    )
     try {
       this.probe = await this.discoverRelay()
       if (gen !== this.generation) return opening.discard()
       this.discoveryFailures = 0
-      this.transition('DISCOVERED', `${this.probe.url} supports NIP-${this.probe.supportedNips.join(', ')}; lease ${this.probe.leaseSeconds} s`)
+      this.transition(
+        'DISCOVERED',
+        `${this.probe.url} supports NIP-${this.probe.supportedNips.join(', ')}; lease ${this.probe.leaseSeconds} s`,
+      )
       if (opening.url !== this.probe.url) {
         opening.discard()
         opening = this.openSocket(this.probe.url, gen)
@@ -411,7 +426,10 @@ export class AgentClient {
       discard: () => {
         if (!live || adopted) return
         live = false
-        void socket.then((s) => s.terminate(), () => {})
+        void socket.then(
+          (s) => s.terminate(),
+          () => {},
+        )
       },
     }
   }
@@ -431,7 +449,10 @@ export class AgentClient {
 
   private awaitChallenge(): Promise<string> {
     return new Promise((resolve, reject) => {
-      const timer = this.o.clock.setTimeout(() => reject(new Transient(`no AUTH challenge within ${this.o.handshakeTimeoutMs} ms`)), this.o.handshakeTimeoutMs)
+      const timer = this.o.clock.setTimeout(
+        () => reject(new Transient(`no AUTH challenge within ${this.o.handshakeTimeoutMs} ms`)),
+        this.o.handshakeTimeoutMs,
+      )
       this.challenge.timer = timer
       const check = () => {
         if (this.challenge.value === undefined) return
@@ -489,7 +510,11 @@ export class AgentClient {
     const createdAt = Math.max(this.nowSeconds(), this.lastAnnouncedAt + (this.announcedLoad === this.load ? 0 : 1))
     this.lastAnnouncedAt = createdAt
     this.announcedLoad = this.load
-    return signTemplate(this.o.key, { ...announcementTemplate(this.o.capabilities, this.o.version, this.load), created_at: createdAt }, createdAt)
+    return signTemplate(
+      this.o.key,
+      { ...announcementTemplate(this.o.capabilities, this.o.version, this.load), created_at: createdAt },
+      createdAt,
+    )
   }
 
   private onAttemptFailed(error: unknown): void {
@@ -501,7 +526,9 @@ export class AgentClient {
     socket?.terminate()
     if (error instanceof AgentError) this.closeWith(error)
     else if (error instanceof DiscoveryRoundFailed && !this.everActive && ++this.discoveryFailures >= this.o.maxDiscoveryRounds) {
-      this.closeWith(new AgentError('discovery-failed', `${error.message}; gave up after ${this.discoveryFailures} rounds`, { cause: error }))
+      this.closeWith(
+        new AgentError('discovery-failed', `${error.message}; gave up after ${this.discoveryFailures} rounds`, { cause: error }),
+      )
     } else if (error instanceof Transient) this.scheduleReconnect(error.message, error.retryAfterMs)
     // a bug of ours must not end an agent that is meant to stay up: back off as for a network error
     else this.scheduleReconnect(`unexpected: ${(error as Error).message}`, 0)
@@ -572,7 +599,8 @@ export class AgentClient {
       if (gen !== this.generation || !socket) return
       const beat = signTemplate(this.o.key, heartbeatTemplate('online'), this.nowSeconds())
       void socket.sendAndAwaitOk('EVENT', beat, this.o.heartbeatMs).catch(() => undefined)
-      if (this.load !== this.announcedLoad) void socket.sendAndAwaitOk('EVENT', this.announcement(), this.o.okTimeoutMs).catch(() => undefined)
+      if (this.load !== this.announcedLoad)
+        void socket.sendAndAwaitOk('EVENT', this.announcement(), this.o.okTimeoutMs).catch(() => undefined)
       this.scheduleHeartbeat(gen)
     }, this.heartbeatIntervalMs())
   }
@@ -607,7 +635,10 @@ export class AgentClient {
         this.socket = undefined
         this.generation++
         socket.terminate()
-        return this.scheduleReconnect(`no frame from the relay for ${Math.round(silentMs / 1000)} s (session timeout): dropped the connection`, 0)
+        return this.scheduleReconnect(
+          `no frame from the relay for ${Math.round(silentMs / 1000)} s (session timeout): dropped the connection`,
+          0,
+        )
       }
       if (silentMs >= this.o.leaseMs && this.state !== 'ZOMBIE') {
         this.schedule.degraded(now)
@@ -746,7 +777,11 @@ export class AgentClient {
     if (!socket) return
     const limits = { defaultLimit: this.probe?.defaultLimit, maxLimit: this.probe?.maxLimit }
     const budget = { pagesLeft: MAX_BACKLOG_PAGES }
-    const deps = { query: (filters: WireFilter[]) => this.query(socket, filters), deliver: (e: NostrEvent) => this.deliver(sub, e), isCurrent }
+    const deps = {
+      query: (filters: WireFilter[]) => this.query(socket, filters),
+      deliver: (e: NostrEvent) => this.deliver(sub, e),
+      isCurrent,
+    }
     try {
       for (const tally of tallies) {
         const outcome = await pageBacklog(tally, limits, budget, deps)

@@ -125,7 +125,13 @@ export class Publisher {
     if (!decision.ok) {
       this.counters.throttled++
       const retryAfterMs = decision.retryAfterMs
-      return { ok: false, id: event.id, reason: `rate-limited: outbound throttle, retry in ${Math.ceil(retryAfterMs / 1000)}s`, throttled: true, retryAfterMs }
+      return {
+        ok: false,
+        id: event.id,
+        reason: `rate-limited: outbound throttle, retry in ${Math.ceil(retryAfterMs / 1000)}s`,
+        throttled: true,
+        retryAfterMs,
+      }
     }
     let waited = await this.wait(decision.waitMs, live ? seq : undefined)
     for (let attempt = 0; ; attempt++) {
@@ -173,7 +179,13 @@ export class Publisher {
 
   private retryAfter(attempt: number, atLeastMs: number, sleeperSeq: number | undefined): Promise<boolean> {
     this.counters.retried++
-    return this.wait(Math.max(atLeastMs, backoffDelayMs({ minMs: this.o.retry.minMs, maxMs: this.o.retry.maxMs, jitter: this.o.retry.jitter }, attempt, this.random)), sleeperSeq)
+    return this.wait(
+      Math.max(
+        atLeastMs,
+        backoffDelayMs({ minMs: this.o.retry.minMs, maxMs: this.o.retry.maxMs, jitter: this.o.retry.jitter }, attempt, this.random),
+      ),
+      sleeperSeq,
+    )
   }
 
   /** true when it slept; a live publish (`sleeperSeq`) holds the flush back until it has sent or re-queued */

@@ -25,7 +25,11 @@ export function announcementTemplate(capabilities: readonly Capability[], versio
   if (version !== undefined) tags.push(['version', version])
   if (load !== undefined) tags.push(['load', clampLoad(load).toFixed(2)])
   const content = JSON.stringify({
-    capabilities: capabilities.map((c) => ({ name: c.name, kinds: c.kinds, ...(c.description !== undefined && { description: c.description }) })),
+    capabilities: capabilities.map((c) => ({
+      name: c.name,
+      kinds: c.kinds,
+      ...(c.description !== undefined && { description: c.description }),
+    })),
   })
   return { kind: KIND_ANNOUNCEMENT, content, tags }
 }
@@ -38,7 +42,12 @@ export const clampLoad = (load: number): number => Math.min(1, Math.max(0, Numbe
  * One agent per pubkey from announcements and heartbeats as a relay returned them (untrusted): the newest
  * announcement per author; dropped without a live "online" heartbeat at `nowMs`.
  */
-export function toDiscovered(announcements: NostrEvent[], heartbeats: NostrEvent[], leaseSeconds: number, nowMs: number): DiscoveredAgent[] {
+export function toDiscovered(
+  announcements: NostrEvent[],
+  heartbeats: NostrEvent[],
+  leaseSeconds: number,
+  nowMs: number,
+): DiscoveredAgent[] {
   const latestBeat = newestPerAuthor(heartbeats.filter((e) => e.kind === KIND_PRESENCE))
   const out: DiscoveredAgent[] = []
   for (const a of newestPerAuthor(announcements.filter((e) => e.kind === KIND_ANNOUNCEMENT)).values()) {
@@ -70,7 +79,10 @@ export function capabilitiesOf(a: NostrEvent): Capability[] {
   } catch {
     // a hand-written announcement: the tags still say it
   }
-  const kinds = a.tags.filter((t) => t[0] === 'k').map((t) => Number(t[1])).filter(Number.isInteger)
+  const kinds = a.tags
+    .filter((t) => t[0] === 'k')
+    .map((t) => Number(t[1]))
+    .filter(Number.isInteger)
   return a.tags.filter((t) => t[0] === 'c' && t[1] !== undefined).map((t) => ({ name: t[1]!, kinds }))
 }
 

@@ -34,7 +34,8 @@ export async function probeRelay(url: string, fetchFn: typeof fetch, timeoutMs: 
   } catch (cause) {
     throw new Error(`${url} did not answer a whole NIP-11 document (application/nostr+json): ${(cause as Error).message}`, { cause })
   }
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new Error(`${url} answered NIP-11 with something other than a JSON object`)
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
+    throw new Error(`${url} answered NIP-11 with something other than a JSON object`)
   return toProbe(url, doc)
 }
 

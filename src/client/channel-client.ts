@@ -119,7 +119,10 @@ async function connect(url: string, timeoutMs: number): Promise<Inbox> {
   })
   // `ws` emits `error` and then `close`; either ends every wait
   ws.on('close', (code, why) => {
-    closedWith ??= new RelayClientError('RELAY_CLOSED', `the relay closed the connection (${code}${why.length ? ` ${why.toString()}` : ''})`)
+    closedWith ??= new RelayClientError(
+      'RELAY_CLOSED',
+      `the relay closed the connection (${code}${why.length ? ` ${why.toString()}` : ''})`,
+    )
     for (const w of wake) w()
   })
   await new Promise<void>((resolve, reject) => {
@@ -139,7 +142,9 @@ async function connect(url: string, timeoutMs: number): Promise<Inbox> {
       refused(new RelayClientError('RELAY_UNREACHABLE', `cannot connect to ${url}: HTTP ${res.statusCode}`))
       ws.terminate()
     })
-    ws.on('error', (error) => refused(new RelayClientError('RELAY_UNREACHABLE', `cannot connect to ${url}: ${error.message}`, { cause: error })))
+    ws.on('error', (error) =>
+      refused(new RelayClientError('RELAY_UNREACHABLE', `cannot connect to ${url}: ${error.message}`, { cause: error })),
+    )
   })
   const seen: Frame[] = []
   return {
@@ -158,7 +163,10 @@ async function connect(url: string, timeoutMs: number): Promise<Inbox> {
           }
           if (closedWith) done(() => reject(closedWith))
         }
-        const timer = setTimeout(() => done(() => reject(new RelayClientError('RELAY_TIMEOUT', `no ${what} within ${timeoutMs} ms`))), timeoutMs)
+        const timer = setTimeout(
+          () => done(() => reject(new RelayClientError('RELAY_TIMEOUT', `no ${what} within ${timeoutMs} ms`))),
+          timeoutMs,
+        )
         const done = (settle: () => void) => {
           clearTimeout(timer)
           wake.delete(check)

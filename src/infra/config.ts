@@ -18,7 +18,15 @@ const rule = (ratePerSecond: number, burst: number, what: string) =>
     .prefault({})
 
 /** Numbers per tier: humans type; agents are programs and get more. Generous so normal clients never notice. */
-const tier = (eventsPerSecond: number, eventsBurst: number, reqsPerSecond: number, reqsBurst: number, apiPerSecond: number, apiBurst: number, name: string) =>
+const tier = (
+  eventsPerSecond: number,
+  eventsBurst: number,
+  reqsPerSecond: number,
+  reqsBurst: number,
+  apiPerSecond: number,
+  apiBurst: number,
+  name: string,
+) =>
   z
     .object({
       events: rule(eventsPerSecond, eventsBurst, `${name} EVENT`),
@@ -67,7 +75,12 @@ const limits = z
       .default(1_048_576)
       .describe('bytes of frames one connection may have read and not yet answered; over it the socket is not read (TCP pushes back)'),
     // A healthy reader on a slow mobile link drains a 4 MiB page in a few seconds; one that can't is stuck.
-    slowConsumerGraceMs: z.number().int().nonnegative().default(5_000).describe('how long a connection may stay over maxPendingOutboundBytes'),
+    slowConsumerGraceMs: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(5_000)
+      .describe('how long a connection may stay over maxPendingOutboundBytes'),
     // Twice the per-IP connection burst: a page reload's handful of sockets times the dozens of people an
     // office or carrier NAT puts behind one address fits; one host parking thousands of idle sockets (each an
     // actor, ws buffers, a heartbeat) does not. Behind a proxy it only means something with trustedProxies set.
@@ -90,215 +103,254 @@ const limits = z
   })
   .prefault({})
 
-export const configSchema = z.object({
-  port: z.number().int().min(0).max(65_535).default(7777).describe('TCP port for WebSocket and HTTP'),
-  host: z.string().default('127.0.0.1').describe('address to bind'),
-  dataDir: z.string().default('./data').describe('directory for the SQLite file and the relay key'),
-  // Cluster mode (DESIGN §7): both set ⇒ this node joins the cluster; both empty ⇒ the embedded default.
-  redisUrl: z.string().default('').describe('Redis for shared gates and cross-node fan-out: redis://[user:password@]host:port[/db] (rediss:// for TLS), or a Redis Cluster as redis+cluster://[user:password@]host:port[,host:port...] (seed nodes); empty = in-process'),
-  databaseUrl: z.string().default('').describe('PostgreSQL for events, communities and bans (postgres://...); empty = SQLite in dataDir'),
-  // Issue 12: the relay mesh gives some state (a NIP-29 channel's moderation) exactly one owner node. Off by
-  // default: the embedded relay has one node, and a cluster without it keeps the community actor as owner.
-  mesh: z.enum(['off', 'on']).default('off').describe('the relay mesh: on gives each channel one owner node (needs redisUrl and databaseUrl)'),
-  meshPort: z.number().int().min(0).max(65_535).default(7778).describe('TCP port for the tunnel between mesh nodes (0 = any free port)'),
-  meshHost: z.string().default('').describe('address the mesh port binds; empty = the same as host'),
-  // Behind NAT or in containers the bound address is not the one peers can dial.
-  meshAdvertisedAddress: z
-    .string()
-    .regex(/^([^\s/:]+|\[[0-9a-fA-F:.]+\])?(:\d{1,5})?$/)
-    .default('')
-    .describe('host[:port] peers dial to reach this node\'s mesh port; empty = the bound address and port'),
-  // Issue 12: 6 s renewed every 2 s, so two renewals may fail in a row before the owner stops. A dead owner's
-  // sessions are taken over within ~TTL + 1 s (Kubernetes leader election waits 15 s, Orleans ~15 s).
-  meshLeaseTtlMs: z.number().int().min(100).default(6_000).describe('how long a mesh session lease lasts without renewal, ms'),
-  meshLeaseRenewMs: z.number().int().min(20).default(2_000).describe('how often an owner renews its session leases, ms; at most half of meshLeaseTtlMs'),
-  // The durable backstop when an archive broadcast is lost: every node re-reads the community list this often.
-  revalidateSeconds: z
-    .number()
-    .default(30)
-    .transform((s) => Math.min(300, Math.max(1, Math.round(s))))
-    .describe('how often a node re-reads the community list (archived ones are closed, new ones served); clamped to 1-300'),
-  // A removed member keeps receiving a private channel on a node that missed the invalidation broadcast for
-  // at most this long; every membership read within it costs nothing. 5 s: a chat message or two, at worst.
-  accessCacheTtlMs: z
-    .number()
-    .int()
-    .min(0)
-    .max(60_000)
-    .default(5_000)
-    .describe('how long a channel-membership or community-membership answer is reused (0 = never); bounds a lost invalidation, ms'),
-  // A database or Redis started beside the relay (one systemd target, one compose file) may take a few
-  // seconds to answer; half a minute covers a cold PostgreSQL start without hiding a wrong URL for long.
-  startupTimeoutSeconds: z
-    .number()
-    .positive()
-    .default(30)
-    .describe('how long start-up retries an unreachable PostgreSQL or Redis before the process exits non-zero, seconds'),
-  logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info').describe('pino log level'),
-  relayName: z.string().default('Apiary').describe('NIP-11 name, unless the community sets its own'),
-  relayDescription: z.string().default('A Nostr relay for communities of people and AI agents').describe('NIP-11 description'),
-  relayContact: z.string().default('').describe('NIP-11 contact: an administrative alternate contact, a URI (mailto:, https:); empty = omitted'),
-  relayContactPubkey: z
-    .string()
-    .regex(/^([0-9a-f]{64})?$/)
-    .default('')
-    .describe("NIP-11 pubkey: the administrative contact's pubkey, hex; empty = omitted (the relay's own key is NIP-11 self)"),
-  relaySecretKey: z
-    .string()
-    .regex(/^([0-9a-f]{64})?$/)
-    .default('')
-    .describe('relay secret key, hex; empty = generate on first start into <dataDir>/relay.key'),
-  // Issue 11: the agent client's gradient, heartbeat 15 s / lease 45 s / session 90 s. Presence (the lease)
-  // lives 3 heartbeats, so two lost heartbeats in a row don't show someone offline. Decimals allow sub-second tests.
-  presenceHeartbeatSeconds: z
-    .number()
-    .positive()
-    .default(15)
-    .describe('expected interval of kind 20001 presence heartbeats; a presence (an agent lease) expires after 3 of them, seconds'),
-  // Issue 11: "every 30 s the relay marks agents whose lease lapsed". A departure is heard within one sweep
-  // of the lease's end; each sweep is one presence read per 500 tracked agents. Decimals allow short tests.
-  leaseSweepSeconds: z
-    .number()
-    .positive()
-    .default(30)
-    .describe('how often a community looks for agents whose lease lapsed (a kind 21990 "expired" is then sent), seconds'),
-  authRequired: z.stringbool().or(z.boolean()).default(false).describe('require NIP-42 AUTH before any REQ/EVENT'),
-  trustForwardedProto: z
-    .stringbool()
-    .or(z.boolean())
-    .default(false)
-    .describe('trust X-Forwarded-Proto/Host from a TLS proxy for the NIP-42 relay URL; once trustedProxies is set, only from those peers'),
-  // Empty: the socket's peer is the client, and a client-sent X-Forwarded-For changes nothing.
-  trustedProxies: z
-    .array(z.string().refine((s) => parseAddressRange(s).ok, { message: 'not an IP address or CIDR range' }))
-    .default([])
-    .describe(
-      'reverse proxies (IPs and CIDR ranges, IPv4 and IPv6; JSON in env) whose X-Forwarded-For names the client: the right-most hop that is not one of them',
-    ),
-  // NIP-86 callers allowed to manage every community on this node; the relay's own key always is one.
-  operatorPubkeys: z
-    .array(z.string().regex(/^[0-9a-f]{64}$/))
-    .default([])
-    .describe('NIP-86 operators: hex pubkeys allowed to call management methods (JSON in env); the relay key is always one'),
-  verifyThreads: z
-    .number()
-    .int()
-    .min(1)
-    .max(64)
-    .default(Math.max(1, Math.min(cpus().length, 4)))
-    .describe('signature-verification worker threads (default: cores, at most 4)'),
-  // Verification is most of an event's CPU. libsecp256k1 as a native addon (bcrypto, an optional dependency
-  // built at install) verifies in ~50 µs here, as WASM (tiny-secp256k1, always installed) in ~240 µs. 'auto'
-  // takes the addon when it loads and logs a warning when it falls back; 'native' refuses to start without it.
-  verifyBackend: z
-    .enum(['auto', 'native', 'wasm'])
-    .default('auto')
-    .describe('Schnorr verifier: native libsecp256k1 (optional dependency bcrypto), wasm, or auto (native when it loads)'),
-  // How much the worker threads yield to the event loop when the cores are all busy (nice steps, Linux only;
-  // elsewhere setpriority would renice the whole process). The event loop holds every connection, so its
-  // lateness is every client's latency, while workers do bulk work that can wait a few ms. Measured here
-  // (2 cores, ingest 4×200 alone and with 8 REQ readers over 100k events, two runs of 3 alternating rounds):
-  // loop delay p99 14.4 -> 9.5 ms alone and 23.7 -> 10.0 / 24.2 -> 12.2 ms with readers; ingest alone -7 %
-  // in one run, with readers unchanged; REQs answered 181 -> 185 and 198 -> 151 q/s (noisy). Readers at 5
-  // instead of 10 served about twice the REQs but took 15 % of the ingest (one run).
-  threads: z
-    .object({
-      writePathNice: z
-        .number()
-        .int()
-        .min(0)
-        .max(19)
-        .default(5)
-        .describe('added to the nice value of the verifier threads and the SQLite writer thread; 0 keeps the event loop\'s'),
-      readNice: z
-        .number()
-        .int()
-        .min(0)
-        .max(19)
-        .default(10)
-        .describe('added to the nice value of the SQLite read workers and WAL checkpoint thread: reads yield to writes'),
-    })
-    .prefault({}),
-  limits,
-  rateLimits: z
-    .object({
-      human: tier(10, 50, 20, 100, 2, 20, 'human'),
-      agentStandard: tier(20, 100, 20, 100, 5, 50, 'agent-standard'),
-      agentElevated: tier(100, 500, 50, 200, 10, 100, 'agent-elevated'),
-      agentPlatform: tier(1_000, 5_000, 200, 1_000, 50, 200, 'agent-platform'),
-      // A page reload opens a handful of sockets at once; NATs put many people behind one IP.
-      connectionsPerIp: rule(10, 100, 'new connections per IP'),
-      // Charged before the NIP-98 signature is checked, so forgeries can't spend the verifier pool EVENTs
-      // need: 50/s with a burst of 200 is the agent-platform tier's own api budget (the largest one), so one
-      // legitimate caller of any tier never meets it, while one IP gets at most ~1% of a pool that checks
-      // ~5-8k signatures/s (DESIGN §12) once its burst is spent.
-      apiPerIp: rule(50, 200, 'NIP-86 calls per IP, charged before the signature is checked'),
-    })
-    .prefault({}),
-  timeouts: z
-    .object({
-      // NIP-01 says nothing; 30 s keeps NAT mappings and proxies (typ. 60 s idle) alive.
-      pingIntervalMs: z.number().int().positive().default(30_000).describe('WebSocket ping interval; a missed pong closes the connection'),
-      // An unauthenticated socket with no subscriptions that stays silent this long holds memory for nothing.
-      idleUnauthenticatedMs: z.number().int().positive().default(300_000).describe('close a connection that sent nothing and never authenticated'),
-      authWindowSeconds: z.number().int().positive().default(600).describe('NIP-42: AUTH event created_at must be within ± this'),
-    })
-    .prefault({}),
-  store: z
-    .object({
-      // 500 events per transaction kept one commit under ~15 ms here: the event loop never stalls longer.
-      groupCommitMaxEvents: z.number().int().positive().default(500).describe('events per write transaction at most'),
-      // Only while writes keep arriving (an idle relay commits on the next turn): at ~5k events/s, 10 ms
-      // gathers ~50 per commit, less than half the per-event cost of 10-event commits (measured).
-      groupCommitMaxDelayMs: z
-        .number()
-        .int()
-        .nonnegative()
-        .default(10)
-        .describe('longest a write waits for others to share its commit, while more keep arriving'),
-      // Two readers keep a heavy REQ or COUNT off the event loop while a second one still gets served; each
-      // is a thread with its own connection and page cache (~16 MB at most). SQLite only: PostgreSQL
-      // queries are already asynchronous.
-      readWorkers: z
-        .number()
-        .int()
-        .min(0)
-        .max(64)
-        .default(2)
-        .describe('SQLite read worker threads; 0 reads on the main thread (an in-memory database always does)'),
-      // The batch transactions run on a thread with its own connection, so a commit never holds the event
-      // loop; false commits on the main thread (for a platform where worker threads misbehave).
-      writerThread: z.stringbool().or(z.boolean()).default(true).describe('SQLite: commit writes on a writer thread; false commits on the main thread'),
-      // Half the PostgreSQL store's 10 s deadline (STORE_DEADLINE_MS): a REQ page is served in milliseconds,
-      // so a read still running after 5 s is a scan that would run on; it is stopped, not waited out.
-      queryTimeoutMs: z
-        .number()
-        .int()
-        .positive()
-        .default(5_000)
-        .describe('SQLite: longest a REQ/COUNT read may run, and may wait for a read worker, before it fails'),
-    })
-    .prefault({}),
-  communities: z
-    .array(
-      z.object({
-        id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/),
-        name: z.string().optional(),
-        hosts: z.array(z.string()).min(1),
-        agents: z.array(z.object({ pubkey: z.string().regex(/^[0-9a-f]{64}$/), tier: z.enum(['standard', 'elevated', 'platform']) })).default([]),
-        // NIP-86 callers for this community only (bans, agent tiers); operators manage every community
-        admins: z.array(z.string().regex(/^[0-9a-f]{64}$/)).default([]),
-      }),
-    )
-    .default([])
-    .describe('communities from the config file, added to those in the database (JSON in env)'),
-})
+export const configSchema = z
+  .object({
+    port: z.number().int().min(0).max(65_535).default(7777).describe('TCP port for WebSocket and HTTP'),
+    host: z.string().default('127.0.0.1').describe('address to bind'),
+    dataDir: z.string().default('./data').describe('directory for the SQLite file and the relay key'),
+    // Cluster mode (DESIGN §7): both set ⇒ this node joins the cluster; both empty ⇒ the embedded default.
+    redisUrl: z
+      .string()
+      .default('')
+      .describe(
+        'Redis for shared gates and cross-node fan-out: redis://[user:password@]host:port[/db] (rediss:// for TLS), or a Redis Cluster as redis+cluster://[user:password@]host:port[,host:port...] (seed nodes); empty = in-process',
+      ),
+    databaseUrl: z.string().default('').describe('PostgreSQL for events, communities and bans (postgres://...); empty = SQLite in dataDir'),
+    // Issue 12: the relay mesh gives some state (a NIP-29 channel's moderation) exactly one owner node. Off by
+    // default: the embedded relay has one node, and a cluster without it keeps the community actor as owner.
+    mesh: z
+      .enum(['off', 'on'])
+      .default('off')
+      .describe('the relay mesh: on gives each channel one owner node (needs redisUrl and databaseUrl)'),
+    meshPort: z.number().int().min(0).max(65_535).default(7778).describe('TCP port for the tunnel between mesh nodes (0 = any free port)'),
+    meshHost: z.string().default('').describe('address the mesh port binds; empty = the same as host'),
+    // Behind NAT or in containers the bound address is not the one peers can dial.
+    meshAdvertisedAddress: z
+      .string()
+      .regex(/^([^\s/:]+|\[[0-9a-fA-F:.]+\])?(:\d{1,5})?$/)
+      .default('')
+      .describe("host[:port] peers dial to reach this node's mesh port; empty = the bound address and port"),
+    // Issue 12: 6 s renewed every 2 s, so two renewals may fail in a row before the owner stops. A dead owner's
+    // sessions are taken over within ~TTL + 1 s (Kubernetes leader election waits 15 s, Orleans ~15 s).
+    meshLeaseTtlMs: z.number().int().min(100).default(6_000).describe('how long a mesh session lease lasts without renewal, ms'),
+    meshLeaseRenewMs: z
+      .number()
+      .int()
+      .min(20)
+      .default(2_000)
+      .describe('how often an owner renews its session leases, ms; at most half of meshLeaseTtlMs'),
+    // The durable backstop when an archive broadcast is lost: every node re-reads the community list this often.
+    revalidateSeconds: z
+      .number()
+      .default(30)
+      .transform((s) => Math.min(300, Math.max(1, Math.round(s))))
+      .describe('how often a node re-reads the community list (archived ones are closed, new ones served); clamped to 1-300'),
+    // A removed member keeps receiving a private channel on a node that missed the invalidation broadcast for
+    // at most this long; every membership read within it costs nothing. 5 s: a chat message or two, at worst.
+    accessCacheTtlMs: z
+      .number()
+      .int()
+      .min(0)
+      .max(60_000)
+      .default(5_000)
+      .describe('how long a channel-membership or community-membership answer is reused (0 = never); bounds a lost invalidation, ms'),
+    // A database or Redis started beside the relay (one systemd target, one compose file) may take a few
+    // seconds to answer; half a minute covers a cold PostgreSQL start without hiding a wrong URL for long.
+    startupTimeoutSeconds: z
+      .number()
+      .positive()
+      .default(30)
+      .describe('how long start-up retries an unreachable PostgreSQL or Redis before the process exits non-zero, seconds'),
+    logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info').describe('pino log level'),
+    relayName: z.string().default('Apiary').describe('NIP-11 name, unless the community sets its own'),
+    relayDescription: z.string().default('A Nostr relay for communities of people and AI agents').describe('NIP-11 description'),
+    relayContact: z
+      .string()
+      .default('')
+      .describe('NIP-11 contact: an administrative alternate contact, a URI (mailto:, https:); empty = omitted'),
+    relayContactPubkey: z
+      .string()
+      .regex(/^([0-9a-f]{64})?$/)
+      .default('')
+      .describe("NIP-11 pubkey: the administrative contact's pubkey, hex; empty = omitted (the relay's own key is NIP-11 self)"),
+    relaySecretKey: z
+      .string()
+      .regex(/^([0-9a-f]{64})?$/)
+      .default('')
+      .describe('relay secret key, hex; empty = generate on first start into <dataDir>/relay.key'),
+    // Issue 11: the agent client's gradient, heartbeat 15 s / lease 45 s / session 90 s. Presence (the lease)
+    // lives 3 heartbeats, so two lost heartbeats in a row don't show someone offline. Decimals allow sub-second tests.
+    presenceHeartbeatSeconds: z
+      .number()
+      .positive()
+      .default(15)
+      .describe('expected interval of kind 20001 presence heartbeats; a presence (an agent lease) expires after 3 of them, seconds'),
+    // Issue 11: "every 30 s the relay marks agents whose lease lapsed". A departure is heard within one sweep
+    // of the lease's end; each sweep is one presence read per 500 tracked agents. Decimals allow short tests.
+    leaseSweepSeconds: z
+      .number()
+      .positive()
+      .default(30)
+      .describe('how often a community looks for agents whose lease lapsed (a kind 21990 "expired" is then sent), seconds'),
+    authRequired: z.stringbool().or(z.boolean()).default(false).describe('require NIP-42 AUTH before any REQ/EVENT'),
+    trustForwardedProto: z
+      .stringbool()
+      .or(z.boolean())
+      .default(false)
+      .describe(
+        'trust X-Forwarded-Proto/Host from a TLS proxy for the NIP-42 relay URL; once trustedProxies is set, only from those peers',
+      ),
+    // Empty: the socket's peer is the client, and a client-sent X-Forwarded-For changes nothing.
+    trustedProxies: z
+      .array(z.string().refine((s) => parseAddressRange(s).ok, { message: 'not an IP address or CIDR range' }))
+      .default([])
+      .describe(
+        'reverse proxies (IPs and CIDR ranges, IPv4 and IPv6; JSON in env) whose X-Forwarded-For names the client: the right-most hop that is not one of them',
+      ),
+    // NIP-86 callers allowed to manage every community on this node; the relay's own key always is one.
+    operatorPubkeys: z
+      .array(z.string().regex(/^[0-9a-f]{64}$/))
+      .default([])
+      .describe('NIP-86 operators: hex pubkeys allowed to call management methods (JSON in env); the relay key is always one'),
+    verifyThreads: z
+      .number()
+      .int()
+      .min(1)
+      .max(64)
+      .default(Math.max(1, Math.min(cpus().length, 4)))
+      .describe('signature-verification worker threads (default: cores, at most 4)'),
+    // Verification is most of an event's CPU. libsecp256k1 as a native addon (bcrypto, an optional dependency
+    // built at install) verifies in ~50 µs here, as WASM (tiny-secp256k1, always installed) in ~240 µs. 'auto'
+    // takes the addon when it loads and logs a warning when it falls back; 'native' refuses to start without it.
+    verifyBackend: z
+      .enum(['auto', 'native', 'wasm'])
+      .default('auto')
+      .describe('Schnorr verifier: native libsecp256k1 (optional dependency bcrypto), wasm, or auto (native when it loads)'),
+    // How much the worker threads yield to the event loop when the cores are all busy (nice steps, Linux only;
+    // elsewhere setpriority would renice the whole process). The event loop holds every connection, so its
+    // lateness is every client's latency, while workers do bulk work that can wait a few ms. Measured here
+    // (2 cores, ingest 4×200 alone and with 8 REQ readers over 100k events, two runs of 3 alternating rounds):
+    // loop delay p99 14.4 -> 9.5 ms alone and 23.7 -> 10.0 / 24.2 -> 12.2 ms with readers; ingest alone -7 %
+    // in one run, with readers unchanged; REQs answered 181 -> 185 and 198 -> 151 q/s (noisy). Readers at 5
+    // instead of 10 served about twice the REQs but took 15 % of the ingest (one run).
+    threads: z
+      .object({
+        writePathNice: z
+          .number()
+          .int()
+          .min(0)
+          .max(19)
+          .default(5)
+          .describe("added to the nice value of the verifier threads and the SQLite writer thread; 0 keeps the event loop's"),
+        readNice: z
+          .number()
+          .int()
+          .min(0)
+          .max(19)
+          .default(10)
+          .describe('added to the nice value of the SQLite read workers and WAL checkpoint thread: reads yield to writes'),
+      })
+      .prefault({}),
+    limits,
+    rateLimits: z
+      .object({
+        human: tier(10, 50, 20, 100, 2, 20, 'human'),
+        agentStandard: tier(20, 100, 20, 100, 5, 50, 'agent-standard'),
+        agentElevated: tier(100, 500, 50, 200, 10, 100, 'agent-elevated'),
+        agentPlatform: tier(1_000, 5_000, 200, 1_000, 50, 200, 'agent-platform'),
+        // A page reload opens a handful of sockets at once; NATs put many people behind one IP.
+        connectionsPerIp: rule(10, 100, 'new connections per IP'),
+        // Charged before the NIP-98 signature is checked, so forgeries can't spend the verifier pool EVENTs
+        // need: 50/s with a burst of 200 is the agent-platform tier's own api budget (the largest one), so one
+        // legitimate caller of any tier never meets it, while one IP gets at most ~1% of a pool that checks
+        // ~5-8k signatures/s (DESIGN §12) once its burst is spent.
+        apiPerIp: rule(50, 200, 'NIP-86 calls per IP, charged before the signature is checked'),
+      })
+      .prefault({}),
+    timeouts: z
+      .object({
+        // NIP-01 says nothing; 30 s keeps NAT mappings and proxies (typ. 60 s idle) alive.
+        pingIntervalMs: z
+          .number()
+          .int()
+          .positive()
+          .default(30_000)
+          .describe('WebSocket ping interval; a missed pong closes the connection'),
+        // An unauthenticated socket with no subscriptions that stays silent this long holds memory for nothing.
+        idleUnauthenticatedMs: z
+          .number()
+          .int()
+          .positive()
+          .default(300_000)
+          .describe('close a connection that sent nothing and never authenticated'),
+        authWindowSeconds: z.number().int().positive().default(600).describe('NIP-42: AUTH event created_at must be within ± this'),
+      })
+      .prefault({}),
+    store: z
+      .object({
+        // 500 events per transaction kept one commit under ~15 ms here: the event loop never stalls longer.
+        groupCommitMaxEvents: z.number().int().positive().default(500).describe('events per write transaction at most'),
+        // Only while writes keep arriving (an idle relay commits on the next turn): at ~5k events/s, 10 ms
+        // gathers ~50 per commit, less than half the per-event cost of 10-event commits (measured).
+        groupCommitMaxDelayMs: z
+          .number()
+          .int()
+          .nonnegative()
+          .default(10)
+          .describe('longest a write waits for others to share its commit, while more keep arriving'),
+        // Two readers keep a heavy REQ or COUNT off the event loop while a second one still gets served; each
+        // is a thread with its own connection and page cache (~16 MB at most). SQLite only: PostgreSQL
+        // queries are already asynchronous.
+        readWorkers: z
+          .number()
+          .int()
+          .min(0)
+          .max(64)
+          .default(2)
+          .describe('SQLite read worker threads; 0 reads on the main thread (an in-memory database always does)'),
+        // The batch transactions run on a thread with its own connection, so a commit never holds the event
+        // loop; false commits on the main thread (for a platform where worker threads misbehave).
+        writerThread: z
+          .stringbool()
+          .or(z.boolean())
+          .default(true)
+          .describe('SQLite: commit writes on a writer thread; false commits on the main thread'),
+        // Half the PostgreSQL store's 10 s deadline (STORE_DEADLINE_MS): a REQ page is served in milliseconds,
+        // so a read still running after 5 s is a scan that would run on; it is stopped, not waited out.
+        queryTimeoutMs: z
+          .number()
+          .int()
+          .positive()
+          .default(5_000)
+          .describe('SQLite: longest a REQ/COUNT read may run, and may wait for a read worker, before it fails'),
+      })
+      .prefault({}),
+    communities: z
+      .array(
+        z.object({
+          id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/),
+          name: z.string().optional(),
+          hosts: z.array(z.string()).min(1),
+          agents: z
+            .array(z.object({ pubkey: z.string().regex(/^[0-9a-f]{64}$/), tier: z.enum(['standard', 'elevated', 'platform']) }))
+            .default([]),
+          // NIP-86 callers for this community only (bans, agent tiers); operators manage every community
+          admins: z.array(z.string().regex(/^[0-9a-f]{64}$/)).default([]),
+        }),
+      )
+      .default([])
+      .describe('communities from the config file, added to those in the database (JSON in env)'),
+  })
   .superRefine((c, ctx) => {
     if (c.mesh === 'on' && !(c.redisUrl && c.databaseUrl)) {
       ctx.addIssue({ code: 'custom', path: ['mesh'], message: 'mesh "on" needs cluster mode: set redisUrl and databaseUrl' })
     }
     if (c.meshLeaseRenewMs * 2 > c.meshLeaseTtlMs) {
-      ctx.addIssue({ code: 'custom', path: ['meshLeaseRenewMs'], message: 'must be at most half of meshLeaseTtlMs, so one failed renewal never loses the lease' })
+      ctx.addIssue({
+        code: 'custom',
+        path: ['meshLeaseRenewMs'],
+        message: 'must be at most half of meshLeaseTtlMs, so one failed renewal never loses the lease',
+      })
     }
   })
 
@@ -309,8 +361,7 @@ export class ConfigError extends Error {
   readonly code = 'APIARY_CONFIG_INVALID'
 }
 
-const toEnvName = (path: string[]) =>
-  'APIARY_' + path.map((p) => p.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()).join('_')
+const toEnvName = (path: string[]) => 'APIARY_' + path.map((p) => p.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()).join('_')
 
 /** Every leaf setting with its env name, from the defaults (used by loadConfig and the README table). */
 export function listSettings(): { path: string[]; env: string; defaultValue: unknown }[] {

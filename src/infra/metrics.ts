@@ -33,7 +33,11 @@ export function createMetrics() {
         if (typeof s?.readsWaiting === 'number') this.set(s.readsWaiting)
       },
     }),
-    storeReadBudgetExceeded: storeTotal('apiary_store_read_budget_exceeded_total', 'store reads stopped for passing store.queryTimeoutMs', (s) => s.readBudgetExceeded),
+    storeReadBudgetExceeded: storeTotal(
+      'apiary_store_read_budget_exceeded_total',
+      'store reads stopped for passing store.queryTimeoutMs',
+      (s) => s.readBudgetExceeded,
+    ),
     storeWriterThread: new Gauge({
       name: 'apiary_store_writer_thread',
       help: 'SQLite: 1 while writes commit on the writer thread, 0 on the main thread',
@@ -68,7 +72,11 @@ export function createMetrics() {
       labelNames: ['reason'],
       registers: r,
     }),
-    meshRegistrySkipped: new Counter({ name: 'apiary_mesh_registry_skipped_total', help: 'mesh readiness records skipped (malformed, expired, foreign, unsigned)', registers: r }),
+    meshRegistrySkipped: new Counter({
+      name: 'apiary_mesh_registry_skipped_total',
+      help: 'mesh readiness records skipped (malformed, expired, foreign, unsigned)',
+      registers: r,
+    }),
     eventsReceived: new Counter({ name: 'apiary_events_received_total', help: 'EVENT messages received', registers: r }),
     eventsAccepted: new Counter({ name: 'apiary_events_accepted_total', help: 'events answered OK true', registers: r }),
     eventsRejected: new Counter({
@@ -83,27 +91,53 @@ export function createMetrics() {
       labelNames: ['type', 'reason'],
       registers: r,
     }),
-    fanoutDeliveries: new Counter({ name: 'apiary_fanout_deliveries_total', help: 'live EVENT frames queued to subscribers', registers: r }),
-    slowConsumerCloses: new Counter({ name: 'apiary_slow_consumer_closes_total', help: 'connections closed for exceeding their outbound bound', registers: r }),
-    fanoutLag: new Counter({ name: 'apiary_fanout_lag_total', help: 'remote events a community could not take (its mailbox full, or it was down)', registers: r }),
+    fanoutDeliveries: new Counter({
+      name: 'apiary_fanout_deliveries_total',
+      help: 'live EVENT frames queued to subscribers',
+      registers: r,
+    }),
+    slowConsumerCloses: new Counter({
+      name: 'apiary_slow_consumer_closes_total',
+      help: 'connections closed for exceeding their outbound bound',
+      registers: r,
+    }),
+    fanoutLag: new Counter({
+      name: 'apiary_fanout_lag_total',
+      help: 'remote events a community could not take (its mailbox full, or it was down)',
+      registers: r,
+    }),
     subscriptionsLost: new Counter({
       name: 'apiary_subscriptions_lost_total',
       help: 'subscriptions closed with CLOSED "error:" because an event for them could not be delivered (never a silent gap)',
       registers: r,
     }),
-    connControlLag: new Counter({ name: 'apiary_conn_control_lag_total', help: 'conn-control messages a community could not take', registers: r }),
+    connControlLag: new Counter({
+      name: 'apiary_conn_control_lag_total',
+      help: 'conn-control messages a community could not take',
+      registers: r,
+    }),
     cacheInvalidationLag: new Counter({
       name: 'apiary_cache_invalidation_lag_total',
       help: 'cache-invalidation messages a community could not take',
       registers: r,
     }),
-    controlRejected: new Counter({ name: 'apiary_control_rejected_total', help: 'control payloads refused (unsigned, foreign, stale, unknown op)', labelNames: ['reason'], registers: r }),
+    controlRejected: new Counter({
+      name: 'apiary_control_rejected_total',
+      help: 'control payloads refused (unsigned, foreign, stale, unknown op)',
+      labelNames: ['reason'],
+      registers: r,
+    }),
     accessLookupFailures: new Counter({
       name: 'apiary_access_lookup_failures_total',
       help: 'live deliveries withheld because a membership or visibility lookup failed (fail closed)',
       registers: r,
     }),
-    supervision: new Counter({ name: 'apiary_supervision_events_total', help: 'actor supervision events', labelNames: ['type', 'kind'], registers: r }),
+    supervision: new Counter({
+      name: 'apiary_supervision_events_total',
+      help: 'actor supervision events',
+      labelNames: ['type', 'kind'],
+      registers: r,
+    }),
     storeLatency: new Histogram({
       name: 'apiary_store_seconds',
       help: 'store operation latency',

@@ -11,7 +11,10 @@ export class BackendUnavailableError extends Error {
     readonly waitedMs: number,
     cause: unknown,
   ) {
-    super(`${backend} at ${target}: ${rootMessage(cause)} (still failing after ${Math.round(waitedMs / 1000)}s of retries; startupTimeoutSeconds)`, { cause })
+    super(
+      `${backend} at ${target}: ${rootMessage(cause)} (still failing after ${Math.round(waitedMs / 1000)}s of retries; startupTimeoutSeconds)`,
+      { cause },
+    )
     this.name = 'BackendUnavailableError'
   }
 }
@@ -41,7 +44,10 @@ export async function retryAtStartup<T>(backend: string, target: string, attempt
       const left = r.deadlineMs - now()
       if (left <= 0) throw new BackendUnavailableError(backend, target, now() - started, cause)
       const delayMs = Math.min(left, MAX_DELAY_MS, FIRST_DELAY_MS * 2 ** (n - 1))
-      r.log.warn({ backend, target, attempt: n, cause: rootMessage(cause), retryInMs: delayMs }, `${backend} unreachable at start; retrying`)
+      r.log.warn(
+        { backend, target, attempt: n, cause: rootMessage(cause), retryInMs: delayMs },
+        `${backend} unreachable at start; retrying`,
+      )
       await sleep(delayMs)
     }
   }

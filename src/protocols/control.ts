@@ -53,7 +53,8 @@ function parseOp(channel: ControlChannel, v: unknown): ConnControlOp | CacheInva
     return undefined
   }
   if ((o.op === 'InvalidateMembership' || o.op === 'InvalidateVisibility' || o.op === 'ChannelDeleted') && str('channel')) {
-    if (o.op === 'InvalidateMembership') return { op: o.op, channel: o.channel as string, ...(str('pubkey') ? { pubkey: o.pubkey as string } : {}) }
+    if (o.op === 'InvalidateMembership')
+      return { op: o.op, channel: o.channel as string, ...(str('pubkey') ? { pubkey: o.pubkey as string } : {}) }
     return { op: o.op, channel: o.channel as string }
   }
   if (o.op === 'InvalidateAll') return { op: 'InvalidateAll' }

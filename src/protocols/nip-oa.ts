@@ -28,10 +28,7 @@ const DECIMAL = /^(0|[1-9][0-9]*)$/
 // NIP-OA: ASCII, and "Whitespace is not permitted anywhere in <conditions>"
 const VISIBLE_ASCII = /^[\x21-\x7e]*$/
 
-export type Clause =
-  | { type: 'kind'; value: number }
-  | { type: 'created_at<'; value: number }
-  | { type: 'created_at>'; value: number }
+export type Clause = { type: 'kind'; value: number } | { type: 'created_at<'; value: number } | { type: 'created_at>'; value: number }
 
 /** A well-formed `auth` tag. The signature is not checked yet: that is checkOwnerAttestation's job. */
 export interface OwnerAttestation {

@@ -73,7 +73,8 @@ export function channelOf(event: Pick<NostrEvent, 'tags'>): Result<string | unde
   for (const t of event.tags) {
     if (t[0] !== 'h') continue
     if (found !== undefined) return err(reason('invalid', 'an event belongs to one channel: more than one h tag'))
-    if (typeof t[1] !== 'string' || !CHANNEL_ID.test(t[1])) return err(reason('invalid', 'h tag must be a channel id of a-z0-9-_ (at most 64)'))
+    if (typeof t[1] !== 'string' || !CHANNEL_ID.test(t[1]))
+      return err(reason('invalid', 'h tag must be a channel id of a-z0-9-_ (at most 64)'))
     found = t[1]
   }
   return ok(found)
@@ -127,9 +128,16 @@ export function parseChannelAction(event: NostrEvent): Result<ChannelAction | un
 }
 
 const isChannelKind = (kind: number) =>
-  [KIND_PUT_USER, KIND_REMOVE_USER, KIND_EDIT_METADATA, KIND_DELETE_EVENT, KIND_CREATE_GROUP, KIND_DELETE_GROUP, KIND_JOIN_REQUEST, KIND_LEAVE_REQUEST].includes(
-    kind,
-  )
+  [
+    KIND_PUT_USER,
+    KIND_REMOVE_USER,
+    KIND_EDIT_METADATA,
+    KIND_DELETE_EVENT,
+    KIND_CREATE_GROUP,
+    KIND_DELETE_GROUP,
+    KIND_JOIN_REQUEST,
+    KIND_LEAVE_REQUEST,
+  ].includes(kind)
 
 /**
  * Metadata tags of 9007/9002. A flag tag that is absent leaves the flag as it is: an edit that only renames
@@ -184,7 +192,9 @@ export function authorize(action: ChannelAction, f: ChannelFacts): Result<Verdic
     case 'edit-metadata':
     case 'delete-event':
     case 'delete-group':
-      return admin ? ok({ effect: 'apply' }) : err(reason('restricted', `only the channel's admins may send kind ${kindOfAction(action.type)}`))
+      return admin
+        ? ok({ effect: 'apply' })
+        : err(reason('restricted', `only the channel's admins may send kind ${kindOfAction(action.type)}`))
     case 'join':
       // NIP-29: a join request from a member MUST be refused with `duplicate:`
       if (f.role) return err(reason('duplicate', 'already a member of this channel'))
@@ -192,7 +202,9 @@ export function authorize(action: ChannelAction, f: ChannelFacts): Result<Verdic
     case 'leave':
       return f.role ? ok({ effect: 'apply' }) : err(reason('restricted', 'not a member of this channel'))
     case 'post':
-      return f.role || f.moderator ? ok({ effect: 'none' }) : err(reason('restricted', 'only members may post to this channel; send a join request (kind 9021)'))
+      return f.role || f.moderator
+        ? ok({ effect: 'none' })
+        : err(reason('restricted', 'only members may post to this channel; send a join request (kind 9021)'))
   }
 }
 
@@ -216,7 +228,14 @@ export interface ChannelView {
 
 /** kind 39000: how clients show the channel. Both flag spellings, for clients of either NIP-29 revision. */
 export function metadataTemplate(c: ChannelView): EventTemplate {
-  const tags = [['d', c.id], ['name', c.name], ['about', c.about], ['picture', c.picture], [c.private ? 'private' : 'public'], [c.closed ? 'closed' : 'open']]
+  const tags = [
+    ['d', c.id],
+    ['name', c.name],
+    ['about', c.about],
+    ['picture', c.picture],
+    [c.private ? 'private' : 'public'],
+    [c.closed ? 'closed' : 'open'],
+  ]
   return { kind: KIND_GROUP_METADATA, tags: tags.filter((t) => t.length === 1 || t[1] !== '' || t[0] === 'name'), content: '' }
 }
 
@@ -233,5 +252,12 @@ export function membersTemplate(channel: string, members: readonly { pubkey: str
 
 /** The relay's own 9000/9001 answering a join or leave (NIP-29: "the relay will automatically issue"). */
 export function membershipTemplate(channel: string, pubkey: string, added: boolean): EventTemplate {
-  return { kind: added ? KIND_PUT_USER : KIND_REMOVE_USER, tags: [['h', channel], ['p', pubkey]], content: '' }
+  return {
+    kind: added ? KIND_PUT_USER : KIND_REMOVE_USER,
+    tags: [
+      ['h', channel],
+      ['p', pubkey],
+    ],
+    content: '',
+  }
 }

@@ -3,8 +3,7 @@ import { reason } from './reasons.js'
 import { err, OK_VOID, type Result } from './result.js'
 
 /** NIP-70: a tag that is exactly `["-"]` marks an event only its author may publish. */
-export const isProtected = (e: Pick<NostrEvent, 'tags'>): boolean =>
-  e.tags.some((t) => t.length === 1 && t[0] === '-')
+export const isProtected = (e: Pick<NostrEvent, 'tags'>): boolean => e.tags.some((t) => t.length === 1 && t[0] === '-')
 
 /**
  * NIP-70: a protected event is accepted only from a connection authenticated as its author. `auth-required:`

@@ -50,12 +50,14 @@ const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/
  * A missing header is `auth-required:`; every other refusal is `invalid:` (both are HTTP 401).
  */
 export function checkNip98(authorization: string | undefined, expect: Nip98Expectation): Result<NostrEvent> {
-  if (authorization === undefined || authorization.trim() === '') return err(reason('auth-required', 'NIP-98 Authorization header required'))
+  if (authorization === undefined || authorization.trim() === '')
+    return err(reason('auth-required', 'NIP-98 Authorization header required'))
   const event = decodeToken(authorization)
   if (!event.ok) return event
   const e = event.value
   if (e.kind !== KIND_HTTP_AUTH) return invalid(`auth event must be kind ${KIND_HTTP_AUTH}`)
-  if (Math.abs(e.created_at - expect.nowSeconds) > expect.windowSeconds) return invalid('auth event created_at is outside the allowed window')
+  if (Math.abs(e.created_at - expect.nowSeconds) > expect.windowSeconds)
+    return invalid('auth event created_at is outside the allowed window')
   const u = firstTagValue(e, 'u')
   if (u === undefined) return invalid('auth event has no u tag')
   const got = normalizeHttpUrl(u)

@@ -65,7 +65,11 @@ export function checkRoleDomains(
 }
 
 /** The author's own roster entry first; off the roster, its owner's (null and undefined as for roleOf). */
-export function authorRoleOf(pubkey: string, roleOf: (pubkey: string) => string | null | undefined, owner?: string): string | null | undefined {
+export function authorRoleOf(
+  pubkey: string,
+  roleOf: (pubkey: string) => string | null | undefined,
+  owner?: string,
+): string | null | undefined {
   const own = roleOf(pubkey)
   return own !== undefined || owner === undefined ? own : roleOf(owner)
 }
@@ -79,7 +83,8 @@ export function parseSetAgentRoleParams(params: unknown[]): Result<{ pubkey: str
   const [pubkey, role] = params
   if (typeof pubkey !== 'string' || !/^[0-9a-f]{64}$/.test(pubkey)) return invalid('pubkey must be 64 lowercase hex characters')
   if (role === '') return ok({ pubkey, role: null })
-  if (typeof role !== 'string' || !ROLE_PATTERN.test(role)) return invalid('role must be lowercase letters, digits and dashes (at most 32), or "" for none')
+  if (typeof role !== 'string' || !ROLE_PATTERN.test(role))
+    return invalid('role must be lowercase letters, digits and dashes (at most 32), or "" for none')
   return ok({ pubkey, role })
 }
 

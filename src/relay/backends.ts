@@ -101,9 +101,13 @@ export async function openBackends(config: Config, log: Logger, opts: OpenBacken
     await connectRedisAtStartup(redis, redactRedisUrl(config.redisUrl), retry)
     logConnectionState(redis, 'commands', log)
     const pg = redactUrl(config.databaseUrl)
-    const groupCommit = { groupCommitMaxEvents: config.store.groupCommitMaxEvents, groupCommitMaxDelayMs: config.store.groupCommitMaxDelayMs }
+    const groupCommit = {
+      groupCommitMaxEvents: config.store.groupCommitMaxEvents,
+      groupCommitMaxDelayMs: config.store.groupCommitMaxDelayMs,
+    }
     const events =
-      opts.eventStore ?? (await retryAtStartup('PostgreSQL', pg, () => openPostgresEventStore({ url: config.databaseUrl, ...groupCommit, log }), retry))
+      opts.eventStore ??
+      (await retryAtStartup('PostgreSQL', pg, () => openPostgresEventStore({ url: config.databaseUrl, ...groupCommit, log }), retry))
     opened.push(events)
     const communities = wrap(await retryAtStartup('PostgreSQL', pg, () => openPostgresCommunityStore({ url: config.databaseUrl }), retry))
     opened.push(communities)
@@ -191,7 +195,15 @@ function connectRedisAtStartup(redis: RedisClient, target: string, r: { deadline
     }
     const onReady = () => finish()
     const timer = setTimeout(
-      () => finish(new BackendUnavailableError('Redis', target, Date.now() - started, last ?? new Error(isCluster(redis) ? 'cluster not ready (no cluster_state:ok)' : 'no answer'))),
+      () =>
+        finish(
+          new BackendUnavailableError(
+            'Redis',
+            target,
+            Date.now() - started,
+            last ?? new Error(isCluster(redis) ? 'cluster not ready (no cluster_state:ok)' : 'no answer'),
+          ),
+        ),
       Math.max(0, r.deadlineMs - started),
     )
     redis.on('error', onError)

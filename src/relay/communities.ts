@@ -132,9 +132,11 @@ export function createCommunities(d: CommunitiesDeps): Communities {
       links.delete(id)
       const ref = refOf(id)
       if (!ref) continue
-      await ask<CommunityMsg, void>(ref, (done) => ({ type: 'DisconnectCommunity', reason: 'community archived', broadcast: false, done }), 10_000).catch(
-        () => {},
-      )
+      await ask<CommunityMsg, void>(
+        ref,
+        (done) => ({ type: 'DisconnectCommunity', reason: 'community archived', broadcast: false, done }),
+        10_000,
+      ).catch(() => {})
       await d.kernel.stop(communityPath(id))
       d.log.info({ community: id }, 'community archived: closed and stopped')
     }

@@ -51,7 +51,9 @@ export interface GatewayDeps {
 const monotonicMs = () => performance.now()
 
 function refuseUpgrade(socket: Duplex, status: number, text: string) {
-  socket.end(`HTTP/1.1 ${status} ${text}\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: ${text.length + 1}\r\n\r\n${text}\n`)
+  socket.end(
+    `HTTP/1.1 ${status} ${text}\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: ${text.length + 1}\r\n\r\n${text}\n`,
+  )
 }
 
 export function acceptConnections(d: GatewayDeps) {
@@ -62,7 +64,8 @@ export function acceptConnections(d: GatewayDeps) {
   let nextId = 0
   let closing = false
   const scheme = (req: IncomingMessage): 'ws' | 'wss' =>
-    (req.socket as { encrypted?: boolean }).encrypted || (d.addressing.forwardedHeadersTrusted(req) && req.headers['x-forwarded-proto'] === 'https')
+    (req.socket as { encrypted?: boolean }).encrypted ||
+    (d.addressing.forwardedHeadersTrusted(req) && req.headers['x-forwarded-proto'] === 'https')
       ? 'wss'
       : 'ws'
 
@@ -92,7 +95,9 @@ export function acceptConnections(d: GatewayDeps) {
       return refuseUpgrade(socket, 429, 'Too Many Requests')
     }
     const s = scheme(req)
-    const host = d.addressing.forwardedHeadersTrusted(req) ? ((req.headers['x-forwarded-host'] as string | undefined) ?? req.headers.host) : req.headers.host
+    const host = d.addressing.forwardedHeadersTrusted(req)
+      ? ((req.headers['x-forwarded-host'] as string | undefined) ?? req.headers.host)
+      : req.headers.host
     const tenant = d.tenants.resolve(host, s)
     const community = tenant && d.communityRef(tenant.record.id)
     if (!tenant || !community) {

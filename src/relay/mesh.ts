@@ -107,7 +107,8 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     now: () => performance.now(),
     log,
   }
-  const sessionRef = (community: string, channel: string) => spawnSession(kernel, community, channelSessionId(channel), channel, sessionDeps)
+  const sessionRef = (community: string, channel: string) =>
+    spawnSession(kernel, community, channelSessionId(channel), channel, sessionDeps)
 
   async function forward(owner: string, request: ModerateRequest, timeoutMs: number): Promise<ModerateReply> {
     const tunnel = links.get(owner)
@@ -134,8 +135,18 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     )
     const reply: ModerateReply =
       'refused' in answer
-        ? { ok: false, refused: answer.refused, ...(answer.holder ? { holder: { owner: answer.holder.owner, generation: answer.holder.generation } } : {}) }
-        : { ok: true, accepted: answer.outcome.accepted, message: answer.outcome.message, generation: Math.max(1, answer.generation), owner: answer.owner || runtime }
+        ? {
+            ok: false,
+            refused: answer.refused,
+            ...(answer.holder ? { holder: { owner: answer.holder.owner, generation: answer.holder.generation } } : {}),
+          }
+        : {
+            ok: true,
+            accepted: answer.outcome.accepted,
+            message: answer.outcome.message,
+            generation: Math.max(1, answer.generation),
+            owner: answer.owner || runtime,
+          }
     return encodeJsonPayload(reply)
   }
 
@@ -175,7 +186,13 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     listReady: () => registry.list(Date.now()),
     publishReady: ({ load, draining: drainingNow }) => {
       if (!d.ready() && !drainingNow) return undefined
-      const record = buildReadinessRecord(runtimeKey, d.relayKey.pubkey, identity.attestation, { endpoint, protocol: MESH_PROTOCOL_VERSION, capabilities: ['channel'], load, draining: drainingNow }, Date.now())
+      const record = buildReadinessRecord(
+        runtimeKey,
+        d.relayKey.pubkey,
+        identity.attestation,
+        { endpoint, protocol: MESH_PROTOCOL_VERSION, capabilities: ['channel'], load, draining: drainingNow },
+        Date.now(),
+      )
       return registry.publish(record)
     },
     load: d.load,
@@ -184,7 +201,14 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
       loopDelay.reset()
       return Number.isFinite(maxMs) ? maxMs : 0
     },
-    peerDeps: { self: runtime, dial: (ep, peer) => dialTunnel(ep, peer, setup), links, now: () => performance.now(), random: Math.random, log },
+    peerDeps: {
+      self: runtime,
+      dial: (ep, peer) => dialTunnel(ep, peer, setup),
+      links,
+      now: () => performance.now(),
+      random: Math.random,
+      log,
+    },
     // a suspect owner's sessions are taken over as soon as their leases lapse, without waiting for a request
     suspicionChanged: (peer, suspect) => {
       if (!suspect) return
@@ -256,7 +280,8 @@ export interface OpenMeshDeps {
 /** The mesh on this node's backends: the owner's writes go to PostgreSQL fenced, its effects to the community actors. */
 export function openMesh(o: OpenMeshDeps): Promise<Mesh> {
   const { backends: b, kernel, key, tenants } = o
-  if (b.mode !== 'cluster' || !b.redis || !b.postgresEvents) throw new Error('the relay mesh needs cluster mode with the PostgreSQL event store')
+  if (b.mode !== 'cluster' || !b.redis || !b.postgresEvents)
+    throw new Error('the relay mesh needs cluster mode with the PostgreSQL event store')
   const tellCommunity = (community: string, msg: CommunityMsg) => {
     const ref = kernel.lookup<CommunityMsg>(communityPath(community))
     return ref ? tell(ref, msg) : false
@@ -281,7 +306,8 @@ export function openMesh(o: OpenMeshDeps): Promise<Mesh> {
     sinks,
     storedGeneration: (community, session) => b.channels.storedGeneration(community, session),
     deliver: (community, events) => {
-      if (!tellCommunity(community, { type: 'MeshApplied', events })) o.log.warn({ community }, 'mesh: stored channel events not delivered here')
+      if (!tellCommunity(community, { type: 'MeshApplied', events }))
+        o.log.warn({ community }, 'mesh: stored channel events not delivered here')
     },
     verifier: o.verifier,
     load: o.load,
@@ -296,4 +322,3 @@ function advertised(configured: string, bindHost: string, port: number): string 
   if (configured === '') return `${bindHost.includes(':') ? `[${bindHost}]` : bindHost}:${port}`
   return /:\d+$/.test(configured) && !/^\[[^\]]*\]$/.test(configured) ? configured : `${configured}:${port}`
 }
-

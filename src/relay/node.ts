@@ -69,7 +69,8 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
   // closers of what is up so far, run last-opened first on a failed start (and by close)
   const undo: (() => Promise<void> | void)[] = []
   const unwind = async () => {
-    for (const step of undo.splice(0).reverse()) await Promise.resolve(step()).catch((error: unknown) => log.warn({ err: error }, 'close step failed'))
+    for (const step of undo.splice(0).reverse())
+      await Promise.resolve(step()).catch((error: unknown) => log.warn({ err: error }, 'close step failed'))
   }
   try {
     mkdirSync(config.dataDir, { recursive: true })
@@ -90,7 +91,10 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     undo.push(() => verifier.close())
     b.startBridges(kernel)
     let clients = () => 0
-    const mesh = config.mesh === 'on' ? await openMesh({ config, kernel, backends: b, key, tenants, verifier, metrics, log, nowSeconds, load: () => clients() }) : undefined
+    const mesh =
+      config.mesh === 'on'
+        ? await openMesh({ config, kernel, backends: b, key, tenants, verifier, metrics, log, nowSeconds, load: () => clients() })
+        : undefined
     if (mesh) undo.push(() => mesh.close())
     const communities = createCommunities({ kernel, config, backends: b, verifier, relayKey: key, tenants, metrics, log, nowSeconds, mesh })
     undo.push(() => kernel.stopPrefix('community/'))
@@ -200,7 +204,8 @@ const VERIFY_COST_US = { native: 60, wasm: 240 } as const
  */
 async function openVerifier(config: Config, log: Logger): Promise<Verifier> {
   const schnorr = loadSchnorr(config.verifyBackend)
-  if (schnorr.fallback) log.warn({ reason: schnorr.fallback }, 'native Schnorr verifier unavailable: verifying in WASM, ~5x the CPU per event')
+  if (schnorr.fallback)
+    log.warn({ reason: schnorr.fallback }, 'native Schnorr verifier unavailable: verifying in WASM, ~5x the CPU per event')
   const backend = schnorr.name
   log.info({ backend, threads: config.verifyThreads }, 'signature verifier')
   const control = createInlineVerifier(backend)

@@ -73,7 +73,17 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
   async function listen(): Promise<string> {
     if (node) return node.url
     if (closed) throw new Error('relay closed')
-    node = await startNode({ config, log, metrics, kernel, tenants, eventStore: opts.eventStore, wrapCommunityStore: opts.wrapCommunityStore, nowSeconds, banPubkey })
+    node = await startNode({
+      config,
+      log,
+      metrics,
+      kernel,
+      tenants,
+      eventStore: opts.eventStore,
+      wrapCommunityStore: opts.wrapCommunityStore,
+      nowSeconds,
+      banPubkey,
+    })
     pubkey = node.key.pubkey
     return node.url
   }

@@ -70,14 +70,21 @@ describe('apiary mesh status', () => {
 
   it('exits 1 with "mesh is off at <url>" when the relay runs without a mesh', async () => {
     serving(404, '{"error":"mesh is off"}\n')
-    for (const argv of [['status', '--url', url], ['status', '--json', '--url', url]]) {
+    for (const argv of [
+      ['status', '--url', url],
+      ['status', '--json', '--url', url],
+    ]) {
       expect(await inProcess(() => runMesh(argv, {}))).toEqual({ code: 1, stdout: '', stderr: `apiary mesh: mesh is off at ${url}\n` })
     }
   })
 
   it('exits 1 with the HTTP status for any other refusal, such as a 404 from a server without the route', async () => {
     serving(404, 'not found\n', 'text/plain')
-    expect(await inProcess(() => runMesh(['status', '--url', url], {}))).toEqual({ code: 1, stdout: '', stderr: 'apiary mesh: HTTP 404: not found\n' })
+    expect(await inProcess(() => runMesh(['status', '--url', url], {}))).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'apiary mesh: HTTP 404: not found\n',
+    })
   })
 
   it('exits 1 with "invalid:" when the answer is not a mesh status, and prints nothing on stdout', async () => {
@@ -96,7 +103,11 @@ describe('apiary mesh status', () => {
     const port = (closed.address() as AddressInfo).port
     await new Promise((resolve) => closed.close(resolve))
     const out = await inProcess(() => runMesh(['status', '--url', `http://127.0.0.1:${port}/`], {}))
-    expect(out).toMatchObject({ code: 1, stdout: '', stderr: expect.stringMatching(new RegExp(`^apiary mesh: cannot reach http://127.0.0.1:${port}/: .*ECONNREFUSED`)) })
+    expect(out).toMatchObject({
+      code: 1,
+      stdout: '',
+      stderr: expect.stringMatching(new RegExp(`^apiary mesh: cannot reach http://127.0.0.1:${port}/: .*ECONNREFUSED`)),
+    })
   })
 
   it.each([
@@ -113,13 +124,21 @@ describe('apiary mesh status', () => {
 
   it('prints its usage for --help and exits 0', async () => {
     const out = await inProcess(() => runMesh(['--help'], {}))
-    expect(out).toMatchObject({ code: 0, stderr: '', stdout: expect.stringMatching(/^usage: apiary mesh status --url <http\(s\):\/\/host\[:port\]\/> \[--json\]\n/) })
+    expect(out).toMatchObject({
+      code: 0,
+      stderr: '',
+      stdout: expect.stringMatching(/^usage: apiary mesh status --url <http\(s\):\/\/host\[:port\]\/> \[--json\]\n/),
+    })
   })
 
   it('is a command of the apiary bin, listed in its usage', { timeout: 60_000 }, async () => {
     serving(200, BODY)
     expect(await apiary(['mesh', 'status', '--url', url])).toEqual({ code: 0, stdout: TABLE, stderr: '' })
-    expect(await apiary(['mesh', 'status'])).toMatchObject({ code: 2, stdout: '', stderr: expect.stringMatching(/^apiary mesh: --url must be/) })
+    expect(await apiary(['mesh', 'status'])).toMatchObject({
+      code: 2,
+      stdout: '',
+      stderr: expect.stringMatching(/^apiary mesh: --url must be/),
+    })
     expect((await apiary(['--help'])).stdout).toContain(
       '  apiary mesh status --url <http(s)://host[:port]/> [--json]                          (apiary mesh --help)\n',
     )

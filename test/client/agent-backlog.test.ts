@@ -44,7 +44,12 @@ async function store(url: string, keys: TestKeys, count: number, fromSeconds: nu
 }
 
 function newAgent(url: string) {
-  const agent = new AgentClient({ relays: [url], secretKey: bytesToHex(makeKeys().secretKey), capabilities: [], reconnect: { minMs: 100, maxMs: 400 } })
+  const agent = new AgentClient({
+    relays: [url],
+    secretKey: bytesToHex(makeKeys().secretKey),
+    capabilities: [],
+    reconnect: { minMs: 100, maxMs: 400 },
+  })
   agents.push(agent)
   return agent
 }
@@ -133,7 +138,12 @@ async function runPager(events: NostrEvent[], limits: QueryLimits, first: number
   const { tally, page } = firstPageOf(events, filter, first)
   const got = new Set(page.map((e) => e.id))
   const queries: WireFilter[] = []
-  const outcome = await pageBacklog(tally, limits, { pagesLeft }, { query: dumbRelay(events, queries), deliver: (e) => got.add(e.id), isCurrent: () => true })
+  const outcome = await pageBacklog(
+    tally,
+    limits,
+    { pagesLeft },
+    { query: dumbRelay(events, queries), deliver: (e) => got.add(e.id), isCurrent: () => true },
+  )
   return { outcome, got, queries }
 }
 

@@ -18,7 +18,12 @@ afterEach(async () => {
 
 function newAgent(url: string, extra: Partial<AgentClientOptions> = {}) {
   const keys = makeKeys()
-  const agent = new AgentClient({ relays: [url], secretKey: bytesToHex(keys.secretKey), capabilities: [{ name: 'echo', kinds: [5050] }], ...extra })
+  const agent = new AgentClient({
+    relays: [url],
+    secretKey: bytesToHex(keys.secretKey),
+    capabilities: [{ name: 'echo', kinds: [5050] }],
+    ...extra,
+  })
   agents.push(agent)
   const states: AgentStateChange[] = []
   agent.state$.subscribe((s) => states.push(s))
@@ -164,7 +169,12 @@ describe('an agent behind a path that hangs without closing (half-open socket)',
     const r = await relays.start()
     const proxy = await startTcpProxy(r.port)
     proxies.push(proxy)
-    const { agent, states } = newAgent(`ws://127.0.0.1:${proxy.port}`, { heartbeatSeconds: 0.5, leaseSeconds: 1.5, sessionSeconds: 3, handshakeTimeoutMs: 1000 })
+    const { agent, states } = newAgent(`ws://127.0.0.1:${proxy.port}`, {
+      heartbeatSeconds: 0.5,
+      leaseSeconds: 1.5,
+      sessionSeconds: 3,
+      handshakeTimeoutMs: 1000,
+    })
     await agent.start()
     const stalledAt = Date.now()
     proxy.stall()
@@ -182,7 +192,10 @@ describe('an agent behind a path that hangs without closing (half-open socket)',
     const c = await connect(r.url)
     await until(() => agent.metrics().queueLength === 0, 5000, 'the queue to flush')
     // leaving the queue is the send, not the commit: read until the relay has stored it
-    const stored = await eventually(() => reqEvents(c, [{ ids: [queued.id] }]), (found) => found.length === 1)
+    const stored = await eventually(
+      () => reqEvents(c, [{ ids: [queued.id] }]),
+      (found) => found.length === 1,
+    )
     expect(stored).toHaveLength(1)
     c.close()
     expect(agent.metrics().reconnects).toBeGreaterThanOrEqual(1)
@@ -212,7 +225,10 @@ describe('discover()', () => {
 
   it("maps live announcements to pubkey, capabilities, version, load and the lease's end", async () => {
     const r = await relays.start()
-    const translator = newAgent(r.url, { capabilities: [{ name: 'translate', kinds: [5002], description: 'any language to English' }], version: '1.2.0' })
+    const translator = newAgent(r.url, {
+      capabilities: [{ name: 'translate', kinds: [5002], description: 'any language to English' }],
+      version: '1.2.0',
+    })
     translator.agent.setLoad(0.25)
     const asker = newAgent(r.url, { capabilities: [] })
     await Promise.all([translator.agent.start(), asker.agent.start()])
@@ -252,7 +268,15 @@ describe('discover()', () => {
     const c = await connect(r.url)
     const silent = makeKeys()
     const announce = (keys: typeof silent) =>
-      signEvent(keys, { kind: 31990, tags: [['d', 'apiary-agent'], ['c', 'translate'], ['k', '5002']], content: '{"capabilities":[{"name":"translate","kinds":[5002]}]}' })
+      signEvent(keys, {
+        kind: 31990,
+        tags: [
+          ['d', 'apiary-agent'],
+          ['c', 'translate'],
+          ['k', '5002'],
+        ],
+        content: '{"capabilities":[{"name":"translate","kinds":[5002]}]}',
+      })
     expect((await publish(c, announce(silent))).accepted).toBe(true)
     // a stale agent: announced, AUTHed, but its last heartbeat is 60 s old
     const stale = makeKeys()

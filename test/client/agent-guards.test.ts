@@ -39,14 +39,22 @@ function fakeSocket(answer: (e: NostrEvent, n: number) => OkAnswer | undefined |
   return { socket, sent }
 }
 
-function publisherWith(clock: FakeClock, socket: () => RelaySocket | undefined, extra: Parameters<typeof resolveOptions>[0] extends infer O ? Partial<O> : never = {}) {
+function publisherWith(
+  clock: FakeClock,
+  socket: () => RelaySocket | undefined,
+  extra: Parameters<typeof resolveOptions>[0] extends infer O ? Partial<O> : never = {},
+) {
   const o = resolveOptions({ relays: ['ws://x'], secretKey: '11'.repeat(32), capabilities: [], clock, random: () => 0, ...extra })
   return new Publisher(o, socket)
 }
 
 describe('the outbound throttle', () => {
   it('lets a burst through, then makes each publish wait its turn per global / channel / recipient key', () => {
-    const t = new OutboundThrottle({ global: { ratePerSecond: 10, burst: 3 }, perChannel: ONE_PER_SECOND, perRecipient: { ratePerSecond: 2, burst: 1 } })
+    const t = new OutboundThrottle({
+      global: { ratePerSecond: 10, burst: 3 },
+      perChannel: ONE_PER_SECOND,
+      perRecipient: { ratePerSecond: 2, burst: 1 },
+    })
     expect(t.reserve([], 0, 5000)).toEqual({ ok: true, waitMs: 0 })
     expect(t.reserve([['h', 'lobby']], 0, 5000)).toEqual({ ok: true, waitMs: 0 })
     expect(t.reserve([['p', 'bob']], 0, 5000)).toEqual({ ok: true, waitMs: 0 })
@@ -88,7 +96,9 @@ describe('publishing through the outbound guard', () => {
 
   it('retries an OK timeout and an `error:` with 0.4 s doubling, and counts a duplicate as success', async () => {
     const clock = new FakeClock()
-    const { socket, sent } = fakeSocket((_e, n) => (n === 1 ? undefined : n === 2 ? { accepted: false, message: 'error: store busy' } : { accepted: true, message: 'duplicate: have it' }))
+    const { socket, sent } = fakeSocket((_e, n) =>
+      n === 1 ? undefined : n === 2 ? { accepted: false, message: 'error: store busy' } : { accepted: true, message: 'duplicate: have it' },
+    )
     const p = publisherWith(clock, () => socket, { okTimeoutMs: 100 })
     const result = p.publish(fakeEvent())
     await clock.advance(10_000)
@@ -140,7 +150,9 @@ describe('publish order across a reconnect', () => {
     const clock = new FakeClock()
     let live = true
     const first = fakeEvent()
-    const { socket, sent } = fakeSocket((e, n) => (e.id === first.id && n === 1 ? { accepted: false, message: 'error: store busy' } : { accepted: true, message: '' }))
+    const { socket, sent } = fakeSocket((e, n) =>
+      e.id === first.id && n === 1 ? { accepted: false, message: 'error: store busy' } : { accepted: true, message: '' },
+    )
     const p = publisherWith(clock, () => (live ? socket : undefined))
     const r1 = p.publish(first)
     await clock.advance(0)
@@ -265,7 +277,11 @@ describe('the inbound limits', () => {
 
   it('in notify mode tells the application at most once per window per key', () => {
     const notices: string[] = []
-    const limits = new InboundLimits({ perChannel: { maxEvents: 1, windowMs: 1000 }, mode: 'notify', onLimited: (_e, key) => notices.push(key) })
+    const limits = new InboundLimits({
+      perChannel: { maxEvents: 1, windowMs: 1000 },
+      mode: 'notify',
+      onLimited: (_e, key) => notices.push(key),
+    })
     const inLobby = () => from('a', [['h', 'lobby']])
     expect(limits.admit(inLobby(), 0)).toBe(true)
     for (let t = 1; t < 1000; t += 100) expect(limits.admit(inLobby(), t)).toBe(false)

@@ -108,7 +108,8 @@ describe('the handshake against a scripted relay', () => {
           authed.add(c)
           okAll(f, ws, c)
         }, 50)
-      } else if (f[0] === 'EVENT' && !authed.has(c)) ws.send(JSON.stringify(['OK', (f[1] as NostrEvent).id, false, 'auth-required: AUTH first']))
+      } else if (f[0] === 'EVENT' && !authed.has(c))
+        ws.send(JSON.stringify(['OK', (f[1] as NostrEvent).id, false, 'auth-required: AUTH first']))
       else okAll(f, ws, c)
     })
     const agent = agentOn(r)
@@ -153,7 +154,12 @@ describe('the handshake against a scripted relay', () => {
 
   it('keeps heartbeating on time while publishes wait behind the throttle', async () => {
     const r = await scripted()
-    const agent = agentOn(r, { heartbeatSeconds: 0.2, leaseSeconds: 0.6, sessionSeconds: 1, throttle: { global: { ratePerSecond: 1, burst: 1 } } })
+    const agent = agentOn(r, {
+      heartbeatSeconds: 0.2,
+      leaseSeconds: 0.6,
+      sessionSeconds: 1,
+      throttle: { global: { ratePerSecond: 1, burst: 1 } },
+    })
     await agent.start()
     const since = r.connections[0]!.frames.length
     const publishes = Array.from({ length: 5 }, (_, i) => agent.publish({ kind: 1, content: `waits ${i}` }))
@@ -277,7 +283,8 @@ describe('a relay URL `ws` cannot parse', () => {
       capabilities: [],
       clock,
       random: () => 0,
-      fetch: async () => new Response(JSON.stringify({ supported_nips: [1, 11, 42] }), { headers: { 'content-type': 'application/nostr+json' } }),
+      fetch: async () =>
+        new Response(JSON.stringify({ supported_nips: [1, 11, 42] }), { headers: { 'content-type': 'application/nostr+json' } }),
     })
     const causes: string[] = []
     agent.state$.subscribe((s) => causes.push(`${s.state} ${s.cause ?? ''}`))

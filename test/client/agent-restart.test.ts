@@ -40,9 +40,16 @@ describe('agents across a relay killed with SIGKILL and restarted', { timeout: 6
     })
     const url = `ws://127.0.0.1:${port}`
     const writerKeys = makeKeys()
-    const writer = new AgentClient({ relays: [url], secretKey: bytesToHex(writerKeys.secretKey), capabilities: [{ name: 'echo', kinds: [5050] }] })
+    const writer = new AgentClient({
+      relays: [url],
+      secretKey: bytesToHex(writerKeys.secretKey),
+      capabilities: [{ name: 'echo', kinds: [5050] }],
+    })
     const reader = new AgentClient({ relays: [url], secretKey: makeKeys().secretKey, capabilities: [] })
-    cleanups.push(() => writer.stop(), () => reader.stop())
+    cleanups.push(
+      () => writer.stop(),
+      () => reader.stop(),
+    )
     await Promise.all([writer.start(), reader.start()])
     const delivered: NostrEvent[] = []
     reader.subscribe([{ kinds: [1], authors: [writer.pubkey] }], (e) => delivered.push(e))

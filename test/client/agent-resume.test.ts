@@ -29,7 +29,8 @@ const scripted = async (answer: Answer) => {
 }
 
 const nowSeconds = () => Math.floor(Date.now() / 1000)
-const appReqs = (r: ScriptedRelay, connection: number) => r.connections[connection]?.frames.filter((f) => f[0] === 'REQ' && f[1] === 'agent-1') ?? []
+const appReqs = (r: ScriptedRelay, connection: number) =>
+  r.connections[connection]?.frames.filter((f) => f[0] === 'REQ' && f[1] === 'agent-1') ?? []
 
 /** answers every REQ of the application's subscription with `stored`, then EOSE; connection 0 is dropped after it */
 const replaying =
@@ -93,7 +94,8 @@ describe('events the relay sends that are not what they claim', () => {
 describe('a subscription the relay CLOSED on a connection that stays up', () => {
   it('is re-sent after the `retry in Ns` of a `rate-limited:`', async () => {
     const r = await scripted((f, ws, c) => {
-      if (f[0] === 'REQ' && f[1] === 'agent-1' && appReqs(r, c).length === 1) ws.send(JSON.stringify(['CLOSED', f[1], 'rate-limited: retry in 1s']))
+      if (f[0] === 'REQ' && f[1] === 'agent-1' && appReqs(r, c).length === 1)
+        ws.send(JSON.stringify(['CLOSED', f[1], 'rate-limited: retry in 1s']))
       else okAll(f, ws, c)
     })
     const agent = agentOn(r)
@@ -108,7 +110,8 @@ describe('a subscription the relay CLOSED on a connection that stays up', () => 
 
   it('is re-sent with backoff after repeated `error:`s', async () => {
     const r = await scripted((f, ws, c) => {
-      if (f[0] === 'REQ' && f[1] === 'agent-1' && appReqs(r, c).length <= 2) ws.send(JSON.stringify(['CLOSED', f[1], 'error: the store is busy']))
+      if (f[0] === 'REQ' && f[1] === 'agent-1' && appReqs(r, c).length <= 2)
+        ws.send(JSON.stringify(['CLOSED', f[1], 'error: the store is busy']))
       else okAll(f, ws, c)
     })
     const agent = agentOn(r, { random: () => 0 })

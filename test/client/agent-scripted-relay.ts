@@ -25,7 +25,11 @@ export const okAll: Answer = (f, ws) => {
   if (f[0] === 'REQ') ws.send(JSON.stringify(['EOSE', f[1]]))
 }
 
-export async function startScriptedRelay(answer: Answer = okAll, nips = [1, 11, 42], opts: { challenge?: boolean } = {}): Promise<ScriptedRelay> {
+export async function startScriptedRelay(
+  answer: Answer = okAll,
+  nips = [1, 11, 42],
+  opts: { challenge?: boolean } = {},
+): Promise<ScriptedRelay> {
   const server: Server = createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'application/nostr+json' }).end(JSON.stringify({ supported_nips: nips }))
   })
@@ -74,7 +78,12 @@ export function useAgents() {
     await Promise.all(opened.splice(0).map((x) => x.stop()))
   })
   const agentOn = (r: ScriptedRelay, extra: Partial<AgentClientOptions> = {}) => {
-    const agent = new AgentClient({ relays: [r.url], secretKey: bytesToHex(makeKeys().secretKey), capabilities: [{ name: 'echo', kinds: [5050] }], ...extra })
+    const agent = new AgentClient({
+      relays: [r.url],
+      secretKey: bytesToHex(makeKeys().secretKey),
+      capabilities: [{ name: 'echo', kinds: [5050] }],
+      ...extra,
+    })
     opened.push(agent)
     return agent
   }

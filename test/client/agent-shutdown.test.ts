@@ -15,7 +15,8 @@ const scripted = async (answer?: Answer, opts?: { challenge?: boolean }) => {
 const isUserEvent = (f: unknown[]) => f[0] === 'EVENT' && (f[1] as NostrEvent).kind === 1
 
 /** settles within `ms` of real time, or says it did not */
-const within = <T>(p: Promise<T>, ms: number): Promise<T | 'pending'> => Promise.race([p, new Promise<'pending'>((r) => setTimeout(() => r('pending'), ms))])
+const within = <T>(p: Promise<T>, ms: number): Promise<T | 'pending'> =>
+  Promise.race([p, new Promise<'pending'>((r) => setTimeout(() => r('pending'), ms))])
 
 describe('an agent closed by a terminal error', () => {
   it('answers a publish that waited for its OK with the `blocked:` reason, not queued, ends its watches and leaves no timer', async () => {
@@ -80,7 +81,9 @@ describe('stopping an agent', () => {
     const agent = agentOn(r, { heartbeatSeconds: 0.1, leaseSeconds: 0.3, sessionSeconds: 1, goodbyeTimeoutMs: 150 })
     await agent.start()
     await agent.stop()
-    const contents = r.connections[0]!.frames.filter((f) => f[0] === 'EVENT' && (f[1] as NostrEvent).kind === 20001).map((f) => (f[1] as NostrEvent).content)
+    const contents = r.connections[0]!.frames.filter((f) => f[0] === 'EVENT' && (f[1] as NostrEvent).kind === 20001).map(
+      (f) => (f[1] as NostrEvent).content,
+    )
     const firstBye = contents.indexOf('offline')
     expect(firstBye).toBeGreaterThan(0)
     expect(contents.slice(firstBye)).toEqual(['offline', 'offline', 'offline', 'offline'])

@@ -17,7 +17,12 @@ const ev = (pubkey: string, kind: number, created_at: number, content = '', tags
   sig: '0'.repeat(128),
 })
 const announce = (pubkey: string, created_at = NOW - 100, extra: string[][] = []) =>
-  ev(pubkey, 31990, created_at, JSON.stringify({ capabilities: [{ name: 'translate', kinds: [5002] }] }), [['d', 'apiary-agent'], ['c', 'translate'], ['k', '5002'], ...extra])
+  ev(pubkey, 31990, created_at, JSON.stringify({ capabilities: [{ name: 'translate', kinds: [5002] }] }), [
+    ['d', 'apiary-agent'],
+    ['c', 'translate'],
+    ['k', '5002'],
+    ...extra,
+  ])
 
 describe('the capabilities announcement', () => {
   it('carries d, one c per capability, one k per handled kind (the union), version and load with two decimals', () => {
@@ -50,7 +55,11 @@ describe('the capabilities announcement', () => {
   })
 
   it('reads capabilities from the tags when the content is not ours', () => {
-    const e = ev('a'.repeat(64), 31990, NOW, 'hand-written', [['c', 'echo'], ['k', '1'], ['k', 'x']])
+    const e = ev('a'.repeat(64), 31990, NOW, 'hand-written', [
+      ['c', 'echo'],
+      ['k', '1'],
+      ['k', 'x'],
+    ])
     expect(capabilitiesOf(e)).toEqual([{ name: 'echo', kinds: [1] }])
   })
 })
@@ -60,13 +69,23 @@ describe('mapping announcements and heartbeats to discovered agents', () => {
 
   it('keeps agents with a live "online" heartbeat, with leaseExpiresAt = (heartbeat created_at + lease) × 1000', () => {
     const found = toDiscovered(
-      [announce(a, NOW - 100, [['version', '2'], ['load', '0.50']]), announce(b), announce(c), announce(d)],
+      [
+        announce(a, NOW - 100, [
+          ['version', '2'],
+          ['load', '0.50'],
+        ]),
+        announce(b),
+        announce(c),
+        announce(d),
+      ],
       [ev(a, 20001, NOW - 10, 'online'), ev(b, 20001, NOW - 45, 'online'), ev(c, 20001, NOW - 1, 'offline')],
       45,
       NOW_MS,
     )
     // b's lease ended exactly now; c said goodbye; d never sent a heartbeat
-    expect(found).toEqual([{ pubkey: a, capabilities: [{ name: 'translate', kinds: [5002] }], version: '2', load: 0.5, leaseExpiresAt: (NOW - 10 + 45) * 1000 }])
+    expect(found).toEqual([
+      { pubkey: a, capabilities: [{ name: 'translate', kinds: [5002] }], version: '2', load: 0.5, leaseExpiresAt: (NOW - 10 + 45) * 1000 },
+    ])
   })
 
   it('uses the newest announcement and the newest heartbeat of each author', () => {
@@ -104,7 +123,10 @@ describe('a resumed subscription', () => {
   const base = { subId: 's', onEvent: () => {}, newestSeconds: undefined, liveSinceSeconds: undefined, errorsInRow: 0, reqRun: 0 }
 
   it('is sent as given the first time, then from the newest delivered minus the overlap, without limit', () => {
-    const filters = [{ kinds: [1], limit: 10 }, { kinds: [7], since: NOW - 10 }]
+    const filters = [
+      { kinds: [1], limit: 10 },
+      { kinds: [7], since: NOW - 10 },
+    ]
     expect(reqFiltersOf({ ...base, filters }, 60)).toEqual(filters)
     expect(reqFiltersOf({ ...base, filters, newestSeconds: NOW }, 60)).toEqual([
       { kinds: [1], since: NOW - 60 },

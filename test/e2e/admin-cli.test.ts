@@ -55,7 +55,12 @@ describe('the NIP-86 management client', () => {
       expect(event.tags).toEqual([
         ['u', `http://127.0.0.1:${port}/`],
         ['method', 'POST'],
-        ['payload', createHash('sha256').update(Buffer.from(seen.body ?? '', 'utf8')).digest('hex')],
+        [
+          'payload',
+          createHash('sha256')
+            .update(Buffer.from(seen.body ?? '', 'utf8'))
+            .digest('hex'),
+        ],
       ])
     } finally {
       await new Promise((resolve) => server.close(resolve))
@@ -82,7 +87,11 @@ describe('apiary admin argument mapping', () => {
     [['blockip', '203.0.113.7', 'scraper'], 'blockip', ['203.0.113.7', 'scraper']],
     [['unblockip', '2001:db8::1'], 'unblockip', ['2001:db8::1']],
     [['listblockedips'], 'listblockedips', []],
-    [['setcommunitypolicy', '--read', 'members', '--auth-required', 'false'], 'setcommunitypolicy', [{ readPolicy: 'members', authRequired: false }]],
+    [
+      ['setcommunitypolicy', '--read', 'members', '--auth-required', 'false'],
+      'setcommunitypolicy',
+      [{ readPolicy: 'members', authRequired: false }],
+    ],
     [['setagentrole', pubkey, 'planner'], 'setagentrole', [pubkey, 'planner']],
     [['setagentrole', pubkey, ''], 'setagentrole', [pubkey, '']],
     [['setroledomain', 'planner', 'worker', 'auditor'], 'setroledomain', ['planner', ['worker', 'auditor']]],
@@ -202,7 +211,17 @@ describe('apiary admin', { timeout: 60_000 }, () => {
   })
 
   it('sets the write policy to members from flags, after which a non-member\'s event is "restricted:" and a member\'s accepted', async () => {
-    const set = await apiaryAdmin('setcommunitypolicy', '--write', 'members', '--auth-required', 'true', '--url', url, '--key', hex(operator.secretKey))
+    const set = await apiaryAdmin(
+      'setcommunitypolicy',
+      '--write',
+      'members',
+      '--auth-required',
+      'true',
+      '--url',
+      url,
+      '--key',
+      hex(operator.secretKey),
+    )
     expect(set).toMatchObject({ code: 0, stdout: 'true\n' })
     const c = await client(relay)
     try {
@@ -215,7 +234,7 @@ describe('apiary admin', { timeout: 60_000 }, () => {
     }
   })
 
-  it('exits 2 without calling the relay when a moderation method\'s arguments are wrong', async () => {
+  it("exits 2 without calling the relay when a moderation method's arguments are wrong", async () => {
     const { code, stderr } = await apiaryAdmin('setcommunitypolicy', '--read', 'everyone', '--url', url, '--key', hex(operator.secretKey))
     expect(code).toBe(2)
     expect(stderr).toMatch(/--read must be one of public\|authenticated\|members/)

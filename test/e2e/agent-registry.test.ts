@@ -13,7 +13,22 @@ import { makeKeys, type SignedEvent, signEvent, type TestKeys } from '../support
 import { openFailingSqliteStore } from '../support/failing-event-store'
 import type { TestRelay } from '../support/relay'
 import type { Frame, TestClient } from '../support/ws-client'
-import { auth, authEvent, challengeOf, client, count, httpGet, idsOf, metric, publish, REDIS_URL, relayUrlOf, reqEvents, useCluster, useRelays } from './helpers'
+import {
+  auth,
+  authEvent,
+  challengeOf,
+  client,
+  count,
+  httpGet,
+  idsOf,
+  metric,
+  publish,
+  REDIS_URL,
+  relayUrlOf,
+  reqEvents,
+  useCluster,
+  useRelays,
+} from './helpers'
 
 /**
  * The relay half of the agent registry (docs/agent-registry.md): kind 31990 announcements served only while
@@ -71,10 +86,15 @@ const arrivalOf = (c: TestClient, subId: string, id: string, timeoutMs?: number)
   c.next((f) => f[0] === 'EVENT' && f[1] === subId && (f[2] as NostrEvent).id === id, timeoutMs)
 
 const departureOf = async (c: TestClient, subId: string, agent: string): Promise<NostrEvent> =>
-  (await c.next((f) => f[0] === 'EVENT' && f[1] === subId && (f[2] as NostrEvent).kind === 21990 && tagOf(f[2] as NostrEvent, 'p') === agent))[2] as NostrEvent
+  (
+    await c.next(
+      (f) => f[0] === 'EVENT' && f[1] === subId && (f[2] as NostrEvent).kind === 21990 && tagOf(f[2] as NostrEvent, 'p') === agent,
+    )
+  )[2] as NostrEvent
 
 const tagOf = (e: NostrEvent, name: string) => e.tags.find((t) => t[0] === name)?.[1]
-const selfOf = async (r: TestRelay) => (JSON.parse((await httpGet(r, '/', { accept: 'application/nostr+json' })).body) as { self: string }).self
+const selfOf = async (r: TestRelay) =>
+  (JSON.parse((await httpGet(r, '/', { accept: 'application/nostr+json' })).body) as { self: string }).self
 
 describe('the agent registry: announcements live only while their lease is', () => {
   const relays = useRelays()
@@ -200,7 +220,9 @@ describe('the agent registry: announcements live only while their lease is', () 
     expect((await publish(a, live)).accepted).toBe(true)
     for (let i = 0; i < dead; i++) {
       const gone = makeKeys()
-      expect((await publish(await authed(r, gone), announcement(gone, [{ name: 'echo', kinds: [5050] }], '0.25', now - 50 + i))).accepted).toBe(true)
+      expect(
+        (await publish(await authed(r, gone), announcement(gone, [{ name: 'echo', kinds: [5050] }], '0.25', now - 50 + i))).accepted,
+      ).toBe(true)
     }
     return live
   }
@@ -214,7 +236,14 @@ describe('the agent registry: announcements live only while their lease is', () 
     // other filters of the same REQ keep their own page
     const note = signEvent(makeKeys(), { kind: 1, content: 'hello' })
     expect((await publish(reader, note)).accepted).toBe(true)
-    expect(idsOf(await reqEvents(reader, [{ kinds: [31990], limit: 1 }, { kinds: [1], ids: [note.event.id] }]))).toEqual([note.event.id, live.event.id])
+    expect(
+      idsOf(
+        await reqEvents(reader, [
+          { kinds: [31990], limit: 1 },
+          { kinds: [1], ids: [note.event.id] },
+        ]),
+      ),
+    ).toEqual([note.event.id, live.event.id])
   })
 
   it('counts live announcements exactly by a COUNT without a limit, however many lapsed ones there are beyond maxLimit', async () => {
@@ -239,7 +268,8 @@ describe('the agent registry: announcements live only while their lease is', () 
       ...real,
       query: (c, filters, opts) => {
         const [f] = filters
-        if (filters.length === 1 && f?.limit === 1 && f.kinds?.[0] === 31990 && f.authors?.[0] === agent.pubkey && ++lookups === 1) return hung
+        if (filters.length === 1 && f?.limit === 1 && f.kinds?.[0] === 31990 && f.authors?.[0] === agent.pubkey && ++lookups === 1)
+          return hung
         return real.query(c, filters, opts)
       },
     }
@@ -259,7 +289,9 @@ describe('the agent registry: announcements live only while their lease is', () 
     }
   })
 
-  it('delivers an arrival whose lookup answer was queued when its community gave up, once the community is back', { timeout: 30_000 }, async () => {
+  it('delivers an arrival whose lookup answer was queued when its community gave up, once the community is back', {
+    timeout: 30_000,
+  }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'apiary-registry-'))
     const real = openFailingSqliteStore(join(dir, 'events.sqlite')).store
     const agent = makeKeys()
@@ -282,7 +314,12 @@ describe('the agent registry: announcements live only while their lease is', () 
       const gaveUp = firstValueFrom(r.relay.supervision$.pipe(filter((x) => x.type === 'gave-up' && x.path === 'community/default')))
       // six crashes in a row (a COUNT's store outage each), the lookup's answer queued behind them
       for (let i = 0; i < 6; i++) tell(ref, { type: 'ReadFailed', error: new Error('store down') })
-      tell(ref, { type: 'AgentSeen', pubkey: agent.pubkey, announcement: { raw: ann.raw, id: ann.event.id, kind: 31990, event: ann.event }, checked: true })
+      tell(ref, {
+        type: 'AgentSeen',
+        pubkey: agent.pubkey,
+        announcement: { raw: ann.raw, id: ann.event.id, kind: 31990, event: ann.event },
+        checked: true,
+      })
       await gaveUp
       await arrivalOf(watcher, sub, ann.event.id, 20_000)
     } finally {
@@ -294,7 +331,13 @@ describe('the agent registry: announcements live only while their lease is', () 
     const r = await relays.start(SHORT)
     const keys = makeKeys()
     const c = await authed(r, keys)
-    const forged = signEvent(keys, { kind: 21990, tags: [['p', makeKeys().pubkey], ['status', 'offline']] })
+    const forged = signEvent(keys, {
+      kind: 21990,
+      tags: [
+        ['p', makeKeys().pubkey],
+        ['status', 'offline'],
+      ],
+    })
     expect(await publish(c, forged)).toMatchObject({ accepted: false, prefix: 'restricted' })
   })
 
@@ -383,7 +426,13 @@ describe('the agent registry in a cluster', () => {
     watcher.send(['REQ', 'bus', { kinds: [1, 21990] }])
     await watcher.next((f) => f[0] === 'EOSE' && f[1] === 'bus')
     const forger = makeKeys()
-    const forged = signEvent(forger, { kind: 21990, tags: [['p', makeKeys().pubkey], ['status', 'offline']] })
+    const forged = signEvent(forger, {
+      kind: 21990,
+      tags: [
+        ['p', makeKeys().pubkey],
+        ['status', 'offline'],
+      ],
+    })
     const marker = signEvent(forger, { kind: 1, content: 'after the forged departure' })
     // what someone holding Redis credentials (and no relay key) can do: publish anything, envelope included
     const redis = new Redis(REDIS_URL)
@@ -420,11 +469,15 @@ describe('the agent registry in a cluster', () => {
     await Promise.all(agents.map((k) => departureOf(watcher, sub, k.pubkey)))
     // room for any second departure to arrive
     await new Promise((resolve) => setTimeout(resolve, 300))
-    const departures = watcher.frames.filter((f) => f[0] === 'EVENT' && (f[2] as NostrEvent).kind === 21990).map((f) => tagOf(f[2] as NostrEvent, 'p'))
+    const departures = watcher.frames
+      .filter((f) => f[0] === 'EVENT' && (f[2] as NostrEvent).kind === 21990)
+      .map((f) => tagOf(f[2] as NostrEvent, 'p'))
     expect(departures).toHaveLength(agents.length)
     expect(new Set(departures).size).toBe(agents.length)
     // each is the goodbye's: the sweep leaves an agent that is saying goodbye to it
-    const statuses = watcher.frames.filter((f) => f[0] === 'EVENT' && (f[2] as NostrEvent).kind === 21990).map((f) => tagOf(f[2] as NostrEvent, 'status'))
+    const statuses = watcher.frames
+      .filter((f) => f[0] === 'EVENT' && (f[2] as NostrEvent).kind === 21990)
+      .map((f) => tagOf(f[2] as NostrEvent, 'status'))
     expect(new Set(statuses)).toEqual(new Set(['offline']))
   })
 

@@ -116,7 +116,9 @@ describe('apiary channel', { timeout: 60_000 }, () => {
   })
 
   it('refuses an http:// --url and a missing key with exit code 2', async () => {
-    const http = await inProcess(() => runChannel(['join', 'hive', '--url', `http://127.0.0.1:${relay.port}`, '--key', hex(owner.secretKey)], {}))
+    const http = await inProcess(() =>
+      runChannel(['join', 'hive', '--url', `http://127.0.0.1:${relay.port}`, '--key', hex(owner.secretKey)], {}),
+    )
     expect(http).toMatchObject({ code: 2, stderr: expect.stringMatching(/--url must be the relay ws\(s\) URL/) })
     const keyless = await inProcess(() => runChannel(['join', 'hive', '--url', wsUrl], {}))
     expect(keyless).toMatchObject({ code: 2, stderr: expect.stringMatching(/APIARY_ADMIN_KEY/) })
@@ -128,13 +130,24 @@ describe('apiary agent attest', { timeout: 60_000 }, () => {
     const owner = makeKeys()
     const agent = makeKeys()
     const until = nowSeconds() + 3600
-    const { code, stdout } = await apiary('agent', 'attest', agent.pubkey, '--conditions', `kind=1&created_at<${until}`, '--key', hex(owner.secretKey))
+    const { code, stdout } = await apiary(
+      'agent',
+      'attest',
+      agent.pubkey,
+      '--conditions',
+      `kind=1&created_at<${until}`,
+      '--key',
+      hex(owner.secretKey),
+    )
     expect(code).toBe(0)
     const tag = JSON.parse(stdout) as string[]
     expect(tag.slice(0, 3)).toEqual(['auth', owner.pubkey, `kind=1&created_at<${until}`])
     const parsed = parseOwnerAttestation([tag])
     if (!parsed.ok || !parsed.value) throw new Error(`tag does not parse: ${stdout}`)
-    expect(checkOwnerAttestation(parsed.value, { agentPubkey: agent.pubkey, nowSeconds: nowSeconds(), kind: 1 })).toEqual({ ok: true, value: { owner: owner.pubkey } })
+    expect(checkOwnerAttestation(parsed.value, { agentPubkey: agent.pubkey, nowSeconds: nowSeconds(), kind: 1 })).toEqual({
+      ok: true,
+      value: { owner: owner.pubkey },
+    })
     expect(checkOwnerAttestation(parsed.value, { agentPubkey: makeKeys().pubkey, nowSeconds: nowSeconds() }).ok).toBe(false)
   })
 

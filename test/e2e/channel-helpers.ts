@@ -44,17 +44,20 @@ export const createChannel = (c: TestClient, keys: TestKeys, channel: string, me
   channelEvent(c, keys, channel, 9007, metaTags(meta))
 
 /** kind 9: a chat message to `channel`. */
-export const post = (c: TestClient, keys: TestKeys, channel: string, created_at?: number) => channelEvent(c, keys, channel, 9, [], created_at)
+export const post = (c: TestClient, keys: TestKeys, channel: string, created_at?: number) =>
+  channelEvent(c, keys, channel, 9, [], created_at)
 
 /** kind 9000: put `pubkey` in `channel` (as admin when `role` says so). */
 export const putUser = (c: TestClient, keys: TestKeys, channel: string, pubkey: string, role?: 'admin') =>
   channelEvent(c, keys, channel, 9000, [role ? ['p', pubkey, role] : ['p', pubkey]])
 
 /** kind 9001: remove `pubkey` from `channel`. */
-export const removeUser = (c: TestClient, keys: TestKeys, channel: string, pubkey: string) => channelEvent(c, keys, channel, 9001, [['p', pubkey]])
+export const removeUser = (c: TestClient, keys: TestKeys, channel: string, pubkey: string) =>
+  channelEvent(c, keys, channel, 9001, [['p', pubkey]])
 
 /** kind 9002: edit the metadata; flags absent stay as they are. */
-export const editMetadata = (c: TestClient, keys: TestKeys, channel: string, meta: ChannelMeta) => channelEvent(c, keys, channel, 9002, metaTags(meta))
+export const editMetadata = (c: TestClient, keys: TestKeys, channel: string, meta: ChannelMeta) =>
+  channelEvent(c, keys, channel, 9002, metaTags(meta))
 
 /** kind 9005: delete events of `channel` by id. */
 export const deleteEvents = (c: TestClient, keys: TestKeys, channel: string, ids: string[]) =>
@@ -99,7 +102,13 @@ export async function subscribe(c: TestClient, filters: object[], subId = newSub
  * Whether `hiddenId` reached `subId` before `markerId` did. Waits for the marker (which the relay handles
  * after the other event), so a `false` proves non-delivery without sleeping.
  */
-export async function deliveredBefore(c: TestClient, subId: string, hiddenId: string, markerId: string, timeoutMs = 5000): Promise<boolean> {
+export async function deliveredBefore(
+  c: TestClient,
+  subId: string,
+  hiddenId: string,
+  markerId: string,
+  timeoutMs = 5000,
+): Promise<boolean> {
   const marker = await c.next((f) => f[0] === 'EVENT' && f[1] === subId && (f[2] as NostrEvent).id === markerId, timeoutMs)
   const upTo = c.frames.slice(0, c.frames.indexOf(marker))
   return upTo.some((f) => f[0] === 'EVENT' && f[1] === subId && (f[2] as NostrEvent).id === hiddenId)

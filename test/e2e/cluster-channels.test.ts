@@ -112,7 +112,8 @@ describe('channels on a cluster of nodes', () => {
       const sql = postgres(cluster.databaseUrl(), { max: 1, onnotice: () => {} })
       let deletedAt: number
       try {
-        const gone = await sql`DELETE FROM channel_members WHERE community = ${id} AND channel = ${'vault'} AND pubkey = ${member.pubkey} RETURNING 1`
+        const gone =
+          await sql`DELETE FROM channel_members WHERE community = ${id} AND channel = ${'vault'} AND pubkey = ${member.pubkey} RETURNING 1`
         // from the commit on, every lookup answers "not a member"; an answer cached before it lives one TTL more
         deletedAt = Date.now()
         expect(gone).toHaveLength(1)

@@ -70,7 +70,11 @@ describe('cluster control messages', () => {
   }
 
   it('ignores unsigned, foreign, stale and unknown-op disconnects, counts them, and still obeys the next valid one', async () => {
-    const { id, host, nodes: [node] } = await nodes(1)
+    const {
+      id,
+      host,
+      nodes: [node],
+    } = await nodes(1)
     const [victim, bystander] = [makeKeys(), makeKeys()]
     const onVictim = await authedClient(node!, host, victim)
     const onBystander = await authedClient(node!, host, bystander)
@@ -82,12 +86,21 @@ describe('cluster control messages', () => {
       JSON.stringify({ ...signed, sig: '00'.repeat(64) }),
       JSON.stringify(signAsRelay(loadRelayKey(tmpdir(), randomBytes(32).toString('hex')), template, now)),
       JSON.stringify(signAsRelay(relayKey, { ...template, created_at: now - 600 }, now)),
-      JSON.stringify(signAsRelay(relayKey, { kind: KIND_CONTROL, tags: template.tags, content: JSON.stringify({ op: 'KickEveryone', pubkey: victim.pubkey }) }, now)),
+      JSON.stringify(
+        signAsRelay(
+          relayKey,
+          { kind: KIND_CONTROL, tags: template.tags, content: JSON.stringify({ op: 'KickEveryone', pubkey: victim.pubkey }) },
+          now,
+        ),
+      ),
     ]
     for (const payload of forged) await inject(id, payload)
     // Redis delivers one publisher's messages in order and the community handles them one at a time: once
     // this valid order has closed the bystander, every forged one before it was handled
-    await inject(id, JSON.stringify(signAsRelay(relayKey, toControlTemplate(id, 'conn-control', disconnectOp(bystander.pubkey)), nowSeconds())))
+    await inject(
+      id,
+      JSON.stringify(signAsRelay(relayKey, toControlTemplate(id, 'conn-control', disconnectOp(bystander.pubkey)), nowSeconds())),
+    )
     await expectBlockedClose(onBystander)
     await expectStillServed(onVictim)
     expect(await rejectedByReason(node!)).toEqual({
@@ -107,7 +120,11 @@ describe('cluster control messages', () => {
   })
 
   it('applies a signed disconnect once: a replay of the same payload is counted and skipped, the pubkey may come back', async () => {
-    const { id, host, nodes: [node] } = await nodes(1)
+    const {
+      id,
+      host,
+      nodes: [node],
+    } = await nodes(1)
     const victim = makeKeys()
     const first = await authedClient(node!, host, victim)
     const payload = JSON.stringify(signAsRelay(relayKey, toControlTemplate(id, 'conn-control', disconnectOp(victim.pubkey)), nowSeconds()))
@@ -119,14 +136,21 @@ describe('cluster control messages', () => {
     // a fresh order right behind it shows the replay was handled (and skipped) before it
     const bystander = makeKeys()
     const onBystander = await authedClient(node!, host, bystander)
-    await inject(id, JSON.stringify(signAsRelay(relayKey, toControlTemplate(id, 'conn-control', disconnectOp(bystander.pubkey)), nowSeconds())))
+    await inject(
+      id,
+      JSON.stringify(signAsRelay(relayKey, toControlTemplate(id, 'conn-control', disconnectOp(bystander.pubkey)), nowSeconds())),
+    )
     await expectBlockedClose(onBystander)
     await expectStillServed(back)
     expect(await rejectedByReason(node!)).toEqual({ replayed: 1 })
   })
 
   it('closes a pubkey banned on one node on every node of three, with a blocked: NOTICE and close code 1008', async () => {
-    const { id, host, nodes: [a, b, c] } = await nodes(3)
+    const {
+      id,
+      host,
+      nodes: [a, b, c],
+    } = await nodes(3)
     const bad = makeKeys()
     const sockets = [await authedClient(a!, host, bad), await authedClient(b!, host, bad), await authedClient(c!, host, bad)]
     const bystander = await authedClient(c!, host, makeKeys())

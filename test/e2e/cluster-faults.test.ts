@@ -1,4 +1,3 @@
-
 import { filter, firstValueFrom, type Observable, ReplaySubject } from 'rxjs'
 import { afterAll, describe, expect, it } from 'vitest'
 import type { SupervisionEvent } from '../../src/actors/kernel'
@@ -10,7 +9,21 @@ import { type PrivateRedis, startPrivateRedis } from '../support/redis-server'
 import type { TestRelay } from '../support/relay'
 import { startTcpProxy, type TcpProxy, type TcpProxyOptions } from '../support/tcp-proxy'
 import type { TestClient } from '../support/ws-client'
-import { client, count, eventually, fresh, httpGet, idsOf, metric, type Ok, publish, publishNew, reqEvents, useCluster, useRelays } from './helpers'
+import {
+  client,
+  count,
+  eventually,
+  fresh,
+  httpGet,
+  idsOf,
+  metric,
+  type Ok,
+  publish,
+  publishNew,
+  reqEvents,
+  useCluster,
+  useRelays,
+} from './helpers'
 
 /**
  * Backend outages in cluster mode (DESIGN §5–§7): each test kills its own redis-server or cuts its own path to
@@ -50,7 +63,10 @@ describe('a cluster node when a backend goes away', () => {
   /** Polls external state (a restarted server, a reconnecting pool) until `done`, at most `ms`. */
   it('fails admission closed while Redis is down, keeps serving stored events, and heals by itself when Redis returns', async () => {
     const redis = await privateRedis()
-    const { host, nodes: [a, b] } = await nodes(2, { redisUrl: redis.url, databaseUrl: cluster.databaseUrl() })
+    const {
+      host,
+      nodes: [a, b],
+    } = await nodes(2, { redisUrl: redis.url, databaseUrl: cluster.databaseUrl() })
     const keys = makeKeys()
     // connections are admitted per IP through Redis too: these are opened while it answers
     const [onA, onB, readerB] = [await client(a!, host), await client(b!, host), await client(b!, host)]
@@ -108,7 +124,12 @@ describe('a cluster node when a backend goes away', () => {
       await Promise.race([arrival, new Promise((r) => setTimeout(r, 250))])
     }
     expect((await publish(onB, fresh(keys))).accepted).toBe(true)
-    expect(await eventually(() => readiness(a!), (s) => s === 200)).toBe(200)
+    expect(
+      await eventually(
+        () => readiness(a!),
+        (s) => s === 200,
+      ),
+    ).toBe(200)
     expect(await readiness(b!)).toBe(200)
     expect(await reqEvents(await client(b!, host), [{ ids: [crossed] }])).toHaveLength(1)
   }, 40_000)
@@ -120,59 +141,72 @@ describe('a cluster node when a backend goes away', () => {
   it.each([
     ['when the server refuses connections', 'refuse'],
     ['when a pooler in front of it accepts connections and drops them', 'accept-and-close'],
-  ] as const)('answers "error:" without hanging while PostgreSQL is unreachable (%s), accepts again once it is back, and loses no event it accepted', async (_, whenCut) => {
-    const redis = await privateRedis()
-    const proxy = await proxyTo(Number(new URL(cluster.databaseUrl()).port), whenCut)
-    const viaProxy = new URL(cluster.databaseUrl())
-    viaProxy.port = String(proxy.port)
-    const { id, host, nodes: [a, b] } = await nodes(2, { redisUrl: redis.url, databaseUrl: viaProxy.toString() })
-    const keys = makeKeys()
-    const [onA, onB] = [await client(a!, host), await client(b!, host)]
-    const accepted: string[] = []
-    const send = async (c: TestClient, e: SignedEvent): Promise<Ok> => {
-      c.sendRaw(`["EVENT",${e.raw}]`)
-      // bounded: a parked store call fails this wait instead of the whole test timing out with no answer
-      const f = await c.next((x) => x[0] === 'OK' && x[1] === e.event.id, ANSWER_DUE_MS)
-      const ok = { accepted: f[2] as boolean, message: f[3] as string, prefix: prefixOf(f[3] as string) }
-      if (ok.accepted) accepted.push(e.event.id)
-      return ok
-    }
+  ] as const)(
+    'answers "error:" without hanging while PostgreSQL is unreachable (%s), accepts again once it is back, and loses no event it accepted',
+    async (_, whenCut) => {
+      const redis = await privateRedis()
+      const proxy = await proxyTo(Number(new URL(cluster.databaseUrl()).port), whenCut)
+      const viaProxy = new URL(cluster.databaseUrl())
+      viaProxy.port = String(proxy.port)
+      const {
+        id,
+        host,
+        nodes: [a, b],
+      } = await nodes(2, { redisUrl: redis.url, databaseUrl: viaProxy.toString() })
+      const keys = makeKeys()
+      const [onA, onB] = [await client(a!, host), await client(b!, host)]
+      const accepted: string[] = []
+      const send = async (c: TestClient, e: SignedEvent): Promise<Ok> => {
+        c.sendRaw(`["EVENT",${e.raw}]`)
+        // bounded: a parked store call fails this wait instead of the whole test timing out with no answer
+        const f = await c.next((x) => x[0] === 'OK' && x[1] === e.event.id, ANSWER_DUE_MS)
+        const ok = { accepted: f[2] as boolean, message: f[3] as string, prefix: prefixOf(f[3] as string) }
+        if (ok.accepted) accepted.push(e.event.id)
+        return ok
+      }
 
-    for (let i = 0; i < 10; i++) expect((await send(i % 2 ? onB : onA, fresh(keys))).accepted).toBe(true)
-    // a burst in flight while the path is cut: each answer is a commit or an "error:", never silence
-    const burst = Array.from({ length: 20 }, (_, i) => send(i % 2 ? onB : onA, fresh(keys)))
-    proxy.cut()
-    const refusedReq = onB.next((f) => f[0] === 'CLOSED' && f[1] === 'while-down', ANSWER_DUE_MS)
-    onB.send(['REQ', 'while-down', { authors: [keys.pubkey] }])
-    // concurrently: each of these may wait out a deadline
-    const [burstOks, down, ready, reqWhileDown] = await Promise.all([Promise.all(burst), send(onA, fresh(keys)), readiness(b!), refusedReq])
-    for (const ok of burstOks) expect(ok.accepted || ok.prefix === 'error').toBe(true)
-    expect(down.accepted).toBe(false)
-    expect(down.prefix).toBe('error')
-    expect(ready).toBe(503)
-    expect(prefixOf(String(reqWhileDown[2]))).toBe('error')
+      for (let i = 0; i < 10; i++) expect((await send(i % 2 ? onB : onA, fresh(keys))).accepted).toBe(true)
+      // a burst in flight while the path is cut: each answer is a commit or an "error:", never silence
+      const burst = Array.from({ length: 20 }, (_, i) => send(i % 2 ? onB : onA, fresh(keys)))
+      proxy.cut()
+      const refusedReq = onB.next((f) => f[0] === 'CLOSED' && f[1] === 'while-down', ANSWER_DUE_MS)
+      onB.send(['REQ', 'while-down', { authors: [keys.pubkey] }])
+      // concurrently: each of these may wait out a deadline
+      const [burstOks, down, ready, reqWhileDown] = await Promise.all([
+        Promise.all(burst),
+        send(onA, fresh(keys)),
+        readiness(b!),
+        refusedReq,
+      ])
+      for (const ok of burstOks) expect(ok.accepted || ok.prefix === 'error').toBe(true)
+      expect(down.accepted).toBe(false)
+      expect(down.prefix).toBe('error')
+      expect(ready).toBe(503)
+      expect(prefixOf(String(reqWhileDown[2]))).toBe('error')
 
-    proxy.restore()
-    // the pools reconnect on their next query: the first writes after restore may still meet a dead connection
-    const healed = await eventually(
-      () => send(onA, fresh(keys)),
-      (ok) => ok.accepted,
-      ANSWER_DUE_MS,
-    )
-    expect(healed.accepted).toBe(true)
-    for (let i = 0; i < 5; i++) expect((await send(i % 2 ? onB : onA, fresh(keys))).accepted).toBe(true)
-    expect(await readiness(a!)).toBe(200)
-    expect(await reqEvents(onB, [{ ids: [accepted.at(-1)!] }])).toHaveLength(1)
+      proxy.restore()
+      // the pools reconnect on their next query: the first writes after restore may still meet a dead connection
+      const healed = await eventually(
+        () => send(onA, fresh(keys)),
+        (ok) => ok.accepted,
+        ANSWER_DUE_MS,
+      )
+      expect(healed.accepted).toBe(true)
+      for (let i = 0; i < 5; i++) expect((await send(i % 2 ? onB : onA, fresh(keys))).accepted).toBe(true)
+      expect(await readiness(a!)).toBe(200)
+      expect(await reqEvents(onB, [{ ids: [accepted.at(-1)!] }])).toHaveLength(1)
 
-    // every OK true is durable: read back through a store of our own, straight to the server
-    const store = await openPostgresEventStore({ url: cluster.databaseUrl(), groupCommitMaxEvents: 100, groupCommitMaxDelayMs: 1 })
-    try {
-      const rows = await store.query(id, [{ authors: [keys.pubkey], limit: 1000 }], { now: Math.floor(Date.now() / 1000) })
-      const have = new Set(rows.map((r) => r.event.id))
-      expect(accepted.filter((x) => !have.has(x))).toEqual([])
-      expect(accepted.length).toBeGreaterThanOrEqual(16)
-    } finally {
-      await store.close()
-    }
-  }, 90_000)
+      // every OK true is durable: read back through a store of our own, straight to the server
+      const store = await openPostgresEventStore({ url: cluster.databaseUrl(), groupCommitMaxEvents: 100, groupCommitMaxDelayMs: 1 })
+      try {
+        const rows = await store.query(id, [{ authors: [keys.pubkey], limit: 1000 }], { now: Math.floor(Date.now() / 1000) })
+        const have = new Set(rows.map((r) => r.event.id))
+        expect(accepted.filter((x) => !have.has(x))).toEqual([])
+        expect(accepted.length).toBeGreaterThanOrEqual(16)
+      } finally {
+        await store.close()
+      }
+    },
+    90_000,
+  )
 })

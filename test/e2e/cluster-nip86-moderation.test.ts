@@ -27,19 +27,28 @@ describe('moderation over NIP-86 on a cluster of nodes', () => {
   const GENEROUS = { ratePerSecond: 100_000, burst: 100_000 }
 
   it("shows a name, description and policy changed through A in B's NIP-11 without waiting for revalidation", async () => {
-    const { host, nodes: [a, b] } = await cluster.nodes(2, { operatorPubkeys: [operator.pubkey], rateLimits: { human: { api: GENEROUS } } })
+    const {
+      host,
+      nodes: [a, b],
+    } = await cluster.nodes(2, { operatorPubkeys: [operator.pubkey], rateLimits: { human: { api: GENEROUS } } })
     expect((await call(a!, operator, host, 'changerelayname', ['Cluster Nest'])).json).toEqual({ result: true })
     expect((await call(a!, operator, host, 'changerelaydescription', ['shared by every node'])).json).toEqual({ result: true })
     expect((await call(a!, operator, host, 'setcommunitypolicy', [{ authRequired: true }])).json).toEqual({ result: true })
-    const seen = await eventuallyEqual(async () => {
-      const info = await nip11On(b!, host)
-      return { name: info.name, description: info.description, auth: info.limitation.auth_required }
-    }, { name: 'Cluster Nest', description: 'shared by every node', auth: true })
+    const seen = await eventuallyEqual(
+      async () => {
+        const info = await nip11On(b!, host)
+        return { name: info.name, description: info.description, auth: info.limitation.auth_required }
+      },
+      { name: 'Cluster Nest', description: 'shared by every node', auth: true },
+    )
     expect(seen).toEqual({ name: 'Cluster Nest', description: 'shared by every node', auth: true })
   })
 
   it('lists on B the kinds and allowed pubkeys set through A', async () => {
-    const { host, nodes: [a, b] } = await cluster.nodes(2, { operatorPubkeys: [operator.pubkey], rateLimits: { human: { api: GENEROUS } } })
+    const {
+      host,
+      nodes: [a, b],
+    } = await cluster.nodes(2, { operatorPubkeys: [operator.pubkey], rateLimits: { human: { api: GENEROUS } } })
     const member = makeKeys()
     await call(a!, operator, host, 'allowkind', [1])
     await call(a!, operator, host, 'allowpubkey', [member.pubkey, 'ok'])
@@ -48,7 +57,10 @@ describe('moderation over NIP-86 on a cluster of nodes', () => {
   })
 
   it('closes on B the socket of a pubkey timed out through A', async () => {
-    const { host, nodes: [a, b] } = await cluster.nodes(2, { operatorPubkeys: [operator.pubkey], rateLimits: { human: { api: GENEROUS } } })
+    const {
+      host,
+      nodes: [a, b],
+    } = await cluster.nodes(2, { operatorPubkeys: [operator.pubkey], rateLimits: { human: { api: GENEROUS } } })
     const noisy = makeKeys()
     const onB = await client(b!, host)
     expect((await auth(onB, noisy, relayUrlOf(b!, host))).accepted).toBe(true)
@@ -58,7 +70,10 @@ describe('moderation over NIP-86 on a cluster of nodes', () => {
   })
 
   it("spends one api budget per caller across the nodes: A's calls count on B", async () => {
-    const { host, nodes: [a, b] } = await cluster.nodes(2, {
+    const {
+      host,
+      nodes: [a, b],
+    } = await cluster.nodes(2, {
       operatorPubkeys: [operator.pubkey],
       rateLimits: { human: { api: { ratePerSecond: 0.01, burst: 3 } } },
     })

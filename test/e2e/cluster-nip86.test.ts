@@ -15,7 +15,10 @@ describe('relay management on a cluster of nodes', () => {
   const nodes = (n: number, redisUrl = REDIS_URL) => cluster.nodes(n, { redisUrl, operatorPubkeys: [operator.pubkey] })
 
   it('refuses (401) on node B an Authorization header node A already accepted', async () => {
-    const { host, nodes: [a, b] } = await nodes(2)
+    const {
+      host,
+      nodes: [a, b],
+    } = await nodes(2)
     // Behind a load balancer both nodes see one Host. Here each listens on its own port, so B gets A's
     // Host header: the header then names B's URL too, and only the shared replay guard can refuse it.
     const body = rpc('supportedmethods')
@@ -32,7 +35,10 @@ describe('relay management on a cluster of nodes', () => {
   })
 
   it('closes the banned pubkey on B when an operator bans it through A, and B lists the ban', async () => {
-    const { host, nodes: [a, b] } = await nodes(2)
+    const {
+      host,
+      nodes: [a, b],
+    } = await nodes(2)
     const bad = makeKeys()
     const onB = await client(b!, host)
     expect((await auth(onB, bad, relayUrlOf(b!, host))).accepted).toBe(true)
@@ -46,7 +52,10 @@ describe('relay management on a cluster of nodes', () => {
   })
 
   it('serves a community created through A on B within a second, without waiting for revalidation', async () => {
-    const { host, nodes: [a, b] } = await nodes(2)
+    const {
+      host,
+      nodes: [a, b],
+    } = await nodes(2)
     const fresh = `n-${randomBytes(5).toString('hex')}`
     const created = await callNip86(a!, operator, 'createcommunity', [fresh, [`${fresh}.test`]], host)
     expect(created.json).toEqual({ result: true })
@@ -71,7 +80,10 @@ describe('relay management on a cluster of nodes', () => {
     // only, which stays null after a signal), so the private server is stopped only when still running
     let killed = false
     try {
-      const { host, nodes: [a] } = await nodes(1, redis.url)
+      const {
+        host,
+        nodes: [a],
+      } = await nodes(1, redis.url)
       expect((await callNip86(a!, operator, 'supportedmethods', [], host)).status).toBe(200)
       await redis.kill()
       killed = true

@@ -6,7 +6,23 @@ import { makeKeys, type TestKeys } from '../support/events'
 import type { TestRelay } from '../support/relay'
 import type { TestClient } from '../support/ws-client'
 import { authAsAgent } from './channel-helpers'
-import { auth, client, fresh, httpGet, idsOf, newSubId, type Ok, publish, publishNew, REDIS_URL, relayUrlOf, reqAnswer, reqEvents, useCluster, useRelays } from './helpers'
+import {
+  auth,
+  client,
+  fresh,
+  httpGet,
+  idsOf,
+  newSubId,
+  type Ok,
+  publish,
+  publishNew,
+  REDIS_URL,
+  relayUrlOf,
+  reqAnswer,
+  reqEvents,
+  useCluster,
+  useRelays,
+} from './helpers'
 import { managementUrl, nip98Header, postNip86 } from './nip86-client'
 
 /**
@@ -182,7 +198,7 @@ describe('rate-limit tiers across the nodes of a cluster', () => {
 
   const accepted = (oks: Ok[]) => oks.map((o) => o.accepted)
 
-  it("gives a human one budget of 2 events over both nodes, then \"rate-limited:\" on each", async () => {
+  it('gives a human one budget of 2 events over both nodes, then "rate-limited:" on each', async () => {
     const { host, a, b } = await nodes()
     const human = makeKeys()
     const clients = [await authedOn(a, host, human), await authedOn(b, host, human)]

@@ -1,4 +1,3 @@
-
 import { Redis } from 'ioredis'
 import { describe, expect, it } from 'vitest'
 import { eventsChannel } from '../../src/infra/redis/keys'
@@ -14,7 +13,10 @@ describe('a cluster of nodes on one Redis and one PostgreSQL', () => {
   const nodes = cluster.nodes
 
   it('delivers an event published on A to a live subscriber on B, and back', async () => {
-    const { host, nodes: [a, b] } = await nodes(2)
+    const {
+      host,
+      nodes: [a, b],
+    } = await nodes(2)
     const onA = await client(a!, host)
     const onB = await client(b!, host)
     const keys = makeKeys()
@@ -30,7 +32,11 @@ describe('a cluster of nodes on one Redis and one PostgreSQL', () => {
   })
 
   it('subscribes a node to a community topic only while it has subscribers there', async () => {
-    const { id, host, nodes: [a, b] } = await nodes(2)
+    const {
+      id,
+      host,
+      nodes: [a, b],
+    } = await nodes(2)
     const redis = new Redis(REDIS_URL)
     const numsub = async () => Number(((await redis.pubsub('NUMSUB', eventsChannel(id))) as [string, number])[1])
     try {
@@ -52,18 +58,29 @@ describe('a cluster of nodes on one Redis and one PostgreSQL', () => {
   })
 
   it('shares one rate budget across nodes', async () => {
-    const { host, nodes: [a, b] } = await nodes(2, {
+    const {
+      host,
+      nodes: [a, b],
+    } = await nodes(2, {
       rateLimits: { human: { events: { ratePerSecond: 0.001, burst: 3 } }, connectionsPerIp: { ratePerSecond: 1000, burst: 1000 } },
     })
     const keys = makeKeys()
     const [ca, cb] = [await client(a!, host), await client(b!, host)]
-    const results = [await publish(ca, fresh(keys)), await publish(cb, fresh(keys)), await publish(ca, fresh(keys)), await publish(cb, fresh(keys))]
+    const results = [
+      await publish(ca, fresh(keys)),
+      await publish(cb, fresh(keys)),
+      await publish(ca, fresh(keys)),
+      await publish(cb, fresh(keys)),
+    ]
     expect(results.filter((r) => r.accepted)).toHaveLength(3)
     expect(results[3]!.prefix).toBe('rate-limited')
   })
 
   it('stores an event sent to two nodes once', async () => {
-    const { host, nodes: [a, b] } = await nodes(2)
+    const {
+      host,
+      nodes: [a, b],
+    } = await nodes(2)
     const keys = makeKeys()
     const e = fresh(keys)
     const [ra, rb] = await Promise.all([publish(await client(a!, host), e), publish(await client(b!, host), e)])
@@ -73,18 +90,28 @@ describe('a cluster of nodes on one Redis and one PostgreSQL', () => {
   })
 
   it('converges when two nodes race on the same replaceable event', async () => {
-    const { host, nodes: [a, b] } = await nodes(2)
+    const {
+      host,
+      nodes: [a, b],
+    } = await nodes(2)
     const keys = makeKeys()
     const at = Math.floor(Date.now() / 1000)
     const versions = Array.from({ length: 6 }, (_, i) => signEvent(keys, { kind: 0, created_at: at - (i % 3), content: `v${i}` }))
     const [ca, cb] = [await client(a!, host), await client(b!, host)]
     await Promise.all(versions.map((v, i) => publish(i % 2 ? cb : ca, v)))
-    const newest = versions.filter((v) => v.event.created_at === at).map((v) => v.event.id).sort()[0]
+    const newest = versions
+      .filter((v) => v.event.created_at === at)
+      .map((v) => v.event.id)
+      .sort()[0]
     for (const c of [ca, cb]) expect((await reqEvents(c, [{ kinds: [0], authors: [keys.pubkey] }])).map((e) => e.id)).toEqual([newest])
   })
 
   it('closes a banned pubkey on every node with a blocked: frame, and refuses its next AUTH and write everywhere', async () => {
-    const { id, host, nodes: [a, b] } = await nodes(2)
+    const {
+      id,
+      host,
+      nodes: [a, b],
+    } = await nodes(2)
     const bad = makeKeys()
     const onB = await client(b!, host)
     expect((await auth(onB, bad, relayUrlOf(b!, host))).accepted).toBe(true)
@@ -98,7 +125,11 @@ describe('a cluster of nodes on one Redis and one PostgreSQL', () => {
   })
 
   it('refuses a banned pubkey on every node even when the broadcast is lost (only the row was written)', async () => {
-    const { id, host, nodes: [a, b] } = await nodes(2)
+    const {
+      id,
+      host,
+      nodes: [a, b],
+    } = await nodes(2)
     const bad = makeKeys()
     const store = await openPostgresCommunityStore({ url: cluster.databaseUrl() })
     await store.banPubkey(id, bad.pubkey, 'quietly banned')
@@ -125,7 +156,11 @@ describe('a cluster of nodes on one Redis and one PostgreSQL', () => {
   }
 
   it('archives a community on every node: sockets closed, new connections refused with 404', async () => {
-    const { id, host, nodes: [a, b] } = await nodes(2)
+    const {
+      id,
+      host,
+      nodes: [a, b],
+    } = await nodes(2)
     const onA = await client(a!, host)
     const onB = await client(b!, host)
     expect(await a!.relay.archiveCommunity(id)).toBe(true)
@@ -136,7 +171,11 @@ describe('a cluster of nodes on one Redis and one PostgreSQL', () => {
   })
 
   it('closes an archived community at the next revalidation when the broadcast was lost', async () => {
-    const { id, host, nodes: [a] } = await nodes(1, { revalidateSeconds: 1 })
+    const {
+      id,
+      host,
+      nodes: [a],
+    } = await nodes(1, { revalidateSeconds: 1 })
     const onA = await client(a!, host)
     const store = await openPostgresCommunityStore({ url: cluster.databaseUrl() })
     expect(await store.archive(id, Math.floor(Date.now() / 1000))).toBe(true)

@@ -6,7 +6,21 @@ import { makeKeys, type TestKeys } from '../support/events'
 import type { TestRelay } from '../support/relay'
 import type { Frame } from '../support/ws-client'
 import { authAsAgent, createChannel, delivered, subscribe } from './channel-helpers'
-import { auth, client, count, fresh, httpGet, idsOf, newSubId, publish, publishNew, relayUrlOf, reqAnswer, reqEvents, useRelays } from './helpers'
+import {
+  auth,
+  client,
+  count,
+  fresh,
+  httpGet,
+  idsOf,
+  newSubId,
+  publish,
+  publishNew,
+  relayUrlOf,
+  reqAnswer,
+  reqEvents,
+  useRelays,
+} from './helpers'
 import { managementUrl, nip98Header, postNip86 } from './nip86-client'
 
 /**
@@ -31,7 +45,8 @@ async function call(r: TestRelay, keys: TestKeys, method: string, params: unknow
 const nip11Of = async (r: TestRelay, host: string) =>
   JSON.parse((await httpGet(r, '/', { Accept: 'application/nostr+json', Host: `${host}:${r.port}` })).body)
 
-const closedPrefix = (f: Frame | number) => (typeof f === 'number' ? `COUNT ${f}` : f[0] === 'CLOSED' ? prefixOf(f[2] as string) : String(f[0]))
+const closedPrefix = (f: Frame | number) =>
+  typeof f === 'number' ? `COUNT ${f}` : f[0] === 'CLOSED' ? prefixOf(f[2] as string) : String(f[0])
 
 /** The HTTP status a WebSocket upgrade to `host` on 127.0.0.1 gets: 101 when it opens. */
 function upgradeStatus(r: TestRelay, host: string, address = '127.0.0.1'): Promise<number> {

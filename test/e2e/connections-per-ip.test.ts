@@ -19,7 +19,9 @@ function brokenUpgrade(r: TestRelay, headers: Record<string, string> = {}): Prom
   return new Promise((resolve, reject) => {
     const socket = connectTcp(r.port, '127.0.0.1', () => {
       const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`)
-      socket.write(`GET / HTTP/1.1\r\nHost: 127.0.0.1:${r.port}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n${extra.join('')}\r\n`)
+      socket.write(
+        `GET / HTTP/1.1\r\nHost: 127.0.0.1:${r.port}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n${extra.join('')}\r\n`,
+      )
     })
     let answer = ''
     socket.setEncoding('utf8')
@@ -46,16 +48,35 @@ describe('concurrent connections per IP (one node)', () => {
     const open = [await connect(r.url), await connect(r.url), await connect(r.url)]
     expect(await upgradeStatus(r)).toBe(429)
     await closeAndWait(open[0]!)
-    expect(await eventually(() => upgradeStatus(r), (s) => s === 101)).toBe(101)
+    expect(
+      await eventually(
+        () => upgradeStatus(r),
+        (s) => s === 101,
+      ),
+    ).toBe(101)
     // the probe above closed again too (the relay notices a moment later): exactly one slot is free, not more
-    expect(await eventually(() => connect(r.url).then(() => 'in', () => 'refused'), (s) => s === 'in')).toBe('in')
+    expect(
+      await eventually(
+        () =>
+          connect(r.url).then(
+            () => 'in',
+            () => 'refused',
+          ),
+        (s) => s === 'in',
+      ),
+    ).toBe('in')
     expect(await upgradeStatus(r)).toBe(429)
   })
 
   it('gives back the slot of an upgrade that fails after admission (ws refuses the handshake)', async () => {
     const r = await relays.start({ limits: { maxConnectionsPerIp: 1 } })
     for (let i = 0; i < 3; i++) expect(await brokenUpgrade(r)).toMatch(/^HTTP\/1\.1 400/)
-    expect(await eventually(() => upgradeStatus(r), (s) => s === 101)).toBe(101)
+    expect(
+      await eventually(
+        () => upgradeStatus(r),
+        (s) => s === 101,
+      ),
+    ).toBe(101)
     expect(await refusedTooMany(r)).toBe(0)
   })
 
@@ -95,6 +116,11 @@ describe('concurrent connections per IP (a cluster)', () => {
     // another client behind the same proxy is unaffected
     expect(await upgradeStatus(b, { 'X-Forwarded-For': testClientIp(), Host: `${host}:${b.port}` })).toBe(101)
     await closeAndWait(onA)
-    expect(await eventually(() => upgradeStatus(b, headers(b)), (s) => s === 101)).toBe(101)
+    expect(
+      await eventually(
+        () => upgradeStatus(b, headers(b)),
+        (s) => s === 101,
+      ),
+    ).toBe(101)
   })
 })

@@ -90,7 +90,9 @@ async function streamWhileSubscribing(writeNode: TestRelay, readNode: TestRelay,
   expect((await Promise.all(oks)).map((f) => f[2])).toEqual(Array<boolean>(EVENTS).fill(true))
   const streamed = events.map((e) => e.event.id)
   // an event that never comes is reported below, by reader and id, rather than as this wait's timeout
-  await Promise.allSettled(subscribed.flatMap(({ c }) => streamed.map((id) => c.next((f) => f[0] === 'EVENT' && f[1] === SUB && idOf(f) === id, DUE_MS))))
+  await Promise.allSettled(
+    subscribed.flatMap(({ c }) => streamed.map((id) => c.next((f) => f[0] === 'EVENT' && f[1] === SUB && idOf(f) === id, DUE_MS))),
+  )
   // Stored once every page was served, so it can only come live, and after whatever the relay queued for
   // these readers before it (one node fans out in commit order; node B takes node A's events in order)
   const fence = signEventFast(keys, { content: 'gap fence' })

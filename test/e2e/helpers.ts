@@ -52,8 +52,7 @@ export function useRelays() {
 }
 
 /** A client of the `default` community, or of another community when `host` is a name (port is added). */
-export const client = (r: TestRelay, host?: string): Promise<TestClient> =>
-  connect(r.url, host ? { host: `${host}:${r.port}` } : {})
+export const client = (r: TestRelay, host?: string): Promise<TestClient> => connect(r.url, host ? { host: `${host}:${r.port}` } : {})
 
 /** The NIP-42 relay URL a client connected with `host` must name. */
 export const relayUrlOf = (r: TestRelay, host = '127.0.0.1') => `ws://${host}:${r.port}`
@@ -113,12 +112,7 @@ export async function count(c: TestClient, filters: object[], subId = newSubId('
   return f[0] === 'COUNT' ? (f[2] as { count: number }).count : f
 }
 
-export function authEvent(
-  keys: TestKeys,
-  challenge: string,
-  relayUrl: string,
-  opts: { created_at?: number } = {},
-): SignedEvent {
+export function authEvent(keys: TestKeys, challenge: string, relayUrl: string, opts: { created_at?: number } = {}): SignedEvent {
   return signEvent(keys, {
     kind: 22242,
     created_at: opts.created_at,
@@ -136,7 +130,12 @@ export async function challengeOf(c: TestClient): Promise<string> {
 }
 
 /** Send AUTH for `keys` with this connection's challenge; resolves with the OK. */
-export async function auth(c: TestClient, keys: TestKeys, relayUrl: string, opts: { created_at?: number; challenge?: string } = {}): Promise<Ok> {
+export async function auth(
+  c: TestClient,
+  keys: TestKeys,
+  relayUrl: string,
+  opts: { created_at?: number; challenge?: string } = {},
+): Promise<Ok> {
   const challenge = opts.challenge ?? (await challengeOf(c))
   const e = authEvent(keys, challenge, relayUrl, opts)
   c.send(['AUTH', e.event])

@@ -47,7 +47,13 @@ describe('communities on one relay are isolated', () => {
     const profileDefault = await publishNew(def, keys, { kind: 0, created_at: now - 10 })
     const profileBeta = await publishNew(beta, keys, { kind: 0, created_at: now - 20 })
     expect(idsOf(await reqEvents(beta, [{ authors: [keys.pubkey], kinds: [0] }]))).toEqual([profileBeta.event.id])
-    await publishNew(beta, keys, { kind: 5, tags: [['e', profileBeta.event.id], ['e', profileDefault.event.id]] })
+    await publishNew(beta, keys, {
+      kind: 5,
+      tags: [
+        ['e', profileBeta.event.id],
+        ['e', profileDefault.event.id],
+      ],
+    })
     expect(await reqEvents(beta, [{ authors: [keys.pubkey], kinds: [0] }])).toEqual([])
     expect(idsOf(await reqEvents(def, [{ authors: [keys.pubkey], kinds: [0] }]))).toEqual([profileDefault.event.id])
   })

@@ -92,7 +92,9 @@ describe('the relay mesh', () => {
     expect((await createChannel(first, admin, 'relay-race')).ok.accepted).toBe(true)
     const before = (await status(nodes[0]!)).sessions.find((s) => s.session === 'channel:relay-race')
     expect(before).toBeDefined()
-    const owner = nodes.find((_, i) => i === 0) && (await Promise.all(nodes.map(status))).findIndex((s) => s.sessions.some((x) => x.session === 'channel:relay-race' && x.local))
+    const owner =
+      nodes.find((_, i) => i === 0) &&
+      (await Promise.all(nodes.map(status))).findIndex((s) => s.sessions.some((x) => x.session === 'channel:relay-race' && x.local))
     expect(owner).toBeGreaterThanOrEqual(0)
     const ownerNode = nodes[owner as number]!
     relays.forget(ownerNode)

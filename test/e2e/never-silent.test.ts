@@ -28,7 +28,14 @@ const stats = (r: TestRelay, community = 'default'): Promise<CommunityStats> =>
 
 /** A connection as a community sees it, whose socket is already gone (and whose Disconnect never came). */
 function vanished(id: string, subs: string[]): ConnView {
-  const queue: OutboundQueue = { push: () => false, pushControl: () => false, pushPage: () => false, pendingBytes: 0, closed: true, closeAfterFlush: () => {} }
+  const queue: OutboundQueue = {
+    push: () => false,
+    pushControl: () => false,
+    pushPage: () => false,
+    pendingBytes: 0,
+    closed: true,
+    closeAfterFlush: () => {},
+  }
   return { id, queue, authed: new Set(), owners: new Map(), subs: new Set(subs), lose: () => {} }
 }
 
@@ -72,7 +79,9 @@ describe('delivery that cannot happen is never silent', () => {
     expect(await stats(r)).toMatchObject({ connections: 0, subscriptions: 0, presenceHolders: 0 })
   })
 
-  it('leaves the subscription index and the presence holders empty after 10,000 connect/subscribe/close cycles', { timeout: 120_000 }, async () => {
+  it('leaves the subscription index and the presence holders empty after 10,000 connect/subscribe/close cycles', {
+    timeout: 120_000,
+  }, async () => {
     const r = await relays.start()
     const keys = makeKeys()
     const cycle = async (i: number) => {
@@ -101,7 +110,9 @@ describe('delivery that cannot happen is never silent', () => {
     expect(settled).toMatchObject({ connections: 0, subscriptions: 0, presenceHolders: 0 })
   })
 
-  it('delivers an event stored while its community was down to the live subscriber once the community is back, with OK true at once', { timeout: 60_000 }, async () => {
+  it('delivers an event stored while its community was down to the live subscriber once the community is back, with OK true at once', {
+    timeout: 60_000,
+  }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'apiary-silent-'))
     const held = storeHoldingSaves(dir)
     const node = await relays.start({}, dir, { eventStore: held.store })
@@ -132,7 +143,10 @@ describe('delivery that cannot happen is never silent', () => {
     expect(ok[2]).toBe(true)
     // and the subscription the community still holds gets it once the community is respawned: no gap, no CLOSED
     await firstValueFrom(node.relay.supervision$.pipe(filter((x) => x.type === 'restarted' && x.path === 'community/default')))
-    const live = await subscriber.next((f) => f[1] === 'live' && (f[0] === 'CLOSED' || (f[0] === 'EVENT' && (f[2] as { id: string }).id === e.event.id)), 10_000)
+    const live = await subscriber.next(
+      (f) => f[1] === 'live' && (f[0] === 'CLOSED' || (f[0] === 'EVENT' && (f[2] as { id: string }).id === e.event.id)),
+      10_000,
+    )
     expect(live[0]).toBe('EVENT')
     expect(await metric(node, 'apiary_subscriptions_lost_total')).toBe(0)
     expect(events.some((x) => x.type === 'gave-up')).toBe(true)
@@ -210,10 +224,17 @@ describe('a remote event a community cannot take', () => {
   const relays = useRelays()
   const cluster = useCluster(relays)
 
-  it('closes, with CLOSED "error:", the subscriptions on this node it would have reached, and counts it in apiary_fanout_lag_total', { timeout: 60_000 }, async () => {
+  it('closes, with CLOSED "error:", the subscriptions on this node it would have reached, and counts it in apiary_fanout_lag_total', {
+    timeout: 60_000,
+  }, async () => {
     const community = `c-${randomBytes(5).toString('hex')}`
     const host = `${community}.test`
-    const config = { redisUrl: REDIS_URL, databaseUrl: cluster.databaseUrl(), relaySecretKey: cluster.relaySecretKey, communities: [{ id: community, hosts: [host] }] }
+    const config = {
+      redisUrl: REDIS_URL,
+      databaseUrl: cluster.databaseUrl(),
+      relaySecretKey: cluster.relaySecretKey,
+      communities: [{ id: community, hosts: [host] }],
+    }
     const a = await relays.start(config)
     const pg = withFaults(await openPostgresEventStore({ url: cluster.databaseUrl(), groupCommitMaxEvents: 100, groupCommitMaxDelayMs: 0 }))
     const b = await relays.start(config, undefined, { eventStore: pg.store })

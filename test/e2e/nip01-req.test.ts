@@ -116,7 +116,12 @@ describe('reading events with REQ (NIP-01)', () => {
     const person = 'b'.repeat(64)
     const withE = await publishNew(c, keys, { tags: [['e', target]] })
     const withP = await publishNew(c, keys, { tags: [['p', person]] })
-    const withT = await publishNew(c, keys, { tags: [['t', 'nostr'], ['t', 'apiary']] })
+    const withT = await publishNew(c, keys, {
+      tags: [
+        ['t', 'nostr'],
+        ['t', 'apiary'],
+      ],
+    })
     await publishNew(c, keys, { tags: [['t', 'nostrich']] })
     expect(idsOf(await reqEvents(c, [{ '#e': [target] }]))).toEqual([withE.event.id])
     expect(idsOf(await reqEvents(c, [{ '#p': [person] }]))).toEqual([withP.event.id])
@@ -206,7 +211,12 @@ describe('reading events with REQ (NIP-01)', () => {
     const person = 'c'.repeat(64)
     await reqEvents(c, [{ '#t': ['live'], '#p': [person] }], 'tags')
     const onlyT = await publishNew(pub, keys, { tags: [['t', 'live']] })
-    const both = await publishNew(pub, keys, { tags: [['t', 'live'], ['p', person]] })
+    const both = await publishNew(pub, keys, {
+      tags: [
+        ['t', 'live'],
+        ['p', person],
+      ],
+    })
     await c.next((f) => f[0] === 'EVENT' && f[1] === 'tags' && (f[2] as NostrEvent).id === both.event.id)
     expect(c.frames.some((f) => f[0] === 'EVENT' && (f[2] as NostrEvent).id === onlyT.event.id)).toBe(false)
   })

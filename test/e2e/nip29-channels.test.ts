@@ -33,7 +33,12 @@ describe('NIP-29 channels', () => {
   describe('creating a channel (kind 9007)', () => {
     it('answers OK true and publishes 39000, 39001 and 39002 signed by the relay key with the channel state', async () => {
       const { r, c, admin } = await setup()
-      const created = await createChannel(c, admin, 'bees', { name: 'Bees', about: 'all about bees', picture: 'https://x.test/b.png', flags: ['private', 'closed'] })
+      const created = await createChannel(c, admin, 'bees', {
+        name: 'Bees',
+        about: 'all about bees',
+        picture: 'https://x.test/b.png',
+        flags: ['private', 'closed'],
+      })
       expect(created.ok).toEqual({ accepted: true, message: '', prefix: undefined })
       const { metadata, admins, members } = await channelState(c, 'bees')
       for (const e of [metadata, admins, members]) {
@@ -323,7 +328,14 @@ describe('NIP-29 channels', () => {
     it.each([39000, 39001, 39002])('refuses kind %i from anyone but the relay with "restricted:"', async (kind) => {
       const { c, admin } = await setup()
       await createChannel(c, admin, 'real')
-      const forged = fresh(admin, { kind, tags: [['d', 'real'], ['name', 'forged'], ['p', admin.pubkey, 'admin']] })
+      const forged = fresh(admin, {
+        kind,
+        tags: [
+          ['d', 'real'],
+          ['name', 'forged'],
+          ['p', admin.pubkey, 'admin'],
+        ],
+      })
       expect(await publish(c, forged)).toMatchObject({ accepted: false, prefix: 'restricted' })
       expect(await reqEvents(c, [{ kinds: [kind], authors: [admin.pubkey] }])).toEqual([])
     })

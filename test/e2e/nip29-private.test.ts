@@ -2,7 +2,18 @@ import { describe, expect, it } from 'vitest'
 import { makeKeys, type TestKeys } from '../support/events'
 import type { TestRelay } from '../support/relay'
 import type { TestClient } from '../support/ws-client'
-import { createChannel, delivered, deliveredBefore, editMetadata, join, leave, post, putUser, removeUser, subscribe } from './channel-helpers'
+import {
+  createChannel,
+  delivered,
+  deliveredBefore,
+  editMetadata,
+  join,
+  leave,
+  post,
+  putUser,
+  removeUser,
+  subscribe,
+} from './channel-helpers'
 import { auth, client, count, idsOf, nowSeconds, publishNew, relayUrlOf, reqEvents, useRelays } from './helpers'
 
 /**
@@ -123,7 +134,10 @@ describe('private channels', () => {
       await createChannel(c, admin, 'lobby', { flags: ['private', 'open'] })
       const newcomer = makeKeys()
       const reader = await authed(r, newcomer)
-      const { subId } = await subscribe(reader, [{ '#h': ['lobby'], kinds: [9] }, { kinds: [9], authors: [admin.pubkey] }])
+      const { subId } = await subscribe(reader, [
+        { '#h': ['lobby'], kinds: [9] },
+        { kinds: [9], authors: [admin.pubkey] },
+      ])
       const before = await post(c, admin, 'lobby')
       const m1 = await marker(c, admin)
       expect(await deliveredBefore(reader, subId, before.event.id, m1.event.id)).toBe(false)

@@ -20,7 +20,7 @@ describe('COUNT (NIP-45)', () => {
     expect(await count(c, [{ authors: ['f'.repeat(64)] }])).toBe(0)
   })
 
-  it('counts at most each filter\'s limit, as a REQ with the same filters would return', async () => {
+  it("counts at most each filter's limit, as a REQ with the same filters would return", async () => {
     const r = await relays.start()
     const c = await client(r)
     const a = makeKeys()

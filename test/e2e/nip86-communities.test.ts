@@ -42,7 +42,9 @@ describe('community admins and the community methods over NIP-86', () => {
     const bad = makeKeys()
     const ban = await callNip86(r, waspAdmin, 'banpubkey', [bad.pubkey, 'spam'], 'wasps.test')
     expect(ban.status).toBe(200)
-    expect((await callNip86(r, waspAdmin, 'listbannedpubkeys', [], 'wasps.test')).json.result).toEqual([{ pubkey: bad.pubkey, reason: 'spam' }])
+    expect((await callNip86(r, waspAdmin, 'listbannedpubkeys', [], 'wasps.test')).json.result).toEqual([
+      { pubkey: bad.pubkey, reason: 'spam' },
+    ])
     const elsewhere = await callNip86(r, waspAdmin, 'banpubkey', [bad.pubkey], 'bees.test')
     expect(elsewhere.status).toBe(403)
     expect(errorPrefix(elsewhere)).toBe('restricted')
@@ -68,7 +70,11 @@ describe('community admins and the community methods over NIP-86', () => {
     expect(JSON.parse(info.body).name).toBe('Hornet Nest')
     const c = await client(r, 'hornets.test')
     expect((await publish(c, fresh(makeKeys()))).accepted).toBe(true)
-    expect((await callNip86(r, operator, 'listcommunities')).json.result).toContainEqual({ id: 'hornets', name: 'Hornet Nest', hosts: ['hornets.test'] })
+    expect((await callNip86(r, operator, 'listcommunities')).json.result).toContainEqual({
+      id: 'hornets',
+      name: 'Hornet Nest',
+      hosts: ['hornets.test'],
+    })
     // its admins manage it from the moment it exists
     expect((await callNip86(r, hornetAdmin, 'listagents', [], 'hornets.test')).json).toEqual({ result: [] })
   })
@@ -115,7 +121,12 @@ describe('community admins and the community methods over NIP-86', () => {
     await callNip86(r, waspAdmin, 'setagenttier', [two.pubkey, 'elevated'], 'wasps.test')
     await callNip86(r, waspAdmin, 'setagenttier', [one.pubkey, 'platform'], 'wasps.test')
     const listed = (await callNip86(r, waspAdmin, 'listagents', [], 'wasps.test')).json.result
-    expect(listed).toEqual(expect.arrayContaining([{ pubkey: one.pubkey, tier: 'platform' }, { pubkey: two.pubkey, tier: 'elevated' }]))
+    expect(listed).toEqual(
+      expect.arrayContaining([
+        { pubkey: one.pubkey, tier: 'platform' },
+        { pubkey: two.pubkey, tier: 'elevated' },
+      ]),
+    )
     expect(listed).toHaveLength(2)
     await callNip86(r, waspAdmin, 'setagenttier', [one.pubkey, 'none'], 'wasps.test')
     expect((await callNip86(r, operator, 'listagents', [], 'wasps.test')).json.result).toEqual([{ pubkey: two.pubkey, tier: 'elevated' }])

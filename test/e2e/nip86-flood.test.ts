@@ -49,7 +49,11 @@ function post(r: TestRelay, agent: Agent, call: { body: string; authorization: s
         })
         res.on('end', () => {
           const retryAfter = res.headers['retry-after']
-          resolve({ status: res.statusCode ?? 0, retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined, error: JSON.parse(text).error })
+          resolve({
+            status: res.statusCode ?? 0,
+            retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined,
+            error: JSON.parse(text).error,
+          })
         })
       },
     )

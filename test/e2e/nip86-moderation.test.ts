@@ -21,7 +21,8 @@ const callNip86 = (r: TestRelay, keys: TestKeys, method: string, params: unknown
   return postNip86(r, body, nip98Header(keys, managementUrl(r, host), body), host)
 }
 
-const nip11Of = async (r: TestRelay, host = '127.0.0.1') => JSON.parse((await httpGet(r, '/', { ...NOSTR_JSON, Host: `${host}:${r.port}` })).body)
+const nip11Of = async (r: TestRelay, host = '127.0.0.1') =>
+  JSON.parse((await httpGet(r, '/', { ...NOSTR_JSON, Host: `${host}:${r.port}` })).body)
 
 describe('moderation over NIP-86: lists, relay info, kinds, IPs, timeouts and policy', () => {
   const relays = useRelays()
@@ -56,7 +57,12 @@ describe('moderation over NIP-86: lists, relay info, kinds, IPs, timeouts and po
       expect((await asAdmin(r, 'allowpubkey', [member.pubkey, 'founding member'])).json).toEqual({ result: true })
       expect((await asAdmin(r, 'allowpubkey', [other.pubkey])).json).toEqual({ result: true })
       const listed = (await asAdmin(r, 'listallowedpubkeys')).json.result
-      expect(listed).toEqual(expect.arrayContaining([{ pubkey: member.pubkey, reason: 'founding member' }, { pubkey: other.pubkey, reason: '' }]))
+      expect(listed).toEqual(
+        expect.arrayContaining([
+          { pubkey: member.pubkey, reason: 'founding member' },
+          { pubkey: other.pubkey, reason: '' },
+        ]),
+      )
       expect(listed).toHaveLength(2)
       expect((await asAdmin(r, 'unallowpubkey', [other.pubkey])).json).toEqual({ result: true })
       expect((await asAdmin(r, 'listallowedpubkeys')).json.result).toEqual([{ pubkey: member.pubkey, reason: 'founding member' }])
@@ -171,7 +177,11 @@ describe('moderation over NIP-86: lists, relay info, kinds, IPs, timeouts and po
       const other = await nip11Of(r)
       expect(other).toMatchObject({ name: 'Hive', description: 'the whole hive' })
       expect(other.icon).toBeUndefined()
-      expect((await callNip86(r, operator, 'listcommunities')).json.result).toContainEqual({ id: 'wasps', name: 'Wasp Nest', hosts: [WASPS] })
+      expect((await callNip86(r, operator, 'listcommunities')).json.result).toContainEqual({
+        id: 'wasps',
+        name: 'Wasp Nest',
+        hosts: [WASPS],
+      })
     })
 
     it('falls back to the relay-wide description, and drops the icon, when set to an empty string', async () => {
@@ -252,14 +262,16 @@ describe('moderation over NIP-86: lists, relay info, kinds, IPs, timeouts and po
       expect((await asAdmin(r, 'listblockedips')).json.result).toEqual([{ ip: '198.51.100.9', reason: 'mapped' }])
     })
 
-    it.each([['a host name', 'relay.example'], ['an address with a port', '203.0.113.7:80'], ['a CIDR range', '203.0.113.0/24'], ['an octet over 255', '203.0.113.256']])(
-      'refuses %s with invalid:',
-      async (_, ip) => {
-        const r = await start()
-        expect(errorPrefix(await asAdmin(r, 'blockip', [ip]))).toBe('invalid')
-        expect((await asAdmin(r, 'listblockedips')).json.result).toEqual([])
-      },
-    )
+    it.each([
+      ['a host name', 'relay.example'],
+      ['an address with a port', '203.0.113.7:80'],
+      ['a CIDR range', '203.0.113.0/24'],
+      ['an octet over 255', '203.0.113.256'],
+    ])('refuses %s with invalid:', async (_, ip) => {
+      const r = await start()
+      expect(errorPrefix(await asAdmin(r, 'blockip', [ip]))).toBe('invalid')
+      expect((await asAdmin(r, 'listblockedips')).json.result).toEqual([])
+    })
   })
 
   describe('setcommunitypolicy', () => {

@@ -94,7 +94,9 @@ describe('relay management over HTTP (NIP-86 with NIP-98 auth)', () => {
     expect(a.headers['access-control-allow-origin']).toBe('*')
     // the list itself is pinned in test/protocols/nip86.test.ts
     expect(a.json).toEqual({ result: [...NIP86_METHODS] })
-    expect(a.json.result).toEqual(expect.arrayContaining(['banpubkey', 'allowpubkey', 'banevent', 'blockip', 'timeoutpubkey', 'setcommunitypolicy']))
+    expect(a.json.result).toEqual(
+      expect.arrayContaining(['banpubkey', 'allowpubkey', 'banevent', 'blockip', 'timeoutpubkey', 'setcommunitypolicy']),
+    )
   })
 
   it("treats the relay's own key as an operator", async () => {

@@ -95,7 +95,13 @@ describe('a connection that pipelines its frames', () => {
     const create = fresh(owner, { kind: 9007, tags: [['h', 'closed-room'], ['closed']] })
     c.send(['EVENT', create.event])
     expect((await okOf(c, create)).accepted).toBe(true)
-    const add = fresh(owner, { kind: 9000, tags: [['h', 'closed-room'], ['p', newcomer.pubkey]] })
+    const add = fresh(owner, {
+      kind: 9000,
+      tags: [
+        ['h', 'closed-room'],
+        ['p', newcomer.pubkey],
+      ],
+    })
     const hi = fresh(newcomer, { kind: 9, tags: [['h', 'closed-room']], content: 'hi all' })
     const stranger = fresh(makeKeys(), { kind: 9, tags: [['h', 'closed-room']], content: 'let me in' })
     burst(c, [

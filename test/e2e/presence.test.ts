@@ -1,4 +1,3 @@
-
 import { describe, expect, it } from 'vitest'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { makeKeys, type SignedEvent, signEvent, type TestKeys } from '../support/events'
@@ -38,12 +37,25 @@ describe('presence (kind 20001) on one node', () => {
     expect(await reqEvents(reader, [{ kinds: [20001], authors: [keys.pubkey], since: next.event.created_at + 10 }])).toEqual([])
   })
 
-  it("serves a heartbeat naming a private channel (h tag) only to readers of that channel", async () => {
+  it('serves a heartbeat naming a private channel (h tag) only to readers of that channel', async () => {
     const r = await relays.start()
     const [owner, member, stranger] = [makeKeys(), makeKeys(), makeKeys()]
     const admin = await authed(r, owner)
     expect((await publish(admin, signEvent(owner, { kind: 9007, tags: [['h', 'war-room'], ['private']] }))).accepted).toBe(true)
-    expect((await publish(admin, signEvent(owner, { kind: 9000, tags: [['h', 'war-room'], ['p', member.pubkey]] }))).accepted).toBe(true)
+    expect(
+      (
+        await publish(
+          admin,
+          signEvent(owner, {
+            kind: 9000,
+            tags: [
+              ['h', 'war-room'],
+              ['p', member.pubkey],
+            ],
+          }),
+        )
+      ).accepted,
+    ).toBe(true)
     const m = await authed(r, member)
     const inRoom = signEvent(member, { kind: 20001, content: 'in the war room', tags: [['h', 'war-room']] })
     expect((await publish(m, inRoom)).accepted).toBe(true)
@@ -77,7 +89,12 @@ describe('presence (kind 20001) on one node', () => {
     const reader = await client(r)
     expect(await presenceOf(reader, keys.pubkey)).toHaveLength(1)
     const started = performance.now()
-    expect(await eventually(() => presenceOf(reader, keys.pubkey), (e) => e.length === 0)).toEqual([])
+    expect(
+      await eventually(
+        () => presenceOf(reader, keys.pubkey),
+        (e) => e.length === 0,
+      ),
+    ).toEqual([])
     expect(performance.now() - started).toBeGreaterThan(1_500)
   })
 
@@ -94,7 +111,13 @@ describe('presence (kind 20001) on one node', () => {
     await new Promise((res) => setTimeout(res, 300))
     expect(await presenceOf(reader, keys.pubkey)).toHaveLength(1)
     two.close()
-    expect(await eventually(() => presenceOf(reader, keys.pubkey), (e) => e.length === 0, 3_000)).toEqual([])
+    expect(
+      await eventually(
+        () => presenceOf(reader, keys.pubkey),
+        (e) => e.length === 0,
+        3_000,
+      ),
+    ).toEqual([])
   })
 
   it('never shows a presence in another community', async () => {
@@ -118,7 +141,10 @@ describe('presence across two nodes of a cluster', () => {
   const relays = useRelays()
   const cluster = useCluster(relays)
   async function twoNodes(extra = {}) {
-    const { host, nodes: [a, b] } = await cluster.nodes(2, extra)
+    const {
+      host,
+      nodes: [a, b],
+    } = await cluster.nodes(2, extra)
     return { host, a: a!, b: b! }
   }
 
@@ -130,7 +156,13 @@ describe('presence across two nodes of a cluster', () => {
     const readerB = await client(b, host)
     expect((await presenceOf(readerB, keys.pubkey)).map((e) => e.content)).toEqual(['here'])
     const started = performance.now()
-    expect(await eventually(() => presenceOf(readerB, keys.pubkey), (e) => e.length === 0, 10_000)).toEqual([])
+    expect(
+      await eventually(
+        () => presenceOf(readerB, keys.pubkey),
+        (e) => e.length === 0,
+        10_000,
+      ),
+    ).toEqual([])
     // the Redis key's TTL is 3 × heartbeat: it can't have gone much before that
     expect(performance.now() - started).toBeGreaterThan(1_500)
   })
@@ -151,6 +183,12 @@ describe('presence across two nodes of a cluster', () => {
     // A still holds the presence: B's close must not clear it cluster-wide
     expect(await presenceOf(readerB, keys.pubkey)).toHaveLength(1)
     onA.close()
-    expect(await eventually(() => presenceOf(readerB, keys.pubkey), (e) => e.length === 0, 3_000)).toEqual([])
+    expect(
+      await eventually(
+        () => presenceOf(readerB, keys.pubkey),
+        (e) => e.length === 0,
+        3_000,
+      ),
+    ).toEqual([])
   })
 })

@@ -117,7 +117,18 @@ describe('apiary start with a backend it cannot reach', { timeout: 60_000 }, () 
   /** a private redis-server that wants a password the relay isn't given */
   async function passwordRedis(): Promise<string> {
     const port = await freePort()
-    const p = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--requirepass', 'not-yours'])
+    const p = spawn('redis-server', [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--requirepass',
+      'not-yours',
+    ])
     servers.push(p)
     await new Promise<void>((resolve) => {
       let out = ''
@@ -130,11 +141,31 @@ describe('apiary start with a backend it cannot reach', { timeout: 60_000 }, () 
   }
 
   it.each([
-    ['PostgreSQL with a database that does not exist', async () => ({ redis: redisUrl, pg: 'postgres://postgres@127.0.0.1:5432/apiary_no_such_db' }), /PostgreSQL at postgres:\/\/postgres@127\.0\.0\.1:5432\/apiary_no_such_db: database "apiary_no_such_db" does not exist/],
-    ['PostgreSQL on a port where nothing listens', async () => ({ redis: redisUrl, pg: `postgres://postgres@127.0.0.1:${await closedPort()}/test` }), /PostgreSQL at postgres:\/\/postgres@127\.0\.0\.1:\d+\/test: connect ECONNREFUSED/],
-    ['Redis on a port where nothing listens', async () => ({ redis: `redis://127.0.0.1:${await closedPort()}`, pg: pgUrl }), /Redis at redis:\/\/127\.0\.0\.1:\d+: connect ECONNREFUSED/],
-    ['PostgreSQL refusing the login (no such role)', async () => ({ redis: redisUrl, pg: 'postgres://apiary_no_such_role@127.0.0.1:5432/test' }), /PostgreSQL at postgres:\/\/apiary_no_such_role@127\.0\.0\.1:5432\/test: role "apiary_no_such_role" does not exist/],
-    ['Redis refusing the client (a password it does not have)', async () => ({ redis: await passwordRedis(), pg: pgUrl }), /Redis at redis:\/\/127\.0\.0\.1:\d+: NOAUTH/],
+    [
+      'PostgreSQL with a database that does not exist',
+      async () => ({ redis: redisUrl, pg: 'postgres://postgres@127.0.0.1:5432/apiary_no_such_db' }),
+      /PostgreSQL at postgres:\/\/postgres@127\.0\.0\.1:5432\/apiary_no_such_db: database "apiary_no_such_db" does not exist/,
+    ],
+    [
+      'PostgreSQL on a port where nothing listens',
+      async () => ({ redis: redisUrl, pg: `postgres://postgres@127.0.0.1:${await closedPort()}/test` }),
+      /PostgreSQL at postgres:\/\/postgres@127\.0\.0\.1:\d+\/test: connect ECONNREFUSED/,
+    ],
+    [
+      'Redis on a port where nothing listens',
+      async () => ({ redis: `redis://127.0.0.1:${await closedPort()}`, pg: pgUrl }),
+      /Redis at redis:\/\/127\.0\.0\.1:\d+: connect ECONNREFUSED/,
+    ],
+    [
+      'PostgreSQL refusing the login (no such role)',
+      async () => ({ redis: redisUrl, pg: 'postgres://apiary_no_such_role@127.0.0.1:5432/test' }),
+      /PostgreSQL at postgres:\/\/apiary_no_such_role@127\.0\.0\.1:5432\/test: role "apiary_no_such_role" does not exist/,
+    ],
+    [
+      'Redis refusing the client (a password it does not have)',
+      async () => ({ redis: await passwordRedis(), pg: pgUrl }),
+      /Redis at redis:\/\/127\.0\.0\.1:\d+: NOAUTH/,
+    ],
   ])('retries %s for startupTimeoutSeconds, logging each attempt, then exits non-zero with the cause', async (_, urls, cause) => {
     const { redis, pg } = await urls()
     const failed = await runFailingStart(['--port', '0', '--data-dir', mkdtempSync(join(tmpdir(), 'apiary-proc-'))], {

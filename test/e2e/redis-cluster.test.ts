@@ -6,7 +6,21 @@ import { makeKeys } from '../support/events'
 import { type PrivateRedisCluster, startRedisCluster } from '../support/redis-cluster'
 import type { TestRelay } from '../support/relay'
 import type { TestClient } from '../support/ws-client'
-import { client, count, eventually, fresh, httpGet, idsOf, newSubId, publish, publishNew, reqAnswer, reqEvents, useCluster, useRelays } from './helpers'
+import {
+  client,
+  count,
+  eventually,
+  fresh,
+  httpGet,
+  idsOf,
+  newSubId,
+  publish,
+  publishNew,
+  reqAnswer,
+  reqEvents,
+  useCluster,
+  useRelays,
+} from './helpers'
 
 /**
  * Two relay nodes on a Redis Cluster of three masters (APIARY_REDIS_URL=redis+cluster://...) and one
@@ -29,8 +43,16 @@ describe('a cluster of nodes on a Redis Cluster', () => {
     throw new Error('no community id found for that master')
   }
 
-  async function twoNodes(redis: PrivateRedisCluster, communities: { id: string; host: string }[], extra: ConfigInput = {}): Promise<TestRelay[]> {
-    const { nodes } = await cluster.nodes(2, { redisUrl: redis.url, communities: communities.map((c) => ({ id: c.id, hosts: [c.host] })), ...extra })
+  async function twoNodes(
+    redis: PrivateRedisCluster,
+    communities: { id: string; host: string }[],
+    extra: ConfigInput = {},
+  ): Promise<TestRelay[]> {
+    const { nodes } = await cluster.nodes(2, {
+      redisUrl: redis.url,
+      communities: communities.map((c) => ({ id: c.id, hosts: [c.host] })),
+      ...extra,
+    })
     return nodes
   }
 
@@ -53,7 +75,13 @@ describe('a cluster of nodes on a Redis Cluster', () => {
   }
 
   /** Publishes fresh events of `keys` on `from` until one reaches subscription `subId` on `to`, at most `ms`. */
-  async function untilDelivered(from: TestClient, to: TestClient, subId: string, keys: ReturnType<typeof makeKeys>, ms = 15_000): Promise<string> {
+  async function untilDelivered(
+    from: TestClient,
+    to: TestClient,
+    subId: string,
+    keys: ReturnType<typeof makeKeys>,
+    ms = 15_000,
+  ): Promise<string> {
     const sent = new Set<string>()
     let crossed: string | undefined
     // rejects, failing the test, when nothing arrived within ms
@@ -98,7 +126,7 @@ describe('a cluster of nodes on a Redis Cluster', () => {
       expect(rest[2]!.message).not.toBe(UNAVAILABLE)
     })
 
-    it("fails writes closed only for the communities of a master that dies, keeps the others writing and fanning out, serves reads, and heals when it returns", async () => {
+    it('fails writes closed only for the communities of a master that dies, keeps the others writing and fanning out, serves reads, and heals when it returns', async () => {
       // one community per master, a live subscription to each on both nodes: every bus subscriber is a plain
       // connection to one master, and the master killed is one holding at least one of them
       const communities = await Promise.all(redis.ports.map((port) => communityOn(redis, port)))
@@ -115,7 +143,10 @@ describe('a cluster of nodes on a Redis Cluster', () => {
       // one subscriber connection per relay node, once each bridge has subscribed
       const subscribers = (ports: number[]) => Promise.all(ports.map((port) => redis.subscribersOn(port)))
       const total = (counts: number[]) => counts.reduce((x, y) => x + y, 0)
-      const holding = await eventually(() => subscribers(redis.ports), (counts) => total(counts) === 2)
+      const holding = await eventually(
+        () => subscribers(redis.ports),
+        (counts) => total(counts) === 2,
+      )
       expect(total(holding)).toBe(2)
       const victim = redis.ports[holding.findIndex((n) => n > 0)]
       const doomed = on.find((x) => x.port === victim)!
@@ -141,7 +172,10 @@ describe('a cluster of nodes on a Redis Cluster', () => {
       expect([await readiness(a!), await readiness(b!)]).toEqual([200, 200])
       // a node whose bus subscriber was on the dead master may have closed its live subscriptions with
       // "error:" (events from other nodes were missed meanwhile): subscribe again, as a client would
-      const [liveOnA, liveOnB] = [await subscribeLive(spared.a, [{ authors: [bob.pubkey] }]), await subscribeLive(spared.b, [{ authors: [bob.pubkey] }])]
+      const [liveOnA, liveOnB] = [
+        await subscribeLive(spared.a, [{ authors: [bob.pubkey] }]),
+        await subscribeLive(spared.b, [{ authors: [bob.pubkey] }]),
+      ]
       await untilDelivered(spared.a, spared.b, liveOnB, bob)
       await untilDelivered(spared.b, spared.a, liveOnA, bob)
       const survivors = redis.ports.filter((port) => port !== victim)
@@ -170,7 +204,7 @@ describe('a cluster of nodes on a Redis Cluster', () => {
       await redis?.stop()
     })
 
-    it('fails every community\'s writes closed once the cluster marks a dead master failed, keeps serving reads, and heals when it returns', async () => {
+    it("fails every community's writes closed once the cluster marks a dead master failed, keeps serving reads, and heals when it returns", async () => {
       const doomed = await communityOn(redis)
       const spared = await communityOn(redis, undefined, doomed.port)
       const [a, b] = await twoNodes(redis, [doomed, spared])
@@ -193,7 +227,12 @@ describe('a cluster of nodes on a Redis Cluster', () => {
       let healed = await publish(sparedA, fresh(keys))
       while (!healed.accepted && performance.now() < deadline) healed = await publish(sparedA, fresh(keys))
       expect(healed.accepted).toBe(true)
-      expect(await eventually(() => readiness(b!), (s) => s === 200)).toBe(200)
+      expect(
+        await eventually(
+          () => readiness(b!),
+          (s) => s === 200,
+        ),
+      ).toBe(200)
     }, 60_000)
   })
 })

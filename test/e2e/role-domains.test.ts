@@ -38,11 +38,16 @@ describe('role domains', () => {
     return postNip86(r, body, nip98Header(admin, managementUrl(r, HIVE), body), HIVE)
   }
 
-  const mention = (from: TestKeys, to: TestKeys) => signEvent(from, { kind: 1, content: `to ${to.pubkey.slice(0, 8)} ${Math.random()}`, tags: [['p', to.pubkey]] })
+  const mention = (from: TestKeys, to: TestKeys) =>
+    signEvent(from, { kind: 1, content: `to ${to.pubkey.slice(0, 8)} ${Math.random()}`, tags: [['p', to.pubkey]] })
 
   it('refuses an agent addressing an agent of a role its rule does not list with restricted:, and accepts what the policy allows', async () => {
     const r = await start()
-    const [planner, worker, auditor] = [await agentWithRole(r, 'planner'), await agentWithRole(r, 'worker'), await agentWithRole(r, 'auditor')]
+    const [planner, worker, auditor] = [
+      await agentWithRole(r, 'planner'),
+      await agentWithRole(r, 'worker'),
+      await agentWithRole(r, 'auditor'),
+    ]
     const p = await authed(r, planner)
     const w = await authed(r, worker)
     // no rule yet: no domains
@@ -56,7 +61,9 @@ describe('role domains', () => {
     const h = await authed(r, person)
     expect((await publish(h, mention(person, auditor))).accepted).toBe(true)
     expect((await publish(w, mention(worker, person))).accepted).toBe(true)
-    expect((await callNip86(r, admin, 'listroledomains', [], HIVE)).json).toEqual({ result: { rules: [{ from: 'planner', to: ['worker'] }], channels: [] } })
+    expect((await callNip86(r, admin, 'listroledomains', [], HIVE)).json).toEqual({
+      result: { rules: [{ from: 'planner', to: ['worker'] }], channels: [] },
+    })
     // the rule removed: no rule left, no domains
     expect((await callNip86(r, admin, 'setroledomain', ['planner', []], HIVE)).json).toEqual({ result: true })
     expect((await publish(p, mention(planner, auditor))).accepted).toBe(true)
@@ -70,7 +77,20 @@ describe('role domains', () => {
     const person = makeKeys()
     // members of the channel all three (NIP-29): what is left to refuse is the role
     for (const k of [worker, auditor, person])
-      expect((await publish(a, signEvent(admin, { kind: 9000, tags: [['h', 'ops'], ['p', k.pubkey]] }))).accepted).toBe(true)
+      expect(
+        (
+          await publish(
+            a,
+            signEvent(admin, {
+              kind: 9000,
+              tags: [
+                ['h', 'ops'],
+                ['p', k.pubkey],
+              ],
+            }),
+          )
+        ).accepted,
+      ).toBe(true)
     expect((await callNip86(r, admin, 'setchannelroles', ['ops', ['worker']], HIVE)).json).toEqual({ result: true })
     const post = (keys: TestKeys) => signEvent(keys, { kind: 9, content: `in ops ${Math.random()}`, tags: [['h', 'ops']] })
     expect((await publish(await authed(r, worker), post(worker))).accepted).toBe(true)
@@ -80,7 +100,7 @@ describe('role domains', () => {
     expect((await publish(await authed(r, person), post(person))).accepted).toBe(true)
   })
 
-  it('holds a key a roster agent attested at AUTH to that agent\'s role, and a key a person attested to none', async () => {
+  it("holds a key a roster agent attested at AUTH to that agent's role, and a key a person attested to none", async () => {
     const r = await start()
     const [worker, auditor] = [await agentWithRole(r, 'worker'), await agentWithRole(r, 'auditor')]
     expect((await callNip86(r, admin, 'setroledomain', ['planner', ['worker']], HIVE)).json).toEqual({ result: true })
@@ -90,7 +110,10 @@ describe('role domains', () => {
     expect((await authAsAgent(e, escapee, worker, relayUrlOf(r, HIVE))).accepted).toBe(true)
     // the worker's rule lists no other role: its attested key may not address an auditor either
     expect(await publish(e, mention(escapee, auditor))).toMatchObject({ accepted: false, prefix: 'restricted' })
-    expect(await publish(e, signEvent(escapee, { kind: 9, content: 'in ops', tags: [['h', 'ops']] }))).toMatchObject({ accepted: false, prefix: 'restricted' })
+    expect(await publish(e, signEvent(escapee, { kind: 9, content: 'in ops', tags: [['h', 'ops']] }))).toMatchObject({
+      accepted: false,
+      prefix: 'restricted',
+    })
     expect((await publish(e, mention(escapee, worker))).accepted).toBe(true)
     const p = await client(r, HIVE)
     expect((await authAsAgent(p, personal, person, relayUrlOf(r, HIVE))).accepted).toBe(true)

@@ -14,7 +14,8 @@ const ONE_CONNECTION = { connectionsPerIp: { ratePerSecond: 0.001, burst: 1 } }
 describe('client addresses behind a trusted reverse proxy', () => {
   const relays = useRelays()
   const operator = makeKeys()
-  const start = (extra: ConfigInput = {}) => relays.start({ trustedProxies: ['127.0.0.1', '10.0.0.0/8'], operatorPubkeys: [operator.pubkey], ...extra })
+  const start = (extra: ConfigInput = {}) =>
+    relays.start({ trustedProxies: ['127.0.0.1', '10.0.0.0/8'], operatorPubkeys: [operator.pubkey], ...extra })
 
   let calls = 0
   /** a NIP-86 call from the proxy on behalf of `forwardedFor` (unique body: two equal auth events would be a replay) */

@@ -50,14 +50,34 @@ function malformed(i: number, r: ReturnType<typeof prng>, validEvent: object): M
     // not JSON at all (a leading '}' can start no JSON text)
     () => ({ what: 'garbage text', data: `}${garbage()}`, answer: 'NOTICE' }),
     () => {
-      const text = JSON.stringify(r.pick([['REQ', sub, { kinds: [1] }], ['EVENT', ev], ['CLOSE', sub], ['COUNT', sub, {}]]))
+      const text = JSON.stringify(
+        r.pick([
+          ['REQ', sub, { kinds: [1] }],
+          ['EVENT', ev],
+          ['CLOSE', sub],
+          ['COUNT', sub, {}],
+        ]),
+      )
       return { what: 'a valid frame cut short', data: text.slice(0, 1 + r.int(text.length - 1)), answer: 'NOTICE' }
     },
     () => ({ what: 'not an array', data: r.pick(['{"REQ":"x"}', '"EVENT"', '42', 'null', 'true', '{}', '1e999']), answer: 'NOTICE' }),
     () => ({ what: 'an empty array', data: '[]', answer: 'NOTICE' }),
-    () => ({ what: 'an unknown verb', data: JSON.stringify([r.pick(['PUBLISH', 'event', 'NOTICE', 'OK', 'EOSE', '', 42, null, ['REQ']]), sub]), answer: 'NOTICE' }),
-    () => ({ what: 'EVENT with the wrong arity', data: JSON.stringify(r.pick([['EVENT'], ['EVENT', ev, ev], ['EVENT', sub, ev]])), answer: 'NOTICE' }),
-    () => ({ what: 'EVENT that is not an event', data: JSON.stringify(['EVENT', r.pick([null, 1, 'x', [], [ev]])]), answer: 'OK', names: '' }),
+    () => ({
+      what: 'an unknown verb',
+      data: JSON.stringify([r.pick(['PUBLISH', 'event', 'NOTICE', 'OK', 'EOSE', '', 42, null, ['REQ']]), sub]),
+      answer: 'NOTICE',
+    }),
+    () => ({
+      what: 'EVENT with the wrong arity',
+      data: JSON.stringify(r.pick([['EVENT'], ['EVENT', ev, ev], ['EVENT', sub, ev]])),
+      answer: 'NOTICE',
+    }),
+    () => ({
+      what: 'EVENT that is not an event',
+      data: JSON.stringify(['EVENT', r.pick([null, 1, 'x', [], [ev]])]),
+      answer: 'OK',
+      names: '',
+    }),
     () => {
       const broken = r.pick([
         { kind: 1e308 },
@@ -77,12 +97,27 @@ function malformed(i: number, r: ReturnType<typeof prng>, validEvent: object): M
       return { what: 'EVENT with a malformed field', data: JSON.stringify(['EVENT', { ...ev, ...broken }]), answer: 'OK', names: id }
     },
     // JSON.parse turns 1e400 into Infinity: no integer check may take it for one
-    () => ({ what: 'EVENT with numbers beyond float range', data: `["EVENT",${JSON.stringify(ev).replace(/"created_at":\d+/, '"created_at":1e400')}]`, answer: 'OK', names: id }),
-    () => ({ what: 'EVENT with deeply nested tags', data: JSON.stringify(['EVENT', { ...ev, tags: [] }]).replace('"tags":[]', `"tags":${nest(2_000 + r.int(20_000), '"x"')}`), answer: 'OK', names: id }),
+    () => ({
+      what: 'EVENT with numbers beyond float range',
+      data: `["EVENT",${JSON.stringify(ev).replace(/"created_at":\d+/, '"created_at":1e400')}]`,
+      answer: 'OK',
+      names: id,
+    }),
+    () => ({
+      what: 'EVENT with deeply nested tags',
+      data: JSON.stringify(['EVENT', { ...ev, tags: [] }]).replace('"tags":[]', `"tags":${nest(2_000 + r.int(20_000), '"x"')}`),
+      answer: 'OK',
+      names: id,
+    }),
     () => ({ what: 'REQ without a subscription id', data: r.pick(['["REQ"]', '["COUNT"]']), answer: 'NOTICE' }),
     () => {
       const bad = r.pick([7, null, '', { id: sub }, `${sub}-${'x'.repeat(80)}`])
-      return { what: 'REQ with a bad subscription id', data: JSON.stringify(['REQ', bad, {}]), answer: 'CLOSED', names: typeof bad === 'string' ? bad : '' }
+      return {
+        what: 'REQ with a bad subscription id',
+        data: JSON.stringify(['REQ', bad, {}]),
+        answer: 'CLOSED',
+        names: typeof bad === 'string' ? bad : '',
+      }
     },
     () => {
       const filter = r.pick([
@@ -100,19 +135,53 @@ function malformed(i: number, r: ReturnType<typeof prng>, validEvent: object): M
         '{"#e":[1]}',
         `{"#t":${nest(1_000 + r.int(10_000), '"x"')}}`,
       ])
-      return { what: 'REQ with a malformed filter', data: `[${JSON.stringify(r.pick(['REQ', 'COUNT']))},${JSON.stringify(sub)},${filter}]`, answer: 'CLOSED', names: sub }
+      return {
+        what: 'REQ with a malformed filter',
+        data: `[${JSON.stringify(r.pick(['REQ', 'COUNT']))},${JSON.stringify(sub)},${filter}]`,
+        answer: 'CLOSED',
+        names: sub,
+      }
     },
     () => ({ what: 'REQ with no filter', data: JSON.stringify(['REQ', sub]), answer: 'CLOSED', names: sub }),
-    () => ({ what: 'REQ with more than maxFilters filters', data: JSON.stringify(['REQ', sub, ...Array(11).fill({})]), answer: 'CLOSED', names: sub }),
-    () => ({ what: 'CLOSE malformed', data: JSON.stringify(r.pick([['CLOSE'], ['CLOSE', 7], ['CLOSE', ''], ['CLOSE', sub, sub]])), answer: 'NOTICE' }),
+    () => ({
+      what: 'REQ with more than maxFilters filters',
+      data: JSON.stringify(['REQ', sub, ...Array(11).fill({})]),
+      answer: 'CLOSED',
+      names: sub,
+    }),
+    () => ({
+      what: 'CLOSE malformed',
+      data: JSON.stringify(r.pick([['CLOSE'], ['CLOSE', 7], ['CLOSE', ''], ['CLOSE', sub, sub]])),
+      answer: 'NOTICE',
+    }),
     () => ({ what: 'AUTH with the wrong arity', data: JSON.stringify(r.pick([['AUTH'], ['AUTH', ev, ev]])), answer: 'NOTICE' }),
     () => ({ what: 'AUTH with a malformed event', data: JSON.stringify(['AUTH', { ...ev, kind: 'auth' }]), answer: 'OK', names: id }),
     () => ({ what: 'deeply nested arrays', data: nest(1_000 + r.int(60_000), '1'), answer: 'NOTICE' }),
-    () => ({ what: 'deeply nested objects', data: '{"a":'.repeat(1_000 + r.int(20_000)) + '1' + '}'.repeat(1_000 + r.int(20_000)), answer: 'NOTICE' }),
+    () => ({
+      what: 'deeply nested objects',
+      data: '{"a":'.repeat(1_000 + r.int(20_000)) + '1' + '}'.repeat(1_000 + r.int(20_000)),
+      answer: 'NOTICE',
+    }),
     // NIP-01 speaks text; the relay reads a binary frame as UTF-8 (bytes that are not become U+FFFD)
-    () => ({ what: 'binary bytes', data: Buffer.from(Array.from({ length: 1 + r.int(200) }, () => r.int(256))), binary: true, answer: 'NOTICE' }),
-    () => ({ what: 'a binary frame cut short', data: Buffer.from(JSON.stringify(['REQ', sub, {}]).slice(0, -1)), binary: true, answer: 'NOTICE' }),
-    () => ({ what: 'a binary REQ with a bad filter', data: Buffer.from(JSON.stringify(['REQ', sub, { limit: 'all' }])), binary: true, answer: 'CLOSED', names: sub }),
+    () => ({
+      what: 'binary bytes',
+      data: Buffer.from(Array.from({ length: 1 + r.int(200) }, () => r.int(256))),
+      binary: true,
+      answer: 'NOTICE',
+    }),
+    () => ({
+      what: 'a binary frame cut short',
+      data: Buffer.from(JSON.stringify(['REQ', sub, {}]).slice(0, -1)),
+      binary: true,
+      answer: 'NOTICE',
+    }),
+    () => ({
+      what: 'a binary REQ with a bad filter',
+      data: Buffer.from(JSON.stringify(['REQ', sub, { limit: 'all' }])),
+      binary: true,
+      answer: 'CLOSED',
+      names: sub,
+    }),
   ]
   return r.pick(cases)()
 }

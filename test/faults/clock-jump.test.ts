@@ -59,7 +59,14 @@ describe('the relay when its wall clock jumps', () => {
     const challenge = (await c.next((f) => f[0] === 'AUTH'))[1] as string
     const keys = makeKeys()
     const authAt = (createdAt: number) => {
-      const e = signEvent(keys, { kind: 22242, created_at: createdAt, tags: [['relay', relayUrlOf(r)], ['challenge', challenge]] })
+      const e = signEvent(keys, {
+        kind: 22242,
+        created_at: createdAt,
+        tags: [
+          ['relay', relayUrlOf(r)],
+          ['challenge', challenge],
+        ],
+      })
       c.send(['AUTH', e.event])
       return c.ok(e.event.id)
     }
@@ -84,7 +91,13 @@ describe('the relay when its wall clock jumps', () => {
     const c = await client(r)
     const keys = makeKeys()
     const challenge = (await c.next((f) => f[0] === 'AUTH'))[1] as string
-    const a = signEvent(keys, { kind: 22242, tags: [['relay', relayUrlOf(r)], ['challenge', challenge]] })
+    const a = signEvent(keys, {
+      kind: 22242,
+      tags: [
+        ['relay', relayUrlOf(r)],
+        ['challenge', challenge],
+      ],
+    })
     c.send(['AUTH', a.event])
     expect((await c.ok(a.event.id))[2]).toBe(true)
 
@@ -145,7 +158,14 @@ describe('pure time checks given a clock that jumps', () => {
   it('NIP-42: an AUTH created before a step larger than the window is refused with "invalid:", at window and window + 1', () => {
     const relayUrl = 'wss://relay.example.com'
     const e = {
-      ...signEvent(makeKeys(), { kind: 22242, created_at: T, tags: [['relay', relayUrl], ['challenge', 'c']] }).event,
+      ...signEvent(makeKeys(), {
+        kind: 22242,
+        created_at: T,
+        tags: [
+          ['relay', relayUrl],
+          ['challenge', 'c'],
+        ],
+      }).event,
     }
     const at = (nowSeconds: number) => checkAuthEvent(e, { challenge: 'c', relayUrl, nowSeconds, windowSeconds: 600 })
     expect(at(T + 600).ok).toBe(true)

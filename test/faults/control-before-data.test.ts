@@ -57,13 +57,19 @@ describe('control frames under a full outbound queue', () => {
       reader.next((f) => f[0] === 'CLOSED' && f[1] === 'too-many'),
       reader.next((f) => f[0] === 'NOTICE'),
     ])
-    const eventsBefore = (f: Frame) => reader.frames.slice(0, reader.frames.indexOf(f)).filter((x) => x[0] === 'EVENT' && x[1] === 'feed').length
+    const eventsBefore = (f: Frame) =>
+      reader.frames.slice(0, reader.frames.indexOf(f)).filter((x) => x[0] === 'EVENT' && x[1] === 'feed').length
     // only what had left the queue already (one write batch, the kernel's buffers) is ahead of them
     for (const a of answers) expect(eventsBefore(a), JSON.stringify(a).slice(0, 80)).toBeLessThan(EVENTS.length / 2)
     expect(answers.every(isControl)).toBe(true)
     // and nothing queued was skipped: every event still arrives, in order
-    await reader.next((f) => f[0] === 'EVENT' && f[1] === 'feed' && (f[2] as { content: string }).content.startsWith(`${EVENTS.length - 1} `), 20_000)
-    const seqs = reader.frames.filter((f) => f[0] === 'EVENT' && f[1] === 'feed').map((f) => Number((f[2] as { content: string }).content.split(' ')[0]))
+    await reader.next(
+      (f) => f[0] === 'EVENT' && f[1] === 'feed' && (f[2] as { content: string }).content.startsWith(`${EVENTS.length - 1} `),
+      20_000,
+    )
+    const seqs = reader.frames
+      .filter((f) => f[0] === 'EVENT' && f[1] === 'feed')
+      .map((f) => Number((f[2] as { content: string }).content.split(' ')[0]))
     expect(seqs.filter((s) => s < EVENTS.length)).toEqual(Array.from({ length: EVENTS.length }, (_, i) => i))
   })
 })

@@ -26,7 +26,12 @@ const oddNumber = fc.oneof(
   fc.constantFrom(-0, 0.5, 1e21, 1e308, -1e308, 2 ** 53, 2 ** 53 + 2, Number.MAX_SAFE_INTEGER, 65_535, 65_536, NOW),
   fc.double(),
 )
-const oddString = fc.oneof(fc.string({ maxLength: 20 }), fc.string({ unit: 'binary', maxLength: 20 }), hex(64), hex(64).map((h) => h.toUpperCase()))
+const oddString = fc.oneof(
+  fc.string({ maxLength: 20 }),
+  fc.string({ unit: 'binary', maxLength: 20 }),
+  hex(64),
+  hex(64).map((h) => h.toUpperCase()),
+)
 /** a value of a field: usually of a plausible type, sometimes anything */
 const oddValue: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 3, arbitrary: oddNumber },
@@ -37,7 +42,8 @@ const oddValue: fc.Arbitrary<unknown> = fc.oneof(
 /** ASCII strings, short or within two characters of `n` either side (limits are met at n and n + 1) */
 const around = (n: number) => fc.oneof(fc.string({ maxLength: 8 }), fc.string({ minLength: n - 2, maxLength: n + 2 }))
 /** mostly `valid`, now and then anything at all */
-const mostly = <T>(valid: fc.Arbitrary<T>): fc.Arbitrary<unknown> => fc.oneof({ weight: 8, arbitrary: valid }, { weight: 1, arbitrary: oddValue })
+const mostly = <T>(valid: fc.Arbitrary<T>): fc.Arbitrary<unknown> =>
+  fc.oneof({ weight: 8, arbitrary: valid }, { weight: 1, arbitrary: oddValue })
 /** drops one key now and then */
 const maybeDrop = (rec: fc.Arbitrary<Record<string, unknown>>) =>
   fc.tuple(rec, fc.oneof({ weight: 7, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.nat(7) })).map(([r, drop]) => {
@@ -77,7 +83,12 @@ const nearFilter = fc
     ),
     fc.oneof(
       { weight: 4, arbitrary: fc.constant({}) },
-      { weight: 1, arbitrary: fc.dictionary(fc.constantFrom('#E', '#ee', 'search', '__proto__', 'constructor', '#'), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 2 }) },
+      {
+        weight: 1,
+        arbitrary: fc.dictionary(fc.constantFrom('#E', '#ee', 'search', '__proto__', 'constructor', '#'), fc.jsonValue({ maxDepth: 2 }), {
+          maxKeys: 2,
+        }),
+      },
     ),
   )
   .map(([known, extra]) => ({ ...extra, ...known }) as Record<string, unknown>)
@@ -87,18 +98,34 @@ const subId = fc.oneof(
   { weight: 1, arbitrary: fc.string({ maxLength: LIMITS.maxSubidLength + 2 }) },
   { weight: 1, arbitrary: oddValue },
 )
-const filterList = fc.array(fc.oneof({ weight: 12, arbitrary: nearFilter }, { weight: 1, arbitrary: oddValue }), { minLength: 1, maxLength: LIMITS.maxFilters + 1 })
-const verb = fc.oneof(fc.constantFrom('EVENT', 'REQ', 'COUNT', 'CLOSE', 'AUTH'), fc.constantFrom('NOTICE', 'OK', 'event', '', 'REQ '), oddValue)
+const filterList = fc.array(fc.oneof({ weight: 12, arbitrary: nearFilter }, { weight: 1, arbitrary: oddValue }), {
+  minLength: 1,
+  maxLength: LIMITS.maxFilters + 1,
+})
+const verb = fc.oneof(
+  fc.constantFrom('EVENT', 'REQ', 'COUNT', 'CLOSE', 'AUTH'),
+  fc.constantFrom('NOTICE', 'OK', 'event', '', 'REQ '),
+  oddValue,
+)
 const structuredFrame = fc.oneof(
   { weight: 3, arbitrary: fc.tuple(fc.constantFrom('EVENT', 'AUTH'), nearEvent).map((f): unknown[] => f) },
   {
     weight: 3,
     arbitrary: fc
-      .tuple(fc.constantFrom('REQ', 'COUNT'), subId, fc.oneof({ weight: 9, arbitrary: filterList }, { weight: 1, arbitrary: fc.constant([]) }))
+      .tuple(
+        fc.constantFrom('REQ', 'COUNT'),
+        subId,
+        fc.oneof({ weight: 9, arbitrary: filterList }, { weight: 1, arbitrary: fc.constant([]) }),
+      )
       .map(([v, s, fs]): unknown[] => [v, s, ...fs]),
   },
   { weight: 1, arbitrary: fc.tuple(fc.constantFrom('CLOSE'), subId).map((f): unknown[] => f) },
-  { weight: 2, arbitrary: fc.tuple(verb, fc.array(fc.oneof(nearEvent, nearFilter, oddValue), { maxLength: 4 })).map(([v, rest]): unknown[] => [v, ...rest]) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(verb, fc.array(fc.oneof(nearEvent, nearFilter, oddValue), { maxLength: 4 }))
+      .map(([v, rest]): unknown[] => [v, ...rest]),
+  },
 )
 
 /** Texts a broken or hostile client sends: valid frames cut short, glued together, or wrapped in noise. */
@@ -186,11 +213,17 @@ function checkFrameText(text: string, frame: unknown = text): void {
 
 describe('the client-message parser under fuzzing', () => {
   it('never throws on arbitrary text, and refuses with a standard prefix', () => {
-    fc.assert(fc.property(jsonish, (text) => checkFrameText(text)), RUNS)
+    fc.assert(
+      fc.property(jsonish, (text) => checkFrameText(text)),
+      RUNS,
+    )
   })
 
   it('never throws on structured frames close to valid ones; accepts only what fits the limits, refuses with the prefix the frame type needs', () => {
-    fc.assert(fc.property(structuredFrame, (frame) => checkFrameText(JSON.stringify(frame), frame)), RUNS)
+    fc.assert(
+      fc.property(structuredFrame, (frame) => checkFrameText(JSON.stringify(frame), frame)),
+      RUNS,
+    )
   })
 
   it('never throws on deeply nested input anywhere in a frame (JSON.parse copes; nothing re-serializes it)', () => {

@@ -30,7 +30,10 @@ export interface MeshCluster {
 }
 
 /** `n` nodes serving one fresh community; `env` adds settings (a private Redis, lease timings). */
-export async function startMeshCluster(n: number, base: { redisUrl: string; databaseUrl: string; env?: Record<string, string> }): Promise<MeshCluster> {
+export async function startMeshCluster(
+  n: number,
+  base: { redisUrl: string; databaseUrl: string; env?: Record<string, string> },
+): Promise<MeshCluster> {
   const community = `m-${randomBytes(5).toString('hex')}`
   const host = '127.0.0.1'
   const env: Record<string, string> = {
@@ -52,7 +55,11 @@ export async function startMeshCluster(n: number, base: { redisUrl: string; data
     async start(extraEnv = {}) {
       const meshPort = Number(extraEnv.APIARY_MESH_PORT ?? (await freePort()))
       const dataDir = mkdtempSync(join(tmpdir(), 'apiary-mesh-'))
-      const process = await startRelayProcess(['--port', '0', '--data-dir', dataDir], { ...env, APIARY_MESH_PORT: String(meshPort), ...extraEnv })
+      const process = await startRelayProcess(['--port', '0', '--data-dir', dataDir], {
+        ...env,
+        APIARY_MESH_PORT: String(meshPort),
+        ...extraEnv,
+      })
       const node = { process, url: process.url, meshPort, dataDir }
       nodes.push(node)
       return node
@@ -136,7 +143,14 @@ export async function until<T>(probe: () => Promise<T>, holds: (v: T) => boolean
   }
 }
 
-export type Op = { kind: 9000 | 9001 | 9002; pubkey?: string; answer: 'ok' | 'refused' | 'unknown'; message: string; atMs: number; node: number }
+export type Op = {
+  kind: 9000 | 9001 | 9002
+  pubkey?: string
+  answer: 'ok' | 'refused' | 'unknown'
+  message: string
+  atMs: number
+  node: number
+}
 
 /** One writer: a connection to one node, changing one channel's membership for pubkeys of its own. */
 export class Writer {
@@ -187,7 +201,14 @@ export class Writer {
       const frame = await Promise.race([c.next((f) => f[0] === 'OK' && f[1] === e.event.id, 30_000), c.closed.then(() => undefined)])
       if (!frame) {
         // the node went away with the event sent: it may have been applied
-        this.ops.push({ kind: kind as Op['kind'], pubkey: kind === 9002 ? undefined : tags[0]?.[1], answer: 'unknown', message: 'connection lost', atMs: performance.now(), node: this.index })
+        this.ops.push({
+          kind: kind as Op['kind'],
+          pubkey: kind === 9002 ? undefined : tags[0]?.[1],
+          answer: 'unknown',
+          message: 'connection lost',
+          atMs: performance.now(),
+          node: this.index,
+        })
         return 'gone'
       }
       const [, , accepted, message] = frame as [string, string, boolean, string]
@@ -234,16 +255,28 @@ export class StateRecorder {
  * final 39002 equals the rows; no generation was written by two owners; no node delivered a version of an older
  * generation after one of a newer (a stale owner that woke up wrote nothing).
  */
-export function checkRun(writers: Writer[], rows: Set<string>, final39002: Set<string>, admin: string, recorders: StateRecorder[]): string[] {
+export function checkRun(
+  writers: Writer[],
+  rows: Set<string>,
+  final39002: Set<string>,
+  admin: string,
+  recorders: StateRecorder[],
+): string[] {
   const problems: string[] = []
   for (const w of writers) {
     for (const pubkey of w.pubkeys) {
       const last = [...w.ops].reverse().find((o) => o.pubkey === pubkey)
       if (last?.answer !== 'ok') continue
       const member = rows.has(pubkey)
-      const history = () => w.ops.filter((o) => o.pubkey === pubkey).map((o) => `${o.kind}:${o.answer}${o.answer === 'ok' ? '' : `(${o.message})`}`).join(' ')
-      if (last.kind === 9000 && !member) problems.push(`writer ${w.index}: acknowledged put-user of ${pubkey.slice(0, 8)} missing from the rows [${history()}]`)
-      if (last.kind === 9001 && member) problems.push(`writer ${w.index}: acknowledged remove-user of ${pubkey.slice(0, 8)} still in the rows [${history()}]`)
+      const history = () =>
+        w.ops
+          .filter((o) => o.pubkey === pubkey)
+          .map((o) => `${o.kind}:${o.answer}${o.answer === 'ok' ? '' : `(${o.message})`}`)
+          .join(' ')
+      if (last.kind === 9000 && !member)
+        problems.push(`writer ${w.index}: acknowledged put-user of ${pubkey.slice(0, 8)} missing from the rows [${history()}]`)
+      if (last.kind === 9001 && member)
+        problems.push(`writer ${w.index}: acknowledged remove-user of ${pubkey.slice(0, 8)} still in the rows [${history()}]`)
     }
   }
   const expected = new Set([...rows, admin])

@@ -6,7 +6,17 @@ import { createTestDatabase, type TestDatabase } from '../support/postgres'
 import { type PrivateRedis, startPrivateRedis } from '../support/redis-server'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy'
 import { connect } from '../support/ws-client'
-import { checkRun, counter, type MeshCluster, type MeshNode, meshStatus, StateRecorder, startMeshCluster, until, Writer } from './mesh-cluster'
+import {
+  checkRun,
+  counter,
+  type MeshCluster,
+  type MeshNode,
+  meshStatus,
+  StateRecorder,
+  startMeshCluster,
+  until,
+  Writer,
+} from './mesh-cluster'
 
 /**
  * The relay mesh under faults (issue 12): three `apiary start` processes with the mesh on, one private Redis
@@ -112,7 +122,14 @@ async function final39002(c: MeshCluster, node: MeshNode, want: Set<string>): Pr
 }
 
 /** Writers on `nodes` run while `fault` runs; then the checker's verdict over what they saw. */
-async function underFault(c: MeshCluster, admin: ReturnType<typeof makeKeys>, recorders: StateRecorder[], writerNodes: number[], fault: () => Promise<void>, pauseMs?: number) {
+async function underFault(
+  c: MeshCluster,
+  admin: ReturnType<typeof makeKeys>,
+  recorders: StateRecorder[],
+  writerNodes: number[],
+  fault: () => Promise<void>,
+  pauseMs?: number,
+) {
   const writers = writerNodes.map((i) => new Writer(c.nodes[i]!, i, c, admin, CHANNEL))
   const running = writers.map((w) => w.run(pauseMs))
   await new Promise((r) => setTimeout(r, 1_500))
@@ -125,7 +142,11 @@ async function underFault(c: MeshCluster, admin: ReturnType<typeof makeKeys>, re
   const final = await final39002(c, live, memberRows)
   memberRows.delete(admin.pubkey)
   for (const r of recorders) r.close()
-  return { writers, problems: checkRun(writers, memberRows, final, admin.pubkey, recorders), acked: writers.flatMap((w) => w.ops).filter((o) => o.answer === 'ok').length }
+  return {
+    writers,
+    problems: checkRun(writers, memberRows, final, admin.pubkey, recorders),
+    acked: writers.flatMap((w) => w.ops).filter((o) => o.answer === 'ok').length,
+  }
 }
 
 describe('the relay mesh under faults (three processes)', () => {
@@ -166,7 +187,9 @@ describe('the relay mesh under faults (three processes)', () => {
     expect(after?.generation).toBeGreaterThan(before?.generation ?? Infinity)
     expect(after?.owner).not.toBe(before?.owner)
     // an acknowledged change after the kill exists: the survivors went on
-    expect(run.writers.filter((w) => w.index !== owner).some((w) => w.ops.some((o) => o.answer === 'ok' && o.atMs > killedAt + 1))).toBe(true)
+    expect(run.writers.filter((w) => w.index !== owner).some((w) => w.ops.some((o) => o.answer === 'ok' && o.atMs > killedAt + 1))).toBe(
+      true,
+    )
     expect(takeoverMs).toBeLessThan(20_000)
     expect(suspectedAfterMs).toBeLessThan(6_000)
   }, 90_000)
@@ -198,7 +221,9 @@ describe('the relay mesh under faults (three processes)', () => {
       0,
     )
     expect(run.problems).toEqual([])
-    const owners = new Set((await Promise.all(c.nodes.map(meshStatus))).flatMap((s) => s.sessions.filter((x) => x.local).map(() => s.runtime)))
+    const owners = new Set(
+      (await Promise.all(c.nodes.map(meshStatus))).flatMap((s) => s.sessions.filter((x) => x.local).map(() => s.runtime)),
+    )
     expect(owners.size).toBeLessThanOrEqual(1)
     // the woken owner learnt it had lost the lease (a refused renewal, or its own write fenced off), and counted it
     expect(await counter(stale, 'apiary_mesh_leases_lost_total')).toBeGreaterThan(0)

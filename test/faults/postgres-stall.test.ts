@@ -52,7 +52,8 @@ async function readiness(wsUrl: string): Promise<{ status: number; body: string 
   return { status: res.status, body: await res.text() }
 }
 
-const eventIds = (c: TestClient, subId: string) => c.frames.filter((f) => f[0] === 'EVENT' && f[1] === subId).map((f) => (f[2] as { id: string }).id)
+const eventIds = (c: TestClient, subId: string) =>
+  c.frames.filter((f) => f[0] === 'EVENT' && f[1] === subId).map((f) => (f[2] as { id: string }).id)
 
 /** the real PostgreSQL store, which stalls the path right before the one save it is told to (so that save's commit is what hangs) */
 function stallingBefore(inner: EventStore, proxy: TcpProxy) {
@@ -132,7 +133,15 @@ describe('a cluster node whose PostgreSQL path stalls', () => {
     const stalling = stallingBefore(inner, proxy)
     aDir = mkdtempSync(join(tmpdir(), 'apiary-faults-pg-'))
     a = createRelay(
-      withGenerousRates({ ...shared, databaseUrl: viaProxy.toString(), port: 0, host: '127.0.0.1', dataDir: aDir, logLevel: 'silent', verifyThreads: 1 }),
+      withGenerousRates({
+        ...shared,
+        databaseUrl: viaProxy.toString(),
+        port: 0,
+        host: '127.0.0.1',
+        dataDir: aDir,
+        logLevel: 'silent',
+        verifyThreads: 1,
+      }),
       { eventStore: stalling.store },
     )
     const aUrl = await a.listen()
@@ -181,13 +190,19 @@ describe('a cluster node whose PostgreSQL path stalls', () => {
       HANG_MS,
     )
     for (let i = 0; i < 3; i++) await track(onA, fresh(keys))
-    const readyAfter = (await eventually(() => readiness(aUrl), (r) => r.status === 200)).status
+    const readyAfter = (
+      await eventually(
+        () => readiness(aUrl),
+        (r) => r.status === 200,
+      )
+    ).status
 
     const resent = await track(onA, stalledEvent)
     // a marker published after everything else: once it reached both subscribers, nothing before it is in flight
     const marker = fresh(keys)
     expect((await track(onA, marker)).accepted).toBe(true)
-    for (const live of [liveA, liveB]) await live.next((f) => f[0] === 'EVENT' && f[1] === 'live' && (f[2] as { id: string }).id === marker.event.id, 10_000)
+    for (const live of [liveA, liveB])
+      await live.next((f) => f[0] === 'EVENT' && f[1] === 'live' && (f[2] as { id: string }).id === marker.event.id, 10_000)
 
     // what the database holds, read straight from the server: the commit that passed its deadline landed
     // once the bytes flowed, before the re-send
@@ -242,7 +257,8 @@ describe('a cluster node whose PostgreSQL path stalls', () => {
   // handler): one stalled read held the whole community for a store deadline — REQ 10 s, COUNT 20 s, the
   // stalled commit's OK false 20 s. Fixed by the issue "Actors never wait on storage".
   it('answers each of them within one store deadline, even with reads of the same community stalled too', () => {
-    for (const t of [observed.stalledCommit, observed.stalledWrite, observed.stalledReq, observed.stalledCount]) expect(t.ms).toBeLessThan(ANSWER_DUE_MS)
+    for (const t of [observed.stalledCommit, observed.stalledWrite, observed.stalledReq, observed.stalledCount])
+      expect(t.ms).toBeLessThan(ANSWER_DUE_MS)
   })
 
   it('answers /health/ready with 503 within the store deadline while stalled, and 200 once PostgreSQL answers again', () => {

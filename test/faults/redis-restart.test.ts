@@ -103,7 +103,10 @@ function follow(c: TestClient, subId: string, authors: string[]) {
       const missing = () => ids().filter((x) => !seen.has(x))
       if (missing().length === 0) return Promise.resolve()
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`${subId}: ${missing().length} events never arrived; closed with ${JSON.stringify(closedWith)}`)), timeoutMs)
+        const timer = setTimeout(
+          () => reject(new Error(`${subId}: ${missing().length} events never arrived; closed with ${JSON.stringify(closedWith)}`)),
+          timeoutMs,
+        )
         const l = () => {
           if (missing().length > 0) return
           clearTimeout(timer)
@@ -159,7 +162,11 @@ describe('live cross-node traffic across a Redis restart', () => {
   it('refuses writes "rate-limited:" during the outage, serves reads, closes live subscriptions that may miss events, and after it a re-subscribing client has every OK-true event, none lost from the store', async () => {
     const redis = await startPrivateRedis()
     cleanups.push(() => redis.stop())
-    const { id, host, nodes: [a, b] } = await cluster.nodes(2, { redisUrl: redis.url, databaseUrl: cluster.databaseUrl() })
+    const {
+      id,
+      host,
+      nodes: [a, b],
+    } = await cluster.nodes(2, { redisUrl: redis.url, databaseUrl: cluster.databaseUrl() })
     const bridgeOfB = new ReplaySubject<SupervisionEvent>()
     b!.relay.supervision$.pipe(filter((e) => 'path' in e && e.path === 'bridges/bus')).subscribe(bridgeOfB)
     const keysA = makeKeys()
@@ -208,10 +215,17 @@ describe('live cross-node traffic across a Redis restart', () => {
       await redis.restart()
       phase = 'after'
       await firstValueFrom(bridgeOfB.pipe(filter((e) => e.type === 'restarted')))
-      await Promise.all([aToB.hasAny(() => fromA.accepted('after')), bToA.hasAny(() => fromB.accepted('after')), late.hasAny(() => fromB.accepted('after'))])
+      await Promise.all([
+        aToB.hasAny(() => fromA.accepted('after')),
+        bToA.hasAny(() => fromB.accepted('after')),
+        late.hasAny(() => fromB.accepted('after')),
+      ])
       // traffic runs on a little once the path is back, then stops
       const [nA, nB] = [fromA.accepted('after').length, fromB.accepted('after').length]
-      await Promise.all([fromA.until(() => fromA.accepted('after').length >= nA + 10), fromB.until(() => fromB.accepted('after').length >= nB + 10)])
+      await Promise.all([
+        fromA.until(() => fromA.accepted('after').length >= nA + 10),
+        fromB.until(() => fromB.accepted('after').length >= nB + 10),
+      ])
       await Promise.all([fromA.stop(), fromB.stop()])
 
       // each subscriber, following the protocol, has every event the other node acknowledged, in every phase
@@ -226,8 +240,18 @@ describe('live cross-node traffic across a Redis restart', () => {
       for (const o of all.filter((x) => !x.accepted)) expect(o.message).toBe('rate-limited: admission unavailable')
       expect(all.filter((x) => x.phase === 'outage' && x.accepted)).toEqual([])
       expect(drops).toEqual([])
-      expect(await eventually(() => readiness(a!), (s) => s === 200)).toBe(200)
-      expect(await eventually(() => readiness(b!), (s) => s === 200)).toBe(200)
+      expect(
+        await eventually(
+          () => readiness(a!),
+          (s) => s === 200,
+        ),
+      ).toBe(200)
+      expect(
+        await eventually(
+          () => readiness(b!),
+          (s) => s === 200,
+        ),
+      ).toBe(200)
 
       const stored = await storedIds(cluster.databaseUrl(), id, [keysA.pubkey, keysB.pubkey])
       expect([...fromA.accepted(), ...fromB.accepted()].filter((x) => !stored.has(x))).toEqual([])
@@ -251,7 +275,14 @@ describe('a node partitioned from Redis while the others keep publishing', () =>
   let b: TestRelay
   const community = `c-${randomBytes(5).toString('hex')}`
   const keysA = makeKeys()
-  const seen = {} as { fromA: Outcome[]; fromB: Outcome[]; closedDuringPartition: string[]; followerHasAll: boolean; stored: Set<string>; dropped: boolean }
+  const seen = {} as {
+    fromA: Outcome[]
+    fromB: Outcome[]
+    closedDuringPartition: string[]
+    followerHasAll: boolean
+    stored: Set<string>
+    dropped: boolean
+  }
 
   beforeAll(async () => {
     db = await createTestDatabase()
@@ -286,10 +317,12 @@ describe('a node partitioned from Redis while the others keep publishing', () =>
       phase = 'after'
       await onB.hasAny(() => fromA.accepted('after'))
       await Promise.all([fromA.stop(), fromB.stop()])
-      const followerHasAll = await onB.hasAll(() => fromA.accepted()).then(
-        () => true,
-        () => false,
-      )
+      const followerHasAll = await onB
+        .hasAll(() => fromA.accepted())
+        .then(
+          () => true,
+          () => false,
+        )
       onB.stop()
       Object.assign(seen, {
         fromA: fromA.outcomes,

@@ -73,11 +73,35 @@ function corpusMix(keys: ReturnType<typeof makeKeys>, count: number): SignedEven
     const created_at = base + i
     const slot = i % 20
     let template: Parameters<typeof signEventFast>[1]
-    if (slot < 14) template = { kind: 1, tags: [['t', `topic${i % 7}`], ['p', pubkeyOf(i % 50)]], content: `mix ${i} ${'lorem ipsum '.repeat(1 + (i % 40))}` }
-    else if (slot < 17) template = { kind: 7, tags: [['e', out[i - 1]!.event.id], ['p', pubkeyOf(i % 50)]], content: '+' }
+    if (slot < 14)
+      template = {
+        kind: 1,
+        tags: [
+          ['t', `topic${i % 7}`],
+          ['p', pubkeyOf(i % 50)],
+        ],
+        content: `mix ${i} ${'lorem ipsum '.repeat(1 + (i % 40))}`,
+      }
+    else if (slot < 17)
+      template = {
+        kind: 7,
+        tags: [
+          ['e', out[i - 1]!.event.id],
+          ['p', pubkeyOf(i % 50)],
+        ],
+        content: '+',
+      }
     else if (slot === 17) template = { kind: 0, content: JSON.stringify({ name: `mix ${i}` }) }
     else if (slot === 18) template = { kind: 3, tags: Array.from({ length: 5 + (i % 196) }, (_, k) => ['p', pubkeyOf(k)]) }
-    else template = { kind: 30_023, tags: [['d', `article-${i % 5}`], ['t', 'mix']], content: `article ${i}` }
+    else
+      template = {
+        kind: 30_023,
+        tags: [
+          ['d', `article-${i % 5}`],
+          ['t', 'mix'],
+        ],
+        content: `article ${i}`,
+      }
     out.push(signEventFast(keys, { ...template, created_at }))
   }
   return out

@@ -93,7 +93,10 @@ describe('a paused reader beside healthy ones', () => {
     for (let i = 0; i < 10; i++) expect((await publish(pub, signEvent(keys, { content: `${i} ${BIG}` }))).accepted).toBe(true)
     const reader = await client(r)
     reader.send(['REQ', 'page', { authors: [keys.pubkey] }])
-    const end = await Promise.race([reader.next((f) => f[0] === 'EOSE' && f[1] === 'page', 10_000), reader.closed.then((c) => ['CLOSE', c.code])])
+    const end = await Promise.race([
+      reader.next((f) => f[0] === 'EOSE' && f[1] === 'page', 10_000),
+      reader.closed.then((c) => ['CLOSE', c.code]),
+    ])
     expect(end[0]).toBe('EOSE')
     expect(eventSeqs(reader, 'page')).toHaveLength(10)
   })
@@ -126,7 +129,10 @@ describe('a paused reader on another node than the publisher', () => {
   const cluster = useCluster(relays)
 
   it('closes the paused reader on node B with 1008 while a healthy reader on B gets every event published on A, in order', async () => {
-    const { host, nodes: [a, b] } = await cluster.nodes(2, { limits: { maxPendingOutboundBytes: 200_000, slowConsumerGraceMs: 300 } })
+    const {
+      host,
+      nodes: [a, b],
+    } = await cluster.nodes(2, { limits: { maxPendingOutboundBytes: 200_000, slowConsumerGraceMs: 300 } })
     const keys = makeKeys()
     const slow = await healthyReader(b!, keys, 'remote', host)
     const healthy = await healthyReader(b!, keys, 'remote', host)

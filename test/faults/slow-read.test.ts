@@ -100,7 +100,12 @@ describe('a read held in the store, beside writes to its community', () => {
     reader.send(['REQ', 'held', { kinds: [1], '#t': [SLOW] }])
     await hold.entered
 
-    expect(await publishAll(writer, Array.from({ length: 20 }, () => fresh(keys)))).toEqual(allTrue(20))
+    expect(
+      await publishAll(
+        writer,
+        Array.from({ length: 20 }, () => fresh(keys)),
+      ),
+    ).toEqual(allTrue(20))
     expect(framesOf(reader, 'held')).toEqual([])
 
     hold.release()
@@ -120,7 +125,12 @@ describe('a read held in the store, beside writes to its community', () => {
     reader.send(['COUNT', 'n', { kinds: [1], '#t': [SLOW] }])
     await hold.entered
 
-    expect(await publishAll(writer, Array.from({ length: 20 }, () => fresh(keys, tagged())))).toEqual(allTrue(20))
+    expect(
+      await publishAll(
+        writer,
+        Array.from({ length: 20 }, () => fresh(keys, tagged())),
+      ),
+    ).toEqual(allTrue(20))
     expect(framesOf(reader, 'n')).toEqual([])
 
     hold.release()
@@ -136,7 +146,12 @@ describe('a read held in the store, beside writes to its community', () => {
     reader.send(['REQ', 'doomed', { kinds: [1], '#t': [SLOW] }])
     await hold.entered
 
-    expect(await publishAll(writer, Array.from({ length: 5 }, () => fresh(keys, tagged())))).toEqual(allTrue(5))
+    expect(
+      await publishAll(
+        writer,
+        Array.from({ length: 5 }, () => fresh(keys, tagged())),
+      ),
+    ).toEqual(allTrue(5))
     hold.fail()
     const answer = await reader.next((f) => (f[0] === 'CLOSED' || f[0] === 'EOSE') && f[1] === 'doomed', DUE_MS)
     expect(answer[0]).toBe('CLOSED')
@@ -188,41 +203,45 @@ describe('a REQ held in the store while events it matches are written', () => {
   it.each<{ snapshot: Snapshot; page: string }>([
     { snapshot: 'after-release', page: 'the page has them' },
     { snapshot: 'before-hold', page: 'the page lacks them' },
-  ])('delivers each event written during the hold exactly once, with one EOSE, when the store is read $snapshot ($page)', async ({ snapshot }) => {
-    const { relay, slow } = await start()
-    const keys = makeKeys()
-    const [reader, writer] = [await client(relay), await client(relay)]
-    const before = [await publishNew(writer, keys), await publishNew(writer, keys)]
-    const hold = slow.hold('query', { when: isFeed, snapshot })
-    reader.send(['REQ', 'feed', { kinds: [1] }])
-    await hold.entered
+  ])(
+    'delivers each event written during the hold exactly once, with one EOSE, when the store is read $snapshot ($page)',
+    async ({ snapshot }) => {
+      const { relay, slow } = await start()
+      const keys = makeKeys()
+      const [reader, writer] = [await client(relay), await client(relay)]
+      const before = [await publishNew(writer, keys), await publishNew(writer, keys)]
+      const hold = slow.hold('query', { when: isFeed, snapshot })
+      reader.send(['REQ', 'feed', { kinds: [1] }])
+      await hold.entered
 
-    const during = Array.from({ length: 10 }, () => fresh(keys))
-    expect(await publishAll(writer, during)).toEqual(allTrue(10))
-    hold.release()
-    await reader.next((f) => f[0] === 'EOSE' && f[1] === 'feed', DUE_MS)
-    const after = await publishNew(writer, keys)
-    await reader.next((f) => f[0] === 'EVENT' && f[1] === 'feed' && idOf(f) === after.event.id)
-    // a duplicate the relay had queued for 'feed' would be ahead of this EOSE
-    await probe(reader, [{ ids: [after.event.id] }])
+      const during = Array.from({ length: 10 }, () => fresh(keys))
+      expect(await publishAll(writer, during)).toEqual(allTrue(10))
+      hold.release()
+      await reader.next((f) => f[0] === 'EOSE' && f[1] === 'feed', DUE_MS)
+      const after = await publishNew(writer, keys)
+      await reader.next((f) => f[0] === 'EVENT' && f[1] === 'feed' && idOf(f) === after.event.id)
+      // a duplicate the relay had queued for 'feed' would be ahead of this EOSE
+      await probe(reader, [{ ids: [after.event.id] }])
 
-    const frames = framesOf(reader, 'feed')
-    expect(frames.filter((f) => f[0] === 'EOSE')).toHaveLength(1)
-    const eose = frames.findIndex((f) => f[0] === 'EOSE')
-    const page = frames.slice(0, eose).map(idOf)
-    const live = frames.slice(eose + 1).map(idOf)
-    expect(frames.every((f) => f[0] === 'EVENT' || f[0] === 'EOSE')).toBe(true)
-    // each exactly once, page and live together
-    expect(sorted([...page, ...live])).toEqual(sorted(idsOf([...before, ...during, after])))
-    if (snapshot === 'after-release') {
-      expect(sorted(page)).toEqual(sorted(idsOf([...before, ...during])))
-      expect(live).toEqual([after.event.id])
-    } else {
-      expect(sorted(page)).toEqual(sorted(idsOf(before)))
-      expect(sorted(live)).toEqual(sorted(idsOf([...during, after])))
-      expect(live.at(-1)).toBe(after.event.id)
-    }
-  }, 30_000)
+      const frames = framesOf(reader, 'feed')
+      expect(frames.filter((f) => f[0] === 'EOSE')).toHaveLength(1)
+      const eose = frames.findIndex((f) => f[0] === 'EOSE')
+      const page = frames.slice(0, eose).map(idOf)
+      const live = frames.slice(eose + 1).map(idOf)
+      expect(frames.every((f) => f[0] === 'EVENT' || f[0] === 'EOSE')).toBe(true)
+      // each exactly once, page and live together
+      expect(sorted([...page, ...live])).toEqual(sorted(idsOf([...before, ...during, after])))
+      if (snapshot === 'after-release') {
+        expect(sorted(page)).toEqual(sorted(idsOf([...before, ...during])))
+        expect(live).toEqual([after.event.id])
+      } else {
+        expect(sorted(page)).toEqual(sorted(idsOf(before)))
+        expect(sorted(live)).toEqual(sorted(idsOf([...during, after])))
+        expect(live.at(-1)).toBe(after.event.id)
+      }
+    },
+    30_000,
+  )
 })
 
 describe('a REQ held in the store, then closed or replaced by its connection', () => {

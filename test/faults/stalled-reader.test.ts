@@ -26,12 +26,13 @@ const inOrder = (n: number) => Array.from({ length: n }, (_, i) => i)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const MiB = 2 ** 20
 
-
 /** Numbered kind-1 events, signed once for the file (libsecp256k1 WASM: ~1 ms each). */
 function signedEvents(n: number, contentBytes: (i: number) => number): SignedEvent[] {
   const keys = makeKeys()
   const now = Math.floor(Date.now() / 1000)
-  return Array.from({ length: n }, (_, i) => signEventFast(keys, { kind: 1, created_at: now - (i % 60), content: `${i} ${'x'.repeat(contentBytes(i))}` }))
+  return Array.from({ length: n }, (_, i) =>
+    signEventFast(keys, { kind: 1, created_at: now - (i % 60), content: `${i} ${'x'.repeat(contentBytes(i))}` }),
+  )
 }
 
 /**
@@ -43,7 +44,11 @@ function issueLoad(n: number, round: number): SignedEvent[] {
   const now = Math.floor(Date.now() / 1000)
   const kindOf = (i: number) => (i % 10 < 7 ? 1 : i % 10 < 9 ? 7 : 6)
   return Array.from({ length: n }, (_, i) =>
-    signEventFast(authors[(i + round) % authors.length]!, { kind: kindOf(i), created_at: now - (i % 600), content: `${i} ${'x'.repeat(50 + ((i * 7_919) % 951))}` }),
+    signEventFast(authors[(i + round) % authors.length]!, {
+      kind: kindOf(i),
+      created_at: now - (i % 600),
+      content: `${i} ${'x'.repeat(50 + ((i * 7_919) % 951))}`,
+    }),
   )
 }
 
@@ -124,7 +129,10 @@ describe('a reader that stops reading', () => {
     // event's raw string and cost far less, which is why the backlog stays there until the reader is closed
     expect(OWED_BYTES).toBeGreaterThan(80 * 1_000_000)
     const dir = mkdtempSync(join(tmpdir(), 'apiary-stalled-'))
-    const relay = await startRelayProcess(['--port', '0', '--data-dir', dir], { ...GENEROUS_ENV, APIARY_LIMITS_SLOW_CONSUMER_GRACE_MS: String(GRACE_MS) })
+    const relay = await startRelayProcess(['--port', '0', '--data-dir', dir], {
+      ...GENEROUS_ENV,
+      APIARY_LIMITS_SLOW_CONSUMER_GRACE_MS: String(GRACE_MS),
+    })
     const pid = relay.proc.pid ?? 0
     const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024
     const port = new URL(relay.url).port
@@ -161,7 +169,11 @@ describe('a reader that stops reading', () => {
       const lastOkAtMs = performance.now()
       // every push for every event has happened once its OK is out (fan-out precedes the OK), so the reader
       // went over the bound by now: its socket must be gone within the grace period plus one second
-      const gone = await when(() => metricOf('apiary_connections_active'), (n) => n === 2, CLOSE_DEADLINE_MS + 2_000)
+      const gone = await when(
+        () => metricOf('apiary_connections_active'),
+        (n) => n === 2,
+        CLOSE_DEADLINE_MS + 2_000,
+      )
       expect(gone.value).toBe(2)
       expect(gone.atMs - lastOkAtMs).toBeLessThan(CLOSE_DEADLINE_MS)
       expect(await metricOf('apiary_slow_consumer_closes_total')).toBe(1)

@@ -39,7 +39,9 @@ interface Harness {
 async function startHarness(): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'apiary-faults-store-'))
   const store = openFailingSqliteStore(join(dir, 'events.sqlite'))
-  const relay = createRelay(withGenerousRates({ port: 0, host: '127.0.0.1', dataDir: dir, logLevel: 'silent', verifyThreads: 1 }), { eventStore: store.store })
+  const relay = createRelay(withGenerousRates({ port: 0, host: '127.0.0.1', dataDir: dir, logLevel: 'silent', verifyThreads: 1 }), {
+    eventStore: store.store,
+  })
   const supervision = new ReplaySubject<SupervisionEvent>()
   relay.supervision$.pipe(filter((e) => 'path' in e && e.path === COMMUNITY)).subscribe(supervision)
   const url = await relay.listen()
@@ -66,7 +68,8 @@ async function withHarness(body: (h: Harness) => Promise<void>): Promise<void> {
   }
 }
 
-const closedWith = (c: TestClient, subId: string, timeoutMs = 10_000) => c.next((f) => (f[0] === 'CLOSED' || f[0] === 'EOSE') && f[1] === subId, timeoutMs)
+const closedWith = (c: TestClient, subId: string, timeoutMs = 10_000) =>
+  c.next((f) => (f[0] === 'CLOSED' || f[0] === 'EOSE') && f[1] === subId, timeoutMs)
 
 /**
  * Makes every query fail and sends REQs until the community gives up; the store is healthy again afterwards,

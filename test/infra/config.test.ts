@@ -36,12 +36,13 @@ describe('configuration', () => {
     expect(c.trustedProxies).toEqual(['127.0.0.1', '10.0.0.0/8', 'fd00::/8'])
   })
 
-  it.each([['a host name', '["proxy.internal"]'], ['a prefix too long', '["10.0.0.0/33"]'], ['an address with a port', '["10.0.0.1:80"]']])(
-    'refuses a trusted proxy that is %s with a ConfigError',
-    (_, json) => {
-      expect(() => loadConfig({ env: { APIARY_TRUSTED_PROXIES: json } })).toThrow(ConfigError)
-    },
-  )
+  it.each([
+    ['a host name', '["proxy.internal"]'],
+    ['a prefix too long', '["10.0.0.0/33"]'],
+    ['an address with a port', '["10.0.0.1:80"]'],
+  ])('refuses a trusted proxy that is %s with a ConfigError', (_, json) => {
+    expect(() => loadConfig({ env: { APIARY_TRUSTED_PROXIES: json } })).toThrow(ConfigError)
+  })
 
   it('reads the per-IP connection count and NIP-86 budget, with their defaults', () => {
     const d = loadConfig({ env: {} })
@@ -54,7 +55,9 @@ describe('configuration', () => {
     const d = loadConfig({ env: {} })
     expect([d.mesh, d.meshPort, d.meshLeaseTtlMs, d.meshLeaseRenewMs]).toEqual(['off', 7778, 6_000, 2_000])
     const cluster = { APIARY_REDIS_URL: 'redis://127.0.0.1:6379', APIARY_DATABASE_URL: 'postgres://127.0.0.1/test' }
-    const c = loadConfig({ env: { ...cluster, APIARY_MESH: 'on', APIARY_MESH_PORT: '9000', APIARY_MESH_ADVERTISED_ADDRESS: 'node-2.internal:9001' } })
+    const c = loadConfig({
+      env: { ...cluster, APIARY_MESH: 'on', APIARY_MESH_PORT: '9000', APIARY_MESH_ADVERTISED_ADDRESS: 'node-2.internal:9001' },
+    })
     expect([c.mesh, c.meshPort, c.meshAdvertisedAddress]).toEqual(['on', 9000, 'node-2.internal:9001'])
     expect(() => loadConfig({ env: { ...cluster, APIARY_MESH: 'yes' } })).toThrow(ConfigError)
   })

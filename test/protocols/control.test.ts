@@ -17,22 +17,48 @@ const disconnect = { op: 'DisconnectPubkey' as const, pubkey: 'b'.repeat(64), ev
 
 describe('cluster control payloads', () => {
   it('round-trips a disconnect and a cache invalidation through their own channels', () => {
-    expect(parseControlEvent(asEvent(toControlTemplate('hive', 'conn-control', disconnect)), expect0)).toEqual({ ok: true, value: disconnect })
+    expect(parseControlEvent(asEvent(toControlTemplate('hive', 'conn-control', disconnect)), expect0)).toEqual({
+      ok: true,
+      value: disconnect,
+    })
     const inv = { op: 'InvalidateMembership' as const, channel: 'general', pubkey: 'd'.repeat(64) }
-    const parsed = parseControlEvent(asEvent(toControlTemplate('hive', 'cache-invalidation', inv)), { ...expect0, channel: 'cache-invalidation' })
+    const parsed = parseControlEvent(asEvent(toControlTemplate('hive', 'cache-invalidation', inv)), {
+      ...expect0,
+      channel: 'cache-invalidation',
+    })
     expect(parsed).toEqual({ ok: true, value: inv })
   })
 
   const refusals: [string, NostrEvent, string][] = [
     ['a foreign signer', asEvent(toControlTemplate('hive', 'conn-control', disconnect), { pubkey: 'e'.repeat(64) }), 'foreign signer'],
     ['another community', asEvent(toControlTemplate('other', 'conn-control', disconnect)), 'wrong community or channel'],
-    ['a cache op on the conn-control channel', asEvent(toControlTemplate('hive', 'conn-control', { op: 'InvalidateAll' })), 'unknown or malformed op'],
-    ['a disconnect sent on the cache channel', asEvent(toControlTemplate('hive', 'cache-invalidation', disconnect)), 'wrong community or channel'],
+    [
+      'a cache op on the conn-control channel',
+      asEvent(toControlTemplate('hive', 'conn-control', { op: 'InvalidateAll' })),
+      'unknown or malformed op',
+    ],
+    [
+      'a disconnect sent on the cache channel',
+      asEvent(toControlTemplate('hive', 'cache-invalidation', disconnect)),
+      'wrong community or channel',
+    ],
     ['a stale payload', asEvent(toControlTemplate('hive', 'conn-control', disconnect), { created_at: NOW - 61 }), 'stale'],
-    ['an unknown op', asEvent({ kind: KIND_CONTROL, tags: [['c', 'hive', 'conn-control']], content: '{"op":"Reboot"}' }), 'unknown or malformed op'],
+    [
+      'an unknown op',
+      asEvent({ kind: KIND_CONTROL, tags: [['c', 'hive', 'conn-control']], content: '{"op":"Reboot"}' }),
+      'unknown or malformed op',
+    ],
     ['non-JSON content', asEvent({ kind: KIND_CONTROL, tags: [['c', 'hive', 'conn-control']], content: 'kick' }), 'content is not JSON'],
-    ['a bad pubkey in the op', asEvent(toControlTemplate('hive', 'conn-control', { ...disconnect, pubkey: 'XYZ' })), 'unknown or malformed op'],
-    ['another kind', asEvent({ kind: 1, tags: [['c', 'hive', 'conn-control']], content: JSON.stringify(disconnect) }), 'not a control event'],
+    [
+      'a bad pubkey in the op',
+      asEvent(toControlTemplate('hive', 'conn-control', { ...disconnect, pubkey: 'XYZ' })),
+      'unknown or malformed op',
+    ],
+    [
+      'another kind',
+      asEvent({ kind: 1, tags: [['c', 'hive', 'conn-control']], content: JSON.stringify(disconnect) }),
+      'not a control event',
+    ],
   ]
   for (const [what, e, why] of refusals) {
     it(`refuses ${what}`, () => {
@@ -41,7 +67,8 @@ describe('cluster control payloads', () => {
   }
 
   it('accepts a payload at the edge of the age window and refuses one past it', () => {
-    const at = (created_at: number) => parseControlEvent(asEvent(toControlTemplate('hive', 'conn-control', disconnect), { created_at }), expect0).ok
+    const at = (created_at: number) =>
+      parseControlEvent(asEvent(toControlTemplate('hive', 'conn-control', disconnect), { created_at }), expect0).ok
     expect([at(NOW - 60), at(NOW + 60), at(NOW - 61), at(NOW + 61)]).toEqual([true, true, false, false])
   })
 })

@@ -71,7 +71,12 @@ describe('signing and checking an owner attestation', () => {
   })
 
   it('answers undefined when the tags carry no auth tag', () => {
-    expect(parseOwnerAttestation([['relay', 'wss://x'], ['challenge', 'c']])).toEqual({ ok: true, value: undefined })
+    expect(
+      parseOwnerAttestation([
+        ['relay', 'wss://x'],
+        ['challenge', 'c'],
+      ]),
+    ).toEqual({ ok: true, value: undefined })
   })
 
   const good = signOwnerAttestation(OWNER_SK, AGENT, 'kind=1')

@@ -39,7 +39,11 @@ describe('reading the channel an event is addressed to', () => {
 
 describe('parsing what a channel event asks for', () => {
   it.each([
-    { kind: 9007, tags: [h('c'), ['name', 'C'], ['private'], ['closed']], want: { type: 'create', metadata: { name: 'C', private: true, closed: true } } },
+    {
+      kind: 9007,
+      tags: [h('c'), ['name', 'C'], ['private'], ['closed']],
+      want: { type: 'create', metadata: { name: 'C', private: true, closed: true } },
+    },
     { kind: 9002, tags: [h('c'), ['about', 'x']], want: { type: 'edit-metadata', metadata: { about: 'x' } } },
     { kind: 9002, tags: [h('c'), ['public'], ['open']], want: { type: 'edit-metadata', metadata: { private: false, closed: false } } },
     { kind: 9000, tags: [h('c'), ['p', OTHER_PUBKEY, 'admin']], want: { type: 'put-user', pubkey: OTHER_PUBKEY, role: 'admin' } },
@@ -79,7 +83,8 @@ describe('parsing what a channel event asks for', () => {
 describe('deciding who may do what in a channel', () => {
   const open = { private: false, closed: false, deleted: false }
   const closed = { ...open, closed: true }
-  const act = (type: string): ChannelAction => ({ type, channel: 'c', pubkey: OTHER_PUBKEY, role: 'member', metadata: {}, ids: [] }) as ChannelAction
+  const act = (type: string): ChannelAction =>
+    ({ type, channel: 'c', pubkey: OTHER_PUBKEY, role: 'member', metadata: {}, ids: [] }) as ChannelAction
   const decide = (type: string, f: ChannelFacts) => {
     const r = authorize(act(type), f)
     return r.ok ? r.value.effect : prefixOf(r.error)
@@ -88,12 +93,22 @@ describe('deciding who may do what in a channel', () => {
   it.each([
     { what: 'anyone creates a new channel', type: 'create', f: { moderator: false }, want: 'apply' },
     { what: 'creating an existing channel', type: 'create', f: { channel: open, moderator: false }, want: 'duplicate' },
-    { what: 'creating over a deleted channel', type: 'create', f: { channel: { ...open, deleted: true }, moderator: true }, want: 'blocked' },
+    {
+      what: 'creating over a deleted channel',
+      type: 'create',
+      f: { channel: { ...open, deleted: true }, moderator: true },
+      want: 'blocked',
+    },
     { what: 'a member posts', type: 'post', f: { channel: open, role: 'member', moderator: false }, want: 'none' },
     { what: 'a non-member posts', type: 'post', f: { channel: open, moderator: false }, want: 'restricted' },
     { what: 'a community admin posts without joining', type: 'post', f: { channel: open, moderator: true }, want: 'none' },
     { what: 'posting to an unknown channel', type: 'post', f: { moderator: true }, want: 'restricted' },
-    { what: 'posting to a deleted channel', type: 'post', f: { channel: { ...open, deleted: true }, role: 'admin', moderator: true }, want: 'restricted' },
+    {
+      what: 'posting to a deleted channel',
+      type: 'post',
+      f: { channel: { ...open, deleted: true }, role: 'admin', moderator: true },
+      want: 'restricted',
+    },
     { what: 'joining an open channel', type: 'join', f: { channel: open, moderator: false }, want: 'apply' },
     { what: 'joining a closed channel', type: 'join', f: { channel: closed, moderator: false }, want: 'queue' },
     { what: 'a member joining again', type: 'join', f: { channel: open, role: 'member', moderator: false }, want: 'duplicate' },
@@ -102,9 +117,24 @@ describe('deciding who may do what in a channel', () => {
     { what: 'a channel admin adding a user', type: 'put-user', f: { channel: open, role: 'admin', moderator: false }, want: 'apply' },
     { what: 'a member adding a user', type: 'put-user', f: { channel: open, role: 'member', moderator: false }, want: 'restricted' },
     { what: 'a community admin removing a user', type: 'remove-user', f: { channel: open, moderator: true }, want: 'apply' },
-    { what: 'a member editing metadata', type: 'edit-metadata', f: { channel: open, role: 'member', moderator: false }, want: 'restricted' },
-    { what: 'a member deleting the channel', type: 'delete-group', f: { channel: open, role: 'member', moderator: false }, want: 'restricted' },
-    { what: 'a channel admin deleting an event', type: 'delete-event', f: { channel: open, role: 'admin', moderator: false }, want: 'apply' },
+    {
+      what: 'a member editing metadata',
+      type: 'edit-metadata',
+      f: { channel: open, role: 'member', moderator: false },
+      want: 'restricted',
+    },
+    {
+      what: 'a member deleting the channel',
+      type: 'delete-group',
+      f: { channel: open, role: 'member', moderator: false },
+      want: 'restricted',
+    },
+    {
+      what: 'a channel admin deleting an event',
+      type: 'delete-event',
+      f: { channel: open, role: 'admin', moderator: false },
+      want: 'apply',
+    },
   ])('$what: $want', ({ type, f, want }) => {
     expect(decide(type, f as ChannelFacts)).toBe(want)
   })
@@ -123,7 +153,14 @@ describe('describing a channel in relay-signed events', () => {
   })
 
   it('lists only admins in kind 39001 and everyone in kind 39002', () => {
-    expect(adminsTemplate('c', members).tags).toEqual([['d', 'c'], ['p', 'a'.repeat(64), 'admin']])
-    expect(membersTemplate('c', members).tags).toEqual([['d', 'c'], ['p', 'a'.repeat(64)], ['p', 'b'.repeat(64)]])
+    expect(adminsTemplate('c', members).tags).toEqual([
+      ['d', 'c'],
+      ['p', 'a'.repeat(64), 'admin'],
+    ])
+    expect(membersTemplate('c', members).tags).toEqual([
+      ['d', 'c'],
+      ['p', 'a'.repeat(64)],
+      ['p', 'b'.repeat(64)],
+    ])
   })
 })

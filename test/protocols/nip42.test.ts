@@ -45,12 +45,52 @@ describe('checking a NIP-42 AUTH event', () => {
   const refused: { name: string; event: NostrEvent }[] = [
     { name: 'the wrong kind', event: authEvent({ kind: 1 }) },
     { name: 'no challenge tag', event: authEvent({ tags: [['relay', 'wss://bees.example.com']] }) },
-    { name: 'a different challenge', event: authEvent({ tags: [['relay', 'wss://bees.example.com'], ['challenge', 'c-999']] }) },
+    {
+      name: 'a different challenge',
+      event: authEvent({
+        tags: [
+          ['relay', 'wss://bees.example.com'],
+          ['challenge', 'c-999'],
+        ],
+      }),
+    },
     { name: 'no relay tag', event: authEvent({ tags: [['challenge', 'c-123']] }) },
-    { name: 'another community host', event: authEvent({ tags: [['relay', 'wss://ants.example.com'], ['challenge', 'c-123']] }) },
-    { name: 'another port', event: authEvent({ tags: [['relay', 'wss://bees.example.com:8443'], ['challenge', 'c-123']] }) },
-    { name: 'another scheme', event: authEvent({ tags: [['relay', 'ws://bees.example.com'], ['challenge', 'c-123']] }) },
-    { name: 'a relay tag that is not a URL', event: authEvent({ tags: [['relay', 'bees'], ['challenge', 'c-123']] }) },
+    {
+      name: 'another community host',
+      event: authEvent({
+        tags: [
+          ['relay', 'wss://ants.example.com'],
+          ['challenge', 'c-123'],
+        ],
+      }),
+    },
+    {
+      name: 'another port',
+      event: authEvent({
+        tags: [
+          ['relay', 'wss://bees.example.com:8443'],
+          ['challenge', 'c-123'],
+        ],
+      }),
+    },
+    {
+      name: 'another scheme',
+      event: authEvent({
+        tags: [
+          ['relay', 'ws://bees.example.com'],
+          ['challenge', 'c-123'],
+        ],
+      }),
+    },
+    {
+      name: 'a relay tag that is not a URL',
+      event: authEvent({
+        tags: [
+          ['relay', 'bees'],
+          ['challenge', 'c-123'],
+        ],
+      }),
+    },
     { name: 'a stale event (window + 1)', event: authEvent({ created_at: NOW - 601 }) },
     { name: 'a future event (window + 1)', event: authEvent({ created_at: NOW + 601 }) },
   ]

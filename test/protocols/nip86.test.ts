@@ -16,7 +16,11 @@ describe('parsing a NIP-86 request body', () => {
     ['a method with params', '{"method":"banpubkey","params":["x","y"]}', { method: 'banpubkey', params: ['x', 'y'] }],
     ['a method with empty params', '{"method":"supportedmethods","params":[]}', { method: 'supportedmethods', params: [] }],
     ['a method without params (as [])', '{"method":"supportedmethods"}', { method: 'supportedmethods', params: [] }],
-    ['a method nobody supports (refused later, as unsupported)', '{"method":"frobnicate","params":[]}', { method: 'frobnicate', params: [] }],
+    [
+      'a method nobody supports (refused later, as unsupported)',
+      '{"method":"frobnicate","params":[]}',
+      { method: 'frobnicate', params: [] },
+    ],
   ])('accepts %s', (_, body, value) => {
     expect(parseNip86Request(body)).toEqual({ ok: true, value })
   })

@@ -40,10 +40,22 @@ describe('checking a NIP-98 Authorization header', () => {
     ['extra spaces around the token', `  Nostr   ${btoa(JSON.stringify(authEvent()))}  `],
     ['created_at 60 s ago (the window edge)', header(authEvent({ created_at: NOW - 60 }))],
     ['created_at 60 s ahead (the window edge)', header(authEvent({ created_at: NOW + 60 }))],
-    ['a lower-case method tag', header(authEvent(tagsWith(['u', 'http://bees.example.com:7777/'], ['method', 'post'], ['payload', BODY_HASH])))],
-    ['the u tag without the trailing slash', header(authEvent(tagsWith(['u', 'http://bees.example.com:7777'], ['method', 'POST'], ['payload', BODY_HASH])))],
-    ['the u tag with an upper-case scheme and host', header(authEvent(tagsWith(['u', 'HTTP://Bees.Example.COM:7777/'], ['method', 'POST'], ['payload', BODY_HASH])))],
-    ['an upper-case payload hash', header(authEvent(tagsWith(['u', 'http://bees.example.com:7777/'], ['method', 'POST'], ['payload', BODY_HASH.toUpperCase()])))],
+    [
+      'a lower-case method tag',
+      header(authEvent(tagsWith(['u', 'http://bees.example.com:7777/'], ['method', 'post'], ['payload', BODY_HASH]))),
+    ],
+    [
+      'the u tag without the trailing slash',
+      header(authEvent(tagsWith(['u', 'http://bees.example.com:7777'], ['method', 'POST'], ['payload', BODY_HASH]))),
+    ],
+    [
+      'the u tag with an upper-case scheme and host',
+      header(authEvent(tagsWith(['u', 'HTTP://Bees.Example.COM:7777/'], ['method', 'POST'], ['payload', BODY_HASH]))),
+    ],
+    [
+      'an upper-case payload hash',
+      header(authEvent(tagsWith(['u', 'http://bees.example.com:7777/'], ['method', 'POST'], ['payload', BODY_HASH.toUpperCase()]))),
+    ],
   ])('accepts %s', (_, value) => {
     expect(checkNip98(value, expectation).ok).toBe(true)
   })
@@ -61,15 +73,47 @@ describe('checking a NIP-98 Authorization header', () => {
     ['created_at 61 s ago', header(authEvent({ created_at: NOW - 61 })), 'invalid'],
     ['created_at 61 s ahead', header(authEvent({ created_at: NOW + 61 })), 'invalid'],
     ['no u tag', header(authEvent(tagsWith(['method', 'POST'], ['payload', BODY_HASH]))), 'invalid'],
-    ['a u tag naming another host', header(authEvent(tagsWith(['u', 'http://wasps.example.com:7777/'], ['method', 'POST'], ['payload', BODY_HASH]))), 'invalid'],
-    ['a u tag naming another port', header(authEvent(tagsWith(['u', 'http://bees.example.com:7778/'], ['method', 'POST'], ['payload', BODY_HASH]))), 'invalid'],
-    ['a u tag naming https for an http request', header(authEvent(tagsWith(['u', 'https://bees.example.com:7777/'], ['method', 'POST'], ['payload', BODY_HASH]))), 'invalid'],
-    ['a u tag with another path', header(authEvent(tagsWith(['u', 'http://bees.example.com:7777/admin'], ['method', 'POST'], ['payload', BODY_HASH]))), 'invalid'],
-    ['a u tag with a query the request lacks', header(authEvent(tagsWith(['u', 'http://bees.example.com:7777/?a=1'], ['method', 'POST'], ['payload', BODY_HASH]))), 'invalid'],
-    ['a ws:// u tag', header(authEvent(tagsWith(['u', 'ws://bees.example.com:7777/'], ['method', 'POST'], ['payload', BODY_HASH]))), 'invalid'],
+    [
+      'a u tag naming another host',
+      header(authEvent(tagsWith(['u', 'http://wasps.example.com:7777/'], ['method', 'POST'], ['payload', BODY_HASH]))),
+      'invalid',
+    ],
+    [
+      'a u tag naming another port',
+      header(authEvent(tagsWith(['u', 'http://bees.example.com:7778/'], ['method', 'POST'], ['payload', BODY_HASH]))),
+      'invalid',
+    ],
+    [
+      'a u tag naming https for an http request',
+      header(authEvent(tagsWith(['u', 'https://bees.example.com:7777/'], ['method', 'POST'], ['payload', BODY_HASH]))),
+      'invalid',
+    ],
+    [
+      'a u tag with another path',
+      header(authEvent(tagsWith(['u', 'http://bees.example.com:7777/admin'], ['method', 'POST'], ['payload', BODY_HASH]))),
+      'invalid',
+    ],
+    [
+      'a u tag with a query the request lacks',
+      header(authEvent(tagsWith(['u', 'http://bees.example.com:7777/?a=1'], ['method', 'POST'], ['payload', BODY_HASH]))),
+      'invalid',
+    ],
+    [
+      'a ws:// u tag',
+      header(authEvent(tagsWith(['u', 'ws://bees.example.com:7777/'], ['method', 'POST'], ['payload', BODY_HASH]))),
+      'invalid',
+    ],
     ['no method tag', header(authEvent(tagsWith(['u', 'http://bees.example.com:7777/'], ['payload', BODY_HASH]))), 'invalid'],
-    ['another method', header(authEvent(tagsWith(['u', 'http://bees.example.com:7777/'], ['method', 'GET'], ['payload', BODY_HASH]))), 'invalid'],
-    ['a payload tag for another body', header(authEvent(tagsWith(['u', 'http://bees.example.com:7777/'], ['method', 'POST'], ['payload', 'f'.repeat(64)]))), 'invalid'],
+    [
+      'another method',
+      header(authEvent(tagsWith(['u', 'http://bees.example.com:7777/'], ['method', 'GET'], ['payload', BODY_HASH]))),
+      'invalid',
+    ],
+    [
+      'a payload tag for another body',
+      header(authEvent(tagsWith(['u', 'http://bees.example.com:7777/'], ['method', 'POST'], ['payload', 'f'.repeat(64)]))),
+      'invalid',
+    ],
   ])('refuses %s', (_, value, prefix) => {
     const r = checkNip98(value, expectation)
     expect(r.ok).toBe(false)

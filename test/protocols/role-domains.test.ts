@@ -11,7 +11,13 @@ import {
   withRule,
 } from '../../src/protocols/role-domains'
 
-const [WORKER, AUDITOR, PLANNER, BARE, PERSON] = ['a', 'b', 'c', 'd', 'e'].map((c) => c.repeat(64)) as [string, string, string, string, string]
+const [WORKER, AUDITOR, PLANNER, BARE, PERSON] = ['a', 'b', 'c', 'd', 'e'].map((c) => c.repeat(64)) as [
+  string,
+  string,
+  string,
+  string,
+  string,
+]
 const ROSTER = new Map<string, string | null>([
   [WORKER, 'worker'],
   [AUDITOR, 'auditor'],
@@ -41,19 +47,26 @@ describe('role domains', () => {
     ['an agent without a role posting in ops', event(BARE, [['h', 'ops']]), 'restricted'],
     ['a person posting in ops (channels restrict agents only)', event(PERSON, [['h', 'ops']]), 'allowed'],
     ['an auditor posting in another channel', event(AUDITOR, [['h', 'lobby']]), 'allowed'],
-    ['one disallowed target among allowed ones', event(PLANNER, [['p', WORKER], ['p', AUDITOR]]), 'restricted'],
+    [
+      'one disallowed target among allowed ones',
+      event(PLANNER, [
+        ['p', WORKER],
+        ['p', AUDITOR],
+      ]),
+      'restricted',
+    ],
   ])('%s: %s', (_what, e, expected) => {
     expect(verdict(e)).toBe(expected)
   })
 
   const FRESH = 'f'.repeat(64)
   it.each([
-    ['a key a worker attested addressing a planner (the worker\'s rule)', event(FRESH, [['p', PLANNER]]), WORKER, 'restricted'],
+    ["a key a worker attested addressing a planner (the worker's rule)", event(FRESH, [['p', PLANNER]]), WORKER, 'restricted'],
     ['a key a worker attested addressing a worker', event(FRESH, [['p', WORKER]]), WORKER, 'allowed'],
     ['a key a worker attested posting in ops', event(FRESH, [['h', 'ops']]), WORKER, 'allowed'],
     ['a key an auditor attested posting in ops', event(FRESH, [['h', 'ops']]), AUDITOR, 'restricted'],
     ['a key an agent without a role attested posting in ops', event(FRESH, [['h', 'ops']]), BARE, 'restricted'],
-    ['a key a person attested addressing a planner (a person\'s key)', event(FRESH, [['p', PLANNER]]), PERSON, 'allowed'],
+    ["a key a person attested addressing a planner (a person's key)", event(FRESH, [['p', PLANNER]]), PERSON, 'allowed'],
     ['a key a person attested posting in ops', event(FRESH, [['h', 'ops']]), PERSON, 'allowed'],
     ['a planner attested by a worker keeps its own role', event(PLANNER, [['p', WORKER]]), WORKER, 'allowed'],
   ])('an attested author, %s: %s', (_what, e, owner, expected) => {
@@ -65,7 +78,9 @@ describe('role domains', () => {
   })
 
   it('names both roles in the refusal', () => {
-    expect(checkRoleDomains(event(WORKER, [['p', PLANNER]]), POLICY, roleOf)).toBe('restricted: agents of role worker may not address agents of role planner')
+    expect(checkRoleDomains(event(WORKER, [['p', PLANNER]]), POLICY, roleOf)).toBe(
+      'restricted: agents of role worker may not address agents of role planner',
+    )
   })
 })
 
@@ -90,7 +105,10 @@ describe('role domain params', () => {
   it('replaces one rule, removes it with no roles, and holds at most MAX_ROLE_RULES rules', () => {
     const one = withRule([], { from: 'planner', to: ['worker'] })
     expect(one).toEqual({ ok: true, value: [{ from: 'planner', to: ['worker'] }] })
-    expect(withRule(one.ok ? one.value : [], { from: 'planner', to: ['auditor'] })).toEqual({ ok: true, value: [{ from: 'planner', to: ['auditor'] }] })
+    expect(withRule(one.ok ? one.value : [], { from: 'planner', to: ['auditor'] })).toEqual({
+      ok: true,
+      value: [{ from: 'planner', to: ['auditor'] }],
+    })
     expect(withRule(one.ok ? one.value : [], { from: 'planner', to: [] })).toEqual({ ok: true, value: [] })
     const full = Array.from({ length: MAX_ROLE_RULES }, (_, i) => ({ from: `r${i}`, to: ['x'] }))
     expect(withRule(full.slice(1), { from: 'new', to: ['x'] }).ok).toBe(true)

@@ -19,10 +19,14 @@ export async function installPackedPackage(extraDeps: string[] = []): Promise<st
   const { stdout } = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir, root], { env: cleanEnv() })
   const [{ filename }] = JSON.parse(stdout) as [{ filename: string }]
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'host-program', private: true, type: 'module' }))
-  await run('npm', ['install', '--omit=dev', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', join(dir, filename), ...extraDeps], {
-    cwd: dir,
-    env: cleanEnv(),
-  })
+  await run(
+    'npm',
+    ['install', '--omit=dev', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', join(dir, filename), ...extraDeps],
+    {
+      cwd: dir,
+      env: cleanEnv(),
+    },
+  )
   // --ignore-scripts skipped the native builds (better-sqlite3's, and the optional verifier addon's); the ones
   // this checkout built are the same versions
   for (const pkg of ['better-sqlite3', 'bcrypto']) {

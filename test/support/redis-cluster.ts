@@ -68,7 +68,14 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
   const launch = (port: number) =>
     new Promise<void>((resolve, reject) => {
       const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']
-      args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-port', String(busPorts.get(port)))
+      args.push(
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        join(dir, `nodes-${port}.conf`),
+        '--cluster-port',
+        String(busPorts.get(port)),
+      )
       args.push('--cluster-node-timeout', String(opts.nodeTimeoutMs ?? 15_000))
       args.push('--cluster-require-full-coverage', opts.requireFullCoverage === false ? 'no' : 'yes')
       const p = spawn('redis-server', args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -100,10 +107,11 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
   }
   const kill = (port: number) => end(procs.get(port))
 
-  const live = () => ports.filter((port) => {
-    const p = procs.get(port)
-    return p !== undefined && p.exitCode === null && p.signalCode === null
-  })
+  const live = () =>
+    ports.filter((port) => {
+      const p = procs.get(port)
+      return p !== undefined && p.exitCode === null && p.signalCode === null
+    })
 
   /** one short-lived plain connection (no retries: a dead node answers with an error at once) */
   async function ask<T>(port: number, fn: (r: Redis) => Promise<T>): Promise<T> {
@@ -123,7 +131,8 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
     for (;;) {
       const states = await Promise.all(live().map((port) => ask(port, (r) => r.cluster('INFO')).catch((e: Error) => e.message)))
       if (states.every((s) => s.includes(want))) return
-      if (performance.now() > deadline) throw new Error(`redis cluster not ${want} within ${ms} ms: ${states.map((s) => s.split('\r\n')[0]).join(' | ')}`)
+      if (performance.now() > deadline)
+        throw new Error(`redis cluster not ${want} within ${ms} ms: ${states.map((s) => s.split('\r\n')[0]).join(' | ')}`)
       await new Promise((r) => setTimeout(r, 50))
     }
   }
@@ -141,7 +150,9 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
 
   try {
     await Promise.all(ports.map(launch))
-    await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { cwd: dir })
+    await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], {
+      cwd: dir,
+    })
     await waitForState('ok')
   } catch (error) {
     await stop()
@@ -162,7 +173,14 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
         return Number(master[1])
       })
     },
-    subscribersOn: (port) => ask(port, async (r) => String(await r.client('LIST')).split('\n').filter((line) => /\bflags=\S*P/.test(line)).length),
+    subscribersOn: (port) =>
+      ask(
+        port,
+        async (r) =>
+          String(await r.client('LIST'))
+            .split('\n')
+            .filter((line) => /\bflags=\S*P/.test(line)).length,
+      ),
     kill,
     restart: launch,
     waitForState,

@@ -23,20 +23,27 @@ export interface RelayProcess {
 
 /** `apiary start ...args` as its own process; resolves once it prints that it listens (or rejects if it exits). */
 export function startRelayProcess(args: string[], env: Record<string, string> = {}): Promise<RelayProcess> {
-  const proc = spawn(process.execPath, [APIARY_BIN, 'start', ...args], { env: cleanEnv({ APIARY_LOG_LEVEL: 'warn', ...env }), stdio: ['ignore', 'pipe', 'pipe'] })
+  const proc = spawn(process.execPath, [APIARY_BIN, 'start', ...args], {
+    env: cleanEnv({ APIARY_LOG_LEVEL: 'warn', ...env }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let out = ''
   let err = ''
   proc.stderr?.on('data', (d: Buffer) => {
     err += d.toString()
   })
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })))
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    proc.once('exit', (code, signal) => resolve({ code, signal })),
+  )
   return new Promise((resolve, reject) => {
     proc.stdout?.on('data', (d: Buffer) => {
       out += d.toString()
       const m = /apiary relay listening on (ws:\/\/\S+)/.exec(out)
       if (m) resolve({ proc, url: m[1]!, stdout: () => out, stderr: () => err, exited })
     })
-    void exited.then(({ code, signal }) => reject(new Error(`apiary start exited (${code ?? signal}) before listening: ${err.slice(-500)}`)))
+    void exited.then(({ code, signal }) =>
+      reject(new Error(`apiary start exited (${code ?? signal}) before listening: ${err.slice(-500)}`)),
+    )
   })
 }
 
@@ -46,7 +53,10 @@ export function runFailingStart(
   env: Record<string, string>,
 ): Promise<{ code: number | null; stdout: string; stderr: string; elapsedMs: number }> {
   const started = Date.now()
-  const proc = spawn(process.execPath, [APIARY_BIN, 'start', ...args], { env: cleanEnv({ APIARY_LOG_LEVEL: 'warn', ...env }), stdio: ['ignore', 'pipe', 'pipe'] })
+  const proc = spawn(process.execPath, [APIARY_BIN, 'start', ...args], {
+    env: cleanEnv({ APIARY_LOG_LEVEL: 'warn', ...env }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let out = ''
   let err = ''
   proc.stdout?.on('data', (d: Buffer) => {

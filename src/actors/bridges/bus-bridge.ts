@@ -6,7 +6,16 @@
 import { BusError } from '../../infra/bus/bus.js'
 import type { SubscriberLink } from '../../infra/bus/redis-bus.js'
 import type { SubscriberSession } from '../../infra/bus/redis-subscriber.js'
-import { type ActorContext, type ActorDef, type Kernel, pipeTo, type Settled, type SupervisionPolicy, type TypedRef, tell } from '../kernel/index.js'
+import {
+  type ActorContext,
+  type ActorDef,
+  type Kernel,
+  pipeTo,
+  type Settled,
+  type SupervisionPolicy,
+  type TypedRef,
+  tell,
+} from '../kernel/index.js'
 
 type Covered = { session: SubscriberSession; subscribed: ReadonlySet<string> }
 
@@ -46,7 +55,13 @@ export interface BusBridgeOptions {
   syncDeadlineMs?: number
 }
 
-const freshState = (): BridgeState => ({ session: undefined, connection: undefined, subscribed: new Set(), syncing: undefined, again: false })
+const freshState = (): BridgeState => ({
+  session: undefined,
+  connection: undefined,
+  subscribed: new Set(),
+  syncing: undefined,
+  again: false,
+})
 
 /** A Synced the bridge cannot take (mailbox full, or stopped) is offered again; one it never takes closes the session it carries. */
 const PIPE = { everyMs: 500, forMs: 60_000 } as const
@@ -106,12 +121,17 @@ function onSync(state: BridgeState, link: SubscriberLink, ctx: ActorContext<BusB
   // a new connection gets a new identity now, so that its Down is recognised while the sync is in flight
   const connection = state.session && state.connection ? state.connection : {}
   const onDown = (error: BusError) => tell(ctx.self, { type: 'Down', connection, error })
-  pipeTo(ctx.self, withDeadline(cover(link, state.session, state.subscribed, onDown), deadlineMs), (outcome): BusBridgeMsg => ({ type: 'Synced', attempt, outcome }), {
-    ...PIPE,
-    onGiveUp: (msg) => {
-      if (msg.type === 'Synced' && msg.outcome.ok) msg.outcome.value.session.close()
+  pipeTo(
+    ctx.self,
+    withDeadline(cover(link, state.session, state.subscribed, onDown), deadlineMs),
+    (outcome): BusBridgeMsg => ({ type: 'Synced', attempt, outcome }),
+    {
+      ...PIPE,
+      onGiveUp: (msg) => {
+        if (msg.type === 'Synced' && msg.outcome.ok) msg.outcome.value.session.close()
+      },
     },
-  })
+  )
   return { ...state, syncing: { attempt, connection }, again: false }
 }
 

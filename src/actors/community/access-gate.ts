@@ -63,7 +63,10 @@ export class AccessGate {
     for (const c of channels) this.visible.set(c.id, { value: c.deleted ? 'deleted' : 'private', expiresAt })
     // one fresh read of the reader's channels per REQ (never the cache): community admins read them all
     const admin = readers.some((p) => this.d.record().admins.includes(p))
-    const mine = channels.length > 0 && readers.length > 0 && !admin ? await this.d.channels.memberChannels(this.d.community, readers) : new Set<string>()
+    const mine =
+      channels.length > 0 && readers.length > 0 && !admin
+        ? await this.d.channels.memberChannels(this.d.community, readers)
+        : new Set<string>()
     const hidden = channels.filter((c) => c.deleted || (!admin && !mine.has(c.id))).map((c) => c.id)
     return { now: nowSeconds, authorOnly: { kinds: AUTHOR_ONLY_KINDS, readers }, hiddenChannels: hidden }
   }

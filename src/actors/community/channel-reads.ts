@@ -55,7 +55,10 @@ export class ChannelReads {
     try {
       const pubkeys = [...new Set(waiters.map((w) => w.pubkey))]
       // side by side: a deleted or unknown channel's roles are read for nothing, and never used
-      const [found, roles] = await Promise.all([this.store.get(this.community, [channel]), this.store.rolesOf(this.community, channel, pubkeys)])
+      const [found, roles] = await Promise.all([
+        this.store.get(this.community, [channel]),
+        this.store.rolesOf(this.community, channel, pubkeys),
+      ])
       const record = found.get(channel)
       const live = record !== undefined && !record.deleted
       for (const w of waiters) w.resolve({ channel: record, role: live ? roles.get(w.pubkey) : undefined })

@@ -27,15 +27,19 @@ import { type ActorContext, type ActorDef, pipeTo, type TypedRef, tell } from '.
 import { AccessGate } from './access-gate.js'
 import { ChannelReads } from './channel-reads.js'
 import { type ChannelDeps, DeferredState, publishState, type RelayEvent } from './community-channels.js'
-import {
-  acceptControl,
-  type ClusterDeps,
-  ControlReplayMemory,
-  parseRemoteEvent,
-  toLocalMessage,
-} from './community-cluster.js'
+import { acceptControl, type ClusterDeps, ControlReplayMemory, parseRemoteEvent, toLocalMessage } from './community-cluster.js'
 import type { PresenceDeps, PresenceHolds } from './community-presence.js'
-import { LIVE_INTERRUPTED, loseAll, loseMatching, onCount, onPageRead, onReadFailed, onSubscribe, REMOTE_UNDELIVERED, ReadSlots } from './community-reads.js'
+import {
+  LIVE_INTERRUPTED,
+  loseAll,
+  loseMatching,
+  onCount,
+  onPageRead,
+  onReadFailed,
+  onSubscribe,
+  REMOTE_UNDELIVERED,
+  ReadSlots,
+} from './community-reads.js'
 import {
   Agents,
   heldHere,
@@ -276,7 +280,12 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
 function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: CommunityDeps, replays: ControlReplayMemory): CommunityState {
   // a connection whose Join was refused (it opened while this community was down) registers with its first
   // request: a ban or an archive must reach it like any other
-  if ((msg.type === 'Publish' || msg.type === 'Subscribe' || msg.type === 'Count') && msg.conn && !msg.conn.queue.closed && !state.conns.has(msg.conn.id))
+  if (
+    (msg.type === 'Publish' || msg.type === 'Subscribe' || msg.type === 'Count') &&
+    msg.conn &&
+    !msg.conn.queue.closed &&
+    !state.conns.has(msg.conn.id)
+  )
     state.conns.set(msg.conn.id, msg.conn)
   switch (msg.type) {
     case 'Publish':
@@ -336,7 +345,12 @@ function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: Commun
     }
     case 'Control':
       // verified beside the actor
-      pipeTo(ctx.self, acceptControl(msg, deps.record.id, deps.cluster, replays), (o): CommunityMsg => ({ type: 'ControlAccepted', op: o.ok ? o.value : undefined }), PIPE)
+      pipeTo(
+        ctx.self,
+        acceptControl(msg, deps.record.id, deps.cluster, replays),
+        (o): CommunityMsg => ({ type: 'ControlAccepted', op: o.ok ? o.value : undefined }),
+        PIPE,
+      )
       return state
     case 'ControlAccepted': {
       const { op } = msg
@@ -394,7 +408,10 @@ function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: Commun
     case 'Sweep':
       return onSweep(state, deps)
     case 'LiveInterrupted':
-      deps.log.warn({ community: deps.record.id, subscriptions: state.index.size }, 'live events from other nodes interrupted: closing live subscriptions')
+      deps.log.warn(
+        { community: deps.record.id, subscriptions: state.index.size },
+        'live events from other nodes interrupted: closing live subscriptions',
+      )
       deps.lagged(loseAll(state.index, LIVE_INTERRUPTED))
       return state
     case 'DisconnectPubkey':
@@ -414,4 +431,3 @@ function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: Commun
       return assertNever(msg)
   }
 }
-

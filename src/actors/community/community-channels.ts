@@ -89,7 +89,14 @@ export async function applyChannelPlan(plan: ChannelPlan, event: NostrEvent, d: 
   switch (action.type) {
     case 'create': {
       const m = action.metadata
-      const init = { id: ch, name: m.name ?? ch, about: m.about ?? '', picture: m.picture ?? '', private: m.private ?? false, closed: m.closed ?? false }
+      const init = {
+        id: ch,
+        name: m.name ?? ch,
+        about: m.about ?? '',
+        picture: m.picture ?? '',
+        private: m.private ?? false,
+        closed: m.closed ?? false,
+      }
       if ((await d.channels.create(d.community, { ...init, createdAt: event.created_at }, event.pubkey)) === 'exists') return []
       await d.invalidate({ op: 'InvalidateVisibility', channel: ch })
       await publishState(d, ch, out, { metadata: true, members: true })
@@ -129,10 +136,18 @@ export async function applyChannelPlan(plan: ChannelPlan, event: NostrEvent, d: 
     case 'delete-group': {
       await d.channels.remove(d.community, ch)
       await d.invalidate({ op: 'ChannelDeleted', channel: ch })
-      const state = await d.events.query(d.community, [{ kinds: [KIND_GROUP_METADATA, KIND_GROUP_ADMINS, KIND_GROUP_MEMBERS], authors: [d.relayPubkey], tags: { d: [ch] } }], {
-        now: d.nowSeconds(),
-      })
-      if (state.length > 0) await d.events.deleteEvents(d.community, state.map((s) => s.event.id))
+      const state = await d.events.query(
+        d.community,
+        [{ kinds: [KIND_GROUP_METADATA, KIND_GROUP_ADMINS, KIND_GROUP_MEMBERS], authors: [d.relayPubkey], tags: { d: [ch] } }],
+        {
+          now: d.nowSeconds(),
+        },
+      )
+      if (state.length > 0)
+        await d.events.deleteEvents(
+          d.community,
+          state.map((s) => s.event.id),
+        )
       return []
     }
     case 'post':

@@ -67,7 +67,12 @@ export class ControlReplayMemory {
 }
 
 /** Verify a control payload and turn it into the local message it asks for; log and skip anything else. */
-export async function acceptControl(msg: Extract<CommunityMsg, { type: 'Control' }>, community: string, d: ClusterDeps, replays: ControlReplayMemory) {
+export async function acceptControl(
+  msg: Extract<CommunityMsg, { type: 'Control' }>,
+  community: string,
+  d: ClusterDeps,
+  replays: ControlReplayMemory,
+) {
   let e: NostrEvent
   try {
     e = JSON.parse(msg.raw) as NostrEvent

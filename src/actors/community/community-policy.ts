@@ -47,14 +47,22 @@ const checkRecord = (record: CommunityRecord, event: NostrEvent, conn: ConnView)
 export function checkKind(record: CommunityRecord, kind: number): Reason | null {
   const { allowed, disallowed } = record.kinds
   if (disallowed.includes(kind)) return reason('blocked', `kind ${kind} is not accepted in this community`)
-  if (allowed.length > 0 && !allowed.includes(kind) && !isExemptKind(kind)) return reason('blocked', `kind ${kind} is not accepted in this community`)
+  if (allowed.length > 0 && !allowed.includes(kind) && !isExemptKind(kind))
+    return reason('blocked', `kind ${kind} is not accepted in this community`)
   return null
 }
 
 /** checkWrite from the record and the gate's cache: undefined when a membership lookup is needed. */
-export function checkWriteNow(record: CommunityRecord, event: NostrEvent, conn: ConnView, gate: AccessGate, authRequired: boolean): Reason | null | undefined {
+export function checkWriteNow(
+  record: CommunityRecord,
+  event: NostrEvent,
+  conn: ConnView,
+  gate: AccessGate,
+  authRequired: boolean,
+): Reason | null | undefined {
   const policy = writePolicyOf(record.settings, authRequired)
-  if (policy !== 'public' && conn.authed.size === 0) return reason('auth-required', 'this community accepts events only after authentication')
+  if (policy !== 'public' && conn.authed.size === 0)
+    return reason('auth-required', 'this community accepts events only after authentication')
   if (policy === 'members') {
     const owner = conn.owners.get(event.pubkey)
     const member = gate.isMemberNow(owner ? [event.pubkey, owner] : [event.pubkey])
@@ -72,7 +80,8 @@ export async function checkWrite(
   authRequired: boolean,
 ): Promise<Reason | null> {
   const policy = writePolicyOf(record.settings, authRequired)
-  if (policy !== 'public' && conn.authed.size === 0) return reason('auth-required', 'this community accepts events only after authentication')
+  if (policy !== 'public' && conn.authed.size === 0)
+    return reason('auth-required', 'this community accepts events only after authentication')
   // an attested agent writes on its owner's membership
   const owner = conn.owners.get(event.pubkey)
   if (policy === 'members' && !(await gate.isMember(owner ? [event.pubkey, owner] : [event.pubkey])))

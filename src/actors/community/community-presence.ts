@@ -45,7 +45,12 @@ export interface PresenceHold {
  * A heartbeat's checks and its hold, decided by the actor at once (two heartbeats in flight never both count
  * the same connection), or why not. The store's part follows beside the actor (recordPresence).
  */
-export function holdPresence(holds: PresenceHolds, conns: ConnectionRegistry, event: NostrEvent, conn: ConnView | undefined): PresenceHold | Reason {
+export function holdPresence(
+  holds: PresenceHolds,
+  conns: ConnectionRegistry,
+  event: NostrEvent,
+  conn: ConnView | undefined,
+): PresenceHold | Reason {
   if (Buffer.byteLength(event.content, 'utf8') > MAX_PRESENCE_STATUS_BYTES)
     return reason('invalid', `presence status is longer than ${MAX_PRESENCE_STATUS_BYTES} bytes`)
   const refused = checkHolder(conns, event, conn)
@@ -71,7 +76,12 @@ function checkHolder(conns: ConnectionRegistry, event: NostrEvent, conn: ConnVie
  * A goodbye (content "offline", docs/agent-registry.md): the same checks as a heartbeat; this connection's
  * hold is given back at once (so its close releases nothing twice). Resolves whether it held one.
  */
-export function unholdForBye(holds: PresenceHolds, conns: ConnectionRegistry, event: NostrEvent, conn: ConnView | undefined): boolean | Reason {
+export function unholdForBye(
+  holds: PresenceHolds,
+  conns: ConnectionRegistry,
+  event: NostrEvent,
+  conn: ConnView | undefined,
+): boolean | Reason {
   const refused = checkHolder(conns, event, conn)
   if (refused || conn === undefined) return refused ?? reason('auth-required', 'presence needs AUTH as its author')
   return holds.get(conn.id)?.delete(event.pubkey) ?? false

@@ -27,7 +27,10 @@ export interface ReadState {
   inflight: { effects: number }
 }
 
-export type ReadDeps = Pick<CommunityDeps, 'record' | 'store' | 'limits' | 'metrics' | 'cluster' | 'presence' | 'nowSeconds' | 'nowMs' | 'log'>
+export type ReadDeps = Pick<
+  CommunityDeps,
+  'record' | 'store' | 'limits' | 'metrics' | 'cluster' | 'presence' | 'nowSeconds' | 'nowMs' | 'log'
+>
 type Ctx = ActorContext<CommunityMsg>
 
 /** The stored part of a REQ, read beside the actor. */
@@ -101,7 +104,12 @@ async function readPage(gate: AccessGate, conn: ConnView, filters: Filter[], dep
 }
 
 /** The page is read: send it, EOSE, then what was held; or CLOSED. A store failure goes on to supervision. */
-export function onPageRead<S extends ReadState>(state: S, msg: Extract<CommunityMsg, { type: 'PageRead' }>, deps: ReadDeps, clustered: boolean): S {
+export function onPageRead<S extends ReadState>(
+  state: S,
+  msg: Extract<CommunityMsg, { type: 'PageRead' }>,
+  deps: ReadDeps,
+  clustered: boolean,
+): S {
   const { sub, outcome } = msg
   // replaced by a REQ with the same id, closed, or the connection gone: this page is nobody's now
   const mine = current(state.index, sub)
@@ -161,7 +169,10 @@ export function onCount<S extends ReadState>(state: S, msg: Extract<CommunityMsg
     if (!canMatchAnnouncements(filters)) return counted
     // announcements count only while their author's lease is live: the stored ones without one come off
     const read = (fs: Filter[]) => deps.store.query(deps.record.id, fs, options)
-    const [n, lapsed] = await Promise.all([counted, lapsedAnnouncements(filters, read, deps.presence.store, deps.record.id, leaseScanMaxEvents(deps))])
+    const [n, lapsed] = await Promise.all([
+      counted,
+      lapsedAnnouncements(filters, read, deps.presence.store, deps.record.id, leaseScanMaxEvents(deps)),
+    ])
     return Math.max(0, n - lapsed)
   })
   // the answer goes straight to the asker; the actor hears only that a slot is free (and of an outage)

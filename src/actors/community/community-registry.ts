@@ -11,7 +11,14 @@
 import type { PresenceStore } from '../../infra/gates/presence.js'
 import type { Metrics } from '../../infra/metrics.js'
 import type { EventStore, StoredEvent } from '../../infra/store/event-store.js'
-import { ANNOUNCEMENT_D, announcementFiltersOf, canMatchAnnouncements, type DepartureStatus, departureTemplate, KIND_ANNOUNCEMENT } from '../../protocols/agent-registry.js'
+import {
+  ANNOUNCEMENT_D,
+  announcementFiltersOf,
+  canMatchAnnouncements,
+  type DepartureStatus,
+  departureTemplate,
+  KIND_ANNOUNCEMENT,
+} from '../../protocols/agent-registry.js'
 import { asVerified, type NostrEvent } from '../../protocols/nip01/event.js'
 import type { Filter } from '../../protocols/nip01/filter.js'
 import type { EventTemplate } from '../../protocols/nip29.js'
@@ -140,7 +147,13 @@ type Read = (filters: Filter[]) => Promise<StoredEvent[]>
  * each over-fetching (×8 a round) until its page is full, the store has no more, or `scanMaxEvents` rows
  * were read (a bound on one REQ's cost). Newest first, ties by lowest id (NIP-01), one copy per event.
  */
-export async function readLeaseAware(filters: Filter[], read: Read, store: PresenceStore, community: string, scanMaxEvents: number): Promise<StoredEvent[]> {
+export async function readLeaseAware(
+  filters: Filter[],
+  read: Read,
+  store: PresenceStore,
+  community: string,
+  scanMaxEvents: number,
+): Promise<StoredEvent[]> {
   const page = await read(filters)
   const kept = await dropLapsed(page, store, community)
   if (kept.length === page.length) return kept
@@ -174,7 +187,13 @@ async function fillPage(f: Filter, read: Read, store: PresenceStore, community: 
  * a `limit`, the announcements are those of the narrowed filter's page, which can differ from those in the
  * original filter's page (documented in docs/agent-registry.md).
  */
-export async function lapsedAnnouncements(filters: Filter[], read: Read, store: PresenceStore, community: string, scanMaxEvents: number): Promise<number> {
+export async function lapsedAnnouncements(
+  filters: Filter[],
+  read: Read,
+  store: PresenceStore,
+  community: string,
+  scanMaxEvents: number,
+): Promise<number> {
   const narrowed = announcementFiltersOf(filters).map((f) => ({ ...f, limit: Math.min(f.limit ?? scanMaxEvents, scanMaxEvents) }))
   const announcements = await read(narrowed)
   if (announcements.length === 0) return 0
@@ -240,16 +259,27 @@ export function onLeaseSweep(agents: Agents, held: Set<string>, ctx: Ctx, d: Reg
   const tracked = agents.live()
   if (tracked.length === 0 || agents.sweeping) return
   agents.sweeping = true
-  pipeTo(ctx.self, liveLeases(d.presence, d.community, tracked), (o): CommunityMsg => ({ type: 'LeasesChecked', tracked, live: o.ok ? o.value : undefined }), {
-    ...PIPE,
-    onGiveUp: () => {
-      agents.sweeping = false
+  pipeTo(
+    ctx.self,
+    liveLeases(d.presence, d.community, tracked),
+    (o): CommunityMsg => ({ type: 'LeasesChecked', tracked, live: o.ok ? o.value : undefined }),
+    {
+      ...PIPE,
+      onGiveUp: () => {
+        agents.sweeping = false
+      },
     },
-  })
+  )
 }
 
 /** The sweep's answer: an agent whose lease lapsed departs (`expired`); a failed read waits for the next sweep. */
-export function onLeasesChecked(agents: Agents, msg: Extract<CommunityMsg, { type: 'LeasesChecked' }>, held: Set<string>, feed: LiveFeed, d: RegistryDeps): void {
+export function onLeasesChecked(
+  agents: Agents,
+  msg: Extract<CommunityMsg, { type: 'LeasesChecked' }>,
+  held: Set<string>,
+  feed: LiveFeed,
+  d: RegistryDeps,
+): void {
   agents.sweeping = false
   const { live } = msg
   if (!live) return

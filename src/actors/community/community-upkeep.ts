@@ -60,7 +60,8 @@ export function onSweep(state: CommunityState, deps: CommunityDeps): CommunitySt
   for (const conn of state.index.connectionViews()) if (conn.queue.closed) closed.add(conn.id)
   for (const connId of state.presenceHolds.keys()) if (!state.conns.has(connId)) closed.add(connId)
   for (const connId of closed) forget(state, connId, deps)
-  if (closed.size > 0) deps.log.info({ community: deps.record.id, connections: closed.size }, 'forgot connections closed without a Disconnect')
+  if (closed.size > 0)
+    deps.log.info({ community: deps.record.id, connections: closed.size }, 'forgot connections closed without a Disconnect')
   // a page's ids are remembered against live copies for a few seconds only (community-reads.ts)
   const now = deps.nowMs()
   for (const sub of state.index.all()) if (sub.sent && sub.sent.untilMs < now) sub.sent = undefined
@@ -68,4 +69,3 @@ export function onSweep(state: CommunityState, deps: CommunityDeps): CommunitySt
     held.reply({ accepted: false, message: reason('error', 'the channel change this event waited for did not complete; send it again') })
   return state
 }
-

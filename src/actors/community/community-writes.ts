@@ -61,7 +61,8 @@ export function onPublish(state: CommunityState, msg: Publish, ctx: Ctx, deps: C
   if (ordered !== undefined) state.writes.begin(ordered, deps.nowMs())
   const now = prepareNow(state, msg, deps)
   const sinceMs = deps.nowMs()
-  if (now !== undefined) return onPrepared(state, { type: 'Prepared', publish: msg, ordered, sinceMs, outcome: { ok: true, value: now } }, ctx, deps)
+  if (now !== undefined)
+    return onPrepared(state, { type: 'Prepared', publish: msg, ordered, sinceMs, outcome: { ok: true, value: now } }, ctx, deps)
   pipeTo(ctx.self, prepare(state, msg, deps), (outcome): CommunityMsg => ({ type: 'Prepared', publish: msg, ordered, sinceMs, outcome }), {
     ...PIPE,
     onGiveUp: () => unanswered(state, msg, ordered, ctx, deps),
@@ -98,7 +99,12 @@ async function prepare(state: CommunityState, msg: Publish, deps: CommunityDeps)
   return forwardPlan(msg.event, deps) ?? planChannelEvent(msg.event, state.channels)
 }
 
-export function onPrepared(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Prepared' }>, ctx: Ctx, deps: CommunityDeps): CommunityState {
+export function onPrepared(
+  state: CommunityState,
+  msg: Extract<CommunityMsg, { type: 'Prepared' }>,
+  ctx: Ctx,
+  deps: CommunityDeps,
+): CommunityState {
   const { publish, ordered, outcome } = msg
   const { event, raw, reply } = publish
   // its writer's ask has timed out (the actor was down meanwhile): storing it now would contradict the
@@ -122,13 +128,18 @@ export function onPrepared(state: CommunityState, msg: Extract<CommunityMsg, { t
     if (event.content === BYE_STATUS) return onBye(state, publish, ctx, deps)
     const hold = holdPresence(state.presenceHolds, state.conns, event, publish.conn)
     if (typeof hold === 'string') return refuse(state, reply, hold)
-    pipeTo(ctx.self, recordPresence(hold, event, raw, deps.presence), (o): CommunityMsg => ({ type: 'PresenceSet', publish, hold, outcome: o }), {
-      ...PIPE,
-      onGiveUp: () => {
-        unholdPresence(state.presenceHolds, hold)
-        reply({ accepted: false, message: NOT_PROCESSED })
+    pipeTo(
+      ctx.self,
+      recordPresence(hold, event, raw, deps.presence),
+      (o): CommunityMsg => ({ type: 'PresenceSet', publish, hold, outcome: o }),
+      {
+        ...PIPE,
+        onGiveUp: () => {
+          unholdPresence(state.presenceHolds, hold)
+          reply({ accepted: false, message: NOT_PROCESSED })
+        },
       },
-    })
+    )
     return state
   }
   if (plan?.forward && deps.mesh) {
@@ -144,16 +155,27 @@ export function onPrepared(state: CommunityState, msg: Extract<CommunityMsg, { t
 }
 
 /** The owner node's answer to a forwarded channel change; its events reach this node through the bus. */
-export function onModerated(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Moderated' }>, ctx: Ctx, deps: CommunityDeps): CommunityState {
+export function onModerated(
+  state: CommunityState,
+  msg: Extract<CommunityMsg, { type: 'Moderated' }>,
+  ctx: Ctx,
+  deps: CommunityDeps,
+): CommunityState {
   const { publish, ordered, outcome } = msg
-  if (!outcome.ok) deps.log.warn({ err: outcome.error, community: deps.record.id, eventId: publish.event.id }, 'channel owner did not answer')
+  if (!outcome.ok)
+    deps.log.warn({ err: outcome.error, community: deps.record.id, eventId: publish.event.id }, 'channel owner did not answer')
   publish.reply(outcome.ok ? outcome.value : { accepted: false, message: NOT_PROCESSED })
   if (outcome.ok && outcome.value.accepted) state.recent.add(publish.event.id)
   if (ordered !== undefined) republish(state, state.writes.end(ordered), ctx, deps)
   return state
 }
 
-export function onPresenceSet(state: CommunityState, msg: Extract<CommunityMsg, { type: 'PresenceSet' }>, ctx: Ctx, deps: CommunityDeps): CommunityState {
+export function onPresenceSet(
+  state: CommunityState,
+  msg: Extract<CommunityMsg, { type: 'PresenceSet' }>,
+  ctx: Ctx,
+  deps: CommunityDeps,
+): CommunityState {
   if (msg.outcome.ok) {
     noteHeartbeat(state.agents, msg.publish.event.pubkey, ctx, state.registry)
     return deliverEphemeral(state, msg.publish, deps)
@@ -349,7 +371,12 @@ function applyThen(state: CommunityState, stored: Stored, ctx: Ctx, deps: Commun
 }
 
 /** The event (and its channel change) took effect: deliver it, and the relay's own events, then answer. */
-export function onApplied(state: CommunityState, msg: Extract<CommunityMsg, { type: 'Applied' }>, ctx: Ctx, deps: CommunityDeps): CommunityState {
+export function onApplied(
+  state: CommunityState,
+  msg: Extract<CommunityMsg, { type: 'Applied' }>,
+  ctx: Ctx,
+  deps: CommunityDeps,
+): CommunityState {
   const { event, raw, removedIds, changes, ordered, reply } = msg
   if (msg.piped) effectDone(state)
   for (const id of removedIds) state.recent.delete(id)
@@ -368,7 +395,12 @@ export function onApplied(state: CommunityState, msg: Extract<CommunityMsg, { ty
  * A commit whose result the actor did not take when it came (a commit that outlived its deadline, or one
  * that landed while the actor was down): make the node consistent with the store now.
  */
-export function onLateCommit(state: CommunityState, msg: Extract<CommunityMsg, { type: 'LateCommit' }>, ctx: Ctx, deps: CommunityDeps): CommunityState {
+export function onLateCommit(
+  state: CommunityState,
+  msg: Extract<CommunityMsg, { type: 'LateCommit' }>,
+  ctx: Ctx,
+  deps: CommunityDeps,
+): CommunityState {
   const { event, raw, outcome, plan, ordered } = msg
   if (msg.counted) effectDone(state)
   deps.log.warn({ community: deps.record.id, eventId: event.id, status: outcome.status }, 'a commit takes effect late')
@@ -469,7 +501,9 @@ export function dropped(msg: CommunityMsg, self: Ctx['self'], s: Survivors, deps
       return
     case 'PresenceSet':
       if (!msg.outcome.ok) unholdPresence(s.presenceHolds, msg.hold)
-      msg.publish.reply(msg.outcome.ok ? { accepted: true, message: '' } : { accepted: false, message: reason('error', 'could not record presence') })
+      msg.publish.reply(
+        msg.outcome.ok ? { accepted: true, message: '' } : { accepted: false, message: reason('error', 'could not record presence') },
+      )
       return
     case 'LateCommit':
     case 'WriteDone':
@@ -506,7 +540,9 @@ export function dropped(msg: CommunityMsg, self: Ctx['self'], s: Survivors, deps
       return
     case 'ByeDone':
       // the presence is cleared (or not): its writer hears so now; the relay and the departure follow the respawn
-      msg.publish.reply(msg.outcome.ok ? { accepted: true, message: '' } : { accepted: false, message: reason('error', 'could not record presence') })
+      msg.publish.reply(
+        msg.outcome.ok ? { accepted: true, message: '' } : { accepted: false, message: reason('error', 'could not record presence') },
+      )
       again(msg, () => {
         if (s.agents.get(msg.publish.event.pubkey) === 'leaving') s.agents.set(msg.publish.event.pubkey, 'agent')
       })
@@ -549,7 +585,8 @@ export function disconnectHere(
 ): void {
   if (msg.type === 'DisconnectPubkey') {
     disconnectPubkey(conns, msg.pubkey, msg.reason)
-    if (msg.broadcast) void broadcastLogged(deps, 'conn-control', { op: 'DisconnectPubkey', pubkey: msg.pubkey, eventId: '', reason: msg.reason })
+    if (msg.broadcast)
+      void broadcastLogged(deps, 'conn-control', { op: 'DisconnectPubkey', pubkey: msg.pubkey, eventId: '', reason: msg.reason })
     return
   }
   disconnectAll(conns, msg.reason)

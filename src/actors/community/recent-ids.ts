@@ -12,7 +12,8 @@ export class RecentIds {
   private added = 0
 
   constructor(private readonly capacity: number) {
-    if (!Number.isSafeInteger(capacity) || capacity < 1) throw new RangeError(`RecentIds capacity must be a positive integer, got ${capacity}`)
+    if (!Number.isSafeInteger(capacity) || capacity < 1)
+      throw new RangeError(`RecentIds capacity must be a positive integer, got ${capacity}`)
     this.ring = new Array<string | undefined>(capacity).fill(undefined)
   }
 

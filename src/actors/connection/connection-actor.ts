@@ -132,7 +132,8 @@ function newSequence(ctx: Ctx, deps: ConnectionDeps): FrameSequence<Step, Prepar
       // beside the actor: the outcome comes back as a message and waits for its turn in the sequence
       // a result the actor can't take would stall the sequence for good: end the connection instead, saying so
       const deliver = (result: Prepared) => {
-        if (!tell(ctx.self, { type: 'Prepared', seq, result }) && deps.ws.readyState === deps.ws.OPEN) deps.ws.close(1011, 'error: connection overloaded')
+        if (!tell(ctx.self, { type: 'Prepared', seq, result }) && deps.ws.readyState === deps.ws.OPEN)
+          deps.ws.close(1011, 'error: connection overloaded')
       }
       work.then(deliver, (error: unknown) => {
         deps.log.error({ err: error, community: deps.community.id, conn: deps.view.id }, 'frame preparation failed')

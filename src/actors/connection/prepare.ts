@@ -22,11 +22,13 @@ const refused = (r: Reason): Prepared => ({ kind: 'refused', reason: r })
 export async function prepareEvent(m: Extract<ClientMessage, { type: 'EVENT' }>, deps: ConnectionDeps): Promise<Prepared> {
   const { event } = m
   deps.metrics.eventsReceived.inc()
-  if (deps.authRequired && deps.view.authed.size === 0) return refused(reason('auth-required', 'this relay requires authentication to publish'))
+  if (deps.authRequired && deps.view.authed.size === 0)
+    return refused(reason('auth-required', 'this relay requires authentication to publish'))
   const prot = checkProtected(event, deps.view.authed)
   if (!prot.ok) return refused(prot.error)
   const att = deps.view.attestations.get(event.pubkey)
-  if (att && !conditionsAllowKind(att, event.kind)) return refused(reason('restricted', `the owner attestation does not allow kind ${event.kind}`))
+  if (att && !conditionsAllowKind(att, event.kind))
+    return refused(reason('restricted', `the owner attestation does not allow kind ${event.kind}`))
   const principal = principalOf(deps, event.pubkey)
   const admission = await deps.admit(principal, 'events', deps.view.owners.has(principal))
   if (!admission.allowed) return refused(admissionReason(admission, deps.metrics, 'events'))
@@ -39,7 +41,8 @@ export async function prepareEvent(m: Extract<ClientMessage, { type: 'EVENT' }>,
 
 /** REQ and COUNT: who may read what, then the reader's `reqs` budget. */
 export async function prepareRead(filters: { kinds?: number[] }[], deps: ConnectionDeps): Promise<Prepared> {
-  if (deps.authRequired && deps.view.authed.size === 0) return refused(reason('auth-required', 'this relay requires authentication to read'))
+  if (deps.authRequired && deps.view.authed.size === 0)
+    return refused(reason('auth-required', 'this relay requires authentication to read'))
   if (deps.view.authed.size === 0 && isAuthorOnlyRequest(filters))
     return refused(reason('auth-required', 'direct messages are served only to their author or recipient'))
   const principal = principalOf(deps)

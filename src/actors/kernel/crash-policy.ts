@@ -70,11 +70,7 @@ function restartOrGiveUp<S, M extends { type: string }>(cell: ActorCell<S, M>, n
   return waitThenRestart(cell, delayMs, nctx)
 }
 
-function waitThenRestart<S, M extends { type: string }>(
-  cell: ActorCell<S, M>,
-  delayMs: number,
-  nctx: NactSupervisionCtx,
-): Promise<symbol> {
+function waitThenRestart<S, M extends { type: string }>(cell: ActorCell<S, M>, delayMs: number, nctx: NactSupervisionCtx): Promise<symbol> {
   const { clock } = cell.env
   let decide!: (decision: Decision) => void
   const decision = new Promise<symbol>((resolve) => {
@@ -104,11 +100,7 @@ function restartNow<S, M extends { type: string }>(cell: ActorCell<S, M>, nctx: 
 }
 
 /** Supervision itself failed (a throwing clock or random): stop the actor, mark degraded, keep the process. */
-function failSafe<S, M extends { type: string }>(
-  cell: ActorCell<S, M>,
-  failure: unknown,
-  nctx: NactSupervisionCtx,
-): symbol {
+function failSafe<S, M extends { type: string }>(cell: ActorCell<S, M>, failure: unknown, nctx: NactSupervisionCtx): symbol {
   try {
     cell.env.markDegraded(`supervision of ${cell.path} failed: ${describeError(failure)}`)
   } catch {

@@ -25,10 +25,13 @@ export class DropReporter {
     if (now - this.lastReportAt >= this.intervalMs) {
       this.flush()
     } else if (this.timer === undefined) {
-      this.timer = this.clock.setTimeout(() => {
-        this.timer = undefined
-        this.flush()
-      }, this.lastReportAt + this.intervalMs - now)
+      this.timer = this.clock.setTimeout(
+        () => {
+          this.timer = undefined
+          this.flush()
+        },
+        this.lastReportAt + this.intervalMs - now,
+      )
     }
   }
 

@@ -20,11 +20,7 @@ export interface LagReporterOptions {
 }
 
 /** Emits kernel 'lagged' events for one watcher actor, coalesced by time. */
-export function createLagReporter(
-  kernel: Kernel,
-  watcher: { path: string; kind: string },
-  opts: LagReporterOptions = {},
-): LagReporter {
+export function createLagReporter(kernel: Kernel, watcher: { path: string; kind: string }, opts: LagReporterOptions = {}): LagReporter {
   const clock = opts.clock ?? systemClock
   const intervalMs = opts.reportIntervalMs ?? 1_000
   let total = 0

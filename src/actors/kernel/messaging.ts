@@ -139,7 +139,11 @@ export function ask<const M extends { type: string }, R>(
  * while it waits for its respawn, or its mailbox full): offered again every `everyMs` until it is taken, for
  * at most `forMs`. `onGiveUp` runs when it never was, or at once when the actor has stopped.
  */
-export function tellUntilTaken<M>(ref: TypedRef<M>, msg: NoInfer<M>, opts: { everyMs: number; forMs: number; onGiveUp?: () => void }): void {
+export function tellUntilTaken<M>(
+  ref: TypedRef<M>,
+  msg: NoInfer<M>,
+  opts: { everyMs: number; forMs: number; onGiveUp?: () => void },
+): void {
   const target = targets.get(ref)
   if (target === undefined) {
     opts.onGiveUp?.()

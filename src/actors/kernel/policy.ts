@@ -23,7 +23,16 @@ export function resolvePolicy(partial: Partial<SupervisionPolicy> = {}): Supervi
   }
   const { backoff, respawn } = policy
   const counts = [policy.maxRestarts, policy.stashCapacity]
-  const durations = [policy.windowMs, policy.resetAfterMs, backoff.minMs, backoff.maxMs, backoff.jitter, respawn.minMs, respawn.maxMs, respawn.jitter]
+  const durations = [
+    policy.windowMs,
+    policy.resetAfterMs,
+    backoff.minMs,
+    backoff.maxMs,
+    backoff.jitter,
+    respawn.minMs,
+    respawn.maxMs,
+    respawn.jitter,
+  ]
   if (!counts.every((n) => Number.isInteger(n) && n >= 0) || !durations.every((n) => Number.isFinite(n) && n >= 0)) {
     throw new RangeError(`invalid supervision policy: ${JSON.stringify(policy)}`)
   }

@@ -12,7 +12,14 @@ import type { NostrEvent, VerifiedEvent } from '../../protocols/nip01/event.js'
 import type { EventTemplate } from '../../protocols/nip29.js'
 import { reason } from '../../protocols/reasons.js'
 import { ChannelReads } from '../community/channel-reads.js'
-import { applyChannelPlan, type ChannelDeps, planChannelEvent, publishState, type RelayEvent, type StateWanted } from '../community/community-channels.js'
+import {
+  applyChannelPlan,
+  type ChannelDeps,
+  planChannelEvent,
+  publishState,
+  type RelayEvent,
+  type StateWanted,
+} from '../community/community-channels.js'
 import type { PublishOutcome } from '../community/messages.js'
 
 /** The stores and signer an owner writes through; `saveFenced` is PostgreSQL's (the mesh runs in cluster mode only). */
@@ -46,7 +53,14 @@ export interface Moderated {
  * Decide and apply one moderation event as the session's owner. `leaseHeld` is asked before every write: a
  * lease believed lost stops the work with LeaseLostError (the fence would refuse the write anyway).
  */
-export async function moderateAsOwner(event: VerifiedEvent, raw: string, fence: SessionFence, channel: string, sinks: OwnerSinks, lease: OwnerLease): Promise<Moderated> {
+export async function moderateAsOwner(
+  event: VerifiedEvent,
+  raw: string,
+  fence: SessionFence,
+  channel: string,
+  sinks: OwnerSinks,
+  lease: OwnerLease,
+): Promise<Moderated> {
   const deps = channelDeps(fence, sinks, lease)
   const plan = await planChannelEvent(event, deps)
   if (!plan.ok) return { outcome: { accepted: false, message: plan.error }, events: [] }
@@ -72,7 +86,13 @@ export async function moderateAsOwner(event: VerifiedEvent, raw: string, fence: 
 }
 
 /** The channel's state published again, once the clock has caught up with a burst of changes (DeferredState). */
-export async function publishStateAsOwner(what: StateWanted, fence: SessionFence, channel: string, sinks: OwnerSinks, lease: OwnerLease): Promise<Moderated> {
+export async function publishStateAsOwner(
+  what: StateWanted,
+  fence: SessionFence,
+  channel: string,
+  sinks: OwnerSinks,
+  lease: OwnerLease,
+): Promise<Moderated> {
   const out: RelayEvent[] = []
   await publishState(channelDeps(fence, sinks, lease), channel, out, what)
   return { outcome: { accepted: true, message: '' }, events: out }

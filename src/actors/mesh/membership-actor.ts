@@ -91,7 +91,17 @@ export function spawnMembership(kernel: Kernel, deps: MembershipDeps): TypedRef<
       reconcile = setInterval(() => tell(ctx.self, { type: 'Reconcile' }), deps.reconcileIntervalMs)
       tell(ctx.self, { type: 'Reconcile' })
       const view = createMembershipView({ runtime: deps.self, endpoint: deps.endpoint, version: 0, draining: false, load: deps.load() })
-      return { view, detectors: new Map(), guard: createLocalPauseGuard(), suspects: new Set(), draining: false, lastTickMs: deps.now(), lastPublishMs: -Infinity, lastPingMs: -Infinity, listing: false }
+      return {
+        view,
+        detectors: new Map(),
+        guard: createLocalPauseGuard(),
+        suspects: new Set(),
+        draining: false,
+        lastTickMs: deps.now(),
+        lastPublishMs: -Infinity,
+        lastPingMs: -Infinity,
+        listing: false,
+      }
     },
     handle: (state, msg, ctx) => {
       const now = deps.now()
@@ -103,7 +113,8 @@ export function spawnMembership(kernel: Kernel, deps: MembershipDeps): TypedRef<
           observePause(state, now)
           state.view.bumpSelf({ load: deps.load(), draining: state.draining })
           const digest = state.view.digest()
-          for (const [peer, tunnel] of deps.links) tunnel.sendControl(FrameType.Gossip, digest) || deps.log.debug({ peer }, 'gossip dropped: peer not reading')
+          for (const [peer, tunnel] of deps.links)
+            tunnel.sendControl(FrameType.Gossip, digest) || deps.log.debug({ peer }, 'gossip dropped: peer not reading')
           judge(state, now)
           return state
         }
@@ -144,7 +155,13 @@ export function spawnMembership(kernel: Kernel, deps: MembershipDeps): TypedRef<
           candidates.delete(deps.self)
           for (const [peer, endpoint] of candidates) {
             const known = deps.peers.get(peer)
-            deps.peers.set(peer, { runtime: peer, endpoint, phi: known?.phi ?? 0, suspect: known?.suspect ?? false, connected: deps.links.has(peer) })
+            deps.peers.set(peer, {
+              runtime: peer,
+              endpoint,
+              phi: known?.phi ?? 0,
+              suspect: known?.suspect ?? false,
+              connected: deps.links.has(peer),
+            })
           }
           if (state.draining) return state
           for (const [peer, endpoint] of candidates) if (!deps.links.has(peer)) tell(peerOf(peer, ctx.self), { type: 'Dial', endpoint })
@@ -175,7 +192,8 @@ export function spawnMembership(kernel: Kernel, deps: MembershipDeps): TypedRef<
         case 'Drain':
           state.draining = true
           state.view.bumpSelf({ draining: true })
-          for (const tunnel of deps.links.values()) tunnel.sendControl(FrameType.Gossip, { type: 'delta', from: deps.self, states: [state.view.self()], want: [] })
+          for (const tunnel of deps.links.values())
+            tunnel.sendControl(FrameType.Gossip, { type: 'delta', from: deps.self, states: [state.view.self()], want: [] })
           Promise.resolve(deps.publishReady({ load: deps.load(), draining: true })).then(msg.done, msg.done)
           return state
       }

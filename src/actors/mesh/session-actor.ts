@@ -15,7 +15,9 @@ import { type ActorDef, type Kernel, pipeTo, type Settled, type TypedRef, tell }
 import { LeaseLostError, type Moderated, moderateAsOwner, type OwnerLease, type OwnerSinks, publishStateAsOwner } from './channel-owner.js'
 
 /** What a peer hears: the outcome, or why its frame was refused (and who holds the lease, if known). */
-export type SessionAnswer = { outcome: PublishOutcome; generation: number; owner: string } | { refused: FenceRejection; holder?: LeaseRecord }
+export type SessionAnswer =
+  | { outcome: PublishOutcome; generation: number; owner: string }
+  | { refused: FenceRejection; holder?: LeaseRecord }
 
 /** A moderation event, or the channel's state published again (deferred past a burst of changes). */
 type Work = { reply: (a: SessionAnswer) => void; deadlineMs: number; failures?: number } & (
@@ -24,7 +26,13 @@ type Work = { reply: (a: SessionAnswer) => void; deadlineMs: number; failures?: 
 )
 
 export type SessionMsg =
-  | { type: 'Moderate'; event: VerifiedEvent; raw: string; reply: (a: SessionAnswer) => void; remote?: { generation: number; owner: string } }
+  | {
+      type: 'Moderate'
+      event: VerifiedEvent
+      raw: string
+      reply: (a: SessionAnswer) => void
+      remote?: { generation: number; owner: string }
+    }
   | { type: 'Acquire' }
   | { type: 'Acquired'; outcome: Settled<AcquireOutcome> }
   | { type: 'Renew' }
@@ -88,7 +96,11 @@ const FORWARD_TIMEOUT_MS = 5_000
 /** A forwarder whose owner does not answer asks the directory again this often (so within 1 s of expiry). */
 const RETRY_MS = 500
 
-const unavailable = (text: string): SessionAnswer => ({ outcome: { accepted: false, message: reason('error', text) }, generation: 0, owner: '' })
+const unavailable = (text: string): SessionAnswer => ({
+  outcome: { accepted: false, message: reason('error', text) },
+  generation: 0,
+  owner: '',
+})
 
 export function spawnSession(kernel: Kernel, community: string, session: string, channel: string, deps: SessionDeps): TypedRef<SessionMsg> {
   const key = `${community}/${session}`
@@ -160,7 +172,8 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
   function next(state: State, self: TypedRef<SessionMsg>): void {
     if (state.busy || state.queue.length === 0) return
     const now = deps.now()
-    while (state.queue[0] && state.queue[0].deadlineMs <= now) state.queue.shift()!.reply(unavailable('no channel owner answered in time, retry'))
+    while (state.queue[0] && state.queue[0].deadlineMs <= now)
+      state.queue.shift()!.reply(unavailable('no channel owner answered in time, retry'))
     const work = state.queue[0]
     if (!work) return
     const mode = state.mode
@@ -180,8 +193,17 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
       }
       if (now < mode.retryAtMs) return
       state.busy = state.queue.shift()
-      const request: ModerateRequest = { op: 'moderate', fence: { community, session, generation: mode.holder.generation, owner: mode.holder.owner }, event: work.raw }
-      pipeTo(self, deps.forward(mode.holder.owner, request, FORWARD_TIMEOUT_MS), (o): SessionMsg => ({ type: 'Forwarded', outcome: o }), PIPE)
+      const request: ModerateRequest = {
+        op: 'moderate',
+        fence: { community, session, generation: mode.holder.generation, owner: mode.holder.owner },
+        event: work.raw,
+      }
+      pipeTo(
+        self,
+        deps.forward(mode.holder.owner, request, FORWARD_TIMEOUT_MS),
+        (o): SessionMsg => ({ type: 'Forwarded', outcome: o }),
+        PIPE,
+      )
     }
   }
 
@@ -192,8 +214,10 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
 
   function publishView(state: State): void {
     const m = state.mode
-    if (m.role === 'owner') deps.sessions.set(key, { community, session, kind: 'channel', generation: m.generation, owner: deps.runtime, local: true })
-    else if (m.role === 'forwarder') deps.sessions.set(key, { community, session, kind: 'channel', generation: m.holder.generation, owner: m.holder.owner, local: false })
+    if (m.role === 'owner')
+      deps.sessions.set(key, { community, session, kind: 'channel', generation: m.generation, owner: deps.runtime, local: true })
+    else if (m.role === 'forwarder')
+      deps.sessions.set(key, { community, session, kind: 'channel', generation: m.holder.generation, owner: m.holder.owner, local: false })
   }
 
   /** The lease is gone (or never was ours): no side effect from here on; the next message starts afresh. */
@@ -227,7 +251,9 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
   function onAcquire(state: State, self: TypedRef<SessionMsg>): State {
     if (state.acquiring || state.mode.role === 'owner') return state
     state.acquiring = true
-    const acquiring = deps.storedGeneration(community, session).then((floor) => deps.directory.acquire(community, session, 'channel', floor))
+    const acquiring = deps
+      .storedGeneration(community, session)
+      .then((floor) => deps.directory.acquire(community, session, 'channel', floor))
     pipeTo(self, acquiring, (o): SessionMsg => ({ type: 'Acquired', outcome: o }), PIPE)
     return state
   }
@@ -347,7 +373,12 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
 }
 
 /** A peer's frame against what this node holds: undefined when it may be acted on. */
-function checkFence(mode: Mode, remote: { generation: number; owner: string }, runtime: string, held: boolean): { refused: FenceRejection; holder?: LeaseRecord } | undefined {
+function checkFence(
+  mode: Mode,
+  remote: { generation: number; owner: string },
+  runtime: string,
+  held: boolean,
+): { refused: FenceRejection; holder?: LeaseRecord } | undefined {
   if (mode.role !== 'owner' || !held) return { refused: 'no-lease', holder: mode.role === 'forwarder' ? mode.holder : undefined }
   const holder = { owner: runtime, generation: mode.generation, kind: 'channel' }
   if (remote.generation > mode.generation) return { refused: 'future', holder }
@@ -357,5 +388,7 @@ function checkFence(mode: Mode, remote: { generation: number; owner: string }, r
 }
 
 function toOutcome(r: Extract<ModerateReply, { ok: true }>): PublishOutcome {
-  return r.accepted ? { accepted: true, message: r.message as PublishOutcome['message'] } : { accepted: false, message: r.message as Extract<PublishOutcome, { accepted: false }>['message'] }
+  return r.accepted
+    ? { accepted: true, message: r.message as PublishOutcome['message'] }
+    : { accepted: false, message: r.message as Extract<PublishOutcome, { accepted: false }>['message'] }
 }

@@ -26,14 +26,18 @@ export function checkFailsFast(redis: RedisClient, who: string): void {
   if (isCluster(redis)) {
     const timeout = redis.options.redisOptions?.commandTimeout
     if (redis.options.enableOfflineQueue !== false || !(typeof timeout === 'number' && timeout > 0)) {
-      throw new RangeError(`${who}: an ioredis Cluster must set enableOfflineQueue: false and redisOptions.commandTimeout, or an outage would hang admission instead of failing closed`)
+      throw new RangeError(
+        `${who}: an ioredis Cluster must set enableOfflineQueue: false and redisOptions.commandTimeout, or an outage would hang admission instead of failing closed`,
+      )
     }
     return
   }
   const { enableOfflineQueue, commandTimeout } = redis.options
   const timeoutSet = typeof commandTimeout === 'number' && commandTimeout > 0
   if (enableOfflineQueue !== false && !timeoutSet) {
-    throw new RangeError(`${who}: the ioredis client must set enableOfflineQueue: false or a commandTimeout, or an outage would hang admission instead of failing closed`)
+    throw new RangeError(
+      `${who}: the ioredis client must set enableOfflineQueue: false or a commandTimeout, or an outage would hang admission instead of failing closed`,
+    )
   }
 }
 

@@ -27,7 +27,9 @@ export function createRedisPresenceStore(opts: { redis: RedisClient }): Presence
       const key = presenceKey(community, pubkey)
       const ttl = toPresenceTtlSeconds(ttlSeconds)
       // the heartbeat also keeps the connection count alive (same slot, so one MULTI works in cluster mode)
-      await callRedis(WHO, () => redis.multi().set(key, status, 'EX', ttl).expire(presenceConnKey(community, pubkey), ttl).exec().then(checkExec))
+      await callRedis(WHO, () =>
+        redis.multi().set(key, status, 'EX', ttl).expire(presenceConnKey(community, pubkey), ttl).exec().then(checkExec),
+      )
     },
     async get(community, pubkeys) {
       const keys = pubkeys.map((p) => presenceKey(community, p))

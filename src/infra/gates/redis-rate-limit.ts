@@ -153,7 +153,9 @@ export function createRedisRateLimiter(opts: RedisRateLimiterOptions): RedisRate
       const argv = part.flatMap((q) => [q.args[1], q.args[2], q.args[3]])
       const reply = await callRedis(WHO, () => client[COMMAND](part.length, ...keys, ...argv))
       if (!Array.isArray(reply) || reply.length !== 3 * part.length) {
-        throw new GateError(`${WHO}: unexpected script reply of ${Array.isArray(reply) ? reply.length : typeof reply} for ${part.length} keys`)
+        throw new GateError(
+          `${WHO}: unexpected script reply of ${Array.isArray(reply) ? reply.length : typeof reply} for ${part.length} keys`,
+        )
       }
       const admissions = part.map((q, j) => toAdmission(q.args[0], reply[3 * j], reply[3 * j + 1], reply[3 * j + 2]))
       for (const [j, q] of part.entries()) q.resolve(admissions[j]!)

@@ -74,7 +74,11 @@ export function isInRanges(ip: string, ranges: readonly AddressRange[]): boolean
  *   wrote it can't be trusted to have written the rest, and the peer is what we would use without the header.
  * Empty list elements (`a,,b`, a trailing comma) are skipped, as RFC 9110 §5.6.1 asks of recipients.
  */
-export function resolveClientIp(peer: string | undefined, forwardedFor: string | readonly string[] | undefined, trusted: readonly AddressRange[]): string {
+export function resolveClientIp(
+  peer: string | undefined,
+  forwardedFor: string | readonly string[] | undefined,
+  trusted: readonly AddressRange[],
+): string {
   const canonicalPeer = toCanonicalOr(peer ?? UNKNOWN_PEER)
   if (forwardedFor === undefined || !isInRanges(canonicalPeer, trusted)) return canonicalPeer
   const hops = (typeof forwardedFor === 'string' ? [forwardedFor] : forwardedFor)

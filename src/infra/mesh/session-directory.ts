@@ -132,7 +132,9 @@ export function createSessionDirectory(opts: SessionDirectoryOptions): SessionDi
     try {
       return await run()
     } catch (cause) {
-      throw new DirectoryError(`session directory ${what}: redis unavailable (${cause instanceof Error ? cause.message : String(cause)})`, { cause })
+      throw new DirectoryError(`session directory ${what}: redis unavailable (${cause instanceof Error ? cause.message : String(cause)})`, {
+        cause,
+      })
     }
   }
 
@@ -142,7 +144,14 @@ export function createSessionDirectory(opts: SessionDirectoryOptions): SessionDi
       const lease = sessionLeaseKey(community, session)
       const sentAt = now()
       const [won, value, ms] = await call('acquire', () =>
-        client.apiaryMeshAcquire(lease, sessionGenerationKey(community, session), runtime, kind, leaseTtlMs, Math.max(0, Math.floor(floorGeneration))),
+        client.apiaryMeshAcquire(
+          lease,
+          sessionGenerationKey(community, session),
+          runtime,
+          kind,
+          leaseTtlMs,
+          Math.max(0, Math.floor(floorGeneration)),
+        ),
       )
       const record = parseLease(value)
       if (!record) throw new DirectoryError(`session directory acquire: unreadable lease ${JSON.stringify(value)} at ${lease}`)
@@ -151,7 +160,9 @@ export function createSessionDirectory(opts: SessionDirectoryOptions): SessionDi
     },
     async renew(community, session, generation) {
       const sentAt = now()
-      const [renewed, value] = await call('renew', () => client.apiaryMeshRenew(sessionLeaseKey(community, session), ownPrefix(generation), leaseTtlMs))
+      const [renewed, value] = await call('renew', () =>
+        client.apiaryMeshRenew(sessionLeaseKey(community, session), ownPrefix(generation), leaseTtlMs),
+      )
       if (renewed === 1) return { renewed: true, validUntilMs: sentAt + leaseTtlMs - driftMs }
       return { renewed: false, holder: parseLease(value) }
     },

@@ -5,8 +5,25 @@
 // opened inside the listener that read the last handshake frame, before the next message is emitted.
 import { randomBytes } from 'node:crypto'
 import { WebSocket, WebSocketServer } from 'ws'
-import { CONTROL_STREAM_ID, encodeFrame, encodeJsonPayload, FRAME_HEADER_BYTES, FrameType, MAX_FRAME_PAYLOAD_BYTES, parseFrame, parseJsonPayload } from '../../protocols/mesh/frames.js'
-import { checkProof, type Hello, type MeshIdentity, parseHello, parseHelloProof, proveRuntime, toHello } from '../../protocols/mesh/hello.js'
+import {
+  CONTROL_STREAM_ID,
+  encodeFrame,
+  encodeJsonPayload,
+  FRAME_HEADER_BYTES,
+  FrameType,
+  MAX_FRAME_PAYLOAD_BYTES,
+  parseFrame,
+  parseJsonPayload,
+} from '../../protocols/mesh/frames.js'
+import {
+  checkProof,
+  type Hello,
+  type MeshIdentity,
+  parseHello,
+  parseHelloProof,
+  proveRuntime,
+  toHello,
+} from '../../protocols/mesh/hello.js'
 import type { Result } from '../../protocols/result.js'
 import { DEFAULT_TUNNEL_LIMITS, openTunnel, type Tunnel, TunnelError, type TunnelHandlers, type TunnelLimits } from './tunnel.js'
 
@@ -39,7 +56,13 @@ function readHandshake(data: Buffer, isBinary: boolean, type: FrameType): Result
     const said = parseJsonPayload(payload)
     const reason = said.ok ? (said.value as { reason?: unknown } | null)?.reason : undefined
     const text = typeof reason === 'string' ? reason.slice(0, 200) : 'no reason'
-    return { ok: false, error: got === FrameType.Goodbye && reason === 'stale' ? 'stale: the peer says this endpoint is another runtime' : `error: mesh peer refused the handshake (${text})` }
+    return {
+      ok: false,
+      error:
+        got === FrameType.Goodbye && reason === 'stale'
+          ? 'stale: the peer says this endpoint is another runtime'
+          : `error: mesh peer refused the handshake (${text})`,
+    }
   }
   if (got !== type) return { ok: false, error: `invalid: expected frame type ${type}, got ${got}` }
   return parseJsonPayload(frame.value.payload)
@@ -52,7 +75,11 @@ function readPeerHello(data: Buffer, isBinary: boolean, anchorRelayPubkey: strin
 }
 
 /** Runs `step` on each message until it returns a tunnel or a refusal; times out after `ms`. */
-function handshake(socket: WebSocket, ms: number, steps: ((data: Buffer, isBinary: boolean) => Tunnel | string | undefined)[]): Promise<Tunnel> {
+function handshake(
+  socket: WebSocket,
+  ms: number,
+  steps: ((data: Buffer, isBinary: boolean) => Tunnel | string | undefined)[],
+): Promise<Tunnel> {
   return new Promise((resolve, reject) => {
     let i = 0
     const fail = (why: string, goodbye?: 'stale') => {
@@ -87,7 +114,11 @@ function handshake(socket: WebSocket, ms: number, steps: ((data: Buffer, isBinar
 export function dialTunnel(endpoint: string, expectedPeer: string, setup: TunnelSetup): Promise<Tunnel> {
   const { identity, anchorRelayPubkey } = setup
   const self = identity.runtimeKey.pubkey
-  const socket = new WebSocket(endpoint, { maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false, handshakeTimeout: setup.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS })
+  const socket = new WebSocket(endpoint, {
+    maxPayload: MAX_MESSAGE_BYTES,
+    perMessageDeflate: false,
+    handshakeTimeout: setup.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
+  })
   const nonce = newNonce()
   return new Promise<Tunnel>((resolve, reject) => {
     socket.once('error', (e) => reject(new TunnelError('HANDSHAKE', `error: mesh dial to ${endpoint} failed (${e.message})`)))
@@ -101,7 +132,12 @@ export function dialTunnel(endpoint: string, expectedPeer: string, setup: Tunnel
           const proved = checkProof(hello.value.proof, 'acceptor', nonce, hello.value.runtime, self)
           if (!proved.ok) return proved.error
           sendJson(socket, FrameType.HelloProof, { proof: proveRuntime(identity, 'dialer', hello.value.nonce, expectedPeer) })
-          return openTunnel(socket, { self, peer: expectedPeer, role: 'dialer' }, setup.handlersFor(expectedPeer), setup.limits ?? DEFAULT_TUNNEL_LIMITS)
+          return openTunnel(
+            socket,
+            { self, peer: expectedPeer, role: 'dialer' },
+            setup.handlersFor(expectedPeer),
+            setup.limits ?? DEFAULT_TUNNEL_LIMITS,
+          )
         },
       ]).then(resolve, reject)
     })
@@ -109,7 +145,12 @@ export function dialTunnel(endpoint: string, expectedPeer: string, setup: Tunnel
 }
 
 /** Accept tunnels on `server`'s connections; `onTunnel` gets each one that completed its handshake. */
-export function acceptTunnels(server: WebSocketServer, setup: TunnelSetup, onTunnel: (t: Tunnel) => void, onRefused: (why: string) => void): void {
+export function acceptTunnels(
+  server: WebSocketServer,
+  setup: TunnelSetup,
+  onTunnel: (t: Tunnel) => void,
+  onRefused: (why: string) => void,
+): void {
   const { identity, anchorRelayPubkey } = setup
   const self = identity.runtimeKey.pubkey
   server.on('connection', (socket) => {
@@ -121,7 +162,11 @@ export function acceptTunnels(server: WebSocketServer, setup: TunnelSetup, onTun
         if (!hello.ok) return hello.error
         if (hello.value.to !== self) return `stale: this endpoint is runtime ${self.slice(0, 12)}`
         dialer = hello.value
-        sendJson(socket, FrameType.Hello, toHello(identity, nonce, { proof: proveRuntime(identity, 'acceptor', dialer.nonce, dialer.runtime) }))
+        sendJson(
+          socket,
+          FrameType.Hello,
+          toHello(identity, nonce, { proof: proveRuntime(identity, 'acceptor', dialer.nonce, dialer.runtime) }),
+        )
         return undefined
       },
       (data, isBinary) => {
@@ -131,7 +176,12 @@ export function acceptTunnels(server: WebSocketServer, setup: TunnelSetup, onTun
         if (!proof.ok) return proof.error
         const proved = checkProof(proof.value, 'dialer', nonce, dialer.runtime, self)
         if (!proved.ok) return proved.error
-        return openTunnel(socket, { self, peer: dialer.runtime, role: 'acceptor' }, setup.handlersFor(dialer.runtime), setup.limits ?? DEFAULT_TUNNEL_LIMITS)
+        return openTunnel(
+          socket,
+          { self, peer: dialer.runtime, role: 'acceptor' },
+          setup.handlersFor(dialer.runtime),
+          setup.limits ?? DEFAULT_TUNNEL_LIMITS,
+        )
       },
     ]).then(onTunnel, (e: Error) => onRefused(e.message))
   })

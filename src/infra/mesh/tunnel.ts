@@ -15,8 +15,23 @@
 // frame and the tunnel closes: the framing cannot be resynchronised.
 import type { WebSocket } from 'ws'
 import { createReassembler, toChunks } from '../../protocols/mesh/chunking.js'
-import { createReceiveWindow, createSendWindow, encodeCredit, parseCredit, type ReceiveWindow, type SendWindow } from '../../protocols/mesh/credit.js'
-import { CONTROL_STREAM_ID, encodeFrame, encodeJsonPayload, FrameType, type MeshFrame, parseFrame, parseJsonPayload } from '../../protocols/mesh/frames.js'
+import {
+  createReceiveWindow,
+  createSendWindow,
+  encodeCredit,
+  parseCredit,
+  type ReceiveWindow,
+  type SendWindow,
+} from '../../protocols/mesh/credit.js'
+import {
+  CONTROL_STREAM_ID,
+  encodeFrame,
+  encodeJsonPayload,
+  FrameType,
+  type MeshFrame,
+  parseFrame,
+  parseJsonPayload,
+} from '../../protocols/mesh/frames.js'
 import type { HelloRole } from '../../protocols/mesh/hello.js'
 
 export type GoodbyeReason = 'ended' | 'draining' | 'stale'
@@ -101,7 +116,12 @@ interface Inbound {
   onSent?: () => void
 }
 
-export function openTunnel(socket: WebSocket, who: { self: string; peer: string; role: HelloRole }, handlers: TunnelHandlers, limits = DEFAULT_TUNNEL_LIMITS): Tunnel {
+export function openTunnel(
+  socket: WebSocket,
+  who: { self: string; peer: string; role: HelloRole },
+  handlers: TunnelHandlers,
+  limits = DEFAULT_TUNNEL_LIMITS,
+): Tunnel {
   const { peer, role } = who
   const outbound = new Map<number, Outbound>()
   const inbound = new Map<number, Inbound>()
@@ -332,8 +352,10 @@ export function openTunnel(socket: WebSocket, who: { self: string; peer: string;
     dialer: role === 'dialer' ? who.self : peer,
     request(body, timeoutMs) {
       if (ended) return Promise.reject(new TunnelError('CLOSED', `mesh tunnel to ${peer.slice(0, 12)} is closed (${ended.reason})`))
-      if (outbound.size >= limits.maxOutboundRequests) return Promise.reject(new TunnelError('BUSY', `${outbound.size} mesh requests in flight to ${peer.slice(0, 12)}`))
-      if (queuedBytes + body.byteLength > limits.maxQueuedBytes) return Promise.reject(new TunnelError('BUSY', `mesh send queue to ${peer.slice(0, 12)} is full`))
+      if (outbound.size >= limits.maxOutboundRequests)
+        return Promise.reject(new TunnelError('BUSY', `${outbound.size} mesh requests in flight to ${peer.slice(0, 12)}`))
+      if (queuedBytes + body.byteLength > limits.maxQueuedBytes)
+        return Promise.reject(new TunnelError('BUSY', `mesh send queue to ${peer.slice(0, 12)} is full`))
       const id = nextStream
       nextStream += 2
       return new Promise<Uint8Array>((resolve, reject) => {

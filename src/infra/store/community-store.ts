@@ -84,7 +84,10 @@ export interface CommunityRecord {
 }
 
 /** What `put` takes: `admins` and `settings` may be left out (none, and the defaults); `kinds` is not written by put. */
-export type CommunityInput = Omit<CommunityRecord, 'admins' | 'settings' | 'kinds'> & { admins?: string[]; settings?: Partial<CommunitySettings> }
+export type CommunityInput = Omit<CommunityRecord, 'admins' | 'settings' | 'kinds'> & {
+  admins?: string[]
+  settings?: Partial<CommunitySettings>
+}
 
 /** One row of a NIP-86 list (allowed pubkeys, banned events, blocked IPs): the key and why. */
 export interface ListedEntry {

@@ -102,7 +102,11 @@ function channelWrites(inTransaction: <T>(work: (q: Query, tx: Sql) => Promise<T
       }),
     removeMember: (community, channel, pubkey) =>
       inTransaction(async (q) => {
-        const rows = await q('DELETE FROM channel_members WHERE community = $1 AND channel = $2 AND pubkey = $3 RETURNING 1', [community, channel, pubkey])
+        const rows = await q('DELETE FROM channel_members WHERE community = $1 AND channel = $2 AND pubkey = $3 RETURNING 1', [
+          community,
+          channel,
+          pubkey,
+        ])
         return rows.length > 0
       }),
   }
@@ -121,7 +125,10 @@ export async function openPostgresChannelStore(opts: { url: string }): Promise<C
   const q = queryOn(sql)
   // a single statement needs no transaction of its own; removal's two statements do
   const unfenced = channelWrites((work) => work(q, sql))
-  const plain: ChannelWrites = { ...unfenced, remove: (community, id) => sql.begin((tx) => removeChannelIn(tx as unknown as Sql, community, id)) }
+  const plain: ChannelWrites = {
+    ...unfenced,
+    remove: (community, id) => sql.begin((tx) => removeChannelIn(tx as unknown as Sql, community, id)),
+  }
 
   return {
     ...plain,
@@ -191,7 +198,10 @@ export async function openPostgresChannelStore(opts: { url: string }): Promise<C
  * only a later statement's snapshot sees the member that putMember committed, so the DELETE drops it too.
  */
 async function removeChannelIn(tx: Sql, community: string, id: string): Promise<boolean> {
-  const marked = await tx.unsafe('UPDATE channels SET deleted = true WHERE community = $1 AND id = $2 AND NOT deleted RETURNING id', [community, id])
+  const marked = await tx.unsafe('UPDATE channels SET deleted = true WHERE community = $1 AND id = $2 AND NOT deleted RETURNING id', [
+    community,
+    id,
+  ])
   if (marked.length === 0) return false
   await tx.unsafe('DELETE FROM channel_members WHERE community = $1 AND channel = $2', [community, id])
   return true

@@ -259,9 +259,7 @@ function listTable(sql: Sql, table: string, key: string) {
       return rows.length > 0
     },
     async list(community: string): Promise<ListedEntry[]> {
-      const rows = await sql.unsafe(`SELECT ${key} AS value, reason FROM ${table} WHERE community = $1 ORDER BY ${key}`, [
-        community,
-      ])
+      const rows = await sql.unsafe(`SELECT ${key} AS value, reason FROM ${table} WHERE community = $1 ORDER BY ${key}`, [community])
       return rows.map((r) => ({ value: r.value as string, reason: r.reason as string }))
     },
     async has(community: string, value: string): Promise<boolean> {

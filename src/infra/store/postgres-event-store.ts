@@ -67,7 +67,8 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
     toError: (cause, batchSize, index) => {
       // past its deadline the transaction may still commit when the connection comes back: keep its outcome
       if (cause instanceof DeadlineError) {
-        if (index === 0) opts.log?.error({ err: cause, batchSize }, 'event store: write transaction passed its deadline; its outcome is awaited')
+        if (index === 0)
+          opts.log?.error({ err: cause, batchSize }, 'event store: write transaction passed its deadline; its outcome is awaited')
         const late = (cause.pending as Promise<SaveOutcome[]>).then((outcomes) => outcomes[index] as SaveOutcome)
         return new StoreError('event store write timed out', { cause, late })
       }

@@ -39,9 +39,6 @@ class Params {
   }
 }
 
-
-
-
 /** The arm lists of a limited filter: what to unnest, and the equalities each arm adds to its rows. */
 interface Arms {
   from: string[]

@@ -220,8 +220,7 @@ function outcomeOf(results: Row[][], d: string | null): SaveOutcome {
   return d === null ? { status: 'duplicate' } : { status: 'superseded' }
 }
 
-const addressLockKey = (community: string, kind: number, pubkey: string, d: string) =>
-  `a\0${community}\0${kind}\0${pubkey}\0${d}`
+const addressLockKey = (community: string, kind: number, pubkey: string, d: string) => `a\0${community}\0${kind}\0${pubkey}\0${d}`
 
 /**
  * A deletion's statements run whether or not the kind 5 itself turns out a duplicate: applying a stored
@@ -287,7 +286,12 @@ export function commitBatch(sql: Sql, batch: readonly SaveRequest[], fence?: Ses
 }
 
 /** `claim`: a mesh session's fence, checked after the locks and before any write (postgres-session-fence.ts). */
-async function pipelinedTransaction(sql: Sql, plans: readonly Plan[], lockIds: readonly string[], claim: readonly Statement[]): Promise<SaveOutcome[]> {
+async function pipelinedTransaction(
+  sql: Sql,
+  plans: readonly Plan[],
+  lockIds: readonly string[],
+  claim: readonly Statement[],
+): Promise<SaveOutcome[]> {
   const tx = await sql.reserve()
   try {
     const run = (s: Statement): Promise<Row[]> => tx.unsafe(s.sql, s.params as never[], { prepare: true }).then((r) => r)
@@ -295,7 +299,11 @@ async function pipelinedTransaction(sql: Sql, plans: readonly Plan[], lockIds: r
     const begin = tx.unsafe('BEGIN').then(() => undefined)
     const body: Promise<unknown>[] = [begin]
     try {
-      body.push(run({ sql: LOCK_KEYS, params: [lockIds as string[]] }), ...claim.map(run), ...plans.map((p) => Promise.all(p.statements.map(run))))
+      body.push(
+        run({ sql: LOCK_KEYS, params: [lockIds as string[]] }),
+        ...claim.map(run),
+        ...plans.map((p) => Promise.all(p.statements.map(run))),
+      )
     } catch (error) {
       // a statement that could not even be sent: the connection must not go back to the pool mid-transaction
       await Promise.allSettled([...body, tx.unsafe('ROLLBACK')])

@@ -181,10 +181,7 @@ const DIGEST_MARK = '\u0001'
  */
 export function toIndexText(value: string): string {
   const plain =
-    !value.startsWith(DIGEST_MARK) &&
-    !value.includes('\0') &&
-    !LONE_SURROGATE.test(value) &&
-    Buffer.byteLength(value) <= MAX_INDEXED_BYTES
+    !value.startsWith(DIGEST_MARK) && !value.includes('\0') && !LONE_SURROGATE.test(value) && Buffer.byteLength(value) <= MAX_INDEXED_BYTES
   // JSON.stringify escapes lone surrogates, so distinct values hash distinct bytes
   return plain ? value : DIGEST_MARK + createHash('sha256').update(JSON.stringify(value)).digest('hex')
 }

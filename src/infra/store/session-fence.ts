@@ -21,7 +21,8 @@ export class FencedError extends Error {
     readonly fence: SessionFence,
     cause?: unknown,
   ) {
-    super(`mesh session ${fence.community}/${fence.session}: generation ${fence.generation} of ${fence.owner.slice(0, 12)} is fenced off`, { cause })
+    super(`mesh session ${fence.community}/${fence.session}: generation ${fence.generation} of ${fence.owner.slice(0, 12)} is fenced off`, {
+      cause,
+    })
   }
 }
-

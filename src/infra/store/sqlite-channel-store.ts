@@ -77,9 +77,7 @@ export function openSqliteChannelStore(file: string): ChannelStore {
   )
   const selectSome = db.prepare(`SELECT ${COLUMNS} FROM channels WHERE community = ? AND id IN (SELECT value FROM json_each(?))`)
   const selectLive = db.prepare(`SELECT ${COLUMNS} FROM channels WHERE community = ? AND deleted = 0 ORDER BY id`)
-  const selectRestricted = db.prepare(
-    `SELECT ${COLUMNS} FROM channels WHERE community = ? AND (private = 1 OR deleted = 1) ORDER BY id`,
-  )
+  const selectRestricted = db.prepare(`SELECT ${COLUMNS} FROM channels WHERE community = ? AND (private = 1 OR deleted = 1) ORDER BY id`)
   const update = db.prepare(
     `UPDATE channels SET name = coalesce(?, name), about = coalesce(?, about), picture = coalesce(?, picture),
        private = coalesce(?, private), closed = coalesce(?, closed)

@@ -67,9 +67,7 @@ export function openSqliteCommunityStore(file: string): CommunityStore {
   if (!columns.includes('admins')) db.exec("ALTER TABLE communities ADD COLUMN admins TEXT NOT NULL DEFAULT '[]'")
   // a JSON object; '{}' (rows from before settings) reads as the defaults, see toSettings
   if (!columns.includes('settings')) db.exec("ALTER TABLE communities ADD COLUMN settings TEXT NOT NULL DEFAULT '{}'")
-  const selectAll = db.prepare(
-    'SELECT id, name, agents, admins, settings FROM communities WHERE archived_at IS NULL ORDER BY id',
-  )
+  const selectAll = db.prepare('SELECT id, name, agents, admins, settings FROM communities WHERE archived_at IS NULL ORDER BY id')
   const selectKinds = db.prepare('SELECT community, kind, rule FROM community_kinds')
   const archive = db.prepare('UPDATE communities SET archived_at = ? WHERE id = ? AND archived_at IS NULL')
   const selectHosts = db.prepare('SELECT host, community FROM community_hosts ORDER BY host')
@@ -88,9 +86,9 @@ export function openSqliteCommunityStore(file: string): CommunityStore {
     'INSERT INTO community_kinds (community, kind, rule) VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET rule = excluded.rule',
   )
   const allowed = prepareList(db, 'allowed_pubkeys', 'pubkey')
-  const allowedAmong = db.prepare(
-    'SELECT pubkey FROM allowed_pubkeys WHERE community = ? AND pubkey IN (SELECT value FROM json_each(?))',
-  ).pluck()
+  const allowedAmong = db
+    .prepare('SELECT pubkey FROM allowed_pubkeys WHERE community = ? AND pubkey IN (SELECT value FROM json_each(?))')
+    .pluck()
   const bannedEvents = prepareList(db, 'banned_events', 'event_id')
   const blockedIps = prepareList(db, 'blocked_ips', 'ip')
   const dropHosts = db.prepare('DELETE FROM community_hosts WHERE community = ?')
@@ -102,9 +100,7 @@ export function openSqliteCommunityStore(file: string): CommunityStore {
   const inForce = '(until_seconds IS NULL OR until_seconds > ?)'
   const banOf = db.prepare(`SELECT reason FROM bans WHERE community = ? AND pubkey = ? AND ${inForce}`)
   const unban = db.prepare('DELETE FROM bans WHERE community = ? AND pubkey = ?')
-  const bansOf = db.prepare(
-    `SELECT pubkey, reason, until_seconds FROM bans WHERE community = ? AND ${inForce} ORDER BY pubkey`,
-  )
+  const bansOf = db.prepare(`SELECT pubkey, reason, until_seconds FROM bans WHERE community = ? AND ${inForce} ORDER BY pubkey`)
 
   // BEGIN IMMEDIATE: takes the write lock before its reads, so it waits (busy_timeout) for the event store's
   // writer thread instead of failing with SQLITE_BUSY when its read transaction would become a write one

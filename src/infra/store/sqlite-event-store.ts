@@ -83,7 +83,13 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
   const writer: WriteRunner | SqliteWriter =
     inMemory || opts.writerThread === false
       ? writeHere()
-      : createSqliteWriter({ file: opts.file, autoCheckpointPages: AUTO_CHECKPOINT_PAGES, here: writeHere, nice: opts.writerNice, log: opts.log })
+      : createSqliteWriter({
+          file: opts.file,
+          autoCheckpointPages: AUTO_CHECKPOINT_PAGES,
+          here: writeHere,
+          nice: opts.writerNice,
+          log: opts.log,
+        })
   const thread = 'onThread' in writer ? writer : undefined
   const writes = createWrites(writer, opts)
   const autoCheckpoint = (pages: number) => {
@@ -105,7 +111,10 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
   const checkpointer = inMemory ? undefined : startWalCheckpointer(opts.file, autoCheckpoint, catchUp, opts.log, opts.readerNice)
   const queryTimeoutMs = opts.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS
   const readWorkers = inMemory ? 0 : (opts.readWorkers ?? 0)
-  const pool = readWorkers > 0 ? createSqliteReadPool({ file: opts.file, workers: readWorkers, queryTimeoutMs, nice: opts.readerNice, log: opts.log }) : undefined
+  const pool =
+    readWorkers > 0
+      ? createSqliteReadPool({ file: opts.file, workers: readWorkers, queryTimeoutMs, nice: opts.readerNice, log: opts.log })
+      : undefined
   // also the fallback once read workers keep failing to start
   const here = createReadRunner(db)
   let budgetExceededHere = 0
@@ -118,7 +127,10 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
     } catch (err) {
       if (!(err instanceof ReadBudgetExceeded)) throw err
       budgetExceededHere++
-      opts.log?.error({ what, queryTimeoutMs, sql: batch.statements[0]?.sql }, 'event store: read passed its budget on the main thread; stopped')
+      opts.log?.error(
+        { what, queryTimeoutMs, sql: batch.statements[0]?.sql },
+        'event store: read passed its budget on the main thread; stopped',
+      )
       throw new StoreError(`event store ${what} exceeded its budget of ${queryTimeoutMs} ms`, { cause: err, overloaded: true })
     }
   }
@@ -160,8 +172,7 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
     count: (community, filters, o) => read('count', () => planCount(community, filters, o)),
     // outside group commit, and atomic on its own: on the writer thread it runs between two batches, as it
     // does on the main thread, where better-sqlite3 is synchronous
-    deleteEvents: (community, ids) =>
-      guarded('delete', () => writer.deleteEvents(community, ids)),
+    deleteEvents: (community, ids) => guarded('delete', () => writer.deleteEvents(community, ids)),
     async ping() {
       if (closing) return false
       try {
@@ -201,13 +212,20 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
 }
 
 /** Writes on the writer thread, or on the main thread's connection: the same runner either way. */
-function createWrites(writer: Pick<WriteRunner, 'commit'> | SqliteWriter, opts: SqliteEventStoreOptions): GroupCommit<SavePlan, SaveOutcome> {
+function createWrites(
+  writer: Pick<WriteRunner, 'commit'> | SqliteWriter,
+  opts: SqliteEventStoreOptions,
+): GroupCommit<SavePlan, SaveOutcome> {
   return createGroupCommit<SavePlan, SaveOutcome>({
     maxItems: opts.groupCommitMaxEvents,
     maxDelayMs: opts.groupCommitMaxDelayMs,
     commit: (batch) => writer.commit(batch),
     toError: (cause, batchSize, index) => {
-      if (index === 0) opts.log?.error({ err: cause, batchSize }, 'event store: write transaction failed (rolled back; if the writer thread died, its outcome is unknown)')
+      if (index === 0)
+        opts.log?.error(
+          { err: cause, batchSize },
+          'event store: write transaction failed (rolled back; if the writer thread died, its outcome is unknown)',
+        )
       return new StoreError('event store write failed', { cause })
     },
   })

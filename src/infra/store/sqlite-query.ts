@@ -109,7 +109,10 @@ function hasTag(alias: string, name: string, values: readonly SqlParam[]): [stri
   }
   // NIP-01 indexes a tag by its first two items, as the store's tag rows do (forEachIndexedTag)
   const j = `j${alias}`
-  return [`EXISTS (SELECT 1 FROM json_each(e.raw, '$.tags') ${j} WHERE ${j}.value ->> 0 = ? AND ${j}.value ->> 1 IN (SELECT value FROM json_each(?)))`, [name, JSON.stringify(values)]]
+  return [
+    `EXISTS (SELECT 1 FROM json_each(e.raw, '$.tags') ${j} WHERE ${j}.value ->> 0 = ? AND ${j}.value ->> 1 IN (SELECT value FROM json_each(?)))`,
+    [name, JSON.stringify(values)],
+  ]
 }
 
 class SqlBuilder {
@@ -199,12 +202,7 @@ function addAuthorOnly(b: SqlBuilder, rule: NonNullable<QueryOptions['authorOnly
   }
   const [byAuthor, authorParams] = inList('e.pubkey', rule.readers)
   const [byTag, tagParams] = hasTag('y', 'p', rule.readers)
-  b.add(
-    `(NOT ${notHidden} OR ${byAuthor} OR ${byTag})`,
-    ...kindParams,
-    ...authorParams,
-    ...tagParams,
-  )
+  b.add(`(NOT ${notHidden} OR ${byAuthor} OR ${byTag})`, ...kindParams, ...authorParams, ...tagParams)
 }
 
 function addTimeRange(b: SqlBuilder, alias: string, f: Filter): void {

@@ -100,7 +100,7 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
 
   function onWorkerMessage(slot: Slot, msg: WorkerOutbox): void {
     if (msg.type === 'Ready') {
-      if (msg.priorityError) log?.error({ err: msg.priorityError }, 'event store: read worker runs at the event loop\'s priority')
+      if (msg.priorityError) log?.error({ err: msg.priorityError }, "event store: read worker runs at the event loop's priority")
       slot.ready = true
       startFailures = 0
       pump()
@@ -197,7 +197,11 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
       waiting.splice(waiting.indexOf(req), 1)
       budgetExceeded++
       log?.error({ what: req.what, queryTimeoutMs, waiting: waiting.length }, 'event store: read passed its budget waiting for a worker')
-      req.reject(new StoreError(`event store ${req.what} exceeded its budget of ${queryTimeoutMs} ms waiting for a read worker`, { overloaded: true }))
+      req.reject(
+        new StoreError(`event store ${req.what} exceeded its budget of ${queryTimeoutMs} ms waiting for a read worker`, {
+          overloaded: true,
+        }),
+      )
     }, queryTimeoutMs)
   }
 
@@ -205,7 +209,8 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
     if (closed) return Promise.reject(new StoreError('event store is closed'))
     if (gaveUp) return Promise.reject(new StoreError(`event store ${what} failed: no read worker could start`))
     const idle = idleWorker()
-    if (!idle && waiting.length >= MAX_WAITING_READS) return Promise.reject(new StoreError(`event store ${what} refused: too many reads waiting`, { overloaded: true }))
+    if (!idle && waiting.length >= MAX_WAITING_READS)
+      return Promise.reject(new StoreError(`event store ${what} refused: too many reads waiting`, { overloaded: true }))
     pending++
     const settled = () => {
       if (--pending === 0) onDrained?.()

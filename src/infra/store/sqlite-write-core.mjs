@@ -20,18 +20,15 @@ export const SAVE_SQL = {
   hasAddressTombstone:
     'SELECT 1 FROM deleted_addresses WHERE community = ? AND kind = ? AND pubkey = ? AND d = ? AND until_created_at >= ?',
   versions: 'SELECT seq, id, created_at FROM events WHERE community = ? AND pubkey = ? AND kind = ? AND d_tag = ?',
-  versionsUpTo:
-    'SELECT seq, id, created_at FROM events WHERE community = ? AND pubkey = ? AND kind = ? AND d_tag = ? AND created_at <= ?',
+  versionsUpTo: 'SELECT seq, id, created_at FROM events WHERE community = ? AND pubkey = ? AND kind = ? AND d_tag = ? AND created_at <= ?',
   ownEvent: 'SELECT seq, kind FROM events WHERE community = ? AND id = ? AND pubkey = ?',
   // An event's tag rows go before it, found by their primary key from its own tags (schema V3: no index on
   // event_seq for a cascade to use). Rows must not outlive their event: a seq is reused once the newest event
   // is gone.
   deleteEventTags: `DELETE FROM tags WHERE (community, name, value, created_at, event_seq) IN (${TAG_KEYS_OF} WHERE e.seq = ?)`,
   deleteEvent: 'DELETE FROM events WHERE seq = ?',
-  insertEvent:
-    'INSERT INTO events (community, id, pubkey, kind, created_at, d_tag, expires_at, raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-  tombstoneId:
-    'INSERT INTO deleted_ids (community, event_id, pubkey, deleted_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
+  insertEvent: 'INSERT INTO events (community, id, pubkey, kind, created_at, d_tag, expires_at, raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  tombstoneId: 'INSERT INTO deleted_ids (community, event_id, pubkey, deleted_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
   tombstoneAddress: `INSERT INTO deleted_addresses (community, kind, pubkey, d, until_created_at) VALUES (?, ?, ?, ?, ?)
     ON CONFLICT DO UPDATE SET until_created_at = max(until_created_at, excluded.until_created_at)`,
   // deleteEvents: outright, without a tombstone (a ban is remembered by the CommunityStore); tag rows first

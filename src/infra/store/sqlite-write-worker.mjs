@@ -24,7 +24,13 @@ const answer = (id, body) => {
     parentPort.postMessage({ type: 'Done', id, ok: true, result: body() })
   } catch (error) {
     // the SQLite code (SQLITE_BUSY, SQLITE_FULL, ...) tells the log what kind of failure it was
-    parentPort.postMessage({ type: 'Done', id, ok: false, message: String(error?.message ?? error), code: typeof error?.code === 'string' ? error.code : undefined })
+    parentPort.postMessage({
+      type: 'Done',
+      id,
+      ok: false,
+      message: String(error?.message ?? error),
+      code: typeof error?.code === 'string' ? error.code : undefined,
+    })
   }
 }
 

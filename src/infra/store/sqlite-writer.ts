@@ -15,7 +15,11 @@ import type { SavePlan, WriteRunner } from './sqlite-write-core.mjs'
 
 /** Messages to the thread. */
 type Work = { type: 'Commit'; batch: readonly SavePlan[] } | { type: 'Delete'; community: string; ids: readonly string[] }
-type WorkerInbox = (Work & { id: number }) | { type: 'AutoCheckpoint'; pages: number } | { type: 'CatchUpCheckpoint' } | { type: 'CrashOnNextCommit' }
+type WorkerInbox =
+  | (Work & { id: number })
+  | { type: 'AutoCheckpoint'; pages: number }
+  | { type: 'CatchUpCheckpoint' }
+  | { type: 'CrashOnNextCommit' }
 /** Messages the thread sends back. */
 type WorkerOutbox =
   | { type: 'Ready'; priorityError?: string }
@@ -102,7 +106,7 @@ export function createSqliteWriter(opts: SqliteWriterOptions): SqliteWriter {
   function onMessage(thread: Thread, msg: WorkerOutbox): void {
     if (thread.retired) return
     if (msg.type === 'Ready') {
-      if (msg.priorityError) log?.error({ err: msg.priorityError }, 'event store: writer thread runs at the event loop\'s priority')
+      if (msg.priorityError) log?.error({ err: msg.priorityError }, "event store: writer thread runs at the event loop's priority")
       thread.ready = true
       startFailures = 0
       for (const req of waiting.splice(0)) post(thread, req)
@@ -218,8 +222,13 @@ export function createSqliteWriter(opts: SqliteWriterOptions): SqliteWriter {
       }
       const stuck = [...waiting.splice(0), ...sent.values()]
       sent.clear()
-      if (stuck.length > 0) log?.error({ requests: stuck.length, deadlineMs: CLOSE_DEADLINE_MS }, 'event store: the writer thread did not answer before close; stopped')
-      for (const req of stuck) req.reject(new StoreError(`event store ${whatOf(req.work)} failed: the store closed before the writer thread answered`))
+      if (stuck.length > 0)
+        log?.error(
+          { requests: stuck.length, deadlineMs: CLOSE_DEADLINE_MS },
+          'event store: the writer thread did not answer before close; stopped',
+        )
+      for (const req of stuck)
+        req.reject(new StoreError(`event store ${whatOf(req.work)} failed: the store closed before the writer thread answered`))
       await current?.worker.terminate()
     },
   }

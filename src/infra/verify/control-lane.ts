@@ -21,7 +21,12 @@ export interface ControlLaneOptions {
 }
 
 /** `isControl` events go to `control` (within the budget), the rest to `bulk`; closing closes both. */
-export function withControlLane(bulk: Verifier, control: Verifier, isControl: (event: NostrEvent) => boolean, opts: ControlLaneOptions): Verifier {
+export function withControlLane(
+  bulk: Verifier,
+  control: Verifier,
+  isControl: (event: NostrEvent) => boolean,
+  opts: ControlLaneOptions,
+): Verifier {
   const nowMs = opts.nowMs ?? (() => performance.now())
   let windowStartMs = Number.NEGATIVE_INFINITY
   let used = 0

@@ -117,7 +117,7 @@ export async function createVerifierPool(opts: VerifierPoolOptions): Promise<Ver
 
   function onWorkerMessage(slot: Slot, msg: WorkerOutbox): void {
     if (msg.type === 'Ready') {
-      if (msg.priorityError) opts.log?.error({ err: msg.priorityError }, 'verifier worker runs at the event loop\'s priority')
+      if (msg.priorityError) opts.log?.error({ err: msg.priorityError }, "verifier worker runs at the event loop's priority")
       slot.ready = true
       startFailures = 0
       onStartup?.()

@@ -32,7 +32,8 @@ parentPort.on('message', (msg) => {
 /** `signed` holds id, pubkey, sig and preimage of each event in turn (see verifier-pool.ts). */
 function verdictsOf(signed) {
   const verdicts = new Array(signed.length / 4)
-  for (let i = 0; i < verdicts.length; i++) verdicts[i] = checkSigned(signed[4 * i], signed[4 * i + 1], signed[4 * i + 2], signed[4 * i + 3], schnorr)
+  for (let i = 0; i < verdicts.length; i++)
+    verdicts[i] = checkSigned(signed[4 * i], signed[4 * i + 1], signed[4 * i + 2], signed[4 * i + 3], schnorr)
   return verdicts
 }
 

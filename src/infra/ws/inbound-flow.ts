@@ -19,7 +19,11 @@ export interface InboundFlow {
  */
 export const MIN_FRAME_CHARGE_BYTES = 256
 
-export function createInboundFlow(ws: Pick<WebSocket, 'pause' | 'resume' | 'readyState' | 'OPEN'>, maxBytesInFlight: number, onPause: () => void = () => {}): InboundFlow {
+export function createInboundFlow(
+  ws: Pick<WebSocket, 'pause' | 'resume' | 'readyState' | 'OPEN'>,
+  maxBytesInFlight: number,
+  onPause: () => void = () => {},
+): InboundFlow {
   let inFlight = 0
   let paused = false
   return {

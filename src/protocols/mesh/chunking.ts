@@ -65,9 +65,7 @@ export interface ReassemblerOptions {
 }
 
 /** What one accepted frame yields: a finished body, or nothing yet. */
-export type Reassembled =
-  | { complete: true; type: FrameType; streamId: number; requestId: number; body: Uint8Array }
-  | { complete: false }
+export type Reassembled = { complete: true; type: FrameType; streamId: number; requestId: number; body: Uint8Array } | { complete: false }
 
 export interface Reassembler {
   /** Adds a parsed frame. `invalid:` when the peer broke the chunking limits; the refused body's data is dropped. */
@@ -129,7 +127,8 @@ export function createReassembler(options: ReassemblerOptions = {}): Reassembler
     if (frame.type !== partial.type) return refuse(key, `mesh body continued with frame type ${frame.type}, began as ${partial.type}`)
     if (partial.bytes + chunkBytes > maxBodyBytes) return refuse(key, `mesh body exceeds ${maxBodyBytes} bytes`)
     if (partial.chunks.length >= maxChunksPerBody) return refuse(key, `mesh body exceeds ${maxChunksPerBody} chunks`)
-    if (frame.more && bufferedBytes + chunkBytes > maxBufferedBytes) return refuse(key, `unfinished mesh bodies exceed ${maxBufferedBytes} bytes`)
+    if (frame.more && bufferedBytes + chunkBytes > maxBufferedBytes)
+      return refuse(key, `unfinished mesh bodies exceed ${maxBufferedBytes} bytes`)
     partial.chunks.push(frame.payload)
     partial.bytes += chunkBytes
     bufferedBytes += chunkBytes

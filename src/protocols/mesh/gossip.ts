@@ -40,7 +40,10 @@ const versionSchema = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER)
 
 const memberStateSchema = z.strictObject({
   runtime: runtimeSchema,
-  endpoint: z.string().max(MAX_ENDPOINT_CHARS).regex(/^wss?:\/\/[^\s/]+(\/\S*)?$/),
+  endpoint: z
+    .string()
+    .max(MAX_ENDPOINT_CHARS)
+    .regex(/^wss?:\/\/[^\s/]+(\/\S*)?$/),
   version: versionSchema,
   draining: z.boolean(),
   /** open client connections: a routing hint, never a decision */

@@ -55,7 +55,14 @@ export function proveRuntime(identity: MeshIdentity, role: HelloRole, peerNonce:
 }
 
 export function toHello(identity: MeshIdentity, nonce: string, extra: { to?: string; proof?: string }): Hello {
-  return { v: MESH_PROTOCOL_VERSION, runtime: identity.runtimeKey.pubkey, relay: identity.relayPubkey, attestation: identity.attestation, nonce, ...extra }
+  return {
+    v: MESH_PROTOCOL_VERSION,
+    runtime: identity.runtimeKey.pubkey,
+    relay: identity.relayPubkey,
+    attestation: identity.attestation,
+    nonce,
+    ...extra,
+  }
 }
 
 /** A peer's Hello, accepted only with a valid attestation by `anchorRelayPubkey` and not from ourselves. */

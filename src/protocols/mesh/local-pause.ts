@@ -60,10 +60,6 @@ export function createLocalPauseGuard(opts: Partial<LocalPauseOptions> = {}): Lo
 }
 
 /** A peer is suspect when its detector says so and our own recent stall cannot explain the silence. */
-export function isSuspect(
-  detector: Pick<PhiAccrual, 'isAvailable'>,
-  guard: Pick<LocalPauseGuard, 'isSuppressed'>,
-  nowMs: number,
-): boolean {
+export function isSuspect(detector: Pick<PhiAccrual, 'isAvailable'>, guard: Pick<LocalPauseGuard, 'isSuppressed'>, nowMs: number): boolean {
   return !guard.isSuppressed(nowMs) && !detector.isAvailable(nowMs)
 }

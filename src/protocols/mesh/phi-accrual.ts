@@ -130,8 +130,7 @@ function checkOptions(o: PhiAccrualOptions): void {
   if (!(o.minStdDeviationMs > 0)) throw new RangeError(`minStdDeviationMs must be > 0, got ${o.minStdDeviationMs}`)
   if (!(o.acceptableHeartbeatPauseMs >= 0))
     throw new RangeError(`acceptableHeartbeatPauseMs must be >= 0, got ${o.acceptableHeartbeatPauseMs}`)
-  if (!(o.firstHeartbeatEstimateMs > 0))
-    throw new RangeError(`firstHeartbeatEstimateMs must be > 0, got ${o.firstHeartbeatEstimateMs}`)
+  if (!(o.firstHeartbeatEstimateMs > 0)) throw new RangeError(`firstHeartbeatEstimateMs must be > 0, got ${o.firstHeartbeatEstimateMs}`)
 }
 
 /** A fixed-size ring of intervals with running sums, so mean and stddev cost O(1) per heartbeat. */

@@ -28,7 +28,10 @@ const recordSchema = z.strictObject({
   runtime: hex(64),
   relay: hex(64),
   attestation: hex(128),
-  endpoint: z.string().regex(/^wss?:\/\/[^\s/]+(\/\S*)?$/).max(512),
+  endpoint: z
+    .string()
+    .regex(/^wss?:\/\/[^\s/]+(\/\S*)?$/)
+    .max(512),
   protocol: z.number().int().min(1).max(255),
   capabilities: z.array(z.string().regex(/^[a-z0-9-]{1,32}$/)).max(32),
   /** open client connections on the node: a routing hint, never a decision */
@@ -44,12 +47,30 @@ export type ReadinessFields = Pick<ReadinessRecord, 'endpoint' | 'protocol' | 'c
 
 /** What the runtime key signs: every field but `sig`, in a fixed order. */
 function recordDigest(r: Omit<ReadinessRecord, 'sig'>): Uint8Array {
-  const fields = ['apiary-mesh-record-v1', r.runtime, r.relay, r.attestation, r.endpoint, r.protocol, r.capabilities, r.load, r.draining, r.issuedAtMs, r.expiresAtMs]
+  const fields = [
+    'apiary-mesh-record-v1',
+    r.runtime,
+    r.relay,
+    r.attestation,
+    r.endpoint,
+    r.protocol,
+    r.capabilities,
+    r.load,
+    r.draining,
+    r.issuedAtMs,
+    r.expiresAtMs,
+  ]
   return sha256(new TextEncoder().encode(JSON.stringify(fields)))
 }
 
 /** A record signed by `runtimeKey`, carrying the relay's `attestation` of it, valid for READINESS_TTL_MS from `nowMs` (wall clock). */
-export function buildReadinessRecord(runtimeKey: SigningKey, relay: string, attestation: string, fields: ReadinessFields, nowMs: number): ReadinessRecord {
+export function buildReadinessRecord(
+  runtimeKey: SigningKey,
+  relay: string,
+  attestation: string,
+  fields: ReadinessFields,
+  nowMs: number,
+): ReadinessRecord {
   const unsigned = {
     v: 1 as const,
     runtime: runtimeKey.pubkey,
@@ -74,7 +95,8 @@ export function parseReadinessRecord(text: string, anchorRelayPubkey: string, no
   if (!parsed.success) return refuse('malformed record')
   const r = parsed.data
   if (r.expiresAtMs <= nowMs) return refuse('expired')
-  if (r.issuedAtMs > nowMs + READINESS_MAX_SKEW_MS || r.expiresAtMs - r.issuedAtMs > READINESS_TTL_MS) return refuse('issued in the future or for too long')
+  if (r.issuedAtMs > nowMs + READINESS_MAX_SKEW_MS || r.expiresAtMs - r.issuedAtMs > READINESS_TTL_MS)
+    return refuse('issued in the future or for too long')
   const attested = checkAttestation(r.runtime, r.relay, r.attestation, anchorRelayPubkey)
   if (!attested.ok) return attested
   const { sig, ...unsigned } = r

@@ -29,7 +29,10 @@ const peerSchema = z.strictObject({
   runtime: runtimeSchema,
   // same shape as a readiness record's endpoint, where a peer's endpoint comes from; no whitespace, so a
   // table column never splits
-  endpoint: z.string().max(MAX_ENDPOINT_CHARS).regex(/^wss?:\/\/[^\s/]+(\/\S*)?$/),
+  endpoint: z
+    .string()
+    .max(MAX_ENDPOINT_CHARS)
+    .regex(/^wss?:\/\/[^\s/]+(\/\S*)?$/),
   // JSON has no Infinity; phi-accrual.ts caps an overflowing phi at a large finite value
   phi: z.number().min(0).refine(Number.isFinite),
   suspect: z.boolean(),

@@ -32,8 +32,7 @@ type Signable = Pick<NostrEvent, 'pubkey' | 'created_at' | 'kind' | 'tags' | 'co
  * NIP-01 canonical form `[0,pubkey,created_at,kind,tags,content]`. JSON.stringify emits no whitespace and
  * escapes exactly what NIP-01 lists (\n \" \\ \r \t \b \f, other controls as \u00XX), like nostr-tools.
  */
-export const serializeEvent = (e: Signable): string =>
-  JSON.stringify([0, e.pubkey, e.created_at, e.kind, e.tags, e.content])
+export const serializeEvent = (e: Signable): string => JSON.stringify([0, e.pubkey, e.created_at, e.kind, e.tags, e.content])
 
 export const computeEventId = (e: Signable): string => bytesToHex(sha256(utf8ToBytes(serializeEvent(e))))
 
@@ -191,7 +190,12 @@ const invalid = (text: string): Result<never> => err(reason('invalid', text))
 export function parseEventShape(raw: string): NostrEvent | undefined {
   try {
     const v: unknown = JSON.parse(raw)
-    return typeof v === 'object' && v !== null && 'pubkey' in v && 'kind' in v && 'created_at' in v && Array.isArray((v as { tags?: unknown }).tags)
+    return typeof v === 'object' &&
+      v !== null &&
+      'pubkey' in v &&
+      'kind' in v &&
+      'created_at' in v &&
+      Array.isArray((v as { tags?: unknown }).tags)
       ? (v as NostrEvent)
       : undefined
   } catch {

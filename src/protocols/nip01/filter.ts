@@ -90,13 +90,7 @@ function applyFilterKey(f: Filter, key: string, value: unknown, limits: Limits):
   }
 }
 
-function setList<T>(
-  value: unknown,
-  isItem: (v: unknown) => v is T,
-  key: string,
-  set: (v: T[]) => void,
-  rule: string,
-): Result<void> {
+function setList<T>(value: unknown, isItem: (v: unknown) => v is T, key: string, set: (v: T[]) => void, rule: string): Result<void> {
   if (!Array.isArray(value)) return invalid(`${key} must be an array`)
   if (value.length > MAX_FILTER_VALUES) return invalid(`${key} has more than ${MAX_FILTER_VALUES} values`)
   if (!value.every(isItem)) return invalid(`${key} values ${rule}`)
@@ -121,7 +115,6 @@ export function parseFilters(list: readonly unknown[], limits: Limits): Result<F
 }
 
 /** The number of stored events a query may return for this filter. */
-export const effectiveLimit = (f: Filter, limits: Limits): number =>
-  Math.min(f.limit ?? limits.defaultLimit, limits.maxLimit)
+export const effectiveLimit = (f: Filter, limits: Limits): number => Math.min(f.limit ?? limits.defaultLimit, limits.maxLimit)
 
 const invalid = (text: string): Result<never> => err(reason('invalid', text))

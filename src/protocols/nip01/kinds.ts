@@ -17,8 +17,7 @@ export function dTagOf(event: Pick<NostrEvent, 'tags'>): string {
 }
 
 /** The `kind:pubkey:d` address of an addressable event (NIP-01 `a` tag value). */
-export const addressOf = (e: Pick<NostrEvent, 'kind' | 'pubkey' | 'tags'>): string =>
-  `${e.kind}:${e.pubkey}:${dTagOf(e)}`
+export const addressOf = (e: Pick<NostrEvent, 'kind' | 'pubkey' | 'tags'>): string => `${e.kind}:${e.pubkey}:${dTagOf(e)}`
 
 export const KIND_DELETION = 5
 export const KIND_AUTH = 22_242

@@ -83,7 +83,8 @@ export function parseRelayDescriptionParam(params: unknown[]): Result<string> {
 /** changerelayicon `["<new-icon-url>"]`: an http(s) URL; empty: no icon. */
 export function parseRelayIconParam(params: unknown[]): Result<string> {
   const [url] = params
-  if (typeof url !== 'string' || url.length > maxIconUrlChars) return invalid(`icon must be an http(s) URL of at most ${maxIconUrlChars} characters`)
+  if (typeof url !== 'string' || url.length > maxIconUrlChars)
+    return invalid(`icon must be an http(s) URL of at most ${maxIconUrlChars} characters`)
   if (url === '') return ok(url)
   let parsed: URL
   try {
@@ -98,14 +99,16 @@ export function parseRelayIconParam(params: unknown[]): Result<string> {
 /** allowkind, disallowkind `[<kind-number>]`. */
 export function parseKindParam(params: unknown[]): Result<number> {
   const [kind] = params
-  if (typeof kind !== 'number' || !Number.isInteger(kind) || kind < 0 || kind > maxKind) return invalid(`kind must be a whole number from 0 to ${maxKind}`)
+  if (typeof kind !== 'number' || !Number.isInteger(kind) || kind < 0 || kind > maxKind)
+    return invalid(`kind must be a whole number from 0 to ${maxKind}`)
   return ok(kind)
 }
 
 /** setcommunitypolicy `[{"readPolicy"?, "writePolicy"?, "authRequired"?}]`: at least one, nothing else. */
 export function parseCommunityPolicyParams(params: unknown[]): Result<CommunityPolicyParams> {
   const [patch] = params
-  if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) return invalid('params must be [{readPolicy?, writePolicy?, authRequired?}]')
+  if (typeof patch !== 'object' || patch === null || Array.isArray(patch))
+    return invalid('params must be [{readPolicy?, writePolicy?, authRequired?}]')
   const fields = patch as Record<string, unknown>
   const keys = Object.keys(fields)
   const unknown = keys.find((k) => k !== 'readPolicy' && k !== 'writePolicy' && k !== 'authRequired')

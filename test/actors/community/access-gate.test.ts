@@ -14,7 +14,14 @@ const B = 'b'.repeat(64)
 const ADMIN = 'c'.repeat(64)
 const TTL_MS = 1_000
 
-const conn = (id: string, ...authed: string[]): ConnView => ({ id, authed: new Set(authed), owners: new Map(), subs: new Set(['s']), lose: () => {}, queue: {} as ConnView['queue'] })
+const conn = (id: string, ...authed: string[]): ConnView => ({
+  id,
+  authed: new Set(authed),
+  owners: new Map(),
+  subs: new Set(['s']),
+  lose: () => {},
+  queue: {} as ConnView['queue'],
+})
 const sub = (c: ConnView): Subscription => ({ conn: c, subId: 's', filters: [{}] })
 const inChannel = (channel: string, kind = 9): NostrEvent =>
   ({ id: 'e'.repeat(64), pubkey: A, created_at: 1, kind, tags: [['h', channel]], content: '', sig: '' }) as NostrEvent
@@ -49,7 +56,15 @@ describe('the access gate deciding who receives a channel event', () => {
     channels = openSqliteChannelStore(join(mkdtempSync(join(tmpdir(), 'gate-')), 'c.sqlite'))
     fault = faulty(channels)
     now = 1_000_000
-    record = { id: 'c1', name: 'c1', hosts: [], agents: [], admins: [ADMIN], settings: { ...DEFAULT_SETTINGS }, kinds: { allowed: [], disallowed: [] } }
+    record = {
+      id: 'c1',
+      name: 'c1',
+      hosts: [],
+      agents: [],
+      admins: [ADMIN],
+      settings: { ...DEFAULT_SETTINGS },
+      kinds: { allowed: [], disallowed: [] },
+    }
     gate = new AccessGate({
       community: 'c1',
       channels: fault.store,
@@ -68,7 +83,10 @@ describe('the access gate deciding who receives a channel event', () => {
     (await gate.deliverable(inChannel(channel), conns.map(sub))).map((s) => s.conn.id)
 
   it('delivers a private channel only to members and community admins, never to the unauthenticated', async () => {
-    expect(await receivers('secret', conn('member', A), conn('outsider', B), conn('admin', ADMIN), conn('anon'))).toEqual(['member', 'admin'])
+    expect(await receivers('secret', conn('member', A), conn('outsider', B), conn('admin', ADMIN), conn('anon'))).toEqual([
+      'member',
+      'admin',
+    ])
   })
 
   it('delivers a public channel to everyone the community lets read', async () => {

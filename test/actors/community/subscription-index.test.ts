@@ -2,7 +2,14 @@ import { describe, expect, it } from 'vitest'
 import { type ConnView, SubscriptionIndex } from '../../../src/actors/community/subscription-index'
 import type { NostrEvent } from '../../../src/protocols/nip01/event'
 
-const conn = (id: string): ConnView => ({ id, authed: new Set(), owners: new Map(), subs: new Set(), lose: () => {}, queue: {} as ConnView['queue'] })
+const conn = (id: string): ConnView => ({
+  id,
+  authed: new Set(),
+  owners: new Map(),
+  subs: new Set(),
+  lose: () => {},
+  queue: {} as ConnView['queue'],
+})
 const ev = (over: Partial<NostrEvent>): NostrEvent => ({
   id: 'e'.repeat(64),
   pubkey: 'a'.repeat(64),
@@ -41,7 +48,11 @@ describe('the live-subscription index', () => {
     index.add(c, 'by-tag', [{ tags: { t: ['bees'] } }])
     index.add(c, 'by-author', [{ authors: ['b'.repeat(64)] }])
     index.add(c, 'everything', [{}])
-    const matched = (e: NostrEvent) => index.match(e).map((s) => s.subId).sort()
+    const matched = (e: NostrEvent) =>
+      index
+        .match(e)
+        .map((s) => s.subId)
+        .sort()
     expect(matched(ev({ kind: 1, tags: [['t', 'bees']] }))).toEqual(['by-kind', 'by-tag', 'everything'])
     expect(matched(ev({ kind: 7, pubkey: 'b'.repeat(64) }))).toEqual(['by-author', 'by-kind', 'everything'])
     index.remove('c', 'everything')

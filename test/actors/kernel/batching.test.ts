@@ -1,13 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import {
-  ActorStoppedError,
-  ask,
-  createKernel,
-  type Kernel,
-  type SupervisionPolicy,
-  type TypedRef,
-  tell,
-} from '../../../src/actors/kernel'
+import { ActorStoppedError, ask, createKernel, type Kernel, type SupervisionPolicy, type TypedRef, tell } from '../../../src/actors/kernel'
 import { DRAIN_BATCH, drainTurns } from '../../../src/actors/kernel/drain'
 import { newProbeLog, type ProbeLog, type ProbeMsg, probe, quickBackoff } from './fixtures'
 import { type EventLog, recordEvents, settle, waitFor } from './harness'

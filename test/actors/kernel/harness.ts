@@ -27,8 +27,7 @@ export function recordEvents(kernel: Kernel): EventLog {
   const subscription = kernel.supervision$.subscribe((event) => events.push(event))
   const of = <T extends SupervisionEvent['type']>(type: T, path?: string) =>
     events.filter(
-      (e): e is Extract<SupervisionEvent, { type: T }> =>
-        e.type === type && (path === undefined || ('path' in e && e.path === path)),
+      (e): e is Extract<SupervisionEvent, { type: T }> => e.type === type && (path === undefined || ('path' in e && e.path === path)),
     )
   return {
     events,

@@ -70,11 +70,7 @@ describe('ask', () => {
       init: () => null,
       handle: (state) => state,
     })
-    const answer = ask<{ type: 'Ignore'; reply: (n: number) => void }, number>(
-      ref,
-      (reply) => ({ type: 'Ignore', reply }),
-      500,
-    )
+    const answer = ask<{ type: 'Ignore'; reply: (n: number) => void }, number>(ref, (reply) => ({ type: 'Ignore', reply }), 500)
     await settle()
     clock.advance(499)
     await settle()
@@ -131,9 +127,7 @@ describe('ask', () => {
         return state
       },
     })
-    const answers = Array.from({ length: total }, (_, n) =>
-      ask<Msg, number>(ref, (reply) => ({ type: 'Echo', n, reply }), 60_000),
-    )
+    const answers = Array.from({ length: total }, (_, n) => ask<Msg, number>(ref, (reply) => ({ type: 'Echo', n, reply }), 60_000))
     const results = await Promise.all(answers)
     expect(results.every((value, n) => value === n)).toBe(true)
   })
@@ -154,9 +148,7 @@ describe('bounded mailbox', () => {
     expect(tell(ref, { type: 'Push', n: 2 })).toBe(true)
     expect(tell(ref, { type: 'Push', n: 3 })).toBe(false)
     expect(kernel.stats('probe/bounded')).toEqual({ queued: 3, dropped: 1 })
-    expect(events.of('overflow', 'probe/bounded')).toEqual([
-      { type: 'overflow', path: 'probe/bounded', kind: 'probe', dropped: 1 },
-    ])
+    expect(events.of('overflow', 'probe/bounded')).toEqual([{ type: 'overflow', path: 'probe/bounded', kind: 'probe', dropped: 1 }])
     release()
     await waitFor(() => log.handled.length === 2)
     expect(log.handled).toEqual([1, 2])
@@ -219,7 +211,10 @@ describe('offering a result again until the actor takes it', () => {
     const clock = new ManualClock()
     const k = createKernel({ clock, random: () => 0 })
     const log = newProbeLog()
-    const ref = k.spawn('probe/later', probe(log, { policy: { ...quickBackoff, maxRestarts: 0, respawn: { minMs: 1000, maxMs: 1000, jitter: 0 } } }))
+    const ref = k.spawn(
+      'probe/later',
+      probe(log, { policy: { ...quickBackoff, maxRestarts: 0, respawn: { minMs: 1000, maxMs: 1000, jitter: 0 } } }),
+    )
     const events = recordEvents(k)
     tell(ref, { type: 'Boom' })
     await events.waitFor('gave-up', 'probe/later')

@@ -10,9 +10,7 @@ describe('backoff formula', () => {
   const backoff = { minMs: 100, maxMs: 30_000, jitter: 0.2 }
 
   it('doubles from minMs per attempt and never exceeds maxMs, jitter included', () => {
-    expect([1, 2, 3, 9, 10, 11].map((a) => backoffDelayMs(backoff, a, 0))).toEqual([
-      100, 200, 400, 25_600, 30_000, 30_000,
-    ])
+    expect([1, 2, 3, 9, 10, 11].map((a) => backoffDelayMs(backoff, a, 0))).toEqual([100, 200, 400, 25_600, 30_000, 30_000])
     expect(backoffDelayMs(backoff, 1, 1)).toBe(120)
     expect(backoffDelayMs(backoff, 9, 1)).toBe(30_000)
   })

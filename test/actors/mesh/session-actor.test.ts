@@ -1,7 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { createKernel, type Kernel, tell } from '../../../src/actors/kernel'
 import type { OwnerSinks } from '../../../src/actors/mesh/channel-owner'
-import { type LeaseLoss, type SessionAnswer, type SessionDeps, type SessionView, spawnSession } from '../../../src/actors/mesh/session-actor'
+import {
+  type LeaseLoss,
+  type SessionAnswer,
+  type SessionDeps,
+  type SessionView,
+  spawnSession,
+} from '../../../src/actors/mesh/session-actor'
 import type { AcquireOutcome, FenceRejection, LeaseRecord, RenewOutcome, SessionDirectory } from '../../../src/infra/mesh/session-directory'
 import { asVerified } from '../../../src/protocols/nip01/event'
 import { makeKeys, signEvent } from '../../support/events'
@@ -88,7 +94,8 @@ describe('a channel session owner whose lease ran out while it held work', () =>
     await waitFor(() => s.answers.length === 3, 'the queued work answered')
     expect(s.lost).toEqual(['renewal-refused'])
     expect(s.fence).toEqual(['no-lease', 'stale', 'stale'])
-    for (const a of s.answers.slice(1)) expect(a).toMatchObject({ outcome: { accepted: false, message: expect.stringMatching(/^error: /) } })
+    for (const a of s.answers.slice(1))
+      expect(a).toMatchObject({ outcome: { accepted: false, message: expect.stringMatching(/^error: /) } })
     await waitFor(() => !s.sessions.has('c1/channel:hive'), 'the session view gone')
   })
 

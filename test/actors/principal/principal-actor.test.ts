@@ -39,7 +39,9 @@ describe('principal admission', () => {
     const { limiter, calls } = countingLimiter()
     const ref = kernel.spawn('principal/c/p', principalActor({ community: 'c', principal: pubkey, tier: 'human', rules, limiter }))
     const answers = await Promise.all(
-      Array.from({ length: 50 }, () => ask<PrincipalMsg, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit: 'events', reply }), 5000)),
+      Array.from({ length: 50 }, () =>
+        ask<PrincipalMsg, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit: 'events', reply }), 5000),
+      ),
     )
     expect(answers.filter((a) => a.allowed)).toHaveLength(10)
     expect(calls.admitMany).toBe(1)

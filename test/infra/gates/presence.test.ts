@@ -87,9 +87,19 @@ describe('memory presence store', () => {
     await store.set(c, a, 'online', 60)
     await store.set(c, b, 'online', 60)
     await store.set(c, a, 'away', 60)
-    expect(await store.get(c, [a, b])).toEqual(new Map([[a, 'away'], [b, 'online']]))
+    expect(await store.get(c, [a, b])).toEqual(
+      new Map([
+        [a, 'away'],
+        [b, 'online'],
+      ]),
+    )
     await store.set(c, d, 'online', 60)
-    expect(await store.get(c, [a, b, d])).toEqual(new Map([[a, 'away'], [d, 'online']]))
+    expect(await store.get(c, [a, b, d])).toEqual(
+      new Map([
+        [a, 'away'],
+        [d, 'online'],
+      ]),
+    )
   })
 
   it('shrinks to the live entries under churn', async () => {

@@ -147,7 +147,10 @@ describe('gates on a Redis Cluster', () => {
   })
 
   it('refuses a Cluster client that would queue gate commands through an outage (RangeError)', () => {
-    const queueing = new Cluster([{ host: '127.0.0.1', port: server.ports[0]! }], { lazyConnect: true, redisOptions: { commandTimeout: 500 } })
+    const queueing = new Cluster([{ host: '127.0.0.1', port: server.ports[0]! }], {
+      lazyConnect: true,
+      redisOptions: { commandTimeout: 500 },
+    })
     const untimed = new Cluster([{ host: '127.0.0.1', port: server.ports[0]! }], { lazyConnect: true, enableOfflineQueue: false })
     for (const client of [queueing, untimed]) {
       expect(() => createRedisRateLimiter({ redis: client })).toThrow(RangeError)

@@ -45,7 +45,13 @@ describe('redis gates while Redis is down', () => {
     expect(await limiter.admit(key, rule)).toEqual({ allowed: true })
 
     await server.kill()
-    const attempts: Promise<unknown>[] = [limiter.admit(key, rule), limiter.admitMany([{ key, rule }, { key, rule }])]
+    const attempts: Promise<unknown>[] = [
+      limiter.admit(key, rule),
+      limiter.admitMany([
+        { key, rule },
+        { key, rule },
+      ]),
+    ]
     for (const attempt of attempts) {
       const { ms, outcome } = await timed(attempt)
       expectGateError(outcome)
@@ -57,7 +63,10 @@ describe('redis gates while Redis is down', () => {
     const deadline = performance.now() + 5000
     let admitted = false
     while (!admitted && performance.now() < deadline) {
-      admitted = await limiter.admit(key, rule).then((a) => a.allowed, () => false)
+      admitted = await limiter.admit(key, rule).then(
+        (a) => a.allowed,
+        () => false,
+      )
       if (!admitted) await new Promise((r) => setTimeout(r, 50))
     }
     expect(admitted).toBe(true)

@@ -121,7 +121,8 @@ describe('redis rate limiter batches (admitMany)', () => {
     const sequential: Admission[] = []
     for (const r of shape([newKey(), newKey('reqs'), newKey('api')])) sequential.push(await limiter.admit(r.key, r.rule, r.cost))
     // retry delays shrink by the ms that pass between the two runs: compare them coarsely
-    const coarse = (xs: Admission[]) => xs.map((x) => (x.allowed ? 0 : Number.isFinite(x.retryAfterMs) ? Math.round(x.retryAfterMs / 1000) : x.retryAfterMs))
+    const coarse = (xs: Admission[]) =>
+      xs.map((x) => (x.allowed ? 0 : Number.isFinite(x.retryAfterMs) ? Math.round(x.retryAfterMs / 1000) : x.retryAfterMs))
     expect(batch.map((x) => x.allowed)).toEqual([true, true, false, false, true, true, false, true])
     expect(coarse(batch)).toEqual(coarse(sequential))
   })

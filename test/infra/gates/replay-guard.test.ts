@@ -23,7 +23,15 @@ describeReplayGuardContract('redis', () => createRedisReplayGuard({ redis }))
 
 describe('replay guard TTL clamp', () => {
   it.each([
-    [-1, 120], [0, 120], [119.2, 120], [120, 120], [120.1, 121], [3599.5, 3600], [3600, 3600], [3601, 3600], [Infinity, 3600],
+    [-1, 120],
+    [0, 120],
+    [119.2, 120],
+    [120, 120],
+    [120.1, 121],
+    [3599.5, 3600],
+    [3600, 3600],
+    [3601, 3600],
+    [Infinity, 3600],
   ])('claims with TTL %s for %s s', (asked, got) => {
     expect(clampReplayTtlSeconds(asked)).toBe(got)
   })

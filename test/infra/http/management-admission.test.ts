@@ -33,7 +33,10 @@ describe('admitting NIP-86 calls through the api rate limit', () => {
     await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => s.close(resolve))))
   })
 
-  async function serve(admitApi: ManagementDeps['admitApi'], more: Partial<Pick<ManagementDeps, 'admitApiIp' | 'verifier'>> = {}): Promise<TestRelay> {
+  async function serve(
+    admitApi: ManagementDeps['admitApi'],
+    more: Partial<Pick<ManagementDeps, 'admitApiIp' | 'verifier'>> = {},
+  ): Promise<TestRelay> {
     const ops = { isOperator: (p: string) => p === operator.pubkey } as unknown as ManagementOps
     const manage = createManagement({
       ...ops,

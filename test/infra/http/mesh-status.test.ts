@@ -80,7 +80,7 @@ describe('GET /mesh/status', () => {
     expect(res.body).toBe('{"error":"mesh is off"}\n')
   })
 
-  it('answers on any host name, as /metrics does: the status is the node\'s, not a community\'s', async () => {
+  it("answers on any host name, as /metrics does: the status is the node's, not a community's", async () => {
     const port = await serve(() => STATUS)
     const res = await get(port, 'nowhere.test')
     expect(res.status).toBe(200)

@@ -104,7 +104,9 @@ describe('mesh session directory (real Redis, short TTL)', () => {
 
   it('lets exactly one of many concurrent ACQUIREs win', async () => {
     const community = testCommunity('mesh')
-    const dirs: SessionDirectory[] = Array.from({ length: 20 }, () => createSessionDirectory({ redis, runtime: hex64(), leaseTtlMs: 60_000 }))
+    const dirs: SessionDirectory[] = Array.from({ length: 20 }, () =>
+      createSessionDirectory({ redis, runtime: hex64(), leaseTtlMs: 60_000 }),
+    )
     const outcomes = await Promise.all(dirs.map((d) => d.acquire(community, 'channel:race', 'channel')))
     const winners = outcomes.filter((o) => o.acquired)
     expect(winners).toHaveLength(1)

@@ -121,7 +121,10 @@ describe('mesh tunnel', () => {
   })
 
   it('answers a failed request with its reason, and the tunnel stays up', async () => {
-    const failing: TunnelHandlers = { ...echo, onRequest: async (body) => (body[0] === 0 ? Promise.reject(new Error('restricted: not the owner')) : body) }
+    const failing: TunnelHandlers = {
+      ...echo,
+      onRequest: async (body) => (body[0] === 0 ? Promise.reject(new Error('restricted: not the owner')) : body),
+    }
     const [a, b] = [await startNode(), await startNode(failing)]
     const [ab] = await link(a, b)
     await expect(ab.request(Uint8Array.of(0), 2_000)).rejects.toMatchObject({ code: 'PEER_ERROR', message: 'restricted: not the owner' })
@@ -190,7 +193,13 @@ describe('mesh tunnel', () => {
     expect(ab.stats()).toMatchObject({ queuedBytes: 56 * MiB, outbound: 6 })
     proxy.resume()
     const answers = await Promise.all(sent)
-    expect(answers.map((x) => (x instanceof Uint8Array ? x.byteLength : String(x)))).toEqual([12 * MiB, 12 * MiB, 12 * MiB, 12 * MiB, 12 * MiB])
+    expect(answers.map((x) => (x instanceof Uint8Array ? x.byteLength : String(x)))).toEqual([
+      12 * MiB,
+      12 * MiB,
+      12 * MiB,
+      12 * MiB,
+      12 * MiB,
+    ])
     expect((await small).byteLength).toBe(100)
     expect(ab.stats()).toMatchObject({ queuedBytes: 0, outbound: 0 })
   })

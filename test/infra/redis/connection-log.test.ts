@@ -28,7 +28,11 @@ function memoryLogger() {
 }
 
 /** Resolves after `client` emitted `event` n more times (node's events.once would reject on an 'error'). */
-function times(client: { on(e: string, f: () => void): unknown; off(e: string, f: () => void): unknown }, event: string, n: number): Promise<void> {
+function times(
+  client: { on(e: string, f: () => void): unknown; off(e: string, f: () => void): unknown },
+  event: string,
+  n: number,
+): Promise<void> {
   return new Promise((resolve) => {
     let seen = 0
     const count = () => {
@@ -61,7 +65,13 @@ describe('redis connection log', () => {
   it("logs one 'lost' warning for an outage however many reconnects fail, one 'restored' line after it, and prints nothing", async () => {
     const server = await startPrivateRedis()
     const { logger, lines } = memoryLogger()
-    const client = new Redis({ port: server.port, host: '127.0.0.1', lazyConnect: true, enableOfflineQueue: false, retryStrategy: () => 20 })
+    const client = new Redis({
+      port: server.port,
+      host: '127.0.0.1',
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      retryStrategy: () => 20,
+    })
     try {
       logConnectionState(client, 'commands', logger)
       await client.connect()
@@ -69,12 +79,16 @@ describe('redis connection log', () => {
 
       await server.kill()
       await times(client, 'reconnecting', 10)
-      expect(lines.slice(1)).toEqual([expect.objectContaining({ level: WARN, redis: 'commands', msg: 'redis connection lost; reconnecting' })])
+      expect(lines.slice(1)).toEqual([
+        expect.objectContaining({ level: WARN, redis: 'commands', msg: 'redis connection lost; reconnecting' }),
+      ])
 
       const ready = times(client, 'ready', 1)
       await server.restart()
       await ready
-      expect(lines.slice(2)).toEqual([expect.objectContaining({ level: INFO, redis: 'commands', msg: 'redis connection restored', after: lines[1]?.cause })])
+      expect(lines.slice(2)).toEqual([
+        expect.objectContaining({ level: INFO, redis: 'commands', msg: 'redis connection restored', after: lines[1]?.cause }),
+      ])
       expect(lines).toHaveLength(3)
       expect(printed).toEqual([])
     } finally {
@@ -124,7 +138,9 @@ describe('redis connection log', () => {
       await server.kill()
       await vi.waitFor(() => expect(onDown).toHaveBeenCalledTimes(1))
       // a second subscriber connection tried while the server is still down fails to open, also silently
-      await expect(openSubscriber(subscriberConnector(server.url, subscriberConnectionOptions)(), { onMessage: () => {}, onDown })).rejects.toThrow(/connection lost/)
+      await expect(
+        openSubscriber(subscriberConnector(server.url, subscriberConnectionOptions)(), { onMessage: () => {}, onDown }),
+      ).rejects.toThrow(/connection lost/)
       expect(onDown).toHaveBeenCalledTimes(1)
       expect(printed).toEqual([])
     } finally {
@@ -134,10 +150,15 @@ describe('redis connection log', () => {
 })
 
 describe('redis connection log on a cluster', () => {
-  it("logs a dead master once as a node warning and once when it is back; the bus subscriber on it drops silently", async () => {
+  it('logs a dead master once as a node warning and once when it is back; the bus subscriber on it drops silently', async () => {
     const cluster = await startRedisCluster({ requireFullCoverage: false })
     const { logger, lines } = memoryLogger()
-    const commands = createRedisClient(cluster.url, { lazyConnect: true, enableOfflineQueue: false, commandTimeout: 500, retryStrategy: () => 50 }) as Cluster
+    const commands = createRedisClient(cluster.url, {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      commandTimeout: 500,
+      retryStrategy: () => 50,
+    }) as Cluster
     try {
       logConnectionState(commands, 'commands', logger)
       await commands.connect()
@@ -159,14 +180,19 @@ describe('redis connection log on a cluster', () => {
       // commands for the dead master's slots keep failing, each attempt a 'node error' inside ioredis
       for (let i = 0; i < 3; i++) await Promise.allSettled(onVictim.map((k) => commands.get(k)))
       const node = `127.0.0.1:${victim}`
-      expect(lines.filter((l) => l.level === WARN)).toEqual([expect.objectContaining({ redis: 'commands', node, msg: 'redis cluster node unreachable; commands for its slots fail' })])
+      expect(lines.filter((l) => l.level === WARN)).toEqual([
+        expect.objectContaining({ redis: 'commands', node, msg: 'redis cluster node unreachable; commands for its slots fail' }),
+      ])
 
       await cluster.restart(victim)
       await cluster.waitForState('ok')
-      await vi.waitFor(async () => {
-        await Promise.allSettled(onVictim.map((k) => commands.get(k)))
-        expect(lines.at(-1)).toMatchObject({ level: INFO, node, msg: 'redis cluster node connected again' })
-      }, { timeout: 10_000, interval: 100 })
+      await vi.waitFor(
+        async () => {
+          await Promise.allSettled(onVictim.map((k) => commands.get(k)))
+          expect(lines.at(-1)).toMatchObject({ level: INFO, node, msg: 'redis cluster node connected again' })
+        },
+        { timeout: 10_000, interval: 100 },
+      )
       expect(lines.filter((l) => l.node === node)).toHaveLength(2)
       expect(printed).toEqual([])
     } finally {

@@ -94,8 +94,24 @@ describe('Redis key and channel names', () => {
 
 describe('IP segments', () => {
   it.each([
-    '01.2.3.4', '256.1.1.1', '1.2.3', '1.2.3.4.5', '1.2.3.4:80', '[::1]', '1::2::3', '1:2:3:4:5:6:7:8:9',
-    '1:2:3:4:5:6:7:8::', ':::', '::1.2.3.4.5', 'g::1', '12345::', '1.2.3.4::', ':1::', '', 'unknown', ' 1.2.3.4',
+    '01.2.3.4',
+    '256.1.1.1',
+    '1.2.3',
+    '1.2.3.4.5',
+    '1.2.3.4:80',
+    '[::1]',
+    '1::2::3',
+    '1:2:3:4:5:6:7:8:9',
+    '1:2:3:4:5:6:7:8::',
+    ':::',
+    '::1.2.3.4.5',
+    'g::1',
+    '12345::',
+    '1.2.3.4::',
+    ':1::',
+    '',
+    'unknown',
+    ' 1.2.3.4',
   ])('refuses %j as "invalid:"', (text) => {
     const r = parseIpSegment(text)
     expect(r.ok).toBe(false)
@@ -142,12 +158,28 @@ describe('parsing channel names', () => {
   })
 
   it.each([
-    'other:{acme}:conn-control', 'Apiary:{acme}:conn-control', 'apiary:acme:conn-control', 'apiary:{acme:conn-control',
-    'apiary:{Acme}:conn-control', 'apiary:{-acme}:conn-control', 'apiary:{}:conn-control', 'apiary:{{acme}}:conn-control',
-    'apiary:{acme}}:conn-control', 'apiary:{acme}:conn-control:x', 'apiary:{acme}:CONN-CONTROL', 'apiary:{acme}:ev',
-    'apiary:{acme}:ev:', 'apiary:{acme}:ev:a:b', 'apiary:{acme}:ev:Global', 'apiary:{acme}:EV:global',
-    'apiary:{acme}:conn-control\n', ' apiary:{acme}:conn-control', `apiary:{acme}:rl:${PK}:events`,
-    'apiary:ip:1.2.3.4:conn', `apiary:{acme}:ev:${'c'.repeat(65)}`, '',
+    'other:{acme}:conn-control',
+    'Apiary:{acme}:conn-control',
+    'apiary:acme:conn-control',
+    'apiary:{acme:conn-control',
+    'apiary:{Acme}:conn-control',
+    'apiary:{-acme}:conn-control',
+    'apiary:{}:conn-control',
+    'apiary:{{acme}}:conn-control',
+    'apiary:{acme}}:conn-control',
+    'apiary:{acme}:conn-control:x',
+    'apiary:{acme}:CONN-CONTROL',
+    'apiary:{acme}:ev',
+    'apiary:{acme}:ev:',
+    'apiary:{acme}:ev:a:b',
+    'apiary:{acme}:ev:Global',
+    'apiary:{acme}:EV:global',
+    'apiary:{acme}:conn-control\n',
+    ' apiary:{acme}:conn-control',
+    `apiary:{acme}:rl:${PK}:events`,
+    'apiary:ip:1.2.3.4:conn',
+    `apiary:{acme}:ev:${'c'.repeat(65)}`,
+    '',
   ])('refuses %j as "invalid:"', (name) => {
     const r = parseChannel(name)
     expect(r.ok).toBe(false)
@@ -162,7 +194,11 @@ describe('parsing channel names', () => {
     fc.record({ community, kind: fc.constantFrom('conn-control' as const, 'cache-invalidation' as const) }),
   )
   const format = (c: ParsedChannel): string =>
-    c.kind === 'events' ? eventsChannel(c.community, c.channelId) : c.kind === 'conn-control' ? connControlChannel(c.community) : cacheInvalidationChannel(c.community)
+    c.kind === 'events'
+      ? eventsChannel(c.community, c.channelId)
+      : c.kind === 'conn-control'
+        ? connControlChannel(c.community)
+        : cacheInvalidationChannel(c.community)
 
   it('reads back every channel it formats (property)', () => {
     fc.assert(
@@ -176,7 +212,9 @@ describe('parsing channel names', () => {
   it('accepts only names a formatter produces, byte for byte (property)', () => {
     const nearMiss = fc.oneof(
       fc.string(),
-      channel.map(format).chain((n) => fc.tuple(fc.nat(n.length), fc.string({ maxLength: 3 })).map(([i, s]) => n.slice(0, i) + s + n.slice(i + s.length))),
+      channel
+        .map(format)
+        .chain((n) => fc.tuple(fc.nat(n.length), fc.string({ maxLength: 3 })).map(([i, s]) => n.slice(0, i) + s + n.slice(i + s.length))),
     )
     fc.assert(
       fc.property(nearMiss, (name) => {

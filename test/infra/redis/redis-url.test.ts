@@ -13,11 +13,38 @@ describe('APIARY_REDIS_URL', () => {
     ['redis+cluster://127.0.0.1:7000', { mode: 'cluster', seeds: [{ host: '127.0.0.1', port: 7000 }] }],
     [
       'redis+cluster://a.example:7000,b.example:7001,10.0.0.3:7002/',
-      { mode: 'cluster', seeds: [{ host: 'a.example', port: 7000 }, { host: 'b.example', port: 7001 }, { host: '10.0.0.3', port: 7002 }] },
+      {
+        mode: 'cluster',
+        seeds: [
+          { host: 'a.example', port: 7000 },
+          { host: 'b.example', port: 7001 },
+          { host: '10.0.0.3', port: 7002 },
+        ],
+      },
     ],
-    ['redis+cluster://apiary:p%40ss@a:7000,b:7001', { mode: 'cluster', seeds: [{ host: 'a', port: 7000 }, { host: 'b', port: 7001 }], username: 'apiary', password: 'p@ss' }],
+    [
+      'redis+cluster://apiary:p%40ss@a:7000,b:7001',
+      {
+        mode: 'cluster',
+        seeds: [
+          { host: 'a', port: 7000 },
+          { host: 'b', port: 7001 },
+        ],
+        username: 'apiary',
+        password: 'p@ss',
+      },
+    ],
     ['redis+cluster://:secret@a:7000', { mode: 'cluster', seeds: [{ host: 'a', port: 7000 }], password: 'secret' }],
-    ['REDIS+CLUSTER://[::1]:7000,[fd00::2]:7001', { mode: 'cluster', seeds: [{ host: '::1', port: 7000 }, { host: 'fd00::2', port: 7001 }] }],
+    [
+      'REDIS+CLUSTER://[::1]:7000,[fd00::2]:7001',
+      {
+        mode: 'cluster',
+        seeds: [
+          { host: '::1', port: 7000 },
+          { host: 'fd00::2', port: 7001 },
+        ],
+      },
+    ],
   ])('accepts %s', (url, target) => {
     expect(parseRedisUrl(url)).toEqual({ ok: true, value: target })
   })
@@ -57,7 +84,9 @@ describe('APIARY_REDIS_URL', () => {
   })
 
   it('stops start-up at once with that ConfigError, before any backend is contacted', async () => {
-    const config = loadConfig({ overrides: { redisUrl: 'redis+cluster://10.255.255.1', databaseUrl: 'postgres://10.255.255.1/x', startupTimeoutSeconds: 60 } })
+    const config = loadConfig({
+      overrides: { redisUrl: 'redis+cluster://10.255.255.1', databaseUrl: 'postgres://10.255.255.1/x', startupTimeoutSeconds: 60 },
+    })
     const started = performance.now()
     await expect(openBackends(config, createLogger('silent'))).rejects.toThrow(ConfigError)
     expect(performance.now() - started).toBeLessThan(1000)

@@ -82,7 +82,12 @@ export function describeChannelStoreContract(name: string, open: () => Promise<C
       })
 
       it('lists the channels not deleted by id, and as restricted the private and the deleted ones', async () => {
-        for (const [id, isPrivate] of [['b', true], ['a', false], ['d', false], ['c', false]] as const) {
+        for (const [id, isPrivate] of [
+          ['b', true],
+          ['a', false],
+          ['d', false],
+          ['c', false],
+        ] as const) {
           await store.create(community, channel(id, { private: isPrivate }), pubkey('a'))
         }
         await store.remove(community, 'c')
@@ -179,7 +184,12 @@ export function describeChannelStoreContract(name: string, open: () => Promise<C
       })
 
       it('lists admins first, then members, each by pubkey', async () => {
-        for (const [p, role] of [['e', 'member'], ['1', 'admin'], ['c', 'member'], ['f', 'admin']] as const) {
+        for (const [p, role] of [
+          ['e', 'member'],
+          ['1', 'admin'],
+          ['c', 'member'],
+          ['f', 'admin'],
+        ] as const) {
           await store.putMember(community, 'room', pubkey(p), role)
         }
         expect(await store.members(community, 'room')).toEqual([

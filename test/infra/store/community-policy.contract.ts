@@ -112,7 +112,14 @@ function describeKindRules(ctx: CommunityContractContext): void {
       const [a, b] = [ctx.record('a'), ctx.record('b')]
       await ctx.store().put(a)
       await ctx.store().put(b)
-      for (const [kind, rule] of [[7, 'disallow'], [30_023, 'allow'], [1, 'allow'], [4, 'disallow'], [7, 'allow'], [1, 'disallow']] as const) {
+      for (const [kind, rule] of [
+        [7, 'disallow'],
+        [30_023, 'allow'],
+        [1, 'allow'],
+        [4, 'disallow'],
+        [7, 'allow'],
+        [1, 'disallow'],
+      ] as const) {
         await ctx.store().setKindRule(a.id, kind, rule)
       }
       await ctx.store().setKindRule(b.id, 9, 'allow')
@@ -137,7 +144,9 @@ function describeLists(ctx: CommunityContractContext): void {
         { value: pubkey('a'), reason: 'member' },
         { value: pubkey('b'), reason: 'agent' },
       ])
-      expect(await node2.allowedAmong(here, [pubkey('c'), pubkey('a'), pubkey('d'), pubkey('b')])).toEqual(new Set([pubkey('a'), pubkey('b')]))
+      expect(await node2.allowedAmong(here, [pubkey('c'), pubkey('a'), pubkey('d'), pubkey('b')])).toEqual(
+        new Set([pubkey('a'), pubkey('b')]),
+      )
       expect(await s.allowedAmong(here, [])).toEqual(new Set())
       expect(await s.disallowPubkey(here, pubkey('a'))).toBe(true)
       expect(await s.disallowPubkey(here, pubkey('a'))).toBe(false)

@@ -118,7 +118,8 @@ export function describeCommunityStoreContract(name: string, open: () => Promise
 
     describe('bans', () => {
       const NOW = 1_700_000_000
-      const banOf = async (on: CommunityStore, community: string, who: string, now: number) => (await on.bannedAmong(community, [who], now)).get(who)
+      const banOf = async (on: CommunityStore, community: string, who: string, now: number) =>
+        (await on.bannedAmong(community, [who], now)).get(who)
 
       it('answers for many pubkeys in one call: the banned ones, by pubkey, and nothing for the rest', async () => {
         const c = `${tag}-many`
@@ -157,7 +158,7 @@ export function describeCommunityStoreContract(name: string, open: () => Promise
         expect(await store.listBans(c, NOW + 60)).toEqual([{ pubkey: pubkey('a'), reason: 'forever' }])
       })
 
-      it('replaces a ban\'s reason and end when the pubkey is banned again', async () => {
+      it("replaces a ban's reason and end when the pubkey is banned again", async () => {
         const c = `${tag}-again`
         await store.banPubkey(c, pubkey('a'), 'first', NOW + 10)
         await store.banPubkey(c, pubkey('a'), 'second')

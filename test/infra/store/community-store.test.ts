@@ -46,7 +46,9 @@ describe('community store migration', () => {
       expect(await store.list()).toEqual([migrated])
       expect(await store.updateSettings('old', { readPolicy: 'members' })).toBe(true)
       await store.setKindRule('old', 1, 'allow')
-      expect(await store.list()).toEqual([{ ...migrated, settings: { ...DEFAULT_SETTINGS, readPolicy: 'members' }, kinds: { allowed: [1], disallowed: [] } }])
+      expect(await store.list()).toEqual([
+        { ...migrated, settings: { ...DEFAULT_SETTINGS, readPolicy: 'members' }, kinds: { allowed: [1], disallowed: [] } },
+      ])
     } finally {
       await store.close()
     }

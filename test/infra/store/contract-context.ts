@@ -27,10 +27,33 @@ export async function removeByEveryPath(store: EventStore, alice: TestKeys): Pro
   const bob = makeKeys()
   const contacts = (created: number) =>
     signEvent(alice, { kind: 3, created_at: created, tags: Array.from({ length: 40 }, (_, i) => ['p', `${i}`.padStart(64, '0')]) })
-  const article = (created: number) => signEvent(alice, { kind: 30023, created_at: created, tags: [['d', 'post'], ['t', 'news'], ['t', `v${created}`]] })
+  const article = (created: number) =>
+    signEvent(alice, {
+      kind: 30023,
+      created_at: created,
+      tags: [
+        ['d', 'post'],
+        ['t', 'news'],
+        ['t', `v${created}`],
+      ],
+    })
   const newerContacts = contacts(NOW - 90)
-  const note = signEvent(alice, { kind: 1, created_at: NOW - 50, tags: [['t', 'note'], ['e', 'e'.repeat(64)]] })
-  const kept = signEvent(bob, { kind: 1, created_at: NOW - 50, tags: [['t', 'note'], ['t', 'kept']] })
+  const note = signEvent(alice, {
+    kind: 1,
+    created_at: NOW - 50,
+    tags: [
+      ['t', 'note'],
+      ['e', 'e'.repeat(64)],
+    ],
+  })
+  const kept = signEvent(bob, {
+    kind: 1,
+    created_at: NOW - 50,
+    tags: [
+      ['t', 'note'],
+      ['t', 'kept'],
+    ],
+  })
   const moderated = signEvent(bob, { kind: 1, created_at: NOW - 40, tags: [['t', 'moderated']] })
   for (const e of [contacts(NOW - 100), newerContacts, article(NOW - 80), article(NOW - 70), note, kept, moderated]) {
     await store.save('c', e.event, e.raw)

@@ -22,7 +22,13 @@ export function describeRemovalContract(ctx: ContractContext): void {
     })
 
     it('finds a removed event by none of its tags, while other events keep theirs', async () => {
-      const gone = make(ctx.alice, { created_at: at(20), tags: [['t', 'shared'], ['p', ctx.bob.pubkey]] })
+      const gone = make(ctx.alice, {
+        created_at: at(20),
+        tags: [
+          ['t', 'shared'],
+          ['p', ctx.bob.pubkey],
+        ],
+      })
       const kept = make(ctx.alice, { created_at: at(10), tags: [['t', 'shared']] })
       await ctx.save(gone)
       await ctx.save(kept)

@@ -72,7 +72,7 @@ const deletion = (keys: TestKeys, tags: string[][], ago = 50) => make(keys, { ki
 
 export function describeDeletionContract(ctx: ContractContext): void {
   describe('NIP-09 deletion', () => {
-    it('deletes the author\'s own event named by an e tag and stores the deletion itself', async () => {
+    it("deletes the author's own event named by an e tag and stores the deletion itself", async () => {
       const target = make(ctx.alice, { content: 'oops' })
       await ctx.save(target)
       const del = deletion(ctx.alice, [['e', target.event.id]])
@@ -80,11 +80,14 @@ export function describeDeletionContract(ctx: ContractContext): void {
       expect(idsOf(await ctx.query([{}]))).toEqual([del.event.id])
     })
 
-    it('ignores a deletion naming someone else\'s event, now and on its later arrival', async () => {
+    it("ignores a deletion naming someone else's event, now and on its later arrival", async () => {
       const stored = make(ctx.alice, { content: 'mine' })
       const later = make(ctx.alice, { content: 'mine, later' })
       await ctx.save(stored)
-      const del = deletion(ctx.bob, [['e', stored.event.id], ['e', later.event.id]])
+      const del = deletion(ctx.bob, [
+        ['e', stored.event.id],
+        ['e', later.event.id],
+      ])
       expect(await ctx.save(del)).toEqual({ status: 'saved', removedIds: [] })
       expect((await ctx.save(later)).status).toBe('saved')
       expect(await ctx.query([{ authors: [ctx.alice.pubkey] }])).toHaveLength(2)
@@ -94,13 +97,18 @@ export function describeDeletionContract(ctx: ContractContext): void {
       const first = make(ctx.alice, { content: 'deleted before arrival' })
       const second = make(ctx.alice, { content: 'deleted after arrival' })
       await ctx.save(second)
-      await ctx.save(deletion(ctx.alice, [['e', first.event.id], ['e', second.event.id]]))
+      await ctx.save(
+        deletion(ctx.alice, [
+          ['e', first.event.id],
+          ['e', second.event.id],
+        ]),
+      )
       expect(await ctx.save(first)).toEqual({ status: 'deleted' })
       expect(await ctx.save(second)).toEqual({ status: 'deleted' })
       expect(await ctx.query([{ kinds: [1] }])).toEqual([])
     })
 
-    it('deletes by a tag only the versions up to the deletion\'s created_at', async () => {
+    it("deletes by a tag only the versions up to the deletion's created_at", async () => {
       const address = `${ARTICLE}:${ctx.alice.pubkey}:post`
       const old = make(ctx.alice, { kind: ARTICLE, created_at: at(60), tags: [['d', 'post']] })
       const del = deletion(ctx.alice, [['a', address]], 50)
@@ -121,7 +129,7 @@ export function describeDeletionContract(ctx: ContractContext): void {
       expect(idsOf(await ctx.query([{ kinds: [ARTICLE] }]))).toEqual([newer.event.id])
     })
 
-    it('ignores an a tag naming another author\'s address', async () => {
+    it("ignores an a tag naming another author's address", async () => {
       const bobs = make(ctx.bob, { kind: ARTICLE, created_at: at(60), tags: [['d', 'x']] })
       await ctx.save(bobs)
       await ctx.save(deletion(ctx.alice, [['a', `${ARTICLE}:${ctx.bob.pubkey}:x`]]))

@@ -25,11 +25,7 @@ export interface EventStoreContractOptions {
 const alice = makeKeys()
 const bob = makeKeys()
 
-export function describeEventStoreContract(
-  name: string,
-  open: () => Promise<EventStore>,
-  options: EventStoreContractOptions = {},
-): void {
+export function describeEventStoreContract(name: string, open: () => Promise<EventStore>, options: EventStoreContractOptions = {}): void {
   describe(`${name} event store`, () => {
     const ctx = {} as ContractContext
     beforeEach(async () => {
@@ -109,8 +105,22 @@ function describeBasics(ctx: ContractContext): void {
     })
 
     it('matches ids, authors, kinds, since/until and single-letter tags', async () => {
-      const a = note(ctx.alice, { kind: 1, created_at: at(30), tags: [['e', 'x'.repeat(64)], ['p', ctx.bob.pubkey]] })
-      const b = note(ctx.bob, { kind: 7, created_at: at(20), tags: [['t', 'nostr'], ['e', 'x'.repeat(64)]] })
+      const a = note(ctx.alice, {
+        kind: 1,
+        created_at: at(30),
+        tags: [
+          ['e', 'x'.repeat(64)],
+          ['p', ctx.bob.pubkey],
+        ],
+      })
+      const b = note(ctx.bob, {
+        kind: 7,
+        created_at: at(20),
+        tags: [
+          ['t', 'nostr'],
+          ['e', 'x'.repeat(64)],
+        ],
+      })
       const c = note(ctx.bob, { kind: 1, created_at: at(10), tags: [['t', 'other']] })
       for (const e of [a, b, c]) await ctx.save(e)
       const ids = async (f: Filter) => idsOf(await ctx.query([f]))
@@ -165,7 +175,13 @@ function describeBasics(ctx: ContractContext): void {
     })
 
     it('returns an event matching several values of one tag once, and still fills the limit', async () => {
-      const both = note(ctx.alice, { created_at: at(10), tags: [['t', 'a'], ['t', 'b']] })
+      const both = note(ctx.alice, {
+        created_at: at(10),
+        tags: [
+          ['t', 'a'],
+          ['t', 'b'],
+        ],
+      })
       const onlyA = note(ctx.alice, { created_at: at(20), tags: [['t', 'a']] })
       for (const e of [both, onlyA]) await ctx.save(e)
       const got = await ctx.query([{ tags: { t: ['a', 'b'] }, limit: 2 }])
@@ -183,15 +199,31 @@ function describeBasics(ctx: ContractContext): void {
     })
 
     it('counts distinct events across overlapping filters', async () => {
-      const events = [1, 2, 3].map((i) => note(ctx.alice, { content: `${i}`, tags: [['t', 'a'], ['t', 'b']] }))
+      const events = [1, 2, 3].map((i) =>
+        note(ctx.alice, {
+          content: `${i}`,
+          tags: [
+            ['t', 'a'],
+            ['t', 'b'],
+          ],
+        }),
+      )
       for (const e of events) await ctx.save(e)
       const filters: Filter[] = [{ tags: { t: ['a', 'b'] }, limit: 1 }, { authors: [ctx.alice.pubkey] }, { kinds: [9] }]
       expect(await ctx.store.count(ctx.community, filters, { now: NOW })).toBe(3)
       expect(await ctx.store.count(ctx.community, [{ kinds: [9] }], { now: NOW })).toBe(0)
     })
 
-    it('counts at most each filter\'s limit: min(matching, limit), at the limit and past it', async () => {
-      const events = [1, 2, 3, 4].map((i) => note(ctx.alice, { created_at: at(10 * i), tags: [['t', 'a'], ['t', 'b']] }))
+    it("counts at most each filter's limit: min(matching, limit), at the limit and past it", async () => {
+      const events = [1, 2, 3, 4].map((i) =>
+        note(ctx.alice, {
+          created_at: at(10 * i),
+          tags: [
+            ['t', 'a'],
+            ['t', 'b'],
+          ],
+        }),
+      )
       for (const e of events) await ctx.save(e)
       const count = (filters: Filter[]) => ctx.store.count(ctx.community, filters, { now: NOW })
       for (const limit of [0, 1, 3, 4, 5]) {
@@ -201,12 +233,25 @@ function describeBasics(ctx: ContractContext): void {
       }
     })
 
-    it('counts the union of each filter\'s newest `limit` events, as REQ would return them', async () => {
-      const [newest, second, third, oldest] = [1, 2, 3, 4].map((i) => note(ctx.alice, { created_at: at(10 * i), tags: [['t', 'a'], ['t', 'b']] }))
+    it("counts the union of each filter's newest `limit` events, as REQ would return them", async () => {
+      const [newest, second, third, oldest] = [1, 2, 3, 4].map((i) =>
+        note(ctx.alice, {
+          created_at: at(10 * i),
+          tags: [
+            ['t', 'a'],
+            ['t', 'b'],
+          ],
+        }),
+      )
       for (const e of [newest!, second!, third!, oldest!]) await ctx.save(e)
       const count = (filters: Filter[]) => ctx.store.count(ctx.community, filters, { now: NOW })
       // the same two newest events under both filters: two, not four
-      expect(await count([{ authors: [ctx.alice.pubkey], limit: 2 }, { tags: { t: ['a', 'b'] }, limit: 2 }])).toBe(2)
+      expect(
+        await count([
+          { authors: [ctx.alice.pubkey], limit: 2 },
+          { tags: { t: ['a', 'b'] }, limit: 2 },
+        ]),
+      ).toBe(2)
       // the oldest under its own filter, the two newest under the other: three
       const oldestOnly: Filter = { ids: [oldest!.event.id], limit: 1 }
       expect(await count([{ authors: [ctx.alice.pubkey], limit: 2 }, oldestOnly])).toBe(3)

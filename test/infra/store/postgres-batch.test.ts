@@ -32,8 +32,7 @@ afterAll(async () => {
 const alice = makeKeys()
 const bob = makeKeys()
 const note = (keys: TestKeys, t: EventTemplate = {}) => signEvent(keys, { created_at: at(100), ...t })
-const deletion = (keys: TestKeys, ...targets: SignedEvent[]) =>
-  note(keys, { kind: 5, tags: targets.map((t) => ['e', t.event.id]) })
+const deletion = (keys: TestKeys, ...targets: SignedEvent[]) => note(keys, { kind: 5, tags: targets.map((t) => ['e', t.event.id]) })
 
 interface Save {
   community: string
@@ -108,13 +107,32 @@ describe('one PostgreSQL batch mixing regular, replaceable, addressable and dele
     const byBob = note(bob, { content: 'bob', tags: [['t', 'batch-bob']] })
     const repeated = note(alice, { content: 'sent twice in one run', tags: [['t', 'batch-repeated']] })
     const profile = note(alice, { kind: 0, content: '{"name":"alice"}' })
-    const middle = note(alice, { kind: 7, content: '+', tags: [['e', stored.event.id], ['t', 'batch-middle']] })
+    const middle = note(alice, {
+      kind: 7,
+      content: '+',
+      tags: [
+        ['e', stored.event.id],
+        ['t', 'batch-middle'],
+      ],
+    })
     const doomed = note(alice, { content: 'deleted later in the same batch', tags: [['t', 'batch-doomed']] })
     const later = note(alice, { content: 'deleted earlier in the same batch', tags: [['t', 'batch-later']] })
     const deletesDoomed = deletion(alice, doomed)
     const deletesLater = deletion(alice, later)
-    const article = note(alice, { kind: 30_023, tags: [['d', 'post'], ['t', 'batch-article']] })
-    const expiring = note(alice, { content: 'expires', tags: [['expiration', String(NOW + 60)], ['t', 'batch-expiring']] })
+    const article = note(alice, {
+      kind: 30_023,
+      tags: [
+        ['d', 'post'],
+        ['t', 'batch-article'],
+      ],
+    })
+    const expiring = note(alice, {
+      content: 'expires',
+      tags: [
+        ['expiration', String(NOW + 60)],
+        ['t', 'batch-expiring'],
+      ],
+    })
     const notBobs = note(alice, { content: "bob's deletion cannot touch it", tags: [['t', 'batch-not-bobs']] })
     const bobDeletes = deletion(bob, notBobs)
     const last = note(bob, { content: 'last', tags: [['t', 'batch-last']] })
@@ -130,7 +148,10 @@ describe('one PostgreSQL batch mixing regular, replaceable, addressable and dele
       [{ community, e: profile }, saved],
       [{ community, e: middle }, saved],
       [{ community, e: doomed }, saved],
-      [{ community, e: deletesDoomed }, { status: 'saved', removedIds: [doomed.event.id] }],
+      [
+        { community, e: deletesDoomed },
+        { status: 'saved', removedIds: [doomed.event.id] },
+      ],
       [{ community, e: deletesLater }, saved],
       [{ community, e: later }, deleted],
       [{ community, e: article }, saved],
@@ -148,7 +169,22 @@ describe('one PostgreSQL batch mixing regular, replaceable, addressable and dele
       expect({ i, content: s.e.event.content, outcome: outcomes[i] }).toEqual({ i, content: s.e.event.content, outcome: expected })
     }
 
-    const kept = [stored, early, tagged, byBob, repeated, profile, middle, deletesDoomed, deletesLater, article, expiring, bobDeletes, notBobs, last]
+    const kept = [
+      stored,
+      early,
+      tagged,
+      byBob,
+      repeated,
+      profile,
+      middle,
+      deletesDoomed,
+      deletesLater,
+      article,
+      expiring,
+      bobDeletes,
+      notBobs,
+      last,
+    ]
     const everyId = [...new Set([early, ...batch.map(([s]) => s.e)].map((e) => e.event.id))]
     const got = await store.query(community, [{ ids: everyId }], { now: NOW })
     expect(new Set(idsOf(got))).toEqual(new Set(kept.map((e) => e.event.id)))
@@ -166,9 +202,7 @@ describe('one PostgreSQL batch mixing regular, replaceable, addressable and dele
     expect(await find({ t: ['batch-last'] })).toEqual([last.event.id])
     expect(await find({ t: ['batch-later', 'batch-doomed'] })).toEqual([])
     // expires_at went to the right row: the expiring event alone disappears after its expiration
-    expect(await find({ t: ['batch-expiring', 'batch-not-bobs'] })).toEqual(
-      [expiring.event.id, notBobs.event.id].sort(),
-    )
+    expect(await find({ t: ['batch-expiring', 'batch-not-bobs'] })).toEqual([expiring.event.id, notBobs.event.id].sort())
     expect(await find({ t: ['batch-expiring', 'batch-not-bobs'] }, community, NOW + 61)).toEqual([notBobs.event.id])
   })
 
@@ -196,7 +230,14 @@ describe('one PostgreSQL batch mixing regular, replaceable, addressable and dele
   it('decides random mixes of repeats, deletions and versions in one batch as one-by-one saves do', async () => {
     // a small pool drawn with repetition: repeats inside a run, deletions before and after their targets
     const regular = Array.from({ length: 10 }, (_, i) =>
-      note(i % 3 ? alice : bob, { kind: i % 2 ? 1 : 7, content: `pool ${i}`, tags: [['t', `pool-${i}`], ['p', alice.pubkey]] }),
+      note(i % 3 ? alice : bob, {
+        kind: i % 2 ? 1 : 7,
+        content: `pool ${i}`,
+        tags: [
+          ['t', `pool-${i}`],
+          ['p', alice.pubkey],
+        ],
+      }),
     )
     const pool = [
       ...regular,
@@ -204,7 +245,13 @@ describe('one PostgreSQL batch mixing regular, replaceable, addressable and dele
       deletion(bob, regular[0]!, regular[1]!),
       note(alice, { kind: 0, content: 'profile 1', created_at: at(50) }),
       note(alice, { kind: 0, content: 'profile 2', created_at: at(40) }),
-      note(bob, { kind: 30_000, tags: [['d', 'list'], ['t', 'pool-list']] }),
+      note(bob, {
+        kind: 30_000,
+        tags: [
+          ['d', 'list'],
+          ['t', 'pool-list'],
+        ],
+      }),
     ]
     let seed = 7
     const random = (n: number) => {

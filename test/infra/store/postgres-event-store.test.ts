@@ -14,8 +14,7 @@ beforeAll(async () => {
 })
 afterAll(() => db?.drop())
 
-const open = (groupCommitMaxEvents = 64) =>
-  openPostgresEventStore({ url: db.url, groupCommitMaxEvents, groupCommitMaxDelayMs: 2 })
+const open = (groupCommitMaxEvents = 64) => openPostgresEventStore({ url: db.url, groupCommitMaxEvents, groupCommitMaxDelayMs: 2 })
 
 /** A real failure: a trigger installed through another connection aborts any insert carrying the marker. */
 async function openWithWriteFault(marker: string): Promise<EventStore> {
@@ -48,7 +47,15 @@ describe('PostgreSQL event store', () => {
   it('drops the tag and version rows of the events deleteEvents removes, and only theirs', async () => {
     const store = await open()
     const community = `removal-${Date.now()}`
-    const [gone, kept] = ['gone', 'kept'].map((t) => signEvent(alice, { kind: 30_000, tags: [['d', t], ['t', t]] }))
+    const [gone, kept] = ['gone', 'kept'].map((t) =>
+      signEvent(alice, {
+        kind: 30_000,
+        tags: [
+          ['d', t],
+          ['t', t],
+        ],
+      }),
+    )
     for (const e of [gone!, kept!]) await store.save(community, e.event, e.raw)
     await store.deleteEvents(community, [gone!.event.id])
     await store.close()
@@ -98,7 +105,9 @@ describe('PostgreSQL event store', () => {
       const store = await openPostgresEventStore({ url: fresh.url, groupCommitMaxEvents: 8, groupCommitMaxDelayMs: 0 })
       const newer = signEvent(alice, { kind: 0, created_at: NOW - 5, tags: [['t', 'new']] })
       await store.save('c', newer.event, newer.raw)
-      expect(idsOf(await store.query('c', [{ tags: { t: ['kept', 'old', 'new'] } }], { now: NOW })).sort()).toEqual([kept.event.id, newer.event.id].sort())
+      expect(idsOf(await store.query('c', [{ tags: { t: ['kept', 'old', 'new'] } }], { now: NOW })).sort()).toEqual(
+        [kept.event.id, newer.event.id].sort(),
+      )
       await store.close()
       expect(await sql`SELECT conname FROM pg_constraint WHERE conrelid = 'tags'::regclass AND contype = 'f'`).toHaveLength(0)
       expect((await sql`SELECT value FROM tags WHERE name = 't' ORDER BY value`).map((r) => r.value)).toEqual(['kept', 'new'])
@@ -148,7 +157,16 @@ describe('PostgreSQL event store', () => {
   it('stores and finds tag values PostgreSQL text cannot index as they are (NUL, very long, lone surrogate)', async () => {
     const store = await open()
     const odd = ['a\u0000b', 'x'.repeat(5000), 'lone \ud800 surrogate', '\u0001starts with the digest mark']
-    const events = odd.map((v, i) => signEvent(alice, { kind: 30_000, created_at: NOW - i, tags: [['d', v], ['t', v]] }))
+    const events = odd.map((v, i) =>
+      signEvent(alice, {
+        kind: 30_000,
+        created_at: NOW - i,
+        tags: [
+          ['d', v],
+          ['t', v],
+        ],
+      }),
+    )
     const outcomes = await Promise.all(events.map((e) => store.save('odd', e.event, e.raw)))
     expect(outcomes.map((o) => o.status)).toEqual(['saved', 'saved', 'saved', 'saved'])
     for (const [i, v] of odd.entries()) {

@@ -84,7 +84,10 @@ describe('PostgreSQL query plans', () => {
       for (const [f, opts] of [
         [filter, { now: 100 }],
         [{ ...filter, limit: 20 }, { now: 100 }],
-        [{ ...filter, limit: 20 }, { now: 100, authorOnly: { kinds: [4, 1059], readers: [pk('r')] } }],
+        [
+          { ...filter, limit: 20 },
+          { now: 100, authorOnly: { kinds: [4, 1059], readers: [pk('r')] } },
+        ],
       ] as const) {
         const q = toQuerySql('c1', f, opts)!
         expect(await scansOf(q.sql, q.params), q.sql).toEqual([])
@@ -103,8 +106,16 @@ describe('PostgreSQL query plans', () => {
   const writeParams: Record<keyof typeof SAVE_SQL, unknown[]> = {
     SAVE_EVENT: ['c1', pk('a'), pk('b'), 30023, 1, 'slug', null, '{}', ['t'], ['x'], true],
     SAVE_REGULAR: [
-      ['c1', 'c2'], [pk('a'), pk('c')], [pk('b'), pk('b')], [1, 7], [1, 2], [null, 5], '{}\x01{}',
-      [1, 1, 2], ['t', 'p', 'e'], ['x', pk('b'), pk('a')],
+      ['c1', 'c2'],
+      [pk('a'), pk('c')],
+      [pk('b'), pk('b')],
+      [1, 7],
+      [1, 2],
+      [null, 5],
+      '{}\x01{}',
+      [1, 1, 2],
+      ['t', 'p', 'e'],
+      ['x', pk('b'), pk('a')],
     ],
     DELETE_LOSERS: ['c1', pk('b'), 30023, 'slug', pk('a')],
     DELETE_BY_ID: ['c1', pk('b'), [pk('a'), pk('c')], 1],

@@ -50,7 +50,10 @@ describe('two nodes on one PostgreSQL database', () => {
       const all = profiles.flatMap((p, i) => [p, articles[i]!])
       const outcomes = await saveOnBothNodes(community, all, random)
 
-      for (const [kind, versions] of [[0, profiles], [30_023, articles]] as const) {
+      for (const [kind, versions] of [
+        [0, profiles],
+        [30_023, articles],
+      ] as const) {
         const winner = winnerOf(versions)
         for (const node of nodes) {
           expect(idsOf(await node.query(community, [{ kinds: [kind] }], { now: NOW }))).toEqual([winner.event.id])
@@ -66,9 +69,7 @@ describe('two nodes on one PostgreSQL database', () => {
 
   it('stores a regular event sent to both nodes at once exactly once: one saved, one duplicate', async () => {
     const events = Array.from({ length: ROUNDS }, (_, i) => signEvent(alice, { created_at: NOW, content: `twice ${i}` }))
-    const outcomes = await Promise.all(
-      events.map((e) => Promise.all(nodes.map((n) => n.save('duplicates', e.event, e.raw)))),
-    )
+    const outcomes = await Promise.all(events.map((e) => Promise.all(nodes.map((n) => n.save('duplicates', e.event, e.raw)))))
     for (const pair of outcomes) expect(pair.map((o) => o.status).sort()).toEqual(['duplicate', 'saved'])
     expect(await nodes[0].count('duplicates', [{}], { now: NOW })).toBe(ROUNDS)
   })

@@ -30,7 +30,12 @@ afterAll(async () => {
 
 const OLD = 'a'.repeat(64)
 const NEW = 'b'.repeat(64)
-const fenceOf = (community: string, generation: number, owner: string): SessionFence => ({ community, session: 'channel:x', generation, owner })
+const fenceOf = (community: string, generation: number, owner: string): SessionFence => ({
+  community,
+  session: 'channel:x',
+  generation,
+  owner,
+})
 const community = () => `f-${randomUUID().slice(0, 8)}`
 const note = (content: string) => signEvent(makeKeys(), { kind: 1, content, created_at: NOW, tags: [['h', 'x']] })
 const marks = (sql: Sql, c: string) => sql.unsafe('SELECT count(*)::int AS n FROM mesh_sessions WHERE community = $1', [c])
@@ -55,7 +60,9 @@ function holdingTransaction(sql: Sql, fence: SessionFence) {
 /** Resolves once a backend of this database is blocked on a lock (the fence's row lock here). */
 async function someoneWaitsOnALock(): Promise<void> {
   for (;;) {
-    const [row] = await nodeB.unsafe("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
+    const [row] = await nodeB.unsafe(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+    )
     if ((row?.n as number) > 0) return
     await new Promise((r) => setTimeout(r, 10))
   }
@@ -68,7 +75,9 @@ describe('mesh session fence on PostgreSQL', () => {
     const successor = holdingTransaction(nodeB, fenceOf(c, 2, NEW))
     await successor.claimedNow
     // the stale owner's claim blocks on the row lock the successor holds
-    const stale = runFenced(nodeA, fenceOf(c, 1, OLD), (tx) => tx.unsafe("INSERT INTO mesh_sessions VALUES ($1, 'channel:leak', 1, 'x')", [c]))
+    const stale = runFenced(nodeA, fenceOf(c, 1, OLD), (tx) =>
+      tx.unsafe("INSERT INTO mesh_sessions VALUES ($1, 'channel:leak', 1, 'x')", [c]),
+    )
     // handled from the start: the refusal may come before successor.done resolves (an unhandled rejection in CI)
     const refused = expect(stale).rejects.toBeInstanceOf(FencedError)
     await someoneWaitsOnALock()
@@ -91,7 +100,7 @@ describe('mesh session fence on PostgreSQL', () => {
     await expect(runFenced(nodeA, fenceOf(c, 1, OLD), async () => {})).rejects.toMatchObject({ code: 'APIARY_MESH_FENCED' })
   })
 
-  it('stores none of a stale owner\'s events, and all of the current owner\'s', async () => {
+  it("stores none of a stale owner's events, and all of the current owner's", async () => {
     const c = community()
     const fresh = note('by the owner')
     const [outcome] = await events.saveFenced([{ community: c, event: fresh.event, raw: fresh.raw }], fenceOf(c, 7, NEW))

@@ -45,8 +45,20 @@ const sometimes = <T>(arb: fc.Arbitrary<T>, tenths: number) =>
   fc.oneof({ arbitrary: fc.constant(undefined), weight: 10 - tenths }, { arbitrary: arb, weight: tenths })
 const filterArb: fc.Arbitrary<Filter> = fc
   .record({
-    ids: sometimes(sublist(pool.map((e) => e.event.id), 4), 2),
-    authors: sometimes(sublist(keys.map((k) => k.pubkey), 2), 3),
+    ids: sometimes(
+      sublist(
+        pool.map((e) => e.event.id),
+        4,
+      ),
+      2,
+    ),
+    authors: sometimes(
+      sublist(
+        keys.map((k) => k.pubkey),
+        2,
+      ),
+      3,
+    ),
     kinds: sometimes(sublist(KINDS, 3), 5),
     since: sometimes(fc.integer({ min: NOW - 6, max: NOW }), 3),
     until: sometimes(fc.integer({ min: NOW - 6, max: NOW }), 3),
@@ -66,7 +78,10 @@ function reference(events: NostrEvent[], filters: Filter[], now: number): string
     const matched = live.filter((e) => matchFilter(f, e)).sort(newestFirst)
     for (const e of f.limit === undefined ? matched : matched.slice(0, f.limit)) chosen.add(e.id)
   }
-  return live.filter((e) => chosen.has(e.id)).sort(newestFirst).map((e) => e.id)
+  return live
+    .filter((e) => chosen.has(e.id))
+    .sort(newestFirst)
+    .map((e) => e.id)
 }
 
 let communities = 0
@@ -80,7 +95,7 @@ export function describeQueryVsMatcher(name: string, open: () => Promise<EventSt
     })
     afterAll(() => store?.close())
 
-    it('returns exactly the matcher\'s events, limited to the newest per filter, in NIP-01 order, and counts them', async () => {
+    it("returns exactly the matcher's events, limited to the newest per filter, in NIP-01 order, and counts them", async () => {
       const input = fc.record({
         events: fc.subarray(pool, { minLength: 1 }),
         filters: fc.array(filterArb, { minLength: 1, maxLength: 3 }),

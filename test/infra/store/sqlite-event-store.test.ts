@@ -19,17 +19,19 @@ const openFile = async (file = freshFile(), readWorkers = 0, writerThread = true
   openSqliteEventStore({ file, groupCommitMaxEvents: 64, groupCommitMaxDelayMs: 2, readWorkers, writerThread })
 
 /** A real failure: a second connection installs a trigger that aborts any insert carrying the marker. */
-const openWithWriteFault = (readWorkers: number, writerThread = true) => async (marker: string): Promise<EventStore> => {
-  const file = freshFile()
-  const store = await openFile(file, readWorkers, writerThread)
-  // DDL takes no bound parameters; the marker is spliced in, so it must be a plain word
-  if (!/^[A-Za-z-]+$/.test(marker)) throw new Error(`unsafe marker ${marker}`)
-  const admin = new Database(file)
-  admin.exec(`CREATE TRIGGER fail_marked BEFORE INSERT ON events WHEN instr(NEW.raw, '${marker}') > 0
+const openWithWriteFault =
+  (readWorkers: number, writerThread = true) =>
+  async (marker: string): Promise<EventStore> => {
+    const file = freshFile()
+    const store = await openFile(file, readWorkers, writerThread)
+    // DDL takes no bound parameters; the marker is spliced in, so it must be a plain word
+    if (!/^[A-Za-z-]+$/.test(marker)) throw new Error(`unsafe marker ${marker}`)
+    const admin = new Database(file)
+    admin.exec(`CREATE TRIGGER fail_marked BEFORE INSERT ON events WHEN instr(NEW.raw, '${marker}') > 0
     BEGIN SELECT RAISE(ABORT, 'injected write failure'); END`)
-  admin.close()
-  return store
-}
+    admin.close()
+    return store
+  }
 
 const transactionsOf = (s: EventStore) => (s as SqliteEventStore).stats().transactions
 
@@ -58,7 +60,14 @@ describe('SQLite event store file', () => {
   it('drops the tag rows of the events deleteEvents removes, and only theirs', async () => {
     const file = freshFile()
     const store = await openFile(file)
-    const [gone, kept] = ['gone', 'kept'].map((t) => signEvent(alice, { tags: [['t', t], ['p', alice.pubkey]] }))
+    const [gone, kept] = ['gone', 'kept'].map((t) =>
+      signEvent(alice, {
+        tags: [
+          ['t', t],
+          ['p', alice.pubkey],
+        ],
+      }),
+    )
     for (const e of [gone!, kept!]) await store.save('c', e.event, e.raw)
     await store.deleteEvents('c', [gone!.event.id])
     const admin = new Database(file, { readonly: true })
@@ -75,13 +84,15 @@ describe('SQLite event store file', () => {
     await store.close()
     const db = new Database(file, { readonly: true })
     const orphans = db.prepare('SELECT count(*) FROM tags WHERE event_seq NOT IN (SELECT seq FROM events)').pluck().get()
-    const perEvent = db.prepare('SELECT e.id, count(t.name) AS n FROM events e LEFT JOIN tags t ON t.event_seq = e.seq GROUP BY e.seq').all() as { id: string; n: number }[]
+    const perEvent = db
+      .prepare('SELECT e.id, count(t.name) AS n FROM events e LEFT JOIN tags t ON t.event_seq = e.seq GROUP BY e.seq')
+      .all() as { id: string; n: number }[]
     db.close()
     expect(orphans).toBe(0)
     expect(new Map(perEvent.map((r) => [r.id, r.n]))).toEqual(expected)
   })
 
-  it('does not match a deleted event\'s tags against the next event that takes its seq', async () => {
+  it("does not match a deleted event's tags against the next event that takes its seq", async () => {
     const store = await openFile()
     const first = signEvent(alice, { kind: 1, created_at: NOW - 10, tags: [['t', 'gone']] })
     await store.save('c', first.event, first.raw)
@@ -94,12 +105,16 @@ describe('SQLite event store file', () => {
     await store.close()
   })
 
-  it('answers tag conditions over more than 16 values (read from the events\' own tags) as it does over a few', async () => {
+  it("answers tag conditions over more than 16 values (read from the events' own tags) as it does over a few", async () => {
     const store = await openFile()
     const channels = Array.from({ length: 20 }, (_, i) => `channel-${i}`)
     const people = Array.from({ length: 20 }, (_, i) => `${i}`.padStart(64, 'a'))
     const events = Array.from({ length: 40 }, (_, i) =>
-      signEvent(alice, { kind: 1, created_at: NOW - i, tags: [['t', 'topic'], ['p', people[i % 20]!], ...(i % 3 === 0 ? [['h', channels[i % 20]!]] : [])] }),
+      signEvent(alice, {
+        kind: 1,
+        created_at: NOW - i,
+        tags: [['t', 'topic'], ['p', people[i % 20]!], ...(i % 3 === 0 ? [['h', channels[i % 20]!]] : [])],
+      }),
     )
     for (const e of events) await store.save('c', e.event, e.raw)
     const ask = (values: string[], hidden: string[]) =>
@@ -161,7 +176,13 @@ describe('SQLite event store file', () => {
 
   it('rebuilds the tags table of a version-2 file without its foreign key and cascade index, keeping every row', async () => {
     const file = freshFile()
-    const kept = signEvent(alice, { kind: 1, tags: [['t', 'kept'], ['p', alice.pubkey]] })
+    const kept = signEvent(alice, {
+      kind: 1,
+      tags: [
+        ['t', 'kept'],
+        ['p', alice.pubkey],
+      ],
+    })
     const version1 = signEvent(alice, { kind: 0, created_at: NOW - 10, tags: [['t', 'old']] })
     const first = await openFile(file)
     for (const e of [kept, version1]) await first.save('c', e.event, e.raw)

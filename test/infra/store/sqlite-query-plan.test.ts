@@ -50,12 +50,18 @@ describe('SQLite query plans', () => {
       for (const [f, opts] of [
         [filter, { now: 100 }],
         [{ ...filter, limit: 20 }, { now: 100 }],
-        [{ ...filter, limit: 20 }, { now: 100, authorOnly: { kinds: [4, 1059], readers: ['r'] } }],
+        [
+          { ...filter, limit: 20 },
+          { now: 100, authorOnly: { kinds: [4, 1059], readers: ['r'] } },
+        ],
       ] as const) {
         for (const arm of armsOf(f)) {
           const q = toSelectSql('community', arm, opts, 'rows')
           const plan = planOf(q.sql, q.params)
-          expect(plan.filter((d) => fullScan.test(d)), plan.join(' | ')).toEqual([])
+          expect(
+            plan.filter((d) => fullScan.test(d)),
+            plan.join(' | '),
+          ).toEqual([])
           if (f.limit !== undefined && !mayFullySort.has(shape)) expect(plan, plan.join(' | ')).not.toContain(fullSort)
         }
       }
@@ -67,7 +73,10 @@ describe('SQLite query plans', () => {
       const filters = Object.values(shapes).map((f) => ({ ...f, limit }))
       const q = toCountSql('community', filters, { now: 100, authorOnly: { kinds: [4], readers: [] } })!
       const plan = planOf(q.sql, q.params)
-      expect(plan.filter((d) => fullScan.test(d) && !d.startsWith('SCAN (subquery')), plan.join(' | ')).toEqual([])
+      expect(
+        plan.filter((d) => fullScan.test(d) && !d.startsWith('SCAN (subquery')),
+        plan.join(' | '),
+      ).toEqual([])
     }
   })
 
@@ -75,7 +84,10 @@ describe('SQLite query plans', () => {
     it(`counts ${shape} alone up to its limit with index seeks and no sort`, () => {
       const q = toCountSql('community', [{ ...filter, limit: 20 }], { now: 100 })!
       const plan = planOf(q.sql, q.params)
-      expect(plan.filter((d) => fullScan.test(d)), plan.join(' | ')).toEqual([])
+      expect(
+        plan.filter((d) => fullScan.test(d)),
+        plan.join(' | '),
+      ).toEqual([])
       expect(plan, plan.join(' | ')).not.toContain(fullSort)
     })
   }
@@ -92,7 +104,10 @@ describe('SQLite query plans', () => {
     it(`runs the write step ${name} through an index`, () => {
       const params = Array.from({ length: (sql.match(/\?/g) ?? []).length }, () => 1)
       const plan = planOf(sql, params)
-      expect(plan.filter((d) => fullScan.test(d)), plan.join(' | ')).toEqual([])
+      expect(
+        plan.filter((d) => fullScan.test(d)),
+        plan.join(' | '),
+      ).toEqual([])
     })
   }
 

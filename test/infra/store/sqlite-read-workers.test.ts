@@ -1,4 +1,3 @@
-
 import Database from 'better-sqlite3'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { type EventStore, StoreError } from '../../../src/infra/store/event-store'
@@ -38,7 +37,15 @@ describe('SQLite reads on worker threads', () => {
     file = freshFile()
     const writer = open(file)
     const events = [
-      ...Array.from({ length: 30 }, (_, i) => signEvent(alice, { created_at: NOW - i, tags: [['t', i % 2 ? 'odd' : 'even'], ['p', bob.pubkey]] })),
+      ...Array.from({ length: 30 }, (_, i) =>
+        signEvent(alice, {
+          created_at: NOW - i,
+          tags: [
+            ['t', i % 2 ? 'odd' : 'even'],
+            ['p', bob.pubkey],
+          ],
+        }),
+      ),
       ...Array.from({ length: 10 }, (_, i) => signEvent(bob, { kind: 7, created_at: NOW - i, tags: [['t', 'odd']] })),
       signEvent(bob, { kind: 4, created_at: NOW - 50, tags: [['p', alice.pubkey]] }),
     ]

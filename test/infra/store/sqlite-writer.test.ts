@@ -1,4 +1,3 @@
-
 import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import { StoreError } from '../../../src/infra/store/event-store'

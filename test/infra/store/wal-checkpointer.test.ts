@@ -58,31 +58,37 @@ describe('WAL checkpoints off the event loop', () => {
   it.each([
     ['the writer thread', true],
     ['the main thread', false],
-  ])('restarts the WAL while commits on %s never pause (before, each landed during a checkpoint and the WAL grew without end)', async (_, writerThread) => {
-    dir = mkdtempSync(join(tmpdir(), 'apiary-wal-'))
-    const file = join(dir, 'events.sqlite')
-    const store = openSqliteEventStore({ file, groupCommitMaxEvents: 4, groupCommitMaxDelayMs: 0, writerThread })
-    const keys = makeKeys()
-    const events = Array.from({ length: 200 }, (_, i) => signEvent(keys, { content: `note ${i} ${'x'.repeat(3_000)}`, tags: [['t', `topic-${i % 50}`]] }))
-    let written = 0
-    const salts = new Set<number>()
-    const deadline = Date.now() + 20_000
-    // two writers, each with its next save queued as its last one commits: the writer thread is never idle.
-    // The same events again in another community are new rows.
-    const writer = async () => {
-      while (salts.size < 2 && Date.now() < deadline) {
-        const n = written++
-        const e = events[n % events.length]!
-        await store.save(`c${Math.floor(n / events.length)}`, e.event, e.raw)
-        const salt = walSalt(file)
-        if (salt !== undefined) salts.add(salt)
-        // as a socket's next frame would: a write's continuation that submits the next one in the same
-        // microtask chain keeps a synchronous (main-thread) writer from ever yielding to the event loop
-        await new Promise((resolve) => setImmediate(resolve))
+  ])(
+    'restarts the WAL while commits on %s never pause (before, each landed during a checkpoint and the WAL grew without end)',
+    async (_, writerThread) => {
+      dir = mkdtempSync(join(tmpdir(), 'apiary-wal-'))
+      const file = join(dir, 'events.sqlite')
+      const store = openSqliteEventStore({ file, groupCommitMaxEvents: 4, groupCommitMaxDelayMs: 0, writerThread })
+      const keys = makeKeys()
+      const events = Array.from({ length: 200 }, (_, i) =>
+        signEvent(keys, { content: `note ${i} ${'x'.repeat(3_000)}`, tags: [['t', `topic-${i % 50}`]] }),
+      )
+      let written = 0
+      const salts = new Set<number>()
+      const deadline = Date.now() + 20_000
+      // two writers, each with its next save queued as its last one commits: the writer thread is never idle.
+      // The same events again in another community are new rows.
+      const writer = async () => {
+        while (salts.size < 2 && Date.now() < deadline) {
+          const n = written++
+          const e = events[n % events.length]!
+          await store.save(`c${Math.floor(n / events.length)}`, e.event, e.raw)
+          const salt = walSalt(file)
+          if (salt !== undefined) salts.add(salt)
+          // as a socket's next frame would: a write's continuation that submits the next one in the same
+          // microtask chain keeps a synchronous (main-thread) writer from ever yielding to the event loop
+          await new Promise((resolve) => setImmediate(resolve))
+        }
       }
-    }
-    await Promise.all([writer(), writer()])
-    expect(salts.size).toBe(2)
-    await store.close()
-  }, 60_000)
+      await Promise.all([writer(), writer()])
+      expect(salts.size).toBe(2)
+      await store.close()
+    },
+    60_000,
+  )
 })

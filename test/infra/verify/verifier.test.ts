@@ -65,7 +65,13 @@ function signedEvents(count: number): NostrEvent[] {
       {
         kind: i % 7,
         created_at: 1_700_000_000 + i,
-        tags: i % 3 === 0 ? [] : [['p', 'ab'.repeat(32)], ['t', `tag ${i}`, 'x']],
+        tags:
+          i % 3 === 0
+            ? []
+            : [
+                ['p', 'ab'.repeat(32)],
+                ['t', `tag ${i}`, 'x'],
+              ],
         content: i % 5 === 0 ? `"quotes" \\ \n\t ünï ${'🐝'.repeat(i % 4)} \u0001 #${i}` : `note ${i}`,
       },
       keys[i % keys.length]!,

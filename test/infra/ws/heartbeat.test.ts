@@ -26,7 +26,13 @@ describe('heartbeat', () => {
 
   it('spreads the pings over the interval: 1/SLICES of the sockets per tick, each socket once per interval', () => {
     const sockets = Array.from({ length: 1_000 }, () => new FakeSocket())
-    const watched: Watched[] = sockets.map((s) => watch(s as unknown as WebSocket, () => 0, () => true))
+    const watched: Watched[] = sockets.map((s) =>
+      watch(
+        s as unknown as WebSocket,
+        () => 0,
+        () => true,
+      ),
+    )
     const stop = startHeartbeat({ intervalMs: 30_000, idleMs: 60_000, nowMs: () => 0, sockets: () => watched })
     for (let tick = 1; tick <= SLICES; tick++) {
       vi.advanceTimersByTime(30_000 / SLICES)
@@ -38,7 +44,13 @@ describe('heartbeat', () => {
 
   it('visits each socket once per interval when the interval is shorter than SLICES ms', () => {
     const sockets = Array.from({ length: 200 }, () => new FakeSocket())
-    const watched: Watched[] = sockets.map((s) => watch(s as unknown as WebSocket, () => 0, () => true))
+    const watched: Watched[] = sockets.map((s) =>
+      watch(
+        s as unknown as WebSocket,
+        () => 0,
+        () => true,
+      ),
+    )
     const stop = startHeartbeat({ intervalMs: 50, idleMs: 60_000, nowMs: () => 0, sockets: () => watched })
     vi.advanceTimersByTime(49)
     expect(sockets.some((s) => s.pings === 0)).toBe(true)
@@ -52,7 +64,13 @@ describe('heartbeat', () => {
 
   it('terminates a socket at its visit one interval after the ping it did not answer, and keeps one that answered', () => {
     const [silent, answering] = [new FakeSocket(), new FakeSocket()]
-    const watched = [silent, answering].map((s) => watch(s as unknown as WebSocket, () => 0, () => true))
+    const watched = [silent, answering].map((s) =>
+      watch(
+        s as unknown as WebSocket,
+        () => 0,
+        () => true,
+      ),
+    )
     const stop = startHeartbeat({ intervalMs: 30_000, idleMs: 60_000, nowMs: () => 0, sockets: () => watched })
     // the first tick visits slot 0, so slot n is first visited on tick n + 1
     const tickMs = 30_000 / SLICES

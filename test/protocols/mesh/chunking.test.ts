@@ -1,6 +1,13 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { createReassembler, MAX_BODY_BYTES, MAX_BUFFERED_BYTES, MAX_CHUNKS_PER_BODY, MAX_PARTIAL_BODIES, toChunks } from '../../../src/protocols/mesh/chunking'
+import {
+  createReassembler,
+  MAX_BODY_BYTES,
+  MAX_BUFFERED_BYTES,
+  MAX_CHUNKS_PER_BODY,
+  MAX_PARTIAL_BODIES,
+  toChunks,
+} from '../../../src/protocols/mesh/chunking'
 import { encodeFrame, FrameType, MAX_FRAME_PAYLOAD_BYTES, type MeshFrame, parseFrame } from '../../../src/protocols/mesh/frames'
 import { prefixOf } from '../../../src/protocols/reasons'
 
@@ -28,7 +35,8 @@ const chunk = (more: boolean, bytes: number, over: Partial<MeshFrame> = {}): Mes
 })
 
 // Buffer.equals, not toEqual: a deep equal walks 16 Mi elements one by one
-const sameBytes = (a: Uint8Array | undefined, b: Uint8Array) => a !== undefined && Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b)
+const sameBytes = (a: Uint8Array | undefined, b: Uint8Array) =>
+  a !== undefined && Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b)
 
 const isInvalid = (r: { ok: boolean; error?: string }) => !r.ok && prefixOf(r.error ?? '') === 'invalid'
 

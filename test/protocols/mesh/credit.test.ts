@@ -166,7 +166,8 @@ describe('Credit frame payload', () => {
   })
 
   it('round-trips grants from 1 byte to 64 MiB and throws RangeError past them', () => {
-    for (const grant of [1, INITIAL_STREAM_CREDIT_BYTES, MAX_WINDOW_BYTES]) expect(parseCredit(encodeCredit(grant))).toEqual({ ok: true, value: grant })
+    for (const grant of [1, INITIAL_STREAM_CREDIT_BYTES, MAX_WINDOW_BYTES])
+      expect(parseCredit(encodeCredit(grant))).toEqual({ ok: true, value: grant })
     expect(() => encodeCredit(0)).toThrow(RangeError)
     expect(() => encodeCredit(MAX_WINDOW_BYTES + 1)).toThrow(RangeError)
   })

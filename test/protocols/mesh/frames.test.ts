@@ -46,13 +46,31 @@ const arbFrame: fc.Arbitrary<MeshFrame> = fc.record({
 
 describe('mesh frame encoding', () => {
   it('lays out the 16-byte header exactly as docs/mesh.md specifies, big-endian', () => {
-    const bytes = encodeFrame({ type: FrameType.Response, more: true, streamId: 0x01020304, requestId: 0xa0b0c0d0, payload: new Uint8Array([0xee, 0xff]) })
+    const bytes = encodeFrame({
+      type: FrameType.Response,
+      more: true,
+      streamId: 0x01020304,
+      requestId: 0xa0b0c0d0,
+      payload: new Uint8Array([0xee, 0xff]),
+    })
     expect([...bytes]).toEqual([1, 7, 1, 0, 0x01, 0x02, 0x03, 0x04, 0xa0, 0xb0, 0xc0, 0xd0, 0, 0, 0, 2, 0xee, 0xff])
     expect(MESH_PROTOCOL_VERSION).toBe(1)
   })
 
   it('numbers the frame types as the wire format fixes them', () => {
-    expect(FrameType).toEqual({ Hello: 1, HelloProof: 2, Gossip: 3, Ping: 4, Pong: 5, Request: 6, Response: 7, Cancel: 8, Credit: 9, Goodbye: 10, Error: 11 })
+    expect(FrameType).toEqual({
+      Hello: 1,
+      HelloProof: 2,
+      Gossip: 3,
+      Ping: 4,
+      Pong: 5,
+      Request: 6,
+      Response: 7,
+      Cancel: 8,
+      Credit: 9,
+      Goodbye: 10,
+      Error: 11,
+    })
   })
 
   for (const [name, type] of Object.entries(FrameType)) {
@@ -123,7 +141,10 @@ describe('mesh frame parsing', () => {
 
   const refusals: [string, () => Uint8Array][] = [
     ['an empty message', () => new Uint8Array()],
-    ['a message one byte shorter than the header', () => encodeFrame(frame({ payload: new Uint8Array() })).subarray(0, FRAME_HEADER_BYTES - 1)],
+    [
+      'a message one byte shorter than the header',
+      () => encodeFrame(frame({ payload: new Uint8Array() })).subarray(0, FRAME_HEADER_BYTES - 1),
+    ],
     ['version 0', () => withByte(0, 0)],
     ['version 2', () => withByte(0, 2)],
     ['frame type 0', () => withByte(1, 0)],

@@ -339,7 +339,9 @@ describe('merge as a join', () => {
   it('depends only on the set of states merged, not on their order, batching or repetition', () => {
     fc.assert(
       fc.property(
-        arbStates.chain((states) => fc.tuple(fc.constant(states), fc.shuffledSubarray(states, { minLength: states.length }), fc.integer({ min: 1, max: 5 }))),
+        arbStates.chain((states) =>
+          fc.tuple(fc.constant(states), fc.shuffledSubarray(states, { minLength: states.length }), fc.integer({ min: 1, max: 5 })),
+        ),
         ([states, shuffled, batch]) => {
           const inOrder = viewOf(state(0, 0))
           inOrder.merge(states)

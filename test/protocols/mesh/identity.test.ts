@@ -20,7 +20,9 @@ describe('runtime attestation', () => {
     const text = `apiary-mesh-ready-v1\nruntime=${runtime.pubkey}\nrelay=${relay.pubkey}`
     expect(bytesToHex(attestationDigest(runtime.pubkey, relay.pubkey))).toBe(bytesToHex(sha256(new TextEncoder().encode(text))))
     const sig = attestRuntime(relay, runtime.pubkey)
-    expect(schnorr.verify(Buffer.from(sig, 'hex'), attestationDigest(runtime.pubkey, relay.pubkey), Buffer.from(relay.pubkey, 'hex'))).toBe(true)
+    expect(schnorr.verify(Buffer.from(sig, 'hex'), attestationDigest(runtime.pubkey, relay.pubkey), Buffer.from(relay.pubkey, 'hex'))).toBe(
+      true,
+    )
     expect(checkAttestation(runtime.pubkey, relay.pubkey, sig, relay.pubkey)).toEqual({ ok: true, value: undefined })
   })
 
@@ -32,7 +34,10 @@ describe('runtime attestation', () => {
 
   it('refuses a runtime attested by another relay key, even with a valid signature', () => {
     const sig = attestRuntime(otherRelay, runtime.pubkey)
-    expect(checkAttestation(runtime.pubkey, otherRelay.pubkey, sig, relay.pubkey)).toEqual({ ok: false, error: 'invalid: attested by another relay key' })
+    expect(checkAttestation(runtime.pubkey, otherRelay.pubkey, sig, relay.pubkey)).toEqual({
+      ok: false,
+      error: 'invalid: attested by another relay key',
+    })
   })
 
   it('refuses malformed input without throwing', () => {
@@ -62,7 +67,11 @@ describe('readiness records', () => {
     ['another endpoint', (r) => ({ ...r, endpoint: 'ws://evil:1' }), 'invalid: record signature does not verify'],
     ['draining flipped', (r) => ({ ...r, draining: true }), 'invalid: record signature does not verify'],
     ['a longer life', (r) => ({ ...r, expiresAtMs: r.expiresAtMs + 1 }), 'invalid: issued in the future or for too long'],
-    ['issued too far ahead', (r) => ({ ...r, issuedAtMs: NOW + 60_000, expiresAtMs: NOW + 60_000 + READINESS_TTL_MS }), 'invalid: issued in the future or for too long'],
+    [
+      'issued too far ahead',
+      (r) => ({ ...r, issuedAtMs: NOW + 60_000, expiresAtMs: NOW + 60_000 + READINESS_TTL_MS }),
+      'invalid: issued in the future or for too long',
+    ],
     ['an unknown field', (r) => ({ ...r, extra: 1 }), 'invalid: malformed record'],
     ['a missing field', ({ sig: _sig, ...r }) => r, 'invalid: malformed record'],
     ['another relay', (r) => ({ ...r, relay: otherRelay.pubkey }), 'invalid: attested by another relay key'],
@@ -97,12 +106,16 @@ describe('one link per pair of nodes', () => {
 })
 
 describe('tunnel hello', () => {
-  const identity = (k = newKey()): MeshIdentity => ({ runtimeKey: k, relayPubkey: relay.pubkey, attestation: attestRuntime(relay, k.pubkey) })
+  const identity = (k = newKey()): MeshIdentity => ({
+    runtimeKey: k,
+    relayPubkey: relay.pubkey,
+    attestation: attestRuntime(relay, k.pubkey),
+  })
   const [dialer, acceptor] = [identity(), identity()]
   const [d, a] = [dialer.runtimeKey.pubkey, acceptor.runtimeKey.pubkey]
   const nonce = 'ab'.repeat(32)
 
-  it('accepts a proof over our own nonce in the prover\'s role, and nothing else', () => {
+  it("accepts a proof over our own nonce in the prover's role, and nothing else", () => {
     const proof = proveRuntime(acceptor, 'acceptor', nonce, d)
     expect(checkProof(proof, 'acceptor', nonce, a, d).ok).toBe(true)
     // the same signature is no proof in the other role, for another nonce, or for another verifier

@@ -5,7 +5,8 @@ import { makeKeys, signEvent } from '../../support/events'
 const relay = makeKeys()
 const someone = makeKeys()
 const state = (kind: number, channel: string, generation?: number, by = relay) =>
-  signEvent(by, { kind, tags: [['d', channel], ...(generation === undefined ? [] : [[GENERATION_TAG, String(generation), 'owner']])] }).event
+  signEvent(by, { kind, tags: [['d', channel], ...(generation === undefined ? [] : [[GENERATION_TAG, String(generation), 'owner']])] })
+    .event
 
 describe('channel state versions by mesh generation', () => {
   it('drops a version of an older generation than one already delivered for the channel, of any state kind', () => {
@@ -18,7 +19,7 @@ describe('channel state versions by mesh generation', () => {
     expect(seen.stale(state(39_002, 'a', 2))).toBe(false)
   })
 
-  it('keeps channels apart, and never drops what carries no generation or is not the relay\'s state', () => {
+  it("keeps channels apart, and never drops what carries no generation or is not the relay's state", () => {
     const seen = new StateGenerations(relay.pubkey)
     expect(seen.stale(state(39_002, 'a', 5))).toBe(false)
     expect(seen.stale(state(39_002, 'b', 1))).toBe(false)

@@ -68,7 +68,10 @@ describe('reading a mesh status document', () => {
   })
 
   it('names where the document is malformed', () => {
-    expect(parseMeshStatus(edited((s) => (peer(s).phi = -1)))).toEqual({ ok: false, error: 'invalid: malformed mesh status at peers.0.phi' })
+    expect(parseMeshStatus(edited((s) => (peer(s).phi = -1)))).toEqual({
+      ok: false,
+      error: 'invalid: malformed mesh status at peers.0.phi',
+    })
   })
 
   it('refuses a phi of Infinity or NaN handed over without a JSON round trip', () => {

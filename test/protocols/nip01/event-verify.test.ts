@@ -34,9 +34,12 @@ describe('BIP-340 Schnorr, the primitive under verifyEventNoble', () => {
   })
 
   // libsecp256k1's binding takes 32-byte messages only (an event id); vectors 15-18 sign other lengths
-  it.each(BIP340_VECTORS.filter((v) => v.message.length === 64))('vector $index verifies as $valid with libsecp256k1 too (verifyBip340)', (v) => {
-    expect(verifyBip340(hexToBytes(v.signature), hexToBytes(v.message), hexToBytes(v.publicKey))).toBe(v.valid)
-  })
+  it.each(BIP340_VECTORS.filter((v) => v.message.length === 64))(
+    'vector $index verifies as $valid with libsecp256k1 too (verifyBip340)',
+    (v) => {
+      expect(verifyBip340(hexToBytes(v.signature), hexToBytes(v.message), hexToBytes(v.publicKey))).toBe(v.valid)
+    },
+  )
 
   it.each(BIP340_VECTORS.filter((v) => v.secretKey !== ''))('vector $index signs to the published signature', (v) => {
     expect(bytesToHex(schnorr.getPublicKey(hexToBytes(v.secretKey)))).toBe(v.publicKey)
@@ -56,7 +59,13 @@ describe('serializing an event for its id', () => {
   ]
 
   it.each(tricky)('matches nostr-tools for $name', ({ content }) => {
-    const e = shapeEvent({ content, tags: [['t', content], ['e', 'x', '']] })
+    const e = shapeEvent({
+      content,
+      tags: [
+        ['t', content],
+        ['e', 'x', ''],
+      ],
+    })
     expect(computeEventId(e)).toBe(getEventHash(e))
   })
 
@@ -146,15 +155,7 @@ describe('verifyEventWasm, beyond the reference', () => {
 describe('the stored raw form (toRawEvent)', () => {
   it('keeps exactly the seven NIP-01 fields in a fixed order and drops extras', () => {
     const withExtra = { ...shapeEvent(), extra: 'x', seen_on: ['r'] } as NostrEvent
-    expect(Object.keys(JSON.parse(toRawEvent(withExtra)))).toEqual([
-      'id',
-      'pubkey',
-      'created_at',
-      'kind',
-      'tags',
-      'content',
-      'sig',
-    ])
+    expect(Object.keys(JSON.parse(toRawEvent(withExtra)))).toEqual(['id', 'pubkey', 'created_at', 'kind', 'tags', 'content', 'sig'])
   })
 })
 

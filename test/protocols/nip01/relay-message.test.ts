@@ -1,15 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { toRawEvent } from '../../../src/protocols/nip01/event'
-import {
-  authFrame,
-  closedFrame,
-  countFrame,
-  eoseFrame,
-  eventFrame,
-  noticeFrame,
-  okFrame,
-} from '../../../src/protocols/nip01/relay-message'
+import { authFrame, closedFrame, countFrame, eoseFrame, eventFrame, noticeFrame, okFrame } from '../../../src/protocols/nip01/relay-message'
 import { ID, shapeEvent } from '../fixtures'
 
 describe('relay frames on the wire', () => {

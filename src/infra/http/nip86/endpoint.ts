@@ -101,7 +101,8 @@ export function createManagement(d: ManagementDeps): (req: IncomingMessage, res:
     const admitted = await admit(() => d.admitApi(record, event.pubkey))
     if (!admitted.ok) return admitted
     const caller = { pubkey: event.pubkey, operator: d.isOperator(event.pubkey) }
-    if (!canManage(record, caller)) return err({ status: 403, why: reason('restricted', "only this community's admins and relay operators may manage it") })
+    if (!canManage(record, caller))
+      return err({ status: 403, why: reason('restricted', "only this community's admins and relay operators may manage it") })
     return ok(caller)
   }
 
@@ -133,7 +134,8 @@ export function createManagement(d: ManagementDeps): (req: IncomingMessage, res:
       return send(res, byIp.error.status, toNip86Error(byIp.error.why), byIp.error.headers)
     }
     const body = await readBody(req, MAX_BODY_BYTES)
-    if (body === undefined) return send(res, 413, toNip86Error(reason('invalid', `body larger than ${MAX_BODY_BYTES} bytes`)), { Connection: 'close' })
+    if (body === undefined)
+      return send(res, 413, toNip86Error(reason('invalid', `body larger than ${MAX_BODY_BYTES} bytes`)), { Connection: 'close' })
     const who = await authenticate(req, where.url, where.record, body)
     if (!who.ok) {
       const extra: Record<string, string> = who.error.status === 401 ? { 'WWW-Authenticate': 'Nostr' } : (who.error.headers ?? {})

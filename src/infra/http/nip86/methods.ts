@@ -1,7 +1,12 @@
 // The NIP-86 methods (docs/nip86-methods.md): who may call each, and what it does. The caller is already
 // authenticated (endpoint.ts); community methods act on the community whose host the call addressed.
 
-import { parseCommunityIdParam, parseCreateCommunityParams, parseSetAgentTierParams, type SetAgentTierParams } from '../../../protocols/nip86/community-params.js'
+import {
+  parseCommunityIdParam,
+  parseCreateCommunityParams,
+  parseSetAgentTierParams,
+  type SetAgentTierParams,
+} from '../../../protocols/nip86/community-params.js'
 import {
   isNip86Method,
   NIP86_METHODS,
@@ -87,12 +92,15 @@ export async function callMethod(
     case 'listbannedpubkeys': {
       // `until` (unix seconds) only on a timed ban (timeoutpubkey): NIP-86 names pubkey and reason only
       const bans = await ops.listBans(community)
-      return toNip86Result(bans.map((b) => ({ pubkey: b.pubkey, reason: b.reason, ...(b.untilSeconds !== undefined && { until: b.untilSeconds }) })))
+      return toNip86Result(
+        bans.map((b) => ({ pubkey: b.pubkey, reason: b.reason, ...(b.untilSeconds !== undefined && { until: b.untilSeconds }) })),
+      )
     }
     case 'setagenttier': {
       const p = parseSetAgentTierParams(params)
       if (!p.ok) return toNip86Error(p.error)
-      if (!(await ops.setAgentTier(community, p.value.pubkey, p.value.tier))) return toNip86Error(reason('invalid', 'community no longer exists'))
+      if (!(await ops.setAgentTier(community, p.value.pubkey, p.value.tier)))
+        return toNip86Error(reason('invalid', 'community no longer exists'))
       log.info({ community, by, pubkey: p.value.pubkey, tier: p.value.tier }, 'nip86: agent tier set')
       return toNip86Result(true)
     }
@@ -104,7 +112,8 @@ export async function callMethod(
       const p = parseSetAgentRoleParams(params)
       if (!p.ok) return toNip86Error(p.error)
       const set = await ops.setAgentRole(community, p.value.pubkey, p.value.role)
-      if (set === 'not-an-agent') return toNip86Error(reason('invalid', 'not an agent of this community: give it a tier first (setagenttier)'))
+      if (set === 'not-an-agent')
+        return toNip86Error(reason('invalid', 'not an agent of this community: give it a tier first (setagenttier)'))
       if (!set) return toNip86Error(reason('invalid', 'community no longer exists'))
       log.info({ community, by, pubkey: p.value.pubkey, role: p.value.role }, 'nip86: agent role set')
       return toNip86Result(true)

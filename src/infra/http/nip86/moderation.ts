@@ -1,7 +1,13 @@
 // The NIP-86 moderation methods (docs/nip86-methods.md): allow and ban lists, the community's relay info,
 // kind rules, IP blocks, timed bans and access policy. Every one acts on the addressed community only and
 // may be called by its admins and by operators (methods.ts has checked that).
-import { type ModerationMethod, type Nip86Response, parseBanPubkeyParams, toNip86Error, toNip86Result } from '../../../protocols/nip86/methods.js'
+import {
+  type ModerationMethod,
+  type Nip86Response,
+  parseBanPubkeyParams,
+  toNip86Error,
+  toNip86Result,
+} from '../../../protocols/nip86/methods.js'
 import {
   type CommunityPolicyParams,
   parseCommunityPolicyParams,
