@@ -17,7 +17,7 @@
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
-import { CHECKPOINT_INTERVAL_MS } from '../src/infra/store/wal-checkpointer'
+import { CHECKPOINT_INTERVAL_MS } from '../src/infra/store/sqlite/wal-checkpointer'
 import type { ShardLoad } from './agent-shard'
 import type { StormFigures } from './agent-storm'
 import { type AgentsResult, agentsStorm } from './agents'

@@ -45,7 +45,7 @@ await runRelayChild(async (dataDir) => {
     if (config.databaseUrl !== '') throw new Error('BENCH_SLOW_READ_MS wraps the embedded SQLite store only')
     // the store embedded() in src/relay/backends.ts opens, on the file it opens, with the same settings
     const sqlite: string = '../dist/infra/store/sqlite-event-store.js'
-    const { openSqliteEventStore } = (await import(sqlite)) as typeof import('../src/infra/store/sqlite-event-store')
+    const { openSqliteEventStore } = (await import(sqlite)) as typeof import('../src/infra/store/sqlite/sqlite-event-store')
     const file = join(config.dataDir, 'apiary.sqlite')
     eventStore = withSlowReads(
       openSqliteEventStore({

@@ -8,7 +8,7 @@
 // through the whole window, so their backends are counted). The variants leave events
 // out rather than change the schema: what an event class costs the database, not a schema to ship.
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { openPostgresEventStore } from '../src/infra/store/postgres-event-store'
+import { openPostgresEventStore } from '../src/infra/store/postgres/postgres-event-store'
 import type { VerifiedEvent } from '../src/protocols/nip01/event'
 import { kindClass } from '../src/protocols/nip01/kinds'
 import { measureInChild } from './child'

@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 
 /** DESIGN §2: imports flow one way, protocols stay pure, and only the kernel touches nact. */
@@ -65,7 +65,7 @@ describe('architecture', () => {
   it('keeps src/client to the wire: it imports only src/protocols among our modules', () => {
     const offences = sourceFiles('src/client').flatMap((f) =>
       importsOf(readFileSync(f, 'utf8'))
-        .filter((s) => s.startsWith('.') && !s.startsWith('./') && !s.startsWith('../protocols/'))
+        .filter((s) => s.startsWith('.') && !/^src\/(client|protocols)\//.test(join(dirname(f), s)))
         .map((s) => `${f} imports ${s}`),
     )
     expect(offences).toEqual([])

@@ -26,8 +26,8 @@ export {
   type DiscoveredAgent,
   type PublishResult,
   type RandomSource,
-} from './agent-client.js'
-export type { SubscribeOptions } from './agent-subscriptions.js'
+} from './agent/agent-client.js'
+export type { SubscribeOptions } from './agent/subscriptions.js'
 export {
   openRelaySession,
   type RelayAnswer,

@@ -28,12 +28,12 @@ import { BackendUnavailableError, redactUrl, retryAtStartup, rootMessage } from 
 import type { ChannelStore } from '../infra/store/channel-store.js'
 import type { CommunityStore } from '../infra/store/community-store.js'
 import type { EventStore } from '../infra/store/event-store.js'
-import { openPostgresChannelStore } from '../infra/store/postgres-channel-store.js'
-import { openPostgresCommunityStore } from '../infra/store/postgres-community-store.js'
-import { openPostgresEventStore, type PostgresEventStore } from '../infra/store/postgres-event-store.js'
-import { openSqliteChannelStore } from '../infra/store/sqlite-channel-store.js'
-import { openSqliteCommunityStore } from '../infra/store/sqlite-community-store.js'
-import { openSqliteEventStore } from '../infra/store/sqlite-event-store.js'
+import { openPostgresChannelStore } from '../infra/store/postgres/postgres-channel-store.js'
+import { openPostgresCommunityStore } from '../infra/store/postgres/postgres-community-store.js'
+import { openPostgresEventStore, type PostgresEventStore } from '../infra/store/postgres/postgres-event-store.js'
+import { openSqliteChannelStore } from '../infra/store/sqlite/sqlite-channel-store.js'
+import { openSqliteCommunityStore } from '../infra/store/sqlite/sqlite-community-store.js'
+import { openSqliteEventStore } from '../infra/store/sqlite/sqlite-event-store.js'
 
 export interface Backends {
   mode: 'embedded' | 'cluster'

@@ -1,6 +1,6 @@
 import postgres from 'postgres'
 import { describe, expect, it } from 'vitest'
-import { openPostgresCommunityStore } from '../../src/infra/store/postgres-community-store'
+import { openPostgresCommunityStore } from '../../src/infra/store/postgres/postgres-community-store'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys, type TestKeys } from '../support/events'
 import type { TestRelay } from '../support/relay'

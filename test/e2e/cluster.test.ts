@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis'
 import { describe, expect, it } from 'vitest'
 import { eventsChannel } from '../../src/infra/redis/keys'
-import { openPostgresCommunityStore } from '../../src/infra/store/postgres-community-store'
+import { openPostgresCommunityStore } from '../../src/infra/store/postgres/postgres-community-store'
 import { makeKeys, signEvent } from '../support/events'
 import type { TestRelay } from '../support/relay'
 import { auth, client, fresh, publish, REDIS_URL, relayUrlOf, reqEvents, useCluster, useRelays } from './helpers'

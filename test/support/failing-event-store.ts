@@ -1,5 +1,5 @@
 import { type EventStore, StoreError } from '../../src/infra/store/event-store'
-import { openSqliteEventStore } from '../../src/infra/store/sqlite-event-store'
+import { openSqliteEventStore } from '../../src/infra/store/sqlite/sqlite-event-store'
 
 export type StoreOp = 'save' | 'query' | 'count'
 

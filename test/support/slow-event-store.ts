@@ -1,5 +1,5 @@
 import { type EventStore, type QueryOptions, type SaveOutcome, type StoredEvent, StoreError } from '../../src/infra/store/event-store'
-import { openSqliteEventStore } from '../../src/infra/store/sqlite-event-store'
+import { openSqliteEventStore } from '../../src/infra/store/sqlite/sqlite-event-store'
 import type { VerifiedEvent } from '../../src/protocols/nip01/event'
 import type { Filter } from '../../src/protocols/nip01/filter'
 

@@ -6,7 +6,7 @@ import { AccessGate } from '../../../src/actors/community/access-gate'
 import type { ConnView, Subscription } from '../../../src/actors/community/subscription-index'
 import type { ChannelStore } from '../../../src/infra/store/channel-store'
 import { type CommunityRecord, DEFAULT_SETTINGS } from '../../../src/infra/store/community-store'
-import { openSqliteChannelStore } from '../../../src/infra/store/sqlite-channel-store'
+import { openSqliteChannelStore } from '../../../src/infra/store/sqlite/sqlite-channel-store'
 import type { NostrEvent } from '../../../src/protocols/nip01/event'
 
 const A = 'a'.repeat(64)

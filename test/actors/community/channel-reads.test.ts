@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ChannelReads } from '../../../src/actors/community/channel-reads'
 import type { ChannelInit, ChannelStore } from '../../../src/infra/store/channel-store'
-import { openSqliteChannelStore } from '../../../src/infra/store/sqlite-channel-store'
+import { openSqliteChannelStore } from '../../../src/infra/store/sqlite/sqlite-channel-store'
 
 const community = 'c'
 const pubkey = (c: string) => c.repeat(64)

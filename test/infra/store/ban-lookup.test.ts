@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createBanLookup } from '../../../src/infra/store/ban-lookup'
 import type { CommunityStore } from '../../../src/infra/store/community-store'
-import { openSqliteCommunityStore } from '../../../src/infra/store/sqlite-community-store'
+import { openSqliteCommunityStore } from '../../../src/infra/store/sqlite/sqlite-community-store'
 
 const NOW = 1_700_000_000
 const pubkey = (i: number) => i.toString(16).padStart(64, '0')

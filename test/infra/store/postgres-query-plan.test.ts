@@ -1,8 +1,8 @@
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { openPostgresEventStore } from '../../../src/infra/store/postgres-event-store'
-import { toCountSql, toQuerySql } from '../../../src/infra/store/postgres-query'
-import { SAVE_SQL } from '../../../src/infra/store/postgres-save'
+import { openPostgresEventStore } from '../../../src/infra/store/postgres/postgres-event-store'
+import { toCountSql, toQuerySql } from '../../../src/infra/store/postgres/postgres-query'
+import { SAVE_SQL } from '../../../src/infra/store/postgres/postgres-save'
 import type { Filter } from '../../../src/protocols/nip01/filter'
 import { createTestDatabase, type TestDatabase } from '../../support/postgres'
 

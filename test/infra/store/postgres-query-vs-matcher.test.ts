@@ -1,5 +1,5 @@
 import { afterAll, beforeAll } from 'vitest'
-import { openPostgresEventStore } from '../../../src/infra/store/postgres-event-store'
+import { openPostgresEventStore } from '../../../src/infra/store/postgres/postgres-event-store'
 import { createTestDatabase, type TestDatabase } from '../../support/postgres'
 import { describeQueryVsMatcher } from './query-vs-matcher.property'
 

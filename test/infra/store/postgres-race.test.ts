@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { SaveOutcome } from '../../../src/infra/store/event-store'
-import { openPostgresEventStore, type PostgresEventStore } from '../../../src/infra/store/postgres-event-store'
+import { openPostgresEventStore, type PostgresEventStore } from '../../../src/infra/store/postgres/postgres-event-store'
 import { makeKeys, type SignedEvent, signEvent } from '../../support/events'
 import { createTestDatabase, type TestDatabase } from '../../support/postgres'
 import { idsOf, NOW } from './contract-context'

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll } from 'vitest'
-import { openSqliteEventStore } from '../../../src/infra/store/sqlite-event-store'
+import { openSqliteEventStore } from '../../../src/infra/store/sqlite/sqlite-event-store'
 import { describeQueryVsMatcher } from './query-vs-matcher.property'
 
 describeQueryVsMatcher(

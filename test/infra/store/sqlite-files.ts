@@ -2,7 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach } from 'vitest'
-import { openSqliteEventStore, type SqliteEventStore, type SqliteEventStoreOptions } from '../../../src/infra/store/sqlite-event-store'
+import {
+  openSqliteEventStore,
+  type SqliteEventStore,
+  type SqliteEventStoreOptions,
+} from '../../../src/infra/store/sqlite/sqlite-event-store'
 
 /**
  * SQLite event stores on files of a test file's own temporary folder (removed after the file), each closed

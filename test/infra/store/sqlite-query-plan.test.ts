@@ -1,9 +1,9 @@
 import Database from 'better-sqlite3'
 import { afterAll, describe, expect, it } from 'vitest'
-import { armsOf, toCountSql, toSelectSql } from '../../../src/infra/store/sqlite-query'
-import { createReadRunner } from '../../../src/infra/store/sqlite-read-core.mjs'
-import { SAVE_SQL } from '../../../src/infra/store/sqlite-save'
-import { applyPragmas, migrate } from '../../../src/infra/store/sqlite-schema'
+import { armsOf, toCountSql, toSelectSql } from '../../../src/infra/store/sqlite/sqlite-query'
+import { createReadRunner } from '../../../src/infra/store/sqlite/sqlite-read-core.mjs'
+import { SAVE_SQL } from '../../../src/infra/store/sqlite/sqlite-save'
+import { applyPragmas, migrate } from '../../../src/infra/store/sqlite/sqlite-schema'
 import type { Filter } from '../../../src/protocols/nip01/filter'
 
 const db = new Database(':memory:')

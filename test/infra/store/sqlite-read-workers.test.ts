@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { type EventStore, StoreError } from '../../../src/infra/store/event-store'
-import type { SqliteEventStore } from '../../../src/infra/store/sqlite-event-store'
+import type { SqliteEventStore } from '../../../src/infra/store/sqlite/sqlite-event-store'
 import type { Filter } from '../../../src/protocols/nip01/filter'
 import { makeKeys, signEvent } from '../../support/events'
 import { idsOf, NOW } from './contract-context'

@@ -2,7 +2,7 @@ import { closeSync, existsSync, mkdtempSync, openSync, readSync, rmSync, statSyn
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { openSqliteEventStore } from '../../../src/infra/store/sqlite-event-store'
+import { openSqliteEventStore } from '../../../src/infra/store/sqlite/sqlite-event-store'
 import { makeKeys, signEvent } from '../../support/events'
 
 const sizeOf = (f: string) => (existsSync(f) ? statSync(f).size : 0)

@@ -1,0 +1,167 @@
+import type { VerifiedEvent } from '../../../protocols/nip01/event.js'
+import { kindClass } from '../../../protocols/nip01/kinds.js'
+import { type EventStore, type SaveOutcome, type StoredEvent, StoreError, storedEvent } from '../event-store.js'
+import { createGroupCommit } from '../group-commit.js'
+import { FencedError, type SessionFence } from '../session-fence.js'
+import { type PgQuery, toCountSql, toQuerySql } from './postgres-query.js'
+import { commitBatch, deleteEvents, type SaveRequest } from './postgres-save.js'
+import { connectPostgres, DeadlineError, EVENT_MIGRATIONS, migrate, withDeadline } from './postgres-schema.js'
+import { SESSION_FENCE_MIGRATIONS } from './postgres-session-fence.js'
+
+export interface PostgresEventStoreOptions {
+  /** postgres://user@host:port/database */
+  url: string
+  groupCommitMaxEvents: number
+  groupCommitMaxDelayMs: number
+  log?: { error(obj: object, msg: string): void }
+}
+
+export interface PostgresEventStoreStats {
+  /** committed write transactions */
+  transactions: number
+  /** events in committed write transactions */
+  events: number
+}
+
+/** The cluster EventStore; `stats()` is for tests and metrics, not part of the port. */
+export interface PostgresEventStore extends EventStore {
+  stats(): PostgresEventStoreStats
+  /**
+   * A mesh session's events (issue 12), in one transaction of their own fenced for `fence`: a stale generation
+   * rejects with FencedError and stores none of them. Not through group commit, where one fenced-off session
+   * would fail every other community's events in the batch.
+   */
+  saveFenced(requests: readonly SaveRequest[], fence: SessionFence): Promise<SaveOutcome[]>
+  /** EventStore.deleteEvents in a transaction fenced for `fence` (as saveFenced) */
+  deleteEventsFenced(community: string, ids: readonly string[], fence: SessionFence): Promise<string[]>
+}
+
+/** Write transactions in flight at once: two keep the database busy while one batch waits on its round trip. */
+const PIPELINED_COMMITS = 2
+
+/** SELECT e.raw, e.id, e.created_at, e.kind, fetched as arrays: no object per row on the REQ hot path */
+type Row = [raw: string, id: string, created_at: number, kind: number]
+
+// NIP-01: newest first, ties lowest id first
+const newestFirst = (a: Row, b: Row) => b[2] - a[2] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0)
+
+/**
+ * Connects and migrates (see postgres-schema.ts); several nodes may open the same database at once. Writes go
+ * through group commit; the batch transaction is asynchronous, so reads keep running while one commits.
+ */
+export async function openPostgresEventStore(opts: PostgresEventStoreOptions): Promise<PostgresEventStore> {
+  const sql = connectPostgres(opts.url)
+  try {
+    await migrate(sql, 'events', EVENT_MIGRATIONS)
+    await migrate(sql, 'mesh', SESSION_FENCE_MIGRATIONS)
+  } catch (cause) {
+    await sql.end({ timeout: 1 })
+    throw new StoreError('event store migration failed', { cause })
+  }
+  const writes = createGroupCommit<SaveRequest, SaveOutcome>({
+    maxItems: opts.groupCommitMaxEvents,
+    maxDelayMs: opts.groupCommitMaxDelayMs,
+    // batch N+1 commits on another connection while batch N is in flight (group-commit.ts)
+    maxInFlight: PIPELINED_COMMITS,
+    commit: (batch) => withDeadline('event store commit', commitBatch(sql, batch)),
+    toError: (cause, batchSize, index) => {
+      // past its deadline the transaction may still commit when the connection comes back: keep its outcome
+      if (cause instanceof DeadlineError) {
+        if (index === 0)
+          opts.log?.error({ err: cause, batchSize }, 'event store: write transaction passed its deadline; its outcome is awaited')
+        const late = (cause.pending as Promise<SaveOutcome[]>).then((outcomes) => outcomes[index] as SaveOutcome)
+        return new StoreError('event store write timed out', { cause, late })
+      }
+      if (index === 0) opts.log?.error({ err: cause, batchSize }, 'event store: write transaction failed, batch rolled back')
+      return new StoreError('event store write failed', { cause })
+    },
+  })
+  let closing: Promise<void> | undefined
+
+  /** A closed store or a backend failure is an outage (StoreError), never a partial answer. */
+  async function read<T>(what: string, body: () => Promise<T>): Promise<T> {
+    if (closing) throw new StoreError('event store is closed')
+    try {
+      return await withDeadline(`event store ${what}`, body())
+    } catch (cause) {
+      throw new StoreError(`event store ${what} failed`, { cause })
+    }
+  }
+
+  const rowsOf = (q: PgQuery) => sql.unsafe(q.sql, q.params as never[], { prepare: true }).values() as unknown as Promise<Row[]>
+
+  return {
+    save(community: string, event: VerifiedEvent, raw: string): Promise<SaveOutcome> {
+      // a programming error, thrown at the call site rather than mistaken for an outage
+      if (kindClass(event.kind) === 'ephemeral') {
+        throw new Error(`ephemeral kind ${event.kind} must never reach the event store`)
+      }
+      if (closing) return Promise.reject(new StoreError('event store is closed'))
+      return writes.submit({ community, event, raw })
+    },
+    query: (community, filters, o) =>
+      read('query', async () => {
+        const planned = filters.flatMap((f) => {
+          const q = toQuerySql(community, f, o)
+          return q ? [{ limited: f.limit !== undefined, q }] : []
+        })
+        const pages = await Promise.all(planned.map((p) => rowsOf(p.q)))
+        // one limited filter's page is already exact; a tag filter without a limit repeats an event per value
+        const rows = planned.length === 1 && planned[0]!.limited ? pages[0]! : merge(pages)
+        return rows.map((r): StoredEvent => storedEvent(r[0], r[3], r[1]))
+      }),
+    async saveFenced(requests, fence) {
+      if (requests.some((r) => kindClass(r.event.kind) === 'ephemeral')) throw new Error('ephemeral kinds must never reach the event store')
+      if (closing) throw new StoreError('event store is closed')
+      try {
+        return await withDeadline('event store fenced commit', commitBatch(sql, requests, fence))
+      } catch (cause) {
+        if (cause instanceof FencedError) throw cause
+        throw new StoreError('event store fenced write failed', { cause })
+      }
+    },
+    async deleteEventsFenced(community, ids, fence) {
+      if (closing) throw new StoreError('event store is closed')
+      try {
+        return await withDeadline('event store fenced delete', deleteEvents(sql, community, ids, fence))
+      } catch (cause) {
+        if (cause instanceof FencedError) throw cause
+        throw new StoreError('event store fenced delete failed', { cause })
+      }
+    },
+    // outside group commit: its own transaction, ordered against saves of the same ids by their id locks
+    deleteEvents: (community, ids) => read('delete', () => deleteEvents(sql, community, ids)),
+    count: (community, filters, o) =>
+      read('count', async () => {
+        const q = toCountSql(community, filters, o)
+        if (!q) return 0
+        const [row] = await sql.unsafe(q.sql, q.params as never[], { prepare: true })
+        return row!.n as number
+      }),
+    async ping() {
+      if (closing) return false
+      try {
+        const [row] = await withDeadline('event store ping', sql`SELECT 1 AS one`)
+        return row?.one === 1
+      } catch (err) {
+        opts.log?.error({ err }, 'event store: ping failed')
+        return false
+      }
+    },
+    close() {
+      // saves accepted before close() still commit: their callers are waiting for OK
+      closing ??= writes.drain().then(() => sql.end({ timeout: 5 }))
+      return closing
+    },
+    stats: () => {
+      const s = writes.stats()
+      return { transactions: s.transactions, events: s.items }
+    },
+  }
+}
+
+function merge(pages: Row[][]): Row[] {
+  const byId = new Map<string, Row>()
+  for (const page of pages) for (const r of page) byId.set(r[1], r)
+  return [...byId.values()].sort(newestFirst)
+}

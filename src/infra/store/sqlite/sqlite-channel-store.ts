@@ -1,0 +1,189 @@
+import Database from 'better-sqlite3'
+import type { ChannelInit, ChannelMember, ChannelRecord, ChannelRole, ChannelStore, ChannelWrites } from '../channel-store.js'
+import { FencedError, type SessionFence } from '../session-fence.js'
+
+/**
+ * NIP-29 channels on SQLite, in the communities' file. A deleted channel keeps its row with `deleted = 1`, so
+ * its id is never handed out again; its members are dropped with it. Membership of an unknown or deleted
+ * channel is never written (see putMember).
+ */
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS channels (
+  community TEXT NOT NULL,
+  id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  about TEXT NOT NULL,
+  picture TEXT NOT NULL,
+  private INTEGER NOT NULL,
+  closed INTEGER NOT NULL,
+  deleted INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (community, id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS channel_members (
+  community TEXT NOT NULL,
+  channel TEXT NOT NULL,
+  pubkey TEXT NOT NULL,
+  role TEXT NOT NULL CHECK (role IN ('admin', 'member')),
+  PRIMARY KEY (community, channel, pubkey)
+) WITHOUT ROWID;
+-- the access gate asks which channels a reader is in, once per REQ
+CREATE INDEX IF NOT EXISTS channel_members_by_pubkey ON channel_members (community, pubkey);
+-- mesh session fences (session-fence.ts): the highest generation that wrote, per session
+CREATE TABLE IF NOT EXISTS mesh_sessions (
+  community TEXT NOT NULL,
+  session TEXT NOT NULL,
+  generation INTEGER NOT NULL,
+  owner TEXT NOT NULL,
+  PRIMARY KEY (community, session)
+) WITHOUT ROWID;
+`
+
+interface ChannelRow {
+  id: string
+  name: string
+  about: string
+  picture: string
+  private: number
+  closed: number
+  deleted: number
+  created_at: number
+}
+
+const COLUMNS = 'id, name, about, picture, private, closed, deleted, created_at'
+
+const toRecord = (r: ChannelRow): ChannelRecord => ({
+  id: r.id,
+  name: r.name,
+  about: r.about,
+  picture: r.picture,
+  private: r.private === 1,
+  closed: r.closed === 1,
+  deleted: r.deleted === 1,
+  createdAt: r.created_at,
+})
+
+// booleans travel as 0/1 (better-sqlite3 binds no booleans); null leaves the column as it is
+const bit = (b: boolean | undefined) => (b === undefined ? null : b ? 1 : 0)
+
+export function openSqliteChannelStore(file: string): ChannelStore {
+  const db = new Database(file)
+  db.pragma('journal_mode = WAL')
+  db.pragma('busy_timeout = 5000')
+  db.exec(SCHEMA)
+  const insertChannel = db.prepare(
+    `INSERT INTO channels (community, id, name, about, picture, private, closed, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+  )
+  const selectSome = db.prepare(`SELECT ${COLUMNS} FROM channels WHERE community = ? AND id IN (SELECT value FROM json_each(?))`)
+  const selectLive = db.prepare(`SELECT ${COLUMNS} FROM channels WHERE community = ? AND deleted = 0 ORDER BY id`)
+  const selectRestricted = db.prepare(`SELECT ${COLUMNS} FROM channels WHERE community = ? AND (private = 1 OR deleted = 1) ORDER BY id`)
+  const update = db.prepare(
+    `UPDATE channels SET name = coalesce(?, name), about = coalesce(?, about), picture = coalesce(?, picture),
+       private = coalesce(?, private), closed = coalesce(?, closed)
+     WHERE community = ? AND id = ? AND deleted = 0 RETURNING ${COLUMNS}`,
+  )
+  const markDeleted = db.prepare('UPDATE channels SET deleted = 1 WHERE community = ? AND id = ? AND deleted = 0')
+  const dropMembers = db.prepare('DELETE FROM channel_members WHERE community = ? AND channel = ?')
+  const isLive = db.prepare('SELECT 1 FROM channels WHERE community = ? AND id = ? AND deleted = 0').pluck()
+  const roleOf = db.prepare('SELECT role FROM channel_members WHERE community = ? AND channel = ? AND pubkey = ?').pluck()
+  const upsertMember = db.prepare(
+    `INSERT INTO channel_members (community, channel, pubkey, role) VALUES (?, ?, ?, ?)
+     ON CONFLICT DO UPDATE SET role = excluded.role`,
+  )
+  const deleteMember = db.prepare('DELETE FROM channel_members WHERE community = ? AND channel = ? AND pubkey = ?')
+  const selectMemberChannels = db.prepare(
+    'SELECT DISTINCT channel FROM channel_members WHERE community = ? AND pubkey IN (SELECT value FROM json_each(?))',
+  )
+  const selectRoles = db.prepare(
+    `SELECT pubkey, role FROM channel_members
+     WHERE community = ? AND channel = ? AND pubkey IN (SELECT value FROM json_each(?))`,
+  )
+  // NIP-29 39001/39002 list admins before members
+  const selectMembers = db.prepare(
+    `SELECT pubkey, role FROM channel_members WHERE community = ? AND channel = ? ORDER BY role <> 'admin', pubkey`,
+  )
+
+  // Each transaction below runs as BEGIN IMMEDIATE: it takes the write lock before its first read, so while
+  // the event store's writer thread (another connection) commits it waits (busy_timeout) instead of failing
+  // with SQLITE_BUSY, which WAL answers at once when a read transaction tries to become a write one.
+  const create = db.transaction((community: string, c: ChannelInit, creator: string): 'created' | 'exists' => {
+    const { changes } = insertChannel.run(community, c.id, c.name, c.about, c.picture, bit(c.private), bit(c.closed), c.createdAt)
+    if (changes === 0) return 'exists'
+    upsertMember.run(community, c.id, creator, 'admin')
+    return 'created'
+  })
+  const remove = db.transaction((community: string, id: string): boolean => {
+    if (markDeleted.run(community, id).changes === 0) return false
+    dropMembers.run(community, id)
+    return true
+  })
+  const putMember = db.transaction((community: string, channel: string, pubkey: string, role: ChannelRole) => {
+    if (isLive.get(community, channel) === undefined) return 'unchanged'
+    const before = roleOf.get(community, channel, pubkey) as ChannelRole | undefined
+    if (before === role) return 'unchanged'
+    upsertMember.run(community, channel, pubkey, role)
+    return before === undefined ? 'added' : 'updated'
+  })
+
+  const claim = db.prepare(
+    `INSERT INTO mesh_sessions (community, session, generation, owner) VALUES (?, ?, ?, ?)
+     ON CONFLICT DO UPDATE SET generation = excluded.generation, owner = excluded.owner
+     WHERE generation < excluded.generation OR (generation = excluded.generation AND owner = excluded.owner)`,
+  )
+  const selectGeneration = db.prepare('SELECT generation FROM mesh_sessions WHERE community = ? AND session = ?').pluck()
+  // the mutation runs inside the claim's transaction (as a savepoint when it is a transaction itself)
+  const fenced = db.transaction(<T>(f: SessionFence, run: () => T): T => {
+    if (claim.run(f.community, f.session, f.generation, f.owner).changes === 0) throw new FencedError(f)
+    return run()
+  })
+  const writesBy = (inTransaction: <T>(run: () => T) => T): ChannelWrites => ({
+    create: async (community, channel, creator) => inTransaction(() => create(community, channel, creator)),
+    update: async (community, id, p) =>
+      inTransaction(() => {
+        const row = update.get(p.name ?? null, p.about ?? null, p.picture ?? null, bit(p.private), bit(p.closed), community, id)
+        return row === undefined ? undefined : toRecord(row as ChannelRow)
+      }),
+    remove: async (community, id) => inTransaction(() => remove(community, id)),
+    putMember: async (community, channel, pubkey, role) => inTransaction(() => putMember(community, channel, pubkey, role)),
+    removeMember: async (community, channel, pubkey) => inTransaction(() => deleteMember.run(community, channel, pubkey).changes > 0),
+  })
+  const immediate = db.transaction(<T>(run: () => T): T => run())
+
+  return {
+    ...writesBy(<T>(run: () => T) => immediate.immediate(run) as T),
+    fencedWrites: (fence) => writesBy(<T>(run: () => T) => fenced.immediate(fence, run) as T),
+    async storedGeneration(community, session) {
+      return Number(selectGeneration.get(community, session) ?? 0)
+    },
+    async get(community, ids) {
+      const out = new Map<string, ChannelRecord>()
+      if (ids.length === 0) return out
+      for (const row of selectSome.all(community, JSON.stringify(ids)) as ChannelRow[]) out.set(row.id, toRecord(row))
+      return out
+    },
+    async list(community) {
+      return (selectLive.all(community) as ChannelRow[]).map(toRecord)
+    },
+    async restricted(community) {
+      return (selectRestricted.all(community) as ChannelRow[]).map(toRecord)
+    },
+    async rolesOf(community, channel, pubkeys) {
+      const out = new Map<string, ChannelRole>()
+      if (pubkeys.length === 0) return out
+      const rows = selectRoles.all(community, channel, JSON.stringify(pubkeys)) as ChannelMember[]
+      for (const r of rows) out.set(r.pubkey, r.role)
+      return out
+    },
+    async memberChannels(community, pubkeys) {
+      if (pubkeys.length === 0) return new Set()
+      return new Set(selectMemberChannels.pluck().all(community, JSON.stringify(pubkeys)) as string[])
+    },
+    async members(community, channel) {
+      return selectMembers.all(community, channel) as ChannelMember[]
+    },
+    async close() {
+      db.close()
+    },
+  }
+}

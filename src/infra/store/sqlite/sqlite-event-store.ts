@@ -1,0 +1,232 @@
+import Database from 'better-sqlite3'
+import type { VerifiedEvent } from '../../../protocols/nip01/event.js'
+import { kindClass } from '../../../protocols/nip01/kinds.js'
+import { type EventStore, type SaveOutcome, StoreError } from '../event-store.js'
+import { createGroupCommit, type GroupCommit } from '../group-commit.js'
+import { planCount, planQuery, type ReadBatch, type ReadPlan } from './sqlite-read.js'
+// Extension needed: plain JS shared with the read worker, which runs without a TypeScript loader.
+import { createReadRunner, ReadBudgetExceeded } from './sqlite-read-core.mjs'
+import { createSqliteReadPool } from './sqlite-read-pool.js'
+import { savePlan } from './sqlite-save.js'
+import { applyPragmas, migrate } from './sqlite-schema.js'
+import { createWriteRunner, type SavePlan, type WriteRunner } from './sqlite-write-core.mjs'
+import { createSqliteWriter, type SqliteWriter } from './sqlite-writer.js'
+import { AUTO_CHECKPOINT_PAGES, startWalCheckpointer } from './wal-checkpointer.js'
+
+export interface SqliteEventStoreOptions {
+  /** path of the database file; ':memory:' for a private in-memory database (tests) */
+  file: string
+  groupCommitMaxEvents: number
+  groupCommitMaxDelayMs: number
+  /**
+   * store.readWorkers: threads that run REQ/COUNT reads, each on its own read-only connection. Default 0:
+   * read on the main thread. An in-memory database always reads there (no other connection can see it).
+   */
+  readWorkers?: number
+  /** store.queryTimeoutMs: longest a read may run (and, on workers, wait for one). Default 5000. */
+  queryTimeoutMs?: number
+  /**
+   * Commit on a writer thread with its own connection (default), or on the main thread (false). An in-memory
+   * database always writes on the main thread.
+   */
+  writerThread?: boolean
+  /** threads.writePathNice: added to the writer thread's nice value (Linux). Default 0 */
+  writerNice?: number
+  /** threads.readNice: added to the read workers' and the checkpoint worker's nice value (Linux). Default 0 */
+  readerNice?: number
+  log?: { error(obj: object, msg: string): void }
+}
+
+export interface SqliteEventStoreStats {
+  /** committed write transactions */
+  transactions: number
+  /** events in committed write transactions */
+  events: number
+  /** reads waiting for a read worker */
+  readsWaiting: number
+  /** reads that failed for passing queryTimeoutMs */
+  readBudgetExceeded: number
+  /** read workers able to take a read; 0 when reading on the main thread */
+  readWorkersReady: number
+  /** true while writes commit on the writer thread */
+  writerThread: boolean
+  /** writer threads replaced after a crash */
+  writerRespawns: number
+}
+
+/** The embedded EventStore; `stats()` is for tests and metrics, not part of the port. */
+export interface SqliteEventStore extends EventStore {
+  stats(): SqliteEventStoreStats
+  /** Test hook: the read worker the next read goes to dies when that read arrives (no-op on the main thread). */
+  crashReadWorkerOnNextReadForTest(): void
+  /** Test hook: the writer thread dies when the next batch arrives (no-op on the main thread). */
+  crashWriterOnNextCommitForTest(): void
+}
+
+const DEFAULT_QUERY_TIMEOUT_MS = 5_000
+
+/**
+ * Opens (creating or migrating) the database. better-sqlite3 is synchronous: batch commits run on the writer
+ * thread, and reads on `readWorkers` threads, so neither holds the event loop. On the main thread (an
+ * in-memory database, readWorkers 0, writerThread false, or threads that keep failing to start) a commit
+ * holds the loop for its duration, which group commit keeps short per event, and a read for at most
+ * queryTimeoutMs: past it the statement stops at its next row (see sqlite-read-core.mjs).
+ */
+export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEventStore {
+  const db = new Database(opts.file)
+  applyPragmas(db)
+  migrate(db)
+  const inMemory = opts.file === ':memory:' || opts.file === ''
+  // prepared on first use: with a writer thread, only once it kept failing to start
+  let runnerHere: WriteRunner | undefined
+  const writeHere = () => (runnerHere ??= createWriteRunner(db))
+  const writer: WriteRunner | SqliteWriter =
+    inMemory || opts.writerThread === false
+      ? writeHere()
+      : createSqliteWriter({
+          file: opts.file,
+          autoCheckpointPages: AUTO_CHECKPOINT_PAGES,
+          here: writeHere,
+          nice: opts.writerNice,
+          log: opts.log,
+        })
+  const thread = 'onThread' in writer ? writer : undefined
+  const writes = createWrites(writer, opts)
+  const autoCheckpoint = (pages: number) => {
+    if (db.open) db.pragma(`wal_autocheckpoint = ${pages}`)
+    thread?.setAutoCheckpoint(pages)
+  }
+  // on the connection that writes: the thread's, or the main thread's when there is none
+  const catchUp = () => {
+    if (thread?.onThread) thread.catchUpCheckpoint()
+    else if (db.open) {
+      try {
+        db.pragma('wal_checkpoint(PASSIVE)')
+      } catch (error) {
+        opts.log?.error({ err: error }, 'event store: could not checkpoint the WAL')
+      }
+    }
+  }
+  // an in-memory database has no WAL to fold back
+  const checkpointer = inMemory ? undefined : startWalCheckpointer(opts.file, autoCheckpoint, catchUp, opts.log, opts.readerNice)
+  const queryTimeoutMs = opts.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS
+  const readWorkers = inMemory ? 0 : (opts.readWorkers ?? 0)
+  const pool =
+    readWorkers > 0
+      ? createSqliteReadPool({ file: opts.file, workers: readWorkers, queryTimeoutMs, nice: opts.readerNice, log: opts.log })
+      : undefined
+  // also the fallback once read workers keep failing to start
+  const here = createReadRunner(db)
+  let budgetExceededHere = 0
+  const ping = db.prepare('SELECT 1').pluck()
+  let closing: Promise<void> | undefined
+
+  function readHere(batch: ReadBatch, what: string): unknown[] {
+    try {
+      return here.run(batch, Date.now() + queryTimeoutMs)
+    } catch (err) {
+      if (!(err instanceof ReadBudgetExceeded)) throw err
+      budgetExceededHere++
+      opts.log?.error(
+        { what, queryTimeoutMs, sql: batch.statements[0]?.sql },
+        'event store: read passed its budget on the main thread; stopped',
+      )
+      throw new StoreError(`event store ${what} exceeded its budget of ${queryTimeoutMs} ms`, { cause: err, overloaded: true })
+    }
+  }
+
+  /** A closed store or a backend failure is an outage (StoreError), never a partial answer. */
+  async function guarded<T>(what: string, body: () => T | Promise<T>): Promise<T> {
+    if (closing) throw new StoreError('event store is closed')
+    try {
+      return await body()
+    } catch (cause) {
+      if (cause instanceof StoreError) throw cause
+      throw new StoreError(`event store ${what} failed`, { cause })
+    }
+  }
+
+  const read = <T>(what: string, plan: () => ReadPlan<T>) =>
+    guarded(what, async () => {
+      const { batch, finish } = plan()
+      if (batch.statements.length === 0) return finish([])
+      return finish(pool?.usable ? await pool.run(batch, what) : readHere(batch, what))
+    })
+
+  return {
+    save(community: string, event: VerifiedEvent, raw: string): Promise<SaveOutcome> {
+      // a programming error, thrown at the call site rather than mistaken for an outage
+      if (kindClass(event.kind) === 'ephemeral') {
+        throw new Error(`ephemeral kind ${event.kind} must never reach the event store`)
+      }
+      if (closing) return Promise.reject(new StoreError('event store is closed'))
+      let plan: SavePlan
+      try {
+        plan = savePlan(community, event, raw)
+      } catch (cause) {
+        return Promise.reject(new StoreError('event store write failed: the event could not be planned', { cause }))
+      }
+      return writes.submit(plan)
+    },
+    query: (community, filters, o) => read('query', () => planQuery(community, filters, o)),
+    count: (community, filters, o) => read('count', () => planCount(community, filters, o)),
+    // outside group commit, and atomic on its own: on the writer thread it runs between two batches, as it
+    // does on the main thread, where better-sqlite3 is synchronous
+    deleteEvents: (community, ids) => guarded('delete', () => writer.deleteEvents(community, ids)),
+    async ping() {
+      if (closing) return false
+      try {
+        return ping.get() === 1
+      } catch (err) {
+        opts.log?.error({ err }, 'event store: ping failed')
+        return false
+      }
+    },
+    close() {
+      // saves accepted before close() still commit: their callers are waiting for OK
+      closing ??= writes.drain().then(async () => {
+        // reads already accepted still answer; the threads' connections close before the final checkpoint
+        await thread?.close()
+        await pool?.close()
+        await checkpointer?.stop()
+        db.close()
+      })
+      return closing
+    },
+    stats: () => {
+      const s = writes.stats()
+      const r = pool?.stats()
+      return {
+        transactions: s.transactions,
+        events: s.items,
+        readsWaiting: r?.waiting ?? 0,
+        readBudgetExceeded: budgetExceededHere + (r?.budgetExceeded ?? 0),
+        readWorkersReady: pool?.usable ? r!.ready : 0,
+        writerThread: thread?.onThread ?? false,
+        writerRespawns: thread?.stats().respawns ?? 0,
+      }
+    },
+    crashReadWorkerOnNextReadForTest: () => pool?.crashWorkerOnNextReadForTest(),
+    crashWriterOnNextCommitForTest: () => thread?.crashOnNextCommitForTest(),
+  }
+}
+
+/** Writes on the writer thread, or on the main thread's connection: the same runner either way. */
+function createWrites(
+  writer: Pick<WriteRunner, 'commit'> | SqliteWriter,
+  opts: SqliteEventStoreOptions,
+): GroupCommit<SavePlan, SaveOutcome> {
+  return createGroupCommit<SavePlan, SaveOutcome>({
+    maxItems: opts.groupCommitMaxEvents,
+    maxDelayMs: opts.groupCommitMaxDelayMs,
+    commit: (batch) => writer.commit(batch),
+    toError: (cause, batchSize, index) => {
+      if (index === 0)
+        opts.log?.error(
+          { err: cause, batchSize },
+          'event store: write transaction failed (rolled back; if the writer thread died, its outcome is unknown)',
+        )
+      return new StoreError('event store write failed', { cause })
+    },
+  })
+}

@@ -1,0 +1,50 @@
+import type { Database } from 'better-sqlite3'
+import type { SaveOutcome } from '../event-store.js'
+
+/** One event to save, as the write runner needs it: flat data that crosses to the writer thread cheaply. */
+export interface SavePlan {
+  community: string
+  id: string
+  pubkey: string
+  kind: number
+  created_at: number
+  /** the `d` part of the replaceable/addressable key: '' for replaceable kinds, null for regular ones */
+  dTag: string | null
+  /** NIP-40, unix seconds */
+  expiresAt: number | null
+  raw: string
+  /** the indexed tags, flattened: name, value, name, value, ... */
+  tags: string[]
+  /** kind 5 only: its NIP-09 targets, `addresses` already narrowed to replaceable and addressable kinds */
+  deletion: { ids: string[]; addresses: { kind: number; pubkey: string; d: string }[] } | null
+}
+
+export const SAVE_SQL: Readonly<
+  Record<
+    | 'hasId'
+    | 'hasIdTombstone'
+    | 'hasAddressTombstone'
+    | 'versions'
+    | 'versionsUpTo'
+    | 'ownEvent'
+    | 'deleteEvent'
+    | 'insertEvent'
+    | 'insertTag'
+    | 'tombstoneId'
+    | 'tombstoneAddress'
+    | 'deleteByIds',
+    string
+  >
+>
+
+export interface WriteRunner {
+  /** one transaction; one outcome per plan, in order; throws (having rolled back) if any statement failed */
+  commit(batch: readonly SavePlan[]): SaveOutcome[]
+  /** the ids among `ids` that were stored, in the order given; one statement, so atomic */
+  deleteEvents(community: string, ids: readonly string[]): string[]
+}
+
+/** The pragmas of every connection that writes events (the main thread's, the writer thread's). */
+export function applyPragmas(db: Database): void
+
+export function createWriteRunner(db: Database): WriteRunner
