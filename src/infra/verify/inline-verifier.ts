@@ -19,7 +19,7 @@ export function createInlineVerifier(backend: SchnorrChoice = 'auto'): Verifier 
   return inThread((event) => checkEvent(event, schnorr))
 }
 
-/** @noble/curves + @noble/hashes on the calling thread: slow (~420/s/core), kept as the reference. */
+/** @noble/curves + @noble/hashes on the calling thread: slow, kept as the reference. */
 export function createNobleVerifier(): Verifier {
   return inThread(checkEventNoble)
 }
