@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 
-/** DESIGN §2: imports flow one way, protocols stay pure, and only the kernel touches nact. */
+/** docs/architecture.md §2: imports flow one way, protocols stay pure, and only the kernel touches nact. */
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const p = join(dir, name)

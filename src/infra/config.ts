@@ -90,10 +90,9 @@ const limits = z
       .positive()
       .default(200)
       .describe('WebSocket connections open at once from one client IP, across the cluster; one more is refused with HTTP 429'),
-    // Issue 11: a reconnect storm of 3,000 agents must spread out rather than queue without bound. 256
-    // AUTHs in flight (admission, signature on the event loop, ban lookup) was set when AUTHs were verified
-    // on worker threads (both busy, batches of 64, with room to spare); the storm still settles in 9-16 s
-    // with it (bench `agents`). Past it an AUTH is answered rate-limited with a jittered 1-5 s retry.
+    // A reconnect storm of thousands of agents must spread out rather than queue without bound; with 256
+    // AUTHs in flight (admission, signature on the event loop, ban lookup) the storm of bench `agents` still
+    // settles promptly. Past it an AUTH is answered rate-limited with a jittered 1-5 s retry.
     maxConcurrentAuth: z
       .number()
       .int()
@@ -108,7 +107,7 @@ export const configSchema = z
     port: z.number().int().min(0).max(65_535).default(7777).describe('TCP port for WebSocket and HTTP'),
     host: z.string().default('127.0.0.1').describe('address to bind'),
     dataDir: z.string().default('./data').describe('directory for the SQLite file and the relay key'),
-    // Cluster mode (DESIGN §7): both set ⇒ this node joins the cluster; both empty ⇒ the embedded default.
+    // Cluster mode (architecture §9): both set ⇒ this node joins the cluster; both empty ⇒ embedded (default).
     redisUrl: z
       .string()
       .default('')
@@ -116,7 +115,7 @@ export const configSchema = z
         'Redis for shared gates and cross-node fan-out: redis://[user:password@]host:port[/db] (rediss:// for TLS), or a Redis Cluster as redis+cluster://[user:password@]host:port[,host:port...] (seed nodes); empty = in-process',
       ),
     databaseUrl: z.string().default('').describe('PostgreSQL for events, communities and bans (postgres://...); empty = SQLite in dataDir'),
-    // Issue 12: the relay mesh gives some state (a NIP-29 channel's moderation) exactly one owner node. Off by
+    // The relay mesh gives some state (a NIP-29 channel's moderation) exactly one owner node. Off by
     // default: the embedded relay has one node, and a cluster without it keeps the community actor as owner.
     mesh: z
       .enum(['off', 'on'])
@@ -130,7 +129,7 @@ export const configSchema = z
       .regex(/^([^\s/:]+|\[[0-9a-fA-F:.]+\])?(:\d{1,5})?$/)
       .default('')
       .describe("host[:port] peers dial to reach this node's mesh port; empty = the bound address and port"),
-    // Issue 12: 6 s renewed every 2 s, so two renewals may fail in a row before the owner stops. A dead owner's
+    // 6 s renewed every 2 s, so two renewals may fail in a row before the owner stops. A dead owner's
     // sessions are taken over within ~TTL + 1 s (Kubernetes leader election waits 15 s, Orleans ~15 s).
     meshLeaseTtlMs: z.number().int().min(100).default(6_000).describe('how long a mesh session lease lasts without renewal, ms'),
     meshLeaseRenewMs: z
@@ -178,15 +177,15 @@ export const configSchema = z
       .regex(/^([0-9a-f]{64})?$/)
       .default('')
       .describe('relay secret key, hex; empty = generate on first start into <dataDir>/relay.key'),
-    // Issue 11: the agent client's gradient, heartbeat 15 s / lease 45 s / session 90 s. Presence (the lease)
+    // The agent client's gradient: heartbeat 15 s / lease 45 s / session 90 s. Presence (the lease)
     // lives 3 heartbeats, so two lost heartbeats in a row don't show someone offline. Decimals allow sub-second tests.
     presenceHeartbeatSeconds: z
       .number()
       .positive()
       .default(15)
       .describe('expected interval of kind 20001 presence heartbeats; a presence (an agent lease) expires after 3 of them, seconds'),
-    // Issue 11: "every 30 s the relay marks agents whose lease lapsed". A departure is heard within one sweep
-    // of the lease's end; each sweep is one presence read per 500 tracked agents. Decimals allow short tests.
+    // The agent registry's sweep (docs/agent-registry.md): a departure is heard within one sweep of the lease's
+    // end; each sweep is one presence read per 500 tracked agents. Decimals allow short tests.
     leaseSweepSeconds: z
       .number()
       .positive()
@@ -220,7 +219,7 @@ export const configSchema = z
       .default(Math.max(1, Math.min(cpus().length, 4)))
       .describe('signature-verification worker threads (default: cores, at most 4)'),
     // Verification is most of an event's CPU. libsecp256k1 as a native addon (bcrypto, an optional dependency
-    // built at install) verifies in ~50 µs here, as WASM (tiny-secp256k1, always installed) in ~240 µs. 'auto'
+    // built at install) verifies several times faster than as WASM (tiny-secp256k1, always installed). 'auto'
     // takes the addon when it loads and logs a warning when it falls back; 'native' refuses to start without it.
     verifyBackend: z
       .enum(['auto', 'native', 'wasm'])
@@ -228,11 +227,9 @@ export const configSchema = z
       .describe('Schnorr verifier: native libsecp256k1 (optional dependency bcrypto), wasm, or auto (native when it loads)'),
     // How much the worker threads yield to the event loop when the cores are all busy (nice steps, Linux only;
     // elsewhere setpriority would renice the whole process). The event loop holds every connection, so its
-    // lateness is every client's latency, while workers do bulk work that can wait a few ms. Measured here
-    // (2 cores, ingest 4×200 alone and with 8 REQ readers over 100k events, two runs of 3 alternating rounds):
-    // loop delay p99 14.4 -> 9.5 ms alone and 23.7 -> 10.0 / 24.2 -> 12.2 ms with readers; ingest alone -7 %
-    // in one run, with readers unchanged; REQs answered 181 -> 185 and 198 -> 151 q/s (noisy). Readers at 5
-    // instead of 10 served about twice the REQs but took 15 % of the ingest (one run).
+    // lateness is every client's latency, while workers do bulk work that can wait a few ms. On 2 busy cores
+    // (ingest with REQ readers) these values cut the loop's delay tail, at the price of fewer REQs answered
+    // (reads yield to writes); readers at 5 instead of 10 served more REQs but took a share of the ingest.
     threads: z
       .object({
         writePathNice: z
@@ -262,8 +259,8 @@ export const configSchema = z
         connectionsPerIp: rule(10, 100, 'new connections per IP'),
         // Charged before the NIP-98 signature is checked, so forgeries can't spend the verifier pool EVENTs
         // need: 50/s with a burst of 200 is the agent-platform tier's own api budget (the largest one), so one
-        // legitimate caller of any tier never meets it, while one IP gets at most ~1% of a pool that checks
-        // ~5-8k signatures/s (DESIGN §12) once its burst is spent.
+        // legitimate caller of any tier never meets it, while one IP gets only a small share of the pool once
+        // its burst is spent.
         apiPerIp: rule(50, 200, 'NIP-86 calls per IP, charged before the signature is checked'),
       })
       .prefault({}),
@@ -288,10 +285,10 @@ export const configSchema = z
       .prefault({}),
     store: z
       .object({
-        // 500 events per transaction kept one commit under ~15 ms here: the event loop never stalls longer.
+        // 500 events per transaction keep one commit short, so nothing waiting on it stalls long.
         groupCommitMaxEvents: z.number().int().positive().default(500).describe('events per write transaction at most'),
-        // Only while writes keep arriving (an idle relay commits on the next turn): at ~5k events/s, 10 ms
-        // gathers ~50 per commit, less than half the per-event cost of 10-event commits (measured).
+        // Only while writes keep arriving (an idle relay commits on the next turn): at 5k events/s, 10 ms
+        // gathers 50 per commit, and a commit's cost per event falls as it grows (bench `store`).
         groupCommitMaxDelayMs: z
           .number()
           .int()

@@ -1,6 +1,9 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 
-/** Every metric the node exports (DESIGN §11), on a registry of its own so two relays in one process don't clash. */
+/**
+ * Every metric the node exports (docs/architecture.md §10), on a registry of its own so two relays in one
+ * process don't clash.
+ */
 export function createMetrics() {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 10 })
@@ -177,7 +180,7 @@ export function createMetrics() {
     handshakeSeconds: new Histogram({
       name: 'apiary_handshake_seconds',
       help: 'from the WebSocket open to the first AUTH answered OK true',
-      // fine below 25 ms (issue 11's client-side target for the whole handshake): the relay's part is ~2-10 ms
+      // fine below 25 ms (the target for an agent's whole handshake), of which the relay's part is small
       buckets: [0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: r,
     }),

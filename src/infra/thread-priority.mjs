@@ -1,12 +1,11 @@
-// Lowers the calling worker thread's scheduling priority (DESIGN §12 "Performance model"). Plain .mjs so every
+// Lowers the calling worker thread's scheduling priority (docs/architecture.md §9). Plain .mjs so every
 // worker (verifier, SQLite writer, readers, checkpointer) loads it under tsx, vitest and bare node alike.
 //
-// Why: on a machine whose cores are all busy, the event loop shared a core with the workers on equal terms,
-// and each wake-up of a worker (a postMessage, a finished batch) could preempt it. The main thread decides
+// Why: on a machine whose cores are all busy, the event loop shares a core with the workers on equal terms,
+// and each wake-up of a worker (a postMessage, a finished batch) can preempt it. The main thread decides
 // everything and holds every connection, so its lateness is every client's latency; the workers' work is
-// bulk that can wait a few milliseconds. With workers at nice +5 and readers at +10, event-loop delay p99 in
-// the ingest-with-reads benchmark fell from ~24 ms to ~10–12 ms (2 cores; the cost and the figures are in
-// config.ts at `threads`).
+// bulk that can wait a few milliseconds. Workers at nice +5 and readers at +10 shorten the event loop's delay
+// tail under ingest with reads (the trade-off is in config.ts at `threads`).
 import os from 'node:os'
 
 /**

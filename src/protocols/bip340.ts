@@ -1,13 +1,12 @@
 // BIP-340 Schnorr signing; every signature in src/ goes through here. libsecp256k1 compiled to WASM
-// (tiny-secp256k1, a dependency every install has; the relay's WASM verifier is the same module) signs in
-// ~0.25 ms here, against ~0.6 ms for @noble/curves' arithmetic in JavaScript (same process), and leaves no
-// garbage on the JavaScript heap: noble allocated ~220 KB of BigInts and points a signature, which a relay
-// signing departures for many agents paid in scavenges. An agent signs a heartbeat every 15 s and three
-// events on every connect, and one process may run thousands of agents. The x-only public key is derived once
-// per key, and the signature is not verified again: the relay verifies every event it receives, so a
-// signature spoiled by a hardware fault is refused with `invalid:`, not believed. The algorithm is BIP-340's
-// (same nonce derivation as noble's, so the same aux bytes give the same signature: the tests hold it to
-// noble's output byte for byte).
+// (tiny-secp256k1, a dependency every install has; the relay's WASM verifier is the same module) signs faster
+// than @noble/curves' arithmetic in JavaScript and leaves no garbage on the JavaScript heap: noble allocates
+// BigInts and points for every signature, which a relay signing departures for many agents paid in
+// scavenges. An agent signs a heartbeat every 15 s and three events on every connect, and one process may
+// run thousands of agents. The x-only public key is derived once per key, and the signature is not verified
+// again: the relay verifies every event it receives, so a signature spoiled by a hardware fault is refused with
+// `invalid:`, not believed. The algorithm is BIP-340's (same nonce derivation as noble's, so the same aux bytes
+// give the same signature: the tests hold it to noble's output byte for byte).
 import { equalBytes } from '@noble/curves/utils.js'
 import { randomBytes } from '@noble/hashes/utils.js'
 import { isPrivate, signSchnorr, verifySchnorr, xOnlyPointFromScalar } from 'tiny-secp256k1'

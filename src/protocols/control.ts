@@ -2,9 +2,9 @@ import type { NostrEvent } from './nip01/event.js'
 import { err, ok, type Result } from './result.js'
 
 /**
- * Cluster control payloads (DESIGN §5): a Nostr event signed by the relay key, so Redis write access alone
- * can't kick users. Two channels with two vocabularies, on purpose: a disconnect is imperative (not
- * idempotent), a cache drop is idempotent.
+ * Cluster control payloads (docs/architecture.md §6.7): a Nostr event signed by the relay key, so Redis
+ * write access alone can't kick users. Two channels with two vocabularies, on purpose: a disconnect is
+ * imperative (not idempotent), a cache drop is idempotent.
  */
 export const KIND_CONTROL = 29_333 // ephemeral range: never stored, never fanned out to clients
 

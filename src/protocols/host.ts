@@ -1,6 +1,6 @@
 /**
- * The `Host` header picks the community before the WebSocket upgrade (DESIGN §1), so two spellings of one
- * host must map to one key and anything odd must map to nothing (⇒ 404), never to a guess.
+ * The `Host` header picks the community before the WebSocket upgrade (docs/architecture.md §6.1), so two
+ * spellings of one host must map to one key and anything odd must map to nothing (⇒ 404), never to a guess.
  */
 
 export type HostScheme = 'ws' | 'wss' | 'http' | 'https'

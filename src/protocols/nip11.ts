@@ -59,7 +59,7 @@ export interface RelayInfo {
 
 /**
  * The NIP-11 document. `limitation` states exactly what parseClientMessage/parseEvent/parseFilter enforce
- * (DESIGN §9); created_at limits are seconds relative to now, as our window is.
+ * (docs/architecture.md §12); created_at limits are seconds relative to now, as our window is.
  */
 export function buildRelayInfo(p: RelayInfoParams): RelayInfo {
   const l = p.limits

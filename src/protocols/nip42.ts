@@ -5,7 +5,7 @@ import { err, OK_VOID, type Result } from './result.js'
 
 export interface AuthExpectation {
   challenge: string
-  /** this community's relay URL (DESIGN §9: never another community's configured URL) */
+  /** this community's relay URL (never another community's configured URL) */
   relayUrl: string
   nowSeconds: number
   windowSeconds: number

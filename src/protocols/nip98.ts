@@ -9,7 +9,7 @@ export const KIND_HTTP_AUTH = 27235
 export const nip98WindowSeconds = 60
 
 export interface Nip98Expectation {
-  /** the absolute URL the client addressed: this community's, never another's (DESIGN §9) */
+  /** the absolute URL the client addressed: this community's, never another's */
   url: string
   method: string
   nowSeconds: number

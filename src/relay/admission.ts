@@ -1,4 +1,4 @@
-// Admission (DESIGN §6), part of the composition root: one principal actor per (community, principal) that
+// Admission (architecture §8), part of the composition root: one principal actor per (community, principal) that
 // coalesces its gate calls, with the tier the community's roster gives it.
 import { ask, type Kernel } from '../actors/kernel/index.js'
 import { type AdmissionAnswer, type LimitType, principalActor, principalPath } from '../actors/principal/principal-actor.js'

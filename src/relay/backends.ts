@@ -1,4 +1,4 @@
-// Backend selection (DESIGN §7), part of the composition root: embedded (SQLite, memory gates, in-process bus)
+// Backend selection (architecture §9), part of the composition root: embedded (SQLite, memory gates, in-process bus)
 // unless Redis and PostgreSQL URLs are configured, then the cluster backends.
 import { randomUUID } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
@@ -46,7 +46,7 @@ export interface Backends {
   limiter: RateLimiter
   /** NIP-98 auth event ids already used (NIP-86 management): per node embedded, shared in a cluster */
   replayGuard: ReplayGuard
-  /** kind 20001 presence (DESIGN §6): per node embedded, shared in a cluster so any node's REQ sees it */
+  /** kind 20001 presence (architecture §8): per node embedded, shared in a cluster so any node's REQ sees it */
   presence: PresenceStore
   /** sockets open per client IP (limits.maxConnectionsPerIp): this node's embedded, the cluster's in a cluster */
   connectionSlots: ConnectionSlots

@@ -52,7 +52,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
   function spawn(record: CommunityRecord) {
     running.add(record.id)
     const path = communityPath(record.id)
-    // DESIGN §3: where a bounded queue skips, the skip is a 'lagged' supervision event (and a metric)
+    // architecture §4.7: where a bounded queue skips, the skip is a 'lagged' supervision event (and a metric)
     const lag = createLagReporter(d.kernel, { path, kind: 'community' })
     const link = createCommunityLink({
       community: record.id,
@@ -110,7 +110,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
   }
 
   /**
-   * Revalidation (DESIGN §5's durable backstop): the store's list of active communities is the truth. A
+   * Revalidation (architecture §6.7, durable backstops): the store's list of active communities is the truth. A
    * community no longer listed (archived) has its sockets closed and its actor stopped, so new upgrades get
    * 404; a community another node added is served from now on.
    */

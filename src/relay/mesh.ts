@@ -1,4 +1,4 @@
-// The relay mesh (issue 12), part of the composition root: wires this node's runtime identity, the readiness
+// The relay mesh (docs/mesh.md), part of the composition root: wires this node's runtime identity, the readiness
 // registry, the session directory, the tunnel server and the mesh actors (membership, peer links, sessions).
 // Only in cluster mode with APIARY_MESH=on; otherwise the community actor stays every channel's owner.
 import { monitorEventLoopDelay } from 'node:perf_hooks'

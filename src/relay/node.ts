@@ -110,7 +110,7 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       addressing,
       verifier,
       replayGuard: b.replayGuard,
-      // DESIGN §6: the caller's tier's `api` budget, in the limiter its EVENTs and REQs go through
+      // architecture §8: the caller's tier's `api` budget, in the limiter its EVENTs and REQs go through
       admitApi: (record, pubkey) => b.limiter.admit(rateLimitKey(record.id, pubkey, 'api'), config.rateLimits[tierOf(record, pubkey)].api),
       admitApiIp: (ip) => b.limiter.admit(ipApiKey(ip), config.rateLimits.apiPerIp),
       metrics: { signatureChecks: metrics.nip86SignatureChecks, admissionRejections: metrics.admissionRejections },
@@ -191,9 +191,9 @@ function closeHttp(http: Server): Promise<void> {
 /** What a client's handshake and lease wait on: verified ahead of bulk ingest (control-lane.ts). */
 const isControlFrame = (e: NostrEvent) => e.kind === KIND_AUTH || e.kind === KIND_PRESENCE || e.kind === KIND_ANNOUNCEMENT
 
-// The event loop's share the control lane may take: 60 ms a second. One verification costs ~60 µs natively and
-// ~240 µs in WASM (bench `ceiling`, pool figures per thread), so 1,000 or 250 control frames a second; 3,000
-// agents heartbeat 200 times a second. The rest of a busier second is verified by the pool.
+// The event loop's share the control lane may take: 60 ms a second. VERIFY_COST_US is one verification's cost
+// per backend (bench `ceiling`, per pool thread), so 1,000 or 250 control frames a second; 3,000 agents
+// heartbeat 200 times a second. The rest of a busier second is verified by the pool.
 const CONTROL_LANE_LOOP_MS_PER_SECOND = 60
 const VERIFY_COST_US = { native: 60, wasm: 240 } as const
 

@@ -26,7 +26,7 @@ export function relayInfoFor(config: Config, relayPubkey: string, record: Commun
     software: 'https://www.npmjs.com/package/apiary-relay',
     version: VERSION,
     limits: config.limits,
-    // DESIGN §9: `limitation` states what this community enforces (setcommunitypolicy, allow/disallowkind)
+    // architecture §12: `limitation` states what this community enforces (setcommunitypolicy, allow/disallowkind)
     authRequired: config.authRequired || (record?.settings.authRequired ?? false),
     restrictedWrites: config.authRequired || (record !== undefined && hasWriteRules(record)),
     paymentRequired: false,

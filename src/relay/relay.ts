@@ -1,4 +1,4 @@
-// The composition root (DESIGN §2): the only place that wires infra into actors. createRelay builds the
+// The composition root (architecture §2): the only place that wires infra into actors. createRelay builds the
 // kernel and the metrics; listen() starts the node (node.ts); the rest is the embedding API.
 import type { Observable } from 'rxjs'
 import { communityPath } from '../actors/community/community-actor.js'

@@ -11,7 +11,7 @@ import type { TestClient } from '../support/ws-client'
 import { auth, client, httpGet, metric, nowSeconds, REDIS_URL, relayUrlOf, reqEvents, useCluster, useRelays } from './helpers'
 
 /**
- * The conn-control channel (DESIGN §5): payloads are events signed by the relay key, so write access to Redis
+ * The conn-control channel (architecture §6.7): payloads are events signed by the relay key, so write access to Redis
  * alone can't kick anyone. Each test owns a community id, hence its own channels on the shared Redis.
  */
 describe('cluster control messages', () => {

@@ -26,8 +26,8 @@ import {
 } from './helpers'
 
 /**
- * Backend outages in cluster mode (DESIGN §5–§7): each test kills its own redis-server or cuts its own path to
- * PostgreSQL; the shared servers other files use are never touched.
+ * Backend outages in cluster mode (architecture §6.7, §10): each test kills its own redis-server or cuts
+ * its own path to PostgreSQL; the shared servers other files use are never touched.
  */
 describe('a cluster node when a backend goes away', () => {
   const relays = useRelays()

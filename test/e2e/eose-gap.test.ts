@@ -13,8 +13,8 @@ import { client, nowSeconds, publish, useCluster, useRelays } from './helpers'
  * tenth of the OKs); every event the relay acknowledged must reach every subscriber (page ∪ live), each with
  * exactly one EOSE, and none of them twice.
  *
- * The "twice" tests fail at bb6f636, on one node and across nodes: an event committed but not yet fanned out
- * when a REQ's query ran is in that REQ's page and then arrives live as well (embedded: its Saved waits in
+ * The "twice" tests guard a race, on one node and across nodes: an event committed but not yet fanned out
+ * when a REQ's query ran is in that REQ's page and may then arrive live as well (embedded: its Saved waits in
  * the community's mailbox behind the Subscribe; cluster: it reaches node B over Redis after B's page).
  * test/faults/slow-read.test.ts reproduces the one-node case on cue.
  */

@@ -18,7 +18,7 @@ import type { TestRelay } from '../support/relay'
 import { auth, client, eventually, fresh, metric, publish, REDIS_URL, relayUrlOf, reqEvents, useCluster, useRelays } from './helpers'
 
 /**
- * DESIGN §5: a client that believes it is subscribed never silently misses an event. Where an event can't be
+ * architecture §10: a client that believes it is subscribed never silently misses an event. Where an event can't be
  * delivered, the subscription is closed with CLOSED "error: ..." and counted; where a connection vanished
  * without telling its community, the community forgets it anyway.
  */

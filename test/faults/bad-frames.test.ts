@@ -6,7 +6,7 @@ import { makeKeys } from '../support/events'
 import type { Frame, TestClient } from '../support/ws-client'
 
 /**
- * One connection, a thousand malformed frames of every kind a broken or hostile client sends. DESIGN §9:
+ * One connection, a thousand malformed frames of every kind a broken or hostile client sends. architecture §10:
  * a malformed frame gets a NOTICE and the connection stays up; a malformed EVENT/AUTH gets OK false and a
  * refused REQ/COUNT gets CLOSED, each with a NIP-01 prefix. The relay closes only where the WebSocket layer
  * requires it (RFC 6455): a frame over maxPayload (1009) and a text frame that is not UTF-8 (1007).

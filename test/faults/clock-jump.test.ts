@@ -126,8 +126,8 @@ describe('the relay when its wall clock jumps', () => {
     expect((await send()).message).toMatch(/^rate-limited: retry in (9\d|100)s$/)
   })
 
-  // Was a defect: idleness was measured on the wall clock (gateway.ts), so a forward step of more than
-  // idleUnauthenticatedMs closed every silent unauthenticated connection at the next heartbeat tick.
+  // Idleness is measured on the monotonic clock (gateway.ts): on the wall clock, a forward step of more than
+  // idleUnauthenticatedMs would close every silent unauthenticated connection at the next heartbeat tick.
   it('does not close a connection as idle after a forward step when it has been silent for less than idleUnauthenticatedMs', async () => {
     const r = await relays.start({ timeouts: { pingIntervalMs: 100, idleUnauthenticatedMs: 60_000 } })
     const c = await client(r)
@@ -230,9 +230,9 @@ describe('pure time checks given a clock that jumps', () => {
 })
 
 /**
- * The kernel's default Clock (src/actors/kernel/clock.ts systemClock) reads Date.now, and createRelay passes
- * no other: the crash budget's sliding window and resetAfterMs are measured on the wall clock, while the
- * backoff waits are real setTimeouts. These show what a step does to a permanent actor (a community).
+ * The kernel's default Clock (src/actors/kernel/clock.ts systemClock) is monotonic, and createRelay passes
+ * no other: the crash budget's sliding window and resetAfterMs must not move when the wall clock steps, and
+ * the backoff waits are real setTimeouts. These show what a step does to a permanent actor (a community).
  */
 describe('the crash budget when the wall clock jumps', () => {
   let kernel: Kernel | undefined
@@ -281,8 +281,8 @@ describe('the crash budget when the wall clock jumps', () => {
     expect(await crashOnce(k, events, 'crashy/1')).toBe('gave-up')
   })
 
-  // Was a defect: the kernel's clock was the wall clock (clock.ts), so a forward step emptied the crash
-  // window and a crash loop escaped its give-up budget. It is monotonic now.
+  // On the wall clock a forward step would empty the crash window and let a crash loop escape its give-up
+  // budget; the kernel's clock (clock.ts) is monotonic.
   it('still gives up when the wall clock steps forward in the middle of a crash loop', async () => {
     const { k, events } = start()
     await crashOnce(k, events, 'crashy/1')
@@ -291,7 +291,7 @@ describe('the crash budget when the wall clock jumps', () => {
     expect(await crashOnce(k, events, 'crashy/1')).toBe('gave-up')
   })
 
-  // Was a defect (same place): after a backward step, crashes older than windowMs of real time still counted.
+  // On the wall clock, after a backward step, crashes older than windowMs of real time would still count.
   it('forgets crashes older than windowMs of real time even when the wall clock stepped back meanwhile', async () => {
     const { k, events } = start()
     await crashOnce(k, events, 'crashy/1')

@@ -5,7 +5,7 @@ import { signEventFast } from '../support/fast-sign'
 import type { Frame, TestClient } from '../support/ws-client'
 
 /**
- * Control before data (issue 11, DESIGN §5): OK, CLOSED, NOTICE and AUTH answers for a connection go out ahead
+ * Control before data (docs/architecture.md §6.6): OK, CLOSED, NOTICE and AUTH answers for a connection go out ahead
  * of its queued EVENT frames (the outbound queue's control lane). A reader that stops reading with megabytes
  * of events queued for it still hears its answers first once it reads again, instead of after all of them.
  */
@@ -14,7 +14,7 @@ type RawSocket = { _socket: { pause(): void; resume(): void } }
 const socketOf = (c: TestClient) => (c.ws as unknown as RawSocket)._socket
 const MiB = 2 ** 20
 
-/** ~24 MiB of kind-1 events: several times what loopback's kernel buffers (measured: ~4.5 MB) can hold. */
+/** ~24 MiB of kind-1 events: several times what loopback's kernel buffers can hold. */
 function bulk(n: number): SignedEvent[] {
   const keys = makeKeys()
   const now = Math.floor(Date.now() / 1000)

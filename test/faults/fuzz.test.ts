@@ -8,7 +8,7 @@ import { prefixOf } from '../../src/protocols/reasons'
 import { NOW, LIMITS as SMALL_LIMITS } from '../protocols/fixtures'
 
 /**
- * Property tests of the two parsers every client byte goes through (DESIGN §9, STYLE "protocols never throws
+ * Property tests of the two parsers every client byte goes through (architecture §10, STYLE "protocols never throws
  * on untrusted input"): whatever arrives, they return a value, and every refusal carries a NIP-01 prefix.
  * Seeded, so a failure here reproduces with the same seed; a few thousand runs each, a couple of seconds.
  */
@@ -153,7 +153,7 @@ function verbOf(frame: unknown): unknown {
   return Array.isArray(f) ? f[0] : undefined
 }
 
-/** A refusal answered with the NIP-01 prefix its frame type needs (notice text carries one too, DESIGN §9). */
+/** A refusal answered with the NIP-01 prefix its frame type needs (notice text carries one too, architecture §10). */
 function expectStandardRefusal(e: ClientMessageError, frame: unknown): void {
   const text = e.kind === 'notice' ? e.message : e.reason
   expect(prefixOf(text), `${JSON.stringify(frame)?.slice(0, 200)} → ${text}`).toBeDefined()

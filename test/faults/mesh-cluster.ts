@@ -1,4 +1,4 @@
-// Three relay processes with the mesh on, one Redis and one PostgreSQL, and the checker of issue 12: clients on
+// Three relay processes with the mesh on, one Redis and one PostgreSQL, and the checker: clients on
 // every node change the same channels while a fault is injected; every answer is recorded, and so is every
 // version of the relay-signed state any node delivered live.
 import { randomBytes } from 'node:crypto'

@@ -19,10 +19,10 @@ import {
 } from './mesh-cluster'
 
 /**
- * The relay mesh under faults (issue 12): three `apiary start` processes with the mesh on, one private Redis
+ * The relay mesh under faults: three `apiary start` processes with the mesh on, one private Redis
  * (so it can be restarted) and one PostgreSQL. Writers on every node change the same channel while a fault is
  * injected; the checker (mesh-cluster.ts) then proves that no acknowledged change was lost, that the final
- * state equals the rows, and that no generation had two writers. The lease is the issue's: 6 s, renewed
+ * state equals the rows, and that no generation had two writers. The lease is the default: 6 s, renewed
  * every 2 s.
  */
 let db: TestDatabase

@@ -253,9 +253,8 @@ describe('a cluster node whose PostgreSQL path stalls', () => {
     }
   })
 
-  // Failed before reads ran beside the community actor (onSubscribe / onCount awaited the store inside the
-  // handler): one stalled read held the whole community for a store deadline — REQ 10 s, COUNT 20 s, the
-  // stalled commit's OK false 20 s. Fixed by the issue "Actors never wait on storage".
+  // Handlers never await I/O (docs/architecture.md §5): a read awaited inside the community's handler would
+  // hold the whole community for a store deadline, and every write and read of it behind that one.
   it('answers each of them within one store deadline, even with reads of the same community stalled too', () => {
     for (const t of [observed.stalledCommit, observed.stalledWrite, observed.stalledReq, observed.stalledCount])
       expect(t.ms).toBeLessThan(ANSWER_DUE_MS)
@@ -289,9 +288,9 @@ describe('a cluster node whose PostgreSQL path stalls', () => {
     expect(observed.resent.prefix).toBe('duplicate')
   })
 
-  // Fails at ffc3d77 (the deadline's rejection was final: the community answered error: and never learnt
-  // the commit landed, and the re-send is a duplicate, which is not fanned out): subscribers never saw an
-  // event the store holds. Passes with StoreError.late (the commit's real outcome) in the tree.
+  // A commit past its deadline is answered error:, but StoreError.late carries its real outcome: without it the
+  // community would never learn the commit landed, the re-send is a duplicate (not fanned out), and
+  // subscribers would never see an event the store holds.
   it('delivers the late-committed event to live subscribers on both nodes, once', () => {
     const id = observed.stalledEvent.event.id
     expect(observed.liveA.filter((x) => x === id)).toHaveLength(1)

@@ -17,7 +17,7 @@ import type { TestClient } from '../support/ws-client'
  * subscriber on the other node for each. test/e2e/cluster-faults.test.ts checks the outage one request at a
  * time; this checks what continuous traffic sees. Writes fail closed (`rate-limited:`, never `error:`, never
  * OK true); reads are served; a live subscription that may miss events is CLOSED with `error:` rather than
- * left open with a gap (DESIGN §5); a client that subscribes again when told, on the same connection, ends
+ * left open with a gap (architecture §6.7); a client that subscribes again when told, on the same connection, ends
  * up with every event the other node acknowledged; and no OK-true event is missing from PostgreSQL.
  */
 
@@ -157,8 +157,8 @@ describe('live cross-node traffic across a Redis restart', () => {
     for (const c of cleanups.splice(0).reverse()) await c()
   })
 
-  // Fails at ffc3d77 where the subscriptions stayed open through the outage, silently missing what the
-  // other node accepted just before the kill and while this node's bridge was still reconnecting.
+  // Subscriptions left open through the outage would silently miss what the other node accepted just before
+  // the kill and while this node's bridge was still reconnecting.
   it('refuses writes "rate-limited:" during the outage, serves reads, closes live subscriptions that may miss events, and after it a re-subscribing client has every OK-true event, none lost from the store', async () => {
     const redis = await startPrivateRedis()
     cleanups.push(() => redis.stop())
@@ -354,8 +354,8 @@ describe('a node partitioned from Redis while the others keep publishing', () =>
     expect(seen.fromA.filter((o) => !seen.stored.has(o.id))).toEqual([])
   })
 
-  // Fails at ffc3d77: cross-node delivery was fire-and-forget over Redis pub/sub, and the partitioned node's
-  // live subscriptions stayed open, silently missing every event the other node accepted meanwhile.
+  // Cross-node delivery over Redis pub/sub is fire-and-forget: left open, the partitioned node's live
+  // subscriptions would silently miss every event the other node accepted meanwhile.
   it('closes the partitioned node\'s live subscription with "error:" instead of leaving it open with a gap', () => {
     expect(seen.closedDuringPartition.length).toBeGreaterThan(0)
     expect(prefixOf(seen.closedDuringPartition[0]!)).toBe('error')

@@ -12,7 +12,7 @@ import { connect, type TestClient } from '../support/ws-client'
 
 /**
  * kill -9 in the middle of a burst: no graceful close, no flush, whatever the process held in memory is
- * gone. The promise that must survive is the NIP-01 one: OK true is sent only after commit (DESIGN §5), so
+ * gone. The promise that must survive is the NIP-01 one: OK true is sent only after commit (architecture §7), so
  * every event a client saw OK true for is served after a restart on the same data. The relay is the real
  * `apiary start` process (compiled dist/), killed for real. test/e2e/process.test.ts covers SIGTERM/SIGINT.
  */

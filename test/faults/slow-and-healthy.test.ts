@@ -7,7 +7,7 @@ import type { TestClient } from '../support/ws-client'
 
 /**
  * A real client that stops reading (its TCP socket paused: the kernel buffers fill, then ws's, then the
- * relay's outbound queue) beside clients that keep reading. DESIGN §5: the stuck one is closed with a reason
+ * relay's outbound queue) beside clients that keep reading. architecture §6.6: the stuck one is closed with a reason
  * and counted, never silently skipped; the others get every event. test/e2e/slow-consumer.test.ts covers the
  * grace-period close on one node; these cover the hard bound and the cross-node fan-out path.
  */

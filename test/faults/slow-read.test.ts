@@ -20,9 +20,9 @@ import type { Frame, TestClient } from '../support/ws-client'
  * EOSE and then its live events, with nothing lost or repeated between the two, and a CLOSE or a second REQ
  * under the same id sent meanwhile wins over the late page.
  *
- * Every test here fails at bb6f636, whose community actor awaits the store inside its handler (community-reads.ts
- * onSubscribe/onCount): its writes wait for the held read, and a page is sent for whatever REQ was asked,
- * closed or replaced since. The last one fails there for a reason of its own, noted on it.
+ * Every test here would fail with a community actor that awaits the store inside its handler (community-reads.ts
+ * onSubscribe/onCount): its writes would wait for the held read, and a page would be sent for whatever REQ was
+ * asked, closed or replaced since. The last one guards a race of its own, noted on it.
  */
 
 /** what a client must hear within while a read is held: one store deadline, the bound every store call has */
@@ -293,9 +293,9 @@ describe('a REQ held in the store, then closed or replaced by its connection', (
 describe('an event stored but not yet answered when a REQ reads it', () => {
   const start = useSlowRelays()
 
-  // Beyond dropping what arrives during the read: this event's fan-out comes after the page was sent. Fails
-  // at bb6f636 (its Saved is handled after the Subscribe, which had already served it in the page); the
-  // same race gives test/e2e/eose-gap.test.ts its duplicates.
+  // Beyond dropping what arrives during the read: this event's fan-out comes after the page was sent (its
+  // Saved is handled after the Subscribe, which already served it in the page); the same race would give
+  // test/e2e/eose-gap.test.ts duplicates.
   it('does not send it live again to that REQ, whose page had it, once the write is answered', async () => {
     const { relay, slow } = await start()
     const keys = makeKeys()

@@ -26,7 +26,7 @@ const inOrder = (n: number) => Array.from({ length: n }, (_, i) => i)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const MiB = 2 ** 20
 
-/** Numbered kind-1 events, signed once for the file (libsecp256k1 WASM: ~1 ms each). */
+/** Numbered kind-1 events, signed once for the file (signing is the slow part of building them). */
 function signedEvents(n: number, contentBytes: (i: number) => number): SignedEvent[] {
   const keys = makeKeys()
   const now = Math.floor(Date.now() / 1000)
@@ -36,7 +36,7 @@ function signedEvents(n: number, contentBytes: (i: number) => number): SignedEve
 }
 
 /**
- * The issue's load, seeded by `round` (each round its own authors, so no two rounds share an id): 70 % kind 1,
+ * The test's load, seeded by `round` (each round its own authors, so no two rounds share an id): 70 % kind 1,
  * 20 % kind 7, 10 % kind 6, content 50–1,000 bytes, each event's content starting with its number.
  */
 function issueLoad(n: number, round: number): SignedEvent[] {
@@ -112,11 +112,11 @@ async function when<T>(probe: () => Promise<T>, holds: (v: T) => boolean, ms: nu
 }
 
 const GRACE_MS = 1_000
-/** README: "closed ... within slowConsumerGraceMs" of going over the bound; the issue allows one second more. */
+/** README: "closed ... within slowConsumerGraceMs" of going over the bound, plus one second of slack. */
 const CLOSE_DEADLINE_MS = GRACE_MS + 1_000
 
 describe('a reader that stops reading', () => {
-  // The issue's load: 10 subscriptions matching every kind-1 event on one paused connection, a healthy
+  // The load: 10 subscriptions matching every kind-1 event on one paused connection, a healthy
   // subscriber, and 20,000 pre-signed events pipelined (70 % kind 1, content 50–1,000 bytes): ~80 MB owed.
   const SUBS = Array.from({ length: 10 }, (_, i) => `all-${i}`)
   const EVENTS = issueLoad(20_000, 0)
@@ -124,7 +124,7 @@ describe('a reader that stops reading', () => {
   const OWED_BYTES = EVENTS.filter((e) => e.event.kind === 1).reduce((sum, e) => sum + e.raw.length, 0) * SUBS.length
 
   it('is closed (1008 sent, logged and counted; socket destroyed) within slowConsumerGraceMs + 1 s and costs the relay under 64 MiB of RSS while ~80 MB is owed to it', async () => {
-    // what is owed, as the bytes it would take once handed to ws (the defect this test was written for: a
+    // what is owed, as the bytes it would take once handed to ws (the defect this test guards against: a
     // paused reader's frames held in ws's buffers), is over 80 MB; frames still queued in the relay share their
     // event's raw string and cost far less, which is why the backlog stays there until the reader is closed
     expect(OWED_BYTES).toBeGreaterThan(80 * 1_000_000)

@@ -14,16 +14,15 @@ import { connect, type Frame, type TestClient } from '../support/ws-client'
 /**
  * A community whose EventStore fails (a working fake: the real SQLite store with faults injected). A query
  * that throws crashes the community actor (the client hears CLOSED "error:" first); a permanent actor gives
- * up after more than 5 failures within 60 s (src/actors/kernel/policy.ts defaultPolicy). DESIGN §3 says a
- * permanent actor that gave up is respawned by its kind supervisor and /health/ready reports it until it is
- * back. The last four tests are that behaviour; each failed at ffc3d77 (noted on it) and passes with the
- * respawn work in the tree.
+ * up after more than 5 failures within 60 s (src/actors/kernel/policy.ts defaultPolicy). A permanent actor that
+ * gave up is respawned by its kind supervisor and /health/ready reports it until it is back
+ * (docs/architecture.md §4.5): the last four tests are that behaviour.
  */
 
 const COMMUNITY = 'community/default'
 /** the give-up budget of a permanent actor: maxRestarts (5) + 1 failures within windowMs */
 const FAILURES_TO_GIVE_UP = 6
-/** DESIGN §3 asks for a respawn "after a long backoff"; the issue asks for one within ~10 s */
+/** a community that gave up is back within 10 s (defaultPolicy.respawn starts at 2 s, jittered) */
 const RESPAWN_DUE_MS = 10_000
 
 interface Harness {
@@ -149,9 +148,9 @@ describe.concurrent('a community driven past its give-up budget', () => {
     })
   }, 30_000)
 
-  // Fails at ffc3d77 (src/actors/connection/connection-actor.ts onReq: the Subscribe is a tell whose `false`
-  // is ignored): a REQ on an open connection to a community that gave up got no answer at all, no EOSE and
-  // no CLOSED. Passes with the kernel respawn work in progress (the community is 'down', not stopped).
+  // The Subscribe is a tell (src/actors/connection/connection-actor.ts onReq) whose `false` must be answered:
+  // otherwise a REQ on an open connection to a community that gave up (down, not stopped) gets no answer at
+  // all, no EOSE and no CLOSED.
   it('answers a REQ with CLOSED "error:" while the community is down, never with silence', async () => {
     await withHarness(async (h) => {
       const c = await connect(h.url)
@@ -165,8 +164,8 @@ describe.concurrent('a community driven past its give-up budget', () => {
     })
   }, 30_000)
 
-  // Fails at ffc3d77 (src/relay/gateway.ts onUpgrade: `d.communityRef(id)` is undefined once the actor
-  // stopped, and that is answered like an unknown host): its own host was refused with HTTP 404 "Not Found".
+  // A community that is down keeps its ref (src/relay/gateway.ts onUpgrade): answered like an unknown host,
+  // its own host would be refused with HTTP 404 "Not Found".
   it('does not refuse new connections to a community that is down as an unknown host (404)', async () => {
     await withHarness(async (h) => {
       await driveToGiveUp(h, await connect(h.url))
@@ -181,8 +180,8 @@ describe.concurrent('a community driven past its give-up budget', () => {
     })
   }, 30_000)
 
-  // Fails at ffc3d77 (src/actors/kernel: a permanent actor that gave up was stopped for good, nothing
-  // respawned it): the community never served again, on old or new connections, until the process restarted.
+  // A permanent actor that gave up goes down and is respawned (src/actors/kernel): stopped for good, the
+  // community would never serve again, on old or new connections, until the process restarted.
   it('respawns the community within ~10 s after it gave up, and serves REQ and EVENT again on connections old and new', async () => {
     await withHarness(async (h) => {
       const old = await connect(h.url)
@@ -211,8 +210,8 @@ describe.concurrent('a community driven past its give-up budget', () => {
     })
   }, 40_000)
 
-  // Fails at ffc3d77 (src/relay/backends.ts ready() was `events.ping()` only, answered as text 'ready\n'):
-  // with the community down, /health/ready answered 200, so a load balancer kept sending clients to it.
+  // Readiness names the kernel's unhealthy paths, not only the store's ping: otherwise, with the community
+  // down, /health/ready would answer 200 and a load balancer would keep sending clients to it.
   it('reports the community on /health/ready (503, JSON naming community/default) while it is down, and 200 once it is back', async () => {
     await withHarness(async (h) => {
       const ready = async () => {

@@ -31,7 +31,7 @@ export function toRaw(e: NostrEvent): string {
   return JSON.stringify({ id, pubkey, created_at, kind, tags, content, sig })
 }
 
-/** Signs with nostr-tools (about 2 ms each): tests needing hundreds of events should build them once. */
+/** Signs with nostr-tools (slow: pure JavaScript): tests needing hundreds of events should build them once. */
 export function signEvent(keys: TestKeys, template: EventTemplate = {}): SignedEvent {
   const signed = finalizeEvent(
     {

@@ -4,8 +4,8 @@ import { asVerified, computeEventId, type NostrEvent } from '../../src/protocols
 import { type EventTemplate, type SignedEvent, type TestKeys, toRaw } from './events'
 
 /**
- * signEvent for bursts: the same BIP-340 signature, made with libsecp256k1 compiled to WASM, about ten
- * times faster here than nostr-tools (~0.8 ms vs ~8 ms an event under load). For tests that need thousands
+ * signEvent for bursts: the same BIP-340 signature, made with libsecp256k1 compiled to WASM, many times
+ * faster than nostr-tools. For tests that need thousands
  * of events; everything else signs with nostr-tools (signEvent), the reference.
  */
 export function signEventFast(keys: TestKeys, template: EventTemplate = {}): SignedEvent {

@@ -2,7 +2,7 @@
 // flight. Messages: Sync (connect if needed, then subscribe/unsubscribe until the session covers
 // link.channels()), Synced (that I/O's outcome, piped back: the handler never waits on Redis), Down (the
 // connection dropped). Policy: permanent + backoff 1 s → 30 s, attempts reset after 60 s of stable running
-// (DESIGN §3): a crash *is* the reconnect, so supervision$ shows every outage and its recovery.
+// (docs/architecture.md §4.4): a crash *is* the reconnect, so supervision$ shows every outage and its recovery.
 import { BusError } from '../../infra/bus/bus.js'
 import type { SubscriberLink } from '../../infra/bus/redis-bus.js'
 import type { SubscriberSession } from '../../infra/bus/redis-subscriber.js'

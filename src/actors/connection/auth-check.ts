@@ -1,5 +1,5 @@
 // What an AUTH and a write are checked against beyond the frame itself: the signature, the community's bans
-// (DESIGN §6: checked at AUTH and at every write), and an owner attestation (docs/agent-attestation.md).
+// (architecture §8: checked at AUTH and at every write), and an owner attestation (docs/agent-attestation.md).
 import { checkOwnerAttestation, type OwnerAttestation, parseOwnerAttestation } from '../../protocols/nip-oa.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { reason } from '../../protocols/reasons.js'

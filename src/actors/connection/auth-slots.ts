@@ -1,4 +1,4 @@
-// Handshake shaping (issue 11): at most limits.maxConcurrentAuth AUTH verifications in flight on one node.
+// Handshake shaping (architecture §6.2): at most limits.maxConcurrentAuth AUTH verifications in flight on one node.
 // A reconnect storm then spreads out (each refused client retries after a jittered delay) instead of queueing
 // without bound in front of the gate and the ban lookup, where every AUTH would wait behind all the others.
 

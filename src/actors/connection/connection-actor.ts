@@ -41,7 +41,7 @@ export interface ConnectionDeps {
   verifier: Verifier
   /** `attested`: an agent by owner attestation, charged to the agent-standard tier unless the roster says more */
   admit: (principal: string, limit: LimitType, attested: boolean) => Promise<AdmissionAnswer>
-  /** the community's ban row for this pubkey, if any (DESIGN §6: checked at AUTH and at every write) */
+  /** the community's ban row for this pubkey, if any (architecture §8: checked at AUTH and at every write) */
   banOf: (pubkey: string) => Promise<{ reason: string } | undefined>
   limits: Limits
   /** the edge's inbound bound (limits.maxInboundBytesInFlight): what sizes the mailbox */

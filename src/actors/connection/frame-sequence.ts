@@ -1,6 +1,6 @@
 /**
- * One connection's frames are applied in the order they arrived (the issue: "verify in parallel, apply in
- * arrival order"). Each frame gets a sequence number on arrival; its preparation (admission, ban lookups,
+ * One connection's frames are applied in the order they arrived (docs/architecture.md §6.2: prepare in
+ * parallel, apply in order). Each frame gets a sequence number on arrival; its preparation (admission, ban lookups,
  * the signature check) runs beside the actor and may finish in any order; its effect is applied strictly in
  * sequence order from a small reorder buffer. An AUTH is a barrier: frames behind it start preparing only
  * once it is applied, so they are judged (and charged) as the AUTH left the connection. At most
@@ -29,8 +29,8 @@ export class FrameSequence<E extends { barrier: boolean }, R> {
   private applied = 0
   // frames `applied`, `applied + 1`, ... in order. An array, not a Map keyed by seq: a Map that empties
   // allocates a new table on its last delete (V8), and one connection's sequence empties after nearly every
-  // frame; that table outlives the young generation (it is the long-lived connection's), so it was copied and
-  // promoted on every frame of every connection. An array keeps its backing store when it empties.
+  // frame; that table outlives the young generation (it is the long-lived connection's), so it would be copied
+  // and promoted on every frame of every connection. An array keeps its backing store when it empties.
   private readonly window: Slot<E, R>[] = []
   /** a started barrier that is not applied yet: nothing behind it starts */
   private blockedBy: number | undefined

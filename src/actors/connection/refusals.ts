@@ -3,7 +3,7 @@ import { isAuthorOnlyKind } from '../../protocols/dm-access.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import type { AdmissionAnswer, LimitType } from '../principal/principal-actor.js'
 
-/** DESIGN §6: rejections carry the retry delay; a failed backend fails closed with its own text. */
+/** architecture §8: rejections carry the retry delay; a failed backend fails closed with its own text. */
 export function admissionReason(a: Exclude<AdmissionAnswer, { allowed: true }>, metrics: Metrics, type: LimitType): Reason {
   if ('unavailable' in a) {
     metrics.admissionRejections.inc({ type, reason: 'unavailable' })

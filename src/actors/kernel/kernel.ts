@@ -9,7 +9,7 @@ import { SupervisionBus } from './supervision-bus.js'
 import type { ActorDef, ActorPath, Kernel, KernelOptions, SupervisionEvent, TypedRef } from './types.js'
 
 /** A flat nact parent per kind. It never receives a message: nact copies an actor's children map for
- * every message it handles, which at 10k children caps it near 500 msg/s. */
+ * every message it handles, so a parent of thousands of children handles few messages a second. */
 interface KindSupervisor {
   readonly ref: NactRef
   readonly gaveUps: FailureWindow

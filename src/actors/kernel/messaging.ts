@@ -20,7 +20,7 @@ interface AskNode {
 
 /**
  * The asks waiting on one actor: a linked list, not a Set. Most actors have one ask at a time, and a Set that
- * empties allocates a new table on its last delete (V8); that table belongs to a long-lived actor, so it was
+ * empties allocates a new table on its last delete (V8); that table belongs to a long-lived actor, so it would be
  * copied and promoted by the young-generation GC on every ask (a principal actor gets one per event).
  */
 export class PendingAsks {
@@ -81,8 +81,8 @@ function admissionError(path: ActorPath, outcome: Exclude<Admission, 'accepted'>
 // every ask whose reply its message carries, even a message the actor made itself from another (a Saved
 // carrying a Publish's reply). Not a WeakMap from reply to fail: V8's scavenger keeps the values of an old
 // WeakMap whose keys are young, so every ask's fail, its timer and the promise chain awaiting it (the whole
-// frame of the async function that asked) outlived the next scavenge and was often promoted; measured on
-// the agents benchmark (README, issue 11).
+// frame of the async function that asked) would outlive the next scavenge and often be promoted (seen on
+// the agents benchmark).
 const FAIL = Symbol('apiary.ask.fail')
 type ReplyCallback = { [FAIL]?: (error: Error) => void }
 

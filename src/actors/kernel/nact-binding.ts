@@ -51,8 +51,8 @@ export function nactActorOf(ref: NactRef): NactActor | undefined {
  * until the actor's next message; and Node leaves a fired Immediate linked to those queued after it in the
  * same turn (`_idleNext`). So one actor that hears a message per heartbeat kept a whole turn's immediates,
  * their callbacks and what those hold, alive for 15 s: past the young generation, which copied and promoted
- * them (two heap snapshots 3 s apart at 3,000 agents: ~5,000 such Immediates among ~57,000 new live
- * objects, and the scavenges that copied them were the relay's longest pauses). Called from inside the
+ * them (found with two heap snapshots under the agents benchmark; the scavenges that copied them were the
+ * relay's longest pauses). Called from inside the
  * handler, where the immediate has fired; nact's stop clears only one that has not, which this never touches.
  */
 export function forgetFiredImmediate(actor: NactActor | undefined): void {

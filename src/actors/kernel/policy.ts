@@ -1,6 +1,6 @@
 import type { SupervisionPolicy } from './types.js'
 
-/** DESIGN §3 defaults; a Redis subscriber bridge overrides backoff to 1 s → 30 s. */
+/** docs/architecture.md §4.4 defaults; a Redis subscriber bridge overrides backoff to 1 s → 30 s. */
 export const defaultPolicy: Readonly<SupervisionPolicy> = Object.freeze({
   mode: 'permanent',
   maxRestarts: 5,
@@ -8,7 +8,7 @@ export const defaultPolicy: Readonly<SupervisionPolicy> = Object.freeze({
   backoff: Object.freeze({ minMs: 100, maxMs: 30_000, jitter: 0.2 }),
   resetAfterMs: 30_000,
   stashCapacity: 1000,
-  // the issue: the first respawn within 10 s, then doubling to at most 30 s between respawns, with jitter
+  // a community that gave up is back within 10 s, then respawns double to at most 30 s apart, with jitter
   respawn: Object.freeze({ minMs: 2_000, maxMs: 30_000, jitter: 0.2 }),
 })
 

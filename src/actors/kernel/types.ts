@@ -1,6 +1,6 @@
 import type { Observable } from 'rxjs'
 
-/** 'community/default', 'connection/42', 'principal/default/<hex>': any non-empty string (DESIGN §3). */
+/** 'community/default', 'connection/42', 'principal/default/<hex>': any non-empty string (architecture §4.2). */
 export type ActorPath = string
 
 declare const refBrand: unique symbol

@@ -1,4 +1,4 @@
-// What the owner of a channel session does with one moderation event (issue 12), beside its actor: decide it
+// What the owner of a channel session does with one moderation event, beside its actor: decide it
 // on fresh rows, store it, change the rows, sign and store 39000–39002 — every write fenced by the session's
 // generation in the database (infra/store/session-fence.ts), and none begun once the lease is no longer
 // believed held. The decisions are the community's own (community-channels.ts); only the sinks differ.

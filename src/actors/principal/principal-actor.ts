@@ -1,4 +1,4 @@
-// State: Admit requests waiting for the next gate call (the bucket itself lives in the gate backend, DESIGN §6).
+// State: Admit requests waiting for the next gate call (the bucket itself lives in the gate backend, architecture §8).
 // Messages: Admit (one EVENT or REQ/COUNT wants in), Flush (decide everything waiting in one gate call).
 // Crash policy: temporary with an idle stop — the next message re-activates it from the same inputs.
 import type { Admission, RateLimiter, RateRule } from '../../infra/gates/rate-limit.js'
@@ -76,7 +76,7 @@ async function decide(batch: Admit[], deps: PrincipalDeps): Promise<void> {
       : await Promise.all(requests.map((r) => deps.limiter.admit(r.key, r.rule)))
     for (const [i, a] of batch.entries()) a.reply(answers[i]!)
   } catch {
-    // The gate backend failed: writes fail closed (DESIGN §6), but the node keeps serving reads from the
+    // The gate backend failed: writes fail closed (architecture §8), but the node keeps serving reads from the
     // database (relay/backends.ts), still rate-limited, per node instead of cluster-wide, until Redis is back.
     for (const [i, a] of batch.entries()) {
       const fallback = a.limit === 'reqs' ? deps.readFallback : undefined

@@ -1,7 +1,7 @@
 import type { Observable } from 'rxjs'
 
 /**
- * The cross-node bus port (DESIGN §5 "Cross-node", §7): best-effort pub/sub between the nodes of a cluster.
+ * The cross-node bus port (docs/architecture.md §6.7, §9): best-effort pub/sub between the nodes of a cluster.
  * Backends: local (in-process, one node or several in one process) and redis (pub/sub on a dedicated
  * subscriber connection). Both run the same contract suite (test/infra/bus/bus.contract.ts).
  */

@@ -8,11 +8,11 @@ import { ChannelWatchers } from './channel-watchers.js'
 import { openSubscriber, type SubscriberSession } from './redis-subscriber.js'
 
 /**
- * Redis pub/sub backend of the Bus (DESIGN §5 "Cross-node", §7). The split with the bus bridge actor
+ * Redis pub/sub backend of the Bus (docs/architecture.md §6.7, §9). The split with the bus bridge actor
  * (src/actors/bridges/bus-bridge.ts): this object keeps the watcher refcounts, the Subjects and the
  * publisher; it never connects a subscriber on its own. The bridge owns the dedicated subscriber connection
  * through `link`: it opens it, (re)subscribes what `link.channels()` lists, and crashes when it drops, so the
- * kernel's backoff is the reconnect. Infra may not import actors (DESIGN §2), hence the link interface.
+ * kernel's backoff is the reconnect. Infra may not import actors (architecture §2), hence the link interface.
  */
 export interface RedisBusOptions {
   /** the caller's command connection (one Redis or a cluster: PUBLISH reaches every node's subscribers),
@@ -113,8 +113,8 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
 
   /**
    * One turn's publishes leave in one pipeline: one socket write and one read on the Redis side instead of
-   * one each per event (PostgreSQL + Redis ingest: per-PUBLISH socket writes held ~7 % of the main thread's
-   * wall time, and Redis used 0.07 cores against 0.04 with pipelines).
+   * one each per event (under ingest, per-PUBLISH socket writes cost the main thread and Redis a visible share
+   * of their CPU).
    * A pipeline's commands run in order, and every pipeline goes to the same server, so a channel's messages
    * arrive in the order they were published.
    */

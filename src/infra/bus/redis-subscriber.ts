@@ -3,7 +3,7 @@ import { BusError } from './bus.js'
 
 /**
  * For the client `connectSubscriber` returns. No retryStrategy: the bus bridge actor's supervisor does the
- * backoff (DESIGN §3), so the kernel sees and reports every outage; an ioredis that reconnected by itself
+ * backoff (architecture §4.4), so the kernel sees and reports every outage; an ioredis that reconnected by itself
  * would hide it, and resubscribe behind our back. No offline queue: we only send once the client is ready.
  * Against a Redis Cluster too this is a plain connection, to one node (subscriberConnector, redis/connect.ts):
  * ioredis's Cluster subscriber would do exactly that hidden reconnecting, on options of its own.

@@ -1,5 +1,5 @@
 /**
- * Concurrent sockets per client IP (`limits.maxConnectionsPerIp`, the Hardening issue): a slot is taken before
+ * Concurrent sockets per client IP (`limits.maxConnectionsPerIp`): a slot is taken before
  * the WebSocket upgrade and given back when that socket closes. The memory backend counts one node's sockets
  * (the embedded default); the Redis backend (redis-connection-slots.ts) counts the cluster's.
  *

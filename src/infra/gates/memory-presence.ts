@@ -15,9 +15,8 @@ export interface MemoryPresenceStoreOptions {
 
 // An entry is refreshed in place (its key string and object reused) and its status is kept as UTF-8 outside
 // the JavaScript heap: every entry lives one heartbeat interval (15 s), so each new copy of a heartbeat's raw
-// event, key and entry outlived a young-generation scavenge and was copied and promoted. With 3,000 agents at
-// 200 heartbeats/s that was ~0.7 of the ~2.6 MB each scavenge of the relay copied (agents benchmark, heap
-// snapshots), and a scavenge's pause grows with what it copies.
+// event, key and entry would outlive a young-generation scavenge and be copied and promoted. With thousands of
+// agents heartbeating those copies are most of what a scavenge copies, and its pause grows with what it copies.
 interface Entry {
   readonly key: string
   status: Buffer

@@ -1,4 +1,4 @@
-// Admission for one node (DESIGN §6): GCRA with one theoretical arrival time (TAT) per key, decided
+// Admission for one node (docs/architecture.md §8): GCRA with one theoretical arrival time (TAT) per key, decided
 // synchronously inside admit(), so two calls can never both take the last token.
 //
 // Derivation (T = 1000 / ratePerSecond ms per token, burst B, cost n): a request is a virtual arrival
@@ -22,8 +22,8 @@ export interface MemoryRateLimiterOptions {
    */
   now?: () => number
   /**
-   * Most keys held at once; default 100_000, measured at ≈37 MB of heap with 83-char keys
-   * (community:type:pubkey). Entries whose TAT has passed are dropped first. If every entry is still live,
+   * Most keys held at once; default 100_000, so the heap the table takes stays bounded (83-char keys,
+   * community:type:pubkey). Entries whose TAT has passed are dropped first. If every entry is still live,
    * the least recently admitted 1% are dropped: those keys get a fresh burst early (fail open for them)
    * rather than memory growing without bound or new keys being locked out by whoever filled the table.
    */

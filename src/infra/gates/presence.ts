@@ -1,5 +1,5 @@
 /**
- * Presence (DESIGN §6): the latest status (kind 20001 content) of a pubkey in a community, kept only while
+ * Presence (architecture §8): the latest status (kind 20001 content) of a pubkey in a community, kept only while
  * its heartbeats keep coming (TTL = 3 × heartbeat) and cleared when its last connection closes. Ephemeral
  * by design: a lost entry only shows someone offline early. Methods reject with GateError on backend failure.
  */

@@ -1,7 +1,7 @@
 /**
- * Admission gate (DESIGN §6): GCRA, equivalent to a token bucket that refills `ratePerSecond` and holds at
+ * Admission gate (architecture §8): GCRA, equivalent to a token bucket that refills `ratePerSecond` and holds at
  * most `burst` tokens. One atomic decision per call; the memory backend serves one node, the Redis backend
- * (cluster issue) the whole cluster with the same algorithm.
+ * the whole cluster with the same algorithm.
  */
 export interface RateRule {
   ratePerSecond: number

@@ -1,4 +1,4 @@
-// Admission for a cluster (DESIGN §6): the GCRA of memory-rate-limit.ts (read its derivation), decided by
+// Admission for a cluster (architecture §8): the GCRA of memory-rate-limit.ts (read its derivation), decided by
 // one Lua script inside Redis, so every node draws on one budget per key and two nodes can never both take
 // the last token (a script runs atomically). Time is Redis `TIME`: node clocks never enter a decision.
 //
@@ -87,9 +87,9 @@ return out
 /**
  * Decisions asked for in one turn of the event loop go to Redis together: one script call per hash tag
  * (a script's keys must share a slot on a cluster), at most this many keys each. A script blocks Redis for
- * every client while it runs (measured under ingest: ~7.5 µs a key, so ~1 ms for a full call), and a Lua
- * error in one key (a key of another type) ends the call for all of its keys. Under ingest that is one call
- * for dozens of events instead of one each (60k events: 1,305 calls).
+ * every client while it runs, longer the more keys it carries, and a Lua error in one key (a key of another
+ * type) ends the call for all of its keys. Under ingest that is one call for dozens of events instead of one
+ * each.
  */
 const MAX_KEYS_PER_CALL = 128
 

@@ -1,5 +1,5 @@
 /**
- * NIP-98 replay guard (DESIGN §6): an auth event id is good for one request. Verify the event first, then
+ * NIP-98 replay guard (architecture §8): an auth event id is good for one request. Verify the event first, then
  * claim its id; never claim before verifying, or a forgery carrying someone's real id would burn it.
  * `claim` rejects with GateError when the backend cannot answer, and the caller then fails closed.
  */

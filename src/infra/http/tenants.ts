@@ -9,7 +9,7 @@ export function hostnameOf(normalized: string): string {
 }
 
 /**
- * Host → community, decided before the WebSocket upgrade (DESIGN §9). A binding with a port
+ * Host → community, decided before the WebSocket upgrade (docs/architecture.md §6.1). A binding with a port
  * (`relay.example:8443`) wins over one without; unknown hosts resolve to nothing (HTTP 404).
  */
 export class Tenants {

@@ -1,4 +1,4 @@
-// The readiness registry (issue 12): every mesh node's signed record in Redis, `apiary:mesh:ready:<runtime>`
+// The readiness registry: every mesh node's signed record in Redis, `apiary:mesh:ready:<runtime>`
 // with a PX of the record's lifetime, so a node that dies without deleting its record still drops out within
 // READINESS_TTL_MS. Readers trust nothing they read: each record is checked (protocols/mesh/readiness.ts)
 // and a bad one is skipped with a warning and a count, never believed and never fatal to the listing.

@@ -1,4 +1,4 @@
-// The session directory (issue 12): who owns each mesh session, decided in Redis by four Lua scripts, so two
+// The session directory: who owns each mesh session, decided in Redis by four Lua scripts, so two
 // nodes can never both believe a script gave them the same session (a script runs atomically).
 //
 // Keys (src/infra/redis/keys.ts), both in the community's hash slot:

@@ -1,4 +1,4 @@
-// Opening a tunnel (issue 12): the Hello exchange of protocols/mesh/hello.ts on a WebSocket, on both sides,
+// Opening a tunnel: the Hello exchange of protocols/mesh/hello.ts on a WebSocket, on both sides,
 // and only then the tunnel itself (tunnel.ts). Written with callbacks, not awaits, on purpose: `ws` emits
 // every message of one TCP read synchronously, so a request sent right behind the last handshake frame would
 // be emitted before an awaited continuation could attach the tunnel's listener, and lost. Here the tunnel is

@@ -1,4 +1,4 @@
-// An established tunnel between two mesh nodes (issue 12): requests and responses over one WebSocket, after
+// An established tunnel between two mesh nodes: requests and responses over one WebSocket, after
 // the handshake (tunnel-handshake.ts) proved who the peer is.
 //
 // Streams: each request opens a stream of its own — odd ids for the side that dialed, even for the side that
@@ -72,7 +72,7 @@ export interface TunnelLimits {
 /**
  * Payload bytes in flight on one tunnel, all streams together (HTTP/2's connection window). Per-stream credit
  * alone bounds nothing when every request is a stream of its own: 256 single-frame 1 MiB requests to a stopped
- * peer put 219 MiB into the socket's send buffer in the first benchmark. With it: at most 16 MiB on the wire,
+ * peer could put 256 MiB into the socket's send buffer. With it: at most 16 MiB on the wire,
  * the rest queued (maxQueuedBytes), then BUSY.
  */
 export const CONNECTION_WINDOW_BYTES = 16 * 1024 * 1024

@@ -1,5 +1,5 @@
-// The one place that reads APIARY_REDIS_URL and makes ioredis clients from it (DESIGN §7–§8):
-//   redis://[user:password@]host:port[/db]      one Redis (rediss:// for TLS); parsed by ioredis as before
+// The one place that reads APIARY_REDIS_URL and makes ioredis clients from it (docs/architecture.md §9):
+//   redis://[user:password@]host:port[/db]      one Redis (rediss:// for TLS); parsed by ioredis
 //   redis+cluster://[user:password@]host:port[,host:port...]
 //                                               a Redis Cluster: the seed nodes the client asks for the slot
 //                                               map; the credentials hold for every node of the cluster

@@ -1,4 +1,4 @@
-// Every Redis key and pub/sub channel name Apiary uses (DESIGN §8) is spelled here and nowhere else, so two
+// Every Redis key and pub/sub channel name Apiary uses (architecture §9) is spelled here and nowhere else, so two
 // nodes of different builds can only disagree about a name if this file differs between them.
 //
 // Shape: `apiary:{<communityId>}:<what>`; the braces are a Redis Cluster hash tag, so one community's keys
@@ -103,7 +103,7 @@ export function eventsChannel(community: string, channelId?: string): string {
   return scoped(community, 'ev', channelId)
 }
 
-/** `apiary:{c}:conn-control` — disconnect orders (imperative; DESIGN §5 keeps it apart from invalidation). */
+/** `apiary:{c}:conn-control` — disconnect orders (imperative; architecture §6.7 keeps it apart from invalidation). */
 export function connControlChannel(community: string): string {
   return scoped(community, 'conn-control')
 }

@@ -23,10 +23,10 @@ interface CommunityLookups {
 }
 
 /**
- * The per-write ban check (DESIGN §6) without one store round trip per event. Per community, one query is
+ * The per-write ban check (architecture §8) without one store round trip per event. Per community, one query is
  * in flight at a time (split in chunks when very wide) and carries every pubkey that asked while the previous
  * one was out: a store round trip per round trip, whatever the number of writers (with one query per
- * pubkey, ban lookups were ~85 % of PostgreSQL's transactions in pipelined ingest). A lookup for a pubkey
+ * pubkey, ban lookups would be most of PostgreSQL's transactions under ingest). A lookup for a pubkey
  * already in the query in flight shares its answer; any other waits for the next query, which is sent when
  * the one in flight settles. Nothing is cached after a query settles, so an answer is never older than one
  * round trip: a ban row written now refuses the next write.

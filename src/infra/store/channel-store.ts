@@ -1,5 +1,5 @@
 /**
- * NIP-29 channels of a community (DESIGN §1): the state that moderation events (9000–9022) change, kept in
+ * NIP-29 channels of a community (architecture §1): the state that moderation events (9000–9022) change, kept in
  * rows every node reads, so a membership decision holds on every node. The moderation events themselves are
  * stored as ordinary events in the EventStore; these rows are what the access gate consults.
  */

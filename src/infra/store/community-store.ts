@@ -1,4 +1,4 @@
-/** A community as the node knows it: where it answers, who is an agent there, who manages it (DESIGN §1). */
+/** A community as the node knows it: where it answers, who is an agent there, who manages it (architecture §1). */
 import type { ChannelRoles, RoleRule } from '../../protocols/role-domains.js'
 
 export type AgentTier = 'standard' | 'elevated' | 'platform'
@@ -157,7 +157,7 @@ export interface CommunityStore {
 
 export const COMMUNITY_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/
 
-/** The embedded default (DESIGN §9): one community answering on the loopback names. */
+/** The embedded default (docs/architecture.md §11): one community answering on the loopback names. */
 export const DEFAULT_COMMUNITY: CommunityInput = { id: 'default', name: 'default', hosts: ['localhost', '127.0.0.1', '[::1]'], agents: [] }
 
 /** A fresh data directory starts with the default community, whichever command touches it first. */

@@ -37,7 +37,7 @@ export function storedEvent(raw: string, kind: number, id: string): StoredEvent 
 }
 
 /**
- * What the store decided for one write. The store is the only place that decides these (DESIGN §7):
+ * What the store decided for one write. The store is the only place that decides these (architecture §7):
  * - `saved`: committed (OK true only after this resolves).
  * - `duplicate`: the same id is already stored in this community.
  * - `superseded`: replaceable/addressable and a newer version (or same created_at, lower id) is stored.

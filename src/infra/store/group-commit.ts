@@ -1,10 +1,11 @@
 /**
- * Group commit: many writes share one transaction (DESIGN §12: the per-commit cost, not the per-row cost,
- * bounds ingest). A batch is committed when `maxItems` are queued, when the queue stopped growing between
- * two turns of the event loop (nothing more is on its way: an idle relay commits at once), or `maxDelayMs`
- * after its first item — whichever comes first. Measured on SQLite: ~75 µs per event in 10-event commits,
- * ~32 µs in 200-event commits, so waiting while writes keep arriving pays for itself. Each submitter learns its own result only after the whole batch committed; if the
- * commit throws, every submitter of that batch gets the error: none of the batch was written (or, when the
+ * Group commit: many writes share one transaction (docs/architecture.md §6.3: the per-commit cost, not
+ * the per-row cost, bounds ingest). A batch is committed when `maxItems` are queued, when the queue
+ * stopped growing between two turns of the event loop (nothing more is on its way: an idle relay commits
+ * at once), or `maxDelayMs` after its first item — whichever comes first. On SQLite an event costs far
+ * less in a large commit than in a small one (bench `store`), so waiting while writes keep arriving pays
+ * for itself. Each submitter learns its own result only after the whole batch committed; if the commit
+ * throws, every submitter of that batch gets the error: none of the batch was written (or, when the
  * SQLite writer thread died holding it, its outcome is unknown, and the error says so).
  * Up to `maxInFlight` batches commit at once (PostgreSQL: batch N+1 on another connection while batch N is in
  * flight; the database decides latest-wins and deletions under its advisory locks, so their order of commit
@@ -56,8 +57,8 @@ export function createGroupCommit<T, R>(opts: GroupCommitOptions<T, R>): GroupCo
     // a full pipeline picks up whatever arrives when a batch finishes
     if (cancelTimer || inFlight >= maxInFlight) return
     // a batch in flight: gather for the whole delay (or until it finishes) rather than split what arrives in
-    // bursts into small overlapping batches. PostgreSQL pays ~0.7 ms of server CPU per commit (store alone,
-    // 25- vs 400-event batches): in pipelined ingest, server CPU per event 73-82 -> 62-76 us.
+    // bursts into small overlapping batches. Every PostgreSQL commit costs the server CPU of its own, so fewer,
+    // larger batches cost it less per event (bench `store`).
     if (inFlight > 0) {
       const t = setTimeout(start, opts.maxDelayMs)
       cancelTimer = () => clearTimeout(t)

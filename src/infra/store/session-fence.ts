@@ -1,4 +1,4 @@
-// The mesh's last line of defence (issue 12): a session's writes are fenced by the database itself. Each
+// The mesh's last line of defence: a session's writes are fenced by the database itself. Each
 // store keeps, per (community, session), the highest generation that has written and its owner; a fenced
 // write first claims its generation — accepted when `generation >= stored` (an equal generation only for the
 // same owner), then stored — and otherwise fails whole, writing nothing.

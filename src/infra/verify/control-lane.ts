@@ -1,11 +1,9 @@
 // A verifier with a control lane. The bulk pool's threads run at a lower priority than the event loop
 // (threads.writePathNice, thread-priority.mjs): ingest is bulk and may wait a few milliseconds. The frames an
 // agent's handshake and lease wait on (AUTH, presence heartbeats, registry announcements) are few and each
-// one holds a client. First they got a worker thread of their own at the event loop's priority (3,000 agents
-// heartbeating beside four busy processes, bench `agents`: the relay's AUTH OK p99 8.9 -> 3.9 ms, steady
-// handshake p99 73.5 -> 32.8 ms, one run each); now src/relay/node.ts verifies them on the event loop itself
-// (inline-verifier.ts, ~50-60 µs each natively, ~240 µs in WASM), so a handshake never waits for any thread to
-// get a core: on two cores shared by five processes that wait was a tail of its own (README, issue 11).
+// one holds a client, so src/relay/node.ts verifies them on the event loop itself (inline-verifier.ts): a
+// handshake never waits for any thread to get a core, a wait that on busy shared cores is a latency tail of
+// its own (bench `agents`).
 //
 // The kind is the client's choice, so the lane has a budget: past `maxPerSecond` control frames in one second
 // the rest go to the bulk pool, and a flood of kind 20001 (or events relayed from other nodes) can take at

@@ -1,5 +1,5 @@
 // In-thread verifiers. The libsecp256k1 one serves small deployments and tests that want no threads; the noble one
-// is the reference implementation (DESIGN §12): pure JS from hash to curve, sharing only the field checks
+// is the reference implementation: pure JS from hash to curve, sharing only the field checks
 // and the serialization with the libsecp256k1 path, so agreeing verdicts are evidence rather than tautology.
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { sha256 } from '@noble/hashes/sha2.js'
@@ -19,7 +19,7 @@ export function createInlineVerifier(backend: SchnorrChoice = 'auto'): Verifier 
   return inThread((event) => checkEvent(event, schnorr))
 }
 
-/** @noble/curves + @noble/hashes on the calling thread: slow (~420/s/core), kept as the reference. */
+/** @noble/curves + @noble/hashes on the calling thread: slow, kept as the reference. */
 export function createNobleVerifier(): Verifier {
   return inThread(checkEventNoble)
 }

@@ -1,4 +1,4 @@
-// Verifier pool (DESIGN §12: Schnorr verification is the ingest ceiling, so it runs off the event loop).
+// Verifier pool (docs/architecture.md §9): Schnorr verification is the ingest ceiling, so it runs off the event loop.
 // State: one slot per worker thread with its in-flight requests, plus the not-yet-dispatched queue.
 // Crash policy: a worker that errors or exits is replaced at once; its in-flight requests are retried once
 // on another worker, then rejected with VerifierError. Workers that die before reporting Ready
@@ -22,9 +22,8 @@ type WorkerOutbox = { type: 'Ready'; priorityError?: string } | { type: 'Verdict
 export interface VerifierPoolOptions {
   threads: number
   /**
-   * Most events in one postMessage. 64 amortizes the ~20 µs message cost to under 1% of a batch's Schnorr
-   * work (~3 ms native, ~15 ms in WASM), while keeping one batch small enough that two workers share a burst
-   * evenly.
+   * Most events in one postMessage. 64 makes the message cost a small fraction of a batch's Schnorr work,
+   * while keeping one batch small enough that two workers share a burst evenly.
    */
   maxBatchSize?: number
   /** added to each worker's nice value (Linux; config threads.writePathNice, see thread-priority.mjs) */
@@ -58,7 +57,7 @@ type Request = {
 type Slot = { index: number; worker: Worker; inFlight: Map<number, Request>; ready: boolean; retired: boolean }
 
 // The worker is plain JS: dropping the parent's execArgv (spawn below) keeps tsx's loader (and esbuild) out of
-// every worker under `npm start` (2-thread pool ready in ~35 ms instead of ~95 ms), and workers start alike
+// every worker under `npm start` (the pool is ready sooner), and workers start alike
 // under tsx, vitest and bare node.
 const workerUrl = new URL('./verify-worker.mjs', import.meta.url)
 // Workers are stopped by a message, and exit between messages. Worker.terminate() stops a thread wherever it is,

@@ -37,10 +37,10 @@ export function hasIdFields(event) {
 /**
  * BIP-340 verification, (digest, x-only pubkey, sig) as Buffers → boolean, by backend:
  * - 'native': libsecp256k1 compiled into bcrypto's addon (an optional dependency built by node-gyp at
- *   install): ~50 µs a verify on this machine kind, against ~240 µs for
+ *   install), several times faster than
  * - 'wasm': libsecp256k1 compiled to WASM (tiny-secp256k1), which every install has.
  * 'auto' takes native when its addon loads, else wasm; `fallback` then says why. Asking for 'native' where it
- * cannot load throws: an operator who pinned it wants to hear, not to run at a fifth of the speed.
+ * cannot load throws: an operator who pinned it wants to hear, not to run several times slower.
  */
 export function loadSchnorr(choice) {
   if (choice === 'wasm') return { name: 'wasm', verify: verifyWasm }
@@ -81,7 +81,7 @@ export function preimageOf(event) {
 export function checkSigned(id, pubkey, sig, preimage, schnorr) {
   let digest
   try {
-    // node:crypto measured ~4x faster than @noble/hashes here (1.1M vs 0.27M ~500-byte events/s)
+    // node:crypto hashes several times faster than @noble/hashes
     digest = createHash('sha256').update(preimage).digest()
     if (digest.toString('hex') !== id) return 'bad-id'
   } catch {

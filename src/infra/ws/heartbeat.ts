@@ -13,11 +13,9 @@ export interface Watched {
 /**
  * Each interval is cut into this many ticks, and each socket is visited on one of them (round robin), so a
  * node with 3,000 connections pings 30 per tick instead of 3,000 in one turn of the event loop: every ping
- * is a socket write (a syscall, and on loopback the peer's TCP work too), and pinging them all at once held
- * the loop long enough to show as the tail of the handshakes measured meanwhile. 10 slices still did: a CPU
- * profile of the relay under the agents benchmark showed each tick's 300 pings as one 12–17 ms task (with
- * the profiler's overhead). A tick walks every socket to find its slot, ~2 ns each (measured): 3,000 sockets cost
- * ~7 µs every 300 ms.
+ * is a socket write (a syscall, and on loopback the peer's TCP work too), and hundreds of pings in one turn
+ * hold the loop long enough to show in the handshakes' latency tail (a CPU profile under the agents benchmark
+ * shows such a tick as one long task). A tick walks every socket to find its slot, far cheaper than the pings.
  */
 export const SLICES = 100
 let nextSlot = 0

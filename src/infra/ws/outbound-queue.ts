@@ -2,7 +2,7 @@ import type { WebSocket } from 'ws'
 import { Fifo } from '../fifo.js'
 
 /**
- * One connection's outbound lane (DESIGN §5). Producers (its own actor, the community's fan-out) push ready
+ * One connection's outbound lane (architecture §6.6). Producers (its own actor, the community's fan-out) push ready
  * frames; at most one flush is pending at a time (the "one pending wake"). The bound counts bytes queued here
  * plus bytes `ws` has not yet written to the kernel. A reader that STAYS over it (for the grace period) is a
  * slow consumer and is closed with a reason — a subscriber is never silently skipped. One big REQ page may
@@ -12,8 +12,8 @@ import { Fifo } from '../fifo.js'
  * The backlog of a reader that doesn't keep up stays HERE, not in `ws`: frames go to the socket only while it
  * takes them (no `drain` awaited), so closing a slow consumer frees its backlog at once and its close frame
  * waits behind at most one write batch plus the kernel's buffer. Handed to `ws`, the same bytes could only be
- * freed by destroying the socket, and the close frame would sit behind all of them (issue: a paused reader
- * held 16 MiB in `ws` for the 30 s of ws's close timeout, and RSS grew 134 MiB).
+ * freed by destroying the socket, and the close frame would sit behind all of them (a paused reader's backlog
+ * would stay in `ws`, and in RSS, for the 30 s of ws's close timeout).
  */
 export interface OutboundQueue {
   /** false when the connection is closed or was just closed as a slow consumer */
@@ -70,7 +70,7 @@ export const SLOW_CLOSE_LINGER_MS = 500
 const CLOSE_LINGER_MS = 5_000
 
 /**
- * Bytes handed to ws per corked write: one writev each (measured: per-frame writes were a third of the main
+ * Bytes handed to ws per corked write: one writev each (per-frame writes take a large share of the main
  * thread under REQ load). Above the socket's 16 KiB highWaterMark, so a batch the kernel can't take whole
  * always ends in a `drain`.
  */

@@ -1,4 +1,4 @@
-// Node identity in the mesh (issue 12). Every relay process makes a fresh keypair when it starts: its
+// Node identity in the mesh. Every relay process makes a fresh keypair when it starts: its
 // x-only public key (64 hex) is the process's *runtime id*. A restarted process is a new runtime, so a peer can
 // never confuse the old incarnation's messages with the new one's (no incarnation numbers to race on).
 //

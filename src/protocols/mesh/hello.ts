@@ -1,4 +1,4 @@
-// The tunnel's opening (issue 12): mutual proof of runtime keys before any other frame.
+// The tunnel's opening: mutual proof of runtime keys before any other frame.
 //
 //   dialer   → Hello      { runtime, relay, attestation, nonce, to }        "I am R1, vouched for by the relay; you should be R2"
 //   acceptor → Hello      { runtime, relay, attestation, nonce, proof }     proof = sig_R2(digest("acceptor", dialer's nonce, R2, R1))

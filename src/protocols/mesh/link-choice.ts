@@ -1,4 +1,4 @@
-// One link per pair of nodes (issue 12). Two nodes that dial each other at the same moment end up with two
+// One link per pair of nodes. Two nodes that dial each other at the same moment end up with two
 // links; both must drop the same one without talking about it. Rule: keep the link dialed by the smaller
 // runtime id. Runtime ids are 64 lowercase hex digits, so string order is numeric order, and the rule gives
 // the same answer whichever side evaluates it.

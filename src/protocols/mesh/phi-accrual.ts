@@ -9,8 +9,7 @@
  * stddevs, not the ~4 a rough estimate suggests), while 4 s of silence (one interval plus a 2 s stall)
  * gives phi 2.2.
  * Cold start: right after the first heartbeat the seed stddev is 500 ms, so conviction takes 6113 ms; from
- * the third heartbeat on it is under 6 s (5348 ms). Heartbeats counted so from a peer killed a second after
- * its last one: suspected within ~5.5 s of the kill once it has beaten a few times (measured in test/faults).
+ * the third heartbeat on it is under 6 s (5348 ms). test/faults holds a killed peer to that 6 s bound.
  */
 
 export interface PhiAccrualOptions {
@@ -27,7 +26,7 @@ export interface PhiAccrualOptions {
 }
 
 export const PHI_ACCRUAL_DEFAULTS: Readonly<PhiAccrualOptions> = Object.freeze({
-  // the number, also Akka's and Cassandra's default
+  // Akka's and Cassandra's default
   thresholdPhi: 8,
   // 200 intervals × 2 s ≈ 6.7 minutes of history (Akka keeps 1000 at 1 s); enough to learn a peer's
   // jitter, short enough to forget a network that has since settled
@@ -35,7 +34,7 @@ export const PHI_ACCRUAL_DEFAULTS: Readonly<PhiAccrualOptions> = Object.freeze({
   // a tenth of the interval: wide enough that a sub-second hiccup of a metronome-regular peer moves phi little
   minStdDeviationMs: 200,
   // a peer that stalls 2 s (one heartbeat missed, 4 s of silence: phi 2.2) must not be convicted, and a dead
-  // one must be within 6 s of its death even before its stddev settles (2000 ms here took 7.1 s in test/faults)
+  // one must be within 6 s of its death even before its stddev settles (2000 ms would take 6.6 s on a cold start)
   acceptableHeartbeatPauseMs: 1500,
   // our gossip/heartbeat interval
   firstHeartbeatEstimateMs: 2000,

@@ -1,4 +1,4 @@
-// A node's readiness record (issue 12): what a peer needs to dial it and decide whether to trust it. Stored
+// A node's readiness record: what a peer needs to dial it and decide whether to trust it. Stored
 // in Redis at `apiary:mesh:ready:<runtime>` (infra/mesh/readiness-registry.ts), refreshed every 15 s and
 // expiring after 45 s — three refreshes, so one or two lost writes never make a live node vanish.
 //

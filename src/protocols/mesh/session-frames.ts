@@ -1,4 +1,4 @@
-// The body of a session request between mesh nodes (issue 12), carried in a tunnel Request/Response. Every
+// The body of a session request between mesh nodes, carried in a tunnel Request/Response. Every
 // session frame carries the fence its sender believes in — {community, session, generation, owner} — and the
 // receiver refuses one that does not match what it holds (session-directory's four reasons), so a frame
 // routed on stale knowledge is never acted on by the wrong owner.

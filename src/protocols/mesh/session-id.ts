@@ -1,4 +1,4 @@
-// Mesh session ids (issue 12): `<kind>:<id>`, e.g. `channel:general` for the owner of NIP-29 channel `general`.
+// Mesh session ids: `<kind>:<id>`, e.g. `channel:general` for the owner of NIP-29 channel `general`.
 // The id part uses the channel id charset (CHANNEL_ID), so every NIP-29 group id is a usable session id and a
 // session id is one Redis key segment with no `{`, `}` or whitespace in it.
 import { CHANNEL_ID } from '../nip29.js'

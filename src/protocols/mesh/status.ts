@@ -1,4 +1,4 @@
-// The mesh status document (issue 12): what `GET /mesh/status` answers and `apiary mesh status` prints.
+// The mesh status document: what `GET /mesh/status` answers and `apiary mesh status` prints.
 // Operator scripts outside the repo read it, so its shape is a contract: a field is added here, with a
 // version of the CLI that knows it, never renamed. The parser is strict (no unknown fields) because its one
 // reader is the CLI, which prints the table from it: anything it doesn't recognise is better refused than

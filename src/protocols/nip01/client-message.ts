@@ -13,8 +13,8 @@ export type ClientMessage =
   | { type: 'AUTH'; event: NostrEvent }
 
 /**
- * How the relay answers a frame it refuses (DESIGN §9): a malformed frame gets a NOTICE and the connection
- * stays up; a malformed EVENT or AUTH gets OK false; a refused REQ/COUNT gets CLOSED, never a NOTICE.
+ * How the relay answers a frame it refuses (docs/architecture.md §10): a malformed frame gets a NOTICE and
+ * the connection stays up; a malformed EVENT or AUTH gets OK false; a refused REQ/COUNT gets CLOSED, never a NOTICE.
  */
 export type ClientMessageError =
   | { kind: 'notice'; message: string }

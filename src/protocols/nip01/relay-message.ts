@@ -7,7 +7,7 @@ import type { Reason } from '../reasons.js'
 
 /**
  * `raw` is the stored toRawEvent string: concatenated, never re-stringified, so one accepted event costs one
- * serialization however many subscribers receive it (DESIGN §5 fan-out).
+ * serialization however many subscribers receive it (docs/architecture.md §6.6).
  */
 export const eventFrame = (subId: string, raw: string): string => '["EVENT",' + JSON.stringify(subId) + ',' + raw + ']'
 

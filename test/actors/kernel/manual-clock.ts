@@ -8,7 +8,7 @@ interface Timer {
 
 /**
  * A clock only the test moves. vitest's fake timers are not an option: they would fake setImmediate too,
- * and nact schedules every message with setImmediate (DESIGN §3).
+ * and nact schedules every message with setImmediate (docs/architecture.md §4.1).
  */
 export class ManualClock implements Clock {
   private t = 0

@@ -22,7 +22,7 @@ describe('backoff formula', () => {
 })
 
 describe('supervision policy', () => {
-  it('fills what a kind leaves out from the DESIGN §3 defaults', () => {
+  it('fills what a kind leaves out from the default policy', () => {
     expect(resolvePolicy({ mode: 'temporary', backoff: { minMs: 1000, maxMs: 30_000, jitter: 0 } })).toEqual({
       ...defaultPolicy,
       mode: 'temporary',

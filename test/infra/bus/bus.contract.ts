@@ -1,4 +1,4 @@
-// Behaviour every Bus backend owes (DESIGN §5 "Cross-node"), run against each backend by its own test file
+// Behaviour every Bus backend owes (docs/architecture.md §6.7), run against each backend by its own test file
 // with two buses acting as two nodes of one cluster.
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Bus, BusError } from '../../../src/infra/bus/bus'

@@ -1,4 +1,4 @@
-// Behaviour every PresenceStore backend owes (DESIGN §6), run against each backend by presence.test.ts.
+// Behaviour every PresenceStore backend owes (docs/architecture.md §8), run against each backend by presence.test.ts.
 import { describe, expect, it } from 'vitest'
 import type { PresenceStore } from '../../../src/infra/gates/presence'
 import { hex64, testCommunity } from '../redis/connect'

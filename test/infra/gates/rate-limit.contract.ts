@@ -1,4 +1,4 @@
-// Behaviour every RateLimiter backend owes (DESIGN §6), run against each backend by its own test file.
+// Behaviour every RateLimiter backend owes (docs/architecture.md §8), run against each backend by its own test file.
 // Backends that keep their own time (Redis uses TIME) ignore `now`: pass { realClock: true } and advance()
 // also sleeps for real. Cases are therefore phrased in token counts with rules whose refill is either
 // negligible for the test's duration or a whole emission interval; exact-ms cases live in the memory file.

@@ -1,4 +1,4 @@
-// Behaviour every ReplayGuard backend owes (DESIGN §6), run against each backend by replay-guard.test.ts.
+// Behaviour every ReplayGuard backend owes (architecture §8), run against each backend by replay-guard.test.ts.
 // No case waits: expiry and the TTL clamp are checked per backend (injected clock, PTTL).
 import { describe, expect, it } from 'vitest'
 import type { ReplayGuard } from '../../../src/infra/gates/replay-guard'

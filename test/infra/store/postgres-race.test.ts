@@ -6,7 +6,7 @@ import { createTestDatabase, type TestDatabase } from '../../support/postgres'
 import { idsOf, NOW } from './contract-context'
 
 /**
- * Two nodes on one database (DESIGN §7): two independent stores, each with its own connection pool and group
+ * Two nodes on one database (architecture §7): two independent stores, each with its own connection pool and group
  * commit, receive competing writes at the same moment. Only the database can make them agree.
  */
 

@@ -19,7 +19,7 @@ const LETTERS = ['e', 'p', 't', 'h']
 const VALUES = ['a', 'b', 'c', 'd']
 const keys = [makeKeys(), makeKeys(), makeKeys()]
 
-// signing costs ~2 ms, so random events are drawn from a pool signed once
+// signing is slow, so random events are drawn from a pool signed once
 function buildPool(size: number): SignedEvent[] {
   // mulberry32: a fixed seed keeps the pool's shape the same on every run
   let seed = 7

@@ -1,6 +1,6 @@
-// NIP-86 relay management on `POST /` (DESIGN §10): the client IP's `api` budget (before anything costs us:
+// NIP-86 relay management on `POST /` (architecture §8): the client IP's `api` budget (before anything costs us:
 // a flood of forgeries must not spend the verifier pool EVENTs need), NIP-98 auth against this community's
-// URL, the signature, then the replay claim (DESIGN §6: never claim before verifying), then the caller's
+// URL, the signature, then the replay claim (never claim before verifying), then the caller's
 // `api` rate limit, then who may call what (the community's admins and the operators; some methods
 // operators only: methods.ts).
 import { createHash } from 'node:crypto'
@@ -106,7 +106,7 @@ export function createManagement(d: ManagementDeps): (req: IncomingMessage, res:
     return ok(caller)
   }
 
-  /** DESIGN §6: the delay in the reason and in Retry-After; a limiter that fails refuses (fail closed). */
+  /** architecture §8: the delay in the reason and in Retry-After; a limiter that fails refuses (fail closed). */
   async function admit(decide: () => Promise<Admission>): Promise<Result<void, Refusal>> {
     let a: Admission
     try {

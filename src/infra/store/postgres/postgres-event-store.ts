@@ -27,7 +27,7 @@ export interface PostgresEventStoreStats {
 export interface PostgresEventStore extends EventStore {
   stats(): PostgresEventStoreStats
   /**
-   * A mesh session's events (issue 12), in one transaction of their own fenced for `fence`: a stale generation
+   * A mesh session's events, in one transaction of their own fenced for `fence`: a stale generation
    * rejects with FencedError and stores none of them. Not through group commit, where one fenced-off session
    * would fail every other community's events in the batch.
    */

@@ -10,7 +10,7 @@ import { type Sql, toIndexText } from './postgres-schema.js'
 import { asFenced, CLAIM_SESSION, claimParams } from './postgres-session-fence.js'
 
 /**
- * The write decisions of the PostgreSQL store, made by the database so that nodes sharing it agree (DESIGN §7).
+ * The write decisions of the PostgreSQL store, made by the database so that nodes sharing it agree (architecture §7).
  *
  * A batch is one transaction. It first takes exclusive transaction-scoped advisory locks on every event id
  * and address the batch touches, in one global order (sorted keys), so two nodes writing the same id or
@@ -22,7 +22,7 @@ import { asFenced, CLAIM_SESSION, claimParams } from './postgres-session-fence.j
  * so the whole batch is pipelined: one round trip per batch, not per event. Each statement sees the writes of
  * the statements before it, so events in one batch are decided in arrival order, as in SQLite. A run of
  * consecutive regular events shares one multi-row statement (SAVE_REGULAR): ingest is CPU-bound in the driver
- * and the server, and the per-statement cost was most of the per-event cost. A run holds no event that could
+ * and the server, and the per-statement cost is most of the per-event cost. A run holds no event that could
  * change another's outcome, so deciding them together is the same as deciding them one after the other.
  */
 

@@ -7,7 +7,7 @@ import postgres from 'postgres'
  * byte order, and the database's default collation is whatever the operator created it with.
  *
  * - `versions`: one row per (community, pubkey, kind, d) naming the stored winner. The conditional upsert on
- *   its primary key is where "latest wins" is decided (DESIGN §7), so nodes racing on one address converge.
+ *   its primary key is where "latest wins" is decided (architecture §7), so nodes racing on one address converge.
  *   Invariant: a row exists exactly when its winner is stored; deletions remove both together.
  * - `events.d_tag`: '' for replaceable kinds, the `d` key for addressable kinds, NULL for the rest.
  * - `tags`: single-letter tags only; `kind` and `created_at` are copied from the event so a tag lookup can
@@ -84,7 +84,7 @@ const EVENTS_V2 = 'DROP INDEX IF EXISTS tags_by_value_kind;'
 
 /**
  * The tags table without its foreign key: the check ran for every tag row inserted (a lookup and a key-share
- * lock of the event row; ~7 % of the server's time under ingest in a profile). Each statement that deletes
+ * lock of the event row; a visible share of the server's time under ingest). Each statement that deletes
  * events deletes their tag rows itself (postgres-save.ts), by the primary key, which starts with event_seq.
  * `seq` is an identity and never reused, so a missed row could not attach to another event.
  */

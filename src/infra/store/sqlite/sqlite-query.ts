@@ -29,8 +29,8 @@ import { BUDGET_FUNCTION } from './sqlite-read-core.mjs'
  * - conditions outside the driving index that rarely match (an author's events with a rare tag, expired
  *   events, a narrow since/until on an author with a long history): the arm walks its range until `limit`
  *   rows qualify, at worst the whole range of that one value;
- * - very long driving lists: one statement run per value (~10 µs each; 40k authors ≈ 0.5 s on the loop).
- *   The caller's filter-size limits bound this.
+ * - very long driving lists: one statement run per value, so tens of thousands of authors hold the loop a
+ *   long time. The caller's filter-size limits bound this.
  *
  * Every statement calls BUDGET_FUNCTION first in its WHERE, once per candidate row: the one point where a
  * read past its budget can be stopped (see sqlite-read-core.mjs).

@@ -6,8 +6,8 @@
  * The SQL function every read statement calls once per candidate row (sqlite-query.ts puts it first in each
  * WHERE). better-sqlite3 exposes neither sqlite3_interrupt nor a progress handler (it is built with
  * SQLITE_OMIT_PROGRESS_CALLBACK), and Worker.terminate() only takes effect when the thread runs JavaScript
- * again: without this call a terminated reader scans on until its statement ends (measured: 46 s for a long
- * scan, ~4 ms with it). On the main thread it also checks the read's deadline, so a read there stops too.
+ * again: without this call a terminated reader scans on until its statement ends, however long that takes.
+ * On the main thread it also checks the read's deadline, so a read there stops too.
  */
 export const BUDGET_FUNCTION = 'apiary_within_budget'
 

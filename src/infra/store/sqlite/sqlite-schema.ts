@@ -64,10 +64,10 @@ CREATE TABLE IF NOT EXISTS deleted_addresses (
 `
 
 /**
- * Measured on the ingest corpus (bench/corpus.ts, ~5 tag rows per event, 64 events per commit): each commit
- * writes every page it dirtied to the WAL, and a tag row lands on a random page of each tags index it is in,
- * so the commit cost is mostly pages. tags_by_value_kind made ~70 of the store's ~190 µs per event. A tag
- * query with kinds now reads the value's rows newest first from the primary key and skips other kinds there
+ * On the ingest corpus (bench/corpus.ts, ~5 tag rows per event) each commit writes every page it dirtied to
+ * the WAL, and a tag row lands on a random page of each tags index it is in, so the commit cost is mostly
+ * pages, and tags_by_value_kind was a large share of the store's cost per event (bench `store`). A tag
+ * query with kinds reads the value's rows newest first from the primary key and skips other kinds there
  * (`kind` is in the row, no event lookup): a kind that is rare among a value's rows reads further, bounded by
  * the read budget like every scan.
  */
@@ -75,8 +75,8 @@ const V2 = 'DROP INDEX IF EXISTS tags_by_value_kind;'
 
 /**
  * The tags table without its foreign key and without tags_by_event, the index the cascade needed: each tag row
- * cost an entry there too, ~30 µs of the store's ~100 µs per corpus event (bench `store`). An event's tag rows
- * are now deleted by their primary key, from the tags of the event itself (sqlite-write-core's
+ * cost an entry there too, a large share of the store's cost per corpus event (bench `store`). An event's tag rows
+ * are deleted by their primary key, from the tags of the event itself (sqlite-write-core's
  * deleteEventTags). SQLite cannot drop a constraint, so the table is copied (in primary-key order: one pass
  * over the old table, appends to the new one).
  */

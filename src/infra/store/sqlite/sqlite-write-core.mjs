@@ -5,7 +5,7 @@
 //
 // A batch runs inside one transaction, one plan after the other, so each decision sees the writes of the
 // plans before it in the same batch (two versions of a replaceable event, a deletion and its target, the same
-// event twice). Only the store decides these (DESIGN §7).
+// event twice). Only the store decides these (docs/architecture.md §7).
 
 /** NIP-09's kind; a deletion is never blocked by a tombstone and never deleted by another deletion. */
 const KIND_DELETION = 5
@@ -47,8 +47,8 @@ function insertTagsSql(rows) {
   return `INSERT OR IGNORE INTO tags (community, name, value, kind, created_at, event_seq) VALUES ${Array.from({ length: rows }, () => row).join(', ')}`
 }
 
-/** 256 MiB, past what one checkpoint interval writes at 3,000 events/s (~80 MiB): a file cut back each cycle
- * grew again each cycle, and the writer's catch-up checkpoint (wal-checkpointer.ts) took longer (fsync) */
+/** 256 MiB, past what one checkpoint interval writes under heavy ingest: a file cut back each cycle would
+ * grow again each cycle, and the writer's catch-up checkpoint (wal-checkpointer.ts) would take longer (fsync) */
 const WAL_SIZE_LIMIT_BYTES = 256 * 1024 * 1024
 
 /** The pragmas of every connection that writes events (the main thread's, the writer thread's). */

@@ -1,5 +1,5 @@
 // Worker thread: checkpoints an SQLite WAL from its own connection so the fsync and page copying of a
-// checkpoint never run on the event loop (measured: automatic checkpoints halved commit throughput there).
+// checkpoint never run on the event loop (automatic checkpoints there cost commit throughput dearly).
 import { createRequire } from 'node:module'
 import { parentPort, workerData } from 'node:worker_threads'
 import { lowerThreadPriority } from '../../thread-priority.mjs'
@@ -22,7 +22,7 @@ function checkpoint(mode) {
 
 // SQLite restarts the WAL from its first frame only when the writer begins a transaction with every frame
 // already checkpointed. Under a steady write load a commit always lands while this pass copies, so the WAL
-// grew without end (1.4 GB after 10 s at 3,000 events/s). A pass that copied all it saw, on a WAL past
+// would grow without end. A pass that copied all it saw, on a WAL past
 // restartFrames, asks the writer to copy the few frames written since: its next commit then restarts the WAL.
 const MAX_EXTRA_PASSES = 3
 /** 2 MiB of 4 KiB frames: a pass this short is mostly its two fsyncs */
@@ -33,9 +33,8 @@ function pass() {
   const first = checkpoint('PASSIVE')
   if (!copiedAll(first) || first.log < workerData.restartFrames) return
   // Each further pass copies what was written during the one before, so the writer's part (commits wait on it)
-  // shrinks to what a short pass lets through: its copy and two fsyncs took 22-30 ms after one extra pass at
-  // 4,400 events/s; up to three extra passes, until one copied under SMALL_PASS_FRAMES, took the open loop's
-  // OK p99 from 70 / 64 / 100 to 43 / 52 / 83 ms (alternating runs).
+  // shrinks to what a short pass lets through (its copy and two fsyncs stop the writer): up to three extra
+  // passes, until one copied under SMALL_PASS_FRAMES, lower the open loop's OK tail (bench ingest).
   let last = first
   for (let n = 0; n < MAX_EXTRA_PASSES; n++) {
     const r = checkpoint('PASSIVE')

@@ -2,21 +2,18 @@ import { Worker } from 'node:worker_threads'
 
 /**
  * How often the WAL is folded back. A pass copies the pages committed since the last one and fsyncs the
- * database file, and the writer's commits run slower while it does (the same disk, the same cores): on the
- * ingest corpus at ~5,000 events/s a pass every 500 ms copied 25,000–50,000 frames in 60–120 ms, and the open
- * loop's slow OKs (25–90 ms) fell inside those passes. Every 150 ms each pass is a third as long: OK p99 at half
- * the max rate 74 / 72 / 72 → 38 / 39 / 30 ms, CPU per event unchanged (alternating rounds, bench
- * ingest-pipelined; 100 ms gave the same as 150).
+ * database file, and the writer's commits run slower while it does (the same disk, the same cores), so the
+ * open loop's slow OKs fall inside passes. Shorter intervals make shorter passes and a lower OK tail at the
+ * same CPU per event (bench ingest-pipelined); 100 ms does no better than 150.
  */
 export const CHECKPOINT_INTERVAL_MS = 150
 /** SQLite's default auto-checkpoint (pages), used again whenever the worker is not there to do it. */
 export const AUTO_CHECKPOINT_PAGES = 1000
 /**
  * A WAL this long (frames, 4 KiB pages: 64 MiB) is restarted after the next pass that copied it all (and up to
- * three shorter ones): the writer copies what the last pass left, and its next commit starts the WAL over. At
- * 3,000 events/s in 6-event commits the WAL grows ~35,000 frames a second. With passes every 150 ms, 4,096
- * frames had the writer catch up after nearly every pass, and ingest at 4 × 200 in flight lost ~5 % (9,242 /
- * 9,227 vs 9,865 / 9,598 / 9,765 events/s with 16,384; the open loop's tail the same).
+ * three shorter ones): the writer copies what the last pass left, and its next commit starts the WAL over.
+ * With passes every 150 ms, a 4,096-frame threshold has the writer catch up after nearly every pass, which
+ * costs ingest throughput and leaves the open loop's tail the same.
  */
 export const RESTART_FRAMES = 16_384
 
