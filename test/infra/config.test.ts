@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { ConfigError, loadConfig } from '../../src/infra/config'
-import { configTableMarkdown } from '../../src/infra/config-doc'
+import { configurationMarkdown, matchesReasonKey, mostUsedSettingsMarkdown } from '../../scripts/config-doc'
+import { CONFIG_REASONS } from '../../scripts/config-reasons'
+import { ConfigError, listSettings, loadConfig } from '../../src/infra/config'
 
 describe('configuration', () => {
   it('gives the contract defaults: port 7777, host 127.0.0.1, data in ./data', () => {
@@ -69,7 +70,17 @@ describe('configuration', () => {
     expect(() => loadConfig({ env: { APIARY_MESH_LEASE_TTL_MS: '3999', APIARY_MESH_LEASE_RENEW_MS: '2000' } })).toThrow(/at most half/)
   })
 
-  it('keeps the README config table identical to the schema (run `npm run docs` after changing it)', () => {
-    expect(readFileSync('README.md', 'utf8')).toContain(configTableMarkdown())
+  it('keeps docs/configuration.md and the README settings table identical to the schema (run `npm run docs` after changing it)', () => {
+    expect(readFileSync('docs/configuration.md', 'utf8')).toBe(configurationMarkdown())
+    expect(readFileSync('README.md', 'utf8')).toContain(mostUsedSettingsMarkdown())
+  })
+
+  it('gives a reason only for settings that exist, so none outlives its setting', () => {
+    const paths = listSettings().map((s) => s.path)
+    for (const key of Object.keys(CONFIG_REASONS))
+      expect(
+        paths.some((p) => matchesReasonKey(key, p)),
+        key,
+      ).toBe(true)
   })
 })

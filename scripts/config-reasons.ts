@@ -1,0 +1,63 @@
+// Why each non-obvious default is what it is, in words for operators: docs/configuration.md shows these beside the
+// schema's own descriptions (`npm run docs`). Keys are setting paths; `*` stands for one path segment.
+export const CONFIG_REASONS: Record<string, string> = {
+  host: 'Loopback, so a first start exposes nothing: put a reverse proxy in front, or bind another address on purpose.',
+  relaySecretKey: 'Every node of a cluster must have the same key: nodes verify each other’s control messages with it.',
+  redisUrl: 'Both URLs set: this node joins the cluster; both empty: the embedded default; one without the other is refused at start.',
+  databaseUrl: 'Both URLs set: this node joins the cluster; both empty: the embedded default; one without the other is refused at start.',
+  mesh: 'An embedded relay has one node, and a cluster without the mesh keeps each community’s actor as the owner of its channels.',
+  meshAdvertisedAddress: 'Behind NAT or in containers the bound address is not the one peers can dial.',
+  meshLeaseTtlMs:
+    'Renewed every 2 s, a 6 s lease survives two failed renewals in a row before its owner stops; a dead owner’s channels are taken over within about the lease and a second (Kubernetes leader election and Orleans wait about 15 s).',
+  meshLeaseRenewMs: 'At most half the lease, so one failed renewal never loses it (checked at start).',
+  revalidateSeconds:
+    'The durable backstop when a broadcast is lost (an archived community, a new host): every node re-reads the community list this often.',
+  accessCacheTtlMs:
+    'A removed member keeps receiving a private channel on a node that missed the invalidation broadcast for at most this long, while every membership read within it costs nothing: a chat message or two, at worst.',
+  startupTimeoutSeconds:
+    'A database or Redis started beside the relay (one systemd target, one compose file) may take a few seconds to answer; half a minute covers a cold PostgreSQL start without hiding a wrong URL for long.',
+  presenceHeartbeatSeconds:
+    'The agent client’s gradient is heartbeat 15 s, lease 45 s, session 90 s: a presence lives three heartbeats, so two lost in a row don’t show someone offline.',
+  leaseSweepSeconds:
+    'A departure (kind 21990 "expired") is heard within one sweep of the lease’s end; each sweep reads the presence of every agent the community tracks.',
+  trustedProxies: 'Empty: the socket’s peer is the client, and an X-Forwarded-For a client sends changes nothing.',
+  verifyBackend:
+    'Verification is most of an event’s CPU, and the native addon (libsecp256k1 built at install by the optional dependency bcrypto) is several times faster than the WASM build every install has. `auto` takes the addon when it loads and logs a warning when it falls back; `native` refuses to start without it.',
+  'threads.writePathNice':
+    'The event loop holds every connection, so its lateness is every client’s latency, while worker threads do bulk work that can wait a few milliseconds. Linux only (elsewhere a thread’s priority is the whole process’s); 0 for both when the relay has its cores to itself.',
+  'threads.readNice': 'Reads yield to writes, and both to the event loop, when every core is busy. Linux only.',
+  'limits.maxMessageBytes': 'strfry’s default (maxWebsocketPayloadSize); the kind 3 contact lists of heavy users reach about 100 KB.',
+  'limits.maxSubscriptions': 'strfry allows 20 per connection; agents multiplex many channels on one connection.',
+  'limits.maxSubidLength': 'NIP-01 asks for short subscription ids; 64 fits any UUID or hex id a client makes.',
+  'limits.maxEventTags': 'The kind 3 contact lists of heavy users reach about 2,000 `p` tags.',
+  'limits.createdAtPastSeconds': 'One year back keeps imports of older notes working.',
+  'limits.createdAtFutureSeconds': 'Fifteen minutes ahead tolerates skewed phone clocks.',
+  'limits.maxPendingOutboundBytes':
+    'About 8× the largest REQ page (500 events of about 1 KB); a reader that lags further is a slow consumer.',
+  'limits.maxInboundBytesInFlight':
+    'Eight frames of the largest size, or about 2,500 typical events pipelined by one client: enough to keep the verifiers busy, while 1,000 connections flooding at once hold at most about 1 GiB.',
+  'limits.slowConsumerGraceMs': 'A healthy reader on a slow mobile link drains a 4 MiB page in a few seconds; one that can’t is stuck.',
+  'limits.maxConnectionsPerIp':
+    'Twice the per-IP connection burst: a page reload’s handful of sockets times the dozens of people an office or carrier NAT puts behind one address fits; one host parking thousands of idle sockets does not. Behind a proxy it means something only with trustedProxies set.',
+  'limits.maxConcurrentAuth':
+    'A reconnect storm (thousands of agents after a restart) must spread out rather than queue without bound; past it an AUTH is answered `rate-limited:` with a jittered 1–5 s retry.',
+  'rateLimits.*.events.*': 'Humans type; agents are programs and get more, by tier. Generous, so that normal clients never notice.',
+  'rateLimits.*.reqs.burst':
+    'A client opening its subscriptions at start-up (a feed, notifications, DMs, profiles) sends dozens of REQs at once: the burst lets it in.',
+  'rateLimits.*.api.*':
+    'NIP-86 calls are moderation by hand or by a bot: an admin page loading its lists sends a few at once, a clean-up script bans in batches (the burst). Each call is a signature check, store writes and, for settings, a reconcile on every node, so the sustained rate stays far below events’.',
+  'rateLimits.connectionsPerIp.*': 'A page reload opens a handful of sockets at once; NATs put many people behind one IP.',
+  'rateLimits.apiPerIp.*':
+    'Charged before the NIP-98 signature is checked, so forged calls can’t spend the verifier threads that EVENTs need. It is the agent-platform tier’s own NIP-86 budget, the largest, so one legitimate caller of any tier never meets it.',
+  'timeouts.pingIntervalMs': 'NIP-01 says nothing; 30 s keeps NAT mappings and proxies (typically 60 s idle) alive.',
+  'timeouts.idleUnauthenticatedMs': 'An unauthenticated socket with no subscriptions that stays silent this long holds memory for nothing.',
+  'store.groupCommitMaxEvents': 'Bounds one commit, so the writer (and on PostgreSQL the round trip) never holds a batch long.',
+  'store.groupCommitMaxDelayMs':
+    'Only while writes keep arriving (an idle relay commits at once): a few milliseconds gather dozens of events per commit under load, and a commit costs mostly per commit, not per event.',
+  'store.readWorkers':
+    'Two readers keep a heavy REQ or COUNT off the event loop while a second one is still served; each is a thread with its own connection and page cache (at most about 16 MB). SQLite only: PostgreSQL queries are asynchronous already.',
+  'store.writerThread':
+    'On its own thread a commit never holds the event loop; false commits on the main thread, for a platform where worker threads misbehave.',
+  'store.queryTimeoutMs':
+    'Half the PostgreSQL store’s 10 s deadline: a REQ page is served in milliseconds, so a read still running after 5 s is a scan that would run on; it is stopped, not waited out.',
+}
