@@ -4,9 +4,9 @@
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import type { PageTally } from './backlog.js'
 import type { TimerHandle } from './clock.js'
+import type { WireFilter } from './wire-filter.js'
 
-/** A NIP-01 filter in its wire form (`#h`, `#p` ... as sent). */
-export type WireFilter = Record<string, unknown> & { since?: number; limit?: number }
+export type { WireFilter }
 
 export interface AppSubscription {
   subId: string
