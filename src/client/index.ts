@@ -1,5 +1,5 @@
 // `apiary-relay/client`: what runs in other programs, talking to a relay over the wire. It imports only
-// src/protocols (DESIGN §2), so it carries none of the relay's backends.
+// src/protocols (docs/architecture.md §2), so it carries none of the relay's backends.
 
 export type { NostrEvent } from '../protocols/nip01/event.js'
 export type { EventTemplate, SigningKey } from '../protocols/nip01/sign.js'

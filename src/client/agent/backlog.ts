@@ -8,7 +8,7 @@
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { type Filter, matchFilter } from '../../protocols/nip01/filter.js'
 import { err, OK_VOID, type Result } from '../../protocols/result.js'
-import type { WireFilter } from './subscriptions.js'
+import type { WireFilter } from './wire-filter.js'
 
 /** pages fetched per resume at most (100 × Apiary's max_limit 500 = 50,000 events); past it the backlog is reported too large */
 export const MAX_BACKLOG_PAGES = 100

@@ -23,7 +23,7 @@ export class InboundDedup {
   /**
    * The entries in arrival order, oldest from `head` on (some already swept): eviction takes the oldest from
    * here, not as a Map's first key, because V8 keeps a deleted entry's hole until the table is rebuilt and every
-   * new iterator steps over them (~24 µs an admission at 50,000 ids, against ~2 µs with this queue).
+   * new iterator steps over them: at tens of thousands of ids that cost dominated every admission.
    */
   private order: Entry[] = []
   private head = 0

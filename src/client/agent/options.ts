@@ -90,7 +90,7 @@ export function resolveOptions(o: AgentClientOptions): ResolvedOptions {
     heartbeatMs: heartbeatSeconds * 1000,
     leaseMs: leaseSeconds * 1000,
     sessionMs: sessionSeconds * 1000,
-    // the issue: 1 s doubling to 30 s, jitter only lengthens (≤ 25 %), reset after 30 s up
+    // docs/agent-client.md (Retry rules): 1 s doubling to 30 s, jitter only lengthens (≤ 25 %), reset after 30 s up
     reconnect: { minMs: 1000, maxMs: 30_000, jitter: 0.25, stableMs: 30_000, ...o.reconnect },
     maxDiscoveryRounds: o.maxDiscoveryRounds ?? 3,
     // 60 s covers same-second events (nostr-tools' `since = last + 1` loses them) and modest clock skew

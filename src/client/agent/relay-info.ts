@@ -5,7 +5,7 @@ import { AgentError } from './error.js'
 /** What the agent needs: NIP-01, and NIP-42 because presence must be AUTHed as its author (docs/presence.md). */
 export const REQUIRED_NIPS = [1, 42] as const
 
-/** the registry's lease when the relay advertises none (the 15 s / 45 s gradient) */
+/** the registry's lease when the relay advertises none (three of the default 15 s heartbeats: the lease outlives two lost ones) */
 export const DEFAULT_LEASE_SECONDS = 45
 
 export interface RelayProbe {

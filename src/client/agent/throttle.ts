@@ -1,5 +1,5 @@
 // Outbound throttles per global / channel (`h` tag) / recipient (`p` tag) that make a publish wait rather than
-// be refused by the relay. GCRA (the algorithm the relay's own admission uses, DESIGN §6): each key holds a
+// be refused by the relay. GCRA (the algorithm the relay's own admission uses, docs/architecture.md §8): each key holds a
 // theoretical arrival time; a publish reserves its slot on every key at once, so waiters keep their order.
 
 export interface RateRule {

@@ -4,7 +4,7 @@
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import type { AgentClock, TimerHandle } from './clock.js'
 import { type DiscoveredAgent, KIND_ANNOUNCEMENT, KIND_DEPARTURE, KIND_PRESENCE, toDiscovered } from './registry-wire.js'
-import type { WireFilter } from './subscriptions.js'
+import type { WireFilter } from './wire-filter.js'
 
 export interface WatchDeps {
   subscribe(filters: WireFilter[], onEvent: (e: NostrEvent) => void): () => void
