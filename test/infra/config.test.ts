@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { ConfigError, loadConfig } from '../../src/infra/config'
 import { configTableMarkdown } from '../../src/infra/config-doc'
+import { ConfigError, loadConfig } from '../../src/infra/load-config'
 
 describe('configuration', () => {
   it('gives the contract defaults: port 7777, host 127.0.0.1, data in ./data', () => {
