@@ -26,7 +26,7 @@ await runRelayChild(async (dataDir) => {
   // esbuild's __name property (a 256-byte property store per closure), which is not what production pays
   // (a path in a variable: the typecheck must not depend on dist/ having been built)
   const built: string = '../dist/index.js'
-  const { createRelay, configSchema } = (await import(built)) as typeof import('../src/index')
+  const { createRelay, loadConfig } = (await import(built)) as typeof import('../src/index')
   // one load generator opens thousands of sockets from 127.0.0.1: the per-IP concurrent limit is lifted too
   const input: ConfigInput = {
     port: 0,
@@ -41,7 +41,7 @@ await runRelayChild(async (dataDir) => {
   }
   let eventStore: EventStore | undefined
   if (slowReadMs > 0) {
-    const config = configSchema.parse(input)
+    const config = loadConfig({ overrides: input })
     if (config.databaseUrl !== '') throw new Error('BENCH_SLOW_READ_MS wraps the embedded SQLite store only')
     // the store embedded() in src/relay/backends.ts opens, on the file it opens, with the same settings
     const sqlite: string = '../dist/infra/store/sqlite-event-store.js'

@@ -11,10 +11,6 @@ import { createMetrics } from '../src/infra/metrics'
 
 const DOCS = ['README.md', 'CHANGELOG.md', ...readdirSync('docs').flatMap((f) => (f.endsWith('.md') ? [join('docs', f)] : []))]
 
-// Written on another branch (the public API's documentation); checked like any file once it exists. The
-// integrator removes this entry when that branch is merged.
-const WRITTEN_ELSEWHERE = new Set(['docs/embedding.md'])
-
 /** The text outside fenced code blocks, line by line (a `#` line inside a fence is not a heading). */
 function prose(text: string): string[] {
   let fenced = false
@@ -59,7 +55,7 @@ function relativeLinksOf(file: string): string[] {
 function brokenLink(from: string, target: string): string | undefined {
   const [path = '', anchor] = target.split('#')
   const file = path === '' ? from : normalize(join(dirname(from), path))
-  if (!existsSync(file)) return WRITTEN_ELSEWHERE.has(file) ? undefined : `${from}: ${target} (no file ${file})`
+  if (!existsSync(file)) return `${from}: ${target} (no file ${file})`
   if (anchor !== undefined && file.endsWith('.md') && !anchorsOf(file).has(anchor))
     return `${from}: ${target} (no heading #${anchor} in ${file})`
   return undefined

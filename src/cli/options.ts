@@ -1,7 +1,8 @@
 // The flags `start`, `community` and `config` share, turned into the config every path loads the same way:
 // defaults ← --config file ← APIARY_* env ← flags.
 import { parseArgs } from 'node:util'
-import { type Config, type ConfigInput, loadConfig } from '../infra/config.js'
+import type { Config, ConfigInput } from '../infra/config-types.js'
+import { loadConfig } from '../infra/load-config.js'
 
 export const COMMON_OPTIONS = {
   port: { type: 'string' },

@@ -1,18 +1,10 @@
 // `apiary-relay/client`: what runs in other programs, talking to a relay over the wire. It imports only
-// src/protocols (docs/architecture.md §2), so it carries none of the relay's backends.
+// src/protocols (docs/architecture.md §2), so it carries none of the relay's backends. The CLI's argument
+// helpers stay out: it imports them from their modules. Every name here is documented in docs/embedding.md.
 
 export type { NostrEvent } from '../protocols/nip01/event.js'
-export type { EventTemplate, SigningKey } from '../protocols/nip01/sign.js'
-export {
-  callManagement,
-  isPubkeyHex,
-  isSecretKeyHex,
-  type ManagementAnswer,
-  type ManagementCall,
-  signManagementAuth,
-  toAdminKey,
-  toManagementUrl,
-} from './admin-client.js'
+export { type EventTemplate, type SigningKey, toSigningKey } from '../protocols/nip01/sign.js'
+export { callManagement, type ManagementAnswer, type ManagementCall } from './admin-client.js'
 export {
   AgentClient,
   type AgentClientOptions,

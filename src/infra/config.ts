@@ -1,12 +1,12 @@
-import { readFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { z } from 'zod'
+import type { Config, ConfigInput } from './config-types.js'
 import { parseAddressRange } from './http/client-ip.js'
 
 /*
  * The single source of every setting: defaults, units in names, and why each non-obvious default is what it
  * is. Env names derive mechanically from the path (`limits.maxEventBytes` → APIARY_LIMITS_MAX_EVENT_BYTES).
- * `loadConfig` runs once; nothing else reads process.env.
+ * `loadConfig` (load-config.ts) runs once; nothing else reads process.env.
  */
 
 const rule = (ratePerSecond: number, burst: number, what: string) =>
@@ -351,12 +351,11 @@ export const configSchema = z
     }
   })
 
-export type Config = z.infer<typeof configSchema>
-export type ConfigInput = z.input<typeof configSchema>
+export type { Config, ConfigInput } from './config-types.js'
 
-export class ConfigError extends Error {
-  readonly code = 'APIARY_CONFIG_INVALID'
-}
+// The published types are written out (config-types.ts); these stop the build when they and the schema differ.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
+const _typesMatchSchema: [Same<Config, z.output<typeof configSchema>>, Same<ConfigInput, z.input<typeof configSchema>>] = [true, true]
 
 const toEnvName = (path: string[]) => 'APIARY_' + path.map((p) => p.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()).join('_')
 
@@ -370,54 +369,4 @@ export function listSettings(): { path: string[]; env: string; defaultValue: unk
   }
   walk(configSchema.parse({}), [])
   return out
-}
-
-function fromEnvString(raw: string, like: unknown): unknown {
-  if (typeof like === 'number') return Number(raw)
-  if (typeof like === 'boolean') return raw
-  if (Array.isArray(like)) return JSON.parse(raw)
-  return raw
-}
-
-function setPath(target: Record<string, unknown>, path: string[], value: unknown) {
-  let o = target
-  for (const p of path.slice(0, -1)) {
-    if (typeof o[p] !== 'object' || o[p] === null) o[p] = {}
-    o = o[p] as Record<string, unknown>
-  }
-  o[path[path.length - 1]!] = value
-}
-
-function merge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...base }
-  for (const [k, v] of Object.entries(over)) {
-    const b = out[k]
-    out[k] =
-      v && typeof v === 'object' && !Array.isArray(v) && b && typeof b === 'object' && !Array.isArray(b)
-        ? merge(b as Record<string, unknown>, v as Record<string, unknown>)
-        : v
-  }
-  return out
-}
-
-export interface LoadConfigSources {
-  env?: Record<string, string | undefined>
-  file?: string
-  overrides?: ConfigInput
-}
-
-/** defaults ← config file (JSON) ← APIARY_* env ← overrides (CLI flags, createRelay options). */
-export function loadConfig(sources: LoadConfigSources = {}): Config {
-  let input: Record<string, unknown> = {}
-  if (sources.file) input = JSON.parse(readFileSync(sources.file, 'utf8')) as Record<string, unknown>
-  const env = sources.env ?? {}
-  const fromEnv: Record<string, unknown> = {}
-  for (const s of listSettings()) {
-    const raw = env[s.env]
-    if (raw !== undefined && raw !== '') setPath(fromEnv, s.path, fromEnvString(raw, s.defaultValue))
-  }
-  input = merge(merge(input, fromEnv), (sources.overrides ?? {}) as Record<string, unknown>)
-  const parsed = configSchema.safeParse(input)
-  if (!parsed.success) throw new ConfigError(`invalid config: ${z.prettifyError(parsed.error)}`)
-  return parsed.data
 }

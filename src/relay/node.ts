@@ -60,6 +60,8 @@ export interface RunningNode {
   communities: Communities
   /** the relay mesh, when on (cluster mode, APIARY_MESH=on) */
   mesh?: Mesh
+  /** checks the events a host publishes with a key of its own, as it checks clients' */
+  verifier: Verifier
   /** graceful: stop accepting, close sockets with 1001, flush commits, release backends */
   close(): Promise<void>
 }
@@ -162,7 +164,7 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     if (mesh) undo.push(() => mesh.drain())
     const url = await listenOn(http, config)
     log.info({ url, mode: b.mode, node: b.nodeId, communities: records.map((r) => r.id) }, 'apiary listening')
-    return { url, key, backends: b, communities, mesh, close: unwind }
+    return { url, key, backends: b, communities, mesh, verifier, close: unwind }
   } catch (error) {
     await unwind()
     throw error

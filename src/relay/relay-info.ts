@@ -1,7 +1,7 @@
 // NIP-11 per community and the principal tiers of the roster: what the edge asks of a community's record.
 import { createRequire } from 'node:module'
 import type { PrincipalTier } from '../actors/principal/principal-actor.js'
-import type { Config } from '../infra/config.js'
+import type { Config } from '../infra/config-types.js'
 import type { CommunityRecord } from '../infra/store/community-store.js'
 import { buildRelayInfo, type RelayInfo } from '../protocols/nip11.js'
 

@@ -1,23 +1,32 @@
-// The composition root (architecture §2): the only place that wires infra into actors. createRelay builds the
-// kernel and the metrics; listen() starts the node (node.ts); the rest is the embedding API.
+// The composition root (docs/architecture.md §2): the only place that wires infra into actors. createRelay
+// builds the kernel and the metrics; listen() starts the node (node.ts); the rest is the embedding API.
 import type { Observable } from 'rxjs'
 import { communityPath } from '../actors/community/community-actor.js'
 import type { CommunityMsg, CommunityStats, PublishOutcome } from '../actors/community/messages.js'
 import { ask, createKernel, type Kernel, type SupervisionEvent, type TypedRef, tell } from '../actors/kernel/index.js'
-import { type Config, type ConfigInput, configSchema } from '../infra/config.js'
+import type { Config, ConfigInput } from '../infra/config-types.js'
 import { Tenants } from '../infra/http/tenants.js'
+import { loadConfig } from '../infra/load-config.js'
 import { createLogger, type Logger } from '../infra/log.js'
 import { createMetrics } from '../infra/metrics.js'
 import { type EventTemplate, signAsRelay } from '../infra/relay-key.js'
 import type { CommunityStore } from '../infra/store/community-store.js'
 import type { EventStore } from '../infra/store/event-store.js'
-import { asVerified } from '../protocols/nip01/event.js'
+import { asVerified, type NostrEvent } from '../protocols/nip01/event.js'
+import { checkHostEvent } from './host-event.js'
+import type { HostMsg } from './host-messages.js'
 import { type RunningNode, startNode } from './node.js'
+import { RelayError } from './relay-error.js'
 import { logSupervision } from './supervision-log.js'
 
 export { DEFAULT_COMMUNITY } from '../infra/store/community-store.js'
 export { SUPPORTED_NIPS } from './relay-info.js'
 
+/**
+ * A relay node inside a host program. Its methods fail with coded errors: RelayError (RelayErrorCode) for
+ * the relay's own state, and the codes of what they wait on (the kernel's APIARY_ASK_TIMEOUT and the like,
+ * a backend's at start-up).
+ */
 export interface Relay {
   readonly config: Config
   /** ws://host:port once listening */
@@ -27,15 +36,22 @@ export interface Relay {
   /**
    * Opens the backends (retrying an unreachable PostgreSQL or Redis for `startupTimeoutSeconds`), then
    * listens. Rejects, with everything it opened closed again, when it can't (BackendUnavailableError names
-   * the backend and the cause).
+   * the backend and the cause); APIARY_RELAY_CLOSED once closed.
    */
   listen(): Promise<string>
   /** graceful: stop accepting, close sockets with 1001, flush pending commits */
   close(): Promise<void>
   communityIds(): string[]
-  community(id: string): TypedRef<CommunityMsg> | undefined
+  /** the community's actor, for the messages a host may send it; undefined when it is not served here */
+  community(id: string): TypedRef<HostMsg> | undefined
   /** sign `template` with the relay key and publish it in `communityId` (stored, fanned out) */
   publish(communityId: string, template: EventTemplate): Promise<PublishOutcome>
+  /**
+   * Publish an event signed with another key once it passes the checks of a client's EVENT that keep stored
+   * events valid (shape, limits, created_at window, id, signature); one that fails them is answered
+   * `{ accepted: false, message: 'invalid: ...' }`. The host is trusted as with publish: no rate limit or membership.
+   */
+  publishSigned(communityId: string, event: NostrEvent): Promise<PublishOutcome>
   stats(communityId: string): Promise<CommunityStats>
   /** write the ban row, close the pubkey's sockets on this node and (in a cluster) on every other node */
   banPubkey(communityId: string, pubkey: string, reason: string, untilSeconds?: number): Promise<void>
@@ -51,8 +67,9 @@ export interface RelayOptions {
   wrapCommunityStore?: (store: CommunityStore) => CommunityStore
 }
 
+/** Checks `input` (a ConfigError, APIARY_CONFIG_INVALID, names a bad setting); opens nothing until listen(). */
 export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): Relay {
-  const config = configSchema.parse(input)
+  const config = loadConfig({ overrides: input })
   const log = opts.logger ?? createLogger(config.logLevel)
   const metrics = createMetrics()
   const kernel: Kernel = createKernel()
@@ -66,13 +83,21 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
 
   const communityRef = (id: string) => kernel.lookup<CommunityMsg>(communityPath(id))
   const running = (): RunningNode => {
-    if (!node) throw new Error('relay not listening')
-    return node
+    if (node) return node
+    throw closed
+      ? new RelayError('APIARY_RELAY_CLOSED', 'relay closed')
+      : new RelayError('APIARY_RELAY_NOT_LISTENING', 'relay not listening')
+  }
+  const servedCommunity = (id: string): TypedRef<CommunityMsg> => {
+    running()
+    const ref = communityRef(id)
+    if (!ref) throw new RelayError('APIARY_UNKNOWN_COMMUNITY', `unknown community ${id}`)
+    return ref
   }
 
   async function listen(): Promise<string> {
     if (node) return node.url
-    if (closed) throw new Error('relay closed')
+    if (closed) throw new RelayError('APIARY_RELAY_CLOSED', 'relay closed')
     node = await startNode({
       config,
       log,
@@ -89,23 +114,28 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
   }
 
   async function banPubkey(communityId: string, pubkey: string, reason: string, untilSeconds?: number): Promise<void> {
-    const ref = communityRef(communityId)
-    if (!ref) throw new Error(`unknown community ${communityId} (or relay not listening)`)
+    const ref = servedCommunity(communityId)
     // the row first: it is the durable truth every node checks at AUTH and at every write
     await running().backends.communities.banPubkey(communityId, pubkey, reason, untilSeconds)
     tell(ref, { type: 'DisconnectPubkey', pubkey, reason, broadcast: true })
   }
 
   async function publish(communityId: string, template: EventTemplate): Promise<PublishOutcome> {
-    const ref = communityRef(communityId)
-    if (!ref || !node) throw new Error(`unknown community ${communityId} (or relay not listening)`)
-    const event = asVerified(signAsRelay(node.key, template, nowSeconds()))
+    const ref = servedCommunity(communityId)
+    const event = asVerified(signAsRelay(running().key, template, nowSeconds()))
     return ask(ref, (reply) => ({ type: 'Publish', event, raw: JSON.stringify(event), reply }), 30_000)
   }
 
+  async function publishSigned(communityId: string, input: NostrEvent): Promise<PublishOutcome> {
+    const ref = servedCommunity(communityId)
+    const checked = await checkHostEvent(input, config.limits, running().verifier, nowSeconds())
+    if (!checked.ok) return { accepted: false, message: checked.error }
+    const { event, raw } = checked.value
+    return ask(ref, (reply) => ({ type: 'Publish', event, raw, reply }), 30_000)
+  }
+
   async function stats(communityId: string): Promise<CommunityStats> {
-    const ref = communityRef(communityId)
-    if (!ref) throw new Error(`unknown community ${communityId}`)
+    const ref = servedCommunity(communityId)
     return ask(ref, (reply) => ({ type: 'Stats', reply }), 10_000)
   }
 
@@ -129,8 +159,9 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
     communityIds: () => tenants.ids(),
     community: communityRef,
     publish,
+    publishSigned,
     stats,
     banPubkey,
-    archiveCommunity: (communityId) => running().communities.archive(communityId),
+    archiveCommunity: async (communityId) => running().communities.archive(communityId),
   }
 }

@@ -11,7 +11,7 @@ import type { EventStore } from '../../src/infra/store/event-store'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { makeKeys, type SignedEvent, signEvent, type TestKeys } from '../support/events'
 import { openFailingSqliteStore } from '../support/failing-event-store'
-import type { TestRelay } from '../support/relay'
+import { communityActor, type TestRelay } from '../support/relay'
 import type { Frame, TestClient } from '../support/ws-client'
 import {
   auth,
@@ -310,7 +310,7 @@ describe('the agent registry: announcements live only while their lease is', () 
     try {
       const { watcher, sub, a, ann } = await announcedEcho(r, agent)
       expect((await publish(a, heartbeat(agent))).accepted).toBe(true)
-      const ref = r.relay.community('default')!
+      const ref = communityActor(r.relay, 'default')
       const gaveUp = firstValueFrom(r.relay.supervision$.pipe(filter((x) => x.type === 'gave-up' && x.path === 'community/default')))
       // six crashes in a row (a COUNT's store outage each), the lookup's answer queued behind them
       for (let i = 0; i < 6; i++) tell(ref, { type: 'ReadFailed', error: new Error('store down') })

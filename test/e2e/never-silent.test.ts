@@ -14,7 +14,7 @@ import { openSqliteCommunityStore } from '../../src/infra/store/sqlite/sqlite-co
 import type { OutboundQueue } from '../../src/infra/ws/outbound-queue'
 import { makeKeys } from '../support/events'
 import { openFailingSqliteStore, withFaults } from '../support/failing-event-store'
-import type { TestRelay } from '../support/relay'
+import { communityActor, type TestRelay } from '../support/relay'
 import { auth, client, eventually, fresh, metric, publish, REDIS_URL, relayUrlOf, reqEvents, useCluster, useRelays } from './helpers'
 
 /**
@@ -24,7 +24,7 @@ import { auth, client, eventually, fresh, metric, publish, REDIS_URL, relayUrlOf
  */
 
 const stats = (r: TestRelay, community = 'default'): Promise<CommunityStats> =>
-  ask<CommunityMsg, CommunityStats>(r.relay.community(community)!, (reply) => ({ type: 'Stats', reply }), 5_000)
+  ask<CommunityMsg, CommunityStats>(communityActor(r.relay, community), (reply) => ({ type: 'Stats', reply }), 5_000)
 
 /** A connection as a community sees it, whose socket is already gone (and whose Disconnect never came). */
 function vanished(id: string, subs: string[]): ConnView {
@@ -71,7 +71,7 @@ describe('delivery that cannot happen is never silent', () => {
 
   it('forgets a connection whose Disconnect never arrived: its subscriptions stop counting after the sweep', async () => {
     const r = await relays.start()
-    const ref = r.relay.community('default')!
+    const ref = communityActor(r.relay, 'default')
     tell(ref, { type: 'Join', conn: vanished('ghost-1', ['a', 'b']) })
     tell(ref, { type: 'Subscribe', conn: vanished('ghost-1', ['a', 'b']), subId: 'a', filters: [{ kinds: [1] }] })
     expect(await stats(r)).toMatchObject({ connections: 1, subscriptions: 1 })

@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { configurationMarkdown, matchesReasonKey, mostUsedSettingsMarkdown } from '../../scripts/config-doc'
 import { CONFIG_REASONS } from '../../scripts/config-reasons'
-import { ConfigError, listSettings, loadConfig } from '../../src/infra/config'
+import { listSettings } from '../../src/infra/config'
+import { ConfigError, loadConfig } from '../../src/infra/load-config'
 
 describe('configuration', () => {
   it('gives the contract defaults: port 7777, host 127.0.0.1, data in ./data', () => {

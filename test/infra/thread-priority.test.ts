@@ -3,7 +3,7 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { getPriority } from 'node:os'
 import { afterEach, describe, expect, it } from 'vitest'
-import { loadConfig } from '../../src/infra/config'
+import { loadConfig } from '../../src/infra/load-config'
 import { createVerifierPool, type VerifierPool } from '../../src/infra/verify/verifier-pool'
 import { sqliteFiles, until } from './store/sqlite-files'
 

@@ -1,6 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { CommunityMsg } from '../../src/actors/community/messages'
+import type { TypedRef } from '../../src/actors/kernel'
 import type { ConfigInput } from '../../src/infra/config'
 import { createRelay, type Relay, type RelayOptions } from '../../src/relay/relay'
 
@@ -28,4 +30,14 @@ export async function startTestRelay(overrides: ConfigInput = {}, dataDir?: stri
       if (!opts.keepData) rmSync(dir, { recursive: true, force: true })
     },
   }
+}
+
+/**
+ * The community actor with every message it takes, for tests that play its connections or its own I/O;
+ * a host's `relay.community(id)` is typed to the host messages only (the ref is the same).
+ */
+export function communityActor(relay: Relay, id: string): TypedRef<CommunityMsg> {
+  const ref = relay.community(id) as TypedRef<CommunityMsg> | undefined
+  if (!ref) throw new Error(`community ${id} is not served`)
+  return ref
 }

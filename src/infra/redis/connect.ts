@@ -7,7 +7,7 @@
 // node in either mode; the command interface is the same, hence one client type for the rest of the code.
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis'
 import { err, ok, type Result } from '../../protocols/result.js'
-import { ConfigError } from '../config.js'
+import { ConfigError } from '../load-config.js'
 
 /** A command client: one Redis or a Redis Cluster; they share ioredis's command interface. */
 export type RedisClient = Redis | Cluster

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ConfigError, loadConfig } from '../../../src/infra/config'
+import { ConfigError, loadConfig } from '../../../src/infra/load-config'
 import { createLogger } from '../../../src/infra/log'
 import { createRedisClient, parseRedisUrl, redactRedisUrl } from '../../../src/infra/redis/connect'
 import { BackendUnavailableError } from '../../../src/infra/startup'

@@ -1,0 +1,125 @@
+// The configuration's shape as the package publishes it: written out rather than inferred from the zod schema
+// (config.ts), so the declarations a host compiles against never import zod and a zod upgrade can't change
+// them. config.ts fails to compile when these and the schema part ways. Units, defaults and the reasons for
+// them live in the schema.
+
+interface RateRule {
+  ratePerSecond: number
+  burst: number
+}
+
+interface RateTier {
+  events: RateRule
+  reqs: RateRule
+  api: RateRule
+}
+
+type AgentTier = 'standard' | 'elevated' | 'platform'
+
+/** The effective configuration: every setting present, defaults filled in (`relay.config`, `loadConfig`). */
+export interface Config {
+  port: number
+  host: string
+  dataDir: string
+  redisUrl: string
+  databaseUrl: string
+  mesh: 'off' | 'on'
+  meshPort: number
+  meshHost: string
+  meshAdvertisedAddress: string
+  meshLeaseTtlMs: number
+  meshLeaseRenewMs: number
+  revalidateSeconds: number
+  accessCacheTtlMs: number
+  startupTimeoutSeconds: number
+  logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent'
+  relayName: string
+  relayDescription: string
+  relayContact: string
+  relayContactPubkey: string
+  relaySecretKey: string
+  presenceHeartbeatSeconds: number
+  leaseSweepSeconds: number
+  authRequired: boolean
+  trustForwardedProto: boolean
+  trustedProxies: string[]
+  operatorPubkeys: string[]
+  verifyThreads: number
+  verifyBackend: 'auto' | 'native' | 'wasm'
+  threads: { writePathNice: number; readNice: number }
+  limits: {
+    maxMessageBytes: number
+    maxEventBytes: number
+    maxContentBytes: number
+    maxSubscriptions: number
+    maxFilters: number
+    maxLimit: number
+    defaultLimit: number
+    maxSubidLength: number
+    maxEventTags: number
+    maxTagValueBytes: number
+    createdAtPastSeconds: number
+    createdAtFutureSeconds: number
+    maxPendingOutboundBytes: number
+    maxInboundBytesInFlight: number
+    slowConsumerGraceMs: number
+    maxConnectionsPerIp: number
+    maxConcurrentAuth: number
+  }
+  rateLimits: {
+    human: RateTier
+    agentStandard: RateTier
+    agentElevated: RateTier
+    agentPlatform: RateTier
+    connectionsPerIp: RateRule
+    apiPerIp: RateRule
+  }
+  timeouts: { pingIntervalMs: number; idleUnauthenticatedMs: number; authWindowSeconds: number }
+  store: {
+    groupCommitMaxEvents: number
+    groupCommitMaxDelayMs: number
+    readWorkers: number
+    writerThread: boolean
+    queryTimeoutMs: number
+  }
+  communities: {
+    id: string
+    name?: string
+    hosts: string[]
+    agents: { pubkey: string; tier: AgentTier }[]
+    admins: string[]
+  }[]
+}
+
+type RateTierInput = { [K in keyof RateTier]?: Partial<RateRule> }
+
+/**
+ * What `createRelay` and `loadConfig`'s overrides take: any setting may be left out (its default applies), and
+ * the booleans also take 'true' / 'false', as they come from the environment.
+ */
+export interface ConfigInput
+  extends Partial<
+    Omit<Config, 'authRequired' | 'trustForwardedProto' | 'threads' | 'limits' | 'rateLimits' | 'timeouts' | 'store' | 'communities'>
+  > {
+  authRequired?: boolean | string
+  trustForwardedProto?: boolean | string
+  threads?: Partial<Config['threads']>
+  limits?: Partial<Config['limits']>
+  rateLimits?: {
+    human?: RateTierInput
+    agentStandard?: RateTierInput
+    agentElevated?: RateTierInput
+    agentPlatform?: RateTierInput
+    connectionsPerIp?: Partial<RateRule>
+    apiPerIp?: Partial<RateRule>
+  }
+  timeouts?: Partial<Config['timeouts']>
+  store?: Partial<Omit<Config['store'], 'writerThread'>> & { writerThread?: boolean | string }
+  communities?: {
+    id: string
+    name?: string
+    hosts: string[]
+    agents?: { pubkey: string; tier: AgentTier }[]
+    admins?: string[]
+  }[]
+}
