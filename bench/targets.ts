@@ -81,11 +81,11 @@ function boundOf(t: Target, baselineCell: Cell | undefined, ceilingPerSec: numbe
   return typeof base === 'number' ? t.bound * base : undefined
 }
 
-export function targetText(t: Target, ceilingPerSec: number | undefined): string {
+export function targetText(t: Target, ceilingPerSec: number | undefined, unit: string): string {
   const sign = t.direction === 'at least' ? '≥' : '≤'
   if (t.of?.what === 'baseline') return `${sign} ${t.bound}× ${t.of.name}`
   if (t.of?.what === 'ceiling') return `${sign} ${t.bound * 100}% of ceiling ${ceilingPerSec ?? '?'}`
-  return `${sign} ${t.bound.toLocaleString('en-US')}`
+  return `${sign} ${t.bound.toLocaleString('en-US')} ${unit}`
 }
 
 /** Whether the row's Apiary figure meets `t`; false when it or its reference is not a number. */

@@ -29,7 +29,7 @@ export function rowsOf(scenario: string, report: Report, ceilingPerSec: number |
       apiary: f.apiary,
       baseline,
       ratio: both ? Math.round(((f.apiary as number) / (baseline as number)) * 100) / 100 : null,
-      target: targets.map((t) => targetText(t, ceilingPerSec)).join(', '),
+      target: targets.map((t) => targetText(t, ceilingPerSec, f.unit)).join(', '),
       met: targets.length ? targets.every((t) => meets(t, f, ceilingPerSec)) : null,
     }
   })
