@@ -20,7 +20,7 @@ export function cell<T>(outcomes: readonly Outcome<T>[] | undefined, get: (v: T)
 }
 
 /** CPU per unit of work, µs: `cores` busy while `perSecond` units were done. */
-export const cpuPerUnitUs = (cores: number, perSecond: number) => (perSecond > 0 ? Math.round((cores * 1e6) / perSecond) : Number.NaN)
+export const cpuPerUnitUs = (cores: number, perSecond: number) => (perSecond > 0 ? Math.round((cores * 1e7) / perSecond) / 10 : Number.NaN)
 
 /**
  * A row builder for one group: Apiary's outcomes, and the baseline's where the group compares (another relay,

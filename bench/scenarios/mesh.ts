@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { cell, median, rowsOf } from '../lib/figures'
 import { BENCH_DATA_DIR } from '../lib/fixtures'
 import type { Latency } from '../lib/load/latency'
-import { type MeshFigures, type MeshOptions, meshBench, type TrialFigures } from '../lib/mesh/trials'
+import { type MeshFigures, type MeshOptions, meshBench, type TrialFigures } from '../lib/mesh/mesh-bench'
 import { type Context, defineScenario, type Figure, type Outcome } from '../lib/scenario'
 
 const optionsOf = (ctx: Context): Omit<MeshOptions, 'dir' | 'logDir'> =>
