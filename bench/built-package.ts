@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
 export type { AgentClient, AgentClientOptions, AgentStateChange, PublishResult } from '../src/client/index'
-export type { Config, ConfigInput, NostrEvent, Relay, VerifiedEvent } from '../src/index'
+export type { ConfigInput, NostrEvent, VerifiedEvent } from '../src/index'
 
 type RelayPackage = typeof import('../src/index')
 type ClientPackage = typeof import('../src/client/index')
