@@ -108,7 +108,12 @@ export function corpusRun(name: RelayName, events: BenchEvent[], shape: CorpusSh
 }
 
 /** The figures of one shape, Apiary beside the baseline (or whatever the two columns compare). */
-export function corpusFigures(group: string, apiary?: Outcome<CorpusIngestResult>[], baseline?: Outcome<CorpusIngestResult>[]): Report {
+export function corpusFigures(
+  scenario: string,
+  group: string,
+  apiary?: Outcome<CorpusIngestResult>[],
+  baseline?: Outcome<CorpusIngestResult>[],
+): Report {
   const row = rowsOf(apiary, baseline, group)
   const figures: Figure[] = [
     row('accepted', 'ev/s', (r) => r.eventsPerSec),
@@ -120,5 +125,8 @@ export function corpusFigures(group: string, apiary?: Outcome<CorpusIngestResult
     row('event-loop delay p99', 'ms', (r) => r.loopDelay.p99Ms),
     row('load-generator CPU', 'cores', (r) => r.loadGenCores),
   ]
-  return { figures, notes: [...outcomeNotes(`${group} apiary`, apiary), ...outcomeNotes(`${group} baseline`, baseline)] }
+  return {
+    figures,
+    notes: [...outcomeNotes(`${scenario} ${group}, apiary`, apiary), ...outcomeNotes(`${scenario} ${group}, baseline`, baseline)],
+  }
 }

@@ -13,5 +13,5 @@ export const scenario = defineScenario({
   prepare: prepareCorpus,
   measure: (side: RelayName, _round, events: BenchEvent[], ctx): Promise<CorpusIngestResult> =>
     corpusRun(side, events, { connections: 16, window: 1 }, ctx),
-  report: (results) => corpusFigures('16 connections, one in flight each', results.apiary, results.baseline),
+  report: (results) => corpusFigures('ingest-closed', '16 connections, one in flight each', results.apiary, results.baseline),
 })

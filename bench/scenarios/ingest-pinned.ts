@@ -14,5 +14,5 @@ export const scenario = defineScenario({
   prepare: prepareCorpus,
   measure: (side: RelayName, _round, events: BenchEvent[], ctx): Promise<CorpusIngestResult> =>
     corpusRun(side, events, { connections: 4, window: 16, pinned: true }, ctx),
-  report: (results) => corpusFigures('4×16, relay pinned to one core', results.apiary, results.baseline),
+  report: (results) => corpusFigures('ingest-pinned', '4×16, relay pinned to one core', results.apiary, results.baseline),
 })

@@ -27,7 +27,9 @@ function report(results: Results<RelayName, Shapes>): Report {
     ['4×200', 'deep'],
     ['open loop at half the higher rate', 'half'],
   ] as const
-  const parts = groups.map(([group, key]) => corpusFigures(group, pick(results.apiary, key), pick(results.baseline, key)))
+  const parts = groups.map(([group, key]) =>
+    corpusFigures('ingest-pipelined', group, pick(results.apiary, key), pick(results.baseline, key)),
+  )
   return { figures: parts.flatMap((p) => p.figures), notes: parts.flatMap((p) => p.notes) }
 }
 
