@@ -122,6 +122,8 @@ async function ingest(url: string, opts: IngestOptions & { window: number }): Pr
             while (inflight.size < opts.window && next < frames.length && performance.now() - t0 < maxMs) send(next++)
             if (inflight.size === 0) finish()
           }
+          // in an open loop, a connection with nothing in flight when the schedule ends is done at once
+          fillers.push(fill)
           ws.on('message', (data) => {
             const s = data.toString()
             if (!s.startsWith('["OK"')) return
