@@ -51,23 +51,28 @@ async function clusterFanout(
 const sizeOf = (ctx: Context) => ({ subscribers: 200, events: ctx.quick ? 100 : 500 })
 
 function report(results: Results<FanoutVariant, ClusterFanoutResult>, events: BenchEvent[], ctx: Context): Report {
-  const what = `${sizeOf(ctx).subscribers} subscribers × ${events.length} events`
-  const cross = rowsOf(results['cross-node'], results['single-node'], `node A → node B vs one embedded node, ${what}`)
-  const same = rowsOf(results['same-node'], results['single-node'], `one cluster node vs one embedded node, ${what}`)
-  const figures = [cross, same].flatMap((row) => [
-    row('deliveries', '/s', (r) => r.deliveriesPerSec),
-    row('relay CPU per delivery (every node)', 'µs', (r) => cpuPerUnitUs(r.relayCores, r.deliveriesPerSec)),
-    row('publish→delivery p50', 'ms', (r) => r.delivery.p50Ms),
-    row('publish→delivery p99', 'ms', (r) => r.delivery.p99Ms),
-    row('deliveries received', 'count', (r) => r.deliveries),
-    row('relay CPU (every node)', 'cores', (r) => r.relayCores),
-    row('redis-server CPU', 'cores', (r) => r.redisCores),
-    row('postgres server CPU', 'cores', (r) => r.postgresCores),
-  ])
+  const groups = [
+    ['node A → node B vs one embedded node', results['cross-node']],
+    ['one cluster node vs one embedded node', results['same-node']],
+  ] as const
+  const figures = groups.flatMap(([group, cluster]) => {
+    const row = rowsOf(cluster, results['single-node'], group)
+    const servers = rowsOf(cluster, undefined, group)
+    return [
+      row('deliveries', '/s', (r) => r.deliveriesPerSec),
+      row('relay CPU per delivery (every node)', 'µs', (r) => cpuPerUnitUs(r.relayCores, r.deliveriesPerSec)),
+      row('publish→delivery p50', 'ms', (r) => r.delivery.p50Ms),
+      row('publish→delivery p99', 'ms', (r) => r.delivery.p99Ms),
+      row('deliveries received', 'count', (r) => r.deliveries),
+      row('relay CPU (every node)', 'cores', (r) => r.relayCores),
+      servers('redis-server CPU', 'cores', (r) => r.redisCores),
+      servers('postgres server CPU', 'cores', (r) => r.postgresCores),
+    ]
+  })
   return {
     figures,
     notes: [
-      'cluster-fanout: the Redis and PostgreSQL CPU rows count every client of those shared servers',
+      `cluster-fanout: ${sizeOf(ctx).subscribers} subscribers × ${events.length} events; the Redis and PostgreSQL CPU rows count every client of those shared servers`,
       ...FANOUT_VARIANTS.flatMap((v) => outcomeNotes(`cluster-fanout ${v}`, results[v])),
     ],
   }

@@ -82,20 +82,37 @@ interface Fixtures {
 }
 
 function report(results: Results<IngestVariant, BackendIngestResult>): Report {
-  const groups = [
-    rowsOf(results.postgres, results.sqlite, 'PostgreSQL + Redis vs SQLite'),
-    rowsOf(results['postgres kind-9'], results.postgres, 'kind 9 vs kind 1, both on PostgreSQL'),
-  ]
-  const figures = groups.flatMap((row) => [
+  type Row = ReturnType<typeof rowsOf<BackendIngestResult>>
+  const perEvent = (cores: (r: BackendIngestResult) => number) => (r: BackendIngestResult) => cpuPerUnitUs(cores(r), r.eventsPerSec)
+  // `servers`: the Redis and PostgreSQL rows, one-sided where the other column is an embedded node
+  const group = (row: Row, servers: Row) => [
     row('accepted', 'ev/s', (r) => r.eventsPerSec),
-    row('node CPU per accepted event', 'µs', (r) => cpuPerUnitUs(r.relayCores, r.eventsPerSec)),
-    row('redis-server CPU per accepted event', 'µs', (r) => cpuPerUnitUs(r.redisCores, r.eventsPerSec)),
-    row('postgres server CPU per accepted event', 'µs', (r) => cpuPerUnitUs(r.postgresCores, r.eventsPerSec)),
+    row(
+      'node CPU per accepted event',
+      'µs',
+      perEvent((r) => r.relayCores),
+    ),
+    servers(
+      'redis-server CPU per accepted event',
+      'µs',
+      perEvent((r) => r.redisCores),
+    ),
+    servers(
+      'postgres server CPU per accepted event',
+      'µs',
+      perEvent((r) => r.postgresCores),
+    ),
     row('OK latency p50', 'ms', (r) => r.okLatency.p50Ms),
     row('OK latency p99', 'ms', (r) => r.okLatency.p99Ms),
     row('event-loop delay p99', 'ms', (r) => r.loopDelayP99Ms),
     row('node CPU', 'cores', (r) => r.relayCores),
-  ])
+  ]
+  const vsSqlite = 'PostgreSQL + Redis vs SQLite'
+  const kind9 = rowsOf(results['postgres kind-9'], results.postgres, 'kind 9 vs kind 1, both on PostgreSQL')
+  const figures = [
+    ...group(rowsOf(results.postgres, results.sqlite, vsSqlite), rowsOf(results.postgres, undefined, vsSqlite)),
+    ...group(kind9, kind9),
+  ]
   const setupS = median((results['postgres kind-9'] ?? []).flatMap((o) => (o.ok ? [o.value.setupMs / 1000] : [])))
   return {
     figures,
