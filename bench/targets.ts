@@ -85,7 +85,7 @@ export function targetText(t: Target, ceilingPerSec: number | undefined, unit: s
   const sign = t.direction === 'at least' ? '≥' : '≤'
   if (t.of?.what === 'baseline') return `${sign} ${t.bound}× ${t.of.name}`
   if (t.of?.what === 'ceiling') return `${sign} ${t.bound * 100}% of ceiling ${ceilingPerSec ?? '?'}`
-  return `${sign} ${t.bound.toLocaleString('en-US')} ${unit}`
+  return `${sign} ${t.bound.toLocaleString('en-US')}${unit === 'count' ? '' : ` ${unit}`}`
 }
 
 /** Whether the row's Apiary figure meets `t`; false when it or its reference is not a number. */
