@@ -1,3 +1,4 @@
+import { isHex64 } from '../ids.js'
 import type { Limits } from '../limits.js'
 import { reason } from '../reasons.js'
 import { err, OK_VOID, ok, type Result } from '../result.js'
@@ -44,10 +45,8 @@ export const matchFilters = (fs: readonly Filter[], e: NostrEvent): boolean => f
  */
 const MAX_FILTER_VALUES = 1000
 const MAX_KIND = 65_535
-const HEX64 = /^[0-9a-f]{64}$/
 const TAG_KEY = /^#[a-zA-Z]$/
 
-const isHex64 = (v: unknown): v is string => typeof v === 'string' && HEX64.test(v)
 const isKind = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= MAX_KIND
 const isString = (v: unknown): v is string => typeof v === 'string'
 const isTimestamp = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0
