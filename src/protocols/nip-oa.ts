@@ -3,6 +3,7 @@ import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, hexToBytes, utf8ToBytes } from '@noble/hashes/utils.js'
 import { bip340KeyOf, signBip340 } from './bip340.js'
 import { isHex64, isHex128 } from './ids.js'
+import { MAX_KIND } from './nip01/kinds.js'
 import { reason } from './reasons.js'
 import { err, ok, type Result } from './result.js'
 
@@ -18,8 +19,7 @@ export const ATTESTATION_DOMAIN = 'nostr:agent-auth:'
 // the clause loop per AUTH; the string is signed verbatim, so it cannot be truncated, only refused.
 export const maxConditionsChars = 512
 
-// NIP-OA: kind= values in 0..65535, created_at values in 0..4294967295.
-const MAX_KIND = 65_535
+// NIP-OA: kind= values in 0..65535 (MAX_KIND), created_at values in 0..4294967295.
 const MAX_TIMESTAMP = 4_294_967_295
 
 // NIP-OA: "canonical base-10 with no leading zeroes except `0`"

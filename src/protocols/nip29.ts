@@ -1,5 +1,6 @@
 import { isHex64 } from './ids.js'
 import type { NostrEvent } from './nip01/event.js'
+import type { EventTemplate } from './nip01/sign.js'
 import { reason } from './reasons.js'
 import { err, ok, type Result } from './result.js'
 
@@ -209,12 +210,6 @@ export function authorize(action: ChannelAction, f: ChannelFacts): Result<Verdic
 
 const kindOfAction = (t: ChannelAction['type']) =>
   ({ 'put-user': 9000, 'remove-user': 9001, 'edit-metadata': 9002, 'delete-event': 9005, 'delete-group': 9008 })[t as 'put-user']
-
-export interface EventTemplate {
-  kind: number
-  tags: string[][]
-  content: string
-}
 
 export interface ChannelView {
   id: string

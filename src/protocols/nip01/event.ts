@@ -6,6 +6,7 @@ import { isHex64, isHex128 } from '../ids.js'
 import type { Limits } from '../limits.js'
 import { reason } from '../reasons.js'
 import { err, OK_VOID, ok, type Result } from '../result.js'
+import { MAX_KIND } from './kinds.js'
 
 /** NIP-01 event as it travels on the wire. */
 export interface NostrEvent {
@@ -110,8 +111,6 @@ export function verifyEventWasm(e: NostrEvent): 'ok' | 'bad-id' | 'bad-sig' {
 }
 
 // --- parsing untrusted input -----------------------------------------------------------------------------
-
-const MAX_KIND = 65_535
 
 export interface EventWithRaw {
   event: NostrEvent

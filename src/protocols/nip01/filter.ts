@@ -3,6 +3,7 @@ import type { Limits } from '../limits.js'
 import { reason } from '../reasons.js'
 import { err, OK_VOID, ok, type Result } from '../result.js'
 import type { NostrEvent } from './event.js'
+import { MAX_KIND } from './kinds.js'
 
 /**
  * A REQ/COUNT filter after parsing. Tag conditions (`#e`, `#p`, ... single letters only) are gathered in
@@ -44,7 +45,6 @@ export const matchFilters = (fs: readonly Filter[], e: NostrEvent): boolean => f
  * (contact lists beyond 1000 follows are rare). Not in Limits: NIP-11 has no field to advertise it.
  */
 const MAX_FILTER_VALUES = 1000
-const MAX_KIND = 65_535
 const TAG_KEY = /^#[a-zA-Z]$/
 
 const isKind = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= MAX_KIND
