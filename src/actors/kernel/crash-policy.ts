@@ -1,8 +1,8 @@
+import { cappedBackoffDelayMs } from '../../protocols/backoff.js'
 import type { ActorCell } from './cell.js'
 import { unwrapFault } from './drain.js'
 import { describeError } from './errors.js'
 import type { NactSupervisionCtx } from './nact-binding.js'
-import { backoffDelayMs } from './policy.js'
 
 type Decision = symbol | Promise<symbol>
 
@@ -63,7 +63,7 @@ function restartOrGiveUp<S, M extends { type: string }>(cell: ActorCell<S, M>, n
   if (now - cell.runningSince >= policy.resetAfterMs) cell.attempt = 0
   cell.attempt++
   const u = env.random()
-  const delayMs = backoffDelayMs(policy.backoff, cell.attempt, Number.isFinite(u) ? Math.min(1, Math.max(0, u)) : 0)
+  const delayMs = cappedBackoffDelayMs(policy.backoff, cell.attempt - 1, Number.isFinite(u) ? Math.min(1, Math.max(0, u)) : 0)
   env.emit({ type: 'backoff', path: cell.path, kind: cell.kind, delayMs, attempt: cell.attempt })
   cell.phase = 'backoff'
   cell.runningSince = Number.POSITIVE_INFINITY

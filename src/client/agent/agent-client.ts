@@ -3,12 +3,13 @@
 // the application's subscriptions and the outbound guard. Longer than ~250 lines because it is the state
 // machine; the pieces it drives (backoff, throttle, queue, dedup, wire format, socket) are the agent-*.ts beside it.
 import { BehaviorSubject, type Observable } from 'rxjs'
+import { spreadBackoffDelayMs } from '../../protocols/backoff.js'
 import { type NostrEvent, verifyEventWasm } from '../../protocols/nip01/event.js'
 import { KIND_AUTH } from '../../protocols/nip01/kinds.js'
 import { type EventTemplate, signTemplate } from '../../protocols/nip01/sign.js'
 import { prefixOf } from '../../protocols/reasons.js'
 import { isPaged, MAX_BACKLOG_PAGES, type PageTally, pageBacklog, tallyEvent, toTally } from './backlog.js'
-import { backoffDelayMs, parseRetryAfterMs, ReconnectSchedule } from './backoff.js'
+import { parseRetryAfterMs, ReconnectSchedule } from './backoff.js'
 import type { TimerHandle } from './clock.js'
 import { AgentError } from './error.js'
 import { InboundDedup } from './inbound-dedup.js'
@@ -831,7 +832,7 @@ export class AgentClient {
   /** `retry in Ns` when the relay names it, else the reconnect backoff over the `error:`s in a row */
   private scheduleResend(sub: AppSubscription, retryAfterMs: number | undefined): void {
     this.clearResend(sub)
-    const delayMs = retryAfterMs ?? backoffDelayMs(this.o.reconnect, sub.errorsInRow++, this.o.random)
+    const delayMs = retryAfterMs ?? spreadBackoffDelayMs(this.o.reconnect, sub.errorsInRow++, this.o.random())
     const gen = this.generation
     sub.resendTimer = this.o.clock.setTimeout(() => {
       sub.resendTimer = undefined
