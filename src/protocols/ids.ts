@@ -6,7 +6,7 @@
 /** NIP-01: event ids and pubkeys are 32 bytes as lowercase hex; uppercase is not the same key to a relay. */
 export const HEX64_PATTERN = /^[0-9a-f]{64}$/
 /** NIP-01: a Schnorr signature, 64 bytes as lowercase hex. */
-export const HEX128_PATTERN = /^[0-9a-f]{128}$/
+const HEX128_PATTERN = /^[0-9a-f]{128}$/
 /**
  * A community id: lowercase letters, digits and dashes, at most 63, not starting with a dash. It is one DNS
  * label's length and charset, and it sits inside Redis key names (`apiary:{<id>}:…`), so no `:`, `{` or `}`.

@@ -12,8 +12,6 @@
 // dropped at any time without changing a decision; that is what keeps memory bounded.
 import { type Admission, checkRateRule, GateError, neverAdmissibleMs, type RateLimiter, type RateRule } from './rate-limit.js'
 
-export { neverAdmissibleMs }
-
 export interface MemoryRateLimiterOptions {
   /**
    * Clock in ms. Default performance.now(): monotonic, so an NTP step cannot block every key for the size

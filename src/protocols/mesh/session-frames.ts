@@ -36,10 +36,8 @@ const replySchema = z.discriminatedUnion('ok', [
   z.strictObject({ ok: z.literal(false), refused: z.enum(REFUSALS), holder: holderSchema.optional() }),
 ])
 
-export type SessionFrameFence = z.infer<typeof fenceSchema>
 export type ModerateRequest = z.infer<typeof requestSchema>
 export type ModerateReply = z.infer<typeof replySchema>
-export type FrameRefusal = (typeof REFUSALS)[number]
 
 export function parseModerateRequest(json: unknown): Result<ModerateRequest> {
   const parsed = requestSchema.safeParse(json)

@@ -35,8 +35,6 @@ export function matchFilter(f: Filter, e: NostrEvent): boolean {
   return true
 }
 
-export const matchFilters = (fs: readonly Filter[], e: NostrEvent): boolean => fs.some((f) => matchFilter(f, e))
-
 // --- parsing untrusted input -----------------------------------------------------------------------------
 
 /**
