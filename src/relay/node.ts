@@ -16,7 +16,6 @@ import { createManagement } from '../infra/http/nip86/endpoint.js'
 import type { Tenants } from '../infra/http/tenants.js'
 import type { Logger } from '../infra/log.js'
 import type { Metrics } from '../infra/metrics.js'
-import { ipApiKey, rateLimitKey } from '../infra/redis/keys.js'
 import { loadRelayKey, type RelayKey } from '../infra/relay-key.js'
 import { createBanLookup } from '../infra/store/ban-lookup.js'
 import { type CommunityStore, seedDefaultCommunity } from '../infra/store/community-store.js'
@@ -110,8 +109,12 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       verifier,
       replayGuard: b.replayGuard,
       // DESIGN §6: the caller's tier's `api` budget, in the limiter its EVENTs and REQs go through
-      admitApi: (record, pubkey) => b.limiter.admit(rateLimitKey(record.id, pubkey, 'api'), config.rateLimits[tierOf(record, pubkey)].api),
-      admitApiIp: (ip) => b.limiter.admit(ipApiKey(ip), config.rateLimits.apiPerIp),
+      admitApi: (record, pubkey) =>
+        b.limiter.admit(
+          b.limiter.keyOf({ community: record.id, principal: pubkey, limit: 'api' }),
+          config.rateLimits[tierOf(record, pubkey)].api,
+        ),
+      admitApiIp: (ip) => b.limiter.admit(b.limiter.keyOf({ ip, limit: 'api' }), config.rateLimits.apiPerIp),
       metrics: { signatureChecks: metrics.nip86SignatureChecks, admissionRejections: metrics.admissionRejections },
       ...createManagementOps({ store: b.communities, events: b.events, communities, operators, banPubkey: d.banPubkey, nowSeconds }),
       nowSeconds,

@@ -8,28 +8,27 @@
 // the node's verifier pool, which every community shares.
 //
 // Case: every component is lowercase, and a formatter *rejects* (RangeError) an uppercase or otherwise
-// non-canonical pubkey, event id or community id instead of lowercasing it. An uppercase hex would open a
-// second budget for the same pubkey; but every producer already demands lowercase (NIP-01 ids and pubkeys
-// are lowercase hex, `parseEvent` and the config schema enforce it), so reaching here with one is a bug
-// that normalising would hide. IP addresses are the exception: their text is not canonical by nature
-// (`::1` = `0:0::1` = `::FFFF:…`), so they are normalised (parseIpSegment, protocols/ip-address.ts).
+// non-canonical pubkey, event id or community id instead of lowercasing it; IP addresses are normalised
+// (infra/gates/key-parts.ts says why). Every producer already demands lowercase (NIP-01 ids and pubkeys are
+// lowercase hex, `parseEvent` and the config schema enforce it), so reaching here with one is a bug that
+// normalising would hide.
 //
 // Formatters take values our own code produced and throw RangeError on a bad one (a bug); parseChannel takes
 // text from outside and returns a Result.
 
-import { isCommunityId, isHex64 } from '../../protocols/ids.js'
-import { parseIpSegment } from '../../protocols/ip-address.js'
+import { isCommunityId } from '../../protocols/ids.js'
 import { SESSION_ID } from '../../protocols/mesh/session-id.js'
 import { CHANNEL_ID } from '../../protocols/nip29.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import { err, ok, type Result } from '../../protocols/result.js'
+import type { CommunityChannel } from '../bus/bus.js'
+import { checkCommunityId, checkHex64, toIpSegment, toPrincipalSegment } from '../gates/key-parts.js'
 
 export type RateLimitType = 'events' | 'reqs' | 'api'
-export type ChannelKind = 'events' | 'conn-control' | 'cache-invalidation'
 
 export interface ParsedChannel {
   community: string
-  kind: ChannelKind
+  kind: CommunityChannel
   /** the NIP-29 group of an events channel; absent for `ev:global` and for the other kinds */
   channelId?: string
 }
@@ -39,7 +38,6 @@ const ROOT = 'apiary'
 // `global` names the events channel of channel-less events, so a NIP-29 group may not take that id: the
 // group-creation path must refuse it (isChannelId), or its events would be indistinguishable from global ones.
 const GLOBAL = 'global'
-const IP_PRINCIPAL = 'ip:'
 
 /** A NIP-29 group id that can name an events channel (charset, ≤ 64 chars, not the reserved `global`). */
 export function isChannelId(id: string): boolean {
@@ -80,12 +78,12 @@ export function ipApiKey(ip: string): string {
 
 /** `apiary:{c}:nip98:<eventId>` — a claimed NIP-98 auth event id (replay guard). */
 export function nip98Key(community: string, eventId: string): string {
-  return scoped(community, 'nip98', checkHex(eventId, 'event id'))
+  return scoped(community, 'nip98', checkHex64(eventId, 'event id'))
 }
 
 /** `apiary:{c}:presence:<pubkey>` — the latest presence status of a pubkey, expiring with its TTL. */
 export function presenceKey(community: string, pubkey: string): string {
-  return scoped(community, 'presence', checkHex(pubkey, 'pubkey'))
+  return scoped(community, 'presence', checkHex64(pubkey, 'pubkey'))
 }
 
 /**
@@ -93,7 +91,7 @@ export function presenceKey(community: string, pubkey: string): string {
  * hash slot as presenceKey (one MULTI refreshes both); `presence-conn` can't collide with `presence:<hex>`.
  */
 export function presenceConnKey(community: string, pubkey: string): string {
-  return scoped(community, 'presence-conn', checkHex(pubkey, 'pubkey'))
+  return scoped(community, 'presence-conn', checkHex64(pubkey, 'pubkey'))
 }
 
 /** `apiary:{c}:ev:<channelId>` for a NIP-29 group's events, `apiary:{c}:ev:global` for the rest. */
@@ -101,6 +99,12 @@ export function eventsChannel(community: string, channelId?: string): string {
   if (channelId === undefined) return scoped(community, 'ev', GLOBAL)
   if (!isChannelId(channelId)) throw new RangeError(`not a usable channel id: ${JSON.stringify(channelId)}`)
   return scoped(community, 'ev', channelId)
+}
+
+/** The channel formatters below by what they carry (the Redis bus's channelOf). */
+export function communityChannel(community: string, channel: CommunityChannel): string {
+  if (channel === 'events') return eventsChannel(community)
+  return channel === 'conn-control' ? connControlChannel(community) : cacheInvalidationChannel(community)
 }
 
 /** `apiary:{c}:conn-control` — disconnect orders (imperative; DESIGN §5 keeps it apart from invalidation). */
@@ -131,7 +135,7 @@ export function sessionGenerationKey(community: string, session: string): string
 
 /** `apiary:mesh:ready:<runtime>` — a node's signed readiness record (global: the mesh spans every community). */
 export function meshReadyKey(runtime: string): string {
-  return `${MESH_READY_PREFIX}${checkHex(runtime, 'runtime id')}`
+  return `${MESH_READY_PREFIX}${checkHex64(runtime, 'runtime id')}`
 }
 
 /** Every readiness key starts with this (SCAN's MATCH is it plus `*`). */
@@ -158,31 +162,13 @@ export function parseChannel(name: string): Result<ParsedChannel> {
   return ok({ community, kind: 'events', channelId })
 }
 
-function toIpSegment(ip: string): string {
-  const parsed = parseIpSegment(ip)
-  if (!parsed.ok) throw new RangeError(parsed.error)
-  return parsed.value
-}
-
-function toPrincipalSegment(principal: string): string {
-  if (isHex64(principal)) return principal
-  if (principal.startsWith(IP_PRINCIPAL)) return IP_PRINCIPAL + toIpSegment(principal.slice(IP_PRINCIPAL.length))
-  throw new RangeError(`principal must be a lowercase 64-hex pubkey or ip:<address>: ${JSON.stringify(principal.slice(0, 80))}`)
-}
-
 function scoped(community: string, ...parts: string[]): string {
-  if (!isCommunityId(community)) throw new RangeError(`not a community id: ${JSON.stringify(community.slice(0, 80))}`)
-  return `${ROOT}:{${community}}:${parts.join(':')}`
+  return `${ROOT}:{${checkCommunityId(community)}}:${parts.join(':')}`
 }
 
 function checkSessionId(session: string): string {
   if (!SESSION_ID.test(session)) throw new RangeError(`not a mesh session id: ${JSON.stringify(session.slice(0, 80))}`)
   return session
-}
-
-function checkHex(value: string, what: string): string {
-  if (!isHex64(value)) throw new RangeError(`${what} must be 64 lowercase hex digits: ${JSON.stringify(value.slice(0, 80))}`)
-  return value
 }
 
 function invalid(why: string, name: string): Result<never, Reason> {
