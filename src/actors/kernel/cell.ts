@@ -1,9 +1,9 @@
 import { cappedBackoffDelayMs } from '../../protocols/backoff.js'
-import { decideOnDrainCrash } from './crash-policy.js'
+import { decideOnDrainCrash, type SupervisedCell } from './crash-policy.js'
 import { DRAIN_BATCH, DRAIN_TOKEN, DrainQueue, HandlerFault, registerTurns } from './drain.js'
 import { DropReporter } from './drop-reporter.js'
 import { ActorDownError, ActorStoppedError, describeError, HandlerCrashedError } from './errors.js'
-import type { KernelEnv, LiveCell } from './kernel-env.js'
+import type { KernelEnv } from './kernel-env.js'
 import { type Admission, bindRef, failRepliesIn, PendingAsks, type RefTarget } from './messaging.js'
 import { forgetFiredImmediate, type NactActor, type NactRef, nact, nactActorOf, toNactName } from './nact-binding.js'
 import { DEFAULT_MAILBOX_CAPACITY, FailureWindow, resolvePolicy } from './policy.js'
@@ -23,7 +23,7 @@ function isMessage(msg: unknown): boolean {
  * any remain. A message told during a drain joins the queue and may run in the same drain: order is
  * admission order either way, and the cap still bounds the turn.
  */
-export class ActorCell<S, M extends { type: string }> implements RefTarget, LiveCell {
+export class ActorCell<S, M extends { type: string }> implements RefTarget, SupervisedCell<S, M> {
   readonly ref: TypedRef<M>
   readonly ctx: ActorContext<M>
   readonly kind: string
