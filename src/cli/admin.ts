@@ -2,7 +2,7 @@
 // Exit codes: 0 the relay answered 200 without `error`; 1 it refused or could not be reached; 2 usage.
 import { parseArgs } from 'node:util'
 import { callManagement, isPubkeyHex, isSecretKeyHex, lowerHexArg, toManagementUrl } from '../client/admin-client.js'
-import { COMMUNITY_ID_PATTERN } from '../infra/store/community-store.js'
+import { isCommunityId } from '../protocols/ids.js'
 import { isNip86Method, type Nip86Method } from '../protocols/nip86/methods.js'
 import { ROLE_PATTERN } from '../protocols/role-domains.js'
 import { tryParse } from './options.js'
@@ -126,7 +126,7 @@ const METHODS: Partial<Record<Nip86Method, ToParams>> = {
   },
   createcommunity: (args, flags) => {
     const [id] = args
-    if (args.length !== 1 || !id || !COMMUNITY_ID_PATTERN.test(id)) return 'needs one lowercase id ([a-z0-9-])'
+    if (args.length !== 1 || !id || !isCommunityId(id)) return 'needs one lowercase id ([a-z0-9-])'
     if (!flags.host?.length) return 'needs at least one --host'
     const admins = flags.admin ?? []
     const bad = admins.find((a) => !isPubkeyHex(a))
@@ -137,7 +137,7 @@ const METHODS: Partial<Record<Nip86Method, ToParams>> = {
     if (admins.length > 0) params.push(admins)
     return params
   },
-  archivecommunity: (args) => (args.length === 1 && args[0] && COMMUNITY_ID_PATTERN.test(args[0]) ? [args[0]] : 'needs one community id'),
+  archivecommunity: (args) => (args.length === 1 && args[0] && isCommunityId(args[0]) ? [args[0]] : 'needs one community id'),
   listroledomains: noArgs,
   setagentrole: (args) => {
     const [pubkey, role] = args

@@ -4,10 +4,11 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Config } from '../infra/config.js'
-import { COMMUNITY_ID_PATTERN, type CommunityStore, seedDefaultCommunity } from '../infra/store/community-store.js'
+import { type CommunityStore, seedDefaultCommunity } from '../infra/store/community-store.js'
 import { openPostgresCommunityStore } from '../infra/store/postgres/postgres-community-store.js'
 import { openSqliteCommunityStore } from '../infra/store/sqlite/sqlite-community-store.js'
 import { normalizeHost } from '../protocols/host.js'
+import { isCommunityId } from '../protocols/ids.js'
 import { maxHostsPerCommunity } from '../protocols/nip86/community-params.js'
 import { configFrom, parseCommon, usageError } from './options.js'
 
@@ -35,7 +36,7 @@ export async function runCommunity(argv: string[], env: Record<string, string | 
   }
   if (sub !== 'add')
     return usageError('community', sub === undefined ? 'missing subcommand (add or list)' : `unknown subcommand ${sub}`, COMMUNITY_USAGE)
-  if (id === undefined || !COMMUNITY_ID_PATTERN.test(id) || extra.length > 0)
+  if (id === undefined || !isCommunityId(id) || extra.length > 0)
     return usageError('community', 'add needs one id: lowercase letters, digits and dashes', COMMUNITY_USAGE)
   const hosts = toHosts(values.host ?? [])
   if (typeof hosts === 'string') return usageError('community', hosts, COMMUNITY_USAGE)

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto'
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { hexToBytes } from '@noble/hashes/utils.js'
+import { isHex64, isHex64IgnoringCase } from '../protocols/ids.js'
 import type { NostrEvent } from '../protocols/nip01/event.js'
 import { type SigningKey, signTemplate, toSigningKey } from '../protocols/nip01/sign.js'
 import { NIP86_CONTENT_TYPE } from '../protocols/nip86/methods.js'
@@ -25,14 +26,11 @@ export interface ManagementAnswer {
   body: unknown
 }
 
-const HEX64 = /^[0-9a-f]{64}$/i
-const LOWER_HEX64 = /^[0-9a-f]{64}$/
-
 /** A pubkey or event id as the CLIs take it: 64 lowercase hex characters (no npub/note). */
-export const isPubkeyHex = (s: string | undefined): s is string => s !== undefined && LOWER_HEX64.test(s)
+export const isPubkeyHex = (s: string | undefined): s is string => s !== undefined && isHex64(s)
 
 /** Lowercase a pasted hex key or id; other arguments are kept as typed. */
-export const lowerHexArg = (a: string): string => (LOWER_HEX64.test(a.toLowerCase()) ? a.toLowerCase() : a)
+export const lowerHexArg = (a: string): string => (isHex64(a.toLowerCase()) ? a.toLowerCase() : a)
 
 /** `http://host:port` gains its `/`; any other http(s) URL is kept exactly. Undefined when not http(s). */
 export function toManagementUrl(url: string): string | undefined {
@@ -48,7 +46,7 @@ export function toManagementUrl(url: string): string | undefined {
 }
 
 export function isSecretKeyHex(hex: string): boolean {
-  if (!HEX64.test(hex)) return false
+  if (!isHex64IgnoringCase(hex)) return false
   try {
     schnorr.getPublicKey(hexToBytes(hex.toLowerCase()))
     return true

@@ -1,13 +1,17 @@
 import { cpus } from 'node:os'
 import { z } from 'zod'
+import { parseAddressRange } from '../protocols/address-range.js'
+import { COMMUNITY_ID_PATTERN, HEX64_PATTERN, isHex64 } from '../protocols/ids.js'
 import type { Config, ConfigInput } from './config-types.js'
-import { parseAddressRange } from './http/client-ip.js'
 
 /*
  * The single source of every setting: defaults, units in names, and why each non-obvious default is what it
  * is. Env names derive mechanically from the path (`limits.maxEventBytes` → APIARY_LIMITS_MAX_EVENT_BYTES).
  * `loadConfig` (load-config.ts) runs once; nothing else reads process.env.
  */
+
+const hex64 = z.string().regex(HEX64_PATTERN)
+const hex64OrEmpty = z.string().refine((s) => s === '' || isHex64(s), { message: 'must be 64 lowercase hex characters, or empty' })
 
 const rule = (ratePerSecond: number, burst: number, what: string) =>
   z
@@ -167,17 +171,11 @@ export const configSchema = z
       .string()
       .default('')
       .describe('NIP-11 contact: an administrative alternate contact, a URI (mailto:, https:); empty = omitted'),
-    relayContactPubkey: z
-      .string()
-      .regex(/^([0-9a-f]{64})?$/)
+    relayContactPubkey: hex64OrEmpty
       .default('')
       .describe("NIP-11 pubkey: the administrative contact's pubkey, hex; empty = omitted (the relay's own key is NIP-11 self)"),
-    relaySecretKey: z
-      .string()
-      .regex(/^([0-9a-f]{64})?$/)
-      .default('')
-      .describe('relay secret key, hex; empty = generate on first start into <dataDir>/relay.key'),
-    // The agent client's gradient: heartbeat 15 s / lease 45 s / session 90 s. Presence (the lease)
+    relaySecretKey: hex64OrEmpty.default('').describe('relay secret key, hex; empty = generate on first start into <dataDir>/relay.key'),
+    // The agent client's gradient, heartbeat 15 s / lease 45 s / session 90 s. Presence (the lease)
     // lives 3 heartbeats, so two lost heartbeats in a row don't show someone offline. Decimals allow sub-second tests.
     presenceHeartbeatSeconds: z
       .number()
@@ -208,7 +206,7 @@ export const configSchema = z
       ),
     // NIP-86 callers allowed to manage every community on this node; the relay's own key always is one.
     operatorPubkeys: z
-      .array(z.string().regex(/^[0-9a-f]{64}$/))
+      .array(hex64)
       .default([])
       .describe('NIP-86 operators: hex pubkeys allowed to call management methods (JSON in env); the relay key is always one'),
     verifyThreads: z
@@ -325,14 +323,12 @@ export const configSchema = z
     communities: z
       .array(
         z.object({
-          id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/),
+          id: z.string().regex(COMMUNITY_ID_PATTERN),
           name: z.string().optional(),
           hosts: z.array(z.string()).min(1),
-          agents: z
-            .array(z.object({ pubkey: z.string().regex(/^[0-9a-f]{64}$/), tier: z.enum(['standard', 'elevated', 'platform']) }))
-            .default([]),
+          agents: z.array(z.object({ pubkey: hex64, tier: z.enum(['standard', 'elevated', 'platform']) })).default([]),
           // NIP-86 callers for this community only (bans, agent tiers); operators manage every community
-          admins: z.array(z.string().regex(/^[0-9a-f]{64}$/)).default([]),
+          admins: z.array(hex64).default([]),
         }),
       )
       .default([])

@@ -5,7 +5,6 @@ import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js'
 import type { NostrEvent } from '../protocols/nip01/event.js'
 import { type EventTemplate, type SigningKey, signTemplate, toSigningKey } from '../protocols/nip01/sign.js'
 
-export type { EventTemplate } from '../protocols/nip01/sign.js'
 export type RelayKey = SigningKey
 
 /** The relay's own keypair: configured, or generated once into <dataDir>/relay.key (mode 0600) and reused. */

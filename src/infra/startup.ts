@@ -1,6 +1,7 @@
 // Start-up against backends that may not answer yet (a database still booting, Redis restarting beside us):
 // each is retried with backoff until `deadlineMs`, every failed attempt logged with its cause; then start-up
 // fails with one error naming the backend and the cause. A node never sits alive without listening.
+import { scheduledDelayMs } from '../protocols/backoff.js'
 
 /** A backend did not answer within the start-up timeout; `message` is the one line an operator reads. */
 export class BackendUnavailableError extends Error {
@@ -29,8 +30,7 @@ export interface StartupRetry {
 
 // A booting PostgreSQL or Redis answers within a second or two; doubling from 250 ms finds it soon after,
 // and 5 s between attempts keeps a long wait from hammering a server that is coming up.
-const FIRST_DELAY_MS = 250
-const MAX_DELAY_MS = 5_000
+const STARTUP_BACKOFF = { minMs: 250, maxMs: 5_000, jitter: 0 }
 
 /** `attempt` until it resolves, or throw BackendUnavailableError with the last cause at the deadline. */
 export async function retryAtStartup<T>(backend: string, target: string, attempt: () => Promise<T>, r: StartupRetry): Promise<T> {
@@ -43,7 +43,7 @@ export async function retryAtStartup<T>(backend: string, target: string, attempt
     } catch (cause) {
       const left = r.deadlineMs - now()
       if (left <= 0) throw new BackendUnavailableError(backend, target, now() - started, cause)
-      const delayMs = Math.min(left, MAX_DELAY_MS, FIRST_DELAY_MS * 2 ** (n - 1))
+      const delayMs = Math.min(left, scheduledDelayMs(STARTUP_BACKOFF, n - 1))
       r.log.warn(
         { backend, target, attempt: n, cause: rootMessage(cause), retryInMs: delayMs },
         `${backend} unreachable at start; retrying`,

@@ -2,7 +2,7 @@
 // served only while their author's presence lease is live, and the relay-signed kind 21990 departure that
 // tells live subscribers an agent left. Pure: the lease itself lives in the presence store.
 import type { Filter } from './nip01/filter.js'
-import type { EventTemplate } from './nip29.js'
+import type { EventTemplate } from './nip01/sign.js'
 
 /** NIP-89 handler information: an agent's capabilities (addressable, `d` = ANNOUNCEMENT_D) */
 export const KIND_ANNOUNCEMENT = 31_990

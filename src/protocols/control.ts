@@ -1,3 +1,4 @@
+import { isHex64 } from './ids.js'
 import type { NostrEvent } from './nip01/event.js'
 import { err, ok, type Result } from './result.js'
 
@@ -40,14 +41,12 @@ export interface ControlExpectation {
   maxAgeSeconds: number
 }
 
-const HEX64 = /^[0-9a-f]{64}$/
-
 function parseOp(channel: ControlChannel, v: unknown): ConnControlOp | CacheInvalidationOp | undefined {
   if (!v || typeof v !== 'object') return undefined
   const o = v as Record<string, unknown>
   const str = (k: string) => typeof o[k] === 'string'
   if (channel === 'conn-control') {
-    if (o.op === 'DisconnectPubkey' && str('pubkey') && HEX64.test(o.pubkey as string) && str('eventId') && str('reason'))
+    if (o.op === 'DisconnectPubkey' && isHex64(o.pubkey) && str('eventId') && str('reason'))
       return { op: 'DisconnectPubkey', pubkey: o.pubkey as string, eventId: o.eventId as string, reason: o.reason as string }
     if (o.op === 'DisconnectCommunity' && str('reason')) return { op: 'DisconnectCommunity', reason: o.reason as string }
     return undefined

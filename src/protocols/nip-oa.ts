@@ -2,6 +2,8 @@ import { schnorr } from '@noble/curves/secp256k1.js'
 import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, hexToBytes, utf8ToBytes } from '@noble/hashes/utils.js'
 import { bip340KeyOf, signBip340 } from './bip340.js'
+import { isHex64, isHex128 } from './ids.js'
+import { MAX_KIND } from './nip01/kinds.js'
 import { reason } from './reasons.js'
 import { err, ok, type Result } from './result.js'
 
@@ -17,12 +19,9 @@ export const ATTESTATION_DOMAIN = 'nostr:agent-auth:'
 // the clause loop per AUTH; the string is signed verbatim, so it cannot be truncated, only refused.
 export const maxConditionsChars = 512
 
-// NIP-OA: kind= values in 0..65535, created_at values in 0..4294967295.
-const MAX_KIND = 65_535
+// NIP-OA: kind= values in 0..65535 (MAX_KIND), created_at values in 0..4294967295.
 const MAX_TIMESTAMP = 4_294_967_295
 
-const HEX64 = /^[0-9a-f]{64}$/
-const HEX128 = /^[0-9a-f]{128}$/
 // NIP-OA: "canonical base-10 with no leading zeroes except `0`"
 const DECIMAL = /^(0|[1-9][0-9]*)$/
 // NIP-OA: ASCII, and "Whitespace is not permitted anywhere in <conditions>"
@@ -59,8 +58,8 @@ export function parseOwnerAttestation(tags: string[][]): Result<OwnerAttestation
   const tag = found[0]!
   if (tag.length !== 4) return invalid('auth tag must have exactly 4 elements')
   const [, owner, conditions, sig] = tag as [string, string, string, string]
-  if (typeof owner !== 'string' || !HEX64.test(owner)) return invalid('auth tag owner must be 64 lowercase hex characters')
-  if (typeof sig !== 'string' || !HEX128.test(sig)) return invalid('auth tag signature must be 128 lowercase hex characters')
+  if (!isHex64(owner)) return invalid('auth tag owner must be 64 lowercase hex characters')
+  if (!isHex128(sig)) return invalid('auth tag signature must be 128 lowercase hex characters')
   const clauses = parseConditions(conditions)
   if (!clauses.ok) return clauses
   return ok({ owner, conditions, clauses: clauses.value, sig })

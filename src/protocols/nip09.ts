@@ -1,3 +1,4 @@
+import { isHex64 } from './ids.js'
 import type { NostrEvent } from './nip01/event.js'
 import { KIND_DELETION } from './nip01/kinds.js'
 
@@ -24,10 +25,10 @@ export function deletionTargets(e: NostrEvent): DeletionTargets {
   for (const t of e.tags) {
     const v = t[1]
     if (v === undefined) continue
-    if (t[0] === 'e' && /^[0-9a-f]{64}$/.test(v)) out.ids.push(v)
+    if (t[0] === 'e' && isHex64(v)) out.ids.push(v)
     else if (t[0] === 'a') {
-      const m = /^(\d{1,5}):([0-9a-f]{64}):(.*)$/s.exec(v)
-      if (m && m[2] === e.pubkey) out.addresses.push({ kind: Number(m[1]), pubkey: m[2], d: m[3] ?? '' })
+      const m = /^(\d{1,5}):([^:]*):(.*)$/s.exec(v)
+      if (m && isHex64(m[2]) && m[2] === e.pubkey) out.addresses.push({ kind: Number(m[1]), pubkey: m[2], d: m[3] ?? '' })
     }
   }
   return out

@@ -1,4 +1,6 @@
+import { isHex64 } from './ids.js'
 import type { NostrEvent } from './nip01/event.js'
+import type { EventTemplate } from './nip01/sign.js'
 import { reason } from './reasons.js'
 import { err, ok, type Result } from './result.js'
 
@@ -65,8 +67,6 @@ export interface ChannelFacts {
 /** What an accepted action asks the relay to do besides storing the event. */
 export type Verdict = { effect: 'apply' } | { effect: 'queue' } | { effect: 'none' }
 
-const HEX64 = /^[0-9a-f]{64}$/
-
 /** The channel an event is addressed to: its single `h` tag, or undefined when it has none. */
 export function channelOf(event: Pick<NostrEvent, 'tags'>): Result<string | undefined> {
   let found: string | undefined
@@ -106,13 +106,13 @@ export function parseChannelAction(event: NostrEvent): Result<ChannelAction | un
     case KIND_PUT_USER:
     case KIND_REMOVE_USER: {
       const p = event.tags.find((t) => t[0] === 'p')
-      if (!p || typeof p[1] !== 'string' || !HEX64.test(p[1])) return err(reason('invalid', 'a p tag with the member pubkey is required'))
+      if (!p || !isHex64(p[1])) return err(reason('invalid', 'a p tag with the member pubkey is required'))
       if (event.kind === KIND_REMOVE_USER) return ok({ type: 'remove-user', channel, pubkey: p[1] })
       // NIP-29 lets relays define roles; ours are admin and member, and an unknown role name means member
       return ok({ type: 'put-user', channel, pubkey: p[1], role: p.slice(2).includes('admin') ? 'admin' : 'member' })
     }
     case KIND_DELETE_EVENT: {
-      const ids = event.tags.filter((t) => t[0] === 'e' && typeof t[1] === 'string' && HEX64.test(t[1])).map((t) => t[1] as string)
+      const ids = event.tags.filter((t) => t[0] === 'e' && isHex64(t[1])).map((t) => t[1] as string)
       if (ids.length === 0) return err(reason('invalid', 'an e tag with the event id is required'))
       return ok({ type: 'delete-event', channel, ids })
     }
@@ -210,12 +210,6 @@ export function authorize(action: ChannelAction, f: ChannelFacts): Result<Verdic
 
 const kindOfAction = (t: ChannelAction['type']) =>
   ({ 'put-user': 9000, 'remove-user': 9001, 'edit-metadata': 9002, 'delete-event': 9005, 'delete-group': 9008 })[t as 'put-user']
-
-export interface EventTemplate {
-  kind: number
-  tags: string[][]
-  content: string
-}
 
 export interface ChannelView {
   id: string

@@ -2,6 +2,7 @@
 // community's policy says which roles may address which — `p`-tag an agent of another role, or post in a
 // channel restricted to some roles. An event across domains that the policy does not allow is refused with
 // `restricted:`. Pure: the roster and the policy come in as arguments.
+import { isHex64 } from './ids.js'
 import type { NostrEvent } from './nip01/event.js'
 import { type Reason, reason } from './reasons.js'
 import { err, ok, type Result } from './result.js'
@@ -81,7 +82,7 @@ const invalid = (text: string): Result<never> => err(reason('invalid', text))
 /** `setagentrole` params: `["<pubkey>", "<role>"]`; `""` takes the role away. */
 export function parseSetAgentRoleParams(params: unknown[]): Result<{ pubkey: string; role: string | null }> {
   const [pubkey, role] = params
-  if (typeof pubkey !== 'string' || !/^[0-9a-f]{64}$/.test(pubkey)) return invalid('pubkey must be 64 lowercase hex characters')
+  if (!isHex64(pubkey)) return invalid('pubkey must be 64 lowercase hex characters')
   if (role === '') return ok({ pubkey, role: null })
   if (typeof role !== 'string' || !ROLE_PATTERN.test(role))
     return invalid('role must be lowercase letters, digits and dashes (at most 32), or "" for none')

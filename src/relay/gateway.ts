@@ -6,7 +6,8 @@ import type { Duplex } from 'node:stream'
 import type { WebSocket, WebSocketServer } from 'ws'
 import type { CommunityMsg } from '../actors/community/messages.js'
 import { createAuthSlots } from '../actors/connection/auth-slots.js'
-import { connectionActor, connectionPath, type MutableConnView } from '../actors/connection/connection-actor.js'
+import { connectionActor, connectionPath } from '../actors/connection/connection-actor.js'
+import type { MutableConnView } from '../actors/connection/connection-deps.js'
 import { type Kernel, type TypedRef, tell } from '../actors/kernel/index.js'
 import type { AdmissionAnswer, LimitType } from '../actors/principal/principal-actor.js'
 import type { Config } from '../infra/config.js'
@@ -16,7 +17,6 @@ import type { ClientAddressing } from '../infra/http/client-ip.js'
 import type { Tenants } from '../infra/http/tenants.js'
 import type { Logger } from '../infra/log.js'
 import type { Metrics } from '../infra/metrics.js'
-import { ipConnKey } from '../infra/redis/keys.js'
 import type { CommunityRecord } from '../infra/store/community-store.js'
 import type { Verifier } from '../infra/verify/verifier.js'
 import { startHeartbeat, type Watched, watch } from '../infra/ws/heartbeat.js'
@@ -86,9 +86,10 @@ export function acceptConnections(d: GatewayDeps) {
     // With the shared gate down, a new socket is limited by this node alone: it can only read until Redis
     // returns (writes fail closed), and a node started during an outage must still serve reads.
     const rule = d.config.rateLimits.connectionsPerIp
+    const budget = { ip, limit: 'conn' } as const
     const admitted = await d.limiter
-      .admit(ipConnKey(ip), rule)
-      .catch(() => d.readFallback.admit(ipConnKey(ip), rule))
+      .admit(d.limiter.keyOf(budget), rule)
+      .catch(() => d.readFallback.admit(d.readFallback.keyOf(budget), rule))
       .catch(() => ({ allowed: false as const, retryAfterMs: 1000 }))
     if (!admitted.allowed) {
       d.metrics.connectionsRefused.inc({ reason: 'rate-limited' })

@@ -6,7 +6,6 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { WebSocketServer } from 'ws'
 import { communityPath } from '../actors/community/community-actor.js'
-import { KIND_PRESENCE } from '../actors/community/community-presence.js'
 import type { CommunityMsg } from '../actors/community/messages.js'
 import type { Kernel } from '../actors/kernel/index.js'
 import type { Config } from '../infra/config.js'
@@ -17,7 +16,6 @@ import { createManagement } from '../infra/http/nip86/endpoint.js'
 import type { Tenants } from '../infra/http/tenants.js'
 import type { Logger } from '../infra/log.js'
 import type { Metrics } from '../infra/metrics.js'
-import { ipApiKey, rateLimitKey } from '../infra/redis/keys.js'
 import { loadRelayKey, type RelayKey } from '../infra/relay-key.js'
 import { createBanLookup } from '../infra/store/ban-lookup.js'
 import { type CommunityStore, seedDefaultCommunity } from '../infra/store/community-store.js'
@@ -31,7 +29,7 @@ import { createVerifierPool } from '../infra/verify/verifier-pool.js'
 import { loadSchnorr } from '../infra/verify/verify-core.mjs'
 import { KIND_ANNOUNCEMENT } from '../protocols/agent-registry.js'
 import type { NostrEvent } from '../protocols/nip01/event.js'
-import { KIND_AUTH } from '../protocols/nip01/kinds.js'
+import { KIND_AUTH, KIND_PRESENCE } from '../protocols/nip01/kinds.js'
 import { createAdmission } from './admission.js'
 import { type Backends, openBackends } from './backends.js'
 import { type Communities, createCommunities } from './communities.js'
@@ -113,8 +111,12 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       verifier,
       replayGuard: b.replayGuard,
       // architecture §8: the caller's tier's `api` budget, in the limiter its EVENTs and REQs go through
-      admitApi: (record, pubkey) => b.limiter.admit(rateLimitKey(record.id, pubkey, 'api'), config.rateLimits[tierOf(record, pubkey)].api),
-      admitApiIp: (ip) => b.limiter.admit(ipApiKey(ip), config.rateLimits.apiPerIp),
+      admitApi: (record, pubkey) =>
+        b.limiter.admit(
+          b.limiter.keyOf({ community: record.id, principal: pubkey, limit: 'api' }),
+          config.rateLimits[tierOf(record, pubkey)].api,
+        ),
+      admitApiIp: (ip) => b.limiter.admit(b.limiter.keyOf({ ip, limit: 'api' }), config.rateLimits.apiPerIp),
       metrics: { signatureChecks: metrics.nip86SignatureChecks, admissionRejections: metrics.admissionRejections },
       ...createManagementOps({ store: b.communities, events: b.events, communities, operators, banPubkey: d.banPubkey, nowSeconds }),
       nowSeconds,

@@ -6,11 +6,11 @@ import type { ChannelStore } from '../../infra/store/channel-store.js'
 import type { EventStore } from '../../infra/store/event-store.js'
 import type { CacheInvalidationOp } from '../../protocols/control.js'
 import { asVerified, type NostrEvent, type VerifiedEvent } from '../../protocols/nip01/event.js'
+import type { EventTemplate } from '../../protocols/nip01/sign.js'
 import {
   adminsTemplate,
   authorize,
   type ChannelAction,
-  type EventTemplate,
   KIND_GROUP_ADMINS,
   KIND_GROUP_MEMBERS,
   KIND_GROUP_METADATA,
@@ -201,7 +201,7 @@ const MAX_STATE_RETRIES = 3
 
 /** false: this version would be dated too far ahead and was not signed (the caller defers it). */
 async function saveRelayEvent(d: ChannelDeps, t: EventTemplate, out: RelayEvent[]): Promise<boolean> {
-  const dTag = t.tags.find((x) => x[0] === 'd')?.[1]
+  const dTag = t.tags?.find((x) => x[0] === 'd')?.[1]
   for (let i = 0; i <= MAX_STATE_RETRIES; i++) {
     const now = d.nowSeconds()
     let createdAt = now

@@ -2,7 +2,6 @@ import type { Subscription } from 'rxjs'
 import type { Bus } from '../../infra/bus/bus.js'
 import type { Logger } from '../../infra/log.js'
 import type { Metrics } from '../../infra/metrics.js'
-import { cacheInvalidationChannel, connControlChannel, eventsChannel } from '../../infra/redis/keys.js'
 import { type CacheInvalidationOp, type ConnControlOp, type ControlChannel, toControlTemplate } from '../../protocols/control.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import type { CommunityMsg } from './messages.js'
@@ -47,7 +46,7 @@ export interface CommunityLinkDeps {
 const READY_WAIT_MS = 1_000
 
 export function createCommunityLink(d: CommunityLinkDeps): CommunityLink {
-  const evChannel = eventsChannel(d.community)
+  const evChannel = d.bus.channelOf(d.community, 'events')
   let events: Subscription | undefined
   // the backend lost the events channel (the subscriber connection dropped): live subscriptions have a gap
   const interruptions = d.bus.interruptions().subscribe((channel) => {
@@ -56,8 +55,7 @@ export function createCommunityLink(d: CommunityLinkDeps): CommunityLink {
   })
   let undelivered: (raw: string | undefined) => void = () => {}
   const control = (['conn-control', 'cache-invalidation'] as const).map((channel) => {
-    const name = channel === 'conn-control' ? connControlChannel(d.community) : cacheInvalidationChannel(d.community)
-    return d.bus.watch(name).subscribe((raw) => {
+    return d.bus.watch(d.bus.channelOf(d.community, channel)).subscribe((raw) => {
       if (!d.deliver({ type: 'Control', channel, raw })) {
         const lag = channel === 'conn-control' ? d.metrics.connControlLag : d.metrics.cacheInvalidationLag
         lag.inc()
@@ -99,8 +97,7 @@ export function createCommunityLink(d: CommunityLinkDeps): CommunityLink {
       return !late
     },
     async broadcast(channel, op) {
-      const name = channel === 'conn-control' ? connControlChannel(d.community) : cacheInvalidationChannel(d.community)
-      await d.bus.publish(name, JSON.stringify(d.sign(toControlTemplate(d.community, channel, op))))
+      await d.bus.publish(d.bus.channelOf(d.community, channel), JSON.stringify(d.sign(toControlTemplate(d.community, channel, op))))
     },
     onUndelivered(handler) {
       undelivered = handler

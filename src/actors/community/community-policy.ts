@@ -2,11 +2,10 @@
 // policy, the AUTH requirement, the NIP-86 kind rules and banned events. The relay's own events pass.
 import type { CommunityRecord, CommunitySettings } from '../../infra/store/community-store.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
-import { KIND_DELETION } from '../../protocols/nip01/kinds.js'
+import { KIND_DELETION, KIND_PRESENCE } from '../../protocols/nip01/kinds.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import { checkRoleDomains } from '../../protocols/role-domains.js'
 import type { AccessGate } from './access-gate.js'
-import { KIND_PRESENCE } from './community-presence.js'
 import type { ConnView } from './subscription-index.js'
 
 /** The relay-wide `authRequired` forces AUTH in every community; a community may ask for it on its own. */

@@ -16,10 +16,10 @@ import type { PresenceStore } from '../../infra/gates/presence.js'
 import type { Logger } from '../../infra/log.js'
 import { type NostrEvent, parseEventShape } from '../../protocols/nip01/event.js'
 import { type Filter, matchFilter } from '../../protocols/nip01/filter.js'
+import { KIND_PRESENCE } from '../../protocols/nip01/kinds.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import type { ConnectionRegistry, ConnView } from './subscription-index.js'
 
-export const KIND_PRESENCE = 20001
 /** the issue: a status is short text, at most 128 bytes of UTF-8 */
 export const MAX_PRESENCE_STATUS_BYTES = 128
 

@@ -21,7 +21,7 @@ import {
 } from '../../protocols/agent-registry.js'
 import { asVerified, type NostrEvent } from '../../protocols/nip01/event.js'
 import type { Filter } from '../../protocols/nip01/filter.js'
-import type { EventTemplate } from '../../protocols/nip29.js'
+import type { EventTemplate } from '../../protocols/nip01/sign.js'
 import { type ActorContext, pipeTo } from '../kernel/index.js'
 import type { LiveFeed } from './live-feed.js'
 import { type CommunityMsg, REDELIVER } from './messages.js'

@@ -7,7 +7,7 @@ import { closedFrame, countFrame, noticeFrame, okFrame } from '../../protocols/n
 import { prefixOf, type Reason, reason } from '../../protocols/reasons.js'
 import type { CommunityMsg, PublishOutcome } from '../community/messages.js'
 import { ask, tell } from '../kernel/index.js'
-import type { ConnectionDeps } from './connection-actor.js'
+import type { ConnectionDeps } from './connection-deps.js'
 import type { Prepared } from './messages.js'
 
 const ASK_TIMEOUT_MS = 30_000

@@ -4,7 +4,7 @@ import { checkOwnerAttestation, type OwnerAttestation, parseOwnerAttestation } f
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { reason } from '../../protocols/reasons.js'
 import { err, ok, type Result } from '../../protocols/result.js'
-import type { ConnectionDeps } from './connection-actor.js'
+import type { ConnectionDeps } from './connection-deps.js'
 
 /**
  * The AUTH signature, the pubkey's ban, and an owner attestation if the AUTH event carries one: a valid one

@@ -11,7 +11,7 @@ import { type Reason, reason } from '../../protocols/reasons.js'
 import { err } from '../../protocols/result.js'
 import { banOfPrincipal, checkAuthSignatureAndBan, principalOf } from './auth-check.js'
 import { shapedRetrySeconds } from './auth-slots.js'
-import type { ConnectionDeps } from './connection-actor.js'
+import type { ConnectionDeps } from './connection-deps.js'
 import type { Prepared } from './messages.js'
 import { admissionReason, isAuthorOnlyRequest } from './refusals.js'
 

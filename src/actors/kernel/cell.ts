@@ -1,11 +1,12 @@
-import { decideOnDrainCrash } from './crash-policy.js'
+import { cappedBackoffDelayMs } from '../../protocols/backoff.js'
+import { decideOnDrainCrash, type SupervisedCell } from './crash-policy.js'
 import { DRAIN_BATCH, DRAIN_TOKEN, DrainQueue, HandlerFault, registerTurns } from './drain.js'
 import { DropReporter } from './drop-reporter.js'
 import { ActorDownError, ActorStoppedError, describeError, HandlerCrashedError } from './errors.js'
-import type { KernelEnv, LiveCell } from './kernel-env.js'
+import type { KernelEnv } from './kernel-env.js'
 import { type Admission, bindRef, failRepliesIn, PendingAsks, type RefTarget } from './messaging.js'
 import { forgetFiredImmediate, type NactActor, type NactRef, nact, nactActorOf, toNactName } from './nact-binding.js'
-import { backoffDelayMs, DEFAULT_MAILBOX_CAPACITY, FailureWindow, resolvePolicy } from './policy.js'
+import { DEFAULT_MAILBOX_CAPACITY, FailureWindow, resolvePolicy } from './policy.js'
 import type { ActorContext, ActorDef, ActorPath, ActorPhase, Clock, StopReason, SupervisionPolicy, TypedRef } from './types.js'
 
 function isMessage(msg: unknown): boolean {
@@ -22,7 +23,7 @@ function isMessage(msg: unknown): boolean {
  * any remain. A message told during a drain joins the queue and may run in the same drain: order is
  * admission order either way, and the cap still bounds the turn.
  */
-export class ActorCell<S, M extends { type: string }> implements RefTarget, LiveCell {
+export class ActorCell<S, M extends { type: string }> implements RefTarget, SupervisedCell<S, M> {
   readonly ref: TypedRef<M>
   readonly ctx: ActorContext<M>
   readonly kind: string
@@ -169,7 +170,7 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Live
     if (!afterFailedRespawn && ranLong) this.respawnAttempt = 0
     this.respawnAttempt++
     const u = this.env.random()
-    const delayMs = backoffDelayMs(this.policy.respawn, this.respawnAttempt, Number.isFinite(u) ? Math.min(1, Math.max(0, u)) : 0)
+    const delayMs = cappedBackoffDelayMs(this.policy.respawn, this.respawnAttempt - 1, Number.isFinite(u) ? Math.min(1, Math.max(0, u)) : 0)
     this.env.emit({ type: 'backoff', path: this.path, kind: this.kind, delayMs, attempt: this.respawnAttempt })
     const timer = this.clock.setTimeout(() => this.respawn(), delayMs)
     this.backoff = { cancel: () => this.clock.clearTimeout(timer) }

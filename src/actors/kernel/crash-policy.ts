@@ -1,8 +1,26 @@
-import type { ActorCell } from './cell.js'
+import { cappedBackoffDelayMs } from '../../protocols/backoff.js'
 import { unwrapFault } from './drain.js'
 import { describeError } from './errors.js'
+import type { KernelEnv, LiveCell } from './kernel-env.js'
 import type { NactSupervisionCtx } from './nact-binding.js'
-import { backoffDelayMs } from './policy.js'
+import type { FailureWindow } from './policy.js'
+import type { ActorContext, ActorDef, ActorPhase } from './types.js'
+
+/** What supervision reads and changes on a cell; ActorCell (cell.ts) is the one implementation. */
+export interface SupervisedCell<S, M extends { type: string }> extends LiveCell {
+  readonly env: KernelEnv
+  readonly def: ActorDef<S, M>
+  readonly ctx: ActorContext<M>
+  readonly failures: FailureWindow
+  phase: ActorPhase
+  /** 1-based number of the last restart attempt; 0 when stable */
+  attempt: number
+  /** when the current incarnation started running; +Infinity while waiting to restart */
+  runningSince: number
+  backoff: { cancel(): void } | undefined
+  restart(fresh: S): void
+  goDown(): void
+}
 
 type Decision = symbol | Promise<symbol>
 
@@ -13,7 +31,7 @@ function typeOfMessage(msg: unknown): string | undefined {
 
 /** nact's onCrash for every actor: nact passes the drain token, the failing message is inside the error. */
 export function decideOnDrainCrash<S, M extends { type: string }>(
-  cell: ActorCell<S, M>,
+  cell: SupervisedCell<S, M>,
   error: unknown,
   nctx: NactSupervisionCtx,
 ): Decision {
@@ -29,7 +47,7 @@ export function decideOnDrainCrash<S, M extends { type: string }>(
  * synchronously; only the wait before a restart is asynchronous.
  */
 function decideOnCrash<S, M extends { type: string }>(
-  cell: ActorCell<S, M>,
+  cell: SupervisedCell<S, M>,
   msg: unknown,
   error: unknown,
   nctx: NactSupervisionCtx,
@@ -49,7 +67,7 @@ function decideOnCrash<S, M extends { type: string }>(
   }
 }
 
-function restartOrGiveUp<S, M extends { type: string }>(cell: ActorCell<S, M>, nctx: NactSupervisionCtx): Decision {
+function restartOrGiveUp<S, M extends { type: string }>(cell: SupervisedCell<S, M>, nctx: NactSupervisionCtx): Decision {
   const { env, policy } = cell
   const now = env.clock.now()
   const failures = cell.failures.record(now, policy.windowMs, policy.maxRestarts + 1)
@@ -63,14 +81,18 @@ function restartOrGiveUp<S, M extends { type: string }>(cell: ActorCell<S, M>, n
   if (now - cell.runningSince >= policy.resetAfterMs) cell.attempt = 0
   cell.attempt++
   const u = env.random()
-  const delayMs = backoffDelayMs(policy.backoff, cell.attempt, Number.isFinite(u) ? Math.min(1, Math.max(0, u)) : 0)
+  const delayMs = cappedBackoffDelayMs(policy.backoff, cell.attempt - 1, Number.isFinite(u) ? Math.min(1, Math.max(0, u)) : 0)
   env.emit({ type: 'backoff', path: cell.path, kind: cell.kind, delayMs, attempt: cell.attempt })
   cell.phase = 'backoff'
   cell.runningSince = Number.POSITIVE_INFINITY
   return waitThenRestart(cell, delayMs, nctx)
 }
 
-function waitThenRestart<S, M extends { type: string }>(cell: ActorCell<S, M>, delayMs: number, nctx: NactSupervisionCtx): Promise<symbol> {
+function waitThenRestart<S, M extends { type: string }>(
+  cell: SupervisedCell<S, M>,
+  delayMs: number,
+  nctx: NactSupervisionCtx,
+): Promise<symbol> {
   const { clock } = cell.env
   let decide!: (decision: Decision) => void
   const decision = new Promise<symbol>((resolve) => {
@@ -87,7 +109,7 @@ function waitThenRestart<S, M extends { type: string }>(cell: ActorCell<S, M>, d
 }
 
 /** An init that throws on restart is one more crash: it counts in the window and backs off again. */
-function restartNow<S, M extends { type: string }>(cell: ActorCell<S, M>, nctx: NactSupervisionCtx): Decision {
+function restartNow<S, M extends { type: string }>(cell: SupervisedCell<S, M>, nctx: NactSupervisionCtx): Decision {
   try {
     cell.backoff = undefined
     if (cell.phase === 'stopped' || cell.phase === 'down') return nctx.stop
@@ -100,7 +122,7 @@ function restartNow<S, M extends { type: string }>(cell: ActorCell<S, M>, nctx: 
 }
 
 /** Supervision itself failed (a throwing clock or random): stop the actor, mark degraded, keep the process. */
-function failSafe<S, M extends { type: string }>(cell: ActorCell<S, M>, failure: unknown, nctx: NactSupervisionCtx): symbol {
+function failSafe<S, M extends { type: string }>(cell: SupervisedCell<S, M>, failure: unknown, nctx: NactSupervisionCtx): symbol {
   try {
     cell.env.markDegraded(`supervision of ${cell.path} failed: ${describeError(failure)}`)
   } catch {

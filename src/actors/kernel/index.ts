@@ -13,7 +13,7 @@ export {
 export { createKernel } from './kernel.js'
 export { createLagReporter, type LagReporter, type LagReporterOptions } from './lag-reporter.js'
 export { ask, pipeTo, type Settled, tell, tellUntilTaken } from './messaging.js'
-export { backoffDelayMs, DEFAULT_MAILBOX_CAPACITY, defaultPolicy } from './policy.js'
+export { DEFAULT_MAILBOX_CAPACITY, defaultPolicy } from './policy.js'
 export type {
   ActorContext,
   ActorDef,

@@ -41,16 +41,6 @@ export function resolvePolicy(partial: Partial<SupervisionPolicy> = {}): Supervi
   return policy
 }
 
-// 2^52·minMs is finite; an uncapped exponent reaches Infinity, and 0·Infinity is NaN when minMs is 0.
-const MAX_EXPONENT = 52
-
-/** attempt is 1-based; u is the injected random draw in [0, 1]. */
-export function backoffDelayMs(backoff: SupervisionPolicy['backoff'], attempt: number, u: number): number {
-  const exponent = Math.min(MAX_EXPONENT, Math.max(0, attempt - 1))
-  const base = Math.min(backoff.maxMs, backoff.minMs * 2 ** exponent)
-  return Math.min(backoff.maxMs, base * (1 + u * backoff.jitter))
-}
-
 /** Sliding window of failure times: a failure counts while less than windowMs old. */
 export class FailureWindow {
   private readonly times: number[] = []

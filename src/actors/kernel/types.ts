@@ -1,4 +1,5 @@
 import type { Observable } from 'rxjs'
+import type { BackoffPolicy } from '../../protocols/backoff.js'
 
 /** 'community/default', 'connection/42', 'principal/default/<hex>': any non-empty string (architecture §4.2). */
 export type ActorPath = string
@@ -30,7 +31,7 @@ export interface SupervisionPolicy {
   maxRestarts: number
   windowMs: number
   /** delay before restart attempt a (1-based) = min(maxMs, minMs·2^(a−1))·(1 + U·jitter), capped at maxMs */
-  backoff: { minMs: number; maxMs: number; jitter: number }
+  backoff: BackoffPolicy
   /** the attempt counter starts again at 1 only after this long without a crash since the last (re)start */
   resetAfterMs: number
   /** messages held while waiting to restart; the rest are dropped and reported as 'overflow' */
@@ -40,7 +41,7 @@ export interface SupervisionPolicy {
    * its kind supervisor respawns it (fresh init, same path and ref) after this delay, attempt by attempt:
    * OTP's restart of a subtree. The attempts start again at 1 after resetAfterMs of running.
    */
-  respawn: { minMs: number; maxMs: number; jitter: number }
+  respawn: BackoffPolicy
 }
 
 export interface ActorContext<M> {

@@ -9,7 +9,7 @@ import type { SessionFence } from '../../infra/store/session-fence.js'
 import type { CacheInvalidationOp } from '../../protocols/control.js'
 import { GENERATION_TAG } from '../../protocols/mesh/state-generation.js'
 import type { NostrEvent, VerifiedEvent } from '../../protocols/nip01/event.js'
-import type { EventTemplate } from '../../protocols/nip29.js'
+import type { EventTemplate } from '../../protocols/nip01/sign.js'
 import { reason } from '../../protocols/reasons.js'
 import { ChannelReads } from '../community/channel-reads.js'
 import {
@@ -152,7 +152,8 @@ function channelDeps(fence: SessionFence, sinks: OwnerSinks, lease: OwnerLease):
     relayPubkey: sinks.relayPubkey,
     isModerator: (pubkey) => sinks.isModerator(community, pubkey),
     // every state version says which owner wrote it under which generation: the fault checker reads it back
-    sign: (t, createdAt) => sinks.sign({ ...t, tags: [...t.tags, [GENERATION_TAG, String(fence.generation), fence.owner]] }, createdAt),
+    sign: (t, createdAt) =>
+      sinks.sign({ ...t, tags: [...(t.tags ?? []), [GENERATION_TAG, String(fence.generation), fence.owner]] }, createdAt),
     defer: (_channel, what) => lease.defer(what),
     invalidate: (op) => sinks.invalidate(community, op),
     nowSeconds: sinks.nowSeconds,

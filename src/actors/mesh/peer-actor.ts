@@ -5,8 +5,9 @@
 // Two nodes that dial each other at once end up with two tunnels; both keep the one dialed by the smaller
 // runtime id (protocols/mesh/link-choice.ts), so they agree without a word.
 import type { Tunnel, TunnelEnd } from '../../infra/mesh/tunnel.js'
+import { cappedBackoffDelayMs } from '../../protocols/backoff.js'
 import { isPreferredLink } from '../../protocols/mesh/link-choice.js'
-import { type ActorDef, backoffDelayMs, type Kernel, pipeTo, type Settled, type TypedRef, tell } from '../kernel/index.js'
+import { type ActorDef, type Kernel, pipeTo, type Settled, type TypedRef, tell } from '../kernel/index.js'
 
 export type PeerMsg =
   | { type: 'Dial'; endpoint: string }
@@ -56,7 +57,7 @@ export function peerRef(kernel: Kernel, peer: string, deps: PeerDeps): TypedRef<
           state.dialing = false
           if (msg.outcome.ok) return adopt(state, msg.outcome.value, ctx.self)
           state.failures++
-          state.nextDialAtMs = deps.now() + backoffDelayMs(DIAL_BACKOFF, state.failures, deps.random())
+          state.nextDialAtMs = deps.now() + cappedBackoffDelayMs(DIAL_BACKOFF, state.failures - 1, deps.random())
           deps.log.debug({ peer, err: msg.outcome.error, attempt: state.failures }, 'mesh dial failed')
           return state
         }

@@ -2,7 +2,6 @@
 // Messages: Admit (one EVENT or REQ/COUNT wants in), Flush (decide everything waiting in one gate call).
 // Crash policy: temporary with an idle stop — the next message re-activates it from the same inputs.
 import type { Admission, RateLimiter, RateRule } from '../../infra/gates/rate-limit.js'
-import { rateLimitKey } from '../../infra/redis/keys.js'
 import { type ActorDef, tell } from '../kernel/index.js'
 
 export type LimitType = 'events' | 'reqs'
@@ -69,7 +68,8 @@ const UNAVAILABLE = { allowed: false, unavailable: true } as const
 
 async function decide(batch: Admit[], deps: PrincipalDeps): Promise<void> {
   if (batch.length === 0) return
-  const requests = batch.map((a) => ({ key: rateLimitKey(deps.community, deps.principal, a.limit), rule: deps.rules[a.limit] }))
+  const budgetOf = (a: Admit) => ({ community: deps.community, principal: deps.principal, limit: a.limit })
+  const requests = batch.map((a) => ({ key: deps.limiter.keyOf(budgetOf(a)), rule: deps.rules[a.limit] }))
   try {
     const answers = deps.limiter.admitMany
       ? await deps.limiter.admitMany(requests)
@@ -80,8 +80,7 @@ async function decide(batch: Admit[], deps: PrincipalDeps): Promise<void> {
     // database (relay/backends.ts), still rate-limited, per node instead of cluster-wide, until Redis is back.
     for (const [i, a] of batch.entries()) {
       const fallback = a.limit === 'reqs' ? deps.readFallback : undefined
-      const r = requests[i]!
-      a.reply(fallback ? await fallback.admit(r.key, r.rule).catch(() => UNAVAILABLE) : UNAVAILABLE)
+      a.reply(fallback ? await fallback.admit(fallback.keyOf(budgetOf(a)), requests[i]!.rule).catch(() => UNAVAILABLE) : UNAVAILABLE)
     }
   }
 }

@@ -1,24 +1,8 @@
 // Exponential backoff with jitter that only lengthens (never earlier than the schedule), and a reconnect
 // schedule that resets only after a connection stayed up for a stable period: a connect-then-kicked loop
 // keeps backing off instead of reconnecting hot (nostr-tools resets on the first open).
+import { type BackoffPolicy, spreadBackoffDelayMs } from '../../protocols/backoff.js'
 import type { RandomSource } from './clock.js'
-
-export interface BackoffPolicy {
-  minMs: number
-  maxMs: number
-  /** extra delay as a fraction of the scheduled one, drawn uniformly from [0, jitter) */
-  jitter: number
-}
-
-/** The delay before attempt `n` (0-based): min(maxMs, minMs·2^n), lengthened by up to `jitter`. */
-export function backoffDelayMs(policy: BackoffPolicy, attempt: number, random: RandomSource): number {
-  const base = Math.min(policy.maxMs, policy.minMs * 2 ** Math.min(attempt, 52))
-  return base * (1 + random() * policy.jitter)
-}
-
-/** The floor of backoffDelayMs: what the schedule promises never to undercut. */
-export const scheduledDelayMs = (policy: BackoffPolicy, attempt: number): number =>
-  Math.min(policy.maxMs, policy.minMs * 2 ** Math.min(attempt, 52))
 
 export class ReconnectSchedule {
   private attempt = 0
@@ -51,7 +35,7 @@ export class ReconnectSchedule {
   failed(nowMs: number, retryAfterMs = 0): number {
     if (this.upSinceMs !== undefined && nowMs - this.upSinceMs >= this.stableMs) this.attempt = 0
     this.upSinceMs = undefined
-    const delay = backoffDelayMs(this.policy, this.attempt, this.random)
+    const delay = spreadBackoffDelayMs(this.policy, this.attempt, this.random())
     this.attempt++
     return Math.max(delay, retryAfterMs)
   }

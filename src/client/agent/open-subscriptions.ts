@@ -1,10 +1,12 @@
 // The application's subscriptions as sent on one connection: the REQ in force for each, its stored part
 // tallied until EOSE and its backlog paged (backlog.ts), and the re-sends after a `CLOSED` that passes with
 // time. One connection attempt owns it: end() stops every pager and re-send with that connection.
+
+import { spreadBackoffDelayMs } from '../../protocols/backoff.js'
 import { type NostrEvent, verifyEventWasm } from '../../protocols/nip01/event.js'
 import { prefixOf } from '../../protocols/reasons.js'
 import { isPaged, MAX_BACKLOG_PAGES, type PageTally, pageBacklog, type QueryLimits, tallyEvent, toTally } from './backlog.js'
-import { backoffDelayMs, parseRetryAfterMs } from './backoff.js'
+import { parseRetryAfterMs } from './backoff.js'
 import type { TimerHandle } from './clock.js'
 import type { ResolvedOptions } from './options.js'
 import type { RelaySocket } from './relay-socket.js'
@@ -128,7 +130,7 @@ export class OpenSubscriptions {
   private scheduleResend(sub: AppSubscription, retryAfterMs: number | undefined): void {
     this.clearResend(sub.subId)
     const { o } = this.deps
-    const delayMs = retryAfterMs ?? backoffDelayMs(o.reconnect, sub.errorsInRow++, o.random)
+    const delayMs = retryAfterMs ?? spreadBackoffDelayMs(o.reconnect, sub.errorsInRow++, o.random())
     const timer = o.clock.setTimeout(() => {
       this.resendTimers.delete(sub.subId)
       if (this.deps.subscriptions.has(sub.subId)) this.send(sub)

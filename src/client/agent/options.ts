@@ -1,6 +1,7 @@
 // AgentClient options: every default with its unit and where it came from, validated once in the constructor.
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { hexToBytes } from '@noble/hashes/utils.js'
+import { isHex64IgnoringCase } from '../../protocols/ids.js'
 import { type SigningKey, toSigningKey } from '../../protocols/nip01/sign.js'
 import { type AgentClock, type RandomSource, systemClock } from './clock.js'
 import { AgentError } from './error.js'
@@ -131,7 +132,7 @@ function toAgentKey(secretKey: string | Uint8Array): SigningKey {
 }
 
 function hexKeyBytes(hex: string): Uint8Array {
-  if (!/^[0-9a-f]{64}$/i.test(hex)) throw badKey()
+  if (!isHex64IgnoringCase(hex)) throw badKey()
   return hexToBytes(hex.toLowerCase())
 }
 

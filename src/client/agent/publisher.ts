@@ -1,9 +1,11 @@
 // The outbound guard of one agent: throttles that wait (bounded), retries of sends that surely failed and of
 // OK timeouts (an event id makes a re-send idempotent: the relay answers `duplicate:`), and the offline queue
 // that takes whatever could not be sent while the agent was not ACTIVE.
+
+import { spreadBackoffDelayMs } from '../../protocols/backoff.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { prefixOf } from '../../protocols/reasons.js'
-import { backoffDelayMs, parseRetryAfterMs } from './backoff.js'
+import { parseRetryAfterMs } from './backoff.js'
 import type { AgentClock, RandomSource, TimerHandle } from './clock.js'
 import { OfflineQueue } from './offline-queue.js'
 import type { ResolvedOptions } from './options.js'
@@ -182,7 +184,7 @@ export class Publisher {
     return this.wait(
       Math.max(
         atLeastMs,
-        backoffDelayMs({ minMs: this.o.retry.minMs, maxMs: this.o.retry.maxMs, jitter: this.o.retry.jitter }, attempt, this.random),
+        spreadBackoffDelayMs({ minMs: this.o.retry.minMs, maxMs: this.o.retry.maxMs, jitter: this.o.retry.jitter }, attempt, this.random()),
       ),
       sleeperSeq,
     )

@@ -3,11 +3,11 @@
 // mapping discover() makes from the two.
 import { ANNOUNCEMENT_D, KIND_ANNOUNCEMENT, KIND_DEPARTURE } from '../../protocols/agent-registry.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
+import { KIND_PRESENCE } from '../../protocols/nip01/kinds.js'
 import type { EventTemplate } from '../../protocols/nip01/sign.js'
 import type { Capability } from './options.js'
 
-export { ANNOUNCEMENT_D, KIND_ANNOUNCEMENT, KIND_DEPARTURE }
-export const KIND_PRESENCE = 20001
+export { ANNOUNCEMENT_D, KIND_ANNOUNCEMENT, KIND_DEPARTURE, KIND_PRESENCE }
 
 export interface DiscoveredAgent {
   pubkey: string

@@ -1,4 +1,8 @@
 import type { Observable } from 'rxjs'
+import type { ControlChannel } from '../../protocols/control.js'
+
+/** A community's channels: its accepted events, and the two control channels (docs/architecture.md §5). */
+export type CommunityChannel = 'events' | ControlChannel
 
 /**
  * The cross-node bus port (docs/architecture.md §6.7, §9): best-effort pub/sub between the nodes of a cluster.
@@ -7,6 +11,11 @@ import type { Observable } from 'rxjs'
  */
 export interface Bus {
   readonly nodeId: string
+  /**
+   * This backend's name for one of a community's channels, to pass to publish and watch: the backend names
+   * its channels, callers never spell them. Throws RangeError for a bad community id (a bug).
+   */
+  channelOf(community: string, channel: CommunityChannel): string
   /** best effort; resolves when handed to the backend; rejects (BusError with code) when it is down */
   publish(channel: string, payload: string): Promise<void>
   /**

@@ -1,5 +1,6 @@
 import { NEVER, type Observable } from 'rxjs'
-import { type Bus, BusError, type ChannelStats, checkNodeId, DEFAULT_UNSUBSCRIBE_DEBOUNCE_MS } from './bus.js'
+import { isCommunityId } from '../../protocols/ids.js'
+import { type Bus, BusError, type ChannelStats, type CommunityChannel, checkNodeId, DEFAULT_UNSUBSCRIBE_DEBOUNCE_MS } from './bus.js'
 import { ChannelWatchers } from './channel-watchers.js'
 
 type Receiver = (origin: string, payload: string) => void
@@ -73,6 +74,12 @@ class LocalBus implements Bus {
       hold: (channel) => this.join(channel),
       release: (channel) => this.leave(channel),
     })
+  }
+
+  /** Its own names: an in-process hub shares no namespace with Redis. */
+  channelOf(community: string, channel: CommunityChannel): string {
+    if (!isCommunityId(community)) throw new RangeError(`not a community id: ${JSON.stringify(community.slice(0, 80))}`)
+    return `${community}/${channel}`
   }
 
   async publish(channel: string, payload: string): Promise<void> {

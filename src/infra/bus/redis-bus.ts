@@ -3,7 +3,8 @@ import { type Observable, Subject } from 'rxjs'
 import { err, ok, type Result } from '../../protocols/result.js'
 import type { Logger } from '../log.js'
 import { isCluster, type RedisClient } from '../redis/connect.js'
-import { type Bus, BusError, type ChannelStats, checkNodeId } from './bus.js'
+import { communityChannel } from '../redis/keys.js'
+import { type Bus, BusError, type ChannelStats, type CommunityChannel, checkNodeId } from './bus.js'
 import { ChannelWatchers } from './channel-watchers.js'
 import { openSubscriber, type SubscriberSession } from './redis-subscriber.js'
 
@@ -84,6 +85,10 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
       hold: () => this.changed(),
       release: () => this.changed(),
     })
+  }
+
+  channelOf(community: string, channel: CommunityChannel): string {
+    return communityChannel(community, channel)
   }
 
   publish(channel: string, payload: string): Promise<void> {

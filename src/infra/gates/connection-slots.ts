@@ -7,7 +7,7 @@
  * the rate limits, an unknown count must not refuse everyone for the length of an outage, and what a client
  * gains is bounded (the limit once per node) and short (the count is whole again once the backend is back).
  */
-import { ipOpenKey } from '../redis/keys.js'
+import { memoryIpKey } from './memory-keys.js'
 
 /** One admitted socket's slot. `release` is idempotent: the edge may call it from every path that ends a socket. */
 export interface SlotLease {
@@ -22,9 +22,8 @@ export interface ConnectionSlots {
 }
 
 /**
- * This node's open sockets, by IP key (ipOpenKey, so every spelling of one address is one entry), each a
- * member id. The memory backend is just this; the Redis backend keeps it to refresh its members and to fall
- * back on.
+ * This node's open sockets, by a key for the IP that every spelling of one address shares, each a member id.
+ * The memory backend is just this; the Redis backend keeps it to refresh its members and to fall back on.
  */
 export class LocalSlots {
   private readonly byKey = new Map<string, Set<string>>()
@@ -76,7 +75,7 @@ export function createMemoryConnectionSlots(): ConnectionSlots {
   let closed = false
   return {
     async acquire(ip, limit) {
-      const key = ipOpenKey(ip)
+      const key = memoryIpKey(ip)
       if (closed || local.count(key) >= limit) return undefined
       const member = String(++next)
       local.add(key, member)

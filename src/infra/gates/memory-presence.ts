@@ -1,5 +1,5 @@
 // Presence for one node: status and expiry per (community, pubkey), expired entries dropped lazily.
-import { presenceKey } from '../redis/keys.js'
+import { memoryPresenceKey } from './memory-keys.js'
 import { type PresenceStore, toPresenceTtlSeconds } from './presence.js'
 
 export interface MemoryPresenceStoreOptions {
@@ -30,9 +30,9 @@ export function createMemoryPresenceStore(opts: MemoryPresenceStoreOptions = {})
   const now = opts.now ?? (() => performance.now())
   const maxEntries = opts.maxEntries ?? 100_000
   if (!Number.isInteger(maxEntries) || maxEntries < 1) throw new RangeError(`maxEntries must be an integer ≥ 1: ${maxEntries}`)
-  // presenceKey → entry; re-inserted on every set, so the front holds the entries refreshed longest ago.
+  // memoryPresenceKey → entry; re-inserted on every set, so the front holds the entries refreshed longest ago.
   const entries = new Map<string, Entry>()
-  // presenceKey → connections holding it. One node has no other node to outlive, so no expiry is needed:
+  // memoryPresenceKey → connections holding it. One node has no other node to outlive, so no expiry is needed:
   // a connection that closes always disconnects (the community actor sees every close of this process).
   const holders = new Map<string, number>()
 
@@ -48,7 +48,7 @@ export function createMemoryPresenceStore(opts: MemoryPresenceStoreOptions = {})
       return entries.size
     },
     async set(community, pubkey, status, ttlSeconds) {
-      const key = presenceKey(community, pubkey)
+      const key = memoryPresenceKey(community, pubkey)
       const t = now()
       const expiresAt = t + toPresenceTtlSeconds(ttlSeconds) * 1000
       const entry = entries.get(key)
@@ -74,21 +74,21 @@ export function createMemoryPresenceStore(opts: MemoryPresenceStoreOptions = {})
       const t = now()
       const found = new Map<string, string>()
       for (const p of pubkeys) {
-        const e = live(presenceKey(community, p), t)
+        const e = live(memoryPresenceKey(community, p), t)
         if (e) found.set(p, e.status.toString())
       }
       return found
     },
     async clear(community, pubkey) {
-      entries.delete(presenceKey(community, pubkey))
+      entries.delete(memoryPresenceKey(community, pubkey))
     },
     async connect(community, pubkey, ttlSeconds) {
-      const key = presenceKey(community, pubkey)
+      const key = memoryPresenceKey(community, pubkey)
       toPresenceTtlSeconds(ttlSeconds)
       holders.set(key, (holders.get(key) ?? 0) + 1)
     },
     async disconnect(community, pubkey) {
-      const key = presenceKey(community, pubkey)
+      const key = memoryPresenceKey(community, pubkey)
       const left = (holders.get(key) ?? 0) - 1
       if (left > 0) {
         holders.set(key, left)

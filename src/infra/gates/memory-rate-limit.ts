@@ -10,9 +10,8 @@
 //
 // A stored TAT at or before now means "bucket full", exactly like an absent key, so such entries can be
 // dropped at any time without changing a decision; that is what keeps memory bounded.
+import { memoryBudgetKey } from './memory-keys.js'
 import { type Admission, checkRateRule, GateError, neverAdmissibleMs, type RateLimiter, type RateRule } from './rate-limit.js'
-
-export { neverAdmissibleMs }
 
 export interface MemoryRateLimiterOptions {
   /**
@@ -94,6 +93,7 @@ export function createMemoryRateLimiter(opts: MemoryRateLimiterOptions = {}): Me
     get size() {
       return tats.size
     },
+    keyOf: memoryBudgetKey,
     async admit(key, rule, cost = 1) {
       if (closed) throw new GateError('memory rate limiter is closed')
       return decide(key, rule, cost)

@@ -1,5 +1,5 @@
 // NIP-98 replay guard for one node: claimed ids with their expiry, bounded in count.
-import { nip98Key } from '../redis/keys.js'
+import { memoryClaimKey } from './memory-keys.js'
 import { clampReplayTtlSeconds, type ReplayGuard } from './replay-guard.js'
 
 export interface MemoryReplayGuardOptions {
@@ -27,7 +27,7 @@ export function createMemoryReplayGuard(opts: MemoryReplayGuardOptions = {}): Me
   const maxEntries = opts.maxEntries ?? 100_000
   if (!Number.isInteger(maxEntries) || maxEntries < 1) throw new RangeError(`maxEntries must be an integer ≥ 1: ${maxEntries}`)
   const evictChunk = Math.max(1, Math.floor(maxEntries / 100))
-  // nip98Key → expiry (ms on `now`'s clock); insertion order is claim order, so the front is the oldest.
+  // memoryClaimKey → expiry (ms on `now`'s clock); insertion order is claim order, so the front is the oldest.
   // The TTL varies per claim, so the front is not always the first to expire: trimming stops at the first
   // live claim and a later expired one waits for makeRoom or its own re-claim.
   const claims = new Map<string, number>()
@@ -45,7 +45,7 @@ export function createMemoryReplayGuard(opts: MemoryReplayGuardOptions = {}): Me
       return claims.size
     },
     async claim(community, eventId, ttlSeconds) {
-      const key = nip98Key(community, eventId)
+      const key = memoryClaimKey(community, eventId)
       const ttlMs = clampReplayTtlSeconds(ttlSeconds) * 1000
       const t = now()
       const expiresAt = claims.get(key)

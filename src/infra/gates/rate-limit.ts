@@ -10,7 +10,18 @@ export interface RateRule {
 
 export type Admission = { allowed: true } | { allowed: false; retryAfterMs: number }
 
+/**
+ * Whose budget a request is charged to: a principal's in one community (a pubkey, or `ip:<address>` before
+ * AUTH), or an IP's across the node's communities (connections, NIP-86 calls before their signature is checked).
+ */
+export type Budget = { community: string; principal: string; limit: 'events' | 'reqs' | 'api' } | { ip: string; limit: 'conn' | 'api' }
+
 export interface RateLimiter {
+  /**
+   * This backend's key for `budget`, to pass to admit: the backend names its buckets, callers never spell key
+   * names. Throws RangeError for a non-canonical id (a bug); every spelling of one IP is one key.
+   */
+  keyOf(budget: Budget): string
   /** Take `cost` tokens from `key` under `rule`. Rejects (throws GateError) only on backend failure. */
   admit(key: string, rule: RateRule, cost?: number): Promise<Admission>
   /** several decisions in one backend round trip (what a principal does with requests that queued up) */

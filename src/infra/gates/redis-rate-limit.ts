@@ -11,10 +11,11 @@
 //   PERSIST, a restore, an older build) is repaired in the same script and reported, since it would
 //   otherwise live forever.
 //
-// The caller passes the full key (src/infra/redis/keys.ts), and the client must fail fast
+// Callers pass the key keyOf gave them (its names are src/infra/redis/keys.ts's), and the client must fail fast
 // (redis-gate-client.ts). Every Redis failure rejects with GateError: callers fail closed.
 import { isCluster, type RedisClient } from '../redis/connect.js'
-import { type Admission, checkRateRule, GateError, neverAdmissibleMs, type RateLimiter, type RateRule } from './rate-limit.js'
+import { ipApiKey, ipConnKey, rateLimitKey } from '../redis/keys.js'
+import { type Admission, type Budget, checkRateRule, GateError, neverAdmissibleMs, type RateLimiter, type RateRule } from './rate-limit.js'
 import { callRedis, checkFailsFast } from './redis-gate-client.js'
 
 export interface RedisRateLimiterOptions {
@@ -169,6 +170,8 @@ export function createRedisRateLimiter(opts: RedisRateLimiterOptions): RedisRate
   }
 
   return {
+    keyOf: redisBudgetKey,
+
     async admit(key, rule, cost = 1) {
       checkOpen()
       const args = argsFor({ key, rule, cost })
@@ -187,6 +190,12 @@ export function createRedisRateLimiter(opts: RedisRateLimiterOptions): RedisRate
       closed = true
     },
   }
+}
+
+/** `apiary:{c}:rl:<principal>:<limit>`, or a global per-IP key (`apiary:ip:<ip>:conn|api`): keys.ts. */
+function redisBudgetKey(budget: Budget): string {
+  if (!('ip' in budget)) return rateLimitKey(budget.community, budget.principal, budget.limit)
+  return budget.limit === 'conn' ? ipConnKey(budget.ip) : ipApiKey(budget.ip)
 }
 
 // Redis Cluster's rule for the part of a key that picks its slot: the text inside the first `{...}` when that

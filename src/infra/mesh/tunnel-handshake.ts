@@ -12,6 +12,7 @@ import {
   FRAME_HEADER_BYTES,
   FrameType,
   MAX_FRAME_PAYLOAD_BYTES,
+  NO_REQUEST_ID,
   parseFrame,
   parseJsonPayload,
 } from '../../protocols/mesh/frames.js'
@@ -43,7 +44,7 @@ const DEFAULT_HANDSHAKE_TIMEOUT_MS = 5_000
 const newNonce = () => randomBytes(32).toString('hex')
 
 function sendJson(socket: WebSocket, type: FrameType, json: unknown) {
-  socket.send(encodeFrame({ type, more: false, streamId: CONTROL_STREAM_ID, requestId: 0, payload: encodeJsonPayload(json) }))
+  socket.send(encodeFrame({ type, more: false, streamId: CONTROL_STREAM_ID, requestId: NO_REQUEST_ID, payload: encodeJsonPayload(json) }))
 }
 
 /** The JSON of a handshake frame of `type`; anything else is a refusal. */

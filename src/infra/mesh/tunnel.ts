@@ -29,6 +29,7 @@ import {
   encodeJsonPayload,
   FrameType,
   type MeshFrame,
+  NO_REQUEST_ID,
   parseFrame,
   parseJsonPayload,
 } from '../../protocols/mesh/frames.js'
@@ -200,7 +201,13 @@ export function openTunnel(
 
   function violation(text: string) {
     if (ended) return
-    send({ type: FrameType.Error, more: false, streamId: CONTROL_STREAM_ID, requestId: 0, payload: encodeJsonPayload({ reason: text }) })
+    send({
+      type: FrameType.Error,
+      more: false,
+      streamId: CONTROL_STREAM_ID,
+      requestId: NO_REQUEST_ID,
+      payload: encodeJsonPayload({ reason: text }),
+    })
     finish({ reason: 'protocol', byPeer: false })
   }
 
@@ -375,12 +382,18 @@ export function openTunnel(
     },
     sendControl(type, json) {
       if (ended || socket.bufferedAmount > limits.controlBacklogBytes) return false
-      send({ type, more: false, streamId: CONTROL_STREAM_ID, requestId: 0, payload: encodeJsonPayload(json) })
+      send({ type, more: false, streamId: CONTROL_STREAM_ID, requestId: NO_REQUEST_ID, payload: encodeJsonPayload(json) })
       return true
     },
     goodbye(reason) {
       if (ended) return
-      send({ type: FrameType.Goodbye, more: false, streamId: CONTROL_STREAM_ID, requestId: 0, payload: encodeJsonPayload({ reason }) })
+      send({
+        type: FrameType.Goodbye,
+        more: false,
+        streamId: CONTROL_STREAM_ID,
+        requestId: NO_REQUEST_ID,
+        payload: encodeJsonPayload({ reason }),
+      })
       finish({ reason, byPeer: false })
     },
     closed,

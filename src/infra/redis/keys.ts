@@ -8,38 +8,36 @@
 // the node's verifier pool, which every community shares.
 //
 // Case: every component is lowercase, and a formatter *rejects* (RangeError) an uppercase or otherwise
-// non-canonical pubkey, event id or community id instead of lowercasing it. An uppercase hex would open a
-// second budget for the same pubkey; but every producer already demands lowercase (NIP-01 ids and pubkeys
-// are lowercase hex, `parseEvent` and the config schema enforce it), so reaching here with one is a bug
-// that normalising would hide. IP addresses are the exception: their text is not canonical by nature
-// (`::1` = `0:0::1` = `::FFFF:…`), so they are normalised (see parseIpSegment).
+// non-canonical pubkey, event id or community id instead of lowercasing it; IP addresses are normalised
+// (infra/gates/key-parts.ts says why). Every producer already demands lowercase (NIP-01 ids and pubkeys are
+// lowercase hex, `parseEvent` and the config schema enforce it), so reaching here with one is a bug that
+// normalising would hide.
 //
-// Formatters take values our own code produced and throw RangeError on a bad one (a bug); parseChannel and
-// parseIpSegment take text from outside and return a Result.
+// Formatters take values our own code produced and throw RangeError on a bad one (a bug); parseChannel takes
+// text from outside and returns a Result.
 
+import { isCommunityId } from '../../protocols/ids.js'
 import { SESSION_ID } from '../../protocols/mesh/session-id.js'
 import { CHANNEL_ID } from '../../protocols/nip29.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import { err, ok, type Result } from '../../protocols/result.js'
-import { COMMUNITY_ID_PATTERN } from '../store/community-store.js'
+import type { CommunityChannel } from '../bus/bus.js'
+import { checkCommunityId, checkHex64, toIpSegment, toPrincipalSegment } from '../gates/key-parts.js'
 
 export type RateLimitType = 'events' | 'reqs' | 'api'
-export type ChannelKind = 'events' | 'conn-control' | 'cache-invalidation'
 
 export interface ParsedChannel {
   community: string
-  kind: ChannelKind
+  kind: CommunityChannel
   /** the NIP-29 group of an events channel; absent for `ev:global` and for the other kinds */
   channelId?: string
 }
 
 const ROOT = 'apiary'
-const HEX64 = /^[0-9a-f]{64}$/
 // CHANNEL_ID (protocols/nip29): a longer or other-charset group id is refused by eventsChannel, never truncated.
 // `global` names the events channel of channel-less events, so a NIP-29 group may not take that id: the
 // group-creation path must refuse it (isChannelId), or its events would be indistinguishable from global ones.
 const GLOBAL = 'global'
-const IP_PRINCIPAL = 'ip:'
 
 /** A NIP-29 group id that can name an events channel (charset, ≤ 64 chars, not the reserved `global`). */
 export function isChannelId(id: string): boolean {
@@ -80,12 +78,12 @@ export function ipApiKey(ip: string): string {
 
 /** `apiary:{c}:nip98:<eventId>` — a claimed NIP-98 auth event id (replay guard). */
 export function nip98Key(community: string, eventId: string): string {
-  return scoped(community, 'nip98', checkHex(eventId, 'event id'))
+  return scoped(community, 'nip98', checkHex64(eventId, 'event id'))
 }
 
 /** `apiary:{c}:presence:<pubkey>` — the latest presence status of a pubkey, expiring with its TTL. */
 export function presenceKey(community: string, pubkey: string): string {
-  return scoped(community, 'presence', checkHex(pubkey, 'pubkey'))
+  return scoped(community, 'presence', checkHex64(pubkey, 'pubkey'))
 }
 
 /**
@@ -93,7 +91,7 @@ export function presenceKey(community: string, pubkey: string): string {
  * hash slot as presenceKey (one MULTI refreshes both); `presence-conn` can't collide with `presence:<hex>`.
  */
 export function presenceConnKey(community: string, pubkey: string): string {
-  return scoped(community, 'presence-conn', checkHex(pubkey, 'pubkey'))
+  return scoped(community, 'presence-conn', checkHex64(pubkey, 'pubkey'))
 }
 
 /** `apiary:{c}:ev:<channelId>` for a NIP-29 group's events, `apiary:{c}:ev:global` for the rest. */
@@ -101,6 +99,12 @@ export function eventsChannel(community: string, channelId?: string): string {
   if (channelId === undefined) return scoped(community, 'ev', GLOBAL)
   if (!isChannelId(channelId)) throw new RangeError(`not a usable channel id: ${JSON.stringify(channelId)}`)
   return scoped(community, 'ev', channelId)
+}
+
+/** The channel formatters below by what they carry (the Redis bus's channelOf). */
+export function communityChannel(community: string, channel: CommunityChannel): string {
+  if (channel === 'events') return eventsChannel(community)
+  return channel === 'conn-control' ? connControlChannel(community) : cacheInvalidationChannel(community)
 }
 
 /** `apiary:{c}:conn-control` — disconnect orders (imperative; architecture §6.7 keeps it apart from invalidation). */
@@ -131,7 +135,7 @@ export function sessionGenerationKey(community: string, session: string): string
 
 /** `apiary:mesh:ready:<runtime>` — a node's signed readiness record (global: the mesh spans every community). */
 export function meshReadyKey(runtime: string): string {
-  return `${MESH_READY_PREFIX}${checkHex(runtime, 'runtime id')}`
+  return `${MESH_READY_PREFIX}${checkHex64(runtime, 'runtime id')}`
 }
 
 /** Every readiness key starts with this (SCAN's MATCH is it plus `*`). */
@@ -148,7 +152,7 @@ export function parseChannel(name: string): Result<ParsedChannel> {
   const m = CHANNEL_NAME.exec(name)
   if (!m) return invalid('not an apiary community channel', name)
   const [, community = '', rest = ''] = m
-  if (!COMMUNITY_ID_PATTERN.test(community)) return invalid('bad community id in channel', name)
+  if (!isCommunityId(community)) return invalid('bad community id in channel', name)
   if (rest === 'conn-control') return ok({ community, kind: 'conn-control' })
   if (rest === 'cache-invalidation') return ok({ community, kind: 'cache-invalidation' })
   if (!rest.startsWith('ev:')) return invalid('unknown channel kind', name)
@@ -158,89 +162,13 @@ export function parseChannel(name: string): Result<ParsedChannel> {
   return ok({ community, kind: 'events', channelId })
 }
 
-/**
- * An IP address as one key segment: IPv4 in dotted decimal (`203.0.113.7`); IPv6 fully expanded to eight
- * 4-digit lowercase hex groups joined by `-` (`2001-0db8-0000-0000-0000-0000-0000-0001`), because a `:`
- * would split the segment and the compressed forms are not unique. Normalised so that every spelling of one
- * address shares one budget: hex case, `::` compression, leading zeros of a group, an IPv4-mapped IPv6
- * address (`::ffff:203.0.113.7`, how a dual-stack socket reports an IPv4 client) becomes its IPv4 form, and
- * a zone (`fe80::1%eth0`, which names our interface, not the peer) is dropped. Idempotent: an encoded
- * segment parses to itself. Refused: IPv4 with leading zeros (octal in some parsers), brackets, ports.
- */
-export function parseIpSegment(text: string): Result<string> {
-  const lower = text.toLowerCase()
-  const v4 = parseIpv4(lower)
-  if (v4) return ok(v4.join('.'))
-  const groups = ENCODED_V6.test(lower) ? lower.split('-').map((g) => Number.parseInt(g, 16)) : parseIpv6(lower.replace(/%[^%]+$/, ''))
-  if (!groups) return err(reason('invalid', `not an IP address: ${JSON.stringify(text.slice(0, 64))}`))
-  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
-    const [hi = 0, lo = 0] = groups.slice(6)
-    return ok([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff].join('.'))
-  }
-  return ok(groups.map((g) => g.toString(16).padStart(4, '0')).join('-'))
-}
-
-const ENCODED_V6 = /^[0-9a-f]{4}(-[0-9a-f]{4}){7}$/
-const OCTET = '(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])'
-const IPV4 = new RegExp(`^${OCTET}\\.${OCTET}\\.${OCTET}\\.${OCTET}$`)
-const HEXTET = /^[0-9a-f]{1,4}$/
-
-function parseIpv4(text: string): number[] | undefined {
-  return IPV4.test(text) ? text.split('.').map(Number) : undefined
-}
-
-// RFC 4291 §2.2 text forms: eight hextets, one `::` standing for one or more zero groups, and an optional
-// dotted IPv4 tail counting as two hextets.
-function parseIpv6(text: string): number[] | undefined {
-  const halves = text.split('::')
-  if (halves.length > 2) return undefined
-  const [head = '', tail] = halves
-  const headGroups = parseHextets(head, tail === undefined)
-  const tailGroups = tail === undefined ? [] : parseHextets(tail, true)
-  if (!headGroups || !tailGroups) return undefined
-  if (tail === undefined) return headGroups.length === 8 ? headGroups : undefined
-  const missing = 8 - headGroups.length - tailGroups.length
-  return missing >= 1 ? [...headGroups, ...new Array<number>(missing).fill(0), ...tailGroups] : undefined
-}
-
-function parseHextets(part: string, mayEndInIpv4: boolean): number[] | undefined {
-  if (part === '') return []
-  const pieces = part.split(':')
-  const out: number[] = []
-  for (const [i, piece] of pieces.entries()) {
-    const v4 = mayEndInIpv4 && i === pieces.length - 1 ? parseIpv4(piece) : undefined
-    if (v4) out.push(((v4[0] ?? 0) << 8) | (v4[1] ?? 0), ((v4[2] ?? 0) << 8) | (v4[3] ?? 0))
-    else if (HEXTET.test(piece)) out.push(Number.parseInt(piece, 16))
-    else return undefined
-  }
-  return out
-}
-
-function toIpSegment(ip: string): string {
-  const parsed = parseIpSegment(ip)
-  if (!parsed.ok) throw new RangeError(parsed.error)
-  return parsed.value
-}
-
-function toPrincipalSegment(principal: string): string {
-  if (HEX64.test(principal)) return principal
-  if (principal.startsWith(IP_PRINCIPAL)) return IP_PRINCIPAL + toIpSegment(principal.slice(IP_PRINCIPAL.length))
-  throw new RangeError(`principal must be a lowercase 64-hex pubkey or ip:<address>: ${JSON.stringify(principal.slice(0, 80))}`)
-}
-
 function scoped(community: string, ...parts: string[]): string {
-  if (!COMMUNITY_ID_PATTERN.test(community)) throw new RangeError(`not a community id: ${JSON.stringify(community.slice(0, 80))}`)
-  return `${ROOT}:{${community}}:${parts.join(':')}`
+  return `${ROOT}:{${checkCommunityId(community)}}:${parts.join(':')}`
 }
 
 function checkSessionId(session: string): string {
   if (!SESSION_ID.test(session)) throw new RangeError(`not a mesh session id: ${JSON.stringify(session.slice(0, 80))}`)
   return session
-}
-
-function checkHex(value: string, what: string): string {
-  if (!HEX64.test(value)) throw new RangeError(`${what} must be 64 lowercase hex digits: ${JSON.stringify(value.slice(0, 80))}`)
-  return value
 }
 
 function invalid(why: string, name: string): Result<never, Reason> {

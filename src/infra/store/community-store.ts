@@ -155,8 +155,6 @@ export interface CommunityStore {
   close(): Promise<void>
 }
 
-export const COMMUNITY_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/
-
 /** The embedded default (docs/architecture.md §11): one community answering on the loopback names. */
 export const DEFAULT_COMMUNITY: CommunityInput = { id: 'default', name: 'default', hosts: ['localhost', '127.0.0.1', '[::1]'], agents: [] }
 

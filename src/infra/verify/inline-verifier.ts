@@ -4,13 +4,12 @@
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js'
+import { isHex64, isHex128 } from '../../protocols/ids.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { type Verifier, VerifierError, type VerifyVerdict } from './verifier.js'
 // Extension needed: verify-core is plain JS so worker threads can load it without a TypeScript loader.
 import { checkEvent, hasIdFields, loadSchnorr, type SchnorrChoice, serializeForId } from './verify-core.mjs'
 
-const hex64 = /^[0-9a-f]{64}$/
-const hex128 = /^[0-9a-f]{128}$/
 const utf8 = new TextEncoder()
 
 /** libsecp256k1 (native or WASM, see loadSchnorr) on the calling thread: blocks the event loop per event. */
@@ -33,7 +32,7 @@ function checkEventNoble(event: NostrEvent): VerifyVerdict {
   } catch {
     return 'bad-id'
   }
-  if (typeof event.sig !== 'string' || !hex64.test(event.pubkey) || !hex128.test(event.sig)) return 'bad-sig'
+  if (!isHex64(event.pubkey) || !isHex128(event.sig)) return 'bad-sig'
   try {
     return schnorr.verify(hexToBytes(event.sig), digest, hexToBytes(event.pubkey)) ? 'ok' : 'bad-sig'
   } catch {

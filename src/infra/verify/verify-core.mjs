@@ -6,7 +6,7 @@ import { createRequire } from 'node:module'
 import { verifySchnorr as verifyWasm } from 'tiny-secp256k1'
 
 // NIP-01: ids, pubkeys and signatures are lowercase hex. Buffer.from(s, 'hex') silently stops at the first
-// non-hex character, so the shape is checked before decoding.
+// non-hex character, so the shape is checked before decoding. A copy of protocols/ids.ts: a bare worker can't load .ts.
 const hex64 = /^[0-9a-f]{64}$/
 const hex128 = /^[0-9a-f]{128}$/
 

@@ -10,13 +10,12 @@ import { schnorr } from '@noble/curves/secp256k1.js'
 import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js'
 import { bip340KeyOf, signBip340 } from '../bip340.js'
+import { isHex64, isHex128 } from '../ids.js'
 import type { SigningKey } from '../nip01/sign.js'
 import { type Reason, reason } from '../reasons.js'
 import { err, OK_VOID, type Result } from '../result.js'
 
 export const ATTESTATION_CONTEXT = 'apiary-mesh-ready-v1'
-const HEX64 = /^[0-9a-f]{64}$/
-const HEX128 = /^[0-9a-f]{128}$/
 
 /** The 32 bytes the relay key signs to vouch for `runtime`. */
 export function attestationDigest(runtime: string, relay: string): Uint8Array {
@@ -25,13 +24,13 @@ export function attestationDigest(runtime: string, relay: string): Uint8Array {
 
 /** The relay's signature (hex) over attestationDigest(runtime, relay pubkey). */
 export function attestRuntime(relayKey: SigningKey, runtime: string): string {
-  if (!HEX64.test(runtime)) throw new RangeError(`runtime id must be 64 lowercase hex digits: ${runtime.slice(0, 80)}`)
+  if (!isHex64(runtime)) throw new RangeError(`runtime id must be 64 lowercase hex digits: ${runtime.slice(0, 80)}`)
   return bytesToHex(signBip340(bip340KeyOf(relayKey.secretKey), attestationDigest(runtime, relayKey.pubkey)))
 }
 
 /** Accepts `signature` only as the anchor relay's attestation of `runtime`. */
 export function checkAttestation(runtime: string, relay: string, signature: string, anchorRelayPubkey: string): Result<void> {
-  if (!HEX64.test(runtime) || !HEX64.test(relay) || !HEX128.test(signature)) return refuse('malformed attestation')
+  if (!isHex64(runtime) || !isHex64(relay) || !isHex128(signature)) return refuse('malformed attestation')
   if (relay !== anchorRelayPubkey) return refuse('attested by another relay key')
   return verifies(signature, attestationDigest(runtime, relay), relay) ? OK_VOID : refuse('attestation does not verify')
 }

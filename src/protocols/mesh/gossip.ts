@@ -23,6 +23,7 @@
  * `droppedOverCap` (a metric for the caller), while newer versions of runtimes already held still apply.
  */
 import { z } from 'zod'
+import { HEX64_PATTERN } from '../ids.js'
 import { reason } from '../reasons.js'
 import { err, ok, type Result } from '../result.js'
 
@@ -35,7 +36,7 @@ export const MAX_GOSSIP_MEMBERS = 1024
 /** Same bound as a readiness record's endpoint. */
 export const MAX_ENDPOINT_CHARS = 512
 
-const runtimeSchema = z.string().regex(/^[0-9a-f]{64}$/)
+const runtimeSchema = z.string().regex(HEX64_PATTERN)
 const versionSchema = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER)
 
 const memberStateSchema = z.strictObject({

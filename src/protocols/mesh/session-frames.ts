@@ -3,13 +3,14 @@
 // receiver refuses one that does not match what it holds (session-directory's four reasons), so a frame
 // routed on stale knowledge is never acted on by the wrong owner.
 import { z } from 'zod'
+import { COMMUNITY_ID_PATTERN, HEX64_PATTERN } from '../ids.js'
 import { reason } from '../reasons.js'
 import { err, ok, type Result } from '../result.js'
 import { SESSION_ID } from './session-id.js'
 
-const hex64 = z.string().regex(/^[0-9a-f]{64}$/)
+const hex64 = z.string().regex(HEX64_PATTERN)
 const fenceSchema = z.strictObject({
-  community: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/),
+  community: z.string().regex(COMMUNITY_ID_PATTERN),
   session: z.string().regex(SESSION_ID),
   generation: z.number().int().min(1),
   owner: hex64,
@@ -35,10 +36,8 @@ const replySchema = z.discriminatedUnion('ok', [
   z.strictObject({ ok: z.literal(false), refused: z.enum(REFUSALS), holder: holderSchema.optional() }),
 ])
 
-export type SessionFrameFence = z.infer<typeof fenceSchema>
 export type ModerateRequest = z.infer<typeof requestSchema>
 export type ModerateReply = z.infer<typeof replySchema>
-export type FrameRefusal = (typeof REFUSALS)[number]
 
 export function parseModerateRequest(json: unknown): Result<ModerateRequest> {
   const parsed = requestSchema.safeParse(json)

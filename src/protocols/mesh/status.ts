@@ -4,6 +4,7 @@
 // reader is the CLI, which prints the table from it: anything it doesn't recognise is better refused than
 // shown half-understood.
 import { z } from 'zod'
+import { COMMUNITY_ID_PATTERN, HEX64_PATTERN } from '../ids.js'
 import { type Reason, reason } from '../reasons.js'
 import { err, ok, type Result } from '../result.js'
 import { MAX_ENDPOINT_CHARS } from './gossip.js'
@@ -21,9 +22,8 @@ export interface MeshStatus {
 /** The body of the 404 a relay answers on `/mesh/status` when the mesh is off (the embedded default, APIARY_MESH=off). */
 export const MESH_STATUS_DISABLED = { error: 'mesh is off' } as const
 
-const runtimeSchema = z.string().regex(/^[0-9a-f]{64}$/)
-// Same shape as the config's community ids (infra/config.ts); protocols can't import it from infra.
-const communitySchema = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/)
+const runtimeSchema = z.string().regex(HEX64_PATTERN)
+const communitySchema = z.string().regex(COMMUNITY_ID_PATTERN)
 
 const peerSchema = z.strictObject({
   runtime: runtimeSchema,

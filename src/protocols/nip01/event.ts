@@ -2,9 +2,11 @@ import { schnorr } from '@noble/curves/secp256k1.js'
 import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, hexToBytes, utf8ToBytes } from '@noble/hashes/utils.js'
 import { verifyBip340 } from '../bip340.js'
+import { isHex64, isHex128 } from '../ids.js'
 import type { Limits } from '../limits.js'
 import { reason } from '../reasons.js'
 import { err, OK_VOID, ok, type Result } from '../result.js'
+import { MAX_KIND } from './kinds.js'
 
 /** NIP-01 event as it travels on the wire. */
 export interface NostrEvent {
@@ -104,15 +106,11 @@ export function verifyEventWasm(e: NostrEvent): 'ok' | 'bad-id' | 'bad-sig' {
   } catch {
     return 'bad-id'
   }
-  if (typeof e.sig !== 'string' || !HEX64.test(e.pubkey) || !HEX128.test(e.sig)) return 'bad-sig'
+  if (!isHex64(e.pubkey) || !isHex128(e.sig)) return 'bad-sig'
   return verifyBip340(hexToBytes(e.sig), hexToBytes(e.id), hexToBytes(e.pubkey)) ? 'ok' : 'bad-sig'
 }
 
 // --- parsing untrusted input -----------------------------------------------------------------------------
-
-const HEX64 = /^[0-9a-f]{64}$/
-const HEX128 = /^[0-9a-f]{128}$/
-const MAX_KIND = 65_535
 
 export interface EventWithRaw {
   event: NostrEvent
@@ -134,9 +132,9 @@ export function parseEventWithRaw(json: unknown, limits: Limits, nowSeconds: num
   if (typeof json !== 'object' || json === null || Array.isArray(json)) return invalid('event is not an object')
   const o = json as Record<string, unknown>
   const { id, pubkey, sig, kind, created_at, tags, content } = o
-  if (typeof id !== 'string' || !HEX64.test(id)) return invalid('id must be 64 lowercase hex characters')
-  if (typeof pubkey !== 'string' || !HEX64.test(pubkey)) return invalid('pubkey must be 64 lowercase hex characters')
-  if (typeof sig !== 'string' || !HEX128.test(sig)) return invalid('sig must be 128 lowercase hex characters')
+  if (!isHex64(id)) return invalid('id must be 64 lowercase hex characters')
+  if (!isHex64(pubkey)) return invalid('pubkey must be 64 lowercase hex characters')
+  if (!isHex128(sig)) return invalid('sig must be 128 lowercase hex characters')
   if (!Number.isInteger(kind) || (kind as number) < 0 || (kind as number) > MAX_KIND) {
     return invalid('kind must be an integer from 0 to 65535')
   }

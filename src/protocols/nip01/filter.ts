@@ -1,7 +1,9 @@
+import { isHex64 } from '../ids.js'
 import type { Limits } from '../limits.js'
 import { reason } from '../reasons.js'
 import { err, OK_VOID, ok, type Result } from '../result.js'
 import type { NostrEvent } from './event.js'
+import { MAX_KIND } from './kinds.js'
 
 /**
  * A REQ/COUNT filter after parsing. Tag conditions (`#e`, `#p`, ... single letters only) are gathered in
@@ -33,8 +35,6 @@ export function matchFilter(f: Filter, e: NostrEvent): boolean {
   return true
 }
 
-export const matchFilters = (fs: readonly Filter[], e: NostrEvent): boolean => fs.some((f) => matchFilter(f, e))
-
 // --- parsing untrusted input -----------------------------------------------------------------------------
 
 /**
@@ -43,11 +43,8 @@ export const matchFilters = (fs: readonly Filter[], e: NostrEvent): boolean => f
  * (contact lists beyond 1000 follows are rare). Not in Limits: NIP-11 has no field to advertise it.
  */
 const MAX_FILTER_VALUES = 1000
-const MAX_KIND = 65_535
-const HEX64 = /^[0-9a-f]{64}$/
 const TAG_KEY = /^#[a-zA-Z]$/
 
-const isHex64 = (v: unknown): v is string => typeof v === 'string' && HEX64.test(v)
 const isKind = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= MAX_KIND
 const isString = (v: unknown): v is string => typeof v === 'string'
 const isTimestamp = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0

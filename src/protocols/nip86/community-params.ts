@@ -1,14 +1,13 @@
 // Params of Apiary's own NIP-86 methods (docs/nip86-methods.md): agent tiers in the addressed community, and
 // the operator's community lifecycle. Untrusted input in, Result out; never throws.
 import { normalizeHost } from '../host.js'
+import { isCommunityId, isHex64 } from '../ids.js'
 import { ok, type Result } from '../result.js'
-import { HEX64, invalid } from './methods.js'
+import { invalid } from './methods.js'
 
 export type AgentTierParam = 'standard' | 'elevated' | 'platform'
 const TIERS: readonly string[] = ['standard', 'elevated', 'platform', 'none']
 
-// Same shape as the config's community ids: they end up in actor paths and Redis keys.
-const COMMUNITY_ID = /^[a-z0-9][a-z0-9-]{0,62}$/
 // A community answers on a handful of names; a long list is a mistake, not a deployment.
 export const maxHostsPerCommunity = 16
 // Admins manage one community; hundreds would be a moderation team better served by NIP-29 roles.
@@ -31,7 +30,7 @@ export interface CreateCommunityParams {
 /** `setagenttier` params: `["<pubkey>", "standard" | "elevated" | "platform" | "none"]`. */
 export function parseSetAgentTierParams(params: unknown[]): Result<SetAgentTierParams> {
   const [pubkey, tier] = params
-  if (typeof pubkey !== 'string' || !HEX64.test(pubkey)) return invalid('pubkey must be 64 lowercase hex characters')
+  if (!isHex64(pubkey)) return invalid('pubkey must be 64 lowercase hex characters')
   if (typeof tier !== 'string' || !TIERS.includes(tier)) return invalid('tier must be standard, elevated, platform or none')
   return ok({ pubkey, tier: tier as SetAgentTierParams['tier'] })
 }
@@ -39,7 +38,7 @@ export function parseSetAgentTierParams(params: unknown[]): Result<SetAgentTierP
 /** `createcommunity` params: `["<id>", ["<host>", ...], "<name>"?, ["<admin pubkey>", ...]?]`. */
 export function parseCreateCommunityParams(params: unknown[]): Result<CreateCommunityParams> {
   const [id, hosts, name, admins] = params
-  if (typeof id !== 'string' || !COMMUNITY_ID.test(id)) return invalid('id must be lowercase letters, digits and dashes (at most 63)')
+  if (!isCommunityId(id)) return invalid('id must be lowercase letters, digits and dashes (at most 63)')
   if (!Array.isArray(hosts) || hosts.length === 0 || hosts.length > maxHostsPerCommunity)
     return invalid(`hosts must be a list of 1 to ${maxHostsPerCommunity} host names`)
   const normalized: string[] = []
@@ -59,9 +58,8 @@ export function parseCreateCommunityParams(params: unknown[]): Result<CreateComm
 /** `archivecommunity` params: `["<id>"]`. */
 export function parseCommunityIdParam(params: unknown[]): Result<string> {
   const [id] = params
-  if (typeof id !== 'string' || !COMMUNITY_ID.test(id)) return invalid('id must be a community id')
+  if (!isCommunityId(id)) return invalid('id must be a community id')
   return ok(id)
 }
 
-const isPubkeyList = (v: unknown, max: number): v is string[] =>
-  Array.isArray(v) && v.length <= max && v.every((p) => typeof p === 'string' && HEX64.test(p))
+const isPubkeyList = (v: unknown, max: number): v is string[] => Array.isArray(v) && v.length <= max && v.every(isHex64)

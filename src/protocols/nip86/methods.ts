@@ -1,3 +1,4 @@
+import { isHex64 } from '../ids.js'
 import { type Reason, reason } from '../reasons.js'
 import { err, ok, type Result } from '../result.js'
 
@@ -74,7 +75,6 @@ export interface BanPubkeyParams {
 const MAX_METHOD_CHARS = 64
 // A ban reason is a line for operators (and the NOTICE the banned socket gets); not a document.
 export const maxBanReasonChars = 1_000
-export const HEX64 = /^[0-9a-f]{64}$/
 
 /** `{ method, params }` from the request body; `params` may be left out (it means `[]`). */
 export function parseNip86Request(body: string): Result<Nip86Request> {
@@ -96,7 +96,7 @@ export const isNip86Method = (method: string): method is Nip86Method => (NIP86_M
 /** `banpubkey` params: `["<32-byte-hex-public-key>", "<optional-reason>"]`. */
 export function parseBanPubkeyParams(params: unknown[]): Result<BanPubkeyParams> {
   const [pubkey, why] = params
-  if (typeof pubkey !== 'string' || !HEX64.test(pubkey)) return invalid('pubkey must be 64 lowercase hex characters')
+  if (!isHex64(pubkey)) return invalid('pubkey must be 64 lowercase hex characters')
   if (why !== undefined && typeof why !== 'string') return invalid('reason must be a string')
   if (why !== undefined && why.length > maxBanReasonChars) return invalid(`reason longer than ${maxBanReasonChars} characters`)
   return ok({ pubkey, reason: why === '' ? undefined : why })

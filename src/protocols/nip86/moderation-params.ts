@@ -1,8 +1,9 @@
 // Params of the NIP-86 moderation methods (docs/nip86-methods.md): allow and ban lists, the community's
 // relay info, kind rules, IP blocks, Apiary's timed ban and access policy. Untrusted input in, Result out.
 
+import { isHex64 } from '../ids.js'
 import { ok, type Result } from '../result.js'
-import { HEX64, invalid, maxBanReasonChars } from './methods.js'
+import { invalid, maxBanReasonChars } from './methods.js'
 
 export type AccessPolicyParam = 'public' | 'authenticated' | 'members'
 const POLICIES: readonly string[] = ['public', 'authenticated', 'members']
@@ -43,7 +44,7 @@ export const maxIpChars = 45
 /** `["<32-byte-hex-event-id>", "<optional-reason>"]` (banevent, allowevent). */
 export function parseEventIdParams(params: unknown[]): Result<ListEntryParams> {
   const [id, why] = params
-  if (typeof id !== 'string' || !HEX64.test(id)) return invalid('event id must be 64 lowercase hex characters')
+  if (!isHex64(id)) return invalid('event id must be 64 lowercase hex characters')
   return withReason(id, why)
 }
 
@@ -57,7 +58,7 @@ export function parseIpParams(params: unknown[]): Result<ListEntryParams> {
 /** `["<pubkey>", <seconds>, "<optional-reason>"]`: banned from now until now + seconds. */
 export function parseTimeoutPubkeyParams(params: unknown[]): Result<TimeoutPubkeyParams> {
   const [pubkey, seconds, why] = params
-  if (typeof pubkey !== 'string' || !HEX64.test(pubkey)) return invalid('pubkey must be 64 lowercase hex characters')
+  if (!isHex64(pubkey)) return invalid('pubkey must be 64 lowercase hex characters')
   if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < minTimeoutSeconds || seconds > maxTimeoutSeconds)
     return invalid(`seconds must be a whole number from ${minTimeoutSeconds} to ${maxTimeoutSeconds}`)
   const entry = withReason(pubkey, why)

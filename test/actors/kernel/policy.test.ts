@@ -1,25 +1,10 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { toNactName } from '../../../src/actors/kernel/nact-binding'
-import { backoffDelayMs, defaultPolicy, resolvePolicy } from '../../../src/actors/kernel/policy'
+import { defaultPolicy, resolvePolicy } from '../../../src/actors/kernel/policy'
 
 // nact 7.6.2, lib/paths.js: ActorPath.isValidName
 const nactNamePattern = /^[a-z0-9-$_.+!*'(),]+$/i
-
-describe('backoff formula', () => {
-  const backoff = { minMs: 100, maxMs: 30_000, jitter: 0.2 }
-
-  it('doubles from minMs per attempt and never exceeds maxMs, jitter included', () => {
-    expect([1, 2, 3, 9, 10, 11].map((a) => backoffDelayMs(backoff, a, 0))).toEqual([100, 200, 400, 25_600, 30_000, 30_000])
-    expect(backoffDelayMs(backoff, 1, 1)).toBe(120)
-    expect(backoffDelayMs(backoff, 9, 1)).toBe(30_000)
-  })
-
-  it('stays finite for huge attempt numbers and a zero minMs', () => {
-    expect(backoffDelayMs({ minMs: 0, maxMs: 10, jitter: 0 }, 5000, 1)).toBe(0)
-    expect(backoffDelayMs(backoff, 5000, 0.5)).toBe(30_000)
-  })
-})
 
 describe('supervision policy', () => {
   it('fills what a kind leaves out from the default policy', () => {

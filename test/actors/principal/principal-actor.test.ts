@@ -9,6 +9,7 @@ function countingLimiter(opts: { failing?: boolean } = {}) {
   const inner = createMemoryRateLimiter({ now: () => 0 })
   const calls = { admit: 0, admitMany: 0 }
   const limiter: RateLimiter = {
+    keyOf: (budget) => inner.keyOf(budget),
     admit: (key, rule, cost) => {
       calls.admit++
       return opts.failing ? Promise.reject(new GateError('down')) : inner.admit(key, rule, cost)
@@ -64,6 +65,7 @@ describe('principal admission', () => {
     // the first call never answers (a Redis that stopped mid-command); every later one does
     let calls = 0
     const limiter: RateLimiter = {
+      keyOf: (budget) => inner.keyOf(budget),
       admit: (key, rule, cost) => inner.admit(key, rule, cost),
       admitMany: (requests) => (calls++ === 0 ? new Promise(() => {}) : inner.admitMany!(requests)),
       close: () => inner.close(),

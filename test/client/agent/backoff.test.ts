@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { AgentClient, AgentError, type AgentStateChange } from '../../../src/client/agent/agent-client'
-import { parseRetryAfterMs, ReconnectSchedule, scheduledDelayMs } from '../../../src/client/agent/backoff'
+import { parseRetryAfterMs, ReconnectSchedule } from '../../../src/client/agent/backoff'
+import { scheduledDelayMs } from '../../../src/protocols/backoff'
 import type { NostrEvent } from '../../../src/protocols/nip01/event'
 import { FakeClock, seededRandom } from './fake-clock'
 import { okAll, startScriptedRelay, until } from './scripted-relay'

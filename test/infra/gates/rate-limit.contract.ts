@@ -123,5 +123,33 @@ export function describeRateLimiterContract(
       await advance(20)
       expect(await admitMany('a', rule, 10)).toBeLessThanOrEqual(1)
     })
+
+    it('names one budget per IP whatever its spelling, and keeps every other budget apart', () => {
+      const pk = 'ab'.repeat(32)
+      const v4 = ['203.0.113.7', '::ffff:203.0.113.7', '0:0:0:0:0:ffff:cb00:7107']
+      expect(new Set(v4.map((ip) => limiter.keyOf({ ip, limit: 'conn' }))).size).toBe(1)
+      expect(
+        new Set(['::1', '0:0::1', '0000::0001'].map((ip) => limiter.keyOf({ community: 'acme', principal: `ip:${ip}`, limit: 'reqs' })))
+          .size,
+      ).toBe(1)
+      const keys = [
+        limiter.keyOf({ ip: '203.0.113.7', limit: 'conn' }),
+        limiter.keyOf({ ip: '203.0.113.7', limit: 'api' }),
+        limiter.keyOf({ community: 'acme', principal: 'ip:203.0.113.7', limit: 'api' }),
+        limiter.keyOf({ community: 'acme', principal: pk, limit: 'events' }),
+        limiter.keyOf({ community: 'acme', principal: pk, limit: 'reqs' }),
+        limiter.keyOf({ community: 'acme', principal: pk, limit: 'api' }),
+        limiter.keyOf({ community: 'acme-2', principal: pk, limit: 'events' }),
+      ]
+      expect(new Set(keys).size).toBe(keys.length)
+    })
+
+    it('refuses a non-canonical pubkey, community or address as a bug (RangeError)', () => {
+      const pk = 'ab'.repeat(32)
+      expect(() => limiter.keyOf({ community: 'acme', principal: pk.toUpperCase(), limit: 'events' })).toThrow(RangeError)
+      expect(() => limiter.keyOf({ community: 'Acme', principal: pk, limit: 'events' })).toThrow(RangeError)
+      expect(() => limiter.keyOf({ community: 'acme', principal: 'npub1', limit: 'reqs' })).toThrow(RangeError)
+      expect(() => limiter.keyOf({ ip: 'relay.example', limit: 'conn' })).toThrow(RangeError)
+    })
   })
 }

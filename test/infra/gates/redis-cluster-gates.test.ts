@@ -40,6 +40,7 @@ afterAll(async () => {
 
 function recordedLimiter(limiter: RateLimiter): RateLimiter {
   return {
+    keyOf: (budget) => limiter.keyOf(budget),
     admit: (key, rule, cost) => {
       keysUsed.add(key)
       return limiter.admit(key, rule, cost)

@@ -17,6 +17,7 @@ const created = new Set<string>()
 // The contract picks its own key names; remember them so the shared Redis is left as we found it.
 function tracked(limiter: RateLimiter): RateLimiter {
   return {
+    keyOf: (budget) => limiter.keyOf(budget),
     admit: (key, rule, cost) => {
       created.add(key)
       return limiter.admit(key, rule, cost)

@@ -12,12 +12,12 @@ import {
   nip98Key,
   type ParsedChannel,
   parseChannel,
-  parseIpSegment,
   presenceKey,
   rateLimitKey,
   sessionGenerationKey,
   sessionLeaseKey,
 } from '../../../src/infra/redis/keys'
+import { parseIpSegment } from '../../../src/protocols/ip-address'
 import { prefixOf } from '../../../src/protocols/reasons'
 
 const PK = 'ab'.repeat(32)
@@ -89,61 +89,6 @@ describe('Redis key and channel names', () => {
   it('accepts a channel id of exactly 64 characters', () => {
     expect(eventsChannel('acme', 'c'.repeat(64))).toBe(`apiary:{acme}:ev:${'c'.repeat(64)}`)
     expect(isChannelId('_')).toBe(true)
-  })
-})
-
-describe('IP segments', () => {
-  it.each([
-    '01.2.3.4',
-    '256.1.1.1',
-    '1.2.3',
-    '1.2.3.4.5',
-    '1.2.3.4:80',
-    '[::1]',
-    '1::2::3',
-    '1:2:3:4:5:6:7:8:9',
-    '1:2:3:4:5:6:7:8::',
-    ':::',
-    '::1.2.3.4.5',
-    'g::1',
-    '12345::',
-    '1.2.3.4::',
-    ':1::',
-    '',
-    'unknown',
-    ' 1.2.3.4',
-  ])('refuses %j as "invalid:"', (text) => {
-    const r = parseIpSegment(text)
-    expect(r.ok).toBe(false)
-    if (!r.ok) expect(prefixOf(r.error)).toBe('invalid')
-  })
-
-  it('encodes every text form of an IPv6 address alike, and encoding is idempotent (property)', () => {
-    const u16 = fc.integer({ min: 0, max: 0xffff })
-    fc.assert(
-      fc.property(fc.array(u16, { minLength: 8, maxLength: 8 }), fc.boolean(), (groups, upper) => {
-        const full = groups.map((g) => g.toString(16).padStart(4, '0')).join(':')
-        const compressed = new URL(`http://[${full}]/`).hostname.slice(1, -1) // WHATWG: RFC 5952 form
-        const mapped = groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff
-        const want = mapped
-          ? [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.')
-          : groups.map((g) => g.toString(16).padStart(4, '0')).join('-')
-        for (const text of [full, compressed, upper ? compressed.toUpperCase() : groups.map((g) => g.toString(16)).join(':')]) {
-          expect(parseIpSegment(text)).toEqual({ ok: true, value: want })
-        }
-        expect(parseIpSegment(want)).toEqual({ ok: true, value: want })
-      }),
-      { numRuns: 300 },
-    )
-  })
-
-  it('keeps IPv4 dotted and maps ::ffff:a.b.c.d onto it (property)', () => {
-    fc.assert(
-      fc.property(fc.ipV4(), (ip) => {
-        expect(parseIpSegment(ip)).toEqual({ ok: true, value: ip })
-        expect(parseIpSegment(`::ffff:${ip}`)).toEqual({ ok: true, value: ip })
-      }),
-    )
   })
 })
 

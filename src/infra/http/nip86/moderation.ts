@@ -1,6 +1,8 @@
 // The NIP-86 moderation methods (docs/nip86-methods.md): allow and ban lists, the community's relay info,
 // kind rules, IP blocks, timed bans and access policy. Every one acts on the addressed community only and
 // may be called by its admins and by operators (methods.ts has checked that).
+
+import { toCanonicalIp } from '../../../protocols/ip-address.js'
 import {
   type ModerationMethod,
   type Nip86Response,
@@ -20,9 +22,8 @@ import {
   parseTimeoutPubkeyParams,
 } from '../../../protocols/nip86/moderation-params.js'
 import { reason } from '../../../protocols/reasons.js'
-import { assertNever, err, ok, type Result } from '../../../protocols/result.js'
+import { assertNever, type Result } from '../../../protocols/result.js'
 import type { Logger } from '../../log.js'
-import { parseIpSegment } from '../../redis/keys.js'
 import type { CommunitySettings, KindRules, ListedEntry } from '../../store/community-store.js'
 
 export interface ModerationOps {
@@ -147,28 +148,4 @@ async function update<T>(
   if (!(await ops.updateCommunity(community, patch))) return GONE
   log.info({ community, by, fields: Object.keys(patch) }, 'nip86: community settings changed')
   return done
-}
-
-/**
- * One spelling per address, so a block matches however a socket reports the peer: IPv4 dotted decimal,
- * IPv6 as RFC 5952 text (lowercase, leading zeros dropped, the longest zero run as `::`), an IPv4-mapped IPv6
- * address (how a dual-stack socket reports an IPv4 client) as its IPv4 form. The gateway checks
- * `isIpBlocked` with `toCanonicalIp(remoteAddress)`. Parsing is keys.ts's, which the rate limiter trusts.
- */
-export function toCanonicalIp(text: string): Result<string> {
-  // a zone names our own interface, and keys.ts's dashed IPv6 spelling is not one a client writes
-  if (/[%-]/.test(text)) return err(reason('invalid', 'ip must be an IPv4 or IPv6 address'))
-  const segment = parseIpSegment(text)
-  if (!segment.ok) return err(reason('invalid', 'ip must be an IPv4 or IPv6 address'))
-  if (!segment.value.includes('-')) return segment
-  const groups = segment.value.split('-').map((g) => Number.parseInt(g, 16).toString(16))
-  let best = { at: -1, length: 1 } // RFC 5952 §4.2.2: `::` never stands for a single zero group
-  for (let i = 0; i < groups.length; i++) {
-    let j = i
-    while (j < groups.length && groups[j] === '0') j++
-    if (j - i > best.length) best = { at: i, length: j - i }
-    i = j
-  }
-  if (best.at < 0) return ok(groups.join(':'))
-  return ok(`${groups.slice(0, best.at).join(':')}::${groups.slice(best.at + best.length).join(':')}`)
 }

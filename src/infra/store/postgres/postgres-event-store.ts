@@ -4,7 +4,8 @@ import { type EventStore, type SaveOutcome, type StoredEvent, StoreError, stored
 import { createGroupCommit } from '../group-commit.js'
 import { FencedError, type SessionFence } from '../session-fence.js'
 import { type PgQuery, toCountSql, toQuerySql } from './postgres-query.js'
-import { commitBatch, deleteEvents, type SaveRequest } from './postgres-save.js'
+import { commitBatch, deleteEvents } from './postgres-save.js'
+import type { SaveRequest } from './postgres-save-run.js'
 import { connectPostgres, DeadlineError, EVENT_MIGRATIONS, migrate, withDeadline } from './postgres-schema.js'
 import { SESSION_FENCE_MIGRATIONS } from './postgres-session-fence.js'
 

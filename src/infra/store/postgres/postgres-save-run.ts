@@ -1,6 +1,6 @@
+import type { VerifiedEvent } from '../../../protocols/nip01/event.js'
 import { expirationOf } from '../../../protocols/nip40.js'
 import { forEachIndexedTag, type SaveOutcome } from '../event-store.js'
-import type { SaveRequest } from './postgres-save.js'
 import { toIndexText } from './postgres-schema.js'
 
 /**
@@ -9,6 +9,13 @@ import { toIndexText } from './postgres-schema.js'
  * most of the per-event cost; a run holds no event that could change another's outcome, so deciding them
  * together is the same as deciding them one after the other.
  */
+
+/** One event to save, as a batch (postgres-save.ts) and its runs hold it. */
+export interface SaveRequest {
+  community: string
+  event: VerifiedEvent
+  raw: string
+}
 
 // Regular events only (not kind 5, not replaceable or addressable): none in a run is a deletion, none has an
 // address, and no id appears twice (planBatch), so each row is decided exactly as SAVE_EVENT decides it.

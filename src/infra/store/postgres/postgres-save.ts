@@ -5,7 +5,16 @@ import { deletionTargets } from '../../../protocols/nip09.js'
 import { expirationOf } from '../../../protocols/nip40.js'
 import { forEachIndexedTag, type SaveOutcome } from '../event-store.js'
 import type { SessionFence } from '../session-fence.js'
-import { idLockKey, type Plan, planRegularRun, RAW_SEPARATOR, type Row, SAVE_REGULAR, type Statement } from './postgres-save-run.js'
+import {
+  idLockKey,
+  type Plan,
+  planRegularRun,
+  RAW_SEPARATOR,
+  type Row,
+  SAVE_REGULAR,
+  type SaveRequest,
+  type Statement,
+} from './postgres-save-run.js'
 import { type Sql, toIndexText } from './postgres-schema.js'
 import { asFenced, CLAIM_SESSION, claimParams } from './postgres-session-fence.js'
 
@@ -25,12 +34,6 @@ import { asFenced, CLAIM_SESSION, claimParams } from './postgres-session-fence.j
  * and the server, and the per-statement cost is most of the per-event cost. A run holds no event that could
  * change another's outcome, so deciding them together is the same as deciding them one after the other.
  */
-
-export interface SaveRequest {
-  community: string
-  event: VerifiedEvent
-  raw: string
-}
 
 // NIP-01: the newer created_at wins; on a tie the lowest id wins. The upsert's WHERE is the whole rule.
 const SAVE_EVENT = `
