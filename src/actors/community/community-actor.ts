@@ -10,25 +10,18 @@
 // connections still believe they are subscribed, and events are never silently skipped for them (nor a
 // presence count leaked).
 
-import type { Logger } from '../../infra/log.js'
-import type { Metrics } from '../../infra/metrics.js'
-import type { ChannelStore } from '../../infra/store/channel-store.js'
-import type { CommunityRecord, CommunityStore } from '../../infra/store/community-store.js'
-import type { EventStore } from '../../infra/store/event-store.js'
 import { KIND_DEPARTURE } from '../../protocols/agent-registry.js'
 import type { CacheInvalidationOp } from '../../protocols/control.js'
-import type { Limits } from '../../protocols/limits.js'
 import { StateGenerations } from '../../protocols/mesh/state-generation.js'
-import { type NostrEvent, parseEventShape, type VerifiedEvent } from '../../protocols/nip01/event.js'
-import type { EventTemplate } from '../../protocols/nip29.js'
+import { parseEventShape } from '../../protocols/nip01/event.js'
 import { reason } from '../../protocols/reasons.js'
 import { assertNever } from '../../protocols/result.js'
 import { type ActorContext, type ActorDef, pipeTo, type TypedRef, tell } from '../kernel/index.js'
 import { AccessGate } from './access-gate.js'
 import { ChannelReads } from './channel-reads.js'
 import { type ChannelDeps, DeferredState, publishState, type RelayEvent } from './community-channels.js'
-import { acceptControl, type ClusterDeps, ControlReplayMemory, parseRemoteEvent, toLocalMessage } from './community-cluster.js'
-import type { PresenceDeps, PresenceHolds } from './community-presence.js'
+import { acceptControl, parseRemoteEvent, toLocalMessage } from './community-cluster.js'
+import type { PresenceHolds } from './community-presence.js'
 import {
   LIVE_INTERRUPTED,
   loseAll,
@@ -38,7 +31,6 @@ import {
   onReadFailed,
   onSubscribe,
   REMOTE_UNDELIVERED,
-  ReadSlots,
 } from './community-reads.js'
 import {
   Agents,
@@ -50,6 +42,7 @@ import {
   onLeasesChecked,
   type RegistryDeps,
 } from './community-registry.js'
+import type { CommunityDeps, CommunityState } from './community-state.js'
 import { forget, loadBannedEvents, onBannedEventsLoaded, onSweep } from './community-upkeep.js'
 import {
   announce,
@@ -68,61 +61,13 @@ import {
   onSaved,
   onWriteDone,
 } from './community-writes.js'
+import { ControlReplayMemory } from './control-replay.js'
 import { LiveFeed } from './live-feed.js'
-import { type CommunityMsg, type PublishOutcome, REDELIVER } from './messages.js'
+import { type CommunityMsg, REDELIVER } from './messages.js'
+import { ReadSlots } from './read-slots.js'
 import { RecentIds } from './recent-ids.js'
 import { type ConnectionRegistry, SubscriptionIndex } from './subscription-index.js'
 import { WriteOrder } from './write-order.js'
-
-export interface CommunityDeps {
-  record: CommunityRecord
-  store: EventStore
-  channels: ChannelStore
-  communities: Pick<CommunityStore, 'allowedAmong' | 'listBannedEvents'>
-  /** sign with the relay key (channel state events 39000–39002, the relay's answers to joins and leaves) */
-  sign: (t: EventTemplate, createdAt: number) => NostrEvent
-  /** the relay-wide AUTH requirement (each community may add its own) */
-  authRequired: boolean
-  /** how long a membership answer is reused: what bounds a lost invalidation broadcast */
-  accessCacheTtlMs: number
-  limits: Limits
-  nowSeconds: () => number
-  nowMs: () => number
-  metrics: Metrics
-  log: Logger
-  cluster: ClusterDeps
-  presence: PresenceDeps
-  /** `skipped` subscriptions were closed because an event could not be delivered (metric + supervision 'lagged') */
-  lagged: (skipped: number) => void
-  /** live events held for one subscription while its page is read (limits.maxPendingOutboundBytes) */
-  maxHeldLiveBytes?: number
-  /** how often connections that closed without a Disconnect are forgotten; default 10 s */
-  sweepIntervalMs?: number
-  /** how often tracked agents' leases are checked (leaseSweepSeconds); default 30 s */
-  leaseSweepMs?: number
-  /** the relay mesh (cluster mode, APIARY_MESH=on): channel changes are decided by each channel's owner node */
-  mesh?: { moderate(community: string, channel: string, event: VerifiedEvent, raw: string): Promise<PublishOutcome> }
-}
-
-export interface CommunityState {
-  index: SubscriptionIndex
-  conns: ConnectionRegistry
-  presenceHolds: PresenceHolds
-  recent: RecentIds
-  accepted: number
-  /** the current record: replaced on RecordChanged, read by the access gate */
-  current: { record: CommunityRecord; bannedEvents: Set<string>; bannedLoaded: boolean }
-  gate: AccessGate
-  channels: ChannelDeps
-  writes: WriteOrder
-  feed: LiveFeed
-  reads: ReadSlots
-  /** stores started whose effect is not handled yet (community-reads.ts: while any is, a page's ids are remembered) */
-  inflight: { effects: number }
-  /** the agent registry: who is tracked here as a live agent (community-registry.ts) */
-  agents: Agents
-  registry: RegistryDeps
-}
 
 type Ctx = ActorContext<CommunityMsg>
 

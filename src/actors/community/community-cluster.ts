@@ -1,27 +1,13 @@
-import type { Verifier } from '../../infra/verify/verifier.js'
 import { type ConnControlOp, parseControlEvent } from '../../protocols/control.js'
 import { type NostrEvent, parseEventShape } from '../../protocols/nip01/event.js'
 import { noticeFrame } from '../../protocols/nip01/relay-message.js'
 import { isExpired } from '../../protocols/nip40.js'
 import { reason } from '../../protocols/reasons.js'
-import type { CommunityLink } from './community-link.js'
+import type { ClusterDeps } from './community-state.js'
+import { CONTROL_MAX_AGE_SECONDS, type ControlReplayMemory } from './control-replay.js'
 import type { CommunityMsg } from './messages.js'
 import type { ConnectionRegistry, ConnView } from './subscription-index.js'
 
-/** What the community's cluster handlers need beyond the single-node ones. */
-export interface ClusterDeps {
-  link: CommunityLink
-  verifier: Verifier
-  relayPubkey: string
-  nowSeconds: () => number
-  log: { warn(o: object, m: string): void }
-  rejected: (why: string) => void
-  /** re-read the community list now (another node archived one) */
-  revalidate: () => void
-}
-
-/** Control payloads older than this do nothing: a replayed ban broadcast can't kick anyone a day later. */
-export const CONTROL_MAX_AGE_SECONDS = 300
 /** WebSocket close code for policy refusals (RFC 6455 §7.4.1: 1008 policy violation). */
 const CLOSE_POLICY = 1008
 
@@ -43,27 +29,6 @@ export function parseRemoteEvent(raw: string, d: ClusterDeps): { event: NostrEve
     return ok
   }
   return { event: e, check }
-}
-
-/**
- * Conn-control payloads applied here, by id, for their freshness window: a replay of a signed DisconnectPubkey or
- * DisconnectCommunity (anyone who can PUBLISH on Redis can resend one) is counted and skipped. Older ids
- * than the window need no memory: they are refused as stale. Bounded: past `capacity` the oldest go first.
- */
-export class ControlReplayMemory {
-  private readonly seen = new Map<string, number>()
-  constructor(private readonly capacity = 10_000) {}
-
-  /** true the first time `id` is offered within its window */
-  claim(id: string, createdAt: number, nowSeconds: number): boolean {
-    for (const [old, expiresAt] of this.seen) {
-      if (expiresAt > nowSeconds && this.seen.size < this.capacity) break
-      this.seen.delete(old)
-    }
-    if (this.seen.has(id)) return false
-    this.seen.set(id, createdAt + CONTROL_MAX_AGE_SECONDS)
-    return true
-  }
 }
 
 /** Verify a control payload and turn it into the local message it asks for; log and skip anything else. */

@@ -5,9 +5,15 @@ import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { KIND_DELETION } from '../../protocols/nip01/kinds.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import { checkRoleDomains } from '../../protocols/role-domains.js'
-import type { AccessGate } from './access-gate.js'
 import { KIND_PRESENCE } from './community-presence.js'
 import type { ConnView } from './subscription-index.js'
+
+/** The membership answers a write needs (the access gate gives them; declared here so the gate can use the read policy below). */
+export interface MembershipAnswers {
+  /** from the roster and the cache alone; undefined when a lookup is needed */
+  isMemberNow(pubkeys: readonly string[]): boolean | undefined
+  isMember(pubkeys: readonly string[]): Promise<boolean>
+}
 
 /** The relay-wide `authRequired` forces AUTH in every community; a community may ask for it on its own. */
 export const readPolicyOf = (s: CommunitySettings, authRequired: boolean) =>
@@ -57,7 +63,7 @@ export function checkWriteNow(
   record: CommunityRecord,
   event: NostrEvent,
   conn: ConnView,
-  gate: AccessGate,
+  gate: MembershipAnswers,
   authRequired: boolean,
 ): Reason | null | undefined {
   const policy = writePolicyOf(record.settings, authRequired)
@@ -76,7 +82,7 @@ export async function checkWrite(
   record: CommunityRecord,
   event: NostrEvent,
   conn: ConnView,
-  gate: AccessGate,
+  gate: MembershipAnswers,
   authRequired: boolean,
 ): Promise<Reason | null> {
   const policy = writePolicyOf(record.settings, authRequired)

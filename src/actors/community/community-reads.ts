@@ -3,7 +3,7 @@
 // the read policy, takes the access options, queries the store and the presence store, and hands the page
 // back as a PageRead. The actor then sends the page, EOSE and the held live events (those the page did not
 // already carry): no event falls between the stored page and the live feed, and no write waits for a read.
-import { type StoredEvent, StoreError } from '../../infra/store/event-store.js'
+import { StoreError } from '../../infra/store/event-store.js'
 import { canMatchAnnouncements } from '../../protocols/agent-registry.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { effectiveLimit, type Filter } from '../../protocols/nip01/filter.js'
@@ -11,11 +11,12 @@ import { closedFrame, eoseFrame, eventFrame } from '../../protocols/nip01/relay-
 import { type Reason, reason } from '../../protocols/reasons.js'
 import { type ActorContext, pipeTo } from '../kernel/index.js'
 import type { AccessGate } from './access-gate.js'
-import type { CommunityDeps } from './community-actor.js'
 import { queryPresence } from './community-presence.js'
 import { lapsedAnnouncements, readLeaseAware } from './community-registry.js'
+import type { CommunityDeps } from './community-state.js'
 import { isOpen, type LiveFeed, lose } from './live-feed.js'
-import { type CommunityMsg, REDELIVER } from './messages.js'
+import { type CommunityMsg, type Page, REDELIVER } from './messages.js'
+import type { ReadSlots } from './read-slots.js'
 import type { ConnView, Subscription, SubscriptionIndex } from './subscription-index.js'
 
 export interface ReadState {
@@ -32,14 +33,6 @@ export type ReadDeps = Pick<
   'record' | 'store' | 'limits' | 'metrics' | 'cluster' | 'presence' | 'nowSeconds' | 'nowMs' | 'log'
 >
 type Ctx = ActorContext<CommunityMsg>
-
-/** The stored part of a REQ, read beside the actor. */
-export interface Page {
-  stored: StoredEvent[]
-  presence: string[]
-  /** false: the bus could not give live events from other nodes; the subscription ends after EOSE */
-  live: boolean
-}
 
 /**
  * Stored rows one filter may read to serve announcements lease-aware (REQ's over-fetch, COUNT's lapsed ones):
@@ -190,39 +183,6 @@ export function onCount<S extends ReadState>(state: S, msg: Extract<CommunityMsg
 /** A COUNT failed on the store: the asker heard `error:`; the actor crashes so supervision sees the outage. */
 export function onReadFailed(msg: Extract<CommunityMsg, { type: 'ReadFailed' }>): never {
   throw msg.error
-}
-
-/**
- * Reads in flight in one community at once; past it they wait, and past `maxWaiting` they are refused
- * (`error:`): a burst of REQs queues in a bounded place, not in the database's connection pool.
- */
-export class ReadSlots {
-  private running = 0
-  private readonly waiting: (() => void)[] = []
-
-  constructor(
-    private readonly maxRunning: number,
-    private readonly maxWaiting: number,
-  ) {}
-
-  /** a place for one read, or undefined when too many wait; the place is free once the read settles */
-  take(): { run<T>(read: () => Promise<T>): Promise<T> } | undefined {
-    const free = () => this.done()
-    if (this.running < this.maxRunning) {
-      this.running++
-      return { run: (read) => read().finally(free) }
-    }
-    if (this.waiting.length >= this.maxWaiting) return undefined
-    const turn = new Promise<void>((resolve) => this.waiting.push(resolve))
-    return { run: (read) => turn.then(read).finally(free) }
-  }
-
-  private done(): void {
-    // the freed place passes to the next read waiting, if any
-    const next = this.waiting.shift()
-    if (next) next()
-    else this.running--
-  }
 }
 
 /** An event that matched these subscriptions could not be delivered: each is closed with `why`. */

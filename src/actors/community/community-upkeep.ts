@@ -4,8 +4,8 @@
 import { reason } from '../../protocols/reasons.js'
 import type { ActorContext } from '../kernel/index.js'
 import { tellUntilTaken } from '../kernel/index.js'
-import type { CommunityDeps, CommunityState } from './community-actor.js'
 import { releasePresence } from './community-presence.js'
+import type { CommunityDeps, CommunityState } from './community-state.js'
 import { republish } from './community-writes.js'
 import { type CommunityMsg, REDELIVER } from './messages.js'
 

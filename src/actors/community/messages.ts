@@ -8,8 +8,15 @@ import type { Result } from '../../protocols/result.js'
 import type { Settled } from '../kernel/index.js'
 import type { ChannelPlan, RelayEvent, StateWanted } from './community-channels.js'
 import type { PresenceHold } from './community-presence.js'
-import type { Page } from './community-reads.js'
 import type { ConnView, Subscription } from './subscription-index.js'
+
+/** The stored part of a REQ, read beside the actor. */
+export interface Page {
+  stored: StoredEvent[]
+  presence: string[]
+  /** false: the bus could not give live events from other nodes; the subscription ends after EOSE */
+  live: boolean
+}
 
 /** The answer to a publish: what the OK frame says. `message` is '' or a prefixed reason. */
 export type PublishOutcome = { accepted: true; message: '' | Reason } | { accepted: false; message: Reason }
