@@ -2,9 +2,12 @@
 // nodes, and reconcile the running set with the store (revalidation, archiving).
 import { communityActor, communityPath } from '../actors/community/community-actor.js'
 import { type CommunityLink, createCommunityLink } from '../actors/community/community-link.js'
+import { type PresenceHolds, pubkeysHeld } from '../actors/community/community-presence.js'
 import type { CommunityMsg, PublishOutcome } from '../actors/community/messages.js'
 import { ask, createLagReporter, type Kernel, tell } from '../actors/kernel/index.js'
 import { principalPath } from '../actors/principal/principal-actor.js'
+import type { RegistryAnnounce } from '../actors/registry/messages.js'
+import { registryActor, registryPath } from '../actors/registry/registry-actor.js'
 import type { Config } from '../infra/config.js'
 import type { Tenants } from '../infra/http/tenants.js'
 import type { Logger } from '../infra/log.js'
@@ -79,33 +82,54 @@ export function createCommunities(d: CommunitiesDeps): Communities {
     }
     const { config, metrics, log, nowSeconds } = d
     const presence = { community: record.id, store: d.backends.presence, ttlSeconds: 3 * config.presenceHeartbeatSeconds, log }
-    d.kernel.spawn(
-      path,
-      communityActor({
-        record,
-        store: d.backends.events,
-        channels: d.backends.channels,
-        communities: d.backends.communities,
+    const presenceHolds: PresenceHolds = new Map()
+    const registry = d.kernel.spawn(
+      registryPath(record.id),
+      registryActor({
+        community: record.id,
+        presence: d.backends.presence,
+        events: d.backends.events,
         sign: (t, createdAt) => signAsRelay(d.relayKey, t, createdAt),
-        authRequired: config.authRequired,
-        accessCacheTtlMs: config.accessCacheTtlMs,
-        maxHeldLiveBytes: config.limits.maxPendingOutboundBytes,
-        limits: config.limits,
-        nowSeconds,
-        // cache TTLs and stuck-write ages are elapsed time (monotonic): a backward wall-clock step must not stretch them
-        nowMs: () => performance.now(),
+        communityRef: () => d.kernel.lookup<RegistryAnnounce>(path),
+        heldHere: () => pubkeysHeld(presenceHolds),
         metrics,
         log,
-        cluster,
-        presence,
+        nowSeconds,
+        // two leases: a lookup or a goodbye's clear takes one store round trip; one that has not answered by then is lost
+        transientMaxSeconds: 2 * presence.ttlSeconds,
         leaseSweepMs: config.leaseSweepSeconds * 1000,
-        mesh: d.mesh,
-        lagged: (skipped) => {
-          if (skipped === 0) return
-          metrics.subscriptionsLost.inc(skipped)
-          lag.count(skipped)
-        },
       }),
+    )
+    d.kernel.spawn(
+      path,
+      communityActor(
+        {
+          record,
+          store: d.backends.events,
+          channels: d.backends.channels,
+          communities: d.backends.communities,
+          sign: (t, createdAt) => signAsRelay(d.relayKey, t, createdAt),
+          authRequired: config.authRequired,
+          accessCacheTtlMs: config.accessCacheTtlMs,
+          maxHeldLiveBytes: config.limits.maxPendingOutboundBytes,
+          limits: config.limits,
+          nowSeconds,
+          // cache TTLs and stuck-write ages are elapsed time (monotonic): a backward wall-clock step must not stretch them
+          nowMs: () => performance.now(),
+          metrics,
+          log,
+          cluster,
+          presence,
+          registry,
+          mesh: d.mesh,
+          lagged: (skipped) => {
+            if (skipped === 0) return
+            metrics.subscriptionsLost.inc(skipped)
+            lag.count(skipped)
+          },
+        },
+        presenceHolds,
+      ),
     )
   }
 
@@ -137,6 +161,8 @@ export function createCommunities(d: CommunitiesDeps): Communities {
         (done) => ({ type: 'DisconnectCommunity', reason: 'community archived', broadcast: false, done }),
         10_000,
       ).catch(() => {})
+      // the registry first: what it announces meanwhile would find its community stopped
+      await d.kernel.stop(registryPath(id))
       await d.kernel.stop(communityPath(id))
       d.log.info({ community: id }, 'community archived: closed and stopped')
     }

@@ -17,6 +17,7 @@ import { parseEventShape } from '../../protocols/nip01/event.js'
 import { reason } from '../../protocols/reasons.js'
 import { assertNever } from '../../protocols/result.js'
 import { type ActorContext, type ActorDef, pipeTo, type TypedRef, tell } from '../kernel/index.js'
+import { liveLeases } from '../registry/lease-reads.js'
 import { AccessGate } from './access-gate.js'
 import { ChannelReads } from './channel-reads.js'
 import { type ChannelDeps, DeferredState, publishState, type RelayEvent } from './community-channels.js'
@@ -32,16 +33,6 @@ import {
   onSubscribe,
   REMOTE_UNDELIVERED,
 } from './community-reads.js'
-import {
-  Agents,
-  heldHere,
-  liveLeases,
-  onAgentAnnounced,
-  onAgentSeen,
-  onLeaseSweep,
-  onLeasesChecked,
-  type RegistryDeps,
-} from './community-registry.js'
 import type { CommunityDeps, CommunityState } from './community-state.js'
 import { forget, loadBannedEvents, onBannedEventsLoaded, onSweep } from './community-upkeep.js'
 import {
@@ -81,14 +72,11 @@ const DEFAULT_MAX_HELD_LIVE_BYTES = 4 * 1024 * 1024
 const MAX_WAITING_READS = 1_000
 // also how soon writes held behind a channel change that never completed are answered (community-upkeep.ts)
 const DEFAULT_SWEEP_INTERVAL_MS = 10_000
-// the issue: "every 30 s the relay marks agents whose lease lapsed"; a departure is heard within one sweep
-const DEFAULT_LEASE_SWEEP_MS = 30_000
 const PIPE = REDELIVER
 
-export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, CommunityMsg> {
+export function communityActor(deps: CommunityDeps, presenceHolds: PresenceHolds = new Map()): ActorDef<CommunityState, CommunityMsg> {
   const index = new SubscriptionIndex()
   const conns: ConnectionRegistry = new Map()
-  const presenceHolds: PresenceHolds = new Map()
   const current = { record: deps.record, bannedEvents: new Set<string>(), bannedLoaded: false }
   const replays = new ControlReplayMemory()
   const id = deps.record.id
@@ -121,18 +109,6 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
     nowSeconds: deps.nowSeconds,
     log: deps.log,
   }
-  const agents = new Agents(deps.metrics.agentsLive)
-  const registry: RegistryDeps = {
-    community: id,
-    presence: deps.presence.store,
-    events: deps.store,
-    sign: deps.sign,
-    publishEvent: (raw) => deps.cluster.link.publishEvent(raw),
-    metrics: deps.metrics,
-    nowSeconds: deps.nowSeconds,
-    // two leases: a lookup or a goodbye's clear takes one store round trip; one that has not answered by then is lost
-    transientMaxSeconds: 2 * deps.presence.ttlSeconds,
-  }
   const generations = new StateGenerations(deps.cluster.relayPubkey)
   const feed = new LiveFeed({
     community: id,
@@ -152,7 +128,6 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
   })
   let self: TypedRef<CommunityMsg> | undefined
   let sweepTimer: ReturnType<typeof setInterval> | undefined
-  let leaseTimer: ReturnType<typeof setInterval> | undefined
   const deferred = new DeferredState((channel, what) => self !== undefined && tell(self, { type: 'PublishChannelState', channel, what }))
   // a remote event this community could not take: the subscriptions it would have reached are closed
   deps.cluster.link.onUndelivered((raw) => {
@@ -167,10 +142,7 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
       self = ctx.self
       sweepTimer ??= setInterval(() => tell(ctx.self, { type: 'Sweep' }), deps.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS)
       sweepTimer.unref?.()
-      leaseTimer ??= setInterval(() => tell(ctx.self, { type: 'LeaseSweep' }), deps.leaseSweepMs ?? DEFAULT_LEASE_SWEEP_MS)
-      leaseTimer.unref?.()
       loadBannedEvents(ctx, deps)
-      agents.sweeping = false
       return {
         index,
         conns,
@@ -184,8 +156,6 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
         feed,
         reads,
         inflight,
-        agents,
-        registry,
       }
     },
     handle: (state, msg, ctx) => {
@@ -208,12 +178,10 @@ export function communityActor(deps: CommunityDeps): ActorDef<CommunityState, Co
     },
     // the community gave up: what was queued must not vanish (onDropped in community-writes.ts)
     onDropped: (msg) => {
-      if (self) dropped(msg, self, { index, conns, presenceHolds, writes, inflight, agents }, deps)
+      if (self) dropped(msg, self, { index, conns, presenceHolds, writes, inflight }, deps)
     },
     afterStop: () => {
       clearInterval(sweepTimer)
-      clearInterval(leaseTimer)
-      agents.clear()
       deferred.stop()
       deps.cluster.link.close()
     },
@@ -238,21 +206,9 @@ function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: Commun
     case 'Prepared':
       return onPrepared(state, msg, ctx, deps)
     case 'PresenceSet':
-      return onPresenceSet(state, msg, ctx, deps)
+      return onPresenceSet(state, msg, deps)
     case 'ByeDone':
       return onByeDone(state, msg, deps)
-    case 'AgentSeen':
-      onAgentSeen(state.agents, msg, state.feed, state.registry)
-      return state
-    case 'AgentAnnounced':
-      onAgentAnnounced(state.agents, msg)
-      return state
-    case 'LeaseSweep':
-      onLeaseSweep(state.agents, heldHere(state.presenceHolds), ctx, state.registry)
-      return state
-    case 'LeasesChecked':
-      onLeasesChecked(state.agents, msg, heldHere(state.presenceHolds), state.feed, state.registry)
-      return state
     case 'Saved':
       return onSaved(state, msg, ctx, deps)
     case 'Applied':
@@ -317,14 +273,14 @@ function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: Commun
         },
       )
       state.inflight.effects++
-      pipeTo(ctx.self, published, (o): CommunityMsg => ({ type: 'Announce', events: o.ok ? o.value : [] }), {
+      pipeTo(ctx.self, published, (o): CommunityMsg => ({ type: 'Announce', events: o.ok ? o.value : [], from: 'channel-state' }), {
         ...PIPE,
         onGiveUp: (m) => lostAnnounce(state, m, deps),
       })
       return state
     }
     case 'Announce':
-      effectDone(state)
+      if (msg.from === 'channel-state') effectDone(state)
       announce(state, msg.events, deps)
       return state
     case 'Moderated':

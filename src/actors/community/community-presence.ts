@@ -150,3 +150,10 @@ export async function queryPresence(filters: Filter[], deps: PresenceDeps, hidde
   }
   return [...out]
 }
+
+/** The pubkeys whose presence a connection of this node holds. */
+export function pubkeysHeld(holds: PresenceHolds): Set<string> {
+  const out = new Set<string>()
+  for (const pubkeys of holds.values()) for (const p of pubkeys) out.add(p)
+  return out
+}

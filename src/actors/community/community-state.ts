@@ -9,12 +9,12 @@ import type { Verifier } from '../../infra/verify/verifier.js'
 import type { Limits } from '../../protocols/limits.js'
 import type { NostrEvent, VerifiedEvent } from '../../protocols/nip01/event.js'
 import type { EventTemplate } from '../../protocols/nip29.js'
-import type { ActorContext } from '../kernel/index.js'
+import type { ActorContext, TypedRef } from '../kernel/index.js'
+import type { RegistryMsg } from '../registry/messages.js'
 import type { AccessGate } from './access-gate.js'
 import type { ChannelDeps } from './community-channels.js'
 import type { CommunityLink } from './community-link.js'
 import type { PresenceDeps, PresenceHolds } from './community-presence.js'
-import type { Agents, RegistryDeps } from './community-registry.js'
 import type { LiveFeed } from './live-feed.js'
 import type { CommunityMsg, PublishOutcome } from './messages.js'
 import type { ReadSlots } from './read-slots.js'
@@ -58,8 +58,8 @@ export interface CommunityDeps {
   maxHeldLiveBytes?: number
   /** how often connections that closed without a Disconnect are forgotten; default 10 s */
   sweepIntervalMs?: number
-  /** how often tracked agents' leases are checked (leaseSweepSeconds); default 30 s */
-  leaseSweepMs?: number
+  /** this community's agent registry (src/actors/registry/): told of heartbeats, announcements and goodbyes */
+  registry: TypedRef<RegistryMsg>
   /** the relay mesh (cluster mode, APIARY_MESH=on): channel changes are decided by each channel's owner node */
   mesh?: { moderate(community: string, channel: string, event: VerifiedEvent, raw: string): Promise<PublishOutcome> }
 }
@@ -79,9 +79,6 @@ export interface CommunityState {
   reads: ReadSlots
   /** stores started whose effect is not handled yet (community-reads.ts: while any is, a page's ids are remembered) */
   inflight: { effects: number }
-  /** the agent registry: who is tracked here as a live agent (community-registry.ts) */
-  agents: Agents
-  registry: RegistryDeps
 }
 
 export type Ctx = ActorContext<CommunityMsg>

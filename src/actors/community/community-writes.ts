@@ -19,10 +19,10 @@ import { disconnectAll, disconnectPubkey } from './community-cluster.js'
 import { checkWrite, checkWriteNow } from './community-policy.js'
 import { clearPresence, holdPresence, KIND_PRESENCE, recordPresence, unholdForBye, unholdPresence } from './community-presence.js'
 import { LIVE_INTERRUPTED, loseAll, loseMatching, REMOTE_UNDELIVERED } from './community-reads.js'
-import { type Agents, noteAnnouncement, noteBye, noteHeartbeat, onByeCleared } from './community-registry.js'
 import type { CommunityDeps, CommunityState } from './community-state.js'
 import { lose } from './live-feed.js'
 import { type CommunityMsg, type PublishOutcome, REDELIVER } from './messages.js'
+import { tellRegistry } from './registry-tells.js'
 
 type Ctx = ActorContext<CommunityMsg>
 type Publish = Extract<CommunityMsg, { type: 'Publish' }>
@@ -173,11 +173,10 @@ export function onModerated(
 export function onPresenceSet(
   state: CommunityState,
   msg: Extract<CommunityMsg, { type: 'PresenceSet' }>,
-  ctx: Ctx,
   deps: CommunityDeps,
 ): CommunityState {
   if (msg.outcome.ok) {
-    noteHeartbeat(state.agents, msg.publish.event.pubkey, ctx, state.registry)
+    tellRegistry(deps, { type: 'Heartbeat', pubkey: msg.publish.event.pubkey })
     return deliverEphemeral(state, msg.publish, deps)
   }
   deps.log.error({ err: msg.outcome.error, community: deps.record.id }, 'presence store failed')
@@ -190,12 +189,12 @@ function onBye(state: CommunityState, publish: Publish, ctx: Ctx, deps: Communit
   const { event, reply } = publish
   const held = unholdForBye(state.presenceHolds, state.conns, event, publish.conn)
   if (typeof held === 'string') return refuse(state, reply, held)
-  noteBye(state.agents, event.pubkey, state.registry)
+  tellRegistry(deps, { type: 'Goodbye', pubkey: event.pubkey })
   pipeTo(ctx.self, clearPresence(held, event.pubkey, deps.presence), (o): CommunityMsg => ({ type: 'ByeDone', publish, outcome: o }), {
     ...PIPE,
     onGiveUp: () => {
       reply({ accepted: false, message: NOT_PROCESSED })
-      if (state.agents.get(event.pubkey) === 'leaving') state.agents.set(event.pubkey, 'agent')
+      tellRegistry(deps, { type: 'GoodbyeDone', pubkey: event.pubkey, cleared: false })
     },
   })
   return state
@@ -204,7 +203,7 @@ function onBye(state: CommunityState, publish: Publish, ctx: Ctx, deps: Communit
 /** The presence is gone: the goodbye is relayed as any heartbeat, answered, and an agent's departure sent. */
 export function onByeDone(state: CommunityState, msg: Extract<CommunityMsg, { type: 'ByeDone' }>, deps: CommunityDeps): CommunityState {
   const { publish } = msg
-  onByeCleared(state.agents, publish.event.pubkey, msg.outcome.ok, state.feed, state.registry)
+  tellRegistry(deps, { type: 'GoodbyeDone', pubkey: publish.event.pubkey, cleared: msg.outcome.ok })
   if (!msg.outcome.ok) {
     deps.log.error({ err: msg.outcome.error, community: deps.record.id }, 'presence store failed')
     return refuse(state, publish.reply, reason('error', 'could not record presence'))
@@ -290,8 +289,8 @@ function lostCommit(
 
 /** Relay-signed channel state that never reached its community: delivered to the other nodes, closed here. */
 export function lostAnnounce(state: Pick<CommunityState, 'index' | 'inflight'>, msg: CommunityMsg, deps: CommunityDeps): void {
-  effectDone(state)
   if (msg.type !== 'Announce') return
+  if (msg.from === 'channel-state') effectDone(state)
   for (const e of msg.events) {
     deps.cluster.link.publishEvent(e.raw)
     deps.lagged(loseMatching(state.index, e.event, reason('error', 'an event could not be delivered here; subscribe again to catch up')))
@@ -385,7 +384,7 @@ export function onApplied(
   state.feed.offer(event, raw)
   deps.cluster.link.publishEvent(raw)
   announce(state, changes, deps)
-  if (event.kind === KIND_ANNOUNCEMENT) noteAnnouncement(state.agents, event, ctx, state.registry)
+  if (event.kind === KIND_ANNOUNCEMENT) tellRegistry(deps, { type: 'Announced', pubkey: event.pubkey })
   reply?.({ accepted: true, message: '' })
   if (ordered !== undefined) republish(state, state.writes.end(ordered), ctx, deps)
   return state
@@ -449,7 +448,6 @@ export interface Survivors {
   presenceHolds: CommunityState['presenceHolds']
   writes: CommunityState['writes']
   inflight: CommunityState['inflight']
-  agents: Agents
 }
 
 /**
@@ -531,24 +529,14 @@ export function dropped(msg: CommunityMsg, self: Ctx['self'], s: Survivors, deps
     case 'DisconnectCommunity':
       disconnectHere(s.conns, msg, deps)
       return
-    // the registry's I/O results: a check or goodbye whose answer is lost would hold its agent in
-    // 'checking' or 'leaving' (the sweep forgets those too, past transientMaxSeconds)
-    case 'AgentSeen':
-      again(msg, () => {
-        if (s.agents.get(msg.pubkey) === 'checking') s.agents.delete(msg.pubkey)
-      })
-      return
     case 'ByeDone':
       // the presence is cleared (or not): its writer hears so now; the relay and the departure follow the respawn
       msg.publish.reply(
         msg.outcome.ok ? { accepted: true, message: '' } : { accepted: false, message: reason('error', 'could not record presence') },
       )
-      again(msg, () => {
-        if (s.agents.get(msg.publish.event.pubkey) === 'leaving') s.agents.set(msg.publish.event.pubkey, 'agent')
-      })
+      // never taken: the registry leaves the agent to its sweep again
+      again(msg, () => tellRegistry(deps, { type: 'GoodbyeDone', pubkey: msg.publish.event.pubkey, cleared: false }))
       return
-    case 'AgentAnnounced':
-    case 'LeasesChecked':
     case 'ControlAccepted':
     case 'PublishChannelState':
     case 'BannedEventsLoaded':

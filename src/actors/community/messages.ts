@@ -87,8 +87,11 @@ export type CommunityMsg =
   | { type: 'ReadFailed'; error: unknown }
   /** a control payload verified beside the actor */
   | { type: 'ControlAccepted'; op: ConnControlOp | CacheInvalidationOp | undefined }
-  /** relay-signed channel state published beside the actor: deliver it */
-  | { type: 'Announce'; events: RelayEvent[] }
+  /**
+   * The relay's own events, to deliver here and publish to the other nodes: channel state published beside
+   * the actor (counted as an effect in flight until handled), or the agent registry's arrivals and departures
+   */
+  | { type: 'Announce'; events: RelayEvent[]; from: 'channel-state' | 'registry' }
   /** a channel change failed and its Saved could not be delivered: the channel's waiting writes may go on */
   | { type: 'WriteDone'; channel: string }
   /** the banned event ids (NIP-86 banevent) read from the store; writes wait for the first load */
@@ -98,14 +101,6 @@ export type CommunityMsg =
   | { type: 'Sweep' }
   /** a presence "offline" (the agent client's goodbye) cleared the presence beside the actor (or failed to) */
   | { type: 'ByeDone'; publish: PublishMsg; outcome: Settled<void> }
-  /** a heartbeat's author not tracked here: its stored announcement, if any (`checked` false: the lookup failed) */
-  | { type: 'AgentSeen'; pubkey: string; announcement?: StoredEvent; checked: boolean }
-  /** a 31990 took effect here; `live`: its author's lease was live then */
-  | { type: 'AgentAnnounced'; pubkey: string; live: boolean }
-  /** look for tracked agents whose lease lapsed (periodic, leaseSweepSeconds) */
-  | { type: 'LeaseSweep' }
-  /** the tracked agents' leases, read beside the actor (`live` undefined: the presence store failed) */
-  | { type: 'LeasesChecked'; tracked: string[]; live: Set<string> | undefined }
   /** the bus lost this community's events channel for a while: every live subscription may have a gap */
   | { type: 'LiveInterrupted' }
   | { type: 'Subscribe'; conn: ConnView; subId: string; filters: Filter[] }
