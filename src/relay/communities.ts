@@ -2,11 +2,14 @@
 // nodes, and reconcile the running set with the store (revalidation, archiving).
 import { communityActor, communityPath } from '../actors/community/community-actor.js'
 import { type CommunityLink, createCommunityLink } from '../actors/community/community-link.js'
-import { type PresenceHolds, pubkeysHeld } from '../actors/community/community-presence.js'
+import { pubkeysHeld } from '../actors/community/community-presence.js'
+import type { CommunityDeps, CommunitySurvivors } from '../actors/community/community-state.js'
+import { createCommunitySurvivors } from '../actors/community/community-survivors.js'
 import type { CommunityMsg, PublishOutcome } from '../actors/community/messages.js'
-import { ask, createLagReporter, type Kernel, tell } from '../actors/kernel/index.js'
+import { ask, createLagReporter, type Kernel, type LagReporter, tell } from '../actors/kernel/index.js'
 import { principalPath } from '../actors/principal/principal-actor.js'
-import type { RegistryAnnounce } from '../actors/registry/messages.js'
+import type { RegistryDeps } from '../actors/registry/agent-tracking.js'
+import type { RegistryAnnounce, RegistryMsg } from '../actors/registry/messages.js'
 import { registryActor, registryPath } from '../actors/registry/registry-actor.js'
 import type { Config } from '../infra/config.js'
 import type { Tenants } from '../infra/http/tenants.js'
@@ -55,10 +58,20 @@ export function createCommunities(d: CommunitiesDeps): Communities {
   function spawn(record: CommunityRecord) {
     running.add(record.id)
     const path = communityPath(record.id)
-    // DESIGN §3: where a bounded queue skips, the skip is a 'lagged' supervision event (and a metric)
+    // docs/architecture.md §10: where a bounded queue skips, the skip is a 'lagged' supervision event (and a metric)
     const lag = createLagReporter(d.kernel, { path, kind: 'community' })
-    const link = createCommunityLink({
-      community: record.id,
+    const link = linkOf(record.id, path, lag)
+    links.set(record.id, link)
+    const deps = communityDeps(record, link, lag)
+    // the registry reads the community's presence holds: both are given the same survivors
+    const survivors = createCommunitySurvivors(deps)
+    d.kernel.spawn(registryPath(record.id), registryActor(registryDeps(deps, survivors)))
+    d.kernel.spawn(path, communityActor(deps, survivors))
+  }
+
+  function linkOf(community: string, path: string, lag: LagReporter): CommunityLink {
+    return createCommunityLink({
+      community,
       bus: d.backends.bus,
       clustered: d.backends.mode === 'cluster',
       deliver: (msg) => {
@@ -70,71 +83,65 @@ export function createCommunities(d: CommunitiesDeps): Communities {
       log: d.log,
       lagged: (skipped) => lag.count(skipped),
     })
-    links.set(record.id, link)
-    const cluster = {
-      link,
-      verifier: d.verifier,
-      relayPubkey: d.relayKey.pubkey,
-      nowSeconds: d.nowSeconds,
-      log: d.log,
-      rejected: (why: string) => d.metrics.controlRejected.inc({ reason: why }),
-      revalidate: () => void reconcile(),
-    }
+  }
+
+  function communityDeps(record: CommunityRecord, link: CommunityLink, lag: LagReporter): CommunityDeps {
     const { config, metrics, log, nowSeconds } = d
-    const presence = { community: record.id, store: d.backends.presence, ttlSeconds: 3 * config.presenceHeartbeatSeconds, log }
-    const presenceHolds: PresenceHolds = new Map()
-    const registry = d.kernel.spawn(
-      registryPath(record.id),
-      registryActor({
-        community: record.id,
-        presence: d.backends.presence,
-        events: d.backends.events,
-        sign: (t, createdAt) => signAsRelay(d.relayKey, t, createdAt),
-        communityRef: () => d.kernel.lookup<RegistryAnnounce>(path),
-        heldHere: () => pubkeysHeld(presenceHolds),
-        metrics,
-        log,
+    return {
+      record,
+      store: d.backends.events,
+      channels: d.backends.channels,
+      communities: d.backends.communities,
+      sign: (t, createdAt) => signAsRelay(d.relayKey, t, createdAt),
+      authRequired: config.authRequired,
+      accessCacheTtlMs: config.accessCacheTtlMs,
+      maxHeldLiveBytes: config.limits.maxPendingOutboundBytes,
+      limits: config.limits,
+      nowSeconds,
+      // cache TTLs and stuck-write ages are elapsed time (monotonic): a backward wall-clock step must not stretch them
+      nowMs: () => performance.now(),
+      metrics,
+      log,
+      cluster: {
+        link,
+        verifier: d.verifier,
+        relayPubkey: d.relayKey.pubkey,
         nowSeconds,
-        // two leases: a lookup or a goodbye's clear takes one store round trip; one that has not answered by then is lost
-        transientMaxSeconds: 2 * presence.ttlSeconds,
-        leaseSweepMs: config.leaseSweepSeconds * 1000,
-      }),
-    )
-    d.kernel.spawn(
-      path,
-      communityActor(
-        {
-          record,
-          store: d.backends.events,
-          channels: d.backends.channels,
-          communities: d.backends.communities,
-          sign: (t, createdAt) => signAsRelay(d.relayKey, t, createdAt),
-          authRequired: config.authRequired,
-          accessCacheTtlMs: config.accessCacheTtlMs,
-          maxHeldLiveBytes: config.limits.maxPendingOutboundBytes,
-          limits: config.limits,
-          nowSeconds,
-          // cache TTLs and stuck-write ages are elapsed time (monotonic): a backward wall-clock step must not stretch them
-          nowMs: () => performance.now(),
-          metrics,
-          log,
-          cluster,
-          presence,
-          registry,
-          mesh: d.mesh,
-          lagged: (skipped) => {
-            if (skipped === 0) return
-            metrics.subscriptionsLost.inc(skipped)
-            lag.count(skipped)
-          },
-        },
-        presenceHolds,
-      ),
-    )
+        log,
+        rejected: (why: string) => metrics.controlRejected.inc({ reason: why }),
+        revalidate: () => void reconcile(),
+      },
+      presence: { community: record.id, store: d.backends.presence, ttlSeconds: 3 * config.presenceHeartbeatSeconds, log },
+      registry: () => d.kernel.lookup<RegistryMsg>(registryPath(record.id)),
+      mesh: d.mesh,
+      lagged: (skipped) => {
+        if (skipped === 0) return
+        metrics.subscriptionsLost.inc(skipped)
+        lag.count(skipped)
+      },
+    }
+  }
+
+  function registryDeps(c: CommunityDeps, survivors: CommunitySurvivors): RegistryDeps {
+    const community = c.record.id
+    return {
+      community,
+      presence: c.presence.store,
+      events: c.store,
+      sign: c.sign,
+      communityRef: () => d.kernel.lookup<RegistryAnnounce>(communityPath(community)),
+      heldHere: () => pubkeysHeld(survivors.presenceHolds),
+      metrics: c.metrics,
+      log: c.log,
+      nowSeconds: c.nowSeconds,
+      // two leases: a lookup or a goodbye's clear takes one store round trip; one that has not answered by then is lost
+      transientMaxSeconds: 2 * c.presence.ttlSeconds,
+      leaseSweepMs: d.config.leaseSweepSeconds * 1000,
+    }
   }
 
   /**
-   * Revalidation (DESIGN §5's durable backstop): the store's list of active communities is the truth. A
+   * Revalidation (docs/architecture.md §6.7's durable backstop): the store's list of active communities is the truth. A
    * community no longer listed (archived) has its sockets closed and its actor stopped, so new upgrades get
    * 404; a community another node added is served from now on.
    */

@@ -315,7 +315,7 @@ describe('the agent registry: announcements live only while their lease is', () 
       const ref = r.relay.community('default')!
       const gaveUp = firstValueFrom(r.relay.supervision$.pipe(filter((x) => x.type === 'gave-up' && x.path === 'community/default')))
       // six crashes in a row (a COUNT's store outage each): the community is down until its respawn
-      for (let i = 0; i < 6; i++) tell(ref, { type: 'ReadFailed', error: new Error('store down') })
+      for (let i = 0; i < 6; i++) tell(ref, { type: 'ReadResult', outcome: { ok: false, error: new Error('store down') } })
       await gaveUp
       // the arrival reaches a community that cannot take it: it is offered again until it can
       release()

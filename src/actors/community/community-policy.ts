@@ -1,4 +1,4 @@
-// A community's own rules for writes (DESIGN §6), checked by its actor before anything is stored: the write
+// A community's own rules for writes (docs/architecture.md §6.3), checked by its actor before anything is stored: the write
 // policy, the AUTH requirement, the NIP-86 kind rules and banned events. The relay's own events pass.
 import type { CommunityRecord, CommunitySettings } from '../../infra/store/community-store.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'

@@ -1,4 +1,4 @@
-// Presence (DESIGN §6): kind 20001 heartbeats are kept in the PresenceStore (the whole signed event, so a REQ
+// Presence (docs/architecture.md §8, docs/presence.md): kind 20001 heartbeats are kept in the PresenceStore (the whole signed event, so a REQ
 // can answer with a real event), answered to REQs from there, and released when the connections holding
 // them close. Live delivery of 20001 is unchanged: it is an ephemeral event like any other.
 //
@@ -20,7 +20,7 @@ import { type Reason, reason } from '../../protocols/reasons.js'
 import type { ConnectionRegistry, ConnView } from './subscription-index.js'
 
 export const KIND_PRESENCE = 20001
-/** the issue: a status is short text, at most 128 bytes of UTF-8 */
+/** docs/presence.md: a status is short text, at most 128 bytes of UTF-8 */
 export const MAX_PRESENCE_STATUS_BYTES = 128
 
 export interface PresenceDeps {

@@ -1,5 +1,5 @@
-// The types the parts of a community actor share: what it is given (CommunityDeps) and what it holds
-// (CommunityState). They live here, apart from the actor, so that no part of it imports the actor back.
+// The types the parts of a community actor share: what it is given (CommunityDeps), what it keeps across
+// restarts (CommunitySurvivors) and its state. Apart from the actor, so that no part of it imports the actor.
 import type { Logger } from '../../infra/log.js'
 import type { Metrics } from '../../infra/metrics.js'
 import type { ChannelStore } from '../../infra/store/channel-store.js'
@@ -12,9 +12,10 @@ import type { EventTemplate } from '../../protocols/nip29.js'
 import type { ActorContext, TypedRef } from '../kernel/index.js'
 import type { RegistryMsg } from '../registry/messages.js'
 import type { AccessGate } from './access-gate.js'
-import type { ChannelDeps } from './community-channels.js'
+import type { ChannelDeps, DeferredState } from './community-channels.js'
 import type { CommunityLink } from './community-link.js'
 import type { PresenceDeps, PresenceHolds } from './community-presence.js'
+import type { ControlReplayMemory } from './control-replay.js'
 import type { LiveFeed } from './live-feed.js'
 import type { CommunityMsg, PublishOutcome } from './messages.js'
 import type { ReadSlots } from './read-slots.js'
@@ -58,27 +59,48 @@ export interface CommunityDeps {
   maxHeldLiveBytes?: number
   /** how often connections that closed without a Disconnect are forgotten; default 10 s */
   sweepIntervalMs?: number
-  /** this community's agent registry (src/actors/registry/): told of heartbeats, announcements and goodbyes */
-  registry: TypedRef<RegistryMsg>
+  /** this community's agent registry (src/actors/registry/), told of heartbeats, announcements and goodbyes; looked up per message */
+  registry: () => TypedRef<RegistryMsg> | undefined
   /** the relay mesh (cluster mode, APIARY_MESH=on): channel changes are decided by each channel's owner node */
   mesh?: { moderate(community: string, channel: string, event: VerifiedEvent, raw: string): Promise<PublishOutcome> }
 }
 
-export interface CommunityState {
+/**
+ * What a community keeps across its restarts and respawns, and why; `init` builds everything else afresh.
+ * Created once, beside the actor's def (community-survivors.ts, by the composition root: the agent registry
+ * reads the presence holds).
+ */
+export interface CommunitySurvivors {
+  /** the live subscriptions: their connections still believe they are subscribed and must not silently miss events */
   index: SubscriptionIndex
+  /** the connections here: a ban or an archive must reach every one, whatever happened to the actor */
   conns: ConnectionRegistry
+  /** who holds which presence here: a hold forgotten would never be released (a presence count leaked) */
   presenceHolds: PresenceHolds
-  recent: RecentIds
-  accepted: number
-  /** the current record: replaced on RecordChanged, read by the access gate */
+  /** the current record (replaced on RecordChanged: a restart must not fall back to the one spawned with) and the banned ids */
   current: { record: CommunityRecord; bannedEvents: Set<string>; bannedLoaded: boolean }
+  /** the access caches, kept by the live feed's lookups in flight and dropped by invalidations, never by a crash */
   gate: AccessGate
-  channels: ChannelDeps
-  writes: WriteOrder
+  /** live delivery in order: events waiting behind a lookup when the actor crashed are still delivered, in order */
   feed: LiveFeed
+  /** reads in flight free their slot when they settle, after a crash too */
   reads: ReadSlots
+  /** a channel change in flight across a crash still holds its channel; the first banned-ids load still gates every write */
+  writes: WriteOrder
   /** stores started whose effect is not handled yet (community-reads.ts: while any is, a page's ids are remembered) */
   inflight: { effects: number }
+  /** conn-control payloads applied here: a replay must not act twice because the actor restarted in between */
+  replays: ControlReplayMemory
+}
+
+export interface CommunityState extends CommunitySurvivors {
+  /** the inbound duplicate guard: a fresh one only sends more resends on to the store, which decides */
+  recent: RecentIds
+  accepted: number
+  /** how its NIP-29 channel changes reach the stores */
+  channels: ChannelDeps
+  /** channel state waiting for the clock */
+  deferred: DeferredState
 }
 
 export type Ctx = ActorContext<CommunityMsg>

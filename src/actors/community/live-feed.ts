@@ -1,4 +1,4 @@
-// Live delivery, local and remote alike, in the order the community decided it (DESIGN §3: order by
+// Live delivery, local and remote alike, in the order the community decided it (docs/architecture.md §6.6: order by
 // sequence, never by blocking the mailbox). Most events are decided at once from the access gate's caches;
 // one that needs I/O first (a cache miss, a remote event's signature) is decided beside the actor, and every
 // event after it waits in this queue until it is: the actor returns at once either way.
@@ -146,4 +146,14 @@ export function lose(index: SubscriptionIndex, subs: Iterable<Subscription>, why
     lost++
   }
   return lost
+}
+
+/** An event that matched these subscriptions could not be delivered: each is closed with `why`. */
+export function loseMatching(index: SubscriptionIndex, event: NostrEvent, why: Reason): number {
+  return lose(index, index.match(event), why)
+}
+
+/** Every live subscription here may have missed events (the bus lost our channel): close them all. */
+export function loseAll(index: SubscriptionIndex, why: Reason): number {
+  return lose(index, [...index.all()], why)
 }

@@ -7,8 +7,8 @@ import type { CommunityDeps } from './community-state.js'
 import { REDELIVER } from './messages.js'
 
 export function tellRegistry(deps: Pick<CommunityDeps, 'registry' | 'log' | 'record'>, msg: RegistryMsg): void {
-  tellUntilTaken(deps.registry, msg, {
-    ...REDELIVER,
-    onGiveUp: () => deps.log.warn({ community: deps.record.id, type: msg.type }, 'the agent registry did not take a message'),
-  })
+  const lost = () => deps.log.warn({ community: deps.record.id, type: msg.type }, 'the agent registry did not take a message')
+  const ref = deps.registry()
+  if (ref === undefined) lost()
+  else tellUntilTaken(ref, msg, { ...REDELIVER, onGiveUp: lost })
 }

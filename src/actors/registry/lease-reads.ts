@@ -12,8 +12,8 @@ const LEASE_BATCH = 500
 
 /**
  * Beside the actor: the live leases among `pubkeys` (one read per LEASE_BATCH pubkeys). Between reads it
- * yields to the event loop: the in-memory store answers at once, and 3,000 leases read in one turn held the
- * loop ~18 ms every sweep (a CPU profile of a relay holding 3,000 agents), in the way of every handshake.
+ * yields to the event loop: the in-memory store answers at once, so a sweep of thousands of leases would
+ * otherwise hold the loop for one long turn, in the way of every handshake.
  */
 export async function liveLeases(store: PresenceStore, community: string, pubkeys: readonly string[]): Promise<Set<string>> {
   const live = new Set<string>()

@@ -13,7 +13,7 @@
 // The sweep timer is the def's too, set once. `init` resets the rest: no sweep in flight.
 import { assertNever } from '../../protocols/result.js'
 import { REDELIVER } from '../community/messages.js'
-import { type ActorDef, type TypedRef, tell, tellUntilTaken } from '../kernel/index.js'
+import { type ActorContext, type ActorDef, type TypedRef, tell, tellUntilTaken } from '../kernel/index.js'
 import {
   forgetCheck,
   onAgentAnnounced,
@@ -49,28 +49,7 @@ export function registryActor(deps: RegistryDeps): ActorDef<RegistryState, Regis
       sweepTimer.unref?.()
       return { agents, sweeping: false }
     },
-    handle: (state, msg, ctx) => {
-      switch (msg.type) {
-        case 'Heartbeat':
-          return onHeartbeat(state, msg, ctx, deps)
-        case 'AgentSeen':
-          return onAgentSeen(state, msg, deps)
-        case 'Announced':
-          return onAnnounced(state, msg, ctx, deps)
-        case 'AgentAnnounced':
-          return onAgentAnnounced(state, msg)
-        case 'Goodbye':
-          return onGoodbye(state, msg, deps)
-        case 'GoodbyeDone':
-          return onGoodbyeDone(state, msg, deps)
-        case 'LeaseSweep':
-          return onLeaseSweep(state, ctx, deps)
-        case 'LeasesChecked':
-          return onLeasesChecked(state, msg, deps)
-        default:
-          return assertNever(msg)
-      }
-    },
+    handle: (state, msg, ctx) => handle(state, msg, ctx, deps),
     // gave up with `msg` queued: offered again for after the respawn; a lost check is forgotten, so the next
     // heartbeat asks again (the sweep would forget it too, past transientMaxSeconds)
     onDropped: (msg) => {
@@ -84,5 +63,28 @@ export function registryActor(deps: RegistryDeps): ActorDef<RegistryState, Regis
     },
     mailboxCapacity: MAILBOX_CAPACITY,
     policy: { mode: 'permanent' },
+  }
+}
+
+function handle(state: RegistryState, msg: RegistryMsg, ctx: ActorContext<RegistryMsg>, deps: RegistryDeps): RegistryState {
+  switch (msg.type) {
+    case 'Heartbeat':
+      return onHeartbeat(state, msg, ctx, deps)
+    case 'AgentSeen':
+      return onAgentSeen(state, msg, deps)
+    case 'Announced':
+      return onAnnounced(state, msg, ctx, deps)
+    case 'AgentAnnounced':
+      return onAgentAnnounced(state, msg)
+    case 'Goodbye':
+      return onGoodbye(state, msg, deps)
+    case 'GoodbyeDone':
+      return onGoodbyeDone(state, msg, deps)
+    case 'LeaseSweep':
+      return onLeaseSweep(state, ctx, deps)
+    case 'LeasesChecked':
+      return onLeasesChecked(state, msg, deps)
+    default:
+      return assertNever(msg)
   }
 }
