@@ -1,7 +1,6 @@
-// State: CommunityState (community-state.ts): the live subscriptions, connections, presence holds, record,
-// access caches, live feed, read slots and write order it keeps across restarts, and the rest built in init.
-// Messages: CommunityMsg (messages.ts). Crash policy: permanent with backoff, respawned after giving up: a
-// tenant's every connection talks to it (docs/architecture.md §4.5); what it keeps lets them go on receiving.
+// State: CommunityState (community-state.ts): what it keeps across restarts, and what `init` builds afresh.
+// Messages: CommunityMsg (messages.ts): from connections, the host and the other nodes; its own I/O's results.
+// Crash policy: permanent, respawned after giving up: every connection of its tenant talks to it (docs/architecture.md §4.5).
 //
 // One community's hub on this node: writes, reads, live fan-out, presence, cluster traffic. No handler
 // awaits (docs/architecture.md §5): each starts its I/O beside the actor and returns, and the result comes
@@ -48,7 +47,7 @@ export function communityActor(
     // runs again on every restart and respawn: the banned ids are re-read; writes wait only for the first load
     init: (ctx) => {
       self = ctx.self
-      // a tick the actor cannot take (full, down) is skipped: the next one sweeps
+      // set once for the def, not per restart; a tick the actor cannot take (full, down) is skipped: the next one sweeps
       sweepTimer ??= setInterval(() => tell(ctx.self, { type: 'Sweep' }), deps.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS)
       sweepTimer.unref?.()
       return initialState(ctx, survivors, deps)

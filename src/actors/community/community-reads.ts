@@ -1,7 +1,7 @@
 // What a community serves to readers: REQ and COUNT. They run beside the actor, never inside it (docs/architecture.md §6.4):
 // the actor registers the subscription live at once (its live events are held), and the read path checks
 // the read policy, takes the access options, queries the store and the presence store, and hands the page
-// back as a PageRead. The actor then sends the page, EOSE and the held live events (those the page did not
+// back as a ReadResult. The actor then sends the page, EOSE and the held live events (those the page did not
 // already carry): no event falls between the stored page and the live feed, and no write waits for a read.
 import { StoreError } from '../../infra/store/event-store.js'
 import { canMatchAnnouncements } from '../../protocols/agent-registry.js'

@@ -79,15 +79,18 @@ export interface CommunitySurvivors {
   presenceHolds: PresenceHolds
   /** the current record (replaced on RecordChanged: a restart must not fall back to the one spawned with) and the banned ids */
   current: { record: CommunityRecord; bannedEvents: Set<string>; bannedLoaded: boolean }
-  /** the access caches, kept by the live feed's lookups in flight and dropped by invalidations, never by a crash */
+  /** the access gate the live feed decides with; its caches are bounded by their TTL and the invalidations, not by crashes */
   gate: AccessGate
   /** live delivery in order: events waiting behind a lookup when the actor crashed are still delivered, in order */
   feed: LiveFeed
-  /** reads in flight free their slot when they settle, after a crash too */
+  /** reads in flight keep their slot until they settle, crash or not: fresh slots would let a restart exceed the bound */
   reads: ReadSlots
   /** a channel change in flight across a crash still holds its channel; the first banned-ids load still gates every write */
   writes: WriteOrder
-  /** stores started whose effect is not handled yet (community-reads.ts: while any is, a page's ids are remembered) */
+  /**
+   * stores started whose effect is not handled yet (community-reads.ts: while any is, a page's ids are
+   * remembered); their results come back to the restarted actor, which counts them down
+   */
   inflight: { effects: number }
   /** conn-control payloads applied here: a replay must not act twice because the actor restarted in between */
   replays: ControlReplayMemory

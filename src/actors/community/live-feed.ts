@@ -19,7 +19,7 @@ export interface LiveFeedDeps {
   /** live events held for one subscription while its page is read, in bytes; past it the subscription is closed */
   maxHeldBytes: number
   nowMs: () => number
-  /** whether `pubkey`'s presence lease is live now: a kind 31990 is delivered only then (community-registry.ts) */
+  /** whether `pubkey`'s presence lease is live now: a kind 31990 is delivered only then (docs/agent-registry.md) */
   leaseHeld?: (pubkey: string) => Promise<boolean>
   /**
    * Asked in delivery order, after a remote event's signature: true drops the event here (a channel state

@@ -6,7 +6,9 @@
 // `community/<community>`: who is live here, the lease sweep every leaseSweepSeconds, and the departures.
 // The community tells it what it saw (heartbeats, announcements, goodbyes) and delivers what it announces.
 // Whether a 31990 is delivered live is decided in the community's live feed, not here: that check must wait
-// in the feed's order with the events around it (community-survivors.ts).
+// in the feed's order with the events around it (community-survivors.ts). A directory of its own, as every
+// actor kind has: the community imports its messages and lease reads; it needs nothing of the community's
+// but the redelivery timing and the message it sends back (RegistryAnnounce, which the community accepts).
 //
 // What survives a restart or a respawn: the tracked agents, created with the def rather than in `init`. An
 // agent forgotten would get no departure if its lease lapsed before its next heartbeat tracked it again.
