@@ -1,5 +1,5 @@
 // Community lifecycle, part of the composition root: spawn each community actor with its link to the other
-// nodes, and reconcile the running set with the store (revalidation, archiving).
+// nodes and, beside it, its agent registry; reconcile the running set with the store (revalidation, archiving).
 import { communityActor, communityPath } from '../actors/community/community-actor.js'
 import { type CommunityLink, createCommunityLink } from '../actors/community/community-link.js'
 import { pubkeysHeld } from '../actors/community/community-presence.js'

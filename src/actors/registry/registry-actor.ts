@@ -47,6 +47,7 @@ export function registryActor(deps: RegistryDeps): ActorDef<RegistryState, Regis
     kind: 'registry',
     init: (ctx) => {
       self = ctx.self
+      // a tick the registry cannot take (full, down) is skipped: the next one sweeps
       sweepTimer ??= setInterval(() => tell(ctx.self, { type: 'LeaseSweep' }), deps.leaseSweepMs ?? DEFAULT_LEASE_SWEEP_MS)
       sweepTimer.unref?.()
       return { agents, sweeping: false }
