@@ -12,7 +12,7 @@ import { asVerified, type NostrEvent, type VerifiedEvent } from '../../protocols
 import type { Filter } from '../../protocols/nip01/filter.js'
 import type { EventTemplate } from '../../protocols/nip29.js'
 import { REDELIVER } from '../community/messages.js'
-import { type ActorContext, pipeTo, type TypedRef, tellUntilTaken } from '../kernel/index.js'
+import { type ActorContext, pipeTo, type TypedRef, tell, tellUntilTaken } from '../kernel/index.js'
 import type { Agents } from './agents.js'
 import { liveLeases } from './lease-reads.js'
 import type { RegistryAnnounce, RegistryMsg } from './messages.js'
@@ -27,8 +27,8 @@ export interface RegistryDeps {
   communityRef: () => TypedRef<RegistryAnnounce> | undefined
   /**
    * The pubkeys whose presence a connection of this node holds: the community's holds, read here and never
-   * changed. A sweep needs them as they are at that moment; an agent held by no connection here is another
-   * node's to track.
+   * changed. An agent held by no connection here is another node's to track. The community changes them
+   * before this actor hears why (a goodbye gives its hold back, then tells Goodbye): see onLeasesChecked.
    */
   heldHere: () => Set<string>
   metrics: Pick<Metrics, 'agentsLive' | 'agentLeasesExpired'>
@@ -136,21 +136,29 @@ export function onLeaseSweep(state: RegistryState, ctx: Ctx, d: RegistryDeps): R
 }
 
 /** The sweep's answer: an agent whose lease lapsed departs (`expired`); a failed read waits for the next sweep. */
-export function onLeasesChecked(state: RegistryState, msg: Msg<'LeasesChecked'>, d: RegistryDeps): RegistryState {
+export function onLeasesChecked(state: RegistryState, msg: Msg<'LeasesChecked'>, ctx: Ctx, d: RegistryDeps): RegistryState {
   state.sweeping = false
   const { live } = msg
   if (!live) return state
   const held = d.heldHere()
+  const unheld: string[] = []
   for (const pubkey of msg.tracked) {
     if (state.agents.get(pubkey) !== 'agent') continue
-    if (live.has(pubkey)) {
-      // live, but held by no connection here: the node it heartbeats on tracks it
-      if (!held.has(pubkey)) state.agents.delete(pubkey)
-      continue
-    }
-    d.metrics.agentLeasesExpired.inc()
-    depart(state.agents, pubkey, 'expired', d)
+    if (!live.has(pubkey)) {
+      d.metrics.agentLeasesExpired.inc()
+      depart(state.agents, pubkey, 'expired', d)
+    } else if (!held.has(pubkey)) unheld.push(pubkey)
   }
+  // Live, but held by no connection here: the node it heartbeats on tracks it. Decided behind what is queued
+  // now: a goodbye gave its hold back before its Goodbye reached this mailbox, and its agent must depart
+  // `offline`, not be dropped. A tell this actor cannot take is skipped: the next sweep finds them again.
+  if (unheld.length > 0) tell(ctx.self, { type: 'Unheld', pubkeys: unheld })
+  return state
+}
+
+export function onUnheld(state: RegistryState, msg: Msg<'Unheld'>, d: RegistryDeps): RegistryState {
+  const held = d.heldHere()
+  for (const pubkey of msg.pubkeys) if (state.agents.get(pubkey) === 'agent' && !held.has(pubkey)) state.agents.delete(pubkey)
   return state
 }
 

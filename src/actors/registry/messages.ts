@@ -20,6 +20,8 @@ export type RegistryMsg =
   | { type: 'LeaseSweep' }
   /** the tracked agents' leases, read beside the actor (`live` undefined: the presence store failed) */
   | { type: 'LeasesChecked'; tracked: string[]; live: Set<string> | undefined }
+  /** agents the sweep found live but held by no connection here, told to itself behind what is queued (agent-tracking.ts) */
+  | { type: 'Unheld'; pubkeys: string[] }
 
 /** What the registry tells its community: deliver these (an arrival offered again, or a relay-signed departure). */
 export interface RegistryAnnounce {

@@ -26,6 +26,7 @@ import {
   onHeartbeat,
   onLeaseSweep,
   onLeasesChecked,
+  onUnheld,
   type RegistryDeps,
   type RegistryState,
 } from './agent-tracking.js'
@@ -53,10 +54,10 @@ export function registryActor(deps: RegistryDeps): ActorDef<RegistryState, Regis
       return { agents, sweeping: false }
     },
     handle: (state, msg, ctx) => handle(state, msg, ctx, deps),
-    // gave up with `msg` queued: offered again for after the respawn; a lost check is forgotten, so the next
-    // heartbeat asks again (the sweep would forget it too, past transientMaxSeconds)
+    // gave up with `msg` queued: offered again for after the respawn (not a sweep's tick or its Unheld: the
+    // next sweep does them again); a lost check is forgotten, so the next heartbeat asks again
     onDropped: (msg) => {
-      if (self === undefined || msg.type === 'LeaseSweep') return
+      if (self === undefined || msg.type === 'LeaseSweep' || msg.type === 'Unheld') return
       const onGiveUp = () => (msg.type === 'AgentSeen' ? forgetCheck(agents, msg.pubkey) : undefined)
       tellUntilTaken(self, msg, { ...REDELIVER, onGiveUp })
     },
@@ -86,7 +87,9 @@ function handle(state: RegistryState, msg: RegistryMsg, ctx: ActorContext<Regist
     case 'LeaseSweep':
       return onLeaseSweep(state, ctx, deps)
     case 'LeasesChecked':
-      return onLeasesChecked(state, msg, deps)
+      return onLeasesChecked(state, msg, ctx, deps)
+    case 'Unheld':
+      return onUnheld(state, msg, deps)
     default:
       return assertNever(msg)
   }

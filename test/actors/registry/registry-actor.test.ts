@@ -168,6 +168,23 @@ describe('the agent registry actor', () => {
     expect(r.departures().map((e) => tagOf(e, 'status'))).toEqual(['offline'])
   })
 
+  it('departs an agent "offline" on its goodbye though a sweep that read its lease live is answered after the hold was given back', async () => {
+    const r = start()
+    const agent = makeKeys()
+    await r.announce(agent)
+    await r.heartbeat(agent)
+    await waitFor(() => r.heard.length === 1, 'the arrival')
+    // the community gives the goodbye's hold back, then tells Goodbye: a sweep's answer read before the
+    // clearing is queued ahead of it
+    r.held.delete(agent.pubkey)
+    r.say({ type: 'LeasesChecked', tracked: [agent.pubkey], live: new Set([agent.pubkey]) })
+    r.say({ type: 'Goodbye', pubkey: agent.pubkey })
+    await r.presence.clear(C, agent.pubkey)
+    r.say({ type: 'GoodbyeDone', pubkey: agent.pubkey, cleared: true })
+    await waitFor(() => r.departures().length === 1, 'the departure')
+    expect(tagOf(r.departures()[0]!, 'status')).toBe('offline')
+  })
+
   it('leaves an agent to the sweep again when its goodbye could not clear the presence', async () => {
     const r = start()
     const agent = makeKeys()
