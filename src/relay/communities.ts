@@ -1,10 +1,16 @@
 // Community lifecycle, part of the composition root: spawn each community actor with its link to the other
-// nodes, and reconcile the running set with the store (revalidation, archiving).
+// nodes and, beside it, its agent registry; reconcile the running set with the store (revalidation, archiving).
 import { communityActor, communityPath } from '../actors/community/community-actor.js'
 import { type CommunityLink, createCommunityLink } from '../actors/community/community-link.js'
+import { pubkeysHeld } from '../actors/community/community-presence.js'
+import type { CommunityDeps, CommunitySurvivors } from '../actors/community/community-state.js'
+import { createCommunitySurvivors } from '../actors/community/community-survivors.js'
 import type { CommunityMsg, PublishOutcome } from '../actors/community/messages.js'
-import { ask, createLagReporter, type Kernel, tell } from '../actors/kernel/index.js'
+import { ask, createLagReporter, type Kernel, type LagReporter, tell } from '../actors/kernel/index.js'
 import { principalPath } from '../actors/principal/principal-actor.js'
+import type { RegistryDeps } from '../actors/registry/agent-tracking.js'
+import type { RegistryAnnounce, RegistryMsg } from '../actors/registry/messages.js'
+import { registryActor, registryPath } from '../actors/registry/registry-actor.js'
 import type { Config } from '../infra/config.js'
 import type { Tenants } from '../infra/http/tenants.js'
 import type { Logger } from '../infra/log.js'
@@ -54,8 +60,18 @@ export function createCommunities(d: CommunitiesDeps): Communities {
     const path = communityPath(record.id)
     // architecture §4.7: where a bounded queue skips, the skip is a 'lagged' supervision event (and a metric)
     const lag = createLagReporter(d.kernel, { path, kind: 'community' })
-    const link = createCommunityLink({
-      community: record.id,
+    const link = linkOf(record.id, path, lag)
+    links.set(record.id, link)
+    const deps = communityDeps(record, link, lag)
+    // the registry reads the community's presence holds: both are given the same survivors
+    const survivors = createCommunitySurvivors(deps)
+    d.kernel.spawn(registryPath(record.id), registryActor(registryDeps(deps, survivors)))
+    d.kernel.spawn(path, communityActor(deps, survivors))
+  }
+
+  function linkOf(community: string, path: string, lag: LagReporter): CommunityLink {
+    return createCommunityLink({
+      community,
       bus: d.backends.bus,
       clustered: d.backends.mode === 'cluster',
       deliver: (msg) => {
@@ -67,46 +83,61 @@ export function createCommunities(d: CommunitiesDeps): Communities {
       log: d.log,
       lagged: (skipped) => lag.count(skipped),
     })
-    links.set(record.id, link)
-    const cluster = {
-      link,
-      verifier: d.verifier,
-      relayPubkey: d.relayKey.pubkey,
-      nowSeconds: d.nowSeconds,
-      log: d.log,
-      rejected: (why: string) => d.metrics.controlRejected.inc({ reason: why }),
-      revalidate: () => void reconcile(),
-    }
+  }
+
+  function communityDeps(record: CommunityRecord, link: CommunityLink, lag: LagReporter): CommunityDeps {
     const { config, metrics, log, nowSeconds } = d
-    const presence = { community: record.id, store: d.backends.presence, ttlSeconds: 3 * config.presenceHeartbeatSeconds, log }
-    d.kernel.spawn(
-      path,
-      communityActor({
-        record,
-        store: d.backends.events,
-        channels: d.backends.channels,
-        communities: d.backends.communities,
-        sign: (t, createdAt) => signAsRelay(d.relayKey, t, createdAt),
-        authRequired: config.authRequired,
-        accessCacheTtlMs: config.accessCacheTtlMs,
-        maxHeldLiveBytes: config.limits.maxPendingOutboundBytes,
-        limits: config.limits,
+    return {
+      record,
+      store: d.backends.events,
+      channels: d.backends.channels,
+      communities: d.backends.communities,
+      sign: (t, createdAt) => signAsRelay(d.relayKey, t, createdAt),
+      authRequired: config.authRequired,
+      accessCacheTtlMs: config.accessCacheTtlMs,
+      maxHeldLiveBytes: config.limits.maxPendingOutboundBytes,
+      limits: config.limits,
+      nowSeconds,
+      // cache TTLs and stuck-write ages are elapsed time (monotonic): a backward wall-clock step must not stretch them
+      nowMs: () => performance.now(),
+      metrics,
+      log,
+      cluster: {
+        link,
+        verifier: d.verifier,
+        relayPubkey: d.relayKey.pubkey,
         nowSeconds,
-        // cache TTLs and stuck-write ages are elapsed time (monotonic): a backward wall-clock step must not stretch them
-        nowMs: () => performance.now(),
-        metrics,
         log,
-        cluster,
-        presence,
-        leaseSweepMs: config.leaseSweepSeconds * 1000,
-        mesh: d.mesh,
-        lagged: (skipped) => {
-          if (skipped === 0) return
-          metrics.subscriptionsLost.inc(skipped)
-          lag.count(skipped)
-        },
-      }),
-    )
+        rejected: (why: string) => metrics.controlRejected.inc({ reason: why }),
+        revalidate: () => void reconcile(),
+      },
+      presence: { community: record.id, store: d.backends.presence, ttlSeconds: 3 * config.presenceHeartbeatSeconds, log },
+      registry: () => d.kernel.lookup<RegistryMsg>(registryPath(record.id)),
+      mesh: d.mesh,
+      lagged: (skipped) => {
+        if (skipped === 0) return
+        metrics.subscriptionsLost.inc(skipped)
+        lag.count(skipped)
+      },
+    }
+  }
+
+  function registryDeps(c: CommunityDeps, survivors: CommunitySurvivors): RegistryDeps {
+    const community = c.record.id
+    return {
+      community,
+      presence: c.presence.store,
+      events: c.store,
+      sign: c.sign,
+      communityRef: () => d.kernel.lookup<RegistryAnnounce>(communityPath(community)),
+      heldHere: () => pubkeysHeld(survivors.presenceHolds),
+      metrics: c.metrics,
+      log: c.log,
+      nowSeconds: c.nowSeconds,
+      // two leases: a lookup or a goodbye's clear takes one store round trip; one that has not answered by then is lost
+      transientMaxSeconds: 2 * c.presence.ttlSeconds,
+      leaseSweepMs: d.config.leaseSweepSeconds * 1000,
+    }
   }
 
   /**
@@ -137,6 +168,8 @@ export function createCommunities(d: CommunitiesDeps): Communities {
         (done) => ({ type: 'DisconnectCommunity', reason: 'community archived', broadcast: false, done }),
         10_000,
       ).catch(() => {})
+      // the registry first: what it announces meanwhile would find its community stopped
+      await d.kernel.stop(registryPath(id))
       await d.kernel.stop(communityPath(id))
       d.log.info({ community: id }, 'community archived: closed and stopped')
     }

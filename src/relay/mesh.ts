@@ -293,7 +293,7 @@ export function openMesh(o: OpenMeshDeps): Promise<Mesh> {
     sign: (t, createdAt) => signAsRelay(key, t, createdAt),
     isModerator: (community, pubkey) => pubkey === key.pubkey || (tenants.byId(community)?.admins.includes(pubkey) ?? false),
     invalidate: async (community, op) => {
-      tellCommunity(community, { type: 'MeshInvalidate', op })
+      tellCommunity(community, { type: 'InvalidateCache', op, broadcast: true })
     },
     nowSeconds: o.nowSeconds,
     log: o.log,
@@ -306,7 +306,7 @@ export function openMesh(o: OpenMeshDeps): Promise<Mesh> {
     sinks,
     storedGeneration: (community, session) => b.channels.storedGeneration(community, session),
     deliver: (community, events) => {
-      if (!tellCommunity(community, { type: 'MeshApplied', events }))
+      if (!tellCommunity(community, { type: 'Announce', events, from: 'mesh' }))
         o.log.warn({ community }, 'mesh: stored channel events not delivered here')
     },
     verifier: o.verifier,

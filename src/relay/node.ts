@@ -98,6 +98,8 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     if (mesh) undo.push(() => mesh.close())
     const communities = createCommunities({ kernel, config, backends: b, verifier, relayKey: key, tenants, metrics, log, nowSeconds, mesh })
     undo.push(() => kernel.stopPrefix('community/'))
+    // each community's agent registry stops before it (undone in reverse): what it announces needs its community
+    undo.push(() => kernel.stopPrefix('registry/'))
     communities.start(records)
     const revalidateTimer = setInterval(() => void communities.reconcile(), config.revalidateSeconds * 1000)
     revalidateTimer.unref()

@@ -289,38 +289,36 @@ describe('the agent registry: announcements live only while their lease is', () 
     }
   })
 
-  it('delivers an arrival whose lookup answer was queued when its community gave up, once the community is back', {
+  it('delivers an arrival whose lookup answered while its community was down, once the community is back', {
     timeout: 30_000,
   }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'apiary-registry-'))
     const real = openFailingSqliteStore(join(dir, 'events.sqlite')).store
     const agent = makeKeys()
     let release = () => {}
-    const hung = new Promise<never[]>((resolve) => {
-      release = () => resolve([])
+    const released = new Promise<void>((resolve) => {
+      release = resolve
     })
-    // the lookup of this agent's announcement does not answer by itself: the test gives its answer
+    // the registry's lookup of this agent's announcement answers only once the test releases it
     const store: EventStore = {
       ...real,
       query: (c, filters, opts) =>
-        filters.length === 1 && filters[0]?.limit === 1 && filters[0].authors?.[0] === agent.pubkey ? hung : real.query(c, filters, opts),
+        filters.length === 1 && filters[0]?.limit === 1 && filters[0].authors?.[0] === agent.pubkey
+          ? released.then(() => real.query(c, filters, opts))
+          : real.query(c, filters, opts),
     }
-    // a 45 s lease: the sweep forgets a lost check only after 90 s, so only the re-offered answer can be in time
+    // a 45 s lease: the sweep forgets a lost check only after 90 s, so only the re-offered arrival can be in time
     const r = await relays.start({ presenceHeartbeatSeconds: 15 }, dir, { eventStore: store })
     try {
       const { watcher, sub, a, ann } = await announcedEcho(r, agent)
       expect((await publish(a, heartbeat(agent))).accepted).toBe(true)
       const ref = communityActor(r.relay, 'default')
       const gaveUp = firstValueFrom(r.relay.supervision$.pipe(filter((x) => x.type === 'gave-up' && x.path === 'community/default')))
-      // six crashes in a row (a COUNT's store outage each), the lookup's answer queued behind them
-      for (let i = 0; i < 6; i++) tell(ref, { type: 'ReadFailed', error: new Error('store down') })
-      tell(ref, {
-        type: 'AgentSeen',
-        pubkey: agent.pubkey,
-        announcement: { raw: ann.raw, id: ann.event.id, kind: 31990, event: ann.event },
-        checked: true,
-      })
+      // six crashes in a row (a COUNT's store outage each): the community is down until its respawn
+      for (let i = 0; i < 6; i++) tell(ref, { type: 'ReadResult', outcome: { ok: false, error: new Error('store down') } })
       await gaveUp
+      // the arrival reaches a community that cannot take it: it is offered again until it can
+      release()
       await arrivalOf(watcher, sub, ann.event.id, 20_000)
     } finally {
       release()

@@ -1,4 +1,4 @@
-// The access gate (DESIGN §6): one place decides what a connection may read — REQ results, COUNT, local and
+// The access gate (docs/architecture.md §8): one place decides what a connection may read — REQ results, COUNT, local and
 // remote fan-out. Community policy, channel privacy, and (inside the store query) author-only kinds.
 // A lookup error yields no delivery. Caches hold only what can over-restrict when stale, or are bounded by
 // a short TTL and dropped at once by the cache-invalidation broadcast.
@@ -37,7 +37,7 @@ type Visibility = 'public' | 'private' | 'deleted' | 'unknown'
 
 export class AccessGate {
   // Every channel's visibility is cached for fan-out (a read per event was the hot path's cost); an edit drops
-  // the key here and, by broadcast, on every node; a lost broadcast is bounded by the TTL (DESIGN §6).
+  // the key here and, by broadcast, on every node; a lost broadcast is bounded by the TTL (docs/architecture.md §8).
   private readonly visible = new Map<string, Cached<Visibility>>()
   private readonly roles = new Map<string, Map<string, Cached<ChannelRole | null>>>()
   private readonly members = new Map<string, Cached<boolean>>()

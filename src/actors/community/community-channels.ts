@@ -84,75 +84,74 @@ export async function planChannelEvent(event: NostrEvent, d: ChannelDeps): Promi
 export async function applyChannelPlan(plan: ChannelPlan, event: NostrEvent, d: ChannelDeps): Promise<RelayEvent[]> {
   const { action } = plan
   if (plan.verdict.effect !== 'apply') return []
-  const ch = action.channel
   const out: RelayEvent[] = []
   switch (action.type) {
-    case 'create': {
-      const m = action.metadata
-      const init = {
-        id: ch,
-        name: m.name ?? ch,
-        about: m.about ?? '',
-        picture: m.picture ?? '',
-        private: m.private ?? false,
-        closed: m.closed ?? false,
-      }
-      if ((await d.channels.create(d.community, { ...init, createdAt: event.created_at }, event.pubkey)) === 'exists') return []
-      await d.invalidate({ op: 'InvalidateVisibility', channel: ch })
-      await publishState(d, ch, out, { metadata: true, members: true })
+    case 'create':
+    case 'edit-metadata':
+      await applyMetadata(action, event, d, out)
       return out
-    }
-    case 'edit-metadata': {
-      if (!(await d.channels.update(d.community, ch, action.metadata))) return []
-      await d.invalidate({ op: 'InvalidateVisibility', channel: ch })
-      await publishState(d, ch, out, { metadata: true })
-      return out
-    }
     case 'put-user':
-    case 'join': {
-      const pubkey = action.type === 'join' ? event.pubkey : action.pubkey
-      await d.channels.putMember(d.community, ch, pubkey, action.type === 'join' ? 'member' : action.role)
-      await d.invalidate({ op: 'InvalidateMembership', channel: ch, pubkey })
-      if (action.type === 'join') await saveRelayEvent(d, membershipTemplate(ch, pubkey, true), out)
-      await publishState(d, ch, out, { members: true })
-      return out
-    }
+    case 'join':
     case 'remove-user':
-    case 'leave': {
-      const pubkey = action.type === 'leave' ? event.pubkey : action.pubkey
-      await d.channels.removeMember(d.community, ch, pubkey)
-      await d.invalidate({ op: 'InvalidateMembership', channel: ch, pubkey })
-      if (action.type === 'leave') await saveRelayEvent(d, membershipTemplate(ch, pubkey, false), out)
-      await publishState(d, ch, out, { members: true })
+    case 'leave':
+      await applyMembership(action, event, d, out)
       return out
-    }
-    case 'delete-event': {
-      // only this channel's events: a channel admin moderates their channel, not the community
-      const stored = await d.events.query(d.community, [{ ids: action.ids }], { now: d.nowSeconds() })
-      const ids = stored.filter((s) => s.event.tags.some((t) => t[0] === 'h' && t[1] === ch)).map((s) => s.event.id)
-      if (ids.length > 0) await d.events.deleteEvents(d.community, ids)
+    case 'delete-event':
+      await deleteChannelEvents(action.channel, action.ids, d)
       return []
-    }
-    case 'delete-group': {
-      await d.channels.remove(d.community, ch)
-      await d.invalidate({ op: 'ChannelDeleted', channel: ch })
-      const state = await d.events.query(
-        d.community,
-        [{ kinds: [KIND_GROUP_METADATA, KIND_GROUP_ADMINS, KIND_GROUP_MEMBERS], authors: [d.relayPubkey], tags: { d: [ch] } }],
-        {
-          now: d.nowSeconds(),
-        },
-      )
-      if (state.length > 0)
-        await d.events.deleteEvents(
-          d.community,
-          state.map((s) => s.event.id),
-        )
+    case 'delete-group':
+      await deleteChannel(action.channel, d)
       return []
-    }
     case 'post':
       return []
   }
+}
+
+type Action<T extends ChannelAction['type']> = Extract<ChannelAction, { type: T }>
+
+async function applyMetadata(action: Action<'create' | 'edit-metadata'>, event: NostrEvent, d: ChannelDeps, out: RelayEvent[]) {
+  const ch = action.channel
+  if (action.type === 'create') {
+    const { name = ch, about = '', picture = '', private: hidden = false, closed = false } = action.metadata
+    const row = { id: ch, name, about, picture, private: hidden, closed, createdAt: event.created_at }
+    if ((await d.channels.create(d.community, row, event.pubkey)) === 'exists') return
+  } else if (!(await d.channels.update(d.community, ch, action.metadata))) return
+  await d.invalidate({ op: 'InvalidateVisibility', channel: ch })
+  await publishState(d, ch, out, action.type === 'create' ? { metadata: true, members: true } : { metadata: true })
+}
+
+async function applyMembership(
+  action: Action<'put-user' | 'join' | 'remove-user' | 'leave'>,
+  event: NostrEvent,
+  d: ChannelDeps,
+  out: RelayEvent[],
+) {
+  const ch = action.channel
+  const self = action.type === 'join' || action.type === 'leave'
+  const pubkey = self ? event.pubkey : action.pubkey
+  const joins = action.type === 'join' || action.type === 'put-user'
+  if (joins) await d.channels.putMember(d.community, ch, pubkey, action.type === 'put-user' ? action.role : 'member')
+  else await d.channels.removeMember(d.community, ch, pubkey)
+  await d.invalidate({ op: 'InvalidateMembership', channel: ch, pubkey })
+  // a join or leave of one's own is answered by the relay's 9000/9001 (NIP-29)
+  if (self) await saveRelayEvent(d, membershipTemplate(ch, pubkey, joins), out)
+  await publishState(d, ch, out, { members: true })
+}
+
+/** Only this channel's events: a channel admin moderates their channel, not the community. */
+async function deleteChannelEvents(ch: string, ids: string[], d: ChannelDeps) {
+  const stored = await d.events.query(d.community, [{ ids }], { now: d.nowSeconds() })
+  const mine = stored.filter((s) => s.event.tags.some((t) => t[0] === 'h' && t[1] === ch)).map((s) => s.event.id)
+  if (mine.length > 0) await d.events.deleteEvents(d.community, mine)
+}
+
+async function deleteChannel(ch: string, d: ChannelDeps) {
+  await d.channels.remove(d.community, ch)
+  await d.invalidate({ op: 'ChannelDeleted', channel: ch })
+  const kinds = [KIND_GROUP_METADATA, KIND_GROUP_ADMINS, KIND_GROUP_MEMBERS]
+  const state = await d.events.query(d.community, [{ kinds, authors: [d.relayPubkey], tags: { d: [ch] } }], { now: d.nowSeconds() })
+  const ids = state.map((s) => s.event.id)
+  if (ids.length > 0) await d.events.deleteEvents(d.community, ids)
 }
 
 /**

@@ -7,7 +7,7 @@ import type { NostrEvent } from '../../protocols/nip01/event.js'
 import type { CommunityMsg } from './messages.js'
 
 /**
- * A community's traffic with the other nodes (DESIGN §5 "Cross-node"). Outgoing: accepted events, signed
+ * A community's traffic with the other nodes (docs/architecture.md §6.7). Outgoing: accepted events, signed
  * control ops. Incoming: delivered into the community's mailbox as RemoteEvent / Control messages; a refused
  * tell (mailbox full, community down) is counted as lag, never blocks the bridge, and closes the local
  * subscriptions the event would have reached (onUndelivered). The events channel is watched only while
@@ -54,15 +54,7 @@ export function createCommunityLink(d: CommunityLinkDeps): CommunityLink {
     if (channel === evChannel && !d.deliver({ type: 'LiveInterrupted' })) undelivered(undefined)
   })
   let undelivered: (raw: string | undefined) => void = () => {}
-  const control = (['conn-control', 'cache-invalidation'] as const).map((channel) => {
-    return d.bus.watch(d.bus.channelOf(d.community, channel)).subscribe((raw) => {
-      if (!d.deliver({ type: 'Control', channel, raw })) {
-        const lag = channel === 'conn-control' ? d.metrics.connControlLag : d.metrics.cacheInvalidationLag
-        lag.inc()
-        d.lagged(1)
-      }
-    })
-  })
+  const control = watchControl(d)
   return {
     clustered: d.clustered,
     publishEvent(raw) {
@@ -86,15 +78,7 @@ export function createCommunityLink(d: CommunityLinkDeps): CommunityLink {
     },
     async ensureInterest() {
       this.setInterest(true)
-      let timer: ReturnType<typeof setTimeout> | undefined
-      const timedOut = new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(true), READY_WAIT_MS)
-      })
-      // Redis down: don't hold the REQ hostage; the caller serves what is stored and says live is unavailable
-      const late = await Promise.race([d.bus.ready(evChannel).then(() => false), timedOut])
-      clearTimeout(timer)
-      if (late) d.log.warn({ community: d.community }, 'events channel not confirmed in time; REQs get their stored page, then CLOSED')
-      return !late
+      return confirmed(d, evChannel)
     },
     async broadcast(channel, op) {
       await d.bus.publish(d.bus.channelOf(d.community, channel), JSON.stringify(d.sign(toControlTemplate(d.community, channel, op))))
@@ -108,4 +92,29 @@ export function createCommunityLink(d: CommunityLinkDeps): CommunityLink {
       for (const s of control) s.unsubscribe()
     },
   }
+}
+
+/** Both control topics, told into the community; one it cannot take is counted as lag (the backstops cover it). */
+function watchControl(d: CommunityLinkDeps): Subscription[] {
+  return (['conn-control', 'cache-invalidation'] as const).map((channel) =>
+    d.bus.watch(d.bus.channelOf(d.community, channel)).subscribe((raw) => {
+      if (d.deliver({ type: 'Control', channel, raw })) return
+      const lag = channel === 'conn-control' ? d.metrics.connControlLag : d.metrics.cacheInvalidationLag
+      lag.inc()
+      d.lagged(1)
+    }),
+  )
+}
+
+/** Whether the bus confirms the events channel within READY_WAIT_MS. */
+async function confirmed(d: CommunityLinkDeps, evChannel: string): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const timedOut = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(true), READY_WAIT_MS)
+  })
+  // Redis down: don't hold the REQ hostage; the caller serves what is stored and says live is unavailable
+  const late = await Promise.race([d.bus.ready(evChannel).then(() => false), timedOut])
+  clearTimeout(timer)
+  if (late) d.log.warn({ community: d.community }, 'events channel not confirmed in time; REQs get their stored page, then CLOSED')
+  return !late
 }

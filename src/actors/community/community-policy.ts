@@ -1,12 +1,18 @@
-// A community's own rules for writes (DESIGN §6), checked by its actor before anything is stored: the write
+// A community's own rules for writes (docs/architecture.md §6.3), checked by its actor before anything is stored: the write
 // policy, the AUTH requirement, the NIP-86 kind rules and banned events. The relay's own events pass.
 import type { CommunityRecord, CommunitySettings } from '../../infra/store/community-store.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { KIND_DELETION, KIND_PRESENCE } from '../../protocols/nip01/kinds.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import { checkRoleDomains } from '../../protocols/role-domains.js'
-import type { AccessGate } from './access-gate.js'
 import type { ConnView } from './subscription-index.js'
+
+/** The membership answers a write needs (the access gate gives them; declared here so the gate can use the read policy below). */
+export interface MembershipAnswers {
+  /** from the roster and the cache alone; undefined when a lookup is needed */
+  isMemberNow(pubkeys: readonly string[]): boolean | undefined
+  isMember(pubkeys: readonly string[]): Promise<boolean>
+}
 
 /** The relay-wide `authRequired` forces AUTH in every community; a community may ask for it on its own. */
 export const readPolicyOf = (s: CommunitySettings, authRequired: boolean) =>
@@ -56,7 +62,7 @@ export function checkWriteNow(
   record: CommunityRecord,
   event: NostrEvent,
   conn: ConnView,
-  gate: AccessGate,
+  gate: MembershipAnswers,
   authRequired: boolean,
 ): Reason | null | undefined {
   const policy = writePolicyOf(record.settings, authRequired)
@@ -75,7 +81,7 @@ export async function checkWrite(
   record: CommunityRecord,
   event: NostrEvent,
   conn: ConnView,
-  gate: AccessGate,
+  gate: MembershipAnswers,
   authRequired: boolean,
 ): Promise<Reason | null> {
   const policy = writePolicyOf(record.settings, authRequired)

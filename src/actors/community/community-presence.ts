@@ -1,4 +1,4 @@
-// Presence (DESIGN §6): kind 20001 heartbeats are kept in the PresenceStore (the whole signed event, so a REQ
+// Presence (docs/architecture.md §8, docs/presence.md): kind 20001 heartbeats are kept in the PresenceStore (the whole signed event, so a REQ
 // can answer with a real event), answered to REQs from there, and released when the connections holding
 // them close. Live delivery of 20001 is unchanged: it is an ephemeral event like any other.
 //
@@ -20,7 +20,7 @@ import { KIND_PRESENCE } from '../../protocols/nip01/kinds.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import type { ConnectionRegistry, ConnView } from './subscription-index.js'
 
-/** the issue: a status is short text, at most 128 bytes of UTF-8 */
+/** docs/presence.md: a status is short text, at most 128 bytes of UTF-8 */
 export const MAX_PRESENCE_STATUS_BYTES = 128
 
 export interface PresenceDeps {
@@ -149,4 +149,11 @@ export async function queryPresence(filters: Filter[], deps: PresenceDeps, hidde
     for (const e of matching.slice(0, f.limit ?? matching.length)) out.add(e.raw)
   }
   return [...out]
+}
+
+/** The pubkeys whose presence a connection of this node holds. */
+export function pubkeysHeld(holds: PresenceHolds): Set<string> {
+  const out = new Set<string>()
+  for (const pubkeys of holds.values()) for (const p of pubkeys) out.add(p)
+  return out
 }

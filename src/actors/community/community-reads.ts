@@ -1,21 +1,21 @@
-// What a community serves to readers: REQ and COUNT. They run beside the actor, never inside it (DESIGN §3):
+// What a community serves to readers: REQ and COUNT. They run beside the actor, never inside it (docs/architecture.md §6.4):
 // the actor registers the subscription live at once (its live events are held), and the read path checks
 // the read policy, takes the access options, queries the store and the presence store, and hands the page
-// back as a PageRead. The actor then sends the page, EOSE and the held live events (those the page did not
+// back as a ReadResult. The actor then sends the page, EOSE and the held live events (those the page did not
 // already carry): no event falls between the stored page and the live feed, and no write waits for a read.
-import { type StoredEvent, StoreError } from '../../infra/store/event-store.js'
+import { StoreError } from '../../infra/store/event-store.js'
 import { canMatchAnnouncements } from '../../protocols/agent-registry.js'
-import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { effectiveLimit, type Filter } from '../../protocols/nip01/filter.js'
 import { closedFrame, eoseFrame, eventFrame } from '../../protocols/nip01/relay-message.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
-import { type ActorContext, pipeTo } from '../kernel/index.js'
+import { type ActorContext, pipeTo, tellUntilTaken } from '../kernel/index.js'
+import { lapsedAnnouncements, readLeaseAware } from '../registry/lease-reads.js'
 import type { AccessGate } from './access-gate.js'
-import type { CommunityDeps } from './community-actor.js'
 import { queryPresence } from './community-presence.js'
-import { lapsedAnnouncements, readLeaseAware } from './community-registry.js'
+import type { CommunityDeps } from './community-state.js'
 import { isOpen, type LiveFeed, lose } from './live-feed.js'
-import { type CommunityMsg, REDELIVER } from './messages.js'
+import { type CommunityMsg, type Page, REDELIVER } from './messages.js'
+import type { ReadSlots } from './read-slots.js'
 import type { ConnView, Subscription, SubscriptionIndex } from './subscription-index.js'
 
 export interface ReadState {
@@ -32,14 +32,6 @@ export type ReadDeps = Pick<
   'record' | 'store' | 'limits' | 'metrics' | 'cluster' | 'presence' | 'nowSeconds' | 'nowMs' | 'log'
 >
 type Ctx = ActorContext<CommunityMsg>
-
-/** The stored part of a REQ, read beside the actor. */
-export interface Page {
-  stored: StoredEvent[]
-  presence: string[]
-  /** false: the bus could not give live events from other nodes; the subscription ends after EOSE */
-  live: boolean
-}
 
 /**
  * Stored rows one filter may read to serve announcements lease-aware (REQ's over-fetch, COUNT's lapsed ones):
@@ -66,7 +58,7 @@ export function onSubscribe<S extends ReadState>(state: S, msg: Extract<Communit
   }
   // a REQ closed or replaced while it waited for its turn is not read at all
   const read = slot.run(() => (current(state.index, sub) ? readPage(state.gate, conn, filters, deps) : Promise.resolve(GONE)))
-  pipeTo(ctx.self, read, (outcome): CommunityMsg => ({ type: 'PageRead', sub, outcome }), {
+  pipeTo(ctx.self, read, (outcome): CommunityMsg => ({ type: 'ReadResult', sub, outcome }), {
     ...PIPE,
     onGiveUp: () => lose(state.index, [sub], reason('error', 'this community is unavailable; subscribe again shortly')),
   })
@@ -89,7 +81,7 @@ async function readPage(gate: AccessGate, conn: ConnView, filters: Filter[], dep
   const end = deps.metrics.storeLatency.startTimer({ op: 'query' })
   try {
     const options = await gate.readOptions(conn, deps.nowSeconds())
-    // kind 20001 is never stored: its current presence comes from the presence store (DESIGN §6), through
+    // kind 20001 is never stored: its current presence comes from the presence store (docs/architecture.md §8), through
     // the same rule as the store: nothing from a channel this reader may not see
     // an announcement (31990) is served only while its author's lease is live (docs/agent-registry.md)
     const read = (fs: Filter[]) => deps.store.query(deps.record.id, fs, options)
@@ -103,39 +95,44 @@ async function readPage(gate: AccessGate, conn: ConnView, filters: Filter[], dep
   }
 }
 
-/** The page is read: send it, EOSE, then what was held; or CLOSED. A store failure goes on to supervision. */
-export function onPageRead<S extends ReadState>(
-  state: S,
-  msg: Extract<CommunityMsg, { type: 'PageRead' }>,
-  deps: ReadDeps,
-  clustered: boolean,
-): S {
+/**
+ * A REQ's page is read: send it, EOSE, then what was held; or CLOSED. A store failure (a REQ's, or a COUNT's
+ * whose asker heard `error:` already) crashes the actor so supervision sees the outage.
+ */
+export function onReadResult<S extends ReadState>(state: S, msg: Extract<CommunityMsg, { type: 'ReadResult' }>, deps: ReadDeps): S {
   const { sub, outcome } = msg
+  if (sub === undefined || !outcome.ok || typeof outcome.value === 'string') return readFailed(state, msg, deps)
   // replaced by a REQ with the same id, closed, or the connection gone: this page is nobody's now
-  const mine = current(state.index, sub)
-  if (!outcome.ok || typeof outcome.value === 'string') {
-    const overload = !outcome.ok && isOverload(outcome.error)
-    if (mine) {
-      state.index.remove(sub.conn.id, sub.subId)
-      const why = outcome.ok ? (outcome.value as Reason) : overload ? TOO_COSTLY : reason('error', 'could not query events')
-      // the connection still counts the id until the client reuses or closes it (NIP-01 clients do)
-      sub.conn.queue.pushControl(closedFrame(sub.subId, why))
-    }
-    if (outcome.ok) return state
-    if (overload) {
-      deps.log.warn({ err: outcome.error, community: deps.record.id }, 'a REQ was stopped for its cost')
-      return state
-    }
-    // the client heard of the outage at once; the actor crashes so supervision sees it (DESIGN §3)
-    throw outcome.error
+  if (current(state.index, sub)) sendPage(state, sub, outcome.value, deps)
+  return state
+}
+
+/** A refused REQ is closed; a failed one too, and a store outage (a REQ's or a COUNT's) goes on to supervision. */
+function readFailed<S extends ReadState>(state: S, { sub, outcome }: Extract<CommunityMsg, { type: 'ReadResult' }>, deps: ReadDeps): S {
+  const overload = !outcome.ok && isOverload(outcome.error)
+  if (sub !== undefined && current(state.index, sub)) {
+    state.index.remove(sub.conn.id, sub.subId)
+    const why = outcome.ok ? (outcome.value as Reason) : overload ? TOO_COSTLY : reason('error', 'could not query events')
+    // the connection still counts the id until the client reuses or closes it (NIP-01 clients do)
+    sub.conn.queue.pushControl(closedFrame(sub.subId, why))
   }
-  if (!mine) return state
-  const { stored, presence, live } = outcome.value
+  if (outcome.ok) return state
+  if (overload) {
+    deps.log.warn({ err: outcome.error, community: deps.record.id }, 'a REQ was stopped for its cost')
+    return state
+  }
+  // the client heard of the outage at once; the actor crashes so supervision sees it (docs/architecture.md §10)
+  throw outcome.error
+}
+
+/** The stored page, EOSE, then the live events held meanwhile that the page did not carry: the subscription is live. */
+function sendPage(state: ReadState, sub: Subscription, { stored, presence, live }: Page, deps: ReadDeps): void {
   const held = sub.held?.events ?? []
   sub.held = undefined
   // only ids whose live copy may still come need remembering: a save in flight, an event waiting in the
   // feed, or another node's event on its way through the bus
-  const remember = stored.length > 0 && (held.length > 0 || state.inflight.effects > 0 || state.feed.waiting > 0 || clustered)
+  const remember =
+    stored.length > 0 && (held.length > 0 || state.inflight.effects > 0 || state.feed.waiting > 0 || deps.cluster.link.clustered)
   const ids = remember ? new Set(stored.map((s) => s.id)) : undefined
   const page = stored.map((s) => eventFrame(sub.subId, s.raw))
   for (const raw of presence) page.push(eventFrame(sub.subId, raw))
@@ -144,13 +141,12 @@ export function onPageRead<S extends ReadState>(
   // without the bus there is no gap-free live feed: the stored page, then the truth
   if (!live) {
     lose(state.index, [sub], LIVE_UNAVAILABLE)
-    return state
+    return
   }
   let delivered = 0
   for (const h of held) if (!ids?.has(h.id) && sub.conn.queue.push(eventFrame(sub.subId, h.raw))) delivered++
   if (delivered) deps.metrics.fanoutDeliveries.inc(delivered)
   if (ids) sub.sent = { ids, untilMs: deps.nowMs() + SENT_MEMORY_MS }
-  return state
 }
 
 export function onCount<S extends ReadState>(state: S, msg: Extract<CommunityMsg, { type: 'Count' }>, ctx: Ctx, deps: ReadDeps): S {
@@ -182,58 +178,7 @@ export function onCount<S extends ReadState>(state: S, msg: Extract<CommunityMsg
   )
   // the actor hears only of an outage (for supervision), as with a failed REQ
   counted.catch((error: unknown) => {
-    if (!isOverload(error)) pipeTo(ctx.self, Promise.resolve(), (): CommunityMsg => ({ type: 'ReadFailed', error }), PIPE)
+    if (!isOverload(error)) tellUntilTaken(ctx.self, { type: 'ReadResult', outcome: { ok: false, error } }, PIPE)
   })
   return state
-}
-
-/** A COUNT failed on the store: the asker heard `error:`; the actor crashes so supervision sees the outage. */
-export function onReadFailed(msg: Extract<CommunityMsg, { type: 'ReadFailed' }>): never {
-  throw msg.error
-}
-
-/**
- * Reads in flight in one community at once; past it they wait, and past `maxWaiting` they are refused
- * (`error:`): a burst of REQs queues in a bounded place, not in the database's connection pool.
- */
-export class ReadSlots {
-  private running = 0
-  private readonly waiting: (() => void)[] = []
-
-  constructor(
-    private readonly maxRunning: number,
-    private readonly maxWaiting: number,
-  ) {}
-
-  /** a place for one read, or undefined when too many wait; the place is free once the read settles */
-  take(): { run<T>(read: () => Promise<T>): Promise<T> } | undefined {
-    const free = () => this.done()
-    if (this.running < this.maxRunning) {
-      this.running++
-      return { run: (read) => read().finally(free) }
-    }
-    if (this.waiting.length >= this.maxWaiting) return undefined
-    const turn = new Promise<void>((resolve) => this.waiting.push(resolve))
-    return { run: (read) => turn.then(read).finally(free) }
-  }
-
-  private done(): void {
-    // the freed place passes to the next read waiting, if any
-    const next = this.waiting.shift()
-    if (next) next()
-    else this.running--
-  }
-}
-
-/** An event that matched these subscriptions could not be delivered: each is closed with `why`. */
-export function loseMatching(index: SubscriptionIndex, event: NostrEvent, why: Reason): number {
-  return lose(index, index.match(event), why)
-}
-
-export const REMOTE_UNDELIVERED = reason('error', 'an event from another node could not be delivered; subscribe again to catch up')
-export const LIVE_INTERRUPTED = reason('error', 'live events from other nodes were interrupted; subscribe again to catch up')
-
-/** Every live subscription here may have missed events (the bus lost our channel): close them all. */
-export function loseAll(index: SubscriptionIndex, why: Reason): number {
-  return lose(index, [...index.all()], why)
 }

@@ -1,15 +1,14 @@
-// A community actor's housekeeping: the banned event ids (loaded beside the actor, before writes are served),
-// and the sweep that forgets connections whose Disconnect never arrived and channel writes that never came back.
-
+// A community actor's housekeeping: the record it serves (replaced on RecordChanged), the banned event ids
+// (loaded beside the actor, before any write is judged), and the sweep that forgets connections whose
+// Disconnect never arrived and channel writes that never came back.
 import { reason } from '../../protocols/reasons.js'
-import type { ActorContext } from '../kernel/index.js'
-import { tellUntilTaken } from '../kernel/index.js'
-import type { CommunityDeps, CommunityState } from './community-actor.js'
-import { releasePresence } from './community-presence.js'
+import { pipeTo } from '../kernel/index.js'
+import { forget } from './community-connections.js'
+import type { CommunityDeps, CommunityState, Ctx } from './community-state.js'
 import { republish } from './community-writes.js'
 import { type CommunityMsg, REDELIVER } from './messages.js'
 
-type Ctx = ActorContext<CommunityMsg>
+type Msg<T extends CommunityMsg['type']> = Extract<CommunityMsg, { type: T }>
 
 /**
  * A channel change whose result never came back stops holding writes after this; the writes it held are
@@ -20,24 +19,27 @@ const STUCK_WRITE_MS = 20_000
 
 /**
  * Banned events (NIP-86 banevent) are few: kept in memory, re-read whenever the record is (and on every
- * restart). The read runs beside the actor; its result comes back as a message.
+ * restart). The read runs beside the actor; writes wait for its answer, offered again while the actor
+ * cannot take it.
  */
 export function loadBannedEvents(ctx: Ctx, deps: CommunityDeps): void {
-  // writes wait for this answer: one the actor could not take (its mailbox full) is offered again
-  const deliver = (msg: Extract<CommunityMsg, { type: 'BannedEventsLoaded' | 'BannedEventsFailed' }>) =>
-    tellUntilTaken(ctx.self, msg, REDELIVER)
-  deps.communities.listBannedEvents(deps.record.id).then(
-    (list) => deliver({ type: 'BannedEventsLoaded', ids: list.map((e) => e.value) }),
-    (error: unknown) => deliver({ type: 'BannedEventsFailed', error }),
-  )
+  const ids = deps.communities.listBannedEvents(deps.record.id).then((list) => list.map((e) => e.value))
+  pipeTo(ctx.self, ids, (outcome): CommunityMsg => ({ type: 'BannedEventsRead', outcome }), REDELIVER)
 }
 
 /**
  * An id banned or allowed since leaves the inbound guard too: a banned one was deleted, and a resend of an
  * allowed one must reach the store rather than be answered `duplicate:`. Writes held for the first load go on.
  */
-export function onBannedEventsLoaded(state: CommunityState, ids: string[], ctx: Ctx, deps: CommunityDeps): CommunityState {
-  const next = new Set(ids)
+export function onBannedEventsRead(state: CommunityState, msg: Msg<'BannedEventsRead'>, ctx: Ctx, deps: CommunityDeps): CommunityState {
+  const { outcome } = msg
+  if (!outcome.ok) {
+    // before the first load no write may be judged without the list: crash, and let supervision retry
+    if (!state.writes.ready) throw outcome.error
+    deps.log.warn({ err: outcome.error, community: deps.record.id }, 'banned events unavailable; keeping the previous list')
+    return state
+  }
+  const next = new Set(outcome.value)
   for (const id of [...state.current.bannedEvents, ...next]) state.recent.delete(id)
   state.current.bannedEvents = next
   state.current.bannedLoaded = true
@@ -45,12 +47,12 @@ export function onBannedEventsLoaded(state: CommunityState, ids: string[], ctx: 
   return state
 }
 
-/** A connection gone: its subscriptions, its registry entry and its presence holds. */
-export function forget(state: CommunityState, connId: string, deps: CommunityDeps): void {
-  state.index.removeConnection(connId)
-  state.conns.delete(connId)
-  // best effort, beside the actor: a lost release leaves the presence to expire with its TTL
-  void releasePresence(state.presenceHolds, connId, deps.presence)
+export function onRecordChanged(state: CommunityState, msg: Msg<'RecordChanged'>, ctx: Ctx, deps: CommunityDeps): CommunityState {
+  state.current.record = msg.record
+  // roster, admins or the allowed list may have changed: community membership answers are re-read
+  state.gate.invalidate({ op: 'InvalidateMembers' })
+  loadBannedEvents(ctx, deps)
+  return state
 }
 
 /** Connections that closed without their Disconnect reaching us (a full mailbox, a restart) are forgotten. */
@@ -65,7 +67,7 @@ export function onSweep(state: CommunityState, deps: CommunityDeps): CommunitySt
   // a page's ids are remembered against live copies for a few seconds only (community-reads.ts)
   const now = deps.nowMs()
   for (const sub of state.index.all()) if (sub.sent && sub.sent.untilMs < now) sub.sent = undefined
-  for (const held of state.writes.expire(deps.nowMs(), STUCK_WRITE_MS))
+  for (const held of state.writes.expire(now, STUCK_WRITE_MS))
     held.reply({ accepted: false, message: reason('error', 'the channel change this event waited for did not complete; send it again') })
   return state
 }

@@ -1,41 +1,29 @@
-// What a community actor does with a write. No step awaits (DESIGN §3): the checks that need no I/O run in
-// the handler; those that do (the write policy's membership, the NIP-29 plan's fresh rows, the presence store)
-// run beside the actor and come back as Prepared / PresenceSet; the store call comes back as Saved (or, when a
-// commit outlived its deadline, as LateCommit); a channel change is applied beside the actor and comes back as
-// Applied. Many writes are in flight at once; where order matters (a channel change and the writes to that
-// channel behind it) write-order.ts keeps it by sequence. OK is sent only after commit.
+// What a community actor does with a write until the store has it. No step awaits (docs/architecture.md
+// §5): the checks that need no I/O run in the handler; those that do (the write policy's membership, the
+// NIP-29 plan's fresh rows) run beside the actor and come back as Prepared; the store call comes back as
+// Saved (write-commit.ts takes it from there). Many writes are in flight at once; where order matters (a
+// channel change and the writes to that channel behind it) write-order.ts keeps it by sequence (§7).
 import type { SaveOutcome } from '../../infra/store/event-store.js'
-import { BYE_STATUS, KIND_ANNOUNCEMENT, KIND_DEPARTURE } from '../../protocols/agent-registry.js'
-import type { CacheInvalidationOp, ConnControlOp, ControlChannel } from '../../protocols/control.js'
-import { parseEventShape, type VerifiedEvent } from '../../protocols/nip01/event.js'
-import { KIND_AUTH, KIND_PRESENCE, kindClass } from '../../protocols/nip01/kinds.js'
+import { KIND_DEPARTURE } from '../../protocols/agent-registry.js'
+import type { VerifiedEvent } from '../../protocols/nip01/event.js'
+import { KIND_AUTH, kindClass } from '../../protocols/nip01/kinds.js'
 import { channelTagOf, parseChannelAction } from '../../protocols/nip29.js'
 import { isExpired } from '../../protocols/nip40.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
-import { assertNever, type Result } from '../../protocols/result.js'
-import { type ActorContext, pipeTo, tell, tellUntilTaken } from '../kernel/index.js'
-import type { CommunityDeps, CommunityState } from './community-actor.js'
-import { applyChannelPlanLogged, type ChannelPlan, planChannelEvent, planChannelEventNow, type RelayEvent } from './community-channels.js'
-import { disconnectAll, disconnectPubkey } from './community-cluster.js'
+import type { Result } from '../../protocols/result.js'
+import { pipeTo, tell } from '../kernel/index.js'
+import { type ChannelPlan, planChannelEvent, planChannelEventNow } from './community-channels.js'
 import { checkWrite, checkWriteNow } from './community-policy.js'
-import { clearPresence, holdPresence, recordPresence, unholdForBye, unholdPresence } from './community-presence.js'
-import { LIVE_INTERRUPTED, loseAll, loseMatching, REMOTE_UNDELIVERED } from './community-reads.js'
-import { type Agents, noteAnnouncement, noteBye, noteHeartbeat, onByeCleared } from './community-registry.js'
-import { lose } from './live-feed.js'
-import { type CommunityMsg, type PublishOutcome, REDELIVER } from './messages.js'
+import type { CommunityDeps, CommunityState, Ctx } from './community-state.js'
+import { type CommunityMsg, type PublishMsg, REDELIVER, type SavedMsg } from './messages.js'
+import { writeEphemeral } from './presence-writes.js'
+import { DUPLICATE, NOT_PROCESSED, NOT_STORED, refuse } from './write-answers.js'
+import { deliverLater, effectDone } from './write-effects.js'
 
-type Ctx = ActorContext<CommunityMsg>
-type Publish = Extract<CommunityMsg, { type: 'Publish' }>
-type Saved = Extract<CommunityMsg, { type: 'Saved' }>
-
-const DUPLICATE = reason('duplicate', 'already have this event')
-const NOT_PROCESSED = reason('error', 'could not process the event')
-
-const PIPE = REDELIVER
 /** A write whose checks came back later than this is not stored: its writer's ask (30 s) ended before. */
 const STALE_PREPARED_MS = 25_000
 
-export function onPublish(state: CommunityState, msg: Publish, ctx: Ctx, deps: CommunityDeps): CommunityState {
+export function onPublish(state: CommunityState, msg: PublishMsg, ctx: Ctx, deps: CommunityDeps): CommunityState {
   const { event, reply } = msg
   // NIP-42: AUTH events travel in AUTH messages only and are never stored or relayed.
   if (event.kind === KIND_AUTH) return refuse(state, reply, reason('invalid', 'kind 22242 is only accepted in AUTH messages'))
@@ -43,8 +31,7 @@ export function onPublish(state: CommunityState, msg: Publish, ctx: Ctx, deps: C
   // a departure is the relay's word that an agent left: nobody else may say it (docs/agent-registry.md)
   if (event.kind === KIND_DEPARTURE && event.pubkey !== deps.cluster.relayPubkey)
     return refuse(state, reply, reason('restricted', `kind ${KIND_DEPARTURE} is published by the relay only`))
-  const channel = channelTagOf(event)
-  const order = state.writes.admit(msg, channel)
+  const order = state.writes.admit(msg, channelTagOf(event))
   if (order === 'held') return state
   if (order === 'full') return refuse(state, reply, reason('error', 'too many writes waiting in this community, retry shortly'))
   // before the inbound guard: a banned event may still be among the recent ids
@@ -64,14 +51,14 @@ export function onPublish(state: CommunityState, msg: Publish, ctx: Ctx, deps: C
   if (now !== undefined)
     return onPrepared(state, { type: 'Prepared', publish: msg, ordered, sinceMs, outcome: { ok: true, value: now } }, ctx, deps)
   pipeTo(ctx.self, prepare(state, msg, deps), (outcome): CommunityMsg => ({ type: 'Prepared', publish: msg, ordered, sinceMs, outcome }), {
-    ...PIPE,
+    ...REDELIVER,
     onGiveUp: () => unanswered(state, msg, ordered, ctx, deps),
   })
   return state
 }
 
 /** The checks before the store from what the actor holds: undefined when one needs I/O (see prepare). */
-function prepareNow(state: CommunityState, msg: Publish, deps: CommunityDeps): Result<ChannelPlan | undefined> | undefined {
+function prepareNow(state: CommunityState, msg: PublishMsg, deps: CommunityDeps): Result<ChannelPlan | undefined> | undefined {
   const { record } = state.current
   if (msg.conn) {
     const refused = checkWriteNow(record, msg.event, msg.conn, state.gate, deps.authRequired)
@@ -91,7 +78,7 @@ function forwardPlan(event: VerifiedEvent, deps: CommunityDeps): Result<ChannelP
 }
 
 /** Beside the actor: the checks that read (membership, the channel's rows). */
-async function prepare(state: CommunityState, msg: Publish, deps: CommunityDeps): Promise<Result<ChannelPlan | undefined>> {
+async function prepare(state: CommunityState, msg: PublishMsg, deps: CommunityDeps): Promise<Result<ChannelPlan | undefined>> {
   if (msg.conn) {
     const refused = await checkWrite(state.current.record, msg.event, msg.conn, state.gate, deps.authRequired)
     if (refused) return { ok: false, error: refused }
@@ -109,43 +96,21 @@ export function onPrepared(
   const { event, raw, reply } = publish
   // its writer's ask has timed out (the actor was down meanwhile): storing it now would contradict the
   // `error:` the writer heard; a re-send is decided afresh
-  if (deps.nowMs() - msg.sinceMs > STALE_PREPARED_MS) {
-    reply({ accepted: false, message: NOT_PROCESSED })
-    if (ordered !== undefined) republish(state, state.writes.end(ordered), ctx, deps)
-    return state
-  }
-  if (!outcome.ok || !outcome.value.ok) {
-    if (!outcome.ok) deps.log.error({ err: outcome.error, community: deps.record.id, eventId: event.id }, 'write checks failed')
-    reply({ accepted: false, message: outcome.ok ? (outcome.value as { error: Reason }).error : NOT_PROCESSED })
-    if (ordered !== undefined) republish(state, state.writes.end(ordered), ctx, deps)
+  const stale = deps.nowMs() - msg.sinceMs > STALE_PREPARED_MS
+  if (stale || !outcome.ok || !outcome.value.ok) {
+    if (!stale && !outcome.ok) deps.log.error({ err: outcome.error, community: deps.record.id, eventId: event.id }, 'write checks failed')
+    reply({ accepted: false, message: !stale && outcome.ok ? (outcome.value as { error: Reason }).error : NOT_PROCESSED })
+    if (ordered !== undefined) release(state, ordered, ctx, deps)
     // an outage of the stores behind the checks goes on to supervision, as it did when they were awaited here
-    if (!outcome.ok) throw outcome.error
+    if (!stale && !outcome.ok) throw outcome.error
     return state
   }
   const plan = outcome.value.value
-  if (kindClass(event.kind) === 'ephemeral') {
-    if (event.kind !== KIND_PRESENCE) return deliverEphemeral(state, publish, deps)
-    if (event.content === BYE_STATUS) return onBye(state, publish, ctx, deps)
-    const hold = holdPresence(state.presenceHolds, state.conns, event, publish.conn)
-    if (typeof hold === 'string') return refuse(state, reply, hold)
-    pipeTo(
-      ctx.self,
-      recordPresence(hold, event, raw, deps.presence),
-      (o): CommunityMsg => ({ type: 'PresenceSet', publish, hold, outcome: o }),
-      {
-        ...PIPE,
-        onGiveUp: () => {
-          unholdPresence(state.presenceHolds, hold)
-          reply({ accepted: false, message: NOT_PROCESSED })
-        },
-      },
-    )
-    return state
-  }
+  if (kindClass(event.kind) === 'ephemeral') return writeEphemeral(state, publish, ctx, deps)
   if (plan?.forward && deps.mesh) {
     const moderated = deps.mesh.moderate(deps.record.id, plan.action.channel, event, raw)
     pipeTo(ctx.self, moderated, (o): CommunityMsg => ({ type: 'Moderated', publish, ordered, outcome: o }), {
-      ...PIPE,
+      ...REDELIVER,
       onGiveUp: () => reply({ accepted: false, message: NOT_PROCESSED }),
     })
     return state
@@ -166,66 +131,15 @@ export function onModerated(
     deps.log.warn({ err: outcome.error, community: deps.record.id, eventId: publish.event.id }, 'channel owner did not answer')
   publish.reply(outcome.ok ? outcome.value : { accepted: false, message: NOT_PROCESSED })
   if (outcome.ok && outcome.value.accepted) state.recent.add(publish.event.id)
-  if (ordered !== undefined) republish(state, state.writes.end(ordered), ctx, deps)
-  return state
-}
-
-export function onPresenceSet(
-  state: CommunityState,
-  msg: Extract<CommunityMsg, { type: 'PresenceSet' }>,
-  ctx: Ctx,
-  deps: CommunityDeps,
-): CommunityState {
-  if (msg.outcome.ok) {
-    noteHeartbeat(state.agents, msg.publish.event.pubkey, ctx, state.registry)
-    return deliverEphemeral(state, msg.publish, deps)
-  }
-  deps.log.error({ err: msg.outcome.error, community: deps.record.id }, 'presence store failed')
-  unholdPresence(state.presenceHolds, msg.hold)
-  return refuse(state, msg.publish.reply, reason('error', 'could not record presence'))
-}
-
-/** The agent client's goodbye: its presence is cleared beside the actor, then it is answered (ByeDone). */
-function onBye(state: CommunityState, publish: Publish, ctx: Ctx, deps: CommunityDeps): CommunityState {
-  const { event, reply } = publish
-  const held = unholdForBye(state.presenceHolds, state.conns, event, publish.conn)
-  if (typeof held === 'string') return refuse(state, reply, held)
-  noteBye(state.agents, event.pubkey, state.registry)
-  pipeTo(ctx.self, clearPresence(held, event.pubkey, deps.presence), (o): CommunityMsg => ({ type: 'ByeDone', publish, outcome: o }), {
-    ...PIPE,
-    onGiveUp: () => {
-      reply({ accepted: false, message: NOT_PROCESSED })
-      if (state.agents.get(event.pubkey) === 'leaving') state.agents.set(event.pubkey, 'agent')
-    },
-  })
-  return state
-}
-
-/** The presence is gone: the goodbye is relayed as any heartbeat, answered, and an agent's departure sent. */
-export function onByeDone(state: CommunityState, msg: Extract<CommunityMsg, { type: 'ByeDone' }>, deps: CommunityDeps): CommunityState {
-  const { publish } = msg
-  onByeCleared(state.agents, publish.event.pubkey, msg.outcome.ok, state.feed, state.registry)
-  if (!msg.outcome.ok) {
-    deps.log.error({ err: msg.outcome.error, community: deps.record.id }, 'presence store failed')
-    return refuse(state, publish.reply, reason('error', 'could not record presence'))
-  }
-  deps.metrics.agentByes.inc()
-  deliverEphemeral(state, publish, deps)
-  return state
-}
-
-function deliverEphemeral(state: CommunityState, publish: Publish, deps: CommunityDeps): CommunityState {
-  state.feed.offer(publish.event, publish.raw)
-  deps.cluster.link.publishEvent(publish.raw)
-  publish.reply({ accepted: true, message: '' })
+  if (ordered !== undefined) release(state, ordered, ctx, deps)
   return state
 }
 
 /** Starts the store write; its outcome comes back as a Saved message (Akka's pipeTo). */
-function save(state: CommunityState, template: Saved, ctx: Ctx, deps: CommunityDeps): void {
-  const { event, raw, plan, ordered } = template
+function save(state: CommunityState, template: SavedMsg & { reply: NonNullable<SavedMsg['reply']> }, ctx: Ctx, deps: CommunityDeps): void {
+  const { event, raw, ordered, reply } = template
   const end = deps.metrics.storeLatency.startTimer({ op: 'save' })
-  // counted until its effect is handled (the Saved, or the LateCommit that stands for it)
+  // counted until its effect is handled (the Saved, or the later Saved that stands for it)
   state.inflight.effects++
   deps.store.save(deps.record.id, event, raw).then(
     (outcome) => {
@@ -233,191 +147,42 @@ function save(state: CommunityState, template: Saved, ctx: Ctx, deps: CommunityD
       if (tell(ctx.self, { ...template, outcome })) return
       // stored, but this actor can't take the result now (down, or its mailbox full): the client hears the
       // truth at once, and the rest (fan-out, the channel change, the write order) follows when it can
-      template.reply(outcome.status === 'saved' ? { accepted: true, message: '' } : { accepted: true, message: DUPLICATE })
-      deliverLater(state, { type: 'LateCommit', event, raw, outcome, plan, ordered, counted: true }, ctx, deps)
+      reply(outcome.status === 'saved' ? { accepted: true, message: '' } : { accepted: true, message: DUPLICATE })
+      deliverLater(state, { ...template, outcome, reply: undefined }, ctx, deps)
     },
     (error: unknown) => {
       end()
       deps.log.error({ err: error, community: deps.record.id, eventId: event.id }, 'store save failed')
       const late = (error as { late?: Promise<SaveOutcome> }).late
       if (tell(ctx.self, { ...template, outcome: { status: 'error', late } })) return
-      template.reply({ accepted: false, message: reason('error', 'could not store the event') })
+      reply({ accepted: false, message: NOT_STORED })
       if (ordered !== undefined) deliverLater(state, { type: 'WriteDone', channel: ordered }, ctx, deps)
       // the count passes to the late outcome, if one may come
       if (!late) effectDone(state)
       late?.then(
-        (o) => deliverLater(state, { type: 'LateCommit', event, raw, outcome: o, plan, counted: true }, ctx, deps),
+        (o) => deliverLater(state, { ...template, outcome: o, ordered: undefined, reply: undefined }, ctx, deps),
         () => effectDone(state),
       )
     },
   )
 }
 
-/** A store this actor started took effect (or never will): community-reads.ts stops expecting its live copy. */
-export const effectDone = (state: Pick<CommunityState, 'inflight'>) => {
-  state.inflight.effects = Math.max(0, state.inflight.effects - 1)
-}
-
-/**
- * Results of the community's own I/O that it could not take when they came (down, or its mailbox full)
- * are offered again until it takes them. If it never does, the event's local subscriptions are closed with
- * `error:` (counted) and the other nodes still get it — never a silent gap (DESIGN §5).
- */
-function deliverLater(
-  state: CommunityState,
-  msg: Extract<CommunityMsg, { type: 'LateCommit' | 'WriteDone' | 'Applied' }>,
-  ctx: Ctx,
-  deps: CommunityDeps,
-): void {
-  tellUntilTaken(ctx.self, msg, { ...PIPE, onGiveUp: () => lostCommit(state, msg, deps) })
-}
-
-function lostCommit(
-  state: Pick<CommunityState, 'index' | 'inflight'>,
-  msg: Extract<CommunityMsg, { type: 'LateCommit' | 'WriteDone' | 'Applied' }>,
-  deps: CommunityDeps,
-) {
-  if (msg.type === 'WriteDone') return
-  if ((msg.type === 'LateCommit' && msg.counted) || (msg.type === 'Applied' && msg.piped)) effectDone(state)
-  if (msg.type === 'LateCommit' && msg.outcome.status !== 'saved') return
-  deps.log.error({ community: deps.record.id, eventId: msg.event.id }, 'a stored event could not reach its community')
-  const events = [{ event: msg.event, raw: msg.raw }, ...(msg.type === 'Applied' ? msg.changes : [])]
-  for (const e of events) {
-    deps.cluster.link.publishEvent(e.raw)
-    deps.lagged(loseMatching(state.index, e.event, reason('error', 'an event could not be delivered here; subscribe again to catch up')))
-  }
-}
-
-/** Relay-signed channel state that never reached its community: delivered to the other nodes, closed here. */
-export function lostAnnounce(state: Pick<CommunityState, 'index' | 'inflight'>, msg: CommunityMsg, deps: CommunityDeps): void {
-  effectDone(state)
-  if (msg.type !== 'Announce') return
-  for (const e of msg.events) {
-    deps.cluster.link.publishEvent(e.raw)
-    deps.lagged(loseMatching(state.index, e.event, reason('error', 'an event could not be delivered here; subscribe again to catch up')))
-  }
-}
-
 /** Checks that ran beside the actor never came back to it: the writer hears `error:`, the channel goes on. */
-function unanswered(state: CommunityState, msg: Publish, ordered: string | undefined, ctx: Ctx, deps: CommunityDeps) {
+function unanswered(state: CommunityState, msg: PublishMsg, ordered: string | undefined, ctx: Ctx, deps: CommunityDeps) {
   msg.reply({ accepted: false, message: NOT_PROCESSED })
   if (ordered !== undefined) deliverLater(state, { type: 'WriteDone', channel: ordered }, ctx, deps)
 }
 
-function refuse(state: CommunityState, reply: (o: PublishOutcome) => void, message: PublishOutcome['message']) {
-  reply({ accepted: false, message } as PublishOutcome)
-  return state
-}
-
-export function onSaved(state: CommunityState, msg: Saved, ctx: Ctx, deps: CommunityDeps): CommunityState {
-  const { event, raw, outcome, reply, ordered } = msg
-  effectDone(state)
-  // a stored event ends its place in the write order when it has taken effect (onApplied), not here
-  let handedOn = false
-  try {
-    switch (outcome.status) {
-      case 'saved':
-        handedOn = true
-        applyThen(state, { event, raw, removedIds: outcome.removedIds, plan: msg.plan, ordered, reply }, ctx, deps)
-        return state
-      case 'duplicate':
-        state.recent.add(event.id)
-        reply({ accepted: true, message: DUPLICATE })
-        return state
-      case 'superseded':
-        return refuse(state, reply, reason('duplicate', 'a newer version of this event is already stored'))
-      case 'deleted':
-        return refuse(state, reply, reason('blocked', 'this event was deleted by its author'))
-      case 'error':
-        // a commit that outlived its deadline may still land: then it takes effect after all (fan-out, the
-        // channel change), and a resend is a duplicate
-        if (outcome.late) {
-          state.inflight.effects++
-          outcome.late.then(
-            (late) => deliverLater(state, { type: 'LateCommit', event, raw, outcome: late, plan: msg.plan, counted: true }, ctx, deps),
-            () => effectDone(state),
-          )
-        }
-        return refuse(state, reply, reason('error', 'could not store the event'))
-      default:
-        return assertNever(outcome)
-    }
-  } finally {
-    if (ordered !== undefined && !handedOn) republish(state, state.writes.end(ordered), ctx, deps)
-  }
-}
-
-type Stored = Omit<Extract<CommunityMsg, { type: 'Applied' }>, 'type' | 'changes'> & { plan?: ChannelPlan }
-
-/**
- * A stored event takes effect: a channel change is applied first, beside the actor (its Applied comes
- * back), then the event is delivered and answered (onApplied).
- */
-function applyThen(state: CommunityState, stored: Stored, ctx: Ctx, deps: CommunityDeps): void {
-  const { plan, ...rest } = stored
-  if (plan?.verdict.effect !== 'apply' || plan.action.type === 'post') {
-    onApplied(state, { type: 'Applied', ...rest, changes: [] }, ctx, deps)
-    return
-  }
-  const applied = applyChannelPlanLogged(plan, stored.event, state.channels)
-  state.inflight.effects++
-  pipeTo(ctx.self, applied, (o): CommunityMsg => ({ type: 'Applied', ...rest, changes: o.ok ? o.value : [], piped: true }), {
-    ...PIPE,
-    onGiveUp: (m) => {
-      rest.reply?.({ accepted: true, message: '' })
-      lostCommit(state, m as Extract<CommunityMsg, { type: 'Applied' }>, deps)
-    },
-  })
-}
-
-/** The event (and its channel change) took effect: deliver it, and the relay's own events, then answer. */
-export function onApplied(
-  state: CommunityState,
-  msg: Extract<CommunityMsg, { type: 'Applied' }>,
-  ctx: Ctx,
-  deps: CommunityDeps,
-): CommunityState {
-  const { event, raw, removedIds, changes, ordered, reply } = msg
-  if (msg.piped) effectDone(state)
-  for (const id of removedIds) state.recent.delete(id)
-  state.recent.add(event.id)
-  state.accepted++
-  state.feed.offer(event, raw)
-  deps.cluster.link.publishEvent(raw)
-  announce(state, changes, deps)
-  if (event.kind === KIND_ANNOUNCEMENT) noteAnnouncement(state.agents, event, ctx, state.registry)
-  reply?.({ accepted: true, message: '' })
-  if (ordered !== undefined) republish(state, state.writes.end(ordered), ctx, deps)
-  return state
-}
-
-/**
- * A commit whose result the actor did not take when it came (a commit that outlived its deadline, or one
- * that landed while the actor was down): make the node consistent with the store now.
- */
-export function onLateCommit(
-  state: CommunityState,
-  msg: Extract<CommunityMsg, { type: 'LateCommit' }>,
-  ctx: Ctx,
-  deps: CommunityDeps,
-): CommunityState {
-  const { event, raw, outcome, plan, ordered } = msg
-  if (msg.counted) effectDone(state)
-  deps.log.warn({ community: deps.record.id, eventId: event.id, status: outcome.status }, 'a commit takes effect late')
-  if (outcome.status === 'saved') {
-    applyThen(state, { event, raw, removedIds: outcome.removedIds, plan, ordered }, ctx, deps)
-    return state
-  }
-  if (outcome.status === 'duplicate') state.recent.add(event.id)
-  if (ordered !== undefined) republish(state, state.writes.end(ordered), ctx, deps)
-  return state
+/** A channel change was applied (or failed): the writes that waited for it are decided now, in arrival order. */
+export function release(state: CommunityState, channel: string, ctx: Ctx, deps: CommunityDeps): void {
+  republish(state, state.writes.end(channel), ctx, deps)
 }
 
 /**
  * Writes that waited their turn, decided now in arrival order (each may wait again behind a new change).
  * One that fails is answered `error:` and the rest still go on: none is left without an answer.
  */
-export function republish(state: CommunityState, waiting: Publish[], ctx: Ctx, deps: CommunityDeps): void {
+export function republish(state: CommunityState, waiting: PublishMsg[], ctx: Ctx, deps: CommunityDeps): void {
   for (const m of waiting) {
     try {
       onPublish(state, m, ctx, deps)
@@ -429,168 +194,23 @@ export function republish(state: CommunityState, waiting: Publish[], ctx: Ctx, d
 }
 
 /** A channel change that failed with its result undeliverable: later writes to the channel may go on. */
-export function onWriteDone(state: CommunityState, channel: string, ctx: Ctx, deps: CommunityDeps): CommunityState {
-  republish(state, state.writes.end(channel), ctx, deps)
+export function onWriteDone(
+  state: CommunityState,
+  msg: Extract<CommunityMsg, { type: 'WriteDone' }>,
+  ctx: Ctx,
+  deps: CommunityDeps,
+): CommunityState {
+  release(state, msg.channel, ctx, deps)
   return state
 }
 
-/** The relay's own channel events: delivered here and to the other nodes like any accepted event. */
-export function announce(state: CommunityState, events: RelayEvent[], deps: CommunityDeps): void {
-  for (const c of events) {
-    state.feed.offer(c.event, c.raw)
-    deps.cluster.link.publishEvent(c.raw)
-  }
-}
-
-/** What onDropped gets from the actor: the parts that outlive its state. */
-export interface Survivors {
-  index: CommunityState['index']
-  conns: CommunityState['conns']
-  presenceHolds: CommunityState['presenceHolds']
-  writes: CommunityState['writes']
-  inflight: CommunityState['inflight']
-  agents: Agents
-}
-
-/**
- * The community gave up with `msg` still queued (the kernel's onDropped, before the asks in it fail). Nothing
- * may vanish: what can be answered now is (a stored event is OK true), the results of its own I/O are offered
- * again for after the respawn, a REQ that never ran is closed, a remote event's subscriptions are closed.
- */
-export function dropped(msg: CommunityMsg, self: Ctx['self'], s: Survivors, deps: CommunityDeps): void {
-  const again = (m: CommunityMsg, onGiveUp: () => void = () => {}) => tellUntilTaken(self, m, { ...PIPE, onGiveUp })
-  const unavailable = reason('error', 'this community is unavailable; subscribe again shortly')
-  switch (msg.type) {
-    case 'Saved': {
-      const o = msg.outcome
-      msg.reply(
-        o.status === 'saved'
-          ? { accepted: true, message: '' }
-          : o.status === 'duplicate'
-            ? { accepted: true, message: DUPLICATE }
-            : { accepted: false, message: reason('error', 'could not store the event') },
-      )
-      // handled after the respawn: fan-out, the channel change, the write order (its second reply is ignored)
-      again(msg, () => {
-        if (o.status === 'saved') lostCommit(s, { type: 'LateCommit', event: msg.event, raw: msg.raw, outcome: o, counted: true }, deps)
-        else effectDone(s)
-      })
-      return
+/** The handler crashed: the writes held hear now, not at their ask's timeout (a crash may be the first of a give-up). */
+export function answerHeldWrites(state: CommunityState): void {
+  for (const held of state.writes.drain()) {
+    try {
+      held.reply({ accepted: false, message: NOT_PROCESSED })
+    } catch {
+      // a reply callback that throws must not keep the others from theirs
     }
-    case 'Applied':
-      msg.reply?.({ accepted: true, message: '' })
-      again(msg, () => lostCommit(s, msg, deps))
-      return
-    case 'Prepared':
-      // not stored: its writer hears so now, and the channel it held goes on after the respawn
-      msg.publish.reply({ accepted: false, message: NOT_PROCESSED })
-      if (msg.ordered !== undefined) again({ type: 'WriteDone', channel: msg.ordered })
-      return
-    case 'Moderated':
-      // the owner node decided it: its writer hears the answer now
-      msg.publish.reply(msg.outcome.ok ? msg.outcome.value : { accepted: false, message: NOT_PROCESSED })
-      if (msg.ordered !== undefined) again({ type: 'WriteDone', channel: msg.ordered })
-      return
-    case 'MeshApplied':
-      again(msg, () => {
-        for (const e of msg.events) {
-          deps.cluster.link.publishEvent(e.raw)
-          deps.lagged(loseMatching(s.index, e.event, reason('error', 'an event could not be delivered here; subscribe again to catch up')))
-        }
-      })
-      return
-    case 'PresenceSet':
-      if (!msg.outcome.ok) unholdPresence(s.presenceHolds, msg.hold)
-      msg.publish.reply(
-        msg.outcome.ok ? { accepted: true, message: '' } : { accepted: false, message: reason('error', 'could not record presence') },
-      )
-      return
-    case 'LateCommit':
-    case 'WriteDone':
-      again(msg, () => lostCommit(s, msg, deps))
-      return
-    case 'Announce':
-      again(msg, () => lostAnnounce(s, msg, deps))
-      return
-    case 'PageRead':
-      again(msg, () => lose(s.index, [msg.sub], unavailable))
-      return
-    case 'Subscribe':
-      // the connection believes it subscribed: it hears it is not
-      msg.conn.lose(msg.subId, unavailable)
-      return
-    case 'RemoteEvent': {
-      const event = parseEventShape(msg.raw)
-      if (event) deps.lagged(loseMatching(s.index, event, REMOTE_UNDELIVERED))
-      return
-    }
-    case 'LiveInterrupted':
-      deps.lagged(loseAll(s.index, LIVE_INTERRUPTED))
-      return
-    case 'DisconnectPubkey':
-    case 'DisconnectCommunity':
-      disconnectHere(s.conns, msg, deps)
-      return
-    // the registry's I/O results: a check or goodbye whose answer is lost would hold its agent in
-    // 'checking' or 'leaving' (the sweep forgets those too, past transientMaxSeconds)
-    case 'AgentSeen':
-      again(msg, () => {
-        if (s.agents.get(msg.pubkey) === 'checking') s.agents.delete(msg.pubkey)
-      })
-      return
-    case 'ByeDone':
-      // the presence is cleared (or not): its writer hears so now; the relay and the departure follow the respawn
-      msg.publish.reply(
-        msg.outcome.ok ? { accepted: true, message: '' } : { accepted: false, message: reason('error', 'could not record presence') },
-      )
-      again(msg, () => {
-        if (s.agents.get(msg.publish.event.pubkey) === 'leaving') s.agents.set(msg.publish.event.pubkey, 'agent')
-      })
-      return
-    case 'AgentAnnounced':
-    case 'LeasesChecked':
-    case 'ControlAccepted':
-    case 'PublishChannelState':
-    case 'BannedEventsLoaded':
-    case 'BannedEventsFailed':
-    case 'ReadFailed':
-      again(msg)
-      return
-    default:
-      // asks (Publish, Count, Stats) fail with ActorDownError next; Join/Disconnect/Unsubscribe/Sweep/Control
-      // are covered by the next request's registration, the sweep, the connection's own set, the TTLs
-      return
   }
-}
-
-/**
- * Best effort: a lost conn-control broadcast is covered by the ban row checked at AUTH and at every write, a
- * lost cache invalidation by the caches' TTL (DESIGN §5).
- */
-export async function broadcastLogged(
-  deps: Pick<CommunityDeps, 'cluster' | 'log' | 'record'>,
-  channel: ControlChannel,
-  op: ConnControlOp | CacheInvalidationOp,
-): Promise<void> {
-  await deps.cluster.link.broadcast(channel, op).catch((error: unknown) => {
-    deps.log.warn({ err: error, community: deps.record.id }, `${channel} broadcast failed`)
-  })
-}
-
-/** Close this node's sockets of a pubkey (a ban) or of the community; `broadcast` asks the other nodes too. */
-export function disconnectHere(
-  conns: CommunityState['conns'],
-  msg: Extract<CommunityMsg, { type: 'DisconnectPubkey' | 'DisconnectCommunity' }>,
-  deps: Pick<CommunityDeps, 'cluster' | 'log' | 'record'>,
-): void {
-  if (msg.type === 'DisconnectPubkey') {
-    disconnectPubkey(conns, msg.pubkey, msg.reason)
-    if (msg.broadcast)
-      void broadcastLogged(deps, 'conn-control', { op: 'DisconnectPubkey', pubkey: msg.pubkey, eventId: '', reason: msg.reason })
-    return
-  }
-  disconnectAll(conns, msg.reason)
-  // done: this node's sockets are told, and the other nodes asked to tell theirs
-  if (msg.broadcast) void broadcastLogged(deps, 'conn-control', { op: 'DisconnectCommunity', reason: msg.reason }).then(() => msg.done?.())
-  else msg.done?.()
 }

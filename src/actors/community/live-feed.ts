@@ -1,4 +1,4 @@
-// Live delivery, local and remote alike, in the order the community decided it (DESIGN §3: order by
+// Live delivery, local and remote alike, in the order the community decided it (docs/architecture.md §6.6: order by
 // sequence, never by blocking the mailbox). Most events are decided at once from the access gate's caches;
 // one that needs I/O first (a cache miss, a remote event's signature) is decided beside the actor, and every
 // event after it waits in this queue until it is: the actor returns at once either way.
@@ -19,7 +19,7 @@ export interface LiveFeedDeps {
   /** live events held for one subscription while its page is read, in bytes; past it the subscription is closed */
   maxHeldBytes: number
   nowMs: () => number
-  /** whether `pubkey`'s presence lease is live now: a kind 31990 is delivered only then (community-registry.ts) */
+  /** whether `pubkey`'s presence lease is live now: a kind 31990 is delivered only then (docs/agent-registry.md) */
   leaseHeld?: (pubkey: string) => Promise<boolean>
   /**
    * Asked in delivery order, after a remote event's signature: true drops the event here (a channel state
@@ -146,4 +146,14 @@ export function lose(index: SubscriptionIndex, subs: Iterable<Subscription>, why
     lost++
   }
   return lost
+}
+
+/** An event that matched these subscriptions could not be delivered: each is closed with `why`. */
+export function loseMatching(index: SubscriptionIndex, event: NostrEvent, why: Reason): number {
+  return lose(index, index.match(event), why)
+}
+
+/** Every live subscription here may have missed events (the bus lost our channel): close them all. */
+export function loseAll(index: SubscriptionIndex, why: Reason): number {
+  return lose(index, [...index.all()], why)
 }

@@ -41,7 +41,7 @@ interface Entry {
 }
 
 /**
- * Maps an event to the subscriptions it matches without scanning every filter (DESIGN §5). Each filter is
+ * Maps an event to the subscriptions it matches without scanning every filter (docs/architecture.md §6.6). Each filter is
  * filed under one key — its most selective field (ids, then authors, then one tag, then kinds) — and an
  * event looks up only the keys it carries; candidates are then checked with the reference matcher.
  */

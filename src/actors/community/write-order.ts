@@ -3,7 +3,7 @@ import type { CommunityMsg } from './messages.js'
 type Publish = Extract<CommunityMsg, { type: 'Publish' }>
 
 /**
- * The order of a community's writes where it matters (DESIGN §3: kept by sequence, not by blocking the
+ * The order of a community's writes where it matters (docs/architecture.md §7: kept by sequence, not by blocking the
  * mailbox). A NIP-29 change (create, put-user, edit ...) is decided from the channel's rows, stored, and only
  * then applied to the rows; a write to the same channel arriving meanwhile (a post right behind the 9007 that
  * creates its channel, a new member's post right behind the 9000 that adds them) waits until the change is

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { liveLeases } from '../../../src/actors/community/community-registry'
+import { liveLeases } from '../../../src/actors/registry/lease-reads'
 import { createMemoryPresenceStore } from '../../../src/infra/gates/memory-presence'
 
 describe('the lease sweep read', () => {

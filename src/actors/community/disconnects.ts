@@ -1,0 +1,52 @@
+// Closing sockets on an order (a ban, an archive): this node's connections of a pubkey (and of the agents it
+// attested) or of the whole community get a `blocked:` NOTICE and close with 1008; `broadcast` asks the
+// other nodes to do the same (cluster-control.ts).
+import { noticeFrame } from '../../protocols/nip01/relay-message.js'
+import { reason } from '../../protocols/reasons.js'
+import { broadcastLogged } from './cluster-control.js'
+import type { CommunityDeps, CommunityState } from './community-state.js'
+import type { DisconnectCommunityMsg, DisconnectPubkeyMsg } from './messages.js'
+import type { ConnectionRegistry, ConnView } from './subscription-index.js'
+
+/** WebSocket close code for policy refusals (RFC 6455 §7.4.1: 1008 policy violation). */
+const CLOSE_POLICY = 1008
+
+export function onDisconnectOrder(
+  state: CommunityState,
+  msg: DisconnectPubkeyMsg | DisconnectCommunityMsg,
+  deps: CommunityDeps,
+): CommunityState {
+  disconnectHere(state.conns, msg, deps)
+  return state
+}
+
+/** Close this node's sockets of a pubkey (a ban) or of the community; `broadcast` asks the other nodes too. */
+export function disconnectHere(
+  conns: ConnectionRegistry,
+  msg: DisconnectPubkeyMsg | DisconnectCommunityMsg,
+  deps: Pick<CommunityDeps, 'cluster' | 'log' | 'record'>,
+): void {
+  if (msg.type === 'DisconnectPubkey') {
+    disconnectPubkey(conns, msg.pubkey, msg.reason)
+    if (msg.broadcast)
+      void broadcastLogged(deps, 'conn-control', { op: 'DisconnectPubkey', pubkey: msg.pubkey, eventId: '', reason: msg.reason })
+    return
+  }
+  for (const conn of conns.values()) closeFor(conn, msg.reason)
+  // done: this node's sockets are told, and the other nodes asked to tell theirs
+  if (msg.broadcast) void broadcastLogged(deps, 'conn-control', { op: 'DisconnectCommunity', reason: msg.reason }).then(() => msg.done?.())
+  else msg.done?.()
+}
+
+function disconnectPubkey(conns: ConnectionRegistry, pubkey: string, why: string): void {
+  for (const conn of conns.values()) {
+    // an owner's ban covers the agents it attested (docs/agent-attestation.md)
+    if (conn.authed.has(pubkey) || [...conn.owners.values()].includes(pubkey)) closeFor(conn, why)
+  }
+}
+
+/** Tell the client why, then close: NIP-01 clients see a `blocked:` NOTICE before the socket ends. */
+function closeFor(conn: ConnView, why: string) {
+  conn.queue.pushControl(noticeFrame(reason('blocked', why)))
+  conn.queue.closeAfterFlush(CLOSE_POLICY, `blocked: ${why}`.slice(0, 120))
+}

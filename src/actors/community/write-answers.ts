@@ -1,0 +1,14 @@
+// The answers a write gets at more than one step of its way (checks, commit, give-up), defined once.
+import { reason } from '../../protocols/reasons.js'
+import type { PublishOutcome } from './messages.js'
+
+export const DUPLICATE = reason('duplicate', 'already have this event')
+export const NOT_PROCESSED = reason('error', 'could not process the event')
+export const NOT_STORED = reason('error', 'could not store the event')
+export const PRESENCE_NOT_RECORDED = reason('error', 'could not record presence')
+
+/** Answers `OK false` with `message` and hands the state back, so a handler can end with it. */
+export function refuse<S>(state: S, reply: ((o: PublishOutcome) => void) | undefined, message: PublishOutcome['message']): S {
+  reply?.({ accepted: false, message } as PublishOutcome)
+  return state
+}
