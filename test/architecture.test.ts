@@ -127,6 +127,16 @@ describe('architecture', () => {
     expect(importsInto(oneNode, 'src/infra/redis/')).toEqual([])
   })
 
+  it('lets only principal actors spend a rate-limit budget: nothing else under src/ calls admit on a limiter', () => {
+    // architecture §8: every budget has its principal actor (coalescing, per-limit failure semantics)
+    const callsLimiter = /(?:limiter|Limiter|fallback|Fallback)\)?\s*\??\.admit(?:Many)?\b/
+    expect(callsLimiter.test('d.limiter\n      .admit(key, rule)')).toBe(true)
+    const offences = sourceFiles('src')
+      .filter((f) => !f.startsWith('src/actors/principal/') && !f.startsWith('src/infra/gates/'))
+      .filter((f) => callsLimiter.test(codeOnly(readFileSync(f, 'utf8'))))
+    expect(offences).toEqual([])
+  })
+
   it('has no import cycle between files under src/, type-only and dynamic imports included', () => {
     expect(importCycles(sourceFiles('src')).map(describeCycle)).toEqual([])
   })

@@ -1,41 +1,85 @@
-// Admission (architecture §8), part of the composition root: one principal actor per (community, principal) that
-// coalesces its gate calls, with the tier the community's roster gives it.
+// Admission (architecture §8), part of the composition root: the one place that maps a budget to the principal
+// actor charged for it and asks that actor. A principal in a community (its frames and NIP-86 calls, with the
+// tier the community's roster gives it) or an IP across the node (new sockets, NIP-86 calls before their
+// signature is checked); every actor coalesces its gate calls.
 import { ask, type Kernel } from '../actors/kernel/index.js'
-import { type AdmissionAnswer, type LimitType, principalActor, principalPath } from '../actors/principal/principal-actor.js'
+import {
+  type AdmissionAnswer,
+  type CommunityLimit,
+  type IpLimit,
+  ipIdentityOf,
+  ipPrincipalActor,
+  ipPrincipalPath,
+  type LimitType,
+  type PrincipalMsg,
+  principalActor,
+  principalPath,
+} from '../actors/principal/principal-actor.js'
 import type { Config } from '../infra/config.js'
-import type { RateLimiter } from '../infra/gates/rate-limit.js'
+import { type Admission, GateError, type RateLimiter } from '../infra/gates/rate-limit.js'
 import type { Tenants } from '../infra/http/tenants.js'
 import type { CommunityRecord } from '../infra/store/community-store.js'
 import { tierOf } from './relay-info.js'
 
 export type Admit = (record: CommunityRecord, principal: string, limit: LimitType, attested: boolean) => Promise<AdmissionAnswer>
 
+export interface Admissions {
+  /** a connection's EVENT (`events`) or REQ/COUNT/AUTH (`reqs`) */
+  admit: Admit
+  /** a new socket from `ip` (rateLimits.connectionsPerIp); falls back to this node's buckets while the gate fails */
+  admitConnection(ip: string): Promise<AdmissionAnswer>
+  /** a NIP-86 call against `pubkey`'s `api` budget in this community; rejects when the gate fails */
+  admitApi(record: CommunityRecord, pubkey: string): Promise<Admission>
+  /** a NIP-86 call from `ip` (rateLimits.apiPerIp), before any signature check; rejects when the gate fails */
+  admitApiIp(ip: string): Promise<Admission>
+}
+
 export interface AdmissionDeps {
   kernel: Kernel
   config: Config
   tenants: Tenants
   limiter: RateLimiter
-  /** this node's own buckets, for reads while the shared limiter is down */
+  /** this node's own buckets, for reads and new sockets while the shared limiter is down */
   readFallback: RateLimiter
 }
 
-export function createAdmission(d: AdmissionDeps): Admit {
-  return (record, principal, limit, attested) => {
+// a caller never waits longer than this for its principal, however slow the gate backend
+const ASK_TIMEOUT_MS = 10_000
+
+export function createAdmission(d: AdmissionDeps): Admissions {
+  const { kernel, config, limiter, readFallback } = d
+
+  // async: a spawn refused during shutdown is a rejection like any other, never a synchronous throw
+  async function askPrincipal(record: CommunityRecord, principal: string, limit: CommunityLimit, attested: boolean) {
     // the roster as of the latest reconcile, not as of the socket's upgrade (setagenttier changes it)
     const rostered = tierOf(d.tenants.byId(record.id) ?? record, principal)
     // an agent by owner attestation is at least agent-standard (its principal actor keeps the tier it got first)
     const tier = rostered === 'human' && attested ? 'agentStandard' : rostered
-    const ref = d.kernel.getOrSpawn(
+    // attestation belongs to a connection; a NIP-86 call has none, so its budget is the rostered tier's
+    const rules = { events: config.rateLimits[tier].events, reqs: config.rateLimits[tier].reqs, api: config.rateLimits[rostered].api }
+    const ref = kernel.getOrSpawn(
       principalPath(record.id, principal),
-      principalActor({
-        community: record.id,
-        principal,
-        tier,
-        rules: d.config.rateLimits[tier],
-        limiter: d.limiter,
-        readFallback: d.readFallback,
-      }),
+      principalActor({ community: record.id, principal, rules, limiter, readFallback }),
     )
-    return ask(ref, (reply) => ({ type: 'Admit', limit, reply }), 10_000)
+    return ask<PrincipalMsg<CommunityLimit>, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit, reply }), ASK_TIMEOUT_MS)
   }
+
+  async function askIp(ip: string, limit: IpLimit) {
+    const rules = { conn: config.rateLimits.connectionsPerIp, api: config.rateLimits.apiPerIp }
+    const ref = kernel.getOrSpawn(ipPrincipalPath(ip), ipPrincipalActor({ ip: ipIdentityOf(ip), rules, limiter, readFallback }))
+    return ask<PrincipalMsg<IpLimit>, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit, reply }), ASK_TIMEOUT_MS)
+  }
+
+  return {
+    admit: askPrincipal,
+    admitConnection: (ip) => askIp(ip, 'conn'),
+    admitApi: (record, pubkey) => askPrincipal(record, pubkey, 'api', false).then(failClosed),
+    admitApiIp: (ip) => askIp(ip, 'api').then(failClosed),
+  }
+}
+
+/** NIP-86 answers a gate it can't reach with 503 (endpoint.ts): the answer becomes the rejection it expects. */
+function failClosed(a: AdmissionAnswer): Admission {
+  if ('unavailable' in a) throw new GateError('rate limiter unavailable')
+  return a
 }

@@ -12,7 +12,6 @@ import { type Kernel, type TypedRef, tell } from '../actors/kernel/index.js'
 import type { AdmissionAnswer, LimitType } from '../actors/principal/principal-actor.js'
 import type { Config } from '../infra/config.js'
 import type { ConnectionSlots } from '../infra/gates/connection-slots.js'
-import type { RateLimiter } from '../infra/gates/rate-limit.js'
 import type { ClientAddressing } from '../infra/http/client-ip.js'
 import type { Tenants } from '../infra/http/tenants.js'
 import type { Logger } from '../infra/log.js'
@@ -30,11 +29,10 @@ export interface GatewayDeps {
   kernel: Kernel
   config: Config
   tenants: Tenants
-  limiter: RateLimiter
-  /** node-local limits used while the shared gate backend is down, for what can't write */
-  readFallback: RateLimiter
   verifier: Verifier
   admit: (record: CommunityRecord, principal: string, limit: LimitType, attested: boolean) => Promise<AdmissionAnswer>
+  /** a new socket from `ip` against rateLimits.connectionsPerIp (admission.ts: its IP principal) */
+  admitConnection: (ip: string) => Promise<AdmissionAnswer>
   banOf: (community: string, pubkey: string) => Promise<{ reason: string } | undefined>
   /** NIP-86 blockip: this community refuses sockets from `ip` */
   isIpBlocked: (community: string, ip: string) => Promise<boolean>
@@ -83,14 +81,10 @@ export function acceptConnections(d: GatewayDeps) {
     // proxy the address it reports, so every gate below sees the client rather than the proxy.
     const ip = d.addressing.clientIp(req)
     // Per-IP admission comes before tenant resolution, so unknown hosts can't be used to probe for free.
-    // With the shared gate down, a new socket is limited by this node alone: it can only read until Redis
-    // returns (writes fail closed), and a node started during an outage must still serve reads.
-    const rule = d.config.rateLimits.connectionsPerIp
-    const budget = { ip, limit: 'conn' } as const
-    const admitted = await d.limiter
-      .admit(d.limiter.keyOf(budget), rule)
-      .catch(() => d.readFallback.admit(d.readFallback.keyOf(budget), rule))
-      .catch(() => ({ allowed: false as const, retryAfterMs: 1000 }))
+    // With the shared gate down, a new socket is limited by this node alone (the IP principal's fallback): it
+    // can only read until Redis returns (writes fail closed), and a node started during an outage must still
+    // serve reads. No answer at all (the ask timed out) refuses, as a full bucket does.
+    const admitted = await d.admitConnection(ip).catch(() => ({ allowed: false as const }))
     if (!admitted.allowed) {
       d.metrics.connectionsRefused.inc({ reason: 'rate-limited' })
       return refuseUpgrade(socket, 429, 'Too Many Requests')

@@ -36,7 +36,7 @@ import { type Communities, createCommunities } from './communities.js'
 import { acceptConnections } from './gateway.js'
 import { createManagementOps } from './management.js'
 import { type Mesh, openMesh } from './mesh.js'
-import { relayInfoFor, tierOf } from './relay-info.js'
+import { relayInfoFor } from './relay-info.js'
 
 export interface NodeDeps {
   config: Config
@@ -105,6 +105,7 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     revalidateTimer.unref()
     undo.push(() => clearInterval(revalidateTimer))
     const readFallback = createMemoryRateLimiter()
+    const admission = createAdmission({ kernel, config, tenants, limiter: b.limiter, readFallback })
     const operators = new Set([...config.operatorPubkeys, key.pubkey])
     const addressing = createClientAddressing(config)
     const manage = createManagement({
@@ -112,13 +113,9 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       addressing,
       verifier,
       replayGuard: b.replayGuard,
-      // architecture §8: the caller's tier's `api` budget, in the limiter its EVENTs and REQs go through
-      admitApi: (record, pubkey) =>
-        b.limiter.admit(
-          b.limiter.keyOf({ community: record.id, principal: pubkey, limit: 'api' }),
-          config.rateLimits[tierOf(record, pubkey)].api,
-        ),
-      admitApiIp: (ip) => b.limiter.admit(b.limiter.keyOf({ ip, limit: 'api' }), config.rateLimits.apiPerIp),
+      // architecture §8: the caller's tier's `api` budget and the client IP's, each through its principal actor
+      admitApi: admission.admitApi,
+      admitApiIp: admission.admitApiIp,
       metrics: { signatureChecks: metrics.nip86SignatureChecks, admissionRejections: metrics.admissionRejections },
       ...createManagementOps({ store: b.communities, events: b.events, communities, operators, banPubkey: d.banPubkey, nowSeconds }),
       nowSeconds,
@@ -148,10 +145,9 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       kernel,
       config,
       tenants,
-      limiter: b.limiter,
-      readFallback,
       verifier,
-      admit: createAdmission({ kernel, config, tenants, limiter: b.limiter, readFallback }),
+      admit: admission.admit,
+      admitConnection: admission.admitConnection,
       banOf: createBanLookup(b.communities, nowSeconds),
       isIpBlocked: (community, ip) => b.communities.isIpBlocked(community, ip),
       addressing,

@@ -4,6 +4,7 @@ import { checkOwnerAttestation, type OwnerAttestation, parseOwnerAttestation } f
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { reason } from '../../protocols/reasons.js'
 import { err, ok, type Result } from '../../protocols/result.js'
+import { ipPrincipalOf } from '../principal/principal-actor.js'
 import type { ConnectionDeps } from './connection-deps.js'
 
 /**
@@ -37,5 +38,5 @@ export async function banOfPrincipal(deps: ConnectionDeps, pubkey: string): Prom
 export function principalOf(deps: ConnectionDeps, pubkey?: string): string {
   if (pubkey !== undefined && deps.view.authed.has(pubkey)) return pubkey
   const first = deps.view.authed.values().next().value
-  return pubkey === undefined && first !== undefined ? first : `ip:${deps.ip}`
+  return pubkey === undefined && first !== undefined ? first : ipPrincipalOf(deps.ip)
 }

@@ -9,6 +9,7 @@ import { checkAuthEvent } from '../../protocols/nip42.js'
 import { checkProtected } from '../../protocols/nip70.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import { err } from '../../protocols/result.js'
+import { ipPrincipalOf } from '../principal/principal-actor.js'
 import { banOfPrincipal, checkAuthSignatureAndBan, principalOf } from './auth-check.js'
 import { shapedRetrySeconds } from './auth-slots.js'
 import type { ConnectionDeps } from './connection-deps.js'
@@ -66,7 +67,7 @@ export async function prepareAuth(m: Extract<ClientMessage, { type: 'AUTH' }>, d
 async function prepareAuthInSlot(m: Extract<ClientMessage, { type: 'AUTH' }>, deps: ConnectionDeps): Promise<Prepared> {
   const { event } = m
   // each AUTH costs us a signature check: it spends from the REQ budget of the IP (no pubkey is proven yet)
-  const admission = await deps.admit(`ip:${deps.ip}`, 'reqs', false)
+  const admission = await deps.admit(ipPrincipalOf(deps.ip), 'reqs', false)
   if (!admission.allowed) return { kind: 'auth', result: err(admissionReason(admission, deps.metrics, 'reqs')) }
   const checked = checkAuthEvent(event, {
     challenge: deps.challenge,

@@ -1,35 +1,82 @@
 // State: Admit requests waiting for the next gate call (the bucket itself lives in the gate backend, architecture §8).
-// Messages: Admit (one EVENT or REQ/COUNT wants in), Flush (decide everything waiting in one gate call).
+// Messages: Admit (one request wants in, naming its limit), Flush (decide everything waiting in one gate call).
 // Crash policy: temporary with an idle stop — the next message re-activates it from the same inputs.
-import type { Admission, RateLimiter, RateRule } from '../../infra/gates/rate-limit.js'
+import type { Admission, Budget, RateLimiter, RateRule } from '../../infra/gates/rate-limit.js'
 import { type ActorDef, tell } from '../kernel/index.js'
 
+/** What a connection's frames are charged to: EVENTs, and REQ/COUNT/AUTH. */
 export type LimitType = 'events' | 'reqs'
+/** A principal's budgets in one community: its frames and its NIP-86 calls. */
+export type CommunityLimit = LimitType | 'api'
+/** An IP's budgets across the node's communities: new sockets, and NIP-86 calls before their signature is checked. */
+export type IpLimit = 'conn' | 'api'
 export type PrincipalTier = 'human' | 'agentStandard' | 'agentElevated' | 'agentPlatform'
 
-/** 'unavailable': the gate backend failed; the caller fails closed. */
+/** 'unavailable': the gate backend failed and this limit does not fall back; the caller fails closed. */
 export type AdmissionAnswer = Admission | { allowed: false; unavailable: true }
 
-type Admit = { type: 'Admit'; limit: LimitType; reply: (a: AdmissionAnswer) => void }
-export type PrincipalMsg = Admit | { type: 'Flush' }
+type Admit<L extends string> = { type: 'Admit'; limit: L; reply: (a: AdmissionAnswer) => void }
+export type PrincipalMsg<L extends string = CommunityLimit> = Admit<L> | { type: 'Flush' }
 
-interface PrincipalState {
-  pending: Admit[]
+interface PrincipalState<L extends string> {
+  pending: Admit<L>[]
   flushQueued: boolean
 }
 
+/** A principal in one community. */
 export interface PrincipalDeps {
   community: string
-  /** a pubkey, or `ip:<addr>` for requests no signature has tied to a pubkey yet */
+  /** a pubkey, or ipPrincipalOf(ip) for requests no signature has tied to a pubkey yet */
   principal: string
-  tier: PrincipalTier
-  rules: Record<LimitType, RateRule>
+  /** fixed at spawn: a roster change stops the actor and the next request respawns it (stopRetieredPrincipals) */
+  rules: Record<CommunityLimit, RateRule>
   limiter: RateLimiter
-  /** this node's own buckets, for reads only while `limiter` fails (see decide) */
+  /** this node's own buckets, for the limits that fall back while `limiter` fails (see decide) */
   readFallback?: RateLimiter
 }
 
+/** An IP across the node, before any community is resolved or any signature checked. */
+export interface IpPrincipalDeps {
+  /** what the IP is charged as: ipIdentityOf of the address the edge resolved (client-ip.ts) */
+  ip: string
+  rules: Record<IpLimit, RateRule>
+  limiter: RateLimiter
+  readFallback?: RateLimiter
+}
+
+/**
+ * What an IP is charged as: the address the edge resolved (client-ip.ts, trustedProxies). The one place to
+ * make it coarser (an IPv6 prefix); the community `ip:` principals and the node-wide IP principals follow.
+ */
+export const ipIdentityOf = (ip: string): string => ip
+/** The principal an IP's requests are charged as, in a community and node-wide. */
+export const ipPrincipalOf = (ip: string): string => `ip:${ipIdentityOf(ip)}`
+
 export const principalPath = (community: string, principal: string) => `principal/${community}/${principal}`
+// `_` can't begin a community id ([a-z0-9][a-z0-9-]{0,62}), so the node-wide scope never shares a path with one.
+const NODE_SCOPE = '_node'
+export const ipPrincipalPath = (ip: string) => principalPath(NODE_SCOPE, ipPrincipalOf(ip))
+
+// architecture §8, per limit, while the shared gate fails: writes (events) and NIP-86 calls (api: 503) fail
+// closed; reads and new sockets fall back to this node's buckets, so a node keeps serving reads until Redis returns.
+const FALLS_BACK: Record<CommunityLimit | IpLimit, boolean> = { events: false, api: false, reqs: true, conn: true }
+
+export function principalActor(deps: PrincipalDeps): ActorDef<PrincipalState<CommunityLimit>, PrincipalMsg<CommunityLimit>> {
+  const { community, principal } = deps
+  return coalescingActor({ ...deps, budgetOf: (limit) => ({ community, principal, limit }) })
+}
+
+export function ipPrincipalActor(deps: IpPrincipalDeps): ActorDef<PrincipalState<IpLimit>, PrincipalMsg<IpLimit>> {
+  return coalescingActor({ ...deps, budgetOf: (limit) => ({ ip: deps.ip, limit }) })
+}
+
+interface Charging<L extends CommunityLimit | IpLimit> {
+  /** whose bucket an Admit for `limit` takes from; the limiter names its key (keyOf) */
+  budgetOf(limit: L): Budget
+  rules: Record<L, RateRule>
+  limiter: RateLimiter
+  readFallback?: RateLimiter
+}
 
 /**
  * Coalescing: the Admits of one drain are decided together by one Flush (`admitMany`, which shares its script
@@ -39,7 +86,7 @@ export const principalPath = (community: string, principal: string) => `principa
  * re-sends after NOSCRIPT or a cluster redirect): the budget stays exact, only which of two near-simultaneous
  * requests gets the last token can differ. What is in flight is bounded by the callers' asks (10 s each).
  */
-export function principalActor(deps: PrincipalDeps): ActorDef<PrincipalState, PrincipalMsg> {
+function coalescingActor<L extends CommunityLimit | IpLimit>(c: Charging<L>): ActorDef<PrincipalState<L>, PrincipalMsg<L>> {
   return {
     kind: 'principal',
     init: () => ({ pending: [], flushQueued: false }),
@@ -56,7 +103,7 @@ export function principalActor(deps: PrincipalDeps): ActorDef<PrincipalState, Pr
       // decide() answers every Admit itself, fallback included; should anything else throw, they fail closed
       // (an Admit's reply is an ask's: a second answer is ignored)
       const batch = state.pending.splice(0)
-      decide(batch, deps).catch(() => {
+      decide(batch, c).catch(() => {
         for (const a of batch) a.reply(UNAVAILABLE)
       })
       return state
@@ -66,21 +113,22 @@ export function principalActor(deps: PrincipalDeps): ActorDef<PrincipalState, Pr
 
 const UNAVAILABLE = { allowed: false, unavailable: true } as const
 
-async function decide(batch: Admit[], deps: PrincipalDeps): Promise<void> {
+async function decide<L extends CommunityLimit | IpLimit>(batch: Admit<L>[], c: Charging<L>): Promise<void> {
   if (batch.length === 0) return
-  const budgetOf = (a: Admit) => ({ community: deps.community, principal: deps.principal, limit: a.limit })
-  const requests = batch.map((a) => ({ key: deps.limiter.keyOf(budgetOf(a)), rule: deps.rules[a.limit] }))
+  const requests = batch.map((a) => ({ key: c.limiter.keyOf(c.budgetOf(a.limit)), rule: c.rules[a.limit] }))
   try {
-    const answers = deps.limiter.admitMany
-      ? await deps.limiter.admitMany(requests)
-      : await Promise.all(requests.map((r) => deps.limiter.admit(r.key, r.rule)))
+    const answers = c.limiter.admitMany
+      ? await c.limiter.admitMany(requests)
+      : await Promise.all(requests.map((r) => c.limiter.admit(r.key, r.rule)))
     for (const [i, a] of batch.entries()) a.reply(answers[i]!)
   } catch {
-    // The gate backend failed: writes fail closed (architecture §8), but the node keeps serving reads from the
-    // database (relay/backends.ts), still rate-limited, per node instead of cluster-wide, until Redis is back.
+    // The gate backend failed: what falls back is limited per node instead of cluster-wide until Redis is back
+    // (the database still serves reads: relay/backends.ts); the rest fails closed.
     for (const [i, a] of batch.entries()) {
-      const fallback = a.limit === 'reqs' ? deps.readFallback : undefined
-      a.reply(fallback ? await fallback.admit(fallback.keyOf(budgetOf(a)), requests[i]!.rule).catch(() => UNAVAILABLE) : UNAVAILABLE)
+      const fallback = FALLS_BACK[a.limit] ? c.readFallback : undefined
+      a.reply(
+        fallback ? await fallback.admit(fallback.keyOf(c.budgetOf(a.limit)), requests[i]!.rule).catch(() => UNAVAILABLE) : UNAVAILABLE,
+      )
     }
   }
 }

@@ -1,32 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { ask, createKernel, type Kernel } from '../../../src/actors/kernel'
 import { type AdmissionAnswer, type PrincipalMsg, principalActor } from '../../../src/actors/principal/principal-actor'
-import { createMemoryRateLimiter } from '../../../src/infra/gates/memory-rate-limit'
-import { GateError, type RateLimiter } from '../../../src/infra/gates/rate-limit'
+import type { RateLimiter } from '../../../src/infra/gates/rate-limit'
+import { countingLimiter } from './counting-limiter'
 
-/** The real memory limiter, counting how many backend calls reach it (a working fake, not a mock). */
-function countingLimiter(opts: { failing?: boolean } = {}) {
-  const inner = createMemoryRateLimiter({ now: () => 0 })
-  const calls = { admit: 0, admitMany: 0 }
-  const limiter: RateLimiter = {
-    keyOf: (budget) => inner.keyOf(budget),
-    admit: (key, rule, cost) => {
-      calls.admit++
-      return opts.failing ? Promise.reject(new GateError('down')) : inner.admit(key, rule, cost)
-    },
-    admitMany: async (requests) => {
-      calls.admitMany++
-      if (opts.failing) throw new GateError('down')
-      const out = []
-      for (const r of requests) out.push(await inner.admit(r.key, r.rule, r.cost))
-      return out
-    },
-    close: () => inner.close(),
-  }
-  return { limiter, calls }
+const rules = {
+  events: { ratePerSecond: 0.001, burst: 10 },
+  reqs: { ratePerSecond: 0.001, burst: 10 },
+  api: { ratePerSecond: 0.001, burst: 10 },
 }
-
-const rules = { events: { ratePerSecond: 0.001, burst: 10 }, reqs: { ratePerSecond: 0.001, burst: 10 } }
 const pubkey = 'a'.repeat(64)
 
 describe('principal admission', () => {
@@ -38,7 +20,7 @@ describe('principal admission', () => {
   it('decides concurrent requests in one gate call and admits exactly the budget', async () => {
     kernel = createKernel()
     const { limiter, calls } = countingLimiter()
-    const ref = kernel.spawn('principal/c/p', principalActor({ community: 'c', principal: pubkey, tier: 'human', rules, limiter }))
+    const ref = kernel.spawn('principal/c/p', principalActor({ community: 'c', principal: pubkey, rules, limiter }))
     const answers = await Promise.all(
       Array.from({ length: 50 }, () =>
         ask<PrincipalMsg, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit: 'events', reply }), 5000),
@@ -52,7 +34,7 @@ describe('principal admission', () => {
   it('fails every waiting request closed when the gate backend fails', async () => {
     kernel = createKernel()
     const { limiter } = countingLimiter({ failing: true })
-    const ref = kernel.spawn('principal/c/q', principalActor({ community: 'c', principal: pubkey, tier: 'human', rules, limiter }))
+    const ref = kernel.spawn('principal/c/q', principalActor({ community: 'c', principal: pubkey, rules, limiter }))
     const answers = await Promise.all(
       Array.from({ length: 5 }, () => ask<PrincipalMsg, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit: 'reqs', reply }), 5000)),
     )
@@ -70,7 +52,7 @@ describe('principal admission', () => {
       admitMany: (requests) => (calls++ === 0 ? new Promise(() => {}) : inner.admitMany!(requests)),
       close: () => inner.close(),
     }
-    const ref = kernel.spawn('principal/c/s', principalActor({ community: 'c', principal: pubkey, tier: 'human', rules, limiter }))
+    const ref = kernel.spawn('principal/c/s', principalActor({ community: 'c', principal: pubkey, rules, limiter }))
     const admit = () => ask<PrincipalMsg, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit: 'events', reply }), 5000)
     const stalled = admit()
     await new Promise((r) => setImmediate(r))
