@@ -257,3 +257,42 @@ describe('a remote event a community cannot take', () => {
     expect(await metric(b, 'apiary_subscriptions_lost_total')).toBeGreaterThanOrEqual(1)
   })
 })
+
+describe('a disconnect order a community cannot take', () => {
+  const relays = useRelays()
+  const cluster = useCluster(relays)
+
+  it("closes the banned pubkey's socket on this node once the community is back, and counts the lost order", {
+    timeout: 60_000,
+  }, async () => {
+    const community = `c-${randomBytes(5).toString('hex')}`
+    const host = `${community}.test`
+    const config = {
+      redisUrl: REDIS_URL,
+      databaseUrl: cluster.databaseUrl(),
+      relaySecretKey: cluster.relaySecretKey,
+      communities: [{ id: community, hosts: [host] }],
+    }
+    const a = await relays.start(config)
+    const pg = withFaults(await openPostgresEventStore({ url: cluster.databaseUrl(), groupCommitMaxEvents: 100, groupCommitMaxDelayMs: 0 }))
+    const b = await relays.start(config, undefined, { eventStore: pg.store })
+    const eve = makeKeys()
+    const eveOnB = await client(b, host)
+    expect((await auth(eveOnB, eve, relayUrlOf(b, host))).accepted).toBe(true)
+    const gaveUp = firstValueFrom(b.relay.supervision$.pipe(filter((x) => x.type === 'gave-up' && x.path === `community/${community}`)))
+    // B's community gives up (six failing REQs) and is down for its respawn delay ...
+    pg.failNext('query', 6)
+    const prober = await client(b, host)
+    for (let i = 0; i < 6; i++) {
+      prober.send(['REQ', `p${i}`, { kinds: [1] }])
+      await prober.next((f) => f[0] === 'CLOSED' && f[1] === `p${i}`, 15_000)
+    }
+    await gaveUp
+    // ... while A bans Eve: B's community cannot take the order when it arrives
+    await a.relay.banPubkey(community, eve.pubkey, 'spam')
+    const notice = await eveOnB.next((f) => f[0] === 'NOTICE', 20_000)
+    expect(String(notice[1])).toMatch(/^blocked: /)
+    expect((await eveOnB.closed).code).toBe(1008)
+    expect(await metric(b, 'apiary_conn_control_lag_total')).toBeGreaterThanOrEqual(1)
+  })
+})

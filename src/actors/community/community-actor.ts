@@ -18,11 +18,12 @@ import { loadBannedEvents, onBannedEventsRead, onRecordChanged, onSweep } from '
 import { answerHeldWrites, onModerated, onPrepared, onPublish, onWriteDone } from './community-writes.js'
 import { onDisconnectOrder } from './disconnects.js'
 import { onDropped } from './dropped-messages.js'
+import { actOnLag, onLagged } from './lagged.js'
 import { type CommunityMsg, REDELIVER } from './messages.js'
 import { onPresenceWritten } from './presence-writes.js'
 import { RecentIds } from './recent-ids.js'
 import { onAnnounce, onPublishChannelState } from './relay-events.js'
-import { closeUndelivered, onLiveInterrupted, onRemoteEvent } from './remote-events.js'
+import { onRemoteEvent } from './remote-events.js'
 import { onApplied, onSaved } from './write-commit.js'
 
 export const communityPath = (id: string) => `community/${id}`
@@ -41,7 +42,7 @@ export function communityActor(
 ): ActorDef<CommunityState, CommunityMsg> {
   let self: TypedRef<CommunityMsg> | undefined
   let sweepTimer: ReturnType<typeof setInterval> | undefined
-  deps.cluster.link.onUndelivered(closeUndelivered(survivors.index, deps))
+  deps.cluster.link.onLagLost((stream, lag) => actOnLag(survivors, stream, lag, deps))
   return {
     kind: 'community',
     // runs again on every restart and respawn: the banned ids are re-read; writes wait only for the first load
@@ -127,8 +128,8 @@ function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: Commun
       return onStats(state, msg, deps)
     case 'RemoteEvent':
       return onRemoteEvent(state, msg, deps)
-    case 'LiveInterrupted':
-      return onLiveInterrupted(state, deps)
+    case 'Lagged':
+      return onLagged(state, msg, ctx, deps)
     case 'Control':
       return onControl(state, msg, ctx, deps)
     case 'InvalidateCache':

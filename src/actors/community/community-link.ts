@@ -4,14 +4,18 @@ import type { Logger } from '../../infra/log.js'
 import type { Metrics } from '../../infra/metrics.js'
 import { type CacheInvalidationOp, type ConnControlOp, type ControlChannel, toControlTemplate } from '../../protocols/control.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
-import type { CommunityMsg } from './messages.js'
+import { createLagBridge, type Lag, type LagBridge } from '../kernel/index.js'
+import type { CommunityMsg, LinkStream } from './messages.js'
 
 /**
  * A community's traffic with the other nodes (docs/architecture.md §6.7). Outgoing: accepted events, signed
- * control ops. Incoming: delivered into the community's mailbox as RemoteEvent / Control messages; a refused
- * tell (mailbox full, community down) is counted as lag, never blocks the bridge, and closes the local
- * subscriptions the event would have reached (onUndelivered). The events channel is watched only while
- * the community has local subscriptions, so a node's ingress follows its own interest.
+ * control ops. Incoming: delivered into the community's mailbox as RemoteEvent / Control messages through a
+ * lag bridge per stream: what the community cannot take (mailbox full, down) is counted, never blocks the
+ * bus, and reaches the community as one `Lagged` as soon as it has room, which it acts on (closing the
+ * subscriptions a lost event would have reached, dropping caches a lost invalidation may have left stale,
+ * re-checking bans a lost disconnect order may have missed). A lag never taken goes to `onLagLost`. The
+ * events channel is watched only while the community has local subscriptions, so a node's ingress follows
+ * its own interest.
  */
 export interface CommunityLink {
   /** other nodes share this community: their events reach it through the bus */
@@ -21,11 +25,8 @@ export interface CommunityLink {
   /** watch the events channel and wait (bounded) until other nodes' events will arrive; false: they won't yet */
   ensureInterest(): Promise<boolean>
   broadcast(channel: ControlChannel, op: ConnControlOp | CacheInvalidationOp): Promise<void>
-  /**
-   * who closes the subscriptions a remote event would have reached when the community could not take it
-   * (`raw`), or every live subscription when it could not take an interruption (`undefined`)
-   */
-  onUndelivered(handler: (raw: string | undefined) => void): void
+  /** who acts on a lag the community never took (it stayed down): the subscriptions must still hear of it */
+  onLagLost(handler: (stream: LinkStream, lag: Lag<string>) => void): void
   close(): void
 }
 
@@ -47,14 +48,35 @@ const READY_WAIT_MS = 1_000
 
 export function createCommunityLink(d: CommunityLinkDeps): CommunityLink {
   const evChannel = d.bus.channelOf(d.community, 'events')
+  let lagLost: (stream: LinkStream, lag: Lag<string>) => void = () => {}
+  const bridges = {
+    events: bridgeOf(
+      d,
+      'events',
+      (raw) => ({ type: 'RemoteEvent', raw }),
+      (lag) => lagLost('events', lag),
+    ),
+    'conn-control': bridgeOf(
+      d,
+      'conn-control',
+      (raw) => ({ type: 'Control', channel: 'conn-control', raw }),
+      (lag) => lagLost('conn-control', lag),
+    ),
+    'cache-invalidation': bridgeOf(
+      d,
+      'cache-invalidation',
+      (raw) => ({ type: 'Control', channel: 'cache-invalidation', raw }),
+      (lag) => lagLost('cache-invalidation', lag),
+    ),
+  }
   let events: Subscription | undefined
   // the backend lost the events channel (the subscriber connection dropped): live subscriptions have a gap
   const interruptions = d.bus.interruptions().subscribe((channel) => {
-    // the community can't take it (down, or full): its subscriptions are closed all the same
-    if (channel === evChannel && !d.deliver({ type: 'LiveInterrupted' })) undelivered(undefined)
+    if (channel === evChannel) bridges.events.interrupt()
   })
-  let undelivered: (raw: string | undefined) => void = () => {}
-  const control = watchControl(d)
+  const control = (['conn-control', 'cache-invalidation'] as const).map((channel) =>
+    d.bus.watch(d.bus.channelOf(d.community, channel)).subscribe((raw) => bridges[channel].push(raw)),
+  )
   return {
     clustered: d.clustered,
     publishEvent(raw) {
@@ -65,12 +87,7 @@ export function createCommunityLink(d: CommunityLinkDeps): CommunityLink {
     },
     setInterest(wanted) {
       if (wanted && !events) {
-        events = d.bus.watch(evChannel).subscribe((raw) => {
-          if (d.deliver({ type: 'RemoteEvent', raw })) return
-          d.metrics.fanoutLag.inc()
-          d.lagged(1)
-          undelivered(raw)
-        })
+        events = d.bus.watch(evChannel).subscribe((raw) => bridges.events.push(raw))
       } else if (!wanted && events) {
         events.unsubscribe()
         events = undefined
@@ -83,27 +100,39 @@ export function createCommunityLink(d: CommunityLinkDeps): CommunityLink {
     async broadcast(channel, op) {
       await d.bus.publish(d.bus.channelOf(d.community, channel), JSON.stringify(d.sign(toControlTemplate(d.community, channel, op))))
     },
-    onUndelivered(handler) {
-      undelivered = handler
+    onLagLost(handler) {
+      lagLost = handler
     },
     close() {
       interruptions.unsubscribe()
       events?.unsubscribe()
       for (const s of control) s.unsubscribe()
+      for (const bridge of Object.values(bridges)) bridge.dispose()
     },
   }
 }
 
-/** Both control topics, told into the community; one it cannot take is counted as lag (the backstops cover it). */
-function watchControl(d: CommunityLinkDeps): Subscription[] {
-  return (['conn-control', 'cache-invalidation'] as const).map((channel) =>
-    d.bus.watch(d.bus.channelOf(d.community, channel)).subscribe((raw) => {
-      if (d.deliver({ type: 'Control', channel, raw })) return
-      const lag = channel === 'conn-control' ? d.metrics.connControlLag : d.metrics.cacheInvalidationLag
-      lag.inc()
-      d.lagged(1)
-    }),
-  )
+/** One stream into the community: each skip counted (its metric, a 'lagged' event), the lag told as `Lagged`. */
+function bridgeOf(
+  d: CommunityLinkDeps,
+  stream: LinkStream,
+  toMsg: (raw: string) => CommunityMsg,
+  onGiveUp: (lag: Lag<string>) => void,
+): LagBridge<string> {
+  const metric = {
+    events: d.metrics.fanoutLag,
+    'conn-control': d.metrics.connControlLag,
+    'cache-invalidation': d.metrics.cacheInvalidationLag,
+  }[stream]
+  return createLagBridge<string>({
+    tell: (raw) => d.deliver(toMsg(raw)),
+    tellLag: (lag) => d.deliver({ type: 'Lagged', stream, lag: { ...lag, missed: [...lag.missed] } }),
+    counted: (skipped) => {
+      metric.inc(skipped)
+      d.lagged(skipped)
+    },
+    onGiveUp,
+  })
 }
 
 /** Whether the bus confirms the events channel within READY_WAIT_MS. */

@@ -39,7 +39,7 @@ export interface CommunityDeps {
   record: CommunityRecord
   store: EventStore
   channels: ChannelStore
-  communities: Pick<CommunityStore, 'allowedAmong' | 'listBannedEvents'>
+  communities: Pick<CommunityStore, 'allowedAmong' | 'bannedAmong' | 'listBannedEvents'>
   /** sign with the relay key (channel state events 39000–39002, the relay's answers to joins and leaves) */
   sign: (t: EventTemplate, createdAt: number) => NostrEvent
   /** the relay-wide AUTH requirement (each community may add its own) */

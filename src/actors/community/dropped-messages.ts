@@ -11,11 +11,12 @@ import { broadcastLogged } from './cluster-control.js'
 import { unholdPresence } from './community-presence.js'
 import type { CommunityDeps, CommunitySurvivors } from './community-state.js'
 import { disconnectHere } from './disconnects.js'
-import { lose, loseAll, loseMatching } from './live-feed.js'
+import { actOnLag } from './lagged.js'
+import { lose, loseMatching } from './live-feed.js'
 import { type CommunityMsg, REDELIVER } from './messages.js'
 import { tellRegistry } from './registry-tells.js'
 import { lostAnnounce } from './relay-events.js'
-import { LIVE_INTERRUPTED, REMOTE_UNDELIVERED } from './remote-events.js'
+import { REMOTE_UNDELIVERED } from './remote-events.js'
 import { DUPLICATE, NOT_PROCESSED, NOT_STORED, PRESENCE_NOT_RECORDED } from './write-answers.js'
 import { lostCommit } from './write-effects.js'
 
@@ -53,8 +54,10 @@ export function onDropped(msg: CommunityMsg, self: TypedRef<CommunityMsg>, s: Co
     case 'RemoteEvent':
       droppedRemoteEvent(msg, s, deps)
       return
-    case 'LiveInterrupted':
-      deps.lagged(loseAll(s.index, LIVE_INTERRUPTED))
+    case 'Lagged':
+      // a lost disconnect order is re-checked by the respawned community; the rest is acted on now
+      if (msg.stream === 'conn-control') again(msg, () => actOnLag(s, msg.stream, msg.lag, deps))
+      else actOnLag(s, msg.stream, msg.lag, deps)
       return
     case 'DisconnectPubkey':
     case 'DisconnectCommunity':

@@ -7,10 +7,13 @@ import type { VerifiedEvent } from '../../protocols/nip01/event.js'
 import type { Filter } from '../../protocols/nip01/filter.js'
 import type { Reason } from '../../protocols/reasons.js'
 import type { Result } from '../../protocols/result.js'
-import type { Settled } from '../kernel/index.js'
+import type { Lag, Settled } from '../kernel/index.js'
 import type { ChannelPlan, RelayEvent, StateWanted } from './community-channels.js'
 import type { PresenceHold } from './community-presence.js'
 import type { ConnView, Subscription } from './subscription-index.js'
+
+/** The streams a community takes from the bus (community-link.ts). */
+export type LinkStream = 'events' | ControlChannel
 
 /** The stored part of a REQ, read beside the actor. */
 export interface Page {
@@ -81,8 +84,11 @@ export type CommunityMsg =
   | { type: 'RecordChanged'; record: CommunityRecord }
   /** an event another node accepted (raw JSON from the bus) */
   | { type: 'RemoteEvent'; raw: string }
-  /** the bus lost this community's events channel for a while: every live subscription may have a gap */
-  | { type: 'LiveInterrupted' }
+  /**
+   * what this community could not take from a stream of the bus (its mailbox was full, it was down), or a gap
+   * in the stream itself (`lag.interrupted`: the subscriber connection dropped), told as soon as it had room
+   */
+  | { type: 'Lagged'; stream: LinkStream; lag: Lag<string> }
   /** a signed control payload from the bus, not yet verified (what it asks for comes back as its own message) */
   | { type: 'Control'; channel: ControlChannel; raw: string }
   /** drop these cache keys here; `broadcast`: a change on this node (its mesh channel owner), so on every other node too */

@@ -1,15 +1,13 @@
 // Events other nodes accepted, as a community takes them from the bus (docs/architecture.md §6.7): parsed,
 // dropped if expired, then through the same live feed and access gate as local events, their signature
 // checked again beside the actor first. One the community cannot take, or a gap in the bus, closes the
-// subscriptions it would have reached: never a silent gap.
+// subscriptions it would have reached (lagged.ts): never a silent gap.
 import { KIND_DEPARTURE } from '../../protocols/agent-registry.js'
 import { type NostrEvent, parseEventShape } from '../../protocols/nip01/event.js'
 import { isExpired } from '../../protocols/nip40.js'
 import { reason } from '../../protocols/reasons.js'
 import type { ClusterDeps, CommunityDeps, CommunityState } from './community-state.js'
-import { loseAll, loseMatching } from './live-feed.js'
 import type { CommunityMsg } from './messages.js'
-import type { SubscriptionIndex } from './subscription-index.js'
 
 export const REMOTE_UNDELIVERED = reason('error', 'an event from another node could not be delivered; subscribe again to catch up')
 export const LIVE_INTERRUPTED = reason('error', 'live events from other nodes were interrupted; subscribe again to catch up')
@@ -48,25 +46,4 @@ export function onRemoteEvent(
   }
   state.feed.offer(remote.event, msg.raw, remote.check)
   return state
-}
-
-export function onLiveInterrupted(state: CommunityState, deps: CommunityDeps): CommunityState {
-  deps.log.warn(
-    { community: deps.record.id, subscriptions: state.index.size },
-    'live events from other nodes interrupted: closing live subscriptions',
-  )
-  deps.lagged(loseAll(state.index, LIVE_INTERRUPTED))
-  return state
-}
-
-/**
- * For the link (community-link.ts): a remote event this community could not take (`raw`) closes the
- * subscriptions it would have reached; an interruption it could not take (`undefined`) closes them all.
- */
-export function closeUndelivered(index: SubscriptionIndex, deps: Pick<CommunityDeps, 'lagged'>): (raw: string | undefined) => void {
-  return (raw) => {
-    if (raw === undefined) return deps.lagged(loseAll(index, LIVE_INTERRUPTED))
-    const event = parseEventShape(raw)
-    if (event) deps.lagged(loseMatching(index, event, REMOTE_UNDELIVERED))
-  }
 }
