@@ -6,9 +6,12 @@ import { connControlChannel } from '../../src/infra/redis/keys'
 import { loadRelayKey, signAsRelay } from '../../src/infra/relay-key'
 import { type ConnControlOp, KIND_CONTROL, toControlTemplate } from '../../src/protocols/control'
 import { makeKeys, type TestKeys } from '../support/events'
+import { httpGet } from '../support/http'
+import { metric } from '../support/metrics'
 import type { TestRelay } from '../support/relay'
+import { auth, client, nowSeconds, relayUrlOf, reqEvents } from '../support/relay-client'
+import { REDIS_URL, useCluster, useRelays } from '../support/relay-fixtures'
 import type { TestClient } from '../support/ws-client'
-import { auth, client, httpGet, metric, nowSeconds, REDIS_URL, relayUrlOf, reqEvents, useCluster, useRelays } from './helpers'
 
 /**
  * The conn-control channel (DESIGN §5): payloads are events signed by the relay key, so write access to Redis

@@ -5,25 +5,15 @@ import { openPostgresEventStore } from '../../src/infra/store/postgres/postgres-
 import { STORE_DEADLINE_MS } from '../../src/infra/store/postgres/postgres-schema'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys, type SignedEvent } from '../support/events'
+import { eventually } from '../support/eventually'
+import { httpGet } from '../support/http'
+import { metric } from '../support/metrics'
 import { type PrivateRedis, startPrivateRedis } from '../support/redis-server'
 import type { TestRelay } from '../support/relay'
+import { client, count, fresh, idsOf, type Ok, publish, publishNew, reqEvents } from '../support/relay-client'
+import { useCluster, useRelays } from '../support/relay-fixtures'
 import { startTcpProxy, type TcpProxy, type TcpProxyOptions } from '../support/tcp-proxy'
 import type { TestClient } from '../support/ws-client'
-import {
-  client,
-  count,
-  eventually,
-  fresh,
-  httpGet,
-  idsOf,
-  metric,
-  type Ok,
-  publish,
-  publishNew,
-  reqEvents,
-  useCluster,
-  useRelays,
-} from './helpers'
 
 /**
  * Backend outages in cluster mode (DESIGN §5–§7): each test kills its own redis-server or cuts its own path to

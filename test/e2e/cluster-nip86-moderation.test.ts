@@ -1,9 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys, type TestKeys } from '../support/events'
+import { eventually } from '../support/eventually'
+import { httpGet } from '../support/http'
+import { managementUrl, nip98Header, postNip86 } from '../support/nip86-client'
 import type { TestRelay } from '../support/relay'
-import { auth, client, eventually, httpGet, relayUrlOf, useCluster, useRelays } from './helpers'
-import { managementUrl, nip98Header, postNip86 } from './nip86-client'
+import { auth, client, relayUrlOf } from '../support/relay-client'
+import { useCluster, useRelays } from '../support/relay-fixtures'
 
 let callCounter = 0
 /** One call to `node` for the community on `host`; the body's `id` keeps identical calls from being replays. */

@@ -2,9 +2,10 @@ import { randomBytes } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys } from '../support/events'
+import { callNip86, managementUrl, nip98Header, postNip86, rpc } from '../support/nip86-client'
 import { startPrivateRedis } from '../support/redis-server'
-import { auth, client, REDIS_URL, relayUrlOf, useCluster, useRelays } from './helpers'
-import { callNip86, managementUrl, nip98Header, postNip86, rpc } from './nip86-client'
+import { auth, client, relayUrlOf } from '../support/relay-client'
+import { REDIS_URL, useCluster, useRelays } from '../support/relay-fixtures'
 
 /** NIP-86 on a cluster: one Redis (the shared replay guard), one PostgreSQL (the ban rows), one relay key. */
 describe('relay management on a cluster of nodes', () => {

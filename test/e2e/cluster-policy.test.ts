@@ -3,27 +3,25 @@ import { describe, expect, it } from 'vitest'
 import type { ConfigInput } from '../../src/infra/config'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys, type TestKeys } from '../support/events'
+import { httpGet } from '../support/http'
+import { authAsAgent } from '../support/nip29-client'
+import { managementUrl, nip98Header, postNip86 } from '../support/nip86-client'
 import type { TestRelay } from '../support/relay'
-import type { TestClient } from '../support/ws-client'
-import { authAsAgent } from './channel-helpers'
 import {
   auth,
   client,
   fresh,
-  httpGet,
   idsOf,
   newSubId,
   type Ok,
   publish,
   publishNew,
-  REDIS_URL,
   relayUrlOf,
   reqAnswer,
   reqEvents,
-  useCluster,
-  useRelays,
-} from './helpers'
-import { managementUrl, nip98Header, postNip86 } from './nip86-client'
+} from '../support/relay-client'
+import { REDIS_URL, useCluster, useRelays } from '../support/relay-fixtures'
+import type { TestClient } from '../support/ws-client'
 
 /**
  * Community settings and rate-limit tiers on a cluster of two nodes (one Redis, one PostgreSQL). A setting

@@ -4,7 +4,8 @@ import { eventsChannel } from '../../src/infra/redis/keys'
 import { openPostgresCommunityStore } from '../../src/infra/store/postgres/postgres-community-store'
 import { makeKeys, signEvent } from '../support/events'
 import type { TestRelay } from '../support/relay'
-import { auth, client, fresh, publish, REDIS_URL, relayUrlOf, reqEvents, useCluster, useRelays } from './helpers'
+import { auth, client, fresh, publish, relayUrlOf, reqEvents } from '../support/relay-client'
+import { REDIS_URL, useCluster, useRelays } from '../support/relay-fixtures'
 
 /** Two or three nodes of one cluster: one Redis, one PostgreSQL database (this file's own), one relay key. */
 describe('a cluster of nodes on one Redis and one PostgreSQL', () => {

@@ -1,9 +1,11 @@
 import { connect as connectTcp } from 'node:net'
 import { describe, expect, it } from 'vitest'
+import { eventually } from '../support/eventually'
+import { labelledMetric } from '../support/metrics'
+import { testClientIp, upgradeStatus, viaProxy } from '../support/per-ip-clients'
 import type { TestRelay } from '../support/relay'
+import { useCluster, useRelays } from '../support/relay-fixtures'
 import { connect, type TestClient } from '../support/ws-client'
-import { labelledMetric, testClientIp, upgradeStatus, viaProxy } from './forwarded'
-import { eventually, useCluster, useRelays } from './helpers'
 
 const LIMIT = 3
 const refusedTooMany = (r: TestRelay) => labelledMetric(r, 'apiary_connections_refused_total', { reason: 'too-many-connections' })

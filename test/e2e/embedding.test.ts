@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest'
 import type { SupervisionEvent } from '../../src/actors/kernel'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { verifyEventNoble } from '../../src/protocols/nip01/event'
-import { client, idsOf, reqEvents, useRelays } from './helpers'
+import { client, idsOf, reqEvents } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 
 describe('embedding the relay in a program', () => {
   const relays = useRelays()

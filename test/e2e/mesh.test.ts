@@ -2,9 +2,12 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { ConfigInput } from '../../src/infra/config'
 import { parseMeshStatus } from '../../src/protocols/mesh/status'
 import { makeKeys } from '../support/events'
+import { eventually } from '../support/eventually'
+import { httpGet } from '../support/http'
+import { channelState, createChannel, putUser, removeUser, tagValues } from '../support/nip29-client'
 import type { TestRelay } from '../support/relay'
-import { channelState, createChannel, putUser, removeUser, tagValues } from './channel-helpers'
-import { client, eventually, httpGet, useCluster, useRelays } from './helpers'
+import { client } from '../support/relay-client'
+import { useCluster, useRelays } from '../support/relay-fixtures'
 
 /**
  * The relay mesh on three nodes sharing one Redis and one PostgreSQL (in-process instances on ports of their

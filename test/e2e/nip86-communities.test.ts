@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys } from '../support/events'
+import { httpGet } from '../support/http'
+import { callNip86 } from '../support/nip86-client'
 import type { TestRelay } from '../support/relay'
-import { auth, client, fresh, httpGet, publish, relayUrlOf, reqEvents, useRelays } from './helpers'
-import { callNip86 } from './nip86-client'
+import { auth, client, fresh, publish, relayUrlOf, reqEvents } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 
 const errorPrefix = (a: { json: { error?: string } }) => prefixOf(a.json.error ?? '')
 const NOSTR_JSON = { Accept: 'application/nostr+json' }

@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys, type TestKeys } from '../support/events'
+import { httpGet } from '../support/http'
+import { managementUrl, nip98Header, postNip86 } from '../support/nip86-client'
 import type { TestRelay } from '../support/relay'
-import { auth, client, fresh, httpGet, idsOf, publish, publishNew, relayUrlOf, reqEvents, useRelays } from './helpers'
-import { managementUrl, nip98Header, postNip86 } from './nip86-client'
+import { auth, client, fresh, idsOf, publish, publishNew, relayUrlOf, reqEvents } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 
 const errorPrefix = (a: { json: { error?: string } }) => prefixOf(a.json.error ?? '')
 const NOSTR_JSON = { Accept: 'application/nostr+json' }

@@ -2,7 +2,7 @@ import { finalizeEvent, generateSecretKey, getPublicKey } from 'nostr-tools/pure
 import { Relay, useWebSocketImplementation } from 'nostr-tools/relay'
 import { afterEach, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
-import { useRelays } from './helpers'
+import { useRelays } from '../support/relay-fixtures'
 
 useWebSocketImplementation(WebSocket)
 

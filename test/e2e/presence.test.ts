@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { makeKeys, type SignedEvent, signEvent, type TestKeys } from '../support/events'
+import { eventually } from '../support/eventually'
 import type { TestRelay } from '../support/relay'
+import { auth, client, idsOf, publish, relayUrlOf, reqEvents } from '../support/relay-client'
+import { useCluster, useRelays } from '../support/relay-fixtures'
 import type { TestClient } from '../support/ws-client'
-import { auth, client, eventually, idsOf, publish, relayUrlOf, reqEvents, useCluster, useRelays } from './helpers'
 
 const BETA = { communities: [{ id: 'beta', hosts: ['beta.test'] }] }
 

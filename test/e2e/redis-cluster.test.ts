@@ -3,24 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ConfigInput } from '../../src/infra/config'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys } from '../support/events'
+import { eventually } from '../support/eventually'
+import { httpGet } from '../support/http'
 import { type PrivateRedisCluster, startRedisCluster } from '../support/redis-cluster'
 import type { TestRelay } from '../support/relay'
+import { client, count, fresh, idsOf, newSubId, publish, publishNew, reqAnswer, reqEvents } from '../support/relay-client'
+import { useCluster, useRelays } from '../support/relay-fixtures'
 import type { TestClient } from '../support/ws-client'
-import {
-  client,
-  count,
-  eventually,
-  fresh,
-  httpGet,
-  idsOf,
-  newSubId,
-  publish,
-  publishNew,
-  reqAnswer,
-  reqEvents,
-  useCluster,
-  useRelays,
-} from './helpers'
 
 /**
  * Two relay nodes on a Redis Cluster of three masters (APIARY_REDIS_URL=redis+cluster://...) and one

@@ -4,8 +4,9 @@ import { createMemoryRateLimiter } from '../../src/infra/gates/memory-rate-limit
 import { isExpired } from '../../src/protocols/nip40'
 import { checkAuthEvent } from '../../src/protocols/nip42'
 import { prefixOf } from '../../src/protocols/reasons'
-import { client, count, fresh, idsOf, publish, relayUrlOf, reqEvents, useRelays } from '../e2e/helpers'
 import { makeKeys, signEvent } from '../support/events'
+import { client, count, fresh, idsOf, publish, relayUrlOf, reqEvents } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 import type { TestClient } from '../support/ws-client'
 
 /**

@@ -2,26 +2,17 @@ import { join } from 'node:path'
 import postgres from 'postgres'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { makeKeys } from '../support/events'
+import { checkRun, StateRecorder, Writer } from '../support/mesh-checker'
+import { counter, type MeshCluster, type MeshNode, meshStatus, startMeshCluster, until } from '../support/mesh-cluster'
 import { createTestDatabase, type TestDatabase } from '../support/postgres'
 import { type PrivateRedis, startPrivateRedis } from '../support/redis-server'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy'
 import { connect } from '../support/ws-client'
-import {
-  checkRun,
-  counter,
-  type MeshCluster,
-  type MeshNode,
-  meshStatus,
-  StateRecorder,
-  startMeshCluster,
-  until,
-  Writer,
-} from './mesh-cluster'
 
 /**
  * The relay mesh under faults (issue 12): three `apiary start` processes with the mesh on, one private Redis
  * (so it can be restarted) and one PostgreSQL. Writers on every node change the same channel while a fault is
- * injected; the checker (mesh-cluster.ts) then proves that no acknowledged change was lost, that the final
+ * injected; the checker (test/support/mesh-checker.ts) then proves that no acknowledged change was lost, that the final
  * state equals the rows, and that no generation had two writers. The lease is the issue's: 6 s, renewed
  * every 2 s.
  */

@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
-import { client, eventually, metric, publish, reqEvents, useCluster, useRelays } from '../e2e/helpers'
 import { makeKeys, signEvent, type TestKeys } from '../support/events'
+import { eventually } from '../support/eventually'
+import { metric } from '../support/metrics'
 import type { TestRelay } from '../support/relay'
+import { client, publish, reqEvents } from '../support/relay-client'
+import { useCluster, useRelays } from '../support/relay-fixtures'
 import type { TestClient } from '../support/ws-client'
 
 /**

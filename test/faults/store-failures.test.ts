@@ -6,9 +6,11 @@ import { describe, expect, it } from 'vitest'
 import type { SupervisionEvent } from '../../src/actors/kernel'
 import { prefixOf } from '../../src/protocols/reasons'
 import { createRelay, type Relay } from '../../src/relay/relay'
-import { count, eventually, fresh, idsOf, publish, reqEvents, withGenerousRates } from '../e2e/helpers'
 import { makeKeys } from '../support/events'
+import { eventually } from '../support/eventually'
 import { type FailingEventStore, openFailingSqliteStore } from '../support/failing-event-store'
+import { count, fresh, idsOf, publish, reqEvents } from '../support/relay-client'
+import { withGenerousRates } from '../support/relay-fixtures'
 import { connect, type Frame, type TestClient } from '../support/ws-client'
 
 /**

@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { NostrEvent } from '../../../src/protocols/nip01/event'
-import { withGenerousRates } from '../../e2e/helpers'
 import { cleanEnv } from '../../support/cli'
 import { makeKeys, signEvent } from '../../support/events'
 import { installPackedPackage } from '../../support/packed'
 import { startTestRelay, type TestRelay } from '../../support/relay'
+import { withGenerousRates } from '../../support/relay-fixtures'
 import { connect, type TestClient } from '../../support/ws-client'
 
 const ROOT = process.cwd()
