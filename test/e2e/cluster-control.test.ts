@@ -6,6 +6,7 @@ import { connControlChannel } from '../../src/infra/redis/keys'
 import { loadRelayKey, signAsRelay } from '../../src/infra/relay-key'
 import { type ConnControlOp, KIND_CONTROL, toControlTemplate } from '../../src/protocols/control'
 import { makeKeys, type TestKeys } from '../support/events'
+import { eventually } from '../support/eventually'
 import { httpGet } from '../support/http'
 import { metric } from '../support/metrics'
 import type { TestRelay } from '../support/relay'
@@ -34,8 +35,7 @@ describe('cluster control messages', () => {
     // a node's subscriber connection confirms its control channels shortly after listen(): poll Redis (bounded)
     const channel = connControlChannel(id)
     const subscribers = async () => Number(((await redis.pubsub('NUMSUB', channel)) as [string, number])[1])
-    for (let i = 0; i < 200 && (await subscribers()) < n; i++) await new Promise((r) => setTimeout(r, 10))
-    expect(await subscribers()).toBe(n)
+    expect(await eventually(subscribers, (got) => got >= n, `${n} subscriber(s) on ${channel}`, { timeoutMs: 2_000 })).toBe(n)
     return { id, host, nodes: started }
   }
 

@@ -118,6 +118,7 @@ describe('a cluster node when a backend goes away', () => {
       await eventually(
         () => readiness(a!),
         (s) => s === 200,
+        'node A ready again',
       ),
     ).toBe(200)
     expect(await readiness(b!)).toBe(200)
@@ -179,7 +180,8 @@ describe('a cluster node when a backend goes away', () => {
       const healed = await eventually(
         () => send(onA, fresh(keys)),
         (ok) => ok.accepted,
-        ANSWER_DUE_MS,
+        'a write on node A accepted after the restore',
+        { timeoutMs: ANSWER_DUE_MS, intervalMs: 100 },
       )
       expect(healed.accepted).toBe(true)
       for (let i = 0; i < 5; i++) expect((await send(i % 2 ? onB : onA, fresh(keys))).accepted).toBe(true)

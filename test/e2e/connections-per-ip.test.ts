@@ -54,6 +54,8 @@ describe('concurrent connections per IP (one node)', () => {
       await eventually(
         () => upgradeStatus(r),
         (s) => s === 101,
+        'an upgrade accepted again',
+        { intervalMs: 100 },
       ),
     ).toBe(101)
     // the probe above closed again too (the relay notices a moment later): exactly one slot is free, not more
@@ -65,6 +67,8 @@ describe('concurrent connections per IP (one node)', () => {
             () => 'refused',
           ),
         (s) => s === 'in',
+        'a connection let in',
+        { intervalMs: 100 },
       ),
     ).toBe('in')
     expect(await upgradeStatus(r)).toBe(429)
@@ -77,6 +81,8 @@ describe('concurrent connections per IP (one node)', () => {
       await eventually(
         () => upgradeStatus(r),
         (s) => s === 101,
+        'an upgrade accepted again',
+        { intervalMs: 100 },
       ),
     ).toBe(101)
     expect(await refusedTooMany(r)).toBe(0)
@@ -122,6 +128,8 @@ describe('concurrent connections per IP (a cluster)', () => {
       await eventually(
         () => upgradeStatus(b, headers(b)),
         (s) => s === 101,
+        'an upgrade through node B accepted again',
+        { intervalMs: 100 },
       ),
     ).toBe(101)
   })

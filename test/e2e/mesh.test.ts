@@ -35,7 +35,8 @@ describe('the relay mesh', () => {
       const linked = await eventually(
         () => status(node),
         (s) => s.peers.filter((p) => p.connected).length >= n - 1,
-        15_000,
+        'every node linked to the others',
+        { timeoutMs: 15_000 },
       )
       expect(linked.peers.filter((p) => p.connected)).toHaveLength(n - 1)
     }
@@ -75,7 +76,8 @@ describe('the relay mesh', () => {
     const state = await eventually(
       () => channelState(clients[1]!, 'hive'),
       (s) => sameSet(tagValues(s.members, 'p'), want),
-      15_000,
+      'a 39002 listing exactly the members',
+      { timeoutMs: 15_000 },
     )
     expect(new Set(tagValues(state.members, 'p'))).toEqual(want)
     // one owner, named alike by every node; its state events carry its generation

@@ -66,7 +66,8 @@ describe('NIP-29 channels', () => {
       const { members } = await eventually(
         () => channelState(c, 'busy'),
         (s) => tagValues(s.members, 'p').length === want.size,
-        10_000,
+        'a 39002 listing every member',
+        { timeoutMs: 10_000 },
       )
       expect(new Set(tagValues(members, 'p'))).toEqual(want)
       // MAX_STATE_AHEAD_SECONDS is 5; a second of slack for the clock turning between signing and here

@@ -95,6 +95,7 @@ describe('presence (kind 20001) on one node', () => {
       await eventually(
         () => presenceOf(reader, keys.pubkey),
         (e) => e.length === 0,
+        'the presence forgotten',
       ),
     ).toEqual([])
     expect(performance.now() - started).toBeGreaterThan(1_500)
@@ -117,7 +118,8 @@ describe('presence (kind 20001) on one node', () => {
       await eventually(
         () => presenceOf(reader, keys.pubkey),
         (e) => e.length === 0,
-        3_000,
+        'the presence cleared',
+        { timeoutMs: 3_000 },
       ),
     ).toEqual([])
   })
@@ -162,7 +164,8 @@ describe('presence across two nodes of a cluster', () => {
       await eventually(
         () => presenceOf(readerB, keys.pubkey),
         (e) => e.length === 0,
-        10_000,
+        'the presence forgotten on B',
+        { timeoutMs: 10_000 },
       ),
     ).toEqual([])
     // the Redis key's TTL is 3 × heartbeat: it can't have gone much before that
@@ -189,7 +192,8 @@ describe('presence across two nodes of a cluster', () => {
       await eventually(
         () => presenceOf(readerB, keys.pubkey),
         (e) => e.length === 0,
-        3_000,
+        'the presence cleared on B',
+        { timeoutMs: 3_000 },
       ),
     ).toEqual([])
   })

@@ -2,8 +2,10 @@ import { join } from 'node:path'
 import postgres from 'postgres'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { makeKeys } from '../support/events'
+import { eventually } from '../support/eventually'
 import { checkRun, StateRecorder, Writer } from '../support/mesh-checker'
-import { counter, type MeshCluster, type MeshNode, meshStatus, startMeshCluster, until } from '../support/mesh-cluster'
+import { type MeshCluster, type MeshNode, meshStatus, startMeshCluster } from '../support/mesh-cluster'
+import { metric } from '../support/metrics'
 import { createTestDatabase, type TestDatabase } from '../support/postgres'
 import { type PrivateRedis, startPrivateRedis } from '../support/redis-server'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy'
@@ -41,10 +43,11 @@ const CHANNEL = 'hive'
 
 async function linked(c: MeshCluster) {
   for (const node of c.nodes) {
-    await until(
+    await eventually(
       () => meshStatus(node),
       (s) => s.peers.filter((p) => p.connected).length === c.nodes.length - 1,
-      20_000,
+      'every node linked to the others',
+      { timeoutMs: 20_000, intervalMs: 100 },
     )
   }
 }
@@ -95,7 +98,7 @@ async function final39002(c: MeshCluster, node: MeshNode, want: Set<string>): Pr
   const client = await connect(node.url, { host: `${c.community}.test:${new URL(node.url).port}` })
   try {
     let probe = 0
-    return await until(
+    return await eventually(
       async () => {
         const subId = `final-${++probe}`
         client.send(['REQ', subId, { kinds: [39002], '#d': [CHANNEL] }])
@@ -105,7 +108,8 @@ async function final39002(c: MeshCluster, node: MeshNode, want: Set<string>): Pr
         return new Set((e?.tags ?? []).filter((t) => t[0] === 'p').map((t) => t[1] ?? ''))
       },
       (got) => got.size === want.size && [...want].every((p) => got.has(p)),
-      15_000,
+      'a 39002 listing exactly the member rows',
+      { timeoutMs: 15_000, intervalMs: 100 },
     )
   } finally {
     client.close()
@@ -157,18 +161,20 @@ describe('the relay mesh under faults (three processes)', () => {
       await c.nodes[owner]!.process.exited
       // both survivors name the dead node suspect (phi accrual), within 6 s of the kill
       for (const i of others) {
-        await until(
+        await eventually(
           () => meshStatus(c.nodes[i]!),
           (s) => s.peers.some((p) => p.runtime === killedRuntime && p.suspect),
-          10_000,
+          'both survivors naming the killed node suspect',
+          { timeoutMs: 10_000, intervalMs: 100 },
         )
       }
       suspectedAfterMs = performance.now() - killedAt
       // the next owner answers within TTL + a retry
-      await until(
+      await eventually(
         () => meshStatus(c.nodes[others[0]!]!),
         (s) => s.sessions.some((x) => x.session === `channel:${CHANNEL}` && x.generation > (before?.generation ?? 0)),
-        15_000,
+        'a survivor owning the channel under a higher generation',
+        { timeoutMs: 15_000, intervalMs: 100 },
       )
     })
     const takeoverMs = performance.now() - killedAt
@@ -203,10 +209,11 @@ describe('the relay mesh under faults (three processes)', () => {
         stale.process.proc.kill('SIGSTOP')
         await new Promise((r) => setTimeout(r, 8_000)) // > the 6 s lease
         stale.process.proc.kill('SIGCONT')
-        await until(
+        await eventually(
           () => meshStatus(stale),
           (s) => !s.sessions.some((x) => x.session === `channel:${CHANNEL}` && x.local),
-          10_000,
+          'the woken owner giving the session up',
+          { timeoutMs: 10_000, intervalMs: 100 },
         )
       },
       0,
@@ -217,7 +224,7 @@ describe('the relay mesh under faults (three processes)', () => {
     )
     expect(owners.size).toBeLessThanOrEqual(1)
     // the woken owner learnt it had lost the lease (a refused renewal, or its own write fenced off), and counted it
-    expect(await counter(stale, 'apiary_mesh_leases_lost_total')).toBeGreaterThan(0)
+    expect(await metric(stale, 'apiary_mesh_leases_lost_total')).toBeGreaterThan(0)
   }, 90_000)
 
   it('changes no owner and suspects no peer when a node stalls for 2 s', async () => {

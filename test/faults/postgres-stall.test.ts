@@ -189,13 +189,15 @@ describe('a cluster node whose PostgreSQL path stalls', () => {
     const healed = await eventually(
       () => track(onA, fresh(keys)),
       (ok) => ok.accepted,
-      HANG_MS,
+      'a write on node A accepted after the resume',
+      { timeoutMs: HANG_MS, intervalMs: 100 },
     )
     for (let i = 0; i < 3; i++) await track(onA, fresh(keys))
     const readyAfter = (
       await eventually(
         () => readiness(aUrl),
         (r) => r.status === 200,
+        'node A ready again',
       )
     ).status
 

@@ -209,10 +209,7 @@ describe('live cross-node traffic across a Redis restart', () => {
       expect(await readiness(a!)).toBe(503)
       expect(await readiness(b!)).toBe(503)
       // the live subscriptions open at the kill were told they may miss events
-      await eventually(
-        async () => aToB.closedWith.length > 0 && bToA.closedWith.length > 0,
-        (told) => told,
-      )
+      await eventually(() => aToB.closedWith.length > 0 && bToA.closedWith.length > 0, 'both live subscriptions told of the outage')
 
       await redis.restart()
       phase = 'after'
@@ -246,12 +243,14 @@ describe('live cross-node traffic across a Redis restart', () => {
         await eventually(
           () => readiness(a!),
           (s) => s === 200,
+          'node A ready again',
         ),
       ).toBe(200)
       expect(
         await eventually(
           () => readiness(b!),
           (s) => s === 200,
+          'node B ready again',
         ),
       ).toBe(200)
 

@@ -82,6 +82,7 @@ describe('a paused reader beside healthy ones', () => {
     const stats = await eventually(
       () => r.relay.stats('default'),
       (s) => s.subscriptions === 2,
+      'the slow subscription forgotten',
     )
     expect(stats.subscriptions).toBe(2)
   })
@@ -119,7 +120,8 @@ describe('a paused reader beside healthy ones', () => {
     const closes = await eventually(
       () => metric(r, 'apiary_slow_consumer_closes_total'),
       (n) => n === 1,
-      10_000,
+      'one slow consumer closed',
+      { timeoutMs: 10_000 },
     )
     expect(closes).toBe(1)
     socketOf(reader).resume()

@@ -199,7 +199,8 @@ describe.concurrent('a community driven past its give-up budget', () => {
           return answer !== 'silence' && answer[0] === 'EOSE'
         },
         (ok) => ok,
-        RESPAWN_DUE_MS,
+        'a REQ on a new connection answered with EOSE',
+        { timeoutMs: RESPAWN_DUE_MS, intervalMs: 100 },
       )
       expect(served).toBe(true)
       const fresh1 = await connect(h.url)
@@ -226,7 +227,7 @@ describe.concurrent('a community driven past its give-up budget', () => {
       const down = await ready()
       expect(down.status).toBe(503)
       expect(JSON.stringify(JSON.parse(down.body))).toContain(COMMUNITY)
-      const back = await eventually(ready, (r) => r.status === 200, RESPAWN_DUE_MS + 2_000)
+      const back = await eventually(ready, (r) => r.status === 200, 'the relay ready again', { timeoutMs: RESPAWN_DUE_MS + 2_000 })
       expect(back.status).toBe(200)
       expect(back.body).not.toContain(COMMUNITY)
     })

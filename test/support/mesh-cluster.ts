@@ -2,16 +2,18 @@
 // fault tests inject faults into, and what each node says about itself (/mesh/status, /metrics).
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type MeshStatus, parseMeshStatus } from '../../src/protocols/mesh/status'
+import { httpGet } from './http'
 import { freePort } from './redis-server'
 import { GENEROUS_ENV, type RelayProcess, startRelayProcess } from './relay-process'
 
 export interface MeshNode {
   process: RelayProcess
   url: string
+  /** its HTTP (and WebSocket) port */
+  port: number
   meshPort: number
   dataDir: string
 }
@@ -56,7 +58,7 @@ export async function startMeshCluster(
         APIARY_MESH_PORT: String(meshPort),
         ...extraEnv,
       })
-      const node = { process, url: process.url, meshPort, dataDir }
+      const node = { process, url: process.url, port: Number(new URL(process.url).port), meshPort, dataDir }
       nodes.push(node)
       return node
     },
@@ -77,64 +79,10 @@ export async function startMeshCluster(
   return cluster
 }
 
-export function httpGetJson(url: string, path: string, timeoutMs = 2_000): Promise<{ status: number; json: unknown }> {
-  const { hostname, port } = new URL(url)
-  return new Promise((resolve, reject) => {
-    const req = request({ host: hostname, port, path, method: 'GET', timeout: timeoutMs }, (res) => {
-      let body = ''
-      res.setEncoding('utf8')
-      res.on('data', (d: string) => {
-        body += d
-      })
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, json: body ? (JSON.parse(body) as unknown) : undefined }))
-    })
-    req.on('timeout', () => req.destroy(new Error('timeout')))
-    req.on('error', reject)
-    req.end()
-  })
-}
-
+/** What the node says about itself on /mesh/status (2 s at most: a stopped process never answers). */
 export async function meshStatus(node: MeshNode): Promise<MeshStatus> {
-  const { json } = await httpGetJson(node.url, '/mesh/status')
-  const parsed = parseMeshStatus(json)
+  const { body } = await httpGet(node, '/mesh/status', {}, 2_000)
+  const parsed = parseMeshStatus(JSON.parse(body))
   if (!parsed.ok) throw new Error(parsed.error)
   return parsed.value
-}
-
-/** The value of one Prometheus counter (summed over labels, or one label set when `labels` is given). */
-export async function counter(node: MeshNode, name: string, labels = ''): Promise<number> {
-  const { hostname, port } = new URL(node.url)
-  const text: string = await new Promise((resolve, reject) => {
-    request({ host: hostname, port, path: '/metrics', method: 'GET' }, (res) => {
-      let body = ''
-      res.on('data', (d: Buffer) => {
-        body += d.toString()
-      })
-      res.on('end', () => resolve(body))
-    })
-      .on('error', reject)
-      .end()
-  })
-  let sum = 0
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(name)) continue
-    if (labels && !line.includes(labels)) continue
-    const value = Number(line.slice(line.lastIndexOf(' ') + 1))
-    if (Number.isFinite(value)) sum += value
-  }
-  return sum
-}
-
-/** Polls until `holds` (every 100 ms, at most `ms`); the last value either way. */
-export async function until<T>(probe: () => Promise<T>, holds: (v: T) => boolean, ms: number): Promise<T> {
-  const deadline = performance.now() + ms
-  for (;;) {
-    const v = await probe().catch(() => undefined)
-    if (v !== undefined && holds(v)) return v
-    if (performance.now() > deadline) {
-      if (v === undefined) throw new Error('probe kept failing')
-      return v
-    }
-    await new Promise((r) => setTimeout(r, 100))
-  }
 }

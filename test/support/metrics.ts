@@ -1,10 +1,9 @@
 // Reading a relay's Prometheus /metrics the way an operator's scraper does: a sample's value summed over its
 // label sets, or for one set of labels.
-import { httpGet } from './http'
-import type { TestRelay } from './relay'
+import { type HttpTarget, httpGet } from './http'
 
 /** The value of one Prometheus sample (sum over label sets), 0 when absent. */
-export async function metric(r: TestRelay, name: string): Promise<number> {
+export async function metric(r: HttpTarget, name: string): Promise<number> {
   const { body } = await httpGet(r, '/metrics')
   let sum = 0
   for (const line of body.split('\n')) {
@@ -16,7 +15,7 @@ export async function metric(r: TestRelay, name: string): Promise<number> {
 }
 
 /** One Prometheus sample with exactly these labels among its own, 0 when absent. */
-export async function labelledMetric(r: TestRelay, name: string, labels: Record<string, string>): Promise<number> {
+export async function labelledMetric(r: HttpTarget, name: string, labels: Record<string, string>): Promise<number> {
   const { body } = await httpGet(r, '/metrics')
   const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`)
   let sum = 0

@@ -3,11 +3,26 @@
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { prefixOf } from '../../src/protocols/reasons'
 import { type EventTemplate, type SignedEvent, signEvent, type TestKeys, toRaw } from './events'
+import { eventually } from './eventually'
 import type { TestRelay } from './relay'
 import { connect, type Frame, type TestClient } from './ws-client'
 
 /** A client of the `default` community, or of another community when `host` is a name (port is added). */
 export const client = (r: TestRelay, host?: string): Promise<TestClient> => connect(r.url, host ? { host: `${host}:${r.port}` } : {})
+
+/** Connects until the relay refuses `host` with HTTP 404, i.e. once it no longer serves that community (at most 5 s). */
+export async function until404(r: TestRelay, host: string): Promise<boolean> {
+  const refused = async () => {
+    try {
+      ;(await client(r, host)).close()
+      return false
+    } catch (error) {
+      if (String(error).includes('HTTP 404')) return true
+      throw error
+    }
+  }
+  return eventually(refused, (is404) => is404, `HTTP 404 for ${host}`, { timeoutMs: 5_000, intervalMs: 50 })
+}
 
 /** The NIP-42 relay URL a client connected with `host` must name. */
 export const relayUrlOf = (r: TestRelay, host = '127.0.0.1') => `ws://${host}:${r.port}`

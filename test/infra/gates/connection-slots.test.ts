@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type ConnectionSlots, createMemoryConnectionSlots, type SlotLease } from '../../../src/infra/gates/connection-slots'
 import { createRedisConnectionSlots } from '../../../src/infra/gates/redis-connection-slots'
 import { ipOpenKey } from '../../../src/infra/redis/keys'
+import { eventually } from '../../support/eventually'
 import { type PrivateRedis, startPrivateRedis } from '../../support/redis-server'
 import { connectRedis } from '../redis/connect'
 
@@ -142,8 +143,12 @@ describe('redis connection slots while Redis is down', () => {
     const during = await takeAll(slots, ip, 3, 3)
     expect(during.map((l) => l !== undefined)).toEqual([true, true, false])
     await server.restart() // empty: the slot taken before the outage is gone with it
-    const deadline = performance.now() + 5_000
-    while ((await privateRedis.zcard(ipOpenKey(ip)).catch(() => 0)) < 3 && performance.now() < deadline) await sleep(100)
+    await eventually(
+      () => privateRedis.zcard(ipOpenKey(ip)),
+      (open) => open >= 3,
+      'the three sockets written back',
+      { timeoutMs: 5_000, intervalMs: 100 },
+    )
     expect(await privateRedis.zcard(ipOpenKey(ip))).toBe(3)
     expect(await slots.acquire(ip, 3)).toBeUndefined()
     during[0]?.release()
