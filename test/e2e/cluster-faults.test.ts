@@ -119,6 +119,7 @@ describe('a cluster node when a backend goes away', () => {
         () => readiness(a!),
         (s) => s === 200,
         'node A ready again',
+        { intervalMs: 100 },
       ),
     ).toBe(200)
     expect(await readiness(b!)).toBe(200)

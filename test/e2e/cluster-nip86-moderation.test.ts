@@ -20,7 +20,7 @@ const nip11On = async (node: TestRelay, host: string) =>
 
 /** polls `read` until it returns `want` (deep equality), for up to 2 s */
 const eventuallyEqual = <T>(read: () => Promise<T>, want: T): Promise<T> =>
-  eventually(read, (got) => JSON.stringify(got) === JSON.stringify(want), `${JSON.stringify(want)}`, { timeoutMs: 2_000 })
+  eventually(read, (got) => JSON.stringify(got) === JSON.stringify(want), `${JSON.stringify(want)}`, { timeoutMs: 2_000, intervalMs: 100 })
 
 /** Moderation on a cluster: settings reach every node at once (InvalidateAll), budgets are shared (Redis). */
 describe('moderation over NIP-86 on a cluster of nodes', () => {

@@ -110,6 +110,7 @@ describe('delivery that cannot happen is never silent', () => {
       () => stats(r),
       (s) => s.connections === 0 && s.subscriptions === 0 && s.presenceHolders === 0,
       'every connection, subscription and presence holder gone',
+      { intervalMs: 100 },
     )
     expect(settled).toMatchObject({ connections: 0, subscriptions: 0, presenceHolders: 0 })
   })

@@ -67,7 +67,7 @@ describe('NIP-29 channels', () => {
         () => channelState(c, 'busy'),
         (s) => tagValues(s.members, 'p').length === want.size,
         'a 39002 listing every member',
-        { timeoutMs: 10_000 },
+        { timeoutMs: 10_000, intervalMs: 100 },
       )
       expect(new Set(tagValues(members, 'p'))).toEqual(want)
       // MAX_STATE_AHEAD_SECONDS is 5; a second of slack for the clock turning between signing and here

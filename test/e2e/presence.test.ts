@@ -96,6 +96,7 @@ describe('presence (kind 20001) on one node', () => {
         () => presenceOf(reader, keys.pubkey),
         (e) => e.length === 0,
         'the presence forgotten',
+        { intervalMs: 100 },
       ),
     ).toEqual([])
     expect(performance.now() - started).toBeGreaterThan(1_500)
@@ -119,7 +120,7 @@ describe('presence (kind 20001) on one node', () => {
         () => presenceOf(reader, keys.pubkey),
         (e) => e.length === 0,
         'the presence cleared',
-        { timeoutMs: 3_000 },
+        { timeoutMs: 3_000, intervalMs: 100 },
       ),
     ).toEqual([])
   })
@@ -165,7 +166,7 @@ describe('presence across two nodes of a cluster', () => {
         () => presenceOf(readerB, keys.pubkey),
         (e) => e.length === 0,
         'the presence forgotten on B',
-        { timeoutMs: 10_000 },
+        { timeoutMs: 10_000, intervalMs: 100 },
       ),
     ).toEqual([])
     // the Redis key's TTL is 3 × heartbeat: it can't have gone much before that
@@ -193,7 +194,7 @@ describe('presence across two nodes of a cluster', () => {
         () => presenceOf(readerB, keys.pubkey),
         (e) => e.length === 0,
         'the presence cleared on B',
-        { timeoutMs: 3_000 },
+        { timeoutMs: 3_000, intervalMs: 100 },
       ),
     ).toEqual([])
   })

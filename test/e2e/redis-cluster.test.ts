@@ -142,6 +142,7 @@ describe('a cluster of nodes on a Redis Cluster', () => {
         () => subscribers(redis.ports),
         (counts) => total(counts) === 2,
         'one subscriber connection per node',
+        { intervalMs: 100 },
       )
       expect(total(holding)).toBe(2)
       const victim = redis.ports[holding.findIndex((n) => n > 0)]
@@ -234,6 +235,7 @@ describe('a cluster of nodes on a Redis Cluster', () => {
           () => readiness(b!),
           (s) => s === 200,
           'node B ready again',
+          { intervalMs: 100 },
         ),
       ).toBe(200)
     }, 60_000)

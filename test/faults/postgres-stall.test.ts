@@ -198,6 +198,7 @@ describe('a cluster node whose PostgreSQL path stalls', () => {
         () => readiness(aUrl),
         (r) => r.status === 200,
         'node A ready again',
+        { intervalMs: 100 },
       )
     ).status
 

@@ -244,6 +244,7 @@ describe('live cross-node traffic across a Redis restart', () => {
           () => readiness(a!),
           (s) => s === 200,
           'node A ready again',
+          { intervalMs: 100 },
         ),
       ).toBe(200)
       expect(
@@ -251,6 +252,7 @@ describe('live cross-node traffic across a Redis restart', () => {
           () => readiness(b!),
           (s) => s === 200,
           'node B ready again',
+          { intervalMs: 100 },
         ),
       ).toBe(200)
 

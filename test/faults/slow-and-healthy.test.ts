@@ -83,6 +83,7 @@ describe('a paused reader beside healthy ones', () => {
       () => r.relay.stats('default'),
       (s) => s.subscriptions === 2,
       'the slow subscription forgotten',
+      { intervalMs: 100 },
     )
     expect(stats.subscriptions).toBe(2)
   })
@@ -121,7 +122,7 @@ describe('a paused reader beside healthy ones', () => {
       () => metric(r, 'apiary_slow_consumer_closes_total'),
       (n) => n === 1,
       'one slow consumer closed',
-      { timeoutMs: 10_000 },
+      { timeoutMs: 10_000, intervalMs: 100 },
     )
     expect(closes).toBe(1)
     socketOf(reader).resume()

@@ -227,7 +227,10 @@ describe.concurrent('a community driven past its give-up budget', () => {
       const down = await ready()
       expect(down.status).toBe(503)
       expect(JSON.stringify(JSON.parse(down.body))).toContain(COMMUNITY)
-      const back = await eventually(ready, (r) => r.status === 200, 'the relay ready again', { timeoutMs: RESPAWN_DUE_MS + 2_000 })
+      const back = await eventually(ready, (r) => r.status === 200, 'the relay ready again', {
+        timeoutMs: RESPAWN_DUE_MS + 2_000,
+        intervalMs: 100,
+      })
       expect(back.status).toBe(200)
       expect(back.body).not.toContain(COMMUNITY)
     })

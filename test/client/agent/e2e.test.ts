@@ -193,6 +193,7 @@ describe('an agent behind a path that hangs without closing (half-open socket)',
       () => reqEvents(c, [{ ids: [queued.id] }]),
       (found) => found.length === 1,
       'the queued event stored',
+      { intervalMs: 100 },
     )
     expect(stored).toHaveLength(1)
     c.close()
