@@ -18,6 +18,8 @@ export type Op = {
 /** One writer: a connection to one node, changing one channel's membership for pubkeys of its own. */
 export class Writer {
   readonly ops: Op[] = []
+  /** its connection was lost (its node went away): it sends nothing more */
+  gone = false
   private stopped = false
   private sent = 0
   private client: TestClient | undefined
@@ -43,11 +45,19 @@ export class Writer {
       const kind = i % 7 === 6 ? 9002 : round % 2 === 0 ? 9000 : 9001
       const tags = kind === 9002 ? [['name', `round ${i}`]] : [['p', pubkey]]
       const ok = await this.send(kind, tags)
-      if (ok === 'gone') return
+      if (ok === 'gone') {
+        this.gone = true
+        return
+      }
       this.ops.push({ kind, pubkey: kind === 9002 ? undefined : pubkey, ...ok, atMs: performance.now(), node: this.index })
       i++
       await new Promise((r) => setTimeout(r, pauseMs))
     }
+  }
+
+  /** how many of its changes were acknowledged (OK true) after `sinceMs` (performance.now) */
+  acknowledgedSince(sinceMs: number): number {
+    return this.ops.filter((o) => o.answer === 'ok' && o.atMs > sinceMs).length
   }
 
   stop(): void {
