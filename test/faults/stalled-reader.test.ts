@@ -150,8 +150,18 @@ describe('a reader that stops reading', () => {
       // the pages (stored warm-up events) are not what is counted below
       stalled.frames.length = 0
       expect(await metricOf('apiary_connections_active')).toBe(3)
-      await sleep(1_000)
-      const rssBefore = rss()
+      // the baseline once the warm-up has settled: the relay's RSS moving less than 2 MiB in a quarter second
+      let lastRss = Number.NaN
+      const rssBefore = await eventually(
+        () => {
+          const [previous, now] = [lastRss, rss()]
+          lastRss = now
+          return { now, moved: Math.abs(now - previous) }
+        },
+        ({ moved }) => moved < 2 * MiB,
+        "the relay's RSS steady after the warm-up",
+        { timeoutMs: 10_000, intervalMs: 250 },
+      ).then(({ now }) => now)
       let rssPeak = rssBefore
       sampler = setInterval(() => {
         rssPeak = Math.max(rssPeak, rss())
