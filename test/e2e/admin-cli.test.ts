@@ -9,7 +9,7 @@ import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { apiary } from '../support/cli'
 import { makeKeys } from '../support/events'
 import { startTestRelay, type TestRelay } from '../support/relay'
-import { auth, client, fresh, publish, relayUrlOf } from './helpers'
+import { auth, client, fresh, publish, relayUrlOf } from '../support/relay-client'
 
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex')
 

@@ -11,24 +11,12 @@ import type { EventStore } from '../../src/infra/store/event-store'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { makeKeys, type SignedEvent, signEvent, type TestKeys } from '../support/events'
 import { openFailingSqliteStore } from '../support/failing-event-store'
+import { httpGet } from '../support/http'
+import { metric } from '../support/metrics'
 import { communityActor, type TestRelay } from '../support/relay'
+import { auth, authEvent, challengeOf, client, count, idsOf, publish, relayUrlOf, reqEvents } from '../support/relay-client'
+import { REDIS_URL, useCluster, useRelays } from '../support/relay-fixtures'
 import type { Frame, TestClient } from '../support/ws-client'
-import {
-  auth,
-  authEvent,
-  challengeOf,
-  client,
-  count,
-  httpGet,
-  idsOf,
-  metric,
-  publish,
-  REDIS_URL,
-  relayUrlOf,
-  reqEvents,
-  useCluster,
-  useRelays,
-} from './helpers'
 
 /**
  * The relay half of the agent registry (docs/agent-registry.md): kind 31990 announcements served only while

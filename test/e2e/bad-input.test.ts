@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import { makeKeys } from '../support/events'
+import { metric } from '../support/metrics'
+import { client, fresh, idsOf, publishNew, reqAnswer, reqEvents } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 import type { TestClient } from '../support/ws-client'
-import { client, fresh, idsOf, metric, publishNew, reqAnswer, reqEvents, useRelays } from './helpers'
 
 /** The connection still works: a valid REQ gets its EOSE. */
 async function stillServes(c: TestClient) {

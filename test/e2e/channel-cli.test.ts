@@ -5,9 +5,10 @@ import { runChannel } from '../../src/cli/channel'
 import { checkOwnerAttestation, parseOwnerAttestation } from '../../src/protocols/nip-oa'
 import { apiary as runApiary } from '../support/cli'
 import { makeKeys } from '../support/events'
+import { channelState, hasFlag, post, tagValues } from '../support/nip29-client'
 import { startTestRelay, type TestRelay } from '../support/relay'
-import { channelState, hasFlag, post, tagValues } from './channel-helpers'
-import { auth, client, nowSeconds, relayUrlOf, withGenerousRates } from './helpers'
+import { auth, client, nowSeconds, relayUrlOf } from '../support/relay-client'
+import { withGenerousRates } from '../support/relay-fixtures'
 
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex')
 /** what `apiary channel` prints for an accepted event: its id */

@@ -3,11 +3,12 @@ import { describe, expect, it } from 'vitest'
 import { openPostgresCommunityStore } from '../../src/infra/store/postgres/postgres-community-store'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys, type TestKeys } from '../support/events'
+import { authAsAgent, createChannel, delivered, deliveredBefore, post, putUser, removeUser, subscribe } from '../support/nip29-client'
+import { callNip86 } from '../support/nip86-client'
 import type { TestRelay } from '../support/relay'
+import { auth, client, count, fresh, idsOf, publish, publishNew, relayUrlOf, reqEvents } from '../support/relay-client'
+import { useCluster, useRelays } from '../support/relay-fixtures'
 import type { TestClient } from '../support/ws-client'
-import { authAsAgent, createChannel, delivered, deliveredBefore, post, putUser, removeUser, subscribe } from './channel-helpers'
-import { auth, client, count, fresh, idsOf, publish, publishNew, relayUrlOf, reqEvents, useCluster, useRelays } from './helpers'
-import { callNip86 } from './nip86-client'
 
 /**
  * Private channels and agent bans across two nodes on one Redis and one PostgreSQL. A short membership

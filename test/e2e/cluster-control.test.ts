@@ -6,9 +6,13 @@ import { connControlChannel } from '../../src/infra/redis/keys'
 import { loadRelayKey, signAsRelay } from '../../src/infra/relay-key'
 import { type ConnControlOp, KIND_CONTROL, toControlTemplate } from '../../src/protocols/control'
 import { makeKeys, type TestKeys } from '../support/events'
+import { eventually } from '../support/eventually'
+import { httpGet } from '../support/http'
+import { metric } from '../support/metrics'
 import type { TestRelay } from '../support/relay'
+import { auth, client, nowSeconds, relayUrlOf, reqEvents } from '../support/relay-client'
+import { REDIS_URL, useCluster, useRelays } from '../support/relay-fixtures'
 import type { TestClient } from '../support/ws-client'
-import { auth, client, httpGet, metric, nowSeconds, REDIS_URL, relayUrlOf, reqEvents, useCluster, useRelays } from './helpers'
 
 /**
  * The conn-control channel (architecture §6.7): payloads are events signed by the relay key, so write access to Redis
@@ -31,8 +35,7 @@ describe('cluster control messages', () => {
     // a node's subscriber connection confirms its control channels shortly after listen(): poll Redis (bounded)
     const channel = connControlChannel(id)
     const subscribers = async () => Number(((await redis.pubsub('NUMSUB', channel)) as [string, number])[1])
-    for (let i = 0; i < 200 && (await subscribers()) < n; i++) await new Promise((r) => setTimeout(r, 10))
-    expect(await subscribers()).toBe(n)
+    expect(await eventually(subscribers, (got) => got >= n, `${n} subscriber(s) on ${channel}`, { timeoutMs: 2_000 })).toBe(n)
     return { id, host, nodes: started }
   }
 

@@ -5,25 +5,15 @@ import { openPostgresEventStore } from '../../src/infra/store/postgres/postgres-
 import { STORE_DEADLINE_MS } from '../../src/infra/store/postgres/postgres-schema'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys, type SignedEvent } from '../support/events'
+import { eventually } from '../support/eventually'
+import { httpGet } from '../support/http'
+import { metric } from '../support/metrics'
 import { type PrivateRedis, startPrivateRedis } from '../support/redis-server'
 import type { TestRelay } from '../support/relay'
+import { client, count, fresh, idsOf, type Ok, publish, publishNew, reqEvents } from '../support/relay-client'
+import { useCluster, useRelays } from '../support/relay-fixtures'
 import { startTcpProxy, type TcpProxy, type TcpProxyOptions } from '../support/tcp-proxy'
 import type { TestClient } from '../support/ws-client'
-import {
-  client,
-  count,
-  eventually,
-  fresh,
-  httpGet,
-  idsOf,
-  metric,
-  type Ok,
-  publish,
-  publishNew,
-  reqEvents,
-  useCluster,
-  useRelays,
-} from './helpers'
 
 /**
  * Backend outages in cluster mode (architecture §6.7, §10): each test kills its own redis-server or cuts
@@ -128,6 +118,8 @@ describe('a cluster node when a backend goes away', () => {
       await eventually(
         () => readiness(a!),
         (s) => s === 200,
+        'node A ready again',
+        { intervalMs: 100 },
       ),
     ).toBe(200)
     expect(await readiness(b!)).toBe(200)
@@ -189,7 +181,8 @@ describe('a cluster node when a backend goes away', () => {
       const healed = await eventually(
         () => send(onA, fresh(keys)),
         (ok) => ok.accepted,
-        ANSWER_DUE_MS,
+        'a write on node A accepted after the restore',
+        { timeoutMs: ANSWER_DUE_MS, intervalMs: 100 },
       )
       expect(healed.accepted).toBe(true)
       for (let i = 0; i < 5; i++) expect((await send(i % 2 ? onB : onA, fresh(keys))).accepted).toBe(true)

@@ -1,9 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys, type TestKeys } from '../support/events'
+import { eventually } from '../support/eventually'
+import { httpGet } from '../support/http'
+import { managementUrl, nip98Header, postNip86 } from '../support/nip86-client'
 import type { TestRelay } from '../support/relay'
-import { auth, client, eventually, httpGet, relayUrlOf, useCluster, useRelays } from './helpers'
-import { managementUrl, nip98Header, postNip86 } from './nip86-client'
+import { auth, client, relayUrlOf } from '../support/relay-client'
+import { useCluster, useRelays } from '../support/relay-fixtures'
 
 let callCounter = 0
 /** One call to `node` for the community on `host`; the body's `id` keeps identical calls from being replays. */
@@ -17,7 +20,7 @@ const nip11On = async (node: TestRelay, host: string) =>
 
 /** polls `read` until it returns `want` (deep equality), for up to 2 s */
 const eventuallyEqual = <T>(read: () => Promise<T>, want: T): Promise<T> =>
-  eventually(read, (got) => JSON.stringify(got) === JSON.stringify(want), 2_000)
+  eventually(read, (got) => JSON.stringify(got) === JSON.stringify(want), `${JSON.stringify(want)}`, { timeoutMs: 2_000, intervalMs: 100 })
 
 /** Moderation on a cluster: settings reach every node at once (InvalidateAll), budgets are shared (Redis). */
 describe('moderation over NIP-86 on a cluster of nodes', () => {

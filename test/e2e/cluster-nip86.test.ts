@@ -2,9 +2,11 @@ import { randomBytes } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys } from '../support/events'
+import { eventually } from '../support/eventually'
+import { callNip86, managementUrl, nip98Header, postNip86, rpc } from '../support/nip86-client'
 import { startPrivateRedis } from '../support/redis-server'
-import { auth, client, REDIS_URL, relayUrlOf, useCluster, useRelays } from './helpers'
-import { callNip86, managementUrl, nip98Header, postNip86, rpc } from './nip86-client'
+import { auth, client, relayUrlOf } from '../support/relay-client'
+import { REDIS_URL, useCluster, useRelays } from '../support/relay-fixtures'
 
 /** NIP-86 on a cluster: one Redis (the shared replay guard), one PostgreSQL (the ban rows), one relay key. */
 describe('relay management on a cluster of nodes', () => {
@@ -60,18 +62,12 @@ describe('relay management on a cluster of nodes', () => {
     const created = await callNip86(a!, operator, 'createcommunity', [fresh, [`${fresh}.test`]], host)
     expect(created.json).toEqual({ result: true })
     // revalidation is every 30 s by default: only the InvalidateAll broadcast makes B serve it this soon
-    let served = false
-    for (let i = 0; i < 20 && !served; i++) {
-      served = await client(b!, `${fresh}.test`).then(
-        (c) => {
-          c.close()
-          return true
-        },
-        () => false,
-      )
-      if (!served) await new Promise((r) => setTimeout(r, 50))
-    }
-    expect(served).toBe(true)
+    const served = () =>
+      client(b!, `${fresh}.test`).then((c) => {
+        c.close()
+        return true
+      })
+    expect(await eventually(served, (yes) => yes, 'node B serving the new community', { timeoutMs: 1_500, intervalMs: 50 })).toBe(true)
   })
 
   it('fails closed while Redis (the per-IP budget and the replay guard) cannot answer, even for an operator', async () => {

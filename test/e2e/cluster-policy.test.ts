@@ -3,27 +3,26 @@ import { describe, expect, it } from 'vitest'
 import type { ConfigInput } from '../../src/infra/config'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys, type TestKeys } from '../support/events'
+import { eventually } from '../support/eventually'
+import { httpGet } from '../support/http'
+import { authAsAgent } from '../support/nip29-client'
+import { managementUrl, nip98Header, postNip86 } from '../support/nip86-client'
 import type { TestRelay } from '../support/relay'
-import type { TestClient } from '../support/ws-client'
-import { authAsAgent } from './channel-helpers'
 import {
   auth,
   client,
   fresh,
-  httpGet,
   idsOf,
   newSubId,
   type Ok,
   publish,
   publishNew,
-  REDIS_URL,
   relayUrlOf,
   reqAnswer,
   reqEvents,
-  useCluster,
-  useRelays,
-} from './helpers'
-import { managementUrl, nip98Header, postNip86 } from './nip86-client'
+} from '../support/relay-client'
+import { REDIS_URL, useCluster, useRelays } from '../support/relay-fixtures'
+import type { TestClient } from '../support/ws-client'
 
 /**
  * Community settings and rate-limit tiers on a cluster of two nodes (one Redis, one PostgreSQL). A setting
@@ -44,15 +43,11 @@ async function call(node: TestRelay, keys: TestKeys, host: string, method: strin
   if (answer.status !== 200 || answer.json.result !== true) throw new Error(`${method} answered ${answer.status} ${answer.body}`)
 }
 
-/** Repeats `attempt` every 50 ms until `done` holds or PROPAGATION_MS pass; the last value and how long it took. */
-async function pollUntil<T>(attempt: () => Promise<T>, done: (value: T) => boolean) {
-  const started = Date.now()
-  for (;;) {
-    const value = await attempt()
-    const afterMs = Date.now() - started
-    if (done(value) || afterMs > PROPAGATION_MS) return { value, afterMs }
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+/** Repeats `attempt` every 50 ms until `done` holds (at most PROPAGATION_MS): the value and how long it took. */
+async function untilPropagated<T>(attempt: () => Promise<T>, done: (value: T) => boolean, what: string) {
+  const started = performance.now()
+  const value = await eventually(attempt, done, what, { timeoutMs: PROPAGATION_MS, intervalMs: 50 })
+  return { value, afterMs: performance.now() - started }
 }
 
 const refusedWith = (prefix: string) => (ok: Ok) => !ok.accepted && ok.prefix === prefix
@@ -77,7 +72,11 @@ describe('community settings changed through one node, on a cluster', () => {
     const onB = await client(b, host)
     expect((await publish(onB, fresh(author))).accepted).toBe(true)
     await call(a, operator, host, 'setcommunitypolicy', [{ writePolicy: 'authenticated' }])
-    const { value, afterMs } = await pollUntil(() => publish(onB, fresh(author)), refusedWith('auth-required'))
+    const { value, afterMs } = await untilPropagated(
+      () => publish(onB, fresh(author)),
+      refusedWith('auth-required'),
+      'B refusing with auth-required:',
+    )
     expect(value.prefix).toBe('auth-required')
     expect(afterMs).toBeLessThan(PROPAGATION_MS)
     expect((await auth(onB, author, relayUrlOf(b, host))).accepted).toBe(true)
@@ -91,7 +90,11 @@ describe('community settings changed through one node, on a cluster', () => {
     const outsiderOnB = await client(b, host)
     expect((await auth(outsiderOnB, outsider, relayUrlOf(b, host))).accepted).toBe(true)
     await call(a, operator, host, 'setcommunitypolicy', [{ writePolicy: 'members' }])
-    const { value } = await pollUntil(() => publish(outsiderOnB, fresh(outsider)), refusedWith('restricted'))
+    const { value } = await untilPropagated(
+      () => publish(outsiderOnB, fresh(outsider)),
+      refusedWith('restricted'),
+      'B refusing the outsider with restricted:',
+    )
     expect(value.prefix).toBe('restricted')
     const memberOnB = await client(b, host)
     expect((await auth(memberOnB, member, relayUrlOf(b, host))).accepted).toBe(true)
@@ -103,9 +106,10 @@ describe('community settings changed through one node, on a cluster', () => {
     const onB = await client(b, host)
     expect((await reqAnswer(onB, newSubId(), [{ kinds: [1] }]))[0]).toBe('EOSE')
     await call(a, operator, host, 'setcommunitypolicy', [{ readPolicy: 'authenticated' }])
-    const { value, afterMs } = await pollUntil(
+    const { value, afterMs } = await untilPropagated(
       () => reqAnswer(onB, newSubId(), [{ kinds: [1] }]),
       (f) => f[0] === 'CLOSED',
+      'B closing the REQ',
     )
     expect(value[0]).toBe('CLOSED')
     expect(prefixOf(value[2] as string)).toBe('auth-required')
@@ -118,12 +122,20 @@ describe('community settings changed through one node, on a cluster', () => {
     const onB = await client(b, host)
     expect((await publish(onB, fresh(keys, { kind: 7 }))).accepted).toBe(true)
     await call(a, operator, host, 'allowkind', [1])
-    const reaction = await pollUntil(() => publish(onB, fresh(keys, { kind: 7 })), refusedWith('blocked'))
+    const reaction = await untilPropagated(
+      () => publish(onB, fresh(keys, { kind: 7 })),
+      refusedWith('blocked'),
+      'B refusing kind 7 with blocked:',
+    )
     expect(reaction.value.prefix).toBe('blocked')
     expect(reaction.afterMs).toBeLessThan(PROPAGATION_MS)
     expect((await publish(onB, fresh(keys, { kind: 1 }))).accepted).toBe(true)
     await call(a, operator, host, 'disallowkind', [1])
-    const note = await pollUntil(() => publish(onB, fresh(keys, { kind: 1 })), refusedWith('blocked'))
+    const note = await untilPropagated(
+      () => publish(onB, fresh(keys, { kind: 1 })),
+      refusedWith('blocked'),
+      'B refusing kind 1 with blocked:',
+    )
     expect(note.value.prefix).toBe('blocked')
     expect(note.afterMs).toBeLessThan(PROPAGATION_MS)
   })
@@ -137,7 +149,11 @@ describe('community settings changed through one node, on a cluster', () => {
     expect(await reqEvents(onB, [{ ids: [e.event.id] }])).toEqual([])
     expect(await reqEvents(await client(a, host), [{ ids: [e.event.id] }])).toEqual([])
     // B's list of banned ids is re-read on the broadcast; until then its recent-id guard says "duplicate:"
-    const { value, afterMs } = await pollUntil(() => publish(onB, e), refusedWith('blocked'))
+    const { value, afterMs } = await untilPropagated(
+      () => publish(onB, e),
+      refusedWith('blocked'),
+      'B refusing the banned event with blocked:',
+    )
     expect(value.prefix).toBe('blocked')
     expect(afterMs).toBeLessThan(PROPAGATION_MS)
     expect((await publish(await client(a, host), e)).prefix).toBe('blocked')
@@ -220,9 +236,10 @@ describe('rate-limit tiers across the nodes of a cluster', () => {
     await call(a, operator, host, 'setagenttier', [agent.pubkey, 'elevated'])
     // nothing on B shows the roster; a name written after it shows when B has re-read the record (one read)
     await call(a, operator, host, 'changerelayname', ['roster read'])
-    const seen = await pollUntil(
+    const seen = await untilPropagated(
       async () => JSON.parse((await httpGet(b, '/', { Accept: 'application/nostr+json', Host: `${host}:${b.port}` })).body).name as string,
       (name) => name === 'roster read',
+      'B serving the new relay name',
     )
     expect(seen.value).toBe('roster read')
     const clients = [await authedOn(a, host, agent), await authedOn(b, host, agent)]

@@ -3,8 +3,9 @@ import { describe, expect, it } from 'vitest'
 import { eventsChannel } from '../../src/infra/redis/keys'
 import { openPostgresCommunityStore } from '../../src/infra/store/postgres/postgres-community-store'
 import { makeKeys, signEvent } from '../support/events'
-import type { TestRelay } from '../support/relay'
-import { auth, client, fresh, publish, REDIS_URL, relayUrlOf, reqEvents, useCluster, useRelays } from './helpers'
+import { eventually } from '../support/eventually'
+import { auth, client, fresh, publish, relayUrlOf, reqEvents, until404 } from '../support/relay-client'
+import { REDIS_URL, useCluster, useRelays } from '../support/relay-fixtures'
 
 /** Two or three nodes of one cluster: one Redis, one PostgreSQL database (this file's own), one relay key. */
 describe('a cluster of nodes on one Redis and one PostgreSQL', () => {
@@ -43,15 +44,12 @@ describe('a cluster of nodes on one Redis and one PostgreSQL', () => {
       expect(await numsub()).toBe(0)
       const onA = await client(a!, host)
       await reqEvents(onA, [{ kinds: [1] }], 'x')
-      const until = async (n: number) => {
-        for (let i = 0; i < 200 && (await numsub()) !== n; i++) await new Promise((r) => setTimeout(r, 10))
-        return numsub()
-      }
+      const subscribers = (n: number) => eventually(numsub, (got) => got === n, `${n} node(s) subscribed`, { timeoutMs: 2_000 })
       // only A has an interest: B's Redis connection receives nothing for this community
-      expect(await until(1)).toBe(1)
+      expect(await subscribers(1)).toBe(1)
       const onB = await client(b!, host)
       await reqEvents(onB, [{ kinds: [1] }], 'y')
-      expect(await until(2)).toBe(2)
+      expect(await subscribers(2)).toBe(2)
     } finally {
       redis.disconnect()
     }
@@ -140,20 +138,6 @@ describe('a cluster of nodes on one Redis and one PostgreSQL', () => {
       expect((await auth(c, bad, relayUrlOf(node, host))).prefix).toBe('blocked')
     }
   })
-
-  /** connects until the node refuses with HTTP 404 (bounded), i.e. once it no longer serves the community */
-  async function until404(node: TestRelay, host: string) {
-    for (let i = 0; i < 100; i++) {
-      try {
-        ;(await client(node, host)).close()
-      } catch (error) {
-        if (String(error).includes('HTTP 404')) return true
-        throw error
-      }
-      await new Promise((r) => setTimeout(r, 50))
-    }
-    return false
-  }
 
   it('archives a community on every node: sockets closed, new connections refused with 404', async () => {
     const {

@@ -3,25 +3,13 @@ import WebSocket from 'ws'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys, type TestKeys } from '../support/events'
+import { httpGet } from '../support/http'
+import { authAsAgent, createChannel, delivered, subscribe } from '../support/nip29-client'
+import { managementUrl, nip98Header, postNip86 } from '../support/nip86-client'
 import type { TestRelay } from '../support/relay'
+import { auth, client, count, fresh, idsOf, newSubId, publish, publishNew, relayUrlOf, reqAnswer, reqEvents } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 import type { Frame } from '../support/ws-client'
-import { authAsAgent, createChannel, delivered, subscribe } from './channel-helpers'
-import {
-  auth,
-  client,
-  count,
-  fresh,
-  httpGet,
-  idsOf,
-  newSubId,
-  publish,
-  publishNew,
-  relayUrlOf,
-  reqAnswer,
-  reqEvents,
-  useRelays,
-} from './helpers'
-import { managementUrl, nip98Header, postNip86 } from './nip86-client'
 
 /**
  * What a community's NIP-86 settings do on the WebSocket side, on one embedded node: the read and write

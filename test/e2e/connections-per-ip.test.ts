@@ -1,9 +1,11 @@
 import { connect as connectTcp } from 'node:net'
 import { describe, expect, it } from 'vitest'
+import { eventually } from '../support/eventually'
+import { labelledMetric } from '../support/metrics'
+import { testClientIp, upgradeStatus, viaProxy } from '../support/per-ip-clients'
 import type { TestRelay } from '../support/relay'
+import { useCluster, useRelays } from '../support/relay-fixtures'
 import { connect, type TestClient } from '../support/ws-client'
-import { labelledMetric, testClientIp, upgradeStatus, viaProxy } from './forwarded'
-import { eventually, useCluster, useRelays } from './helpers'
 
 const LIMIT = 3
 const refusedTooMany = (r: TestRelay) => labelledMetric(r, 'apiary_connections_refused_total', { reason: 'too-many-connections' })
@@ -52,6 +54,8 @@ describe('concurrent connections per IP (one node)', () => {
       await eventually(
         () => upgradeStatus(r),
         (s) => s === 101,
+        'an upgrade accepted again',
+        { intervalMs: 100 },
       ),
     ).toBe(101)
     // the probe above closed again too (the relay notices a moment later): exactly one slot is free, not more
@@ -63,6 +67,8 @@ describe('concurrent connections per IP (one node)', () => {
             () => 'refused',
           ),
         (s) => s === 'in',
+        'a connection let in',
+        { intervalMs: 100 },
       ),
     ).toBe('in')
     expect(await upgradeStatus(r)).toBe(429)
@@ -75,6 +81,8 @@ describe('concurrent connections per IP (one node)', () => {
       await eventually(
         () => upgradeStatus(r),
         (s) => s === 101,
+        'an upgrade accepted again',
+        { intervalMs: 100 },
       ),
     ).toBe(101)
     expect(await refusedTooMany(r)).toBe(0)
@@ -120,6 +128,8 @@ describe('concurrent connections per IP (a cluster)', () => {
       await eventually(
         () => upgradeStatus(b, headers(b)),
         (s) => s === 101,
+        'an upgrade through node B accepted again',
+        { intervalMs: 100 },
       ),
     ).toBe(101)
   })

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { makeKeys, type SignedEvent } from '../support/events'
-import { client, fresh, idsOf, publish, reqEvents, useRelays } from './helpers'
+import { client, fresh, idsOf, publish, reqEvents } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 
 describe('durability across restarts', () => {
   const relays = useRelays()

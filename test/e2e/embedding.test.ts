@@ -6,7 +6,8 @@ import { ask, ConfigError, createRelay, type HostMsg, RelayError, type Supervisi
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { verifyEventNoble } from '../../src/protocols/nip01/event'
 import { makeKeys, signEvent } from '../support/events'
-import { client, idsOf, reqEvents, useRelays } from './helpers'
+import { client, idsOf, reqEvents } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 
 describe('embedding the relay in a program', () => {
   const relays = useRelays()

@@ -3,8 +3,9 @@ import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { makeKeys, type SignedEvent } from '../support/events'
 import { signEventFast } from '../support/fast-sign'
 import type { TestRelay } from '../support/relay'
+import { client, nowSeconds, publish } from '../support/relay-client'
+import { useCluster, useRelays } from '../support/relay-fixtures'
 import type { Frame, TestClient } from '../support/ws-client'
-import { client, nowSeconds, publish, useCluster, useRelays } from './helpers'
 
 /**
  * NIP-01's promise to a subscriber, under concurrent writes: the stored page up to EOSE, then the live feed,

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { makeKeys } from '../support/events'
-import { client, count, fresh, idsOf, publish, publishNew, reqEvents, useRelays } from './helpers'
+import { client, count, fresh, idsOf, publish, publishNew, reqEvents } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 
 const BETA = { communities: [{ id: 'beta', hosts: ['beta.test'] }] }
 

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { REASON_PREFIXES } from '../../src/protocols/reasons'
 import { makeKeys, signEvent } from '../support/events'
-import { client, fresh, idsOf, nowSeconds, publish, publishNew, reqEvents, useRelays } from './helpers'
+import { client, fresh, idsOf, nowSeconds, publish, publishNew, reqEvents } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 
 const standardPrefixes: readonly (string | undefined)[] = REASON_PREFIXES
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { makeKeys, signEvent, toRaw } from '../support/events'
-import { client, fresh, idsOf, inOneSecond, publish, publishNew, reqAnswer, reqEvents, useRelays } from './helpers'
+import { client, fresh, idsOf, inOneSecond, publish, publishNew, reqAnswer, reqEvents } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 
 /** A REQ frame of exactly `bytes` bytes (ASCII), padded in an ignored filter key. */
 function reqOfSize(subId: string, bytes: number): string {

@@ -2,20 +2,25 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { ConfigInput } from '../../src/infra/config'
 import { parseMeshStatus } from '../../src/protocols/mesh/status'
 import { makeKeys } from '../support/events'
+import { eventually } from '../support/eventually'
+import { httpGet } from '../support/http'
+import { metric } from '../support/metrics'
+import { channelState, createChannel, putUser, removeUser, tagValues } from '../support/nip29-client'
 import type { TestRelay } from '../support/relay'
-import { channelState, createChannel, putUser, removeUser, tagValues } from './channel-helpers'
-import { client, eventually, httpGet, useCluster, useRelays } from './helpers'
+import { client } from '../support/relay-client'
+import { useCluster, useRelays } from '../support/relay-fixtures'
 
 /**
  * The relay mesh on three nodes sharing one Redis and one PostgreSQL (in-process instances on ports of their
- * own). A short lease keeps takeovers quick enough for a test; the fault tests use the real timings.
+ * own). A short lease keeps takeovers quick enough for a test.
  */
 const sameSet = (a: (string | undefined)[], b: Set<string>) => a.length === b.size && a.every((x) => x !== undefined && b.has(x))
 
 describe('the relay mesh', () => {
   const relays = useRelays()
   const cluster = useCluster(relays)
-  const MESH: ConfigInput = { mesh: 'on', meshPort: 0, meshLeaseTtlMs: 1_500, meshLeaseRenewMs: 500 }
+  const MESH_RENEW_MS = 500
+  const MESH: ConfigInput = { mesh: 'on', meshPort: 0, meshLeaseTtlMs: 1_500, meshLeaseRenewMs: MESH_RENEW_MS }
 
   async function status(r: TestRelay) {
     const answer = await httpGet(r, '/mesh/status')
@@ -32,7 +37,8 @@ describe('the relay mesh', () => {
       const linked = await eventually(
         () => status(node),
         (s) => s.peers.filter((p) => p.connected).length >= n - 1,
-        15_000,
+        'every node linked to the others',
+        { timeoutMs: 15_000, intervalMs: 100 },
       )
       expect(linked.peers.filter((p) => p.connected)).toHaveLength(n - 1)
     }
@@ -72,7 +78,8 @@ describe('the relay mesh', () => {
     const state = await eventually(
       () => channelState(clients[1]!, 'hive'),
       (s) => sameSet(tagValues(s.members, 'p'), want),
-      15_000,
+      'a 39002 listing exactly the members',
+      { timeoutMs: 15_000, intervalMs: 100 },
     )
     expect(new Set(tagValues(state.members, 'p'))).toEqual(want)
     // one owner, named alike by every node; its state events carry its generation
@@ -124,11 +131,22 @@ describe('the relay mesh', () => {
       const c = await client(nodes[1]!, host)
       expect((await createChannel(c, admin, 'steady')).ok.accepted).toBe(true)
       const before = (await Promise.all(nodes.map(status))).map((s) => s.sessions.find((x) => x.session === 'channel:steady'))
+      const skipped = () => Promise.all(nodes.map((r) => metric(r, 'apiary_mesh_registry_skipped_total')))
+      const skippedBefore = await skipped()
+      const steppedAt = performance.now()
       // only Date moves (as an NTP step does): timers and performance.now keep real time
       vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true })
       vi.setSystemTime(Date.now() + 3_600_000)
-      // three lease renewals and a registry reconcile later
-      await new Promise((r) => setTimeout(r, 5_500))
+      // a registry reconcile on every node on the stepped clock: each record it reads was issued an hour "ago"
+      await eventually(
+        skipped,
+        (now) => now.every((n, i) => n > skippedBefore[i]!),
+        'a registry reconcile on every node, on the stepped clock',
+        { timeoutMs: 10_000, intervalMs: 100 },
+      )
+      // What must not happen: a lease renewal on the stepped clock losing a lease. Nothing shows a renewal that
+      // succeeded, so three renewal intervals must have passed.
+      await new Promise((r) => setTimeout(r, Math.max(0, steppedAt + 3 * MESH_RENEW_MS - performance.now())))
       expect((await putUser(c, admin, 'steady', makeKeys().pubkey)).ok.accepted).toBe(true)
       const after = await Promise.all(nodes.map(status))
       expect(after.map((s) => s.sessions.find((x) => x.session === 'channel:steady'))).toEqual(before)

@@ -13,9 +13,12 @@ import { openPostgresEventStore } from '../../src/infra/store/postgres/postgres-
 import { openSqliteCommunityStore } from '../../src/infra/store/sqlite/sqlite-community-store'
 import type { OutboundQueue } from '../../src/infra/ws/outbound-queue'
 import { makeKeys } from '../support/events'
+import { eventually } from '../support/eventually'
 import { openFailingSqliteStore, withFaults } from '../support/failing-event-store'
+import { metric } from '../support/metrics'
 import { communityActor, type TestRelay } from '../support/relay'
-import { auth, client, eventually, fresh, metric, publish, REDIS_URL, relayUrlOf, reqEvents, useCluster, useRelays } from './helpers'
+import { auth, client, fresh, publish, relayUrlOf, reqEvents } from '../support/relay-client'
+import { REDIS_URL, useCluster, useRelays } from '../support/relay-fixtures'
 
 /**
  * architecture §10: a client that believes it is subscribed never silently misses an event. Where an event can't be
@@ -106,6 +109,8 @@ describe('delivery that cannot happen is never silent', () => {
     const settled = await eventually(
       () => stats(r),
       (s) => s.connections === 0 && s.subscriptions === 0 && s.presenceHolders === 0,
+      'every connection, subscription and presence holder gone',
+      { intervalMs: 100 },
     )
     expect(settled).toMatchObject({ connections: 0, subscriptions: 0, presenceHolders: 0 })
   })

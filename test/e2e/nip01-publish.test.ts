@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { makeKeys, signEvent, toRaw } from '../support/events'
-import { client, idsOf, nowSeconds, publish, reqEvents, useRelays } from './helpers'
+import { client, idsOf, nowSeconds, publish, reqEvents } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 
 describe('publishing an event (NIP-01)', () => {
   const relays = useRelays()

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { makeKeys, type SignedEvent, signEvent } from '../support/events'
-import { client, idsOf, nowSeconds, publish, publishNew, reqEvents, useRelays } from './helpers'
+import { client, idsOf, nowSeconds, publish, publishNew, reqEvents } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 
 /** NIP-01 order: created_at desc, ties by lowest id. */
 const newestFirst = (a: NostrEvent, b: NostrEvent) => b.created_at - a.created_at || (a.id < b.id ? -1 : 1)

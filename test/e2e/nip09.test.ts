@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { makeKeys } from '../support/events'
-import { client, fresh, idsOf, nowSeconds, publish, publishNew, reqEvents, useRelays } from './helpers'
+import { client, fresh, idsOf, nowSeconds, publish, publishNew, reqEvents } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 
 describe('deletion requests (NIP-09)', () => {
   const relays = useRelays()

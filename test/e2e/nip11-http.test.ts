@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest'
+import { httpGet } from '../support/http'
+import { metric } from '../support/metrics'
+import { useRelays } from '../support/relay-fixtures'
 import { connect } from '../support/ws-client'
-import { httpGet, metric, useRelays } from './helpers'
 
 const NOSTR_JSON = { Accept: 'application/nostr+json' }
 const upgradeHeaders = (host: string) => ({

@@ -3,7 +3,7 @@ import { hexToBytes } from '@noble/hashes/utils.js'
 import { getPublicKey } from 'nostr-tools/pure'
 import { describe, expect, it } from 'vitest'
 import { makeKeys, type TestKeys } from '../support/events'
-import type { TestRelay } from '../support/relay'
+import { eventually } from '../support/eventually'
 import {
   channelEvent,
   channelState,
@@ -18,8 +18,10 @@ import {
   putUser,
   removeUser,
   tagValues,
-} from './channel-helpers'
-import { client, eventually, fresh, idsOf, nowSeconds, publish, reqEvents, useRelays } from './helpers'
+} from '../support/nip29-client'
+import type { TestRelay } from '../support/relay'
+import { client, fresh, idsOf, nowSeconds, publish, reqEvents } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 
 /** NIP-29 channels inside one community of one embedded node: who may do what, and what the relay publishes. */
 describe('NIP-29 channels', () => {
@@ -64,7 +66,8 @@ describe('NIP-29 channels', () => {
       const { members } = await eventually(
         () => channelState(c, 'busy'),
         (s) => tagValues(s.members, 'p').length === want.size,
-        10_000,
+        'a 39002 listing every member',
+        { timeoutMs: 10_000, intervalMs: 100 },
       )
       expect(new Set(tagValues(members, 'p'))).toEqual(want)
       // MAX_STATE_AHEAD_SECONDS is 5; a second of slack for the clock turning between signing and here

@@ -1,7 +1,5 @@
 import { describe, expect, it } from 'vitest'
 import { makeKeys, type TestKeys } from '../support/events'
-import type { TestRelay } from '../support/relay'
-import type { TestClient } from '../support/ws-client'
 import {
   createChannel,
   delivered,
@@ -13,8 +11,11 @@ import {
   putUser,
   removeUser,
   subscribe,
-} from './channel-helpers'
-import { auth, client, count, idsOf, nowSeconds, publishNew, relayUrlOf, reqEvents, useRelays } from './helpers'
+} from '../support/nip29-client'
+import type { TestRelay } from '../support/relay'
+import { auth, client, count, idsOf, nowSeconds, publishNew, relayUrlOf, reqEvents } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
+import type { TestClient } from '../support/ws-client'
 
 /**
  * A private channel's events reach only connections authenticated as one of its members (or as a community

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { makeKeys } from '../support/events'
-import { client, count, fresh, idsOf, nowSeconds, publish, publishNew, reqEvents, useRelays } from './helpers'
+import { eventually } from '../support/eventually'
+import { client, count, fresh, idsOf, nowSeconds, publish, publishNew, reqEvents } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 
 describe('expiring events (NIP-40)', () => {
   const relays = useRelays()
@@ -24,13 +25,12 @@ describe('expiring events (NIP-40)', () => {
     const forever = await publishNew(c, keys)
     expect(idsOf(await reqEvents(c, [{ ids: [e.event.id] }]))).toEqual([e.event.id])
     // No clock injection in createRelay: poll (bounded) until the relay's clock passes the expiration.
-    let served: NostrEvent[] = []
-    const deadline = Date.now() + 5_000
-    do {
-      served = await reqEvents(c, [{ authors: [keys.pubkey] }])
-      if (!idsOf(served).includes(e.event.id)) break
-      await new Promise((resolve) => setTimeout(resolve, 100))
-    } while (Date.now() < deadline)
+    const served = await eventually(
+      () => reqEvents(c, [{ authors: [keys.pubkey] }]),
+      (events) => !idsOf(events).includes(e.event.id),
+      'the expired event no longer served',
+      { timeoutMs: 5_000, intervalMs: 100 },
+    )
     expect(idsOf(served)).toEqual([forever.event.id])
     expect(nowSeconds()).toBeGreaterThanOrEqual(expiresAt)
     expect(await count(c, [{ authors: [keys.pubkey] }])).toBe(1)

@@ -14,8 +14,8 @@ import {
   relayUrlOf,
   reqAnswer,
   reqEvents,
-  useRelays,
-} from './helpers'
+} from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 
 describe('authentication (NIP-42)', () => {
   const relays = useRelays()

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { makeKeys } from '../support/events'
-import { auth, client, count, publishNew, relayUrlOf, useRelays } from './helpers'
+import { auth, client, count, publishNew, relayUrlOf } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 
 describe('COUNT (NIP-45)', () => {
   const relays = useRelays()

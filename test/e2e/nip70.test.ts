@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { makeKeys } from '../support/events'
-import { auth, client, fresh, idsOf, publish, relayUrlOf, reqEvents, useRelays } from './helpers'
+import { auth, client, fresh, idsOf, publish, relayUrlOf, reqEvents } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 
 describe('protected events (NIP-70)', () => {
   const relays = useRelays()

@@ -1,26 +1,13 @@
 import { describe, expect, it } from 'vitest'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys } from '../support/events'
-import type { TestRelay } from '../support/relay'
-import { auth, client, fresh, httpGet, publish, relayUrlOf, reqEvents, useRelays } from './helpers'
-import { callNip86 } from './nip86-client'
+import { httpGet } from '../support/http'
+import { callNip86 } from '../support/nip86-client'
+import { auth, client, fresh, publish, relayUrlOf, reqEvents, until404 } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 
 const errorPrefix = (a: { json: { error?: string } }) => prefixOf(a.json.error ?? '')
 const NOSTR_JSON = { Accept: 'application/nostr+json' }
-
-/** connects until the node refuses with HTTP 404 (bounded), i.e. once it no longer serves the host */
-async function until404(r: TestRelay, host: string) {
-  for (let i = 0; i < 100; i++) {
-    try {
-      ;(await client(r, host)).close()
-    } catch (error) {
-      if (String(error).includes('HTTP 404')) return true
-      throw error
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  return false
-}
 
 describe('community admins and the community methods over NIP-86', () => {
   const relays = useRelays()

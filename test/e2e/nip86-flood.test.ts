@@ -2,10 +2,11 @@ import { Agent, request } from 'node:http'
 import { describe, expect, it } from 'vitest'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys } from '../support/events'
+import { labelledMetric } from '../support/metrics'
+import { authorizationOf, managementUrl, nip98Event, rpc } from '../support/nip86-client'
 import type { TestRelay } from '../support/relay'
-import { labelledMetric } from './forwarded'
-import { client, fresh, publish, useRelays } from './helpers'
-import { authorizationOf, managementUrl, nip98Event, rpc } from './nip86-client'
+import { client, fresh, publish } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 
 const FLOOD = 5_000
 const API_PER_IP = { ratePerSecond: 2, burst: 20 }

@@ -1,9 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys, type TestKeys } from '../support/events'
+import { eventually } from '../support/eventually'
+import { httpGet } from '../support/http'
+import { managementUrl, nip98Header, postNip86 } from '../support/nip86-client'
 import type { TestRelay } from '../support/relay'
-import { auth, client, fresh, httpGet, idsOf, publish, publishNew, relayUrlOf, reqEvents, useRelays } from './helpers'
-import { managementUrl, nip98Header, postNip86 } from './nip86-client'
+import { auth, client, fresh, idsOf, publish, publishNew, relayUrlOf, reqEvents } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 
 const errorPrefix = (a: { json: { error?: string } }) => prefixOf(a.json.error ?? '')
 const NOSTR_JSON = { Accept: 'application/nostr+json' }
@@ -118,11 +121,12 @@ describe('moderation over NIP-86: lists, relay info, kinds, IPs, timeouts and po
       const again = await client(r, WASPS)
       expect((await publish(again, fresh(noisy))).prefix).toBe('blocked')
       // the ban list drops the ban once its end has passed: poll it rather than guess the clock
-      let listed = 1
-      for (let i = 0; i < 50 && listed > 0; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 100))
-        listed = ((await asAdmin(r, 'listbannedpubkeys')).json.result as unknown[]).length
-      }
+      const listed = await eventually(
+        async () => ((await asAdmin(r, 'listbannedpubkeys')).json.result as unknown[]).length,
+        (n) => n === 0,
+        'the ban gone from the list',
+        { timeoutMs: 5_000, intervalMs: 100 },
+      )
       expect(listed).toBe(0)
       expect((await publish(again, fresh(noisy))).accepted).toBe(true)
     })

@@ -3,8 +3,9 @@ import { describe, expect, it } from 'vitest'
 import { NIP86_METHODS } from '../../src/protocols/nip86/methods'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys, type TestKeys } from '../support/events'
-import { auth, client, relayUrlOf, useRelays } from './helpers'
-import { authorizationOf, callNip86, managementUrl, nip98Event, nip98Header, postNip86, rpc } from './nip86-client'
+import { authorizationOf, callNip86, managementUrl, nip98Event, nip98Header, postNip86, rpc } from '../support/nip86-client'
+import { auth, client, relayUrlOf } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 
 const prefixOfAnswer = (a: { json: { error?: string } }) => prefixOf(a.json.error ?? '')
 

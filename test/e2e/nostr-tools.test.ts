@@ -2,7 +2,8 @@ import { finalizeEvent, generateSecretKey, getPublicKey } from 'nostr-tools/pure
 import { Relay, useWebSocketImplementation } from 'nostr-tools/relay'
 import { afterEach, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
-import { useRelays } from './helpers'
+import { eventually } from '../support/eventually'
+import { useRelays } from '../support/relay-fixtures'
 
 useWebSocketImplementation(WebSocket)
 
@@ -11,10 +12,7 @@ const note = (sk: Uint8Array, content: string, extra: { kind?: number; tags?: st
 
 /** relay.auth needs the challenge, which arrives in the first frame after connect (nostr-tools keeps it). */
 const challengeArrived = (relay: Relay) =>
-  new Promise<void>((resolve) => {
-    const poll = () => ((relay as unknown as { challenge?: string }).challenge ? resolve() : setImmediate(poll))
-    poll()
-  })
+  eventually(() => (relay as unknown as { challenge?: string }).challenge !== undefined, 'the AUTH challenge')
 
 describe('nostr-tools end to end', () => {
   const relays = useRelays()

@@ -2,8 +2,10 @@ import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import { makeKeys, type SignedEvent } from '../support/events'
+import { metric } from '../support/metrics'
+import { authEvent, challengeOf, client, fresh, relayUrlOf } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 import type { TestClient } from '../support/ws-client'
-import { authEvent, challengeOf, client, fresh, metric, relayUrlOf, useRelays } from './helpers'
 
 /**
  * One connection's frames are applied in the order they were sent, whatever order their signatures are

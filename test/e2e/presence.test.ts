@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { makeKeys, type SignedEvent, signEvent, type TestKeys } from '../support/events'
+import { eventually } from '../support/eventually'
 import type { TestRelay } from '../support/relay'
+import { auth, client, idsOf, publish, relayUrlOf, reqEvents } from '../support/relay-client'
+import { useCluster, useRelays } from '../support/relay-fixtures'
 import type { TestClient } from '../support/ws-client'
-import { auth, client, eventually, idsOf, publish, relayUrlOf, reqEvents, useCluster, useRelays } from './helpers'
 
 const BETA = { communities: [{ id: 'beta', hosts: ['beta.test'] }] }
 
@@ -93,6 +95,8 @@ describe('presence (kind 20001) on one node', () => {
       await eventually(
         () => presenceOf(reader, keys.pubkey),
         (e) => e.length === 0,
+        'the presence forgotten',
+        { intervalMs: 100 },
       ),
     ).toEqual([])
     expect(performance.now() - started).toBeGreaterThan(1_500)
@@ -115,7 +119,8 @@ describe('presence (kind 20001) on one node', () => {
       await eventually(
         () => presenceOf(reader, keys.pubkey),
         (e) => e.length === 0,
-        3_000,
+        'the presence cleared',
+        { timeoutMs: 3_000, intervalMs: 100 },
       ),
     ).toEqual([])
   })
@@ -160,7 +165,8 @@ describe('presence across two nodes of a cluster', () => {
       await eventually(
         () => presenceOf(readerB, keys.pubkey),
         (e) => e.length === 0,
-        10_000,
+        'the presence forgotten on B',
+        { timeoutMs: 10_000, intervalMs: 100 },
       ),
     ).toEqual([])
     // the Redis key's TTL is 3 × heartbeat: it can't have gone much before that
@@ -187,7 +193,8 @@ describe('presence across two nodes of a cluster', () => {
       await eventually(
         () => presenceOf(readerB, keys.pubkey),
         (e) => e.length === 0,
-        3_000,
+        'the presence cleared on B',
+        { timeoutMs: 3_000, intervalMs: 100 },
       ),
     ).toEqual([])
   })

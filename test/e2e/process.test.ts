@@ -6,9 +6,9 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { makeKeys } from '../support/events'
 import { freePort } from '../support/redis-server'
+import { fresh, publish } from '../support/relay-client'
 import { runFailingStart, startRelayProcess, startUnderNpm } from '../support/relay-process'
 import { connect } from '../support/ws-client'
-import { fresh, publish } from './helpers'
 
 /** true once something can bind the port again: the relay let go of it */
 const portIsFree = (port: number) =>

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import { makeKeys } from '../support/events'
+import { metric } from '../support/metrics'
+import { auth, client, fresh, publish, relayUrlOf, reqAnswer } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 import { connect } from '../support/ws-client'
-import { auth, client, fresh, metric, publish, relayUrlOf, reqAnswer, useRelays } from './helpers'
 
 describe('rate limits', () => {
   const relays = useRelays()

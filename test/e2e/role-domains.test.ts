@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys, signEvent, type TestKeys } from '../support/events'
+import { authAsAgent } from '../support/nip29-client'
+import { callNip86, managementUrl, nip98Header, postNip86 } from '../support/nip86-client'
 import type { TestRelay } from '../support/relay'
+import { auth, client, publish, relayUrlOf } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 import type { TestClient } from '../support/ws-client'
-import { authAsAgent } from './channel-helpers'
-import { auth, client, publish, relayUrlOf, useRelays } from './helpers'
-import { callNip86, managementUrl, nip98Header, postNip86 } from './nip86-client'
 
 /**
  * Role domains (docs/agent-registry.md): the roster gives agents roles, the community's policy says which

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { makeKeys, signEvent } from '../support/events'
+import { metric } from '../support/metrics'
+import { client, idsOf, publish, publishNew, reqEvents } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 import type { TestClient } from '../support/ws-client'
-import { client, idsOf, metric, publish, publishNew, reqEvents, useRelays } from './helpers'
 
 type RawSocket = { _socket: { pause(): void; resume(): void } }
 const socketOf = (c: TestClient) => (c.ws as unknown as RawSocket)._socket

@@ -4,9 +4,9 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { openSqliteEventStore } from '../../src/infra/store/sqlite/sqlite-event-store'
 import { makeKeys, signEvent } from '../support/events'
+import { metric } from '../support/metrics'
 import { startTestRelay, type TestRelay } from '../support/relay'
 import { connect } from '../support/ws-client'
-import { metric } from './helpers'
 
 describe('the SQLite writer thread, seen from a client', () => {
   let relay: TestRelay | undefined

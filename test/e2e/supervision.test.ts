@@ -8,6 +8,7 @@ import { StoreError } from '../../src/infra/store/event-store'
 import { openSqliteEventStore } from '../../src/infra/store/sqlite/sqlite-event-store'
 import { createRelay, type Relay } from '../../src/relay/relay'
 import { makeKeys, signEvent } from '../support/events'
+import { eventually } from '../support/eventually'
 import { connect } from '../support/ws-client'
 
 /** A real SQLite store whose next `failQueries` queries fail as if the disk had gone away. */
@@ -51,7 +52,7 @@ describe('community supervision', () => {
     expect(String(closed[2])).toMatch(/^error: /)
 
     const restarted = () => events.some((e) => e.type === 'restarted' && e.path === 'community/default')
-    while (!restarted()) await new Promise((r) => setImmediate(r))
+    await eventually(restarted, 'community/default restarted')
     expect(events.find((e) => e.type === 'crashed' && e.path === 'community/default')).toBeDefined()
     expect(events.find((e) => e.type === 'backoff' && e.path === 'community/default')).toBeDefined()
 

@@ -2,11 +2,12 @@ import { describe, expect, it } from 'vitest'
 import type { ConfigInput } from '../../src/infra/config'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys } from '../support/events'
+import { managementUrl, nip98Header, postNip86 } from '../support/nip86-client'
+import { upgradeStatus, viaProxy } from '../support/per-ip-clients'
 import type { TestRelay } from '../support/relay'
+import { auth, fresh, publish, relayUrlOf } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 import { connect } from '../support/ws-client'
-import { upgradeStatus, viaProxy } from './forwarded'
-import { auth, fresh, publish, relayUrlOf, useRelays } from './helpers'
-import { managementUrl, nip98Header, postNip86 } from './nip86-client'
 
 const XFF = (value: string) => ({ 'X-Forwarded-For': value })
 const ONE_CONNECTION = { connectionsPerIp: { ratePerSecond: 0.001, burst: 1 } }

@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { prefixOf } from '../../src/protocols/reasons'
-import { client, fresh, idsOf, metric, publish, reqAnswer, reqEvents, useRelays } from '../e2e/helpers'
 import { makeKeys } from '../support/events'
+import { metric } from '../support/metrics'
+import { client, fresh, idsOf, publish, reqAnswer, reqEvents } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 import type { Frame, TestClient } from '../support/ws-client'
 
 /**

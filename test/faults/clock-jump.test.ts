@@ -4,8 +4,10 @@ import { createMemoryRateLimiter } from '../../src/infra/gates/memory-rate-limit
 import { isExpired } from '../../src/protocols/nip40'
 import { checkAuthEvent } from '../../src/protocols/nip42'
 import { prefixOf } from '../../src/protocols/reasons'
-import { client, count, fresh, idsOf, publish, relayUrlOf, reqEvents, useRelays } from '../e2e/helpers'
 import { makeKeys, signEvent } from '../support/events'
+import { eventually } from '../support/eventually'
+import { client, count, fresh, idsOf, publish, relayUrlOf, reqEvents } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 import type { TestClient } from '../support/ws-client'
 
 /**
@@ -257,11 +259,12 @@ describe('the crash budget when the wall clock jumps', () => {
     const seen = events.length
     const ref = k.lookup<Msg>(path)
     if (!ref || !tell(ref, { type: 'Crash' })) throw new Error('actor not running')
-    for (;;) {
-      const verdict = events.slice(seen).find((e) => (e.type === 'restarted' || e.type === 'gave-up') && 'path' in e && e.path === path)
-      if (verdict) return verdict.type as 'restarted' | 'gave-up'
-      await new Promise((r) => setImmediate(r))
-    }
+    const verdict = await eventually(
+      () => events.slice(seen).find((e) => (e.type === 'restarted' || e.type === 'gave-up') && 'path' in e && e.path === path),
+      (found) => found !== undefined,
+      `the verdict on the crash of ${path}`,
+    )
+    return verdict!.type as 'restarted' | 'gave-up'
   }
 
   function start(): { k: Kernel; events: SupervisionEvent[] } {

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import { authEvent, challengeOf, client, metric, relayUrlOf, useRelays } from '../e2e/helpers'
 import { makeKeys, type SignedEvent } from '../support/events'
 import { signEventFast } from '../support/fast-sign'
+import { metric } from '../support/metrics'
+import { authEvent, challengeOf, client, relayUrlOf } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 import type { Frame, TestClient } from '../support/ws-client'
 
 /**

@@ -8,10 +8,12 @@ import { openPostgresEventStore } from '../../src/infra/store/postgres/postgres-
 import { STORE_DEADLINE_MS } from '../../src/infra/store/postgres/postgres-schema'
 import { prefixOf } from '../../src/protocols/reasons'
 import { createRelay, type Relay } from '../../src/relay/relay'
-import { eventually, fresh, type Ok, REDIS_URL, withGenerousRates } from '../e2e/helpers'
 import { makeKeys, type SignedEvent } from '../support/events'
+import { eventually } from '../support/eventually'
 import { createTestDatabase, type TestDatabase } from '../support/postgres'
 import { startTestRelay, type TestRelay } from '../support/relay'
+import { fresh, type Ok } from '../support/relay-client'
+import { REDIS_URL, withGenerousRates } from '../support/relay-fixtures'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy'
 import { connect, type Frame, type TestClient } from '../support/ws-client'
 
@@ -187,13 +189,16 @@ describe('a cluster node whose PostgreSQL path stalls', () => {
     const healed = await eventually(
       () => track(onA, fresh(keys)),
       (ok) => ok.accepted,
-      HANG_MS,
+      'a write on node A accepted after the resume',
+      { timeoutMs: HANG_MS, intervalMs: 100 },
     )
     for (let i = 0; i < 3; i++) await track(onA, fresh(keys))
     const readyAfter = (
       await eventually(
         () => readiness(aUrl),
         (r) => r.status === 200,
+        'node A ready again',
+        { intervalMs: 100 },
       )
     ).status
 

@@ -4,11 +4,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { SupervisionEvent } from '../../src/actors/kernel'
 import { openPostgresEventStore } from '../../src/infra/store/postgres/postgres-event-store'
 import { prefixOf } from '../../src/protocols/reasons'
-import { client, count, eventually, fresh, idsOf, reqEvents, useCluster, useRelays, withGenerousRates } from '../e2e/helpers'
 import { makeKeys, type TestKeys } from '../support/events'
+import { eventually } from '../support/eventually'
 import { createTestDatabase, type TestDatabase } from '../support/postgres'
 import { type PrivateRedis, startPrivateRedis } from '../support/redis-server'
 import { startTestRelay, type TestRelay } from '../support/relay'
+import { client, count, fresh, idsOf, reqEvents } from '../support/relay-client'
+import { useCluster, useRelays, withGenerousRates } from '../support/relay-fixtures'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy'
 import type { TestClient } from '../support/ws-client'
 
@@ -207,10 +209,7 @@ describe('live cross-node traffic across a Redis restart', () => {
       expect(await readiness(a!)).toBe(503)
       expect(await readiness(b!)).toBe(503)
       // the live subscriptions open at the kill were told they may miss events
-      await eventually(
-        async () => aToB.closedWith.length > 0 && bToA.closedWith.length > 0,
-        (told) => told,
-      )
+      await eventually(() => aToB.closedWith.length > 0 && bToA.closedWith.length > 0, 'both live subscriptions told of the outage')
 
       await redis.restart()
       phase = 'after'
@@ -244,12 +243,16 @@ describe('live cross-node traffic across a Redis restart', () => {
         await eventually(
           () => readiness(a!),
           (s) => s === 200,
+          'node A ready again',
+          { intervalMs: 100 },
         ),
       ).toBe(200)
       expect(
         await eventually(
           () => readiness(b!),
           (s) => s === 200,
+          'node B ready again',
+          { intervalMs: 100 },
         ),
       ).toBe(200)
 

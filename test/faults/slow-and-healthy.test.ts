@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
-import { client, eventually, metric, publish, reqEvents, useCluster, useRelays } from '../e2e/helpers'
 import { makeKeys, signEvent, type TestKeys } from '../support/events'
+import { eventually } from '../support/eventually'
+import { metric } from '../support/metrics'
 import type { TestRelay } from '../support/relay'
+import { client, publish, reqEvents } from '../support/relay-client'
+import { useCluster, useRelays } from '../support/relay-fixtures'
 import type { TestClient } from '../support/ws-client'
 
 /**
@@ -79,6 +82,8 @@ describe('a paused reader beside healthy ones', () => {
     const stats = await eventually(
       () => r.relay.stats('default'),
       (s) => s.subscriptions === 2,
+      'the slow subscription forgotten',
+      { intervalMs: 100 },
     )
     expect(stats.subscriptions).toBe(2)
   })
@@ -116,7 +121,8 @@ describe('a paused reader beside healthy ones', () => {
     const closes = await eventually(
       () => metric(r, 'apiary_slow_consumer_closes_total'),
       (n) => n === 1,
-      10_000,
+      'one slow consumer closed',
+      { timeoutMs: 10_000, intervalMs: 100 },
     )
     expect(closes).toBe(1)
     socketOf(reader).resume()

@@ -7,9 +7,10 @@ import { STORE_DEADLINE_MS } from '../../src/infra/store/postgres/postgres-schem
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import type { Filter } from '../../src/protocols/nip01/filter'
 import { prefixOf } from '../../src/protocols/reasons'
-import { client, fresh, publishNew, reqEvents, withGenerousRates } from '../e2e/helpers'
 import { type EventTemplate, makeKeys, type SignedEvent } from '../support/events'
 import { startTestRelay, type TestRelay } from '../support/relay'
+import { client, fresh, publishNew, reqEvents } from '../support/relay-client'
+import { withGenerousRates } from '../support/relay-fixtures'
 import { hasTag, openSlowSqliteStore, type SlowEventStore, type Snapshot } from '../support/slow-event-store'
 import type { Frame, TestClient } from '../support/ws-client'
 

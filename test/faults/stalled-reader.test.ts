@@ -3,9 +3,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
-import { client, metric, publish, useRelays } from '../e2e/helpers'
 import { makeKeys, type SignedEvent } from '../support/events'
+import { eventually } from '../support/eventually'
 import { signEventFast } from '../support/fast-sign'
+import { metric } from '../support/metrics'
+import { client, publish } from '../support/relay-client'
+import { useRelays } from '../support/relay-fixtures'
 import { GENEROUS_ENV, startRelayProcess } from '../support/relay-process'
 import { connect, type TestClient } from '../support/ws-client'
 
@@ -54,11 +57,9 @@ function issueLoad(n: number, round: number): SignedEvent[] {
 
 /** Resolves once `c` has received `n` EVENT frames for `subId`. */
 async function receivedCount(c: TestClient, subId: string, n: number, ms: number): Promise<void> {
-  const deadline = performance.now() + ms
-  while (c.frames.filter((f) => f[0] === 'EVENT' && f[1] === subId).length < n) {
-    if (performance.now() > deadline) throw new Error(`${subId}: fewer than ${n} events in ${ms} ms`)
-    await sleep(20)
-  }
+  await eventually(() => c.frames.filter((f) => f[0] === 'EVENT' && f[1] === subId).length >= n, `${n} events on ${subId}`, {
+    timeoutMs: ms,
+  })
 }
 
 /** Pipelines every event (no waiting between them); resolves with how many were answered OK true. */
@@ -100,14 +101,9 @@ function expectInOrderPrefixes(c: TestClient, subIds: string[], expected: number
   return counts.reduce((a, b) => a + b, 0)
 }
 
-/** Polls until `holds` (every 20 ms, so a time taken from it is that precise); the last value otherwise. */
-async function when<T>(probe: () => Promise<T>, holds: (v: T) => boolean, ms: number): Promise<{ value: T; atMs: number }> {
-  const deadline = performance.now() + ms
-  let value = await probe()
-  while (!holds(value) && performance.now() < deadline) {
-    await sleep(20)
-    value = await probe()
-  }
+/** Polls until `holds` (every 20 ms, so a time taken from it is that precise): the value and when it held. */
+async function when<T>(probe: () => Promise<T>, holds: (v: T) => boolean, what: string, ms: number): Promise<{ value: T; atMs: number }> {
+  const value = await eventually(probe, holds, what, { timeoutMs: ms, intervalMs: 20 })
   return { value, atMs: performance.now() }
 }
 
@@ -135,11 +131,8 @@ describe('a reader that stops reading', () => {
     })
     const pid = relay.proc.pid ?? 0
     const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024
-    const port = new URL(relay.url).port
-    const metricOf = async (name: string) => {
-      const body = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
-      return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(body)?.[1] ?? 0)
-    }
+    const node = { port: Number(new URL(relay.url).port) }
+    const metricOf = (name: string) => metric(node, name)
     let sampler: ReturnType<typeof setInterval> | undefined
     try {
       const healthy = await connect(relay.url)
@@ -157,8 +150,18 @@ describe('a reader that stops reading', () => {
       // the pages (stored warm-up events) are not what is counted below
       stalled.frames.length = 0
       expect(await metricOf('apiary_connections_active')).toBe(3)
-      await sleep(1_000)
-      const rssBefore = rss()
+      // the baseline once the warm-up has settled: the relay's RSS moving less than 2 MiB in a quarter second
+      let lastRss = Number.NaN
+      const rssBefore = await eventually(
+        () => {
+          const [previous, now] = [lastRss, rss()]
+          lastRss = now
+          return { now, moved: Math.abs(now - previous) }
+        },
+        ({ moved }) => moved < 2 * MiB,
+        "the relay's RSS steady after the warm-up",
+        { timeoutMs: 10_000, intervalMs: 250 },
+      ).then(({ now }) => now)
       let rssPeak = rssBefore
       sampler = setInterval(() => {
         rssPeak = Math.max(rssPeak, rss())
@@ -172,6 +175,7 @@ describe('a reader that stops reading', () => {
       const gone = await when(
         () => metricOf('apiary_connections_active'),
         (n) => n === 2,
+        'the stalled reader closed',
         CLOSE_DEADLINE_MS + 2_000,
       )
       expect(gone.value).toBe(2)
@@ -231,7 +235,7 @@ describe('a reader that stops reading', () => {
     const startedAtMs = performance.now()
     expect(await publishPipelined(pub, BIG_EVENTS)).toBe(BIG_EVENTS.length)
     const lastOkAtMs = performance.now()
-    const gone = await when(active, (n) => n === 1, CLOSE_DEADLINE_MS + 2_000)
+    const gone = await when(active, (n) => n === 1, 'the stalled reader closed', CLOSE_DEADLINE_MS + 2_000)
     expect(gone.value).toBe(1)
     // it can't have gone over the bound before the first event was sent, nor after the last OK
     expect(gone.atMs - startedAtMs).toBeGreaterThanOrEqual(GRACE_MS)

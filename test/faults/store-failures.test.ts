@@ -6,9 +6,11 @@ import { describe, expect, it } from 'vitest'
 import type { SupervisionEvent } from '../../src/actors/kernel'
 import { prefixOf } from '../../src/protocols/reasons'
 import { createRelay, type Relay } from '../../src/relay/relay'
-import { count, eventually, fresh, idsOf, publish, reqEvents, withGenerousRates } from '../e2e/helpers'
 import { makeKeys } from '../support/events'
+import { eventually } from '../support/eventually'
 import { type FailingEventStore, openFailingSqliteStore } from '../support/failing-event-store'
+import { count, fresh, idsOf, publish, reqEvents } from '../support/relay-client'
+import { withGenerousRates } from '../support/relay-fixtures'
 import { connect, type Frame, type TestClient } from '../support/ws-client'
 
 /**
@@ -196,7 +198,8 @@ describe.concurrent('a community driven past its give-up budget', () => {
           return answer !== 'silence' && answer[0] === 'EOSE'
         },
         (ok) => ok,
-        RESPAWN_DUE_MS,
+        'a REQ on a new connection answered with EOSE',
+        { timeoutMs: RESPAWN_DUE_MS, intervalMs: 100 },
       )
       expect(served).toBe(true)
       const fresh1 = await connect(h.url)
@@ -223,7 +226,10 @@ describe.concurrent('a community driven past its give-up budget', () => {
       const down = await ready()
       expect(down.status).toBe(503)
       expect(JSON.stringify(JSON.parse(down.body))).toContain(COMMUNITY)
-      const back = await eventually(ready, (r) => r.status === 200, RESPAWN_DUE_MS + 2_000)
+      const back = await eventually(ready, (r) => r.status === 200, 'the relay ready again', {
+        timeoutMs: RESPAWN_DUE_MS + 2_000,
+        intervalMs: 100,
+      })
       expect(back.status).toBe(200)
       expect(back.body).not.toContain(COMMUNITY)
     })

@@ -5,7 +5,8 @@ import { getPriority } from 'node:os'
 import { afterEach, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/infra/load-config'
 import { createVerifierPool, type VerifierPool } from '../../src/infra/verify/verifier-pool'
-import { sqliteFiles, until } from './store/sqlite-files'
+import { eventually } from '../support/eventually'
+import { sqliteFiles } from './store/sqlite-files'
 
 /** How many of this process's threads run at each nice value. */
 function threadsByNice(): Map<number, number> {
@@ -51,7 +52,10 @@ describe.runIf(process.platform === 'linux')('worker thread priority', () => {
   it('runs the SQLite writer at writerNice and the read workers and checkpointer at readerNice', async () => {
     const [writers, readers] = [at(4), at(9)]
     const store = files.open(files.freshFile(), { readWorkers: 2, writerThread: true, writerNice: 4, readerNice: 9 })
-    await until(() => store.stats().readWorkersReady === 2 && at(4) - writers === 1 && at(9) - readers === 3)
+    await eventually(
+      () => store.stats().readWorkersReady === 2 && at(4) - writers === 1 && at(9) - readers === 3,
+      'the writer at writerNice, two read workers and the checkpointer at readerNice',
+    )
     expect(at(4) - writers).toBe(1)
     expect(at(9) - readers).toBe(3)
     expect(getPriority(0)).toBe(base)

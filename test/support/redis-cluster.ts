@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { Redis } from 'ioredis'
+import { eventually } from './eventually'
 import { freePort } from './redis-server'
 
 const run = promisify(execFile)
@@ -126,15 +127,18 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
   }
 
   const waitForState = async (state: 'ok' | 'fail', ms = 20_000) => {
-    const deadline = performance.now() + ms
     const want = `cluster_state:${state}`
-    for (;;) {
-      const states = await Promise.all(live().map((port) => ask(port, (r) => r.cluster('INFO')).catch((e: Error) => e.message)))
-      if (states.every((s) => s.includes(want))) return
-      if (performance.now() > deadline)
-        throw new Error(`redis cluster not ${want} within ${ms} ms: ${states.map((s) => s.split('\r\n')[0]).join(' | ')}`)
-      await new Promise((r) => setTimeout(r, 50))
-    }
+    // each live node's cluster_state line, or why it did not answer
+    const states = () =>
+      Promise.all(
+        live().map((port) =>
+          ask(port, (r) => r.cluster('INFO')).then(
+            (info) => (info as string).split('\r\n').find((line) => line.startsWith('cluster_state:')) ?? info,
+            (e: Error) => e.message,
+          ),
+        ),
+      )
+    await eventually(states, (all) => all.every((s) => s === want), `every live node at ${want}`, { timeoutMs: ms, intervalMs: 50 })
   }
 
   // a worker that exits without its afterAll (a crash, a timeout) must not leave servers running

@@ -3,8 +3,9 @@ import { filter, firstValueFrom } from 'rxjs'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { SupervisionEvent } from '../../../src/actors/kernel'
 import { BusError } from '../../../src/infra/bus/bus'
-import { collect, uniqueChannel, until } from '../../infra/bus/bus-harness'
+import { collect, uniqueChannel } from '../../infra/bus/bus-harness'
 import { type RedisNode, startRedisNode } from '../../infra/bus/redis-node'
+import { eventually } from '../../support/eventually'
 import { type PrivateRedis, startPrivateRedis } from '../../support/redis-server'
 
 // Short, jitter-free backoff so the fault tests take milliseconds; production uses busBridgePolicy.
@@ -38,9 +39,9 @@ describe('bus bridge supervision (private redis-server, killed and restarted)', 
     const b = await startNode('node-b')
     const ch = uniqueChannel('fault')
     const got = collect(b.bus.watch(ch))
-    await until(() => b.bus.stats(ch).subscribes === 1)
+    await eventually(() => b.bus.stats(ch).subscribes === 1, 'the subscribe on B')
     await a.bus.publish(ch, 'before')
-    await until(() => got.items.length === 1)
+    await eventually(() => got.items.length === 1, 'the message')
 
     const backoff = nextBridgeEvent(b, 'backoff')
     const publisherClosed = once(a.publisher, 'close')
@@ -55,10 +56,10 @@ describe('bus bridge supervision (private redis-server, killed and restarted)', 
 
     const publisherReady = once(a.publisher, 'ready')
     await redis.restart()
-    await until(() => b.bus.stats(ch).subscribes === 2)
+    await eventually(() => b.bus.stats(ch).subscribes === 2, 'the second subscribe on B')
     await publisherReady
     await a.bus.publish(ch, 'after')
-    await until(() => got.items.length === 2)
+    await eventually(() => got.items.length === 2, 'the second message')
     expect(got.items).toEqual(['before', 'after'])
     expect(bridgeEvents(b, 'restarted').length).toBeGreaterThanOrEqual(1)
     expect(bridgeEvents(b, 'gave-up')).toEqual([])
@@ -71,13 +72,13 @@ describe('bus bridge supervision (private redis-server, killed and restarted)', 
     nodes.push(node)
     const ch = uniqueChannel('late')
     collect(node.bus.watch(ch))
-    await until(() => bridgeEvents(node, 'backoff').length >= 3)
+    await eventually(() => bridgeEvents(node, 'backoff').length >= 3, 'three backoffs')
     const delays = bridgeEvents(node, 'backoff').map((e) => (e as { delayMs: number }).delayMs)
     expect(delays.slice(0, 3)).toEqual([50, 100, 200])
     // the crash is on the piped-back outcome of the sync (the handler never waits on Redis)
     expect(bridgeEvents(node, 'crashed')[0]).toMatchObject({ msgType: 'Synced', error: expect.any(BusError) })
     await redis.restart()
-    await until(() => node.bus.stats(ch).subscribes === 1)
+    await eventually(() => node.bus.stats(ch).subscribes === 1, 'the subscribe once Redis is up')
   })
 
   it('crashes, backs off and catches up when Redis keeps the socket open but stops answering a subscribe', async () => {
@@ -86,7 +87,7 @@ describe('bus bridge supervision (private redis-server, killed and restarted)', 
     nodes.push(node)
     const first = uniqueChannel('frozen')
     collect(node.bus.watch(first))
-    await until(() => node.bus.stats(first).subscribes === 1)
+    await eventually(() => node.bus.stats(first).subscribes === 1, 'the subscribe')
     redis.pause()
     const crashed = nextBridgeEvent(node, 'crashed')
     const later = uniqueChannel('frozen-later')
@@ -98,7 +99,7 @@ describe('bus bridge supervision (private redis-server, killed and restarted)', 
     await node.bus.ready(later)
     const other = await startNode('frozen-publisher')
     await other.bus.publish(later, 'after the freeze')
-    await until(() => got.items.length === 1)
+    await eventually(() => got.items.length === 1, 'the message')
     expect(got.items).toEqual(['after the freeze'])
   })
 })

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { ActorStoppedError, ask, createKernel, type Kernel, type SupervisionPolicy, type TypedRef, tell } from '../../../src/actors/kernel'
 import { DRAIN_BATCH, drainTurns } from '../../../src/actors/kernel/drain'
 import { newProbeLog, type ProbeLog, type ProbeMsg, probe, quickBackoff } from './fixtures'
-import { type EventLog, recordEvents, settle, waitFor } from './harness'
+import { type EventLog, recordEvents, settle, waitTurns } from './harness'
 import { ManualClock } from './manual-clock'
 
 let kernel: Kernel
@@ -38,7 +38,7 @@ describe('batched draining', () => {
     const log = newProbeLog()
     const ref = spawnProbe('batch/1', log)
     tellAll(ref, 1000)
-    await waitFor(() => log.handled.length === 1000)
+    await waitTurns(() => log.handled.length === 1000)
     expect(log.handled).toEqual(range(1, 1000))
     expect(drainTurns(ref)).toBeLessThanOrEqual(Math.ceil(1000 / DRAIN_BATCH) + 1)
   })
@@ -57,7 +57,7 @@ describe('batched draining', () => {
       },
     })
     tell(ref, { type: 'Next', n: 1 })
-    await waitFor(() => seen.length === 100)
+    await waitTurns(() => seen.length === 100)
     expect(seen).toEqual(range(1, 100))
     expect(drainTurns(ref)).toBe(1)
   })
@@ -79,7 +79,7 @@ describe('batched draining', () => {
       })
     const refs = [spawnBusy('a'), spawnBusy('b')]
     for (const ref of refs) for (const n of range(1, 10_000)) expect(tell(ref, { type: 'N', n })).toBe(true)
-    await waitFor(() => order.length === 20_000)
+    await waitTurns(() => order.length === 20_000)
     expect(seen.a).toEqual(range(1, 10_000))
     expect(seen.b).toEqual(range(1, 10_000))
     expect(order.indexOf('b')).toBeLessThan(order.lastIndexOf('a'))
@@ -107,7 +107,7 @@ describe('a crash in the middle of a batch', () => {
     await settle()
     expect(log.handled).toHaveLength(499)
     clock.advance(100)
-    await waitFor(() => log.handled.length === 1000)
+    await waitTurns(() => log.handled.length === 1000)
     const expected = [...range(1, 499), ...range(501, 1001)]
     expect(log.handled).toEqual(expected)
     const items = await ask<ProbeMsg, number[]>(ref, (reply) => ({ type: 'Get', reply }), 1000)
@@ -170,7 +170,7 @@ describe('stopping during a long batch', () => {
     tellAll(ref, 10)
     tell(ref, { type: 'Hold', until })
     for (const n of range(11, 1000)) tell(ref, { type: 'Push', n })
-    await waitFor(() => log.handled.length === 10)
+    await waitTurns(() => log.handled.length === 10)
     expect(kernel.stats('stop/long')?.queued).toBe(991)
     const stopping = kernel.stop('stop/long')
     release()

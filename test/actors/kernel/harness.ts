@@ -1,13 +1,17 @@
 import type { Subscription } from 'rxjs'
 import type { Kernel, SupervisionEvent } from '../../../src/actors/kernel'
 
-/** nact handles messages on setImmediate turns, so waiting means yielding turns until the condition holds. */
-export async function waitFor(condition: () => boolean, what = 'condition', maxTurns = 20_000): Promise<void> {
+/**
+ * nact handles messages on setImmediate turns, so waiting means yielding turns until the condition holds. Not
+ * test/support/eventually.ts: it counts event-loop turns, not time, so a kernel on a ManualClock never waits on
+ * the wall clock and the condition is checked after every turn.
+ */
+export async function waitTurns(condition: () => boolean, what = 'condition', maxTurns = 20_000): Promise<void> {
   for (let turn = 0; turn < maxTurns; turn++) {
     if (condition()) return
     await new Promise<void>((resolve) => setImmediate(resolve))
   }
-  throw new Error(`timed out waiting for ${what}`)
+  throw new Error(`timed out after ${maxTurns} event-loop turns waiting for ${what}`)
 }
 
 /** lets nact run whatever it has queued, for asserting that something did NOT happen */
@@ -32,7 +36,7 @@ export function recordEvents(kernel: Kernel): EventLog {
   return {
     events,
     of,
-    waitFor: (type, path, count = 1) => waitFor(() => of(type, path).length >= count, `${count}× ${type}`),
+    waitFor: (type, path, count = 1) => waitTurns(() => of(type, path).length >= count, `${count}× ${type}`),
     subscription,
   }
 }

@@ -9,7 +9,7 @@ import {
   tell,
 } from '../../../src/actors/kernel'
 import { newProbeLog, type ProbeMsg, probe } from './fixtures'
-import { type EventLog, recordEvents, settle, waitFor } from './harness'
+import { type EventLog, recordEvents, settle, waitTurns } from './harness'
 import { ManualClock } from './manual-clock'
 
 let kernel: Kernel
@@ -70,7 +70,7 @@ describe('stopping one actor', () => {
     tell(ref, { type: 'Push', n: 1 })
     tell(ref, { type: 'Hold', until })
     tell(ref, { type: 'Push', n: 2 })
-    await waitFor(() => log.handled.length === 1)
+    await waitTurns(() => log.handled.length === 1)
     await settle()
     let resolved = false
     const stopping = kernel.stop('probe/s').then(() => {
@@ -92,7 +92,7 @@ describe('stopping one actor', () => {
     const ref = kernel.spawn('probe/hung', probe(log))
     tell(ref, { type: 'Push', n: 1 })
     tell(ref, { type: 'Hold', until: new Promise<void>(() => {}) })
-    await waitFor(() => log.handled.length === 1)
+    await waitTurns(() => log.handled.length === 1)
     await settle()
     const stopping = kernel.stop('probe/hung')
     clock.advance(4999)
@@ -132,7 +132,7 @@ describe('idle stop', () => {
     const ref = kernel.spawn('principal/default/ab', probe(log, { kind: 'principal', idleStopMs: 1000 }))
     clock.advance(500)
     tell(ref, { type: 'Push', n: 1 })
-    await waitFor(() => log.handled.length === 1)
+    await waitTurns(() => log.handled.length === 1)
     clock.advance(999)
     await settle()
     expect(kernel.exists('principal/default/ab')).toBe(true)

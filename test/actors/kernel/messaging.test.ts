@@ -12,7 +12,7 @@ import {
 } from '../../../src/actors/kernel'
 import { PendingAsks } from '../../../src/actors/kernel/messaging'
 import { newProbeLog, type ProbeMsg, probe, quickBackoff } from './fixtures'
-import { recordEvents, settle, waitFor } from './harness'
+import { recordEvents, settle, waitTurns } from './harness'
 import { ManualClock } from './manual-clock'
 
 let kernel: Kernel
@@ -48,7 +48,7 @@ describe('message order', () => {
     })
     const sent = Array.from({ length: 1000 }, (_, n) => n)
     for (const n of sent) expect(tell(ref, { type: 'N', n })).toBe(true)
-    await waitFor(() => seen.length === sent.length)
+    await waitTurns(() => seen.length === sent.length)
     expect(seen).toEqual(sent)
     expect(maxRunning).toBe(1)
   })
@@ -150,7 +150,7 @@ describe('bounded mailbox', () => {
     expect(kernel.stats('probe/bounded')).toEqual({ queued: 3, dropped: 1 })
     expect(events.of('overflow', 'probe/bounded')).toEqual([{ type: 'overflow', path: 'probe/bounded', kind: 'probe', dropped: 1 }])
     release()
-    await waitFor(() => log.handled.length === 2)
+    await waitTurns(() => log.handled.length === 2)
     expect(log.handled).toEqual([1, 2])
     expect(kernel.stats('probe/bounded')?.queued).toBe(0)
     expect(tell(ref, { type: 'Push', n: 4 })).toBe(true)
@@ -224,7 +224,7 @@ describe('offering a result again until the actor takes it', () => {
     clock.advance(1000)
     await events.waitFor('restarted', 'probe/later')
     clock.advance(100)
-    await waitFor(() => log.handled.length === 1)
+    await waitTurns(() => log.handled.length === 1)
     expect(log.handled).toEqual([7])
     await k.stop('probe/later')
     tellUntilTaken(ref, { type: 'Push', n: 8 }, { everyMs: 100, forMs: 5000, onGiveUp: () => gaveUp++ })

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { forgetFiredImmediate, type NactActor, nact, nactActorOf } from '../../../src/actors/kernel/nact-binding'
+import { waitTurns } from './harness'
 
 /** One raw nact actor whose handler records each message, and clears nact's fired immediate when `forget`. */
 function spawnRecorder(system: ReturnType<typeof nact.start>, name: string, forget: boolean) {
@@ -20,7 +21,7 @@ function spawnRecorder(system: ReturnType<typeof nact.start>, name: string, forg
 }
 
 const handled = async (seen: unknown[], n: number) => {
-  for (let i = 0; i < 100 && seen.length < n; i++) await new Promise((r) => setImmediate(r))
+  await waitTurns(() => seen.length >= n, `${n} messages handled`, 100)
   expect(seen).toHaveLength(n)
 }
 

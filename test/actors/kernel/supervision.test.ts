@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { ActorDownError, ask, createKernel, HandlerCrashedError, type Kernel, type TypedRef, tell } from '../../../src/actors/kernel'
 import { newProbeLog, type ProbeLog, type ProbeMsg, probe, quickBackoff } from './fixtures'
-import { type EventLog, recordEvents, settle, waitFor } from './harness'
+import { type EventLog, recordEvents, settle, waitTurns } from './harness'
 import { ManualClock } from './manual-clock'
 
 let kernel: Kernel
@@ -248,7 +248,7 @@ describe('giving up', () => {
     expect(await items(other)).toEqual([5])
     clock.advance(2000)
     await events.waitFor('restarted', 'probe/b', 2)
-    await waitFor(() => events.of('restarted', 'probe/a').length === 2)
+    await waitTurns(() => events.of('restarted', 'probe/a').length === 2)
     expect(kernel.unhealthy()).toEqual([])
     expect(kernel.degraded).toBe(false)
   })
@@ -303,7 +303,7 @@ describe('messages during backoff', () => {
     expect(kernel.stats('probe/stash')).toEqual({ queued: 4, dropped: 1 })
     expect(events.of('overflow')).toEqual([{ type: 'overflow', path: 'probe/stash', kind: 'probe', dropped: 1 }])
     clock.advance(100)
-    await waitFor(() => log.handled.length === 4)
+    await waitTurns(() => log.handled.length === 4)
     expect(log.handled).toEqual([1, 2, 3, 4])
     expect(await items(ref)).toEqual([1, 2, 3, 4])
   })

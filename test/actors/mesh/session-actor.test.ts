@@ -11,7 +11,7 @@ import {
 import type { AcquireOutcome, FenceRejection, LeaseRecord, RenewOutcome, SessionDirectory } from '../../../src/infra/mesh/session-directory'
 import { asVerified } from '../../../src/protocols/nip01/event'
 import { makeKeys, signEvent } from '../../support/events'
-import { waitFor } from '../kernel/harness'
+import { waitTurns } from '../kernel/harness'
 
 /**
  * One channel session's owner on a clock the test moves: what it does once its lease runs out while it holds
@@ -75,7 +75,7 @@ function start() {
     const e = signEvent(keys, { kind: 9000, tags: [['h', 'hive']] })
     tell(ref, { type: 'Moderate', event: asVerified(e.event), raw: e.raw, reply: (a) => answers.push(a), ...(remote ? { remote } : {}) })
   }
-  const owned = () => waitFor(() => sessions.get('c1/channel:hive')?.local === true, 'the session owned here')
+  const owned = () => waitTurns(() => sessions.get('c1/channel:hive')?.local === true, 'the session owned here')
   return { directory, fence, lost, sessions, answers, moderate, owned }
 }
 
@@ -87,23 +87,23 @@ describe('a channel session owner whose lease ran out while it held work', () =>
     s.moderate()
     s.moderate()
     s.moderate({ generation: 7, owner: ME }) // a peer's frame for the generation it held
-    await waitFor(() => s.directory.renewals.length > 0, 'a renewal')
+    await waitTurns(() => s.directory.renewals.length > 0, 'a renewal')
     expect(s.answers).toEqual([{ refused: 'no-lease' }])
     expect(s.fence).toEqual(['no-lease'])
     s.directory.renewals[0]!.answer({ renewed: false, holder: SUCCESSOR })
-    await waitFor(() => s.answers.length === 3, 'the queued work answered')
+    await waitTurns(() => s.answers.length === 3, 'the queued work answered')
     expect(s.lost).toEqual(['renewal-refused'])
     expect(s.fence).toEqual(['no-lease', 'stale', 'stale'])
     for (const a of s.answers.slice(1))
       expect(a).toMatchObject({ outcome: { accepted: false, message: expect.stringMatching(/^error: /) } })
-    await waitFor(() => !s.sessions.has('c1/channel:hive'), 'the session view gone')
+    await waitTurns(() => !s.sessions.has('c1/channel:hive'), 'the session view gone')
   })
 
   it('stops as superseded when a peer names a newer generation, and as renewal-failed when the directory cannot answer', async () => {
     const s = start()
     await s.owned()
     s.moderate({ generation: 9, owner: SUCCESSOR.owner })
-    await waitFor(() => s.lost.length === 1, 'the lease given up')
+    await waitTurns(() => s.lost.length === 1, 'the lease given up')
     expect(s.lost).toEqual(['superseded'])
     expect(s.fence).toEqual(['future'])
     expect(s.answers[0]).toMatchObject({ refused: 'future' })
@@ -111,9 +111,9 @@ describe('a channel session owner whose lease ran out while it held work', () =>
 
     const t = start()
     await t.owned()
-    await waitFor(() => t.directory.renewals.length > 0, 'a renewal')
+    await waitTurns(() => t.directory.renewals.length > 0, 'a renewal')
     t.directory.renewals[0]!.answer(new Error('redis unavailable'))
-    await waitFor(() => t.lost.length === 1, 'the lease given up')
+    await waitTurns(() => t.lost.length === 1, 'the lease given up')
     expect(t.lost).toEqual(['renewal-failed'])
     expect(t.fence).toEqual([])
   })
@@ -122,7 +122,7 @@ describe('a channel session owner whose lease ran out while it held work', () =>
     const s = start()
     await s.owned()
     for (let i = 0; i < 3; i++) {
-      await waitFor(() => s.directory.renewals.length > i, 'a renewal')
+      await waitTurns(() => s.directory.renewals.length > i, 'a renewal')
       s.directory.renewals[i]!.answer({ renewed: true, validUntilMs: clock.ms + TTL_MS })
     }
     expect(s.lost).toEqual([])

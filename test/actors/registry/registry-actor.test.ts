@@ -11,7 +11,7 @@ import { openSqliteEventStore } from '../../../src/infra/store/sqlite/sqlite-eve
 import type { NostrEvent } from '../../../src/protocols/nip01/event'
 import { toSigningKey } from '../../../src/protocols/nip01/sign'
 import { makeKeys, type SignedEvent, signEvent, type TestKeys } from '../../support/events'
-import { recordEvents, settle, waitFor } from '../kernel/harness'
+import { recordEvents, settle, waitTurns } from '../kernel/harness'
 import { ManualClock } from '../kernel/manual-clock'
 
 /**
@@ -115,7 +115,7 @@ describe('the agent registry actor', () => {
     const agent = makeKeys()
     const ann = await r.announce(agent)
     await r.heartbeat(agent)
-    await waitFor(() => r.heard.length === 1, 'the arrival')
+    await waitTurns(() => r.heard.length === 1, 'the arrival')
     expect(r.heard[0]).toMatchObject({ type: 'Announce', from: 'registry', events: [{ raw: ann.raw }] })
     expect(await r.liveGauge()).toBe(1)
     await r.heartbeat(agent)
@@ -140,9 +140,9 @@ describe('the agent registry actor', () => {
     const agent = makeKeys()
     await r.announce(agent)
     await r.heartbeat(agent)
-    await waitFor(() => r.heard.length === 1, 'the arrival')
+    await waitTurns(() => r.heard.length === 1, 'the arrival')
     r.lapse()
-    await waitFor(() => r.departures().length === 1, 'the departure', 200_000)
+    await waitTurns(() => r.departures().length === 1, 'the departure', 200_000)
     const [departure] = r.departures()
     expect(departure!.pubkey).toBe(relayKey.pubkey)
     expect(tagOf(departure!, 'p')).toBe(agent.pubkey)
@@ -155,14 +155,14 @@ describe('the agent registry actor', () => {
     const agent = makeKeys()
     await r.announce(agent)
     await r.heartbeat(agent)
-    await waitFor(() => r.heard.length === 1, 'the arrival')
+    await waitTurns(() => r.heard.length === 1, 'the arrival')
     r.say({ type: 'Goodbye', pubkey: agent.pubkey })
     await r.presence.clear(C, agent.pubkey)
     r.say({ type: 'LeaseSweep' })
     await settle()
     expect(r.departures()).toEqual([])
     r.say({ type: 'GoodbyeDone', pubkey: agent.pubkey, cleared: true })
-    await waitFor(() => r.departures().length === 1, 'the departure')
+    await waitTurns(() => r.departures().length === 1, 'the departure')
     r.say({ type: 'LeaseSweep' })
     await settle()
     expect(r.departures().map((e) => tagOf(e, 'status'))).toEqual(['offline'])
@@ -173,7 +173,7 @@ describe('the agent registry actor', () => {
     const agent = makeKeys()
     await r.announce(agent)
     await r.heartbeat(agent)
-    await waitFor(() => r.heard.length === 1, 'the arrival')
+    await waitTurns(() => r.heard.length === 1, 'the arrival')
     // the community gives the goodbye's hold back, then tells Goodbye: a sweep's answer read before the
     // clearing is queued ahead of it
     r.held.delete(agent.pubkey)
@@ -181,7 +181,7 @@ describe('the agent registry actor', () => {
     r.say({ type: 'Goodbye', pubkey: agent.pubkey })
     await r.presence.clear(C, agent.pubkey)
     r.say({ type: 'GoodbyeDone', pubkey: agent.pubkey, cleared: true })
-    await waitFor(() => r.departures().length === 1, 'the departure')
+    await waitTurns(() => r.departures().length === 1, 'the departure')
     expect(tagOf(r.departures()[0]!, 'status')).toBe('offline')
   })
 
@@ -190,12 +190,12 @@ describe('the agent registry actor', () => {
     const agent = makeKeys()
     await r.announce(agent)
     await r.heartbeat(agent)
-    await waitFor(() => r.heard.length === 1, 'the arrival')
+    await waitTurns(() => r.heard.length === 1, 'the arrival')
     r.say({ type: 'Goodbye', pubkey: agent.pubkey })
     r.say({ type: 'GoodbyeDone', pubkey: agent.pubkey, cleared: false })
     r.lapse()
     r.say({ type: 'LeaseSweep' })
-    await waitFor(() => r.departures().length === 1, 'the departure')
+    await waitTurns(() => r.departures().length === 1, 'the departure')
     expect(tagOf(r.departures()[0]!, 'status')).toBe('expired')
   })
 
@@ -204,7 +204,7 @@ describe('the agent registry actor', () => {
     const agent = makeKeys()
     await r.announce(agent)
     await r.heartbeat(agent)
-    await waitFor(() => r.heard.length === 1, 'the arrival')
+    await waitTurns(() => r.heard.length === 1, 'the arrival')
     r.held.delete(agent.pubkey)
     r.say({ type: 'LeaseSweep' })
     await expect.poll(() => r.liveGauge()).toBe(0)
@@ -227,7 +227,7 @@ describe('the agent registry actor', () => {
     r.t.seconds += 2 * TTL_SECONDS + 1
     r.say({ type: 'LeaseSweep' })
     await r.heartbeat(agent)
-    await waitFor(() => r.heard.length === 1, 'the arrival')
+    await waitTurns(() => r.heard.length === 1, 'the arrival')
     expect(lookups).toBe(2)
     expect(r.heard[0]!.events[0]!.raw).toBe(ann.raw)
   })
@@ -243,7 +243,7 @@ describe('the agent registry actor', () => {
     const agent = makeKeys()
     await r.announce(agent)
     await r.heartbeat(agent)
-    await waitFor(() => r.heard.length === 1, 'the arrival')
+    await waitTurns(() => r.heard.length === 1, 'the arrival')
     r.lapse()
     r.say({ type: 'LeaseSweep' })
     await r.log.waitFor('crashed', registryPath(C))
@@ -251,7 +251,7 @@ describe('the agent registry actor', () => {
     await r.log.waitFor('restarted', registryPath(C))
     expect(await r.liveGauge()).toBe(1)
     r.say({ type: 'LeaseSweep' })
-    await waitFor(() => r.departures().length === 1, 'the departure')
+    await waitTurns(() => r.departures().length === 1, 'the departure')
     expect(tagOf(r.departures()[0]!, 'p')).toBe(agent.pubkey)
   })
 
@@ -260,7 +260,7 @@ describe('the agent registry actor', () => {
     const agent = makeKeys()
     await r.announce(agent)
     expect(tell(kernel.lookup<{ type: 'Block' }>('community/c')!, { type: 'Block' })).toBe(true)
-    await waitFor(() => r.blocked.length === 1, 'the community busy')
+    await waitTurns(() => r.blocked.length === 1, 'the community busy')
     await r.heartbeat(agent)
     await expect.poll(() => r.liveGauge()).toBe(1)
     r.clock.advance(1_000)
@@ -269,7 +269,7 @@ describe('the agent registry actor', () => {
     r.blocked[0]!()
     await settle()
     r.clock.advance(500)
-    await waitFor(() => r.heard.length === 1, 'the arrival')
+    await waitTurns(() => r.heard.length === 1, 'the arrival')
   })
 
   it('logs an arrival its community never takes (stopped)', async () => {
@@ -278,7 +278,7 @@ describe('the agent registry actor', () => {
     await r.announce(agent)
     await kernel.stop('community/c')
     await r.heartbeat(agent)
-    await waitFor(() => r.warnings.length === 1, 'the warning')
+    await waitTurns(() => r.warnings.length === 1, 'the warning')
     expect(r.warnings[0]).toMatch(/not delivered/)
   })
 

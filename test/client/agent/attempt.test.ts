@@ -6,8 +6,9 @@ import { InboundDedup } from '../../../src/client/agent/inbound-dedup'
 import { resolveOptions } from '../../../src/client/agent/options'
 import { toHttpUrl } from '../../../src/client/agent/relay-info'
 import { AppSubscriptions } from '../../../src/client/agent/subscriptions'
+import { eventually } from '../../support/eventually'
 import { FakeClock } from './fake-clock'
-import { type Answer, okAll, type ScriptedRelay, startScriptedRelay, until, useAgents } from './scripted-relay'
+import { type Answer, okAll, type ScriptedRelay, startScriptedRelay, useAgents } from './scripted-relay'
 
 const { agentOn, track } = useAgents()
 
@@ -50,13 +51,13 @@ describe('a connection attempt once disposed', () => {
     const clock = new FakeClock()
     const r = await scripted()
     const { attempt, heard } = attemptOn(r, clock)
-    await until(() => heard.includes('registered'), 3000, 'the registration')
+    await eventually(() => heard.includes('registered'), 'the registration', { timeoutMs: 3000 })
     // the heartbeat and the watchdog
     expect(clock.pending).toBe(2)
     const sent = r.connections[0]!.frames.length
     attempt.dispose()
     expect(clock.pending).toBe(0)
-    await until(() => r.connections[0]!.closeCode !== undefined, 2000, 'the connection dropped')
+    await eventually(() => r.connections[0]!.closeCode !== undefined, 'the connection dropped', { timeoutMs: 2000 })
     // a live watchdog would have gone SUSPECT, ZOMBIE and given the connection up in this time
     await clock.advance(200_000)
     expect(heard).toEqual(['discovered', 'authenticated', 'registered'])
@@ -70,10 +71,10 @@ describe('a connection attempt once disposed', () => {
     track({ stop: () => r.close() })
     const { attempt, heard } = attemptOn(r, clock)
     // the challenge's deadline is the one timer of an attempt waiting for it
-    await until(() => heard.includes('discovered') && clock.pending === 1, 3000, 'the wait for the challenge')
+    await eventually(() => heard.includes('discovered') && clock.pending === 1, 'the wait for the challenge', { timeoutMs: 3000 })
     attempt.dispose()
     expect(clock.pending).toBe(0)
-    await until(() => r.connections[0]!.closeCode !== undefined, 2000, 'the connection dropped')
+    await eventually(() => r.connections[0]!.closeCode !== undefined, 'the connection dropped', { timeoutMs: 2000 })
     await clock.advance(60_000)
     expect(heard).toEqual(['discovered'])
     expect(r.connections[0]!.frames).toEqual([])
@@ -96,19 +97,21 @@ describe('a connection lost while ACTIVE', () => {
     agent.subscribe([{ kinds: [1] }], () => {})
     const found = agent.discover('echo').catch((e: unknown) => e as Error)
     // heartbeat, watchdog, the subscription's re-send and the query's deadline
-    await until(() => clock.pending === 4, 3000, 'the re-send and the query pending')
+    await eventually(() => clock.pending === 4, 'the re-send and the query pending', { timeoutMs: 3000 })
 
     r.connections[0]!.ws.terminate()
     expect(((await found) as Error).message).toMatch(/connection is gone/)
-    await until(() => agent.state === 'INIT', 3000, 'the loss noticed')
+    await eventually(() => agent.state === 'INIT', 'the loss noticed', { timeoutMs: 3000 })
     // the reconnect timer alone
     expect(clock.pending).toBe(1)
     const lost = states.length
     await clock.advance(1000)
-    await until(() => agent.state === 'ACTIVE', 3000, 'ACTIVE on the next connection')
+    await eventually(() => agent.state === 'ACTIVE', 'ACTIVE on the next connection', { timeoutMs: 3000 })
     expect(states.slice(lost).map((s) => s.state)).toEqual(['DISCOVERED', 'AUTHENTICATED', 'ACTIVE'])
     // the subscription went out again on the new connection, and only its heartbeat and watchdog are left
-    await until(() => r.connections[1]!.frames.some((f) => f[0] === 'REQ' && f[1] === 'agent-1'), 2000, 'the re-sent REQ')
+    await eventually(() => r.connections[1]!.frames.some((f) => f[0] === 'REQ' && f[1] === 'agent-1'), 'the re-sent REQ', {
+      timeoutMs: 2000,
+    })
     expect(clock.pending).toBe(2)
   })
 })
@@ -132,10 +135,10 @@ describe('an attempt ended by stop() while NIP-11 was still being read', () => {
     const states: string[] = []
     agent.state$.subscribe((s) => states.push(s.state))
     const started = agent.start().catch((e: unknown) => e)
-    await until(() => r.connections.length === 1 && answer !== undefined, 2000, 'the socket beside discovery')
+    await eventually(() => r.connections.length === 1 && answer !== undefined, 'the socket beside discovery', { timeoutMs: 2000 })
     await agent.stop()
     answer?.()
-    await until(() => answered !== undefined, 2000, 'the late answer')
+    await eventually(() => answered !== undefined, 'the late answer', { timeoutMs: 2000 })
     await answered
     // the turn in which the attempt would have gone on with the document
     await new Promise((res) => setImmediate(res))

@@ -6,8 +6,10 @@ import type { WireFilter } from '../../../src/client/agent/subscriptions'
 import { AgentClient } from '../../../src/client/index'
 import type { NostrEvent } from '../../../src/protocols/nip01/event'
 import { prefixOf } from '../../../src/protocols/reasons'
-import { fresh, nowSeconds, publish, useRelays } from '../../e2e/helpers'
 import { makeKeys, type TestKeys } from '../../support/events'
+import { eventually } from '../../support/eventually'
+import { fresh, nowSeconds, publish } from '../../support/relay-client'
+import { useRelays } from '../../support/relay-fixtures'
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy'
 import { connect } from '../../support/ws-client'
 
@@ -17,14 +19,6 @@ afterEach(async () => {
   await Promise.all(agents.splice(0).map((a) => a.stop()))
   await Promise.all(proxies.splice(0).map((p) => p.close()))
 })
-
-const until = async (check: () => boolean, timeoutMs: number, what: string): Promise<void> => {
-  const end = Date.now() + timeoutMs
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 20))
-  }
-}
 
 // small limits keep the test fast: 250 events are 1 page of 20, then pages of 50
 const SMALL_LIMITS = { limits: { defaultLimit: 20, maxLimit: 50 } }
@@ -67,15 +61,15 @@ describe('a subscription whose backlog is larger than the relay’s default limi
     const delivered: NostrEvent[] = []
     agent.subscribe([{ kinds: [1], authors: [author.pubkey] }], (e) => delivered.push(e))
     const [first] = await store(r.url, author, 1, nowSeconds())
-    await until(() => delivered.length === 1, 5000, 'the live event')
+    await eventually(() => delivered.length === 1, 'the live event', { timeoutMs: 5000 })
 
     proxy.cut()
-    await until(() => agent.state !== 'ACTIVE', 5000, 'the agent to notice the cut')
+    await eventually(() => agent.state !== 'ACTIVE', 'the agent to notice the cut', { timeoutMs: 5000 })
     // within the resume's 60 s overlap: every one of them is asked for by the resumed REQ
     const gap = await store(r.url, author, 250, nowSeconds() - 40)
     proxy.restore()
-    await until(() => agent.state === 'ACTIVE', 10_000, 'ACTIVE again')
-    await until(() => delivered.length >= 251, 10_000, 'all 251 events')
+    await eventually(() => agent.state === 'ACTIVE', 'ACTIVE again', { timeoutMs: 10_000 })
+    await eventually(() => delivered.length >= 251, 'all 251 events', { timeoutMs: 10_000 })
     // time for a duplicate to show up
     await new Promise((res) => setTimeout(res, 300))
     expect(delivered.map((e) => e.id).sort()).toEqual([first!, ...gap].sort())
@@ -89,7 +83,7 @@ describe('a subscription whose backlog is larger than the relay’s default limi
     await agent.start()
     const delivered: string[] = []
     agent.subscribe([{ kinds: [1], authors: [author.pubkey], since: nowSeconds() - 60 }], (e) => delivered.push(e.id))
-    await until(() => delivered.length >= 120, 10_000, 'all 120 events')
+    await eventually(() => delivered.length >= 120, 'all 120 events', { timeoutMs: 10_000 })
     await new Promise((res) => setTimeout(res, 300))
     expect(delivered.sort()).toEqual([...stored].sort())
   })

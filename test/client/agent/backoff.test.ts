@@ -3,8 +3,9 @@ import { AgentClient, AgentError, type AgentStateChange } from '../../../src/cli
 import { parseRetryAfterMs, ReconnectSchedule } from '../../../src/client/agent/backoff'
 import { scheduledDelayMs } from '../../../src/protocols/backoff'
 import type { NostrEvent } from '../../../src/protocols/nip01/event'
+import { eventually } from '../../support/eventually'
 import { FakeClock, seededRandom } from './fake-clock'
-import { okAll, startScriptedRelay, until } from './scripted-relay'
+import { okAll, startScriptedRelay } from './scripted-relay'
 
 const POLICY = { minMs: 1000, maxMs: 30_000, jitter: 0.25 }
 const STABLE_MS = 30_000
@@ -187,7 +188,9 @@ describe('an agent whose connection goes silent right after ACTIVE', () => {
     const states: AgentStateChange[] = []
     agent.state$.subscribe((s) => states.push(s))
     const started = agent.start()
-    await until(() => states.some((s) => s.state === 'INIT' && /reconnecting in 1000 ms/.test(s.cause ?? '')), 3000, 'the first failure')
+    await eventually(() => states.some((s) => s.state === 'INIT' && /reconnecting in 1000 ms/.test(s.cause ?? '')), 'the first failure', {
+      timeoutMs: 3000,
+    })
     await clock.advance(1000)
     await started
     // 22.5 s ACTIVE, then SUSPECT and ZOMBIE until the 90 s session timeout: more than 30 s up, not 30 s ACTIVE
@@ -210,10 +213,10 @@ describe('an agent whose connection goes silent right after ACTIVE', () => {
     )
     await agent.start()
     const found = agent.discover('echo').catch((e: unknown) => e)
-    await until(() => r.connections[0]!.frames.some((f) => f[0] === 'REQ'), 2000, 'the query')
+    await eventually(() => r.connections[0]!.frames.some((f) => f[0] === 'REQ'), 'the query', { timeoutMs: 2000 })
     await clock.advance(10_000)
     expect(await found).toBeInstanceOf(Error)
-    await until(() => r.connections[0]!.frames.some((f) => f[0] === 'CLOSE'), 2000, 'the CLOSE')
+    await eventually(() => r.connections[0]!.frames.some((f) => f[0] === 'CLOSE'), 'the CLOSE', { timeoutMs: 2000 })
     expect(r.connections[0]!.frames.find((f) => f[0] === 'CLOSE')).toEqual(['CLOSE', 'agent-q1'])
   })
 })

@@ -2,10 +2,13 @@ import { bytesToHex } from '@noble/hashes/utils.js'
 import { afterEach, describe, expect, it } from 'vitest'
 import { AgentClient, type AgentClientOptions, AgentError, type AgentStateChange } from '../../../src/client/index'
 import type { NostrEvent } from '../../../src/protocols/nip01/event'
-import { auth, eventually, fresh, httpGet, publish, reqEvents, useRelays } from '../../e2e/helpers'
-import { managementUrl, nip98Header, postNip86 } from '../../e2e/nip86-client'
 import { makeKeys, signEvent } from '../../support/events'
+import { eventually } from '../../support/eventually'
+import { httpGet } from '../../support/http'
+import { managementUrl, nip98Header, postNip86 } from '../../support/nip86-client'
 import type { TestRelay } from '../../support/relay'
+import { auth, fresh, publish, reqEvents } from '../../support/relay-client'
+import { useRelays } from '../../support/relay-fixtures'
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy'
 import { connect } from '../../support/ws-client'
 
@@ -28,14 +31,6 @@ function newAgent(url: string, extra: Partial<AgentClientOptions> = {}) {
   const states: AgentStateChange[] = []
   agent.state$.subscribe((s) => states.push(s))
   return { agent, keys, states }
-}
-
-const until = async (check: () => boolean, timeoutMs = 10_000, what = 'condition'): Promise<void> => {
-  const end = Date.now() + timeoutMs
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 20))
-  }
 }
 
 const connectionsTotal = async (r: TestRelay): Promise<number> => {
@@ -94,10 +89,10 @@ describe('an agent on a real relay', () => {
     const stored = fresh(author)
     const c = await connect(r.url)
     await publish(c, stored)
-    await until(() => got.length === 1, 5000, 'the stored event')
+    await eventually(() => got.length === 1, 'the stored event', { timeoutMs: 5000 })
     const live = fresh(author)
     await publish(c, live)
-    await until(() => got.length === 2, 5000, 'the live event')
+    await eventually(() => got.length === 2, 'the live event', { timeoutMs: 5000 })
     expect(got.map((e) => e.id)).toEqual([stored.event.id, live.event.id])
     unsubscribe()
     await new Promise((res) => setTimeout(res, 100))
@@ -134,7 +129,7 @@ describe('an agent that is banned', () => {
     const before = await connectionsTotal(r)
     const body = JSON.stringify({ method: 'banpubkey', params: [keys.pubkey, 'spam'] })
     expect((await postNip86(r, body, nip98Header(operator, managementUrl(r), body))).status).toBe(200)
-    await until(() => agent.state === 'CLOSED', 5000, 'CLOSED')
+    await eventually(() => agent.state === 'CLOSED', 'CLOSED', { timeoutMs: 5000 })
     const closed = states.at(-1)!
     expect(closed.error).toBeInstanceOf(AgentError)
     expect(closed.error?.code).toBe('blocked')
@@ -178,7 +173,9 @@ describe('an agent behind a path that hangs without closing (half-open socket)',
     await agent.start()
     const stalledAt = Date.now()
     proxy.stall()
-    await until(() => states.some((s) => s.state === 'INIT' && /session timeout/.test(s.cause ?? '')), 6000, 'the socket to be dropped')
+    await eventually(() => states.some((s) => s.state === 'INIT' && /session timeout/.test(s.cause ?? '')), 'the socket to be dropped', {
+      timeoutMs: 6000,
+    })
     const droppedAfterMs = Date.now() - stalledAt
     expect(droppedAfterMs).toBeGreaterThanOrEqual(3000)
     expect(droppedAfterMs).toBeLessThan(3000 + 1000)
@@ -188,13 +185,15 @@ describe('an agent behind a path that hangs without closing (half-open socket)',
     const queued = await agent.publish({ kind: 1, content: `while the path hangs ${Math.random()}` })
     expect(queued).toMatchObject({ ok: false, queued: true })
     proxy.resume()
-    await until(() => agent.state === 'ACTIVE', 10_000, 'ACTIVE again')
+    await eventually(() => agent.state === 'ACTIVE', 'ACTIVE again', { timeoutMs: 10_000 })
     const c = await connect(r.url)
-    await until(() => agent.metrics().queueLength === 0, 5000, 'the queue to flush')
+    await eventually(() => agent.metrics().queueLength === 0, 'the queue to flush', { timeoutMs: 5000 })
     // leaving the queue is the send, not the commit: read until the relay has stored it
     const stored = await eventually(
       () => reqEvents(c, [{ ids: [queued.id] }]),
       (found) => found.length === 1,
+      'the queued event stored',
+      { intervalMs: 100 },
     )
     expect(stored).toHaveLength(1)
     c.close()
@@ -212,9 +211,9 @@ describe('an agent whose path hangs for less than the lease', () => {
     const { agent, states } = newAgent(`ws://127.0.0.1:${proxy.port}`, { heartbeatSeconds: 0.5, leaseSeconds: 1.5, sessionSeconds: 3 })
     await agent.start()
     proxy.stall()
-    await until(() => agent.state === 'SUSPECT', 3000, 'SUSPECT')
+    await eventually(() => agent.state === 'SUSPECT', 'SUSPECT', { timeoutMs: 3000 })
     proxy.resume()
-    await until(() => agent.state === 'ACTIVE', 3000, 'ACTIVE again')
+    await eventually(() => agent.state === 'ACTIVE', 'ACTIVE again', { timeoutMs: 3000 })
     expect(states.map((s) => s.state).slice(-2)).toEqual(['SUSPECT', 'ACTIVE'])
     expect(agent.metrics().reconnects).toBe(0)
   })
@@ -256,9 +255,9 @@ describe('discover()', () => {
     const end = watcher.agent.watch('translate', (agents) => views.push(agents.map((a) => a.pubkey)))
     const translator = newAgent(r.url, { capabilities: [{ name: 'translate', kinds: [5002] }] })
     await translator.agent.start()
-    await until(() => views.at(-1)?.[0] === translator.agent.pubkey, 5000, 'the arrival')
+    await eventually(() => views.at(-1)?.[0] === translator.agent.pubkey, 'the arrival', { timeoutMs: 5000 })
     await translator.agent.stop()
-    await until(() => views.at(-1)?.length === 0, 5000, 'the departure')
+    await eventually(() => views.at(-1)?.length === 0, 'the departure', { timeoutMs: 5000 })
     expect(views).toEqual([[translator.agent.pubkey], []])
     end()
   })

@@ -4,11 +4,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { NostrEvent } from '../../../src/protocols/nip01/event'
-import { withGenerousRates } from '../../e2e/helpers'
 import { cleanEnv } from '../../support/cli'
 import { makeKeys, signEvent } from '../../support/events'
+import { eventually } from '../../support/eventually'
 import { installPackedPackage } from '../../support/packed'
 import { startTestRelay, type TestRelay } from '../../support/relay'
+import { withGenerousRates } from '../../support/relay-fixtures'
 import { connect, type TestClient } from '../../support/ws-client'
 
 const ROOT = process.cwd()
@@ -35,13 +36,13 @@ describe('the example agent (examples/agent.mjs)', { timeout: 60_000 }, () => {
     rmSync(dir, { recursive: true, force: true })
   })
 
-  const waitFor = async (pattern: RegExp, count = 1, timeoutMs = 15_000) => {
-    const end = Date.now() + timeoutMs
-    while ((out.match(new RegExp(pattern, 'g')) ?? []).length < count) {
-      if (Date.now() > end) throw new Error(`no ${pattern} (x${count}) in the agent's output:\n${out}`)
-      await new Promise((r) => setTimeout(r, 25))
-    }
-  }
+  const waitFor = (pattern: RegExp, count = 1, timeoutMs = 15_000) =>
+    eventually(
+      () => out,
+      (text) => (text.match(new RegExp(pattern, 'g')) ?? []).length >= count,
+      `${pattern} (x${count}) in the agent's output`,
+      { timeoutMs },
+    )
 
   const askEcho = async (c: TestClient, content: string): Promise<NostrEvent> => {
     const job = signEvent(makeKeys(), { kind: 5050, content })

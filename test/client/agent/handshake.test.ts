@@ -3,8 +3,9 @@ import type { WebSocket } from 'ws'
 import { toHttpUrl } from '../../../src/client/agent/relay-info'
 import { AgentClient, AgentError } from '../../../src/client/index'
 import type { NostrEvent } from '../../../src/protocols/nip01/event'
+import { eventually } from '../../support/eventually'
 import { FakeClock } from './fake-clock'
-import { type Answer, okAll, type ScriptedRelay, startScriptedRelay, until, useAgents } from './scripted-relay'
+import { type Answer, okAll, type ScriptedRelay, startScriptedRelay, useAgents } from './scripted-relay'
 
 const { agentOn, track } = useAgents()
 
@@ -125,14 +126,14 @@ describe('the handshake against a scripted relay', () => {
     const r = await scripted(okAll, [1, 11])
     const agent = agentOn(r, {
       fetch: async (url) => {
-        await until(() => r.connections.length === 1, 2000, 'the socket beside discovery')
+        await eventually(() => r.connections.length === 1, 'the socket beside discovery', { timeoutMs: 2000 })
         return fetch(url)
       },
     })
     const error = (await agent.start().catch((e: unknown) => e)) as AgentError
     expect(error.code).toBe('incompatible')
     expect(error.message).toMatch(/does not support NIP-42/)
-    await until(() => r.connections[0]!.closeCode !== undefined, 2000, 'the unused socket closed')
+    await eventually(() => r.connections[0]!.closeCode !== undefined, 'the unused socket closed', { timeoutMs: 2000 })
     expect(r.connections).toHaveLength(1)
     expect(r.connections[0]!.frames).toEqual([])
   })
@@ -198,7 +199,7 @@ describe('the socket opened beside discovery', () => {
     let framesWhileProbing: number | undefined
     const agent = agentOn(r, {
       fetch: async () => {
-        await until(() => r.connections.length === 1, 2000, 'the socket beside discovery')
+        await eventually(() => r.connections.length === 1, 'the socket beside discovery', { timeoutMs: 2000 })
         // two pings answered: the agent has had the challenge, and whatever it did with it (in a microtask
         // or the turn after) has reached us before the second pong
         await pingPong(r.connections[0]!.ws)
@@ -219,7 +220,7 @@ describe('the socket opened beside discovery', () => {
       relays: [a.url, b.url],
       fetch: async (url) => {
         if (String(url).startsWith(toHttpUrl(a.url))) {
-          await until(() => a.connections.length === 1, 2000, 'the socket to the first relay')
+          await eventually(() => a.connections.length === 1, 'the socket to the first relay', { timeoutMs: 2000 })
           throw new TypeError('fetch failed')
         }
         return nip11(b)
@@ -227,7 +228,7 @@ describe('the socket opened beside discovery', () => {
     })
     await agent.start()
     expect(agent.state).toBe('ACTIVE')
-    await until(() => a.connections[0]!.closeCode !== undefined, 2000, 'the unused socket closed')
+    await eventually(() => a.connections[0]!.closeCode !== undefined, 'the unused socket closed', { timeoutMs: 2000 })
     expect(a.connections[0]!.frames).toEqual([])
     expect(b.connections).toHaveLength(1)
     expect(b.connections[0]!.frames[0]![0]).toBe('AUTH')
@@ -245,9 +246,9 @@ describe('the socket opened beside discovery', () => {
       },
     })
     const started = agent.start().catch((e: unknown) => e)
-    await until(() => r.connections.length === 1 && answer !== undefined, 2000, 'the socket beside discovery')
+    await eventually(() => r.connections.length === 1 && answer !== undefined, 'the socket beside discovery', { timeoutMs: 2000 })
     await agent.stop()
-    await until(() => r.connections[0]!.closeCode !== undefined, 2000, 'the socket closed by stop()')
+    await eventually(() => r.connections[0]!.closeCode !== undefined, 'the socket closed by stop()', { timeoutMs: 2000 })
     expect(agent.state).toBe('CLOSED')
     answer?.()
     expect(await started).toBeInstanceOf(Error)
@@ -259,9 +260,9 @@ describe('the socket opened beside discovery', () => {
     const r = await scripted()
     const agent = agentOn(r, {
       fetch: async () => {
-        await until(() => r.connections.length === 1, 2000, 'the socket beside discovery')
+        await eventually(() => r.connections.length === 1, 'the socket beside discovery', { timeoutMs: 2000 })
         r.connections[0]!.ws.close(1008, 'blocked: this IP is banned')
-        await until(() => r.connections[0]!.closeCode !== undefined, 2000, 'the close')
+        await eventually(() => r.connections[0]!.closeCode !== undefined, 'the close', { timeoutMs: 2000 })
         return nip11(r)
       },
     })
@@ -289,7 +290,7 @@ describe('a relay URL `ws` cannot parse', () => {
     const causes: string[] = []
     agent.state$.subscribe((s) => causes.push(`${s.state} ${s.cause ?? ''}`))
     void agent.start().catch(() => {})
-    await until(() => causes.some((c) => c.startsWith('INIT') && /reconnecting in/.test(c)), 2000, 'the failed attempt')
+    await eventually(() => causes.some((c) => c.startsWith('INIT') && /reconnecting in/.test(c)), 'the failed attempt', { timeoutMs: 2000 })
     expect(causes.find((c) => /reconnecting in/.test(c))).toMatch(/fragment/)
     await agent.stop()
   })
@@ -302,7 +303,7 @@ describe('registration after a slow handshake', () => {
     track({ stop: () => r.close() })
     const agent = agentOn(r, { clock })
     const started = agent.start()
-    await until(() => r.connections.length === 1 && agent.state === 'DISCOVERED', 2000, 'the socket')
+    await eventually(() => r.connections.length === 1 && agent.state === 'DISCOVERED', 'the socket', { timeoutMs: 2000 })
     // 30 s pass before the relay asks for AUTH (no timer runs: the handshake timeout is not what is tested)
     clock.advanceSync(30_000)
     r.connections[0]!.ws.send(JSON.stringify(['AUTH', 'late']))
@@ -328,10 +329,10 @@ describe('heartbeat spacing', () => {
     expect(beats()).toBe(1)
     expect(clock.requested).toContain(14_250)
     await clock.advance(14_250)
-    await until(() => beats() === 2, 2000, 'the second heartbeat')
+    await eventually(() => beats() === 2, 'the second heartbeat', { timeoutMs: 2000 })
     expect(clock.requested).toContain(14_625)
     await clock.advance(14_625)
-    await until(() => beats() === 3, 2000, 'the third heartbeat')
+    await eventually(() => beats() === 3, 'the third heartbeat', { timeoutMs: 2000 })
     expect(clock.requested.some((ms) => Math.abs(ms - 13_501.5) < 0.01)).toBe(true)
   })
 })

@@ -5,19 +5,12 @@ import { bytesToHex } from '@noble/hashes/utils.js'
 import { afterAll, describe, expect, it } from 'vitest'
 import { AgentClient, type PublishResult } from '../../../src/client/index'
 import type { NostrEvent } from '../../../src/protocols/nip01/event'
-import { reqEvents } from '../../e2e/helpers'
 import { makeKeys, signEvent } from '../../support/events'
+import { eventually } from '../../support/eventually'
 import { freePort } from '../../support/redis-server'
+import { reqEvents } from '../../support/relay-client'
 import { GENEROUS_ENV, type RelayProcess, startRelayProcess } from '../../support/relay-process'
 import { connect } from '../../support/ws-client'
-
-const until = async (check: () => boolean, timeoutMs: number, what: string): Promise<void> => {
-  const end = Date.now() + timeoutMs
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 20))
-  }
-}
 
 /**
  * The real `apiary start` process (dist/), SIGKILLed under two running agents and restarted on the same port
@@ -57,11 +50,11 @@ describe('agents across a relay killed with SIGKILL and restarted', { timeout: 6
     const before: PublishResult[] = []
     for (let i = 0; i < 5; i++) before.push(await writer.publish({ kind: 1, content: `before the crash ${i}` }))
     expect(before.every((r) => r.ok)).toBe(true)
-    await until(() => delivered.length === 5, 5000, 'the first five')
+    await eventually(() => delivered.length === 5, 'the first five', { timeoutMs: 5000 })
 
     relay.proc.kill('SIGKILL')
     await relay.exited
-    await until(() => writer.state !== 'ACTIVE' && reader.state !== 'ACTIVE', 5000, 'both agents to notice')
+    await eventually(() => writer.state !== 'ACTIVE' && reader.state !== 'ACTIVE', 'both agents to notice', { timeoutMs: 5000 })
     const during: PublishResult[] = []
     for (let i = 0; i < 5; i++) during.push(await writer.publish({ kind: 1, content: `while the relay is down ${i}` }))
     for (const r of during) expect(r).toMatchObject({ ok: false, queued: true, id: expect.stringMatching(/^[0-9a-f]{64}$/) })
@@ -77,10 +70,10 @@ describe('agents across a relay killed with SIGKILL and restarted', { timeout: 6
       gap.push(event.id)
     }
     other.close()
-    await until(() => writer.state === 'ACTIVE' && reader.state === 'ACTIVE', 40_000, 'both agents ACTIVE again')
-    await until(() => writer.metrics().queueLength === 0, 5000, 'the queue to flush')
+    await eventually(() => writer.state === 'ACTIVE' && reader.state === 'ACTIVE', 'both agents ACTIVE again', { timeoutMs: 40_000 })
+    await eventually(() => writer.metrics().queueLength === 0, 'the queue to flush', { timeoutMs: 5000 })
     const all = [...before.map((r) => r.id), ...gap, ...during.map((r) => r.id)]
-    await until(() => delivered.length >= all.length, 5000, 'every event at the reader')
+    await eventually(() => delivered.length >= all.length, 'every event at the reader', { timeoutMs: 5000 })
     // time for a duplicate to show up, if the resume's overlap let one through
     await new Promise((r) => setTimeout(r, 500))
     expect(delivered.map((e) => e.id).sort()).toEqual([...all].sort())

@@ -3,7 +3,8 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { AgentClient, type AgentClientOptions } from '../../../src/client/index'
 import type { NostrEvent } from '../../../src/protocols/nip01/event'
 import { makeKeys, signEvent } from '../../support/events'
-import { type Answer, okAll, type ScriptedRelay, startScriptedRelay, until } from './scripted-relay'
+import { eventually } from '../../support/eventually'
+import { type Answer, okAll, type ScriptedRelay, startScriptedRelay } from './scripted-relay'
 
 const opened: { stop(): Promise<void> }[] = []
 afterEach(async () => {
@@ -55,7 +56,7 @@ describe('a subscription resumed after an outage', () => {
     await agent.start()
     const got: string[] = []
     agent.subscribe([{ kinds: [1] }], (e) => got.push(e.id))
-    await until(() => appReqs(r, 1).length === 1, 5000, 'the resumed REQ')
+    await eventually(() => appReqs(r, 1).length === 1, 'the resumed REQ', { timeoutMs: 5000 })
     await new Promise((res) => setTimeout(res, 200))
     expect(got).toEqual([event.id])
     expect(agent.metrics().deduplicated).toBe(1)
@@ -67,7 +68,7 @@ describe('a subscription resumed after an outage', () => {
     const agent = agentOn(r)
     await agent.start()
     agent.subscribe([{ kinds: [1] }], () => {})
-    await until(() => appReqs(r, 1).length === 1, 5000, 'the resumed REQ')
+    await eventually(() => appReqs(r, 1).length === 1, 'the resumed REQ', { timeoutMs: 5000 })
     const since = (appReqs(r, 1)[0]![2] as { since: number }).since
     expect(since).toBeLessThanOrEqual(nowSeconds() - 59)
   })
@@ -86,7 +87,7 @@ describe('events the relay sends that are not what they claim', () => {
     const got: string[] = []
     agent.subscribe([{ kinds: [1] }], (e) => got.push(e.content))
     // frames are handled in order: once the genuine one (sent last) is here, the other two were judged
-    await until(() => got.length > 0, 5000, 'the genuine event')
+    await eventually(() => got.length > 0, 'the genuine event', { timeoutMs: 5000 })
     expect(got).toEqual(['genuine'])
   })
 })
@@ -101,7 +102,7 @@ describe('a subscription the relay CLOSED on a connection that stays up', () => 
     const agent = agentOn(r)
     await agent.start()
     agent.subscribe([{ kinds: [1] }], () => {})
-    await until(() => appReqs(r, 0).length === 2, 3000, 'the re-sent REQ')
+    await eventually(() => appReqs(r, 0).length === 2, 'the re-sent REQ', { timeoutMs: 3000 })
     const c = r.connections[0]!
     const at = c.frames.flatMap((f, i) => (f[0] === 'REQ' && f[1] === 'agent-1' ? [c.frameAt[i]!] : []))
     expect(at[1]! - at[0]!).toBeGreaterThanOrEqual(950)
@@ -117,7 +118,7 @@ describe('a subscription the relay CLOSED on a connection that stays up', () => 
     const agent = agentOn(r, { random: () => 0 })
     await agent.start()
     agent.subscribe([{ kinds: [1] }], () => {})
-    await until(() => appReqs(r, 0).length === 3, 3000, 'two re-sent REQs')
+    await eventually(() => appReqs(r, 0).length === 3, 'two re-sent REQs', { timeoutMs: 3000 })
     const c = r.connections[0]!
     const at = c.frames.flatMap((f, i) => (f[0] === 'REQ' && f[1] === 'agent-1' ? [c.frameAt[i]!] : []))
     expect(at[1]! - at[0]!).toBeGreaterThanOrEqual(90)
@@ -135,7 +136,7 @@ describe('a subscription the relay CLOSED on a connection that stays up', () => 
       await agent.start()
       const closed: string[] = []
       agent.subscribe([{ kinds: [1] }], () => {}, { onClosed: (why) => closed.push(why) })
-      await until(() => closed.length === 1, 3000, 'onClosed')
+      await eventually(() => closed.length === 1, 'onClosed', { timeoutMs: 3000 })
       expect(closed).toEqual([reason])
       await new Promise((res) => setTimeout(res, 300))
       expect(appReqs(r, 0)).toHaveLength(1)

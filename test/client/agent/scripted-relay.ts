@@ -63,14 +63,6 @@ export async function startScriptedRelay(
   }
 }
 
-export const until = async (check: () => boolean, timeoutMs: number, what: string): Promise<void> => {
-  const end = Date.now() + timeoutMs
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}
-
 /** Agents (and relays) a test opened, each stopped after it: `agentOn(relay, options)` and `track(x)`. */
 export function useAgents() {
   const opened: { stop(): Promise<void> }[] = []

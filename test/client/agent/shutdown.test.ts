@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import { AgentClient, type PublishResult } from '../../../src/client/index'
 import type { NostrEvent } from '../../../src/protocols/nip01/event'
+import { eventually } from '../../support/eventually'
 import { FakeClock } from './fake-clock'
-import { type Answer, okAll, startScriptedRelay, until, useAgents } from './scripted-relay'
+import { type Answer, okAll, startScriptedRelay, useAgents } from './scripted-relay'
 
 const { agentOn, track } = useAgents()
 
@@ -31,11 +32,11 @@ describe('an agent closed by a terminal error', () => {
     const views: unknown[] = []
     agent.watch('echo', (agents) => views.push(agents))
     const result = agent.publish({ kind: 1, content: 'never answered' })
-    await until(() => agent.state === 'CLOSED', 3000, 'CLOSED')
+    await eventually(() => agent.state === 'CLOSED', 'CLOSED', { timeoutMs: 3000 })
     const answered = (await within(result, 1000)) as PublishResult
     expect(answered).toMatchObject({ ok: false, reason: expect.stringMatching(/^blocked: /) })
     expect(answered).not.toHaveProperty('queued')
-    await until(() => clock.pending === 0, 1000, 'every timer cleared')
+    await eventually(() => clock.pending === 0, 'every timer cleared', { timeoutMs: 1000 })
     expect(await agent.publish({ kind: 1, content: 'after' })).toMatchObject({ ok: false, reason: expect.stringMatching(/^blocked: /) })
     expect(await within(agent.stop(), 1000)).toBeUndefined()
     expect(clock.pending).toBe(0)
@@ -54,7 +55,7 @@ describe('stopping an agent', () => {
     const agent = agentOn(r, { clock })
     await agent.start()
     const result = agent.publish({ kind: 1, content: 'retried' })
-    await until(() => r.connections[0]!.frames.some(isUserEvent), 2000, 'the first send')
+    await eventually(() => r.connections[0]!.frames.some(isUserEvent), 'the first send', { timeoutMs: 2000 })
     await new Promise((res) => setTimeout(res, 50))
     expect(await within(agent.stop(), 2000)).toBeUndefined()
     expect(await within(result, 100)).toMatchObject({ ok: false, reason: expect.stringMatching(/^error: /) })
@@ -66,7 +67,7 @@ describe('stopping an agent', () => {
     const r = await scripted(okAll, { challenge: false })
     const agent = agentOn(r, { clock })
     const started = agent.start().catch((e: unknown) => e)
-    await until(() => r.connections.length === 1 && agent.state === 'DISCOVERED', 2000, 'the socket')
+    await eventually(() => r.connections.length === 1 && agent.state === 'DISCOVERED', 'the socket', { timeoutMs: 2000 })
     await new Promise((res) => setTimeout(res, 50))
     await agent.stop()
     expect(await started).toBeInstanceOf(Error)

@@ -2,7 +2,8 @@
 // with two buses acting as two nodes of one cluster.
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Bus, BusError } from '../../../src/infra/bus/bus'
-import { collect, uniqueChannel, until } from './bus-harness'
+import { eventually } from '../../support/eventually'
+import { collect, uniqueChannel } from './bus-harness'
 
 export interface BusNodes {
   a: Bus
@@ -14,7 +15,8 @@ export interface BusNodes {
 export const CONTRACT_DEBOUNCE_MS = 100
 
 /** the backend subscription for channel is live once its subscribes counter reached n */
-const subscribed = (bus: Bus, channel: string, n = 1) => until(() => bus.stats(channel).subscribes >= n)
+const subscribed = (bus: Bus, channel: string, n = 1) =>
+  eventually(() => bus.stats(channel).subscribes >= n, `${n} subscribe(s) on ${channel}`)
 
 export function describeBusContract(name: string, start: (opts: { unsubscribeDebounceMs: number }) => Promise<BusNodes>): void {
   describe(`${name} bus (contract)`, () => {
@@ -37,7 +39,7 @@ export function describeBusContract(name: string, start: (opts: { unsubscribeDeb
       await Promise.all([subscribed(a, ch), subscribed(b, ch)])
       await a.publish(ch, 'from a')
       await b.publish(ch, 'from b')
-      await until(() => onA.items.length === 1 && onB.items.length === 1)
+      await eventually(() => onA.items.length === 1 && onB.items.length === 1, 'the message on both buses')
       expect(onB.items).toEqual(['from a'])
       expect(onA.items).toEqual(['from b'])
     })
@@ -50,7 +52,7 @@ export function describeBusContract(name: string, start: (opts: { unsubscribeDeb
       await Promise.all([subscribed(a, ch), subscribed(b, ch)])
       await a.publish(ch, 'mine')
       // the echo did come back to a from the backend; it was dropped, not lost on the way
-      await until(() => onB.items.length === 1 && a.stats(ch).received === 1)
+      await eventually(() => onB.items.length === 1 && a.stats(ch).received === 1, 'the message on B, received once by A')
       expect(onA.items).toEqual([])
     })
 
@@ -63,7 +65,7 @@ export function describeBusContract(name: string, start: (opts: { unsubscribeDeb
       first.subscription.unsubscribe()
       expect(b.wanted()).toEqual([ch])
       await a.publish(ch, 'still here')
-      await until(() => second.items.length === 1)
+      await eventually(() => second.items.length === 1, 'the message at the second subscriber')
       expect(first.items).toEqual([])
       expect(b.stats(ch)).toMatchObject({ subscribes: 1, unsubscribes: 0 })
     })
@@ -79,16 +81,16 @@ export function describeBusContract(name: string, start: (opts: { unsubscribeDeb
       expect(b.wanted()).toEqual([sentinel])
       const again = collect(b.watch(ch))
       await a.publish(ch, 'no churn')
-      await until(() => again.items.length === 1)
+      await eventually(() => again.items.length === 1, 'the message at the new subscription')
       expect(b.stats(ch)).toMatchObject({ subscribes: 1, unsubscribes: 0 })
 
       again.subscription.unsubscribe()
-      await until(() => b.stats(ch).unsubscribes === 1)
+      await eventually(() => b.stats(ch).unsubscribes === 1, 'the unsubscribe on B')
       // published in this order, so once the sentinel arrived anything sent to ch would have arrived too
       const sentinelBefore = b.stats(sentinel).received
       await a.publish(ch, 'nobody listens')
       await a.publish(sentinel, 'marker')
-      await until(() => b.stats(sentinel).received === sentinelBefore + 1)
+      await eventually(() => b.stats(sentinel).received === sentinelBefore + 1, 'the sentinel message on B')
       expect(b.stats(ch)).toMatchObject({ received: 1, subscribes: 1, unsubscribes: 1 })
     })
 
@@ -103,7 +105,7 @@ export function describeBusContract(name: string, start: (opts: { unsubscribeDeb
         await a.publish(quiet, `q${i}`)
         await a.publish(busy, `b${i}`)
       }
-      await until(() => onB.items.length === 20)
+      await eventually(() => onB.items.length === 20, 'all 20 messages on B')
       expect(b.stats(quiet).received).toBe(0)
       expect(b.stats(busy).received).toBe(20)
       expect(a.stats(quiet).received).toBeGreaterThan(0)
@@ -117,7 +119,7 @@ export function describeBusContract(name: string, start: (opts: { unsubscribeDeb
       await Promise.all([subscribed(b, one), subscribed(b, two)])
       const sent = Array.from({ length: 500 }, (_, i) => `m${i}`)
       await Promise.all(sent.map((m, i) => a.publish(i % 3 ? one : two, m)))
-      await until(() => onOne.items.length + onTwo.items.length === sent.length)
+      await eventually(() => onOne.items.length + onTwo.items.length === sent.length, 'every message at one of the two subscribers')
       expect(onOne.items).toEqual(sent.filter((_, i) => i % 3))
       expect(onTwo.items).toEqual(sent.filter((_, i) => !(i % 3)))
     })

@@ -1,7 +1,8 @@
 import { Redis } from 'ioredis'
 import { afterEach, describe, expect, it } from 'vitest'
+import { eventually } from '../../support/eventually'
 import { describeBusContract } from './bus.contract'
-import { collect, uniqueChannel, until } from './bus-harness'
+import { collect, uniqueChannel } from './bus-harness'
 import { type RedisNode, SHARED_REDIS_URL, startRedisNode } from './redis-node'
 
 describeBusContract('redis', async ({ unsubscribeDebounceMs }) => {
@@ -26,7 +27,7 @@ describe('redis bus', () => {
     const ch = uniqueChannel('numsub')
     collect(node.bus.watch(ch))
     collect(node.bus.watch(ch))
-    await until(() => node!.bus.stats(ch).subscribes === 1)
+    await eventually(() => node!.bus.stats(ch).subscribes === 1, 'the subscribe')
     expect(await raw.pubsub('NUMSUB', ch)).toEqual([ch, 1])
     expect(node.subscribers).toHaveLength(1)
   })
@@ -36,10 +37,10 @@ describe('redis bus', () => {
     raw = new Redis(SHARED_REDIS_URL)
     const ch = uniqueChannel('foreign')
     const got = collect(node.bus.watch(ch))
-    await until(() => node!.bus.stats(ch).subscribes === 1)
+    await eventually(() => node!.bus.stats(ch).subscribes === 1, 'the subscribe')
     await raw.publish(ch, 'no envelope')
     await raw.publish(ch, 'someone-else\n{"kind":1}')
-    await until(() => got.items.length === 1)
+    await eventually(() => got.items.length === 1, 'the message')
     expect(got.items).toEqual(['{"kind":1}'])
     expect(node.bus.malformed).toBe(1)
   })
@@ -48,9 +49,9 @@ describe('redis bus', () => {
     const n = await startRedisNode(SHARED_REDIS_URL, 'closing')
     const ch = uniqueChannel('closing')
     collect(n.bus.watch(ch))
-    await until(() => n.bus.stats(ch).subscribes === 1)
+    await eventually(() => n.bus.stats(ch).subscribes === 1, 'the subscribe')
     await n.bus.close()
-    await until(() => n.events.some((e) => e.type === 'stopped' && e.kind === 'bus-bridge'))
+    await eventually(() => n.events.some((e) => e.type === 'stopped' && e.kind === 'bus-bridge'), 'the bus bridge stopped')
     expect(n.subscribers[0]!.status).toBe('end')
     await n.kernel.shutdown()
     n.publisher.disconnect()

@@ -6,9 +6,10 @@ import { createKernel } from '../../../src/actors/kernel'
 import { createRedisBus, type RedisBus } from '../../../src/infra/bus/redis-bus'
 import { subscriberConnectionOptions } from '../../../src/infra/bus/redis-subscriber'
 import { createRedisClient, isCluster, type RedisClient, subscriberConnector } from '../../../src/infra/redis/connect'
+import { eventually } from '../../support/eventually'
 import { type PrivateRedisCluster, startRedisCluster } from '../../support/redis-cluster'
 import { describeBusContract } from './bus.contract'
-import { collect, uniqueChannel, until } from './bus-harness'
+import { collect, uniqueChannel } from './bus-harness'
 
 let server: PrivateRedisCluster
 beforeAll(async () => {
@@ -68,14 +69,14 @@ describe('redis bus on a cluster', () => {
     try {
       const ch = uniqueChannel('spread')
       const onA = collect(a.bus.watch(ch))
-      await until(() => a.bus.stats(ch).subscribes === 1)
+      await eventually(() => a.bus.stats(ch).subscribes === 1, 'the subscribe on A')
       // another node whose bridge subscribed on a different master than A's
       let b: ClusterBusNode | undefined
       for (let i = 0; i < 10 && !b; i++) {
         const candidate = await startNode(`spread-b${i}`)
         nodes.push(candidate)
         collect(candidate.bus.watch(ch))
-        await until(() => candidate.bus.stats(ch).subscribes === 1)
+        await eventually(() => candidate.bus.stats(ch).subscribes === 1, 'the subscribe on the candidate')
         if (candidate.subscriberPorts[0] !== a.subscriberPorts[0]) b = candidate
       }
       if (!b) throw new Error('every subscriber landed on one master')
@@ -83,7 +84,7 @@ describe('redis bus on a cluster', () => {
       expect(isCluster(b.publisher)).toBe(true)
       await b.bus.publish(ch, 'from b')
       await a.bus.publish(ch, 'from a')
-      await until(() => onA.items.length === 1 && onB.items.length === 1)
+      await eventually(() => onA.items.length === 1 && onB.items.length === 1, 'the message on both buses')
       expect([onA.items, onB.items]).toEqual([['from b'], ['from a']])
     } finally {
       await Promise.all(nodes.map((n) => n.close()))

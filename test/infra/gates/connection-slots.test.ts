@@ -4,13 +4,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type ConnectionSlots, createMemoryConnectionSlots, type SlotLease } from '../../../src/infra/gates/connection-slots'
 import { createRedisConnectionSlots } from '../../../src/infra/gates/redis-connection-slots'
 import { ipOpenKey } from '../../../src/infra/redis/keys'
+import { eventually } from '../../support/eventually'
 import { type PrivateRedis, startPrivateRedis } from '../../support/redis-server'
 import { connectRedis } from '../redis/connect'
 
 /** An address of the test's own (2001:db8::/32, documentation), so its Redis key is too. */
 const testIp = () => `2001:db8:${randomBytes(6).toString('hex').match(/.{4}/g)!.join(':')}::1`
 const node = () => `node-${randomBytes(4).toString('hex')}`
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 async function takeAll(slots: ConnectionSlots, ip: string, limit: number, n: number): Promise<(SlotLease | undefined)[]> {
   const out: (SlotLease | undefined)[] = []
@@ -93,7 +93,14 @@ describe('redis connection slots across nodes', () => {
     expect(await live.acquire(ip, 2)).toBeDefined()
     expect(await doomed.acquire(ip, 2)).toBeDefined()
     crashing.disconnect() // the node is gone without a word: no release, no more refreshes
-    await sleep(ttlMs * 2)
+    // the crashed node's socket stops counting a TTL after its last refresh; the live one's, acquired before it,
+    // is by then past its own first TTL and must still count
+    await eventually(
+      () => redis.zcard(ipOpenKey(ip)),
+      (open) => open < 2,
+      "the crashed node's socket expired",
+      { timeoutMs: ttlMs * 4 },
+    )
     expect(await redis.zcard(ipOpenKey(ip))).toBe(1)
     expect(await live.acquire(ip, 2)).toBeDefined()
     expect(await live.acquire(ip, 2)).toBeUndefined()
@@ -142,8 +149,12 @@ describe('redis connection slots while Redis is down', () => {
     const during = await takeAll(slots, ip, 3, 3)
     expect(during.map((l) => l !== undefined)).toEqual([true, true, false])
     await server.restart() // empty: the slot taken before the outage is gone with it
-    const deadline = performance.now() + 5_000
-    while ((await privateRedis.zcard(ipOpenKey(ip)).catch(() => 0)) < 3 && performance.now() < deadline) await sleep(100)
+    await eventually(
+      () => privateRedis.zcard(ipOpenKey(ip)),
+      (open) => open >= 3,
+      'the three sockets written back',
+      { timeoutMs: 5_000, intervalMs: 100 },
+    )
     expect(await privateRedis.zcard(ipOpenKey(ip))).toBe(3)
     expect(await slots.acquire(ip, 3)).toBeUndefined()
     during[0]?.release()

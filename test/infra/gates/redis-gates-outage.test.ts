@@ -8,6 +8,7 @@ import { createRedisPresenceStore } from '../../../src/infra/gates/redis-presenc
 import { createRedisRateLimiter } from '../../../src/infra/gates/redis-rate-limit'
 import { createRedisReplayGuard } from '../../../src/infra/gates/redis-replay-guard'
 import { rateLimitKey } from '../../../src/infra/redis/keys'
+import { eventually } from '../../support/eventually'
 import { freePort, type PrivateRedis, startPrivateRedis } from '../../support/redis-server'
 import { connectRedis, hex64, testCommunity } from '../redis/connect'
 
@@ -60,15 +61,12 @@ describe('redis gates while Redis is down', () => {
 
     await server.restart()
     // ioredis reconnects on its own (every 50 ms here); the fresh server has an empty script cache
-    const deadline = performance.now() + 5000
-    let admitted = false
-    while (!admitted && performance.now() < deadline) {
-      admitted = await limiter.admit(key, rule).then(
-        (a) => a.allowed,
-        () => false,
-      )
-      if (!admitted) await new Promise((r) => setTimeout(r, 50))
-    }
+    const admitted = await eventually(
+      () => limiter.admit(key, rule).then((a) => a.allowed),
+      (allowed) => allowed,
+      'an admission once Redis is back',
+      { timeoutMs: 5_000, intervalMs: 50 },
+    )
     expect(admitted).toBe(true)
     expect(await limiter.admitMany([{ key, rule }])).toEqual([{ allowed: true }])
   })

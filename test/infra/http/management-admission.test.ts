@@ -11,8 +11,8 @@ import { Tenants } from '../../../src/infra/http/tenants'
 import { createLogger } from '../../../src/infra/log'
 import { type CommunityRecord, DEFAULT_SETTINGS } from '../../../src/infra/store/community-store'
 import { prefixOf } from '../../../src/protocols/reasons'
-import { nip98Header, postNip86, rpc } from '../../e2e/nip86-client'
 import { makeKeys } from '../../support/events'
+import { nip98Header, postNip86, rpc } from '../../support/nip86-client'
 import type { TestRelay } from '../../support/relay'
 
 const operator = makeKeys()

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createSessionDirectory, DirectoryError, parseLease, type SessionDirectory } from '../../../src/infra/mesh/session-directory'
 import { sessionGenerationKey, sessionLeaseKey } from '../../../src/infra/redis/keys'
+import { eventually } from '../../support/eventually'
 import { connectRedis, hex64, testCommunity } from '../redis/connect'
 
 const TTL_MS = 300
@@ -22,10 +23,11 @@ function twoNodes(ttlMs = TTL_MS) {
 
 /** Resolves once Redis has dropped the lease (polling Redis itself: the expiry is Redis's, not ours). */
 async function leaseGone(community: string, session: string): Promise<void> {
-  for (;;) {
-    if ((await redis.exists(sessionLeaseKey(community, session))) === 0) return
-    await new Promise((r) => setTimeout(r, 20))
-  }
+  await eventually(
+    () => redis.exists(sessionLeaseKey(community, session)),
+    (n) => n === 0,
+    `the lease of ${session} dropped by Redis`,
+  )
 }
 
 describe('mesh session directory (real Redis, short TTL)', () => {

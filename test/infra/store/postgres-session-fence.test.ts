@@ -5,6 +5,7 @@ import { connectPostgres, migrate, type Sql } from '../../../src/infra/store/pos
 import { runFenced, SESSION_FENCE_MIGRATIONS, storedGeneration } from '../../../src/infra/store/postgres/postgres-session-fence'
 import { FencedError, type SessionFence } from '../../../src/infra/store/session-fence'
 import { makeKeys, signEvent } from '../../support/events'
+import { eventually } from '../../support/eventually'
 import { createTestDatabase, type TestDatabase } from '../../support/postgres'
 import { NOW } from './contract-context'
 
@@ -59,13 +60,13 @@ function holdingTransaction(sql: Sql, fence: SessionFence) {
 
 /** Resolves once a backend of this database is blocked on a lock (the fence's row lock here). */
 async function someoneWaitsOnALock(): Promise<void> {
-  for (;;) {
+  const waiting = async () => {
     const [row] = await nodeB.unsafe(
       "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
     )
-    if ((row?.n as number) > 0) return
-    await new Promise((r) => setTimeout(r, 10))
+    return row?.n as number
   }
+  await eventually(waiting, (n) => n > 0, 'a backend blocked on a lock', { intervalMs: 10 })
 }
 
 describe('mesh session fence on PostgreSQL', () => {

@@ -34,8 +34,3 @@ export function sqliteFiles(prefix: string) {
     },
   }
 }
-
-/** A condition, not a duration: polled every 5 ms. */
-export async function until(done: () => boolean): Promise<void> {
-  while (!done()) await new Promise((r) => setTimeout(r, 5))
-}

@@ -4,11 +4,13 @@ import { type EventStore, StoreError } from '../../../src/infra/store/event-stor
 import type { SqliteEventStore } from '../../../src/infra/store/sqlite/sqlite-event-store'
 import type { Filter } from '../../../src/protocols/nip01/filter'
 import { makeKeys, signEvent } from '../../support/events'
+import { eventually } from '../../support/eventually'
 import { idsOf, NOW } from './contract-context'
-import { sqliteFiles, until } from './sqlite-files'
+import { sqliteFiles } from './sqlite-files'
 
 const { freshFile, open } = sqliteFiles('read-workers')
-const ready = (store: SqliteEventStore, workers: number) => until(() => store.stats().readWorkersReady === workers)
+const ready = (store: SqliteEventStore, workers: number) =>
+  eventually(() => store.stats().readWorkersReady === workers, `${workers} read workers ready`)
 
 /**
  * A community big enough that counting it takes a reader a long while (~0.4 s here, four times the budget the

@@ -2,8 +2,9 @@ import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import { StoreError } from '../../../src/infra/store/event-store'
 import { makeKeys, signEvent } from '../../support/events'
+import { eventually } from '../../support/eventually'
 import { idsOf, NOW } from './contract-context'
-import { sqliteFiles, until } from './sqlite-files'
+import { sqliteFiles } from './sqlite-files'
 
 const { freshFile, open, close } = sqliteFiles('writer')
 
@@ -54,7 +55,7 @@ describe('SQLite writer thread', () => {
     admin.exec('DROP TABLE deleted_addresses')
     const errors: string[] = []
     const store = open(file, { log: { error: (_o, m) => void errors.push(m) } })
-    await until(() => !store.stats().writerThread)
+    await eventually(() => !store.stats().writerThread, 'writes back on the main thread')
     expect(errors.at(-1)).toBe('event store: the writer thread keeps failing to start; writing on the main thread')
     admin.exec(schema)
     admin.close()

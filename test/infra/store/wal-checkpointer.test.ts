@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { openSqliteEventStore } from '../../../src/infra/store/sqlite/sqlite-event-store'
 import { makeKeys, signEvent } from '../../support/events'
+import { eventually } from '../../support/eventually'
 
 const sizeOf = (f: string) => (existsSync(f) ? statSync(f).size : 0)
 
@@ -33,8 +34,7 @@ describe('WAL checkpoints off the event loop', () => {
     const events = Array.from({ length: 300 }, (_, i) => signEvent(keys, { content: `note ${i} ${'x'.repeat(500)}` }))
     await Promise.all(events.map((e) => store.save('c', e.event, e.raw)))
     // the writing connection never checkpoints now, so the main file can only grow through the worker
-    const deadline = Date.now() + 10_000
-    while (sizeOf(file) <= before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+    await eventually(() => sizeOf(file) > before, 'the main file grown by a checkpoint', { timeoutMs: 10_000 })
     expect(sizeOf(file)).toBeGreaterThan(before)
     await store.close()
     expect(sizeOf(`${file}-wal`)).toBe(0)

@@ -1,12 +1,11 @@
+// A NIP-86 client for the tests: signs NIP-98 headers the way a management client does, and posts the calls.
 import { createHash } from 'node:crypto'
 import { request } from 'node:http'
 import { finalizeEvent } from 'nostr-tools/pure'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
-import type { TestKeys } from '../support/events'
-import type { TestRelay } from '../support/relay'
-import type { HttpAnswer } from './helpers'
-
-/** A NIP-86 client for the e2e suite: signs NIP-98 headers the way a management client does. */
+import type { TestKeys } from './events'
+import type { HttpAnswer } from './http'
+import type { TestRelay } from './relay'
 
 export const rpc = (method: string, params: unknown[] = []) => JSON.stringify({ method, params })
 

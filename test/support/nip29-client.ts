@@ -1,14 +1,11 @@
+// NIP-29 moves a channel client makes: each sends one signed event and resolves with the relay's OK and the
+// event, so a test can assert the prefix and then refer to the event by id; and reading a channel's state.
 import { signOwnerAttestation } from '../../src/protocols/nip-oa'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { prefixOf } from '../../src/protocols/reasons'
-import { type SignedEvent, signEvent, type TestKeys } from '../support/events'
-import type { TestClient } from '../support/ws-client'
-import { challengeOf, fresh, newSubId, type Ok, publish, reqEvents } from './helpers'
-
-/**
- * NIP-29 moves for the channel e2e files: each sends one signed event and resolves with the relay's OK and
- * the event, so a test can assert the prefix and then refer to the event by id.
- */
+import { type SignedEvent, signEvent, type TestKeys } from './events'
+import { challengeOf, fresh, newSubId, type Ok, publish, reqEvents } from './relay-client'
+import type { TestClient } from './ws-client'
 
 export type ChannelFlag = 'private' | 'public' | 'closed' | 'open'
 
