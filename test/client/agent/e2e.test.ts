@@ -152,6 +152,7 @@ describe('an agent that is banned', () => {
     expect(error).toBeInstanceOf(AgentError)
     expect(error.code).toBe('blocked')
     expect(agent.state).toBe('CLOSED')
+    // must not happen: a retry would come after the first backoff delay (1 s); none does
     await new Promise((res) => setTimeout(res, 1500))
     expect(await connectionsTotal(r)).toBe(before + 1)
   })

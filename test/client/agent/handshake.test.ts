@@ -41,6 +41,7 @@ describe('the handshake against a scripted relay', () => {
     expect(error).toBeInstanceOf(AgentError)
     expect(error.code).toBe(code)
     expect(agent.state).toBe('CLOSED')
+    // must not happen: a retry would come after the first backoff delay (1 s); none does
     await new Promise((res) => setTimeout(res, 1300))
     expect(r.connections).toHaveLength(1)
   })
@@ -269,6 +270,7 @@ describe('the socket opened beside discovery', () => {
     const error = (await agent.start().catch((e: unknown) => e)) as AgentError
     expect(error.code).toBe('blocked')
     expect(agent.state).toBe('CLOSED')
+    // must not happen: a retry would come after the first backoff delay (1 s); none does
     await new Promise((res) => setTimeout(res, 1300))
     expect(r.connections).toHaveLength(1)
     expect(r.connections[0]!.frames).toEqual([])
