@@ -79,6 +79,7 @@ export function spawnMembership(kernel: Kernel, deps: MembershipDeps): TypedRef<
 
   const def: ActorDef<MembershipState, MembershipMsg> = {
     kind: 'mesh-membership',
+    supervisor: 'node',
     policy: { mode: 'permanent', backoff: { minMs: 1_000, maxMs: 30_000, jitter: 0.2 }, maxRestarts: Number.MAX_SAFE_INTEGER },
     init: (ctx) => {
       clearInterval(tick)

@@ -43,6 +43,7 @@ export const peerPath = (runtime: string) => `mesh/peer/${runtime}`
 export function peerRef(kernel: Kernel, peer: string, deps: PeerDeps): TypedRef<PeerMsg> {
   const def: ActorDef<PeerState, PeerMsg> = {
     kind: 'mesh-peer',
+    supervisor: 'node',
     policy: { mode: 'permanent', backoff: { minMs: 1_000, maxMs: 30_000, jitter: 0.2 } },
     init: () => ({ tunnel: undefined, dialing: false, failures: 0, nextDialAtMs: 0, upSinceMs: 0 }),
     handle: (state, msg, ctx) => {
