@@ -23,7 +23,12 @@ export class Supervisor {
     readonly intensity: Intensity,
     private readonly clock: Clock,
     private readonly emit: (event: SupervisionEvent) => void,
-  ) {}
+  ) {
+    const { maxGiveUps, windowMs } = intensity
+    if (!Number.isInteger(maxGiveUps) || maxGiveUps < 0 || !(windowMs >= 0)) {
+      throw new RangeError(`invalid intensity for ${path}: ${JSON.stringify(intensity)}`)
+    }
+  }
 
   /** a path below this one: 'root' + 'node' → 'root/node' */
   childPath(name: string): SupervisorPath {
