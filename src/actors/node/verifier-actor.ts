@@ -5,7 +5,7 @@
 // more crash, and past the policy's budget the actor is down and respawned by its kind supervisor (root/node/verifier).
 import type { Verifier } from '../../infra/verify/verifier.js'
 import { VerifierError } from '../../infra/verify/verifier.js'
-import { type ActorDef, type Kernel, pipeTo, type Settled, type SupervisionPolicy, type TypedRef, tell } from '../kernel/index.js'
+import { type ActorDef, type Kernel, pipeTo, type Settled, type SupervisionPolicy, tell } from '../kernel/index.js'
 
 export type VerifierMsg = { type: 'GaveUp'; error: VerifierError } | { type: 'Started'; attempt: object; outcome: Settled<Verifier> }
 
@@ -27,42 +27,45 @@ export const verifierPolicy = {
 /** A started pool the actor cannot take (stopped meanwhile) is offered for this long, then closed. */
 const PIPE = { everyMs: 100, forMs: 10_000 } as const
 
-/**
- * Starts the first pool (rejecting as the pool does when it cannot), then hands its lifecycle to the verifier
- * actor: a pool that gives up is replaced after backoff instead of answering APIARY_VERIFIER_UNAVAILABLE for good.
- */
-export async function openSupervisedVerifier(
-  kernel: Kernel,
-  startPool: StartPool,
-  opts: { policy?: Partial<SupervisionPolicy> } = {},
-): Promise<Verifier> {
-  const gaveUp = new WeakSet<Verifier>()
-  let self: TypedRef<VerifierMsg> | undefined
-  let closed = false
-  // the pool in use: verify calls read it here
-  let current!: Verifier
+/** The pool in use, which every verify reads, and the pools that gave up. */
+class Pools {
+  current!: Verifier
+  closed = false
+  /** told when the pool in use gives up */
+  onGaveUp: ((error: VerifierError) => void) | undefined
+  private readonly gaveUp = new WeakSet<Verifier>()
+
+  constructor(private readonly startPool: StartPool) {}
+
   // a pool gives up only once its start resolved, so `started.pool` is set by then
-  const start = (): Promise<Verifier> => {
+  start(): Promise<Verifier> {
     const started: { pool?: Verifier } = {}
     const onUnavailable = (error: VerifierError) => {
       const { pool } = started
       if (pool === undefined) return
-      gaveUp.add(pool)
-      if (self && pool === current) tell(self, { type: 'GaveUp', error })
+      this.gaveUp.add(pool)
+      if (pool === this.current) this.onGaveUp?.(error)
     }
-    return startPool(onUnavailable).then((pool) => (started.pool = pool))
+    return this.startPool(onUnavailable).then((pool) => {
+      started.pool = pool
+      return pool
+    })
   }
-  current = await start()
-  const { threads } = current
 
-  const def: ActorDef<VerifierState, VerifierMsg> = {
+  hasGivenUp(pool: Verifier): boolean {
+    return this.gaveUp.has(pool)
+  }
+}
+
+function verifierDef(pools: Pools, policy: Partial<SupervisionPolicy> = {}): ActorDef<VerifierState, VerifierMsg> {
+  return {
     kind: 'verifier',
     supervisor: 'node',
-    policy: { ...verifierPolicy, ...opts.policy },
+    policy: { ...verifierPolicy, ...policy },
     init: (ctx) => {
-      if (!gaveUp.has(current)) return { starting: undefined }
+      if (!pools.hasGivenUp(pools.current)) return { starting: undefined }
       const attempt = {}
-      pipeTo(ctx.self, start(), (outcome): VerifierMsg => ({ type: 'Started', attempt, outcome }), {
+      pipeTo(ctx.self, pools.start(), (outcome): VerifierMsg => ({ type: 'Started', attempt, outcome }), {
         ...PIPE,
         onGiveUp: (msg) => {
           if (msg.type === 'Started' && msg.outcome.ok) void msg.outcome.value.close()
@@ -73,30 +76,43 @@ export async function openSupervisedVerifier(
     handle: (state, msg) => {
       if (msg.type === 'GaveUp') throw msg.error
       const { outcome } = msg
-      if (msg.attempt !== state.starting || closed) {
+      if (msg.attempt !== state.starting || pools.closed) {
         if (outcome.ok) void outcome.value.close()
         return state
       }
       if (!outcome.ok) throw outcome.error
-      if (gaveUp.has(outcome.value)) {
+      if (pools.hasGivenUp(outcome.value)) {
         void outcome.value.close()
         throw new VerifierError('APIARY_VERIFIER_UNAVAILABLE', 'the new verifier pool gave up before it was used')
       }
-      const old = current
-      current = outcome.value
+      const old = pools.current
+      pools.current = outcome.value
       void old.close()
       return { starting: undefined }
     },
   }
-  self = kernel.spawn(VERIFIER_PATH, def)
+}
 
+/**
+ * Starts the first pool (rejecting as the pool does when it cannot), then hands its lifecycle to the verifier
+ * actor: a pool that gives up is replaced after backoff instead of answering APIARY_VERIFIER_UNAVAILABLE for good.
+ */
+export async function openSupervisedVerifier(
+  kernel: Kernel,
+  startPool: StartPool,
+  opts: { policy?: Partial<SupervisionPolicy> } = {},
+): Promise<Verifier> {
+  const pools = new Pools(startPool)
+  pools.current = await pools.start()
+  const ref = kernel.spawn(VERIFIER_PATH, verifierDef(pools, opts.policy))
+  pools.onGaveUp = (error) => tell(ref, { type: 'GaveUp', error })
   return {
-    threads,
-    verify: (event) => current.verify(event),
+    threads: pools.current.threads,
+    verify: (event) => pools.current.verify(event),
     close: async () => {
-      closed = true
+      pools.closed = true
       void kernel.stop(VERIFIER_PATH)
-      await current.close()
+      await pools.current.close()
     },
   }
 }
