@@ -138,7 +138,7 @@ export function createMetrics() {
     supervision: new Counter({
       name: 'apiary_supervision_events_total',
       help: 'actor supervision events',
-      labelNames: ['type', 'kind'],
+      labelNames: ['type', 'kind', 'supervisor'],
       registers: r,
     }),
     storeLatency: new Histogram({

@@ -5,6 +5,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { spawnBusBridge } from '../actors/bridges/bus-bridge.js'
 import type { Kernel } from '../actors/kernel/index.js'
+import { spawnStoreWriter } from '../actors/node/store-writer-actor.js'
 import type { Bus } from '../infra/bus/bus.js'
 import { createLocalBus } from '../infra/bus/local-bus.js'
 import { createRedisBus, type RedisBus } from '../infra/bus/redis-bus.js'
@@ -55,8 +56,11 @@ export interface Backends {
   redis?: RedisClient
   /** the PostgreSQL event store (cluster mode): fenced saves for the relay mesh */
   postgresEvents?: PostgresEventStore
-  /** spawns the actors that own backend connections (the Redis subscriber bridge) */
-  startBridges(kernel: Kernel): void
+  /**
+   * spawns the node-level actors that own backend connections and threads: the Redis subscriber bridge
+   * (cluster), the SQLite writer's thread (embedded, on the store this node opened)
+   */
+  startActors(kernel: Kernel): void
   /** the backends that do not answer right now (`postgres`, `redis`, `sqlite`): empty when all do */
   unhealthy(): Promise<string[]>
   close(): Promise<void>
@@ -135,7 +139,7 @@ export async function openBackends(config: Config, log: Logger, opts: OpenBacken
       presence: createRedisPresenceStore({ redis }),
       connectionSlots,
       bus,
-      startBridges: (kernel) => void spawnBusBridge(kernel, bus.link),
+      startActors: (kernel) => void spawnBusBridge(kernel, bus.link),
       unhealthy: async () => {
         const [pg, rd] = await Promise.all([events.ping().catch(() => false), redisServes(redis)])
         return [...(pg ? [] : ['postgres']), ...(rd ? [] : ['redis'])]
@@ -237,19 +241,21 @@ function embedded(
 ): Backends {
   mkdirSync(config.dataDir, { recursive: true })
   const file = join(config.dataDir, 'apiary.sqlite')
-  const events =
-    eventStore ??
-    openSqliteEventStore({
-      file,
-      groupCommitMaxEvents: config.store.groupCommitMaxEvents,
-      groupCommitMaxDelayMs: config.store.groupCommitMaxDelayMs,
-      readWorkers: config.store.readWorkers,
-      writerThread: config.store.writerThread,
-      writerNice: config.threads.writePathNice,
-      readerNice: config.threads.readNice,
-      queryTimeoutMs: config.store.queryTimeoutMs,
-      log,
-    })
+  const own =
+    eventStore === undefined
+      ? openSqliteEventStore({
+          file,
+          groupCommitMaxEvents: config.store.groupCommitMaxEvents,
+          groupCommitMaxDelayMs: config.store.groupCommitMaxDelayMs,
+          readWorkers: config.store.readWorkers,
+          writerThread: config.store.writerThread,
+          writerNice: config.threads.writePathNice,
+          readerNice: config.threads.readNice,
+          queryTimeoutMs: config.store.queryTimeoutMs,
+          log,
+        })
+      : undefined
+  const events = eventStore ?? own!
   const communities = wrap(openSqliteCommunityStore(file))
   const channels = openSqliteChannelStore(file)
   const limiter = createMemoryRateLimiter()
@@ -265,7 +271,11 @@ function embedded(
     presence: createMemoryPresenceStore(),
     connectionSlots: createMemoryConnectionSlots(),
     bus,
-    startBridges: () => {},
+    startActors: (kernel) => {
+      // a store the embedding program brought is its own to run
+      const writer = own?.writerLifecycle()
+      if (writer) spawnStoreWriter(kernel, writer)
+    },
     unhealthy: async () => ((await answers(events.ping())) ? [] : ['sqlite']),
     async close() {
       await bus.close()

@@ -6,9 +6,15 @@ import { schnorr } from '@noble/curves/secp256k1.js'
 import { communityPath } from '../actors/community/community-actor.js'
 import type { RelayEvent } from '../actors/community/community-channels.js'
 import type { CommunityMsg, PublishOutcome } from '../actors/community/messages.js'
-import { ask, type Kernel, type TypedRef, tell } from '../actors/kernel/index.js'
+import { ask, type Kernel, tell } from '../actors/kernel/index.js'
 import type { OwnerSinks } from '../actors/mesh/channel-owner.js'
-import { acceptedTunnel, type MembershipDeps, type MembershipMsg, type PeerView, spawnMembership } from '../actors/mesh/membership-actor.js'
+import {
+  type Membership,
+  type MembershipDeps,
+  type MembershipMsg,
+  type PeerView,
+  spawnMembership,
+} from '../actors/mesh/membership-actor.js'
 import { type SessionAnswer, type SessionDeps, type SessionMsg, type SessionView, spawnSession } from '../actors/mesh/session-actor.js'
 import type { Config } from '../infra/config.js'
 import type { Tenants } from '../infra/http/tenants.js'
@@ -90,7 +96,7 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
   const peers = new Map<string, PeerView>()
   const sessions = new Map<string, SessionView>()
   let draining = false
-  let membership: TypedRef<MembershipMsg> | undefined
+  let membership: Membership | undefined
 
   const sessionDeps: SessionDeps = {
     runtime,
@@ -154,7 +160,7 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
   const handlersFor = (peer: string): TunnelHandlers => ({
     onRequest: (body) => answerRequest(body),
     onControl: (type, payload) => {
-      if (membership && type !== FrameType.Pong) tell(membership, { type: 'Control', peer, ping: type === FrameType.Ping, payload })
+      if (membership && type !== FrameType.Pong) tell(membership.ref, { type: 'Control', peer, ping: type === FrameType.Ping, payload })
     },
   })
   const setup: TunnelSetup = { identity, anchorRelayPubkey: d.relayKey.pubkey, handlersFor }
@@ -162,19 +168,18 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
   const loopDelay = monitorEventLoopDelay({ resolution: 20 })
   loopDelay.enable()
   const bindHost = config.meshHost || config.host
-  let membershipDeps: MembershipDeps | undefined
   const server = await startTunnelServer(
     bindHost,
     config.meshPort,
     setup,
     (t) => {
-      if (membershipDeps && membership) acceptedTunnel(kernel, t, membershipDeps, membership)
+      if (membership) membership.accept(t)
       else t.goodbye('ended')
     },
     (why) => log.warn({ why }, 'mesh tunnel refused'),
   )
   const endpoint = `ws://${advertised(config.meshAdvertisedAddress, bindHost, server.port)}`
-  membershipDeps = {
+  const membershipDeps: MembershipDeps = {
     self: runtime,
     endpoint,
     gossipIntervalMs: GOSSIP_INTERVAL_MS,
@@ -205,8 +210,6 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
       self: runtime,
       dial: (ep, peer) => dialTunnel(ep, peer, setup),
       links,
-      now: () => performance.now(),
-      random: Math.random,
       log,
     },
     // a suspect owner's sessions are taken over as soon as their leases lapse, without waiting for a request
@@ -227,7 +230,7 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
   async function drain(): Promise<void> {
     if (draining) return
     draining = true
-    if (membership) await ask<MembershipMsg, void>(membership, (done) => ({ type: 'Drain', done }), 5_000).catch(() => {})
+    if (membership) await ask<MembershipMsg, void>(membership.ref, (done) => ({ type: 'Drain', done }), 5_000).catch(() => {})
     const owned = [...sessions.values()].filter((s) => s.local)
     await Promise.all(
       owned.map((s) => {

@@ -8,6 +8,7 @@ import { WebSocketServer } from 'ws'
 import { communityPath } from '../actors/community/community-actor.js'
 import type { CommunityMsg } from '../actors/community/messages.js'
 import type { Kernel } from '../actors/kernel/index.js'
+import { openSupervisedVerifier } from '../actors/node/verifier-actor.js'
 import type { Config } from '../infra/config.js'
 import { createMemoryRateLimiter } from '../infra/gates/memory-rate-limit.js'
 import { createClientAddressing } from '../infra/http/client-ip.js'
@@ -87,9 +88,9 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     }
     const records = await b.communities.list()
     tenants.replace(records)
-    const verifier = await openVerifier(config, log)
+    const verifier = await openVerifier(config, log, kernel)
     undo.push(() => verifier.close())
-    b.startBridges(kernel)
+    b.startActors(kernel)
     let clients = () => 0
     const mesh =
       config.mesh === 'on'
@@ -200,18 +201,20 @@ const CONTROL_LANE_LOOP_MS_PER_SECOND = 60
 const VERIFY_COST_US = { native: 60, wasm: 240 } as const
 
 /**
- * The verifier pool (its threads reniced by threads.writePathNice) for bulk ingest; control frames are
- * verified on the event loop itself, within a budget, so a handshake never waits for a worker thread to be
- * scheduled.
+ * The verifier pool (its threads reniced by threads.writePathNice) for bulk ingest, under the node's verifier
+ * actor, which replaces a pool that gave up; control frames are verified on the event loop itself, within a
+ * budget, so a handshake never waits for a worker thread to be scheduled.
  */
-async function openVerifier(config: Config, log: Logger): Promise<Verifier> {
+async function openVerifier(config: Config, log: Logger, kernel: Kernel): Promise<Verifier> {
   const schnorr = loadSchnorr(config.verifyBackend)
   if (schnorr.fallback)
     log.warn({ reason: schnorr.fallback }, 'native Schnorr verifier unavailable: verifying in WASM, ~5x the CPU per event')
   const backend = schnorr.name
   log.info({ backend, threads: config.verifyThreads }, 'signature verifier')
   const control = createInlineVerifier(backend)
-  const bulk = await createVerifierPool({ threads: config.verifyThreads, nice: config.threads.writePathNice, backend, log })
+  const bulk = await openSupervisedVerifier(kernel, (onUnavailable) =>
+    createVerifierPool({ threads: config.verifyThreads, nice: config.threads.writePathNice, backend, log, onUnavailable }),
+  )
   const maxPerSecond = Math.floor((CONTROL_LANE_LOOP_MS_PER_SECOND * 1000) / VERIFY_COST_US[backend])
   return withControlLane(bulk, control, isControlFrame, { maxPerSecond })
 }

@@ -26,6 +26,26 @@ function storeFailingQueries(file: string) {
   return { store, control }
 }
 
+describe('the supervision tree of a running node', () => {
+  let relay: Relay | undefined
+  afterEach(async () => {
+    await relay?.close()
+    relay = undefined
+  })
+
+  it('starts the node-level actors under root/node and names each event’s level', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'apiary-tree-'))
+    const events: SupervisionEvent[] = []
+    relay = createRelay({ port: 0, host: '127.0.0.1', dataDir: dir, logLevel: 'silent', verifyThreads: 1 })
+    relay.supervision$.subscribe((e) => events.push(e))
+    await relay.listen()
+    const levels = new Map(events.flatMap((e) => (e.type === 'started' ? [[e.path, e.supervisor] as const] : [])))
+    expect(levels.get('node/verifier')).toBe('root/node/verifier')
+    expect(levels.get('node/store-writer')).toBe('root/node/store-writer')
+    expect(levels.get('community/default')).toBe('root/community')
+  })
+})
+
 describe('community supervision', () => {
   let relay: Relay | undefined
   afterEach(async () => {

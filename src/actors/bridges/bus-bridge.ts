@@ -83,6 +83,7 @@ export function spawnBusBridge(kernel: Kernel, link: SubscriberLink, opts: BusBr
   let unregister = () => {}
   const def: ActorDef<BridgeState, BusBridgeMsg> = {
     kind: 'bus-bridge',
+    supervisor: 'node',
     policy: { ...busBridgePolicy, ...opts.policy },
     // runs again on every restart: that Sync reconnects and resubscribes every channel still held
     init: (ctx) => {

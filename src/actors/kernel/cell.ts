@@ -3,11 +3,21 @@ import { decideOnDrainCrash, type SupervisedCell } from './crash-policy.js'
 import { DRAIN_BATCH, DRAIN_TOKEN, DrainQueue, HandlerFault, registerTurns } from './drain.js'
 import { DropReporter } from './drop-reporter.js'
 import { ActorDownError, ActorStoppedError, describeError, HandlerCrashedError } from './errors.js'
-import type { KernelEnv } from './kernel-env.js'
+import type { CellPlacement, KernelEnv } from './kernel-env.js'
 import { type Admission, bindRef, failRepliesIn, PendingAsks, type RefTarget } from './messaging.js'
 import { forgetFiredImmediate, type NactActor, type NactRef, nact, nactActorOf, toNactName } from './nact-binding.js'
 import { DEFAULT_MAILBOX_CAPACITY, FailureWindow, resolvePolicy } from './policy.js'
-import type { ActorContext, ActorDef, ActorPath, ActorPhase, Clock, StopReason, SupervisionPolicy, TypedRef } from './types.js'
+import type {
+  ActorContext,
+  ActorDef,
+  ActorPath,
+  ActorPhase,
+  Clock,
+  StopReason,
+  SupervisionPolicy,
+  SupervisorPath,
+  TypedRef,
+} from './types.js'
 
 function isMessage(msg: unknown): boolean {
   return typeof msg === 'object' && msg !== null && typeof (msg as { type?: unknown }).type === 'string'
@@ -27,7 +37,9 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Supe
   readonly ref: TypedRef<M>
   readonly ctx: ActorContext<M>
   readonly kind: string
+  readonly supervisor: SupervisorPath
   readonly policy: SupervisionPolicy
+  readonly unreadyWhileRestarting: boolean
   readonly clock: Clock
   readonly pendingAsks = new PendingAsks()
   readonly failures = new FailureWindow()
@@ -40,10 +52,11 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Supe
   private respawnedAt = Number.NEGATIVE_INFINITY
   /** when the current incarnation started running; +Infinity while waiting to restart */
   runningSince: number
-  backoff: { cancel(): void } | undefined
+  /** the wait before a restart or respawn; expedite ends a restart's wait early (ActorDef.endsBackoff) */
+  backoff: { cancel(): void; expedite?(): void } | undefined
   private readonly capacity: number
   private readonly drops: DropReporter
-  private readonly kindRef: NactRef
+  private readonly placement: CellPlacement
   private nactRef: NactRef
   private nactActor: NactActor | undefined
   // admitted and not yet finished: queued + the one running (nact's own mailbox is unbounded)
@@ -60,19 +73,21 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Supe
     readonly path: ActorPath,
     readonly def: ActorDef<S, M>,
     readonly env: KernelEnv,
-    kindRef: NactRef,
+    placement: CellPlacement,
   ) {
     this.kind = def.kind
+    this.supervisor = placement.supervisor
     this.policy = resolvePolicy(def.policy)
+    this.unreadyWhileRestarting = def.unreadyWhileRestarting ?? true
     this.capacity = def.mailboxCapacity ?? DEFAULT_MAILBOX_CAPACITY
     if (!Number.isInteger(this.capacity) || this.capacity < 1) throw new RangeError('mailboxCapacity must be >= 1')
     this.clock = env.clock
     this.drops = new DropReporter(env.clock, env.overflowReportMs, (dropped) =>
-      env.emit({ type: 'overflow', path, kind: this.kind, dropped }),
+      env.emit({ type: 'overflow', path, kind: this.kind, supervisor: this.supervisor, dropped }),
     )
     this.ref = bindRef<M>(this)
     this.ctx = { self: this.ref, path, kernel: env.kernel }
-    this.kindRef = kindRef
+    this.placement = placement
     this.queue = new DrainQueue(() => nact.dispatch(this.nactRef, DRAIN_TOKEN))
     this.nactRef = this.spawnNact()
     registerTurns(this.ref, this.queue)
@@ -90,7 +105,7 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Supe
   // Our cell, not nact's initialStateFunc, runs init: nact turns an init error into a fault and then
   // resumes the actor on an undefined state. nact's state only mirrors ours, so its reset re-reads it.
   private spawnNact(): NactRef {
-    const ref = nact.spawn(this.kindRef, () => this.drain(), toNactName(this.path), {
+    const ref = nact.spawn(this.placement.nactParent, () => this.drain(), toNactName(this.path), {
       initialStateFunc: () => this.state,
       onCrash: (_token, error, nctx) => decideOnDrainCrash(this, error, nctx),
     })
@@ -102,7 +117,7 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Supe
     if (this.phase === 'stopped') return 'stopped'
     if (this.phase === 'down') return 'down'
     if (!isMessage(msg)) {
-      this.env.emit({ type: 'invalid-message', path: this.path, kind: this.kind, detail: 'no string type' })
+      this.env.emit({ type: 'invalid-message', path: this.path, kind: this.kind, supervisor: this.supervisor, detail: 'no string type' })
       return 'invalid'
     }
     if (this.phase === 'backoff') return this.stashMessage(msg as M)
@@ -170,8 +185,12 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Supe
     if (!afterFailedRespawn && ranLong) this.respawnAttempt = 0
     this.respawnAttempt++
     const u = this.env.random()
-    const delayMs = cappedBackoffDelayMs(this.policy.respawn, this.respawnAttempt - 1, Number.isFinite(u) ? Math.min(1, Math.max(0, u)) : 0)
-    this.env.emit({ type: 'backoff', path: this.path, kind: this.kind, delayMs, attempt: this.respawnAttempt })
+    const delayMs = cappedBackoffDelayMs(
+      this.placement.respawn,
+      this.respawnAttempt - 1,
+      Number.isFinite(u) ? Math.min(1, Math.max(0, u)) : 0,
+    )
+    this.env.emit({ type: 'backoff', path: this.path, kind: this.kind, supervisor: this.supervisor, delayMs, attempt: this.respawnAttempt })
     const timer = this.clock.setTimeout(() => this.respawn(), delayMs)
     this.backoff = { cancel: () => this.clock.clearTimeout(timer) }
   }
@@ -185,7 +204,7 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Supe
       this.nactRef = this.spawnNact()
     } catch (error) {
       // one more failure: still down, and the next respawn waits longer
-      this.env.emit({ type: 'crashed', path: this.path, kind: this.kind, error, msgType: undefined })
+      this.env.emit({ type: 'crashed', path: this.path, kind: this.kind, supervisor: this.supervisor, error, msgType: undefined })
       this.scheduleRespawn(true)
       return
     }
@@ -193,7 +212,7 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Supe
     this.attempt = 0
     this.phase = 'running'
     this.runningSince = this.respawnedAt = this.clock.now()
-    this.env.emit({ type: 'restarted', path: this.path, kind: this.kind })
+    this.env.emit({ type: 'restarted', path: this.path, kind: this.kind, supervisor: this.supervisor })
   }
 
   stop(reason: StopReason): Promise<void> {
@@ -216,6 +235,11 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Supe
       return 'full'
     }
     this.stash.push(msg)
+    try {
+      if (this.def.endsBackoff?.(msg)) this.backoff?.expedite?.()
+    } catch {
+      // a throwing predicate only keeps the wait
+    }
     return 'accepted'
   }
 
@@ -295,7 +319,7 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Supe
       await this.runAfterStop()
       this.drops.flush()
       for (const fail of this.pendingAsks.takeAll()) fail(new ActorStoppedError(this.path))
-      this.env.emit({ type: 'stopped', path: this.path, kind: this.kind, reason })
+      this.env.emit({ type: 'stopped', path: this.path, kind: this.kind, supervisor: this.supervisor, reason })
     } catch (error) {
       // a stop promise must never reject: callers `void kernel.stop(...)`, and a rejection would end the process
       this.env.markDegraded(`stopping ${this.path} failed: ${describeError(error)}`)
@@ -308,7 +332,7 @@ export class ActorCell<S, M extends { type: string }> implements RefTarget, Supe
     try {
       await this.def.afterStop?.(this.state, this.ctx)
     } catch (error) {
-      this.env.emit({ type: 'crashed', path: this.path, kind: this.kind, error, msgType: undefined })
+      this.env.emit({ type: 'crashed', path: this.path, kind: this.kind, supervisor: this.supervisor, error, msgType: undefined })
     }
   }
 

@@ -17,7 +17,7 @@ export interface SupervisedCell<S, M extends { type: string }> extends LiveCell 
   attempt: number
   /** when the current incarnation started running; +Infinity while waiting to restart */
   runningSince: number
-  backoff: { cancel(): void } | undefined
+  backoff: { cancel(): void; expedite?(): void } | undefined
   restart(fresh: S): void
   goDown(): void
 }
@@ -53,7 +53,7 @@ function decideOnCrash<S, M extends { type: string }>(
   nctx: NactSupervisionCtx,
 ): Decision {
   try {
-    cell.env.emit({ type: 'crashed', path: cell.path, kind: cell.kind, error, msgType: typeOfMessage(msg) })
+    cell.env.emit({ type: 'crashed', path: cell.path, kind: cell.kind, supervisor: cell.supervisor, error, msgType: typeOfMessage(msg) })
     if (cell.phase === 'stopped' || cell.phase === 'down') return nctx.stop
     // Temporary (Erlang's restart type): a crash ends the actor, the way a socket ending ends a connection;
     // the budget is not consulted and nothing counts against the kind, since a client can cause these.
@@ -72,9 +72,9 @@ function restartOrGiveUp<S, M extends { type: string }>(cell: SupervisedCell<S, 
   const now = env.clock.now()
   const failures = cell.failures.record(now, policy.windowMs, policy.maxRestarts + 1)
   if (failures > policy.maxRestarts) {
-    env.emit({ type: 'gave-up', path: cell.path, kind: cell.kind, failures })
+    env.emit({ type: 'gave-up', path: cell.path, kind: cell.kind, supervisor: cell.supervisor, failures })
     env.onGaveUp(cell)
-    // permanent: down until the kind supervisor respawns it (cell.goDown schedules that); nact's actor ends
+    // permanent: down until its kind supervisor respawns it (cell.goDown schedules that); nact's actor ends
     cell.goDown()
     return nctx.stop
   }
@@ -82,7 +82,7 @@ function restartOrGiveUp<S, M extends { type: string }>(cell: SupervisedCell<S, 
   cell.attempt++
   const u = env.random()
   const delayMs = cappedBackoffDelayMs(policy.backoff, cell.attempt - 1, Number.isFinite(u) ? Math.min(1, Math.max(0, u)) : 0)
-  env.emit({ type: 'backoff', path: cell.path, kind: cell.kind, delayMs, attempt: cell.attempt })
+  env.emit({ type: 'backoff', path: cell.path, kind: cell.kind, supervisor: cell.supervisor, delayMs, attempt: cell.attempt })
   cell.phase = 'backoff'
   cell.runningSince = Number.POSITIVE_INFINITY
   return waitThenRestart(cell, delayMs, nctx)
@@ -98,12 +98,18 @@ function waitThenRestart<S, M extends { type: string }>(
   const decision = new Promise<symbol>((resolve) => {
     decide = resolve
   })
-  const timer = clock.setTimeout(() => decide(restartNow(cell, nctx)), delayMs)
+  let waiting = true
+  const end = (how: () => Decision) => {
+    if (!waiting) return
+    waiting = false
+    clock.clearTimeout(timer)
+    decide(how())
+  }
+  const timer = clock.setTimeout(() => end(() => restartNow(cell, nctx)), delayMs)
   cell.backoff = {
-    cancel: () => {
-      clock.clearTimeout(timer)
-      decide(nctx.stop)
-    },
+    cancel: () => end(() => nctx.stop),
+    // from a microtask: the message that ends the wait arrives inside someone's tell, which must not run our init
+    expedite: () => queueMicrotask(() => end(() => restartNow(cell, nctx))),
   }
   return decision
 }
@@ -114,7 +120,7 @@ function restartNow<S, M extends { type: string }>(cell: SupervisedCell<S, M>, n
     cell.backoff = undefined
     if (cell.phase === 'stopped' || cell.phase === 'down') return nctx.stop
     cell.restart(cell.def.init(cell.ctx))
-    cell.env.emit({ type: 'restarted', path: cell.path, kind: cell.kind })
+    cell.env.emit({ type: 'restarted', path: cell.path, kind: cell.kind, supervisor: cell.supervisor })
     return nctx.reset
   } catch (error) {
     return decideOnCrash(cell, undefined, error, nctx)

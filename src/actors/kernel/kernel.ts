@@ -2,18 +2,38 @@ import { randomUUID } from 'node:crypto'
 import { ActorCell } from './cell.js'
 import { systemClock } from './clock.js'
 import { ActorExistsError, describeError, KernelShutdownError } from './errors.js'
-import type { KernelEnv, LiveCell } from './kernel-env.js'
+import type { CellPlacement, KernelEnv, LiveCell } from './kernel-env.js'
 import { type NactRef, nact, toNactName } from './nact-binding.js'
-import { FailureWindow } from './policy.js'
+import { resolvePolicy } from './policy.js'
 import { SupervisionBus } from './supervision-bus.js'
-import type { ActorDef, ActorPath, Kernel, KernelOptions, SupervisionEvent, TypedRef } from './types.js'
+import { Supervisor } from './supervisor.js'
+import type {
+  ActorDef,
+  ActorPath,
+  Intensity,
+  Kernel,
+  KernelOptions,
+  SupervisionEvent,
+  SupervisionReport,
+  SupervisorLevel,
+  TypedRef,
+} from './types.js'
 
-/** A flat nact parent per kind. It never receives a message: nact copies an actor's children map for
- * every message it handles, so a parent of thousands of children handles few messages a second. */
-interface KindSupervisor {
-  readonly ref: NactRef
-  readonly gaveUps: FailureWindow
+/**
+ * A kind's supervisor and its flat nact parent. The nact parent never receives a message: nact copies an
+ * actor's children map for every message it handles, so a parent of thousands of children handles few
+ * messages a second. The supervisor tree above it is ours, not nact's.
+ */
+interface KindSupervisor extends CellPlacement {
+  readonly level: SupervisorLevel
+  readonly tree: Supervisor
 }
+
+/**
+ * `node` absorbs one escalation of its kinds: a single failing part is already visible as its kind's own
+ * `escalated`; a second within the minute means the node's machinery rather than one part is failing.
+ */
+const NODE_INTENSITY: Intensity = { maxGiveUps: 1, windowMs: 60_000 }
 
 export function createKernel(opts: KernelOptions = {}): Kernel {
   return new ActorKernel(opts)
@@ -25,6 +45,7 @@ class ActorKernel implements Kernel {
   // stopped cells whose afterStop has not finished yet (their paths may already be live again)
   private readonly stopping = new Set<LiveCell>()
   private readonly kinds = new Map<string, KindSupervisor>()
+  private readonly levels: Record<SupervisorLevel, Supervisor>
   private readonly bus = new SupervisionBus()
   private readonly env: KernelEnv
   private readonly system: NactRef
@@ -50,8 +71,12 @@ class ActorKernel implements Kernel {
         this.stopping.add(cell)
       },
       onStopped: (cell) => this.stopping.delete(cell),
-      onGaveUp: (cell) => this.countGaveUp(cell),
+      onGaveUp: (cell) => this.kinds.get(cell.kind)?.tree.childFailed({ from: cell.path, describe: 'gave up' }),
     }
+    const emit = (event: SupervisionEvent) => this.bus.emit(event)
+    const root = new Supervisor('root', undefined, { maxGiveUps: 0, windowMs: 0 }, this.env.clock, emit)
+    const node = new Supervisor(root.childPath('node'), root, { ...NODE_INTENSITY, ...opts.node }, this.env.clock, emit)
+    this.levels = { root, node }
   }
 
   get degraded(): boolean {
@@ -61,7 +86,8 @@ class ActorKernel implements Kernel {
   unhealthy(): string[] {
     const paths: string[] = []
     for (const cell of this.cells.values()) {
-      if (cell.policy.mode === 'permanent' && (cell.phase === 'backoff' || cell.phase === 'down')) paths.push(cell.path)
+      const restarting = cell.phase === 'backoff' || cell.phase === 'down'
+      if (cell.policy.mode === 'permanent' && restarting && cell.unreadyWhileRestarting) paths.push(cell.path)
     }
     return [...paths.sort(), ...this.failures.map((reason) => `kernel: ${reason}`)]
   }
@@ -70,9 +96,9 @@ class ActorKernel implements Kernel {
     if (this.closing) throw new KernelShutdownError()
     if (typeof path !== 'string' || path.length === 0) throw new TypeError('an actor path is a non-empty string')
     if (this.cells.has(path)) throw new ActorExistsError(path)
-    const cell = new ActorCell(path, def, this.env, this.kindSupervisor(def.kind).ref)
+    const cell = new ActorCell(path, def, this.env, this.kindSupervisor(def))
     this.cells.set(path, cell)
-    this.bus.emit({ type: 'started', path, kind: def.kind })
+    this.bus.emit({ type: 'started', path, kind: def.kind, supervisor: cell.supervisor })
     return cell.ref
   }
 
@@ -109,9 +135,13 @@ class ActorKernel implements Kernel {
     return this.cells.get(path)?.stats()
   }
 
-  report(event: SupervisionEvent): void {
-    if (event.type === 'degraded') this.failures.push(event.reason)
-    this.bus.emit(event)
+  report(event: SupervisionReport): void {
+    if (event.type === 'degraded') {
+      this.markDegraded(event.reason)
+      return
+    }
+    const supervisor = this.kinds.get(event.kind)?.tree.path ?? this.levels.root.childPath(event.kind)
+    this.bus.emit({ ...event, supervisor })
   }
 
   shutdown(): Promise<void> {
@@ -123,7 +153,7 @@ class ActorKernel implements Kernel {
   private async stopEverything(): Promise<void> {
     const all = [...this.cells.values(), ...this.stopping]
     await Promise.all(all.map((cell) => cell.stop('shutdown')))
-    for (const ref of [...[...this.kinds.values()].map((kind) => kind.ref), this.system]) {
+    for (const ref of [...[...this.kinds.values()].map((kind) => kind.nactParent), this.system]) {
       try {
         nact.stop(ref)
       } catch (error) {
@@ -133,36 +163,39 @@ class ActorKernel implements Kernel {
     this.bus.complete()
   }
 
-  private kindSupervisor(kind: string): KindSupervisor {
-    let supervisor = this.kinds.get(kind)
-    if (supervisor === undefined) {
-      const ref = nact.spawn(this.system, () => undefined, `kind-${toNactName(kind)}`, {
-        initialStateFunc: () => undefined,
-        onCrash: (_msg, _error, nctx) => nctx.resume,
-      })
-      supervisor = { ref, gaveUps: new FailureWindow() }
-      this.kinds.set(kind, supervisor)
-    }
-    return supervisor
-  }
-
   /**
-   * A kind whose actors give up more than maxRestarts times within windowMs escalates to the root, which
-   * reports it and keeps running: exiting would take down every community. The actors themselves are down
-   * until respawned (permanent) or gone (temporary); readiness reports the down ones while they are.
+   * The kind's supervisor, made by its first actor: under `root` or `node` (ActorDef.supervisor), with that
+   * actor's policy as its intensity (maxRestarts give-ups within windowMs) and respawn backoff. Past its
+   * intensity it escalates to its level; the actors themselves are down until respawned (permanent) or gone
+   * (temporary), and readiness names the down ones while they are.
    */
-  private countGaveUp(cell: LiveCell): void {
-    const supervisor = this.kinds.get(cell.kind)
-    if (supervisor === undefined) return
-    const { maxRestarts, windowMs } = cell.policy
-    const gaveUps = supervisor.gaveUps.record(this.env.clock.now(), windowMs, maxRestarts + 1)
-    if (gaveUps > maxRestarts) {
-      this.bus.emit({ type: 'degraded', reason: `kind ${cell.kind}: ${gaveUps} actors gave up within ${windowMs}ms` })
+  private kindSupervisor(def: Pick<ActorDef<unknown, never>, 'kind' | 'supervisor' | 'policy'>): KindSupervisor {
+    const level = def.supervisor ?? 'root'
+    const known = this.kinds.get(def.kind)
+    if (known !== undefined) {
+      if (known.level !== level) throw new TypeError(`kind ${def.kind} is supervised under ${known.level}, not ${level}`)
+      return known
     }
+    const policy = resolvePolicy(def.policy)
+    const parent = this.levels[level]
+    const tree = new Supervisor(
+      parent.childPath(def.kind),
+      parent,
+      { maxGiveUps: policy.maxRestarts, windowMs: policy.windowMs },
+      this.env.clock,
+      (event) => this.bus.emit(event),
+    )
+    const nactParent = nact.spawn(this.system, () => undefined, `kind-${toNactName(def.kind)}`, {
+      initialStateFunc: () => undefined,
+      onCrash: (_msg, _error, nctx) => nctx.resume,
+    })
+    const supervisor: KindSupervisor = { level, tree, nactParent, supervisor: tree.path, respawn: policy.respawn }
+    this.kinds.set(def.kind, supervisor)
+    return supervisor
   }
 
   private markDegraded(reason: string): void {
     this.failures.push(reason)
-    this.bus.emit({ type: 'degraded', reason })
+    this.bus.emit({ type: 'degraded', supervisor: this.levels.root.path, reason })
   }
 }

@@ -39,9 +39,27 @@ export interface SupervisionPolicy {
   /**
    * Permanent actors only: after giving up, the actor is down (tell returns false, asks fail at once) and
    * its kind supervisor respawns it (fresh init, same path and ref) after this delay, attempt by attempt:
-   * OTP's restart of a subtree. The attempts start again at 1 after resetAfterMs of running.
+   * OTP's restart of a subtree. The attempts start again at 1 after resetAfterMs of running. The kind
+   * supervisor takes this, and its intensity (maxRestarts give-ups within windowMs), from the kind's
+   * first spawned actor: every actor of a kind shares one def.
    */
   respawn: BackoffPolicy
+}
+
+/**
+ * The level a kind's supervisor sits under (docs/architecture.md §4.5): `root` for the tenant-facing kinds
+ * (community, connection, principal, ...), `node` for the node's own parts (the bus bridge, mesh links,
+ * the verifier pool, the SQLite writer thread).
+ */
+export type SupervisorLevel = 'root' | 'node'
+
+/** Where a supervisor sits in the tree: 'root', 'root/node', 'root/community', 'root/node/mesh-peer'. */
+export type SupervisorPath = string
+
+/** OTP's restart intensity: more than maxGiveUps failures of a supervisor's children within windowMs and it escalates. */
+export interface Intensity {
+  maxGiveUps: number
+  windowMs: number
 }
 
 export interface ActorContext<M> {
@@ -52,6 +70,8 @@ export interface ActorContext<M> {
 
 export interface ActorDef<S, M extends { type: string }> {
   kind: string
+  /** the level this kind's supervisor sits under: `root/<kind>` (default) or `root/node/<kind>`; one per kind */
+  supervisor?: SupervisorLevel
   /** initial state; called again on every restart. Throwing here makes spawn throw. */
   init: (ctx: ActorContext<M>) => S
   handle: (state: S, msg: M, ctx: ActorContext<M>) => S | Promise<S>
@@ -68,6 +88,16 @@ export interface ActorDef<S, M extends { type: string }> {
   /** stop after this long with nothing queued or running (principal actors) */
   idleStopMs?: number
   policy?: Partial<SupervisionPolicy>
+  /**
+   * A message that makes waiting pointless (a peer link's tunnel the peer dialed): one arriving while the
+   * actor waits to restart ends the wait at once, and is handled right after the fresh init. Must not throw.
+   */
+  endsBackoff?: (msg: M) => boolean
+  /**
+   * Default true: a permanent actor in backoff or down makes unhealthy() (readiness) name it. False for one
+   * whose resource serves a fallback while it waits (the SQLite writer's writes run on the main thread).
+   */
+  unreadyWhileRestarting?: boolean
 }
 
 export type StopReason = 'requested' | 'idle' | 'gave-up' | 'shutdown'
@@ -75,17 +105,29 @@ export type StopReason = 'requested' | 'idle' | 'gave-up' | 'shutdown'
 /** running: handling messages; backoff: waiting to restart after a crash; down: gave up, waiting to be respawned */
 export type ActorPhase = 'running' | 'backoff' | 'down' | 'stopped'
 
+/**
+ * Every event names the supervisor it happened under: an actor's kind supervisor (`root/community`,
+ * `root/node/mesh-peer`); a supervisor's own `escalated`; root's `degraded`, which names the level whose
+ * escalation reached root (or `root` when supervision itself failed).
+ */
 export type SupervisionEvent =
-  | { type: 'started'; path: ActorPath; kind: string }
-  | { type: 'stopped'; path: ActorPath; kind: string; reason: StopReason }
-  | { type: 'crashed'; path: ActorPath; kind: string; error: unknown; msgType: string | undefined }
-  | { type: 'backoff'; path: ActorPath; kind: string; delayMs: number; attempt: number }
-  | { type: 'restarted'; path: ActorPath; kind: string }
-  | { type: 'gave-up'; path: ActorPath; kind: string; failures: number }
-  | { type: 'overflow'; path: ActorPath; kind: string; dropped: number }
-  | { type: 'lagged'; path: ActorPath; kind: string; skipped: number }
-  | { type: 'invalid-message'; path: ActorPath; kind: string; detail: string }
-  | { type: 'degraded'; reason: string }
+  | { type: 'started'; path: ActorPath; kind: string; supervisor: SupervisorPath }
+  | { type: 'stopped'; path: ActorPath; kind: string; supervisor: SupervisorPath; reason: StopReason }
+  | { type: 'crashed'; path: ActorPath; kind: string; supervisor: SupervisorPath; error: unknown; msgType: string | undefined }
+  | { type: 'backoff'; path: ActorPath; kind: string; supervisor: SupervisorPath; delayMs: number; attempt: number }
+  | { type: 'restarted'; path: ActorPath; kind: string; supervisor: SupervisorPath }
+  | { type: 'gave-up'; path: ActorPath; kind: string; supervisor: SupervisorPath; failures: number }
+  | { type: 'overflow'; path: ActorPath; kind: string; supervisor: SupervisorPath; dropped: number }
+  | { type: 'lagged'; path: ActorPath; kind: string; supervisor: SupervisorPath; skipped: number }
+  | { type: 'invalid-message'; path: ActorPath; kind: string; supervisor: SupervisorPath; detail: string }
+  | { type: 'escalated'; supervisor: SupervisorPath; failures: number; windowMs: number }
+  | { type: 'degraded'; supervisor: SupervisorPath; reason: string }
+
+// distributes over the union, so each event type keeps its own fields
+type WithoutSupervisor<E> = E extends unknown ? Omit<E, 'supervisor'> : never
+
+/** What kernel.report takes: an actor's event or a degraded reason, without the supervisor the kernel fills in. */
+export type SupervisionReport = WithoutSupervisor<Exclude<SupervisionEvent, { type: 'escalated' }>>
 
 export interface Kernel {
   /** throws ActorExistsError if the path is live, KernelShutdownError after shutdown began */
@@ -105,7 +147,7 @@ export interface Kernel {
   readonly supervision$: Observable<SupervisionEvent>
   /** queued = admitted and not yet handled (mailbox + stash); undefined once stopped */
   stats(path: ActorPath): { queued: number; dropped: number } | undefined
-  report(event: SupervisionEvent): void
+  report(event: SupervisionReport): void
   /**
    * What readiness must report: the paths of permanent actors in backoff or down (gave up, awaiting their
    * respawn), and the reasons supervision itself failed (those stay). Empty when all is well.
@@ -126,4 +168,6 @@ export interface KernelOptions {
   overflowReportMs?: number
   /** how long stop waits for the message in progress before running afterStop anyway */
   stopGraceMs?: number
+  /** the `node` supervisor's intensity: how many escalations of its kinds it absorbs before escalating to root */
+  node?: Partial<Intensity>
 }

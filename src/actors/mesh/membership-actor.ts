@@ -1,8 +1,9 @@
 // State: this node's membership view (gossip), a phi-accrual detector per linked peer, the local-pause guard,
 // and what the readiness registry last listed. Messages: Tick (every gossip interval: gossip to each linked
-// peer, judge suspicion), Reconcile (every 5 s: list the registry, dial missing non-draining peers, refresh
-// our own record every 15 s), Listed / Published (that I/O's results), Control (a peer's gossip frame),
-// LinkUp / LinkDown, Drain. Policy: permanent with backoff: the view is rebuilt by the next exchanges.
+// peer, judge suspicion), Reconcile (every 5 s: list the registry, give each peer that should be linked a link
+// actor and stop those of peers that left, refresh our own record every 15 s), Listed / Published (that I/O's
+// results), Control (a peer's gossip frame), LinkUp / LinkDown, Drain. Policy: permanent with backoff, never
+// giving up: the view is rebuilt by the next exchanges, and the link actors live on beside it (peer-links.ts).
 // Membership and suspicion are hints for routing only; the lease and its generation decide ownership.
 import type { Tunnel } from '../../infra/mesh/tunnel.js'
 import { FrameType } from '../../protocols/mesh/frames.js'
@@ -11,7 +12,9 @@ import { createLocalPauseGuard, isSuspect, type LocalPauseGuard } from '../../pr
 import { createPhiAccrual, type PhiAccrual } from '../../protocols/mesh/phi-accrual.js'
 import type { ReadinessRecord } from '../../protocols/mesh/readiness.js'
 import { type ActorDef, type Kernel, pipeTo, type Settled, type TypedRef, tell } from '../kernel/index.js'
-import { type PeerDeps, type PeerMsg, peerRef } from './peer-actor.js'
+import { linkCandidates } from './link-candidates.js'
+import type { PeerDeps } from './peer-actor.js'
+import { createPeerLinks, type PeerLinks } from './peer-links.js'
 
 export type MembershipMsg =
   | { type: 'Tick' }
@@ -44,7 +47,7 @@ export interface MembershipDeps {
   load(): number
   /** the longest event-loop delay since the last call, ms (monitorEventLoopDelay; reset by the read) */
   loopDelayMaxMs(): number
-  peerDeps: Omit<PeerDeps, 'linkUp' | 'linkDown'>
+  peerDeps: Omit<PeerDeps, 'linkUp' | 'linkDown' | 'endpointOf'>
   /** a peer became suspect or was heard again (sessions owned there may be taken over once their lease lapses) */
   suspicionChanged(peer: string, suspect: boolean): void
   now(): number
@@ -66,19 +69,27 @@ interface MembershipState {
 export const MEMBERSHIP_PATH = 'mesh/membership'
 const PIPE = { everyMs: 100, forMs: 10_000 } as const
 
-export function spawnMembership(kernel: Kernel, deps: MembershipDeps): TypedRef<MembershipMsg> {
+export interface Membership {
+  readonly ref: TypedRef<MembershipMsg>
+  /** hands a tunnel a peer dialed to that peer's link actor */
+  accept(tunnel: Tunnel): void
+}
+
+export function spawnMembership(kernel: Kernel, deps: MembershipDeps): Membership {
   let tick: NodeJS.Timeout | undefined
   let reconcile: NodeJS.Timeout | undefined
   let judging: NodeJS.Timeout | undefined
-  const peerOf = (peer: string, self: TypedRef<MembershipMsg>): TypedRef<PeerMsg> =>
-    peerRef(kernel, peer, {
-      ...deps.peerDeps,
-      linkUp: (p) => tell(self, { type: 'LinkUp', peer: p }),
-      linkDown: (p, end) => tell(self, { type: 'LinkDown', peer: p, draining: end.reason === 'draining' }),
-    })
+  let self: TypedRef<MembershipMsg> | undefined
+  const links: PeerLinks = createPeerLinks(kernel, {
+    ...deps.peerDeps,
+    endpointOf: (peer) => deps.peers.get(peer)?.endpoint,
+    linkUp: (peer) => self && tell(self, { type: 'LinkUp', peer }),
+    linkDown: (peer, end) => self && tell(self, { type: 'LinkDown', peer, draining: end.reason === 'draining' }),
+  })
 
   const def: ActorDef<MembershipState, MembershipMsg> = {
     kind: 'mesh-membership',
+    supervisor: 'node',
     policy: { mode: 'permanent', backoff: { minMs: 1_000, maxMs: 30_000, jitter: 0.2 }, maxRestarts: Number.MAX_SAFE_INTEGER },
     init: (ctx) => {
       clearInterval(tick)
@@ -146,25 +157,7 @@ export function spawnMembership(kernel: Kernel, deps: MembershipDeps): TypedRef<
             deps.log.warn({ err: msg.outcome.error }, 'mesh readiness registry unavailable')
             return state
           }
-          const candidates = new Map<string, string>()
-          for (const m of state.view.members()) if (!m.draining) candidates.set(m.runtime, m.endpoint)
-          for (const r of msg.outcome.value) {
-            if (r.draining) candidates.delete(r.runtime)
-            else candidates.set(r.runtime, r.endpoint)
-          }
-          candidates.delete(deps.self)
-          for (const [peer, endpoint] of candidates) {
-            const known = deps.peers.get(peer)
-            deps.peers.set(peer, {
-              runtime: peer,
-              endpoint,
-              phi: known?.phi ?? 0,
-              suspect: known?.suspect ?? false,
-              connected: deps.links.has(peer),
-            })
-          }
-          if (state.draining) return state
-          for (const [peer, endpoint] of candidates) if (!deps.links.has(peer)) tell(peerOf(peer, ctx.self), { type: 'Dial', endpoint })
+          onListed(state, msg.outcome.value)
           return state
         }
         case 'Published':
@@ -186,7 +179,10 @@ export function spawnMembership(kernel: Kernel, deps: MembershipDeps): TypedRef<
           return state
         }
         case 'LinkDown':
-          if (msg.draining) state.view.remove(msg.peer)
+          if (msg.draining) {
+            state.view.remove(msg.peer)
+            links.stop(msg.peer)
+          }
           refreshView(state, msg.peer, now)
           return state
         case 'Drain':
@@ -203,6 +199,27 @@ export function spawnMembership(kernel: Kernel, deps: MembershipDeps): TypedRef<
       clearInterval(reconcile)
       clearInterval(judging)
     },
+  }
+
+  /**
+   * A peer leaves when it drains, or when neither the registry nor gossip vouches for it any more and no link
+   * to it is up (a live link is evidence enough): its link actor stops and dials no more.
+   */
+  function onListed(state: MembershipState, records: ReadinessRecord[]) {
+    const { wanted, draining } = linkCandidates(deps.self, state.view.members(), state.suspects, records)
+    for (const [peer, endpoint] of wanted) {
+      const known = deps.peers.get(peer)
+      deps.peers.set(peer, {
+        runtime: peer,
+        endpoint,
+        phi: known?.phi ?? 0,
+        suspect: known?.suspect ?? false,
+        connected: deps.links.has(peer),
+      })
+    }
+    for (const peer of links.peers()) if (draining.has(peer) || (!wanted.has(peer) && !deps.links.has(peer))) links.stop(peer)
+    if (state.draining) return
+    for (const peer of wanted.keys()) links.ensure(peer)
   }
 
   function observePause(state: MembershipState, now: number) {
@@ -256,17 +273,6 @@ export function spawnMembership(kernel: Kernel, deps: MembershipDeps): TypedRef<
     deps.peers.set(peer, { runtime: peer, endpoint, phi, suspect: state.suspects.has(peer), connected: deps.links.has(peer) })
   }
 
-  return kernel.spawn(MEMBERSHIP_PATH, def)
-}
-
-/** Hands a tunnel the peer dialed to that peer's link actor. */
-export function acceptedTunnel(kernel: Kernel, tunnel: Tunnel, deps: MembershipDeps, membership: TypedRef<MembershipMsg>): void {
-  tell(
-    peerRef(kernel, tunnel.peer, {
-      ...deps.peerDeps,
-      linkUp: (p) => tell(membership, { type: 'LinkUp', peer: p }),
-      linkDown: (p, end) => tell(membership, { type: 'LinkDown', peer: p, draining: end.reason === 'draining' }),
-    }),
-    { type: 'Accepted', tunnel },
-  )
+  self = kernel.spawn(MEMBERSHIP_PATH, def)
+  return { ref: self, accept: (tunnel) => links.accept(tunnel) }
 }

@@ -2,7 +2,8 @@
 // State: one slot per worker thread with its in-flight requests, plus the not-yet-dispatched queue.
 // Crash policy: a worker that errors or exits is replaced at once; its in-flight requests are retried once
 // on another worker, then rejected with VerifierError. Workers that die before reporting Ready
-// `maxStartFailures` times in a row mark the pool unavailable instead of respawning forever.
+// `maxStartFailures` times in a row mark the pool unavailable instead of respawning forever, and it says so
+// (`onUnavailable`): the node's verifier actor (src/actors/node) then starts a new pool after a backoff.
 import { Worker } from 'node:worker_threads'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { type Verifier, VerifierError, type VerifyVerdict } from './verifier.js'
@@ -31,6 +32,8 @@ export interface VerifierPoolOptions {
   /** the workers' Schnorr backend (verify-core's loadSchnorr); default: what 'auto' finds */
   backend?: 'native' | 'wasm'
   log?: { error(obj: object, msg: string): void }
+  /** called once, if the pool gives up after start (its workers keep failing to start); not on a failed start */
+  onUnavailable?: (error: VerifierError) => void
 }
 
 export interface VerifierPoolStats {
@@ -169,6 +172,7 @@ export async function createVerifierPool(opts: VerifierPoolOptions): Promise<Ver
       s.retired = true
       void stop(s.worker)
     }
+    opts.onUnavailable?.(err)
   }
 
   function leastLoaded(avoidIndex: number): Slot {

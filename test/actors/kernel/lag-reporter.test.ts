@@ -17,7 +17,7 @@ describe('reporting a bounded queue that skips', () => {
     const lag = createLagReporter(kernel, { path: 'probe/slow', kind: 'probe' }, { reportIntervalMs: 1_000, clock })
     for (let n = 0; n < 4; n++) lag.count(1)
     expect(lag.total).toBe(4)
-    expect(events.of('lagged')).toEqual([{ type: 'lagged', path: 'probe/slow', kind: 'probe', skipped: 1 }])
+    expect(events.of('lagged')).toEqual([{ type: 'lagged', path: 'probe/slow', kind: 'probe', supervisor: 'root/probe', skipped: 1 }])
     clock.advance(1_000)
     expect(events.of('lagged').map((e) => e.skipped)).toEqual([1, 3])
     lag.count(2)

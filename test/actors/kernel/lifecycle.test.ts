@@ -237,7 +237,7 @@ describe('shutdown', () => {
   it('publishes what bridges report, such as lagged', () => {
     start()
     kernel.report({ type: 'lagged', path: 'bridge/redis', kind: 'bridge', skipped: 12 })
-    expect(events.of('lagged')).toEqual([{ type: 'lagged', path: 'bridge/redis', kind: 'bridge', skipped: 12 }])
+    expect(events.of('lagged')).toEqual([{ type: 'lagged', path: 'bridge/redis', kind: 'bridge', supervisor: 'root/bridge', skipped: 12 }])
     expect(kernel.stats('bridge/redis')).toBeUndefined()
   })
 })

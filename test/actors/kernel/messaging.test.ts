@@ -148,7 +148,9 @@ describe('bounded mailbox', () => {
     expect(tell(ref, { type: 'Push', n: 2 })).toBe(true)
     expect(tell(ref, { type: 'Push', n: 3 })).toBe(false)
     expect(kernel.stats('probe/bounded')).toEqual({ queued: 3, dropped: 1 })
-    expect(events.of('overflow', 'probe/bounded')).toEqual([{ type: 'overflow', path: 'probe/bounded', kind: 'probe', dropped: 1 }])
+    expect(events.of('overflow', 'probe/bounded')).toEqual([
+      { type: 'overflow', path: 'probe/bounded', kind: 'probe', supervisor: 'root/probe', dropped: 1 },
+    ])
     release()
     await waitTurns(() => log.handled.length === 2)
     expect(log.handled).toEqual([1, 2])

@@ -53,7 +53,14 @@ describe('restarting a permanent actor', () => {
     tell(ref, { type: 'Push', n: 2 })
     await events.waitFor('backoff', 'probe/p')
     expect(events.of('crashed')[0]).toMatchObject({ path: 'probe/p', kind: 'probe', msgType: 'Boom' })
-    expect(events.of('backoff')[0]).toEqual({ type: 'backoff', path: 'probe/p', kind: 'probe', delayMs: 100, attempt: 1 })
+    expect(events.of('backoff')[0]).toEqual({
+      type: 'backoff',
+      path: 'probe/p',
+      kind: 'probe',
+      supervisor: 'root/probe',
+      delayMs: 100,
+      attempt: 1,
+    })
     clock.advance(99)
     await settle()
     expect(events.of('restarted')).toHaveLength(0)
@@ -155,7 +162,7 @@ describe('giving up', () => {
     tell(ref, { type: 'Boom' })
     const waiting = items(ref).catch((e: unknown) => e)
     await events.waitFor('gave-up', 'probe/g')
-    expect(events.of('gave-up')).toEqual([{ type: 'gave-up', path: 'probe/g', kind: 'probe', failures: 3 }])
+    expect(events.of('gave-up')).toEqual([{ type: 'gave-up', path: 'probe/g', kind: 'probe', supervisor: 'root/probe', failures: 3 }])
     expect(await waiting).toBeInstanceOf(ActorDownError)
     expect(kernel.exists('probe/g')).toBe(true)
     expect(tell(ref, { type: 'Push', n: 3 })).toBe(false)
@@ -173,7 +180,7 @@ describe('giving up', () => {
     const ref = spawnProbe('probe/back', log, givesUpAfter3)
     await driveToGiveUp(ref)
     const respawn = events.of('backoff', 'probe/back').at(-1)
-    expect(respawn).toEqual({ type: 'backoff', path: 'probe/back', kind: 'probe', delayMs: 2000, attempt: 1 })
+    expect(respawn).toEqual({ type: 'backoff', path: 'probe/back', kind: 'probe', supervisor: 'root/probe', delayMs: 2000, attempt: 1 })
     const restarts = events.of('restarted', 'probe/back').length
     clock.advance(1999)
     await settle()
@@ -212,7 +219,9 @@ describe('giving up', () => {
     await kernel.stop('probe/halt')
     clock.advance(60_000)
     await settle()
-    expect(events.of('stopped', 'probe/halt')).toEqual([{ type: 'stopped', path: 'probe/halt', kind: 'probe', reason: 'requested' }])
+    expect(events.of('stopped', 'probe/halt')).toEqual([
+      { type: 'stopped', path: 'probe/halt', kind: 'probe', supervisor: 'root/probe', reason: 'requested' },
+    ])
     expect(kernel.exists('probe/halt')).toBe(false)
     expect(kernel.unhealthy()).toEqual([])
   })
@@ -241,7 +250,7 @@ describe('giving up', () => {
     tell(b, { type: 'Boom' })
     await events.waitFor('gave-up', 'probe/b')
     expect(events.of('gave-up').map((e) => e.path)).toEqual(['probe/a', 'probe/b'])
-    expect(events.of('degraded')).toEqual([{ type: 'degraded', reason: expect.stringContaining('probe') }])
+    expect(events.of('degraded')).toEqual([{ type: 'degraded', supervisor: 'root/probe', reason: expect.stringContaining('probe') }])
     expect(kernel.unhealthy()).toEqual(['probe/a', 'probe/b'])
     const other = kernel.spawn('other/1', probe(newProbeLog(), { kind: 'other' }))
     tell(other, { type: 'Push', n: 5 })
@@ -301,7 +310,7 @@ describe('messages during backoff', () => {
     expect(tell(ref, { type: 'Push', n: 4 })).toBe(true)
     expect(tell(ref, { type: 'Push', n: 5 })).toBe(false)
     expect(kernel.stats('probe/stash')).toEqual({ queued: 4, dropped: 1 })
-    expect(events.of('overflow')).toEqual([{ type: 'overflow', path: 'probe/stash', kind: 'probe', dropped: 1 }])
+    expect(events.of('overflow')).toEqual([{ type: 'overflow', path: 'probe/stash', kind: 'probe', supervisor: 'root/probe', dropped: 1 }])
     clock.advance(100)
     await waitTurns(() => log.handled.length === 4)
     expect(log.handled).toEqual([1, 2, 3, 4])
@@ -319,7 +328,9 @@ describe('messages during backoff', () => {
     clock.advance(10_000)
     await settle()
     expect(events.of('restarted')).toHaveLength(0)
-    expect(events.of('stopped')).toEqual([{ type: 'stopped', path: 'probe/sb', kind: 'probe', reason: 'requested' }])
+    expect(events.of('stopped')).toEqual([
+      { type: 'stopped', path: 'probe/sb', kind: 'probe', supervisor: 'root/probe', reason: 'requested' },
+    ])
     expect(log.stopped).toEqual([{ items: [1] }])
   })
 })

@@ -10,7 +10,7 @@ import { createSqliteReadPool } from './sqlite-read-pool.js'
 import { savePlan } from './sqlite-save.js'
 import { applyPragmas, migrate } from './sqlite-schema.js'
 import { createWriteRunner, type SavePlan, type WriteRunner } from './sqlite-write-core.mjs'
-import { createSqliteWriter, type SqliteWriter } from './sqlite-writer.js'
+import { createSqliteWriter, type SqliteWriter, type WriterLifecycle } from './sqlite-writer.js'
 import { AUTO_CHECKPOINT_PAGES, startWalCheckpointer } from './wal-checkpointer.js'
 
 export interface SqliteEventStoreOptions {
@@ -61,6 +61,8 @@ export interface SqliteEventStore extends EventStore {
   crashReadWorkerOnNextReadForTest(): void
   /** Test hook: the writer thread dies when the next batch arrives (no-op on the main thread). */
   crashWriterOnNextCommitForTest(): void
+  /** the writer thread's lifecycle, for the node's store-writer actor; undefined when writes run on the main thread by design */
+  writerLifecycle(): WriterLifecycle | undefined
 }
 
 const DEFAULT_QUERY_TIMEOUT_MS = 5_000
@@ -208,6 +210,7 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
     },
     crashReadWorkerOnNextReadForTest: () => pool?.crashWorkerOnNextReadForTest(),
     crashWriterOnNextCommitForTest: () => thread?.crashOnNextCommitForTest(),
+    writerLifecycle: () => thread,
   }
 }
 

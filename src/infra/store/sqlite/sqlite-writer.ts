@@ -6,8 +6,10 @@
 // Crash policy: a thread that errors or exits fails every request it was sent (its open transaction rolled
 // back, but one it had committed may not have been answered: the outcome is unknown, and the error says so)
 // and is replaced at once; requests still waiting go to the replacement. Threads that die before reporting
-// Ready `MAX_START_FAILURES` times in a row make the writer give up (`usable` false): it then runs every
-// request, the waiting ones first, on the main thread's connection (`here`), as an in-memory store does.
+// Ready `MAX_START_FAILURES` times in a row make the writer give up (`onThread` false): it then runs every
+// request, the waiting ones first, on the main thread's connection (`here`), as an in-memory store does, and
+// tells its give-up listener; the node's store-writer actor (src/actors/node) backs off and asks for a new
+// thread (`retryThread`), which takes the writes back once it reports Ready.
 import { Worker } from 'node:worker_threads'
 import { type SaveOutcome, StoreError } from '../event-store.js'
 // Extension needed: plain JS shared with the writer thread, which runs without a TypeScript loader.
@@ -38,9 +40,21 @@ export interface SqliteWriterOptions {
   log?: { error(obj: object, msg: string): void }
 }
 
-export interface SqliteWriter {
+/** The writer thread's lifecycle, for the supervisor that brings a thread back after the writer gave up. */
+export interface WriterLifecycle {
   /** true while writes go to the thread; false once threads kept failing to start */
   readonly onThread: boolean
+  /** called each time threads kept failing to start and writes moved to the main thread (one listener) */
+  onGaveUp(listener: () => void): void
+  /**
+   * After a give-up: starts a thread again (MAX_START_FAILURES tries, as at first). Writes stay on the main
+   * thread until it reports Ready: each one there is done before the next starts, so none overtakes another.
+   * Does nothing unless the writer gave up and has no thread starting, or once it is closed.
+   */
+  retryThread(): void
+}
+
+export interface SqliteWriter extends WriterLifecycle {
   /** one transaction; one outcome per plan; rejects with StoreError */
   commit(batch: readonly SavePlan[]): Promise<SaveOutcome[]>
   deleteEvents(community: string, ids: readonly string[]): Promise<string[]>
@@ -75,6 +89,7 @@ export function createSqliteWriter(opts: SqliteWriterOptions): SqliteWriter {
   let startFailures = 0
   let respawns = 0
   let gaveUp = false
+  let gaveUpListener: (() => void) | undefined
   let closed = false
   let onDrained: (() => void) | undefined
   let current: Thread | undefined
@@ -109,6 +124,8 @@ export function createSqliteWriter(opts: SqliteWriterOptions): SqliteWriter {
       if (msg.priorityError) log?.error({ err: msg.priorityError }, "event store: writer thread runs at the event loop's priority")
       thread.ready = true
       startFailures = 0
+      // after a give-up, a retried thread takes the writes back (apiary_store_writer_thread shows it)
+      gaveUp = false
       for (const req of waiting.splice(0)) post(thread, req)
       return
     }
@@ -176,6 +193,7 @@ export function createSqliteWriter(opts: SqliteWriterOptions): SqliteWriter {
     // they never ran: in order, on the main thread, ahead of anything submitted from now on
     for (const req of waiting.splice(0)) runHere(req)
     onDrained?.()
+    gaveUpListener?.()
   }
 
   function runHere(req: Request): void {
@@ -200,6 +218,14 @@ export function createSqliteWriter(opts: SqliteWriterOptions): SqliteWriter {
   return {
     get onThread() {
       return !gaveUp
+    },
+    onGaveUp(listener) {
+      gaveUpListener = listener
+    },
+    retryThread() {
+      if (!gaveUp || closed || (current !== undefined && !current.retired)) return
+      startFailures = 0
+      spawn()
     },
     commit: (batch) => request({ type: 'Commit', batch }),
     deleteEvents: (community, ids) => request({ type: 'Delete', community, ids }),
