@@ -188,7 +188,9 @@ export const configSchema = z
       .number()
       .positive()
       .default(30)
-      .describe('how often a community looks for agents whose lease lapsed (a kind 21990 "expired" is then sent), seconds'),
+      .describe(
+        'how often the agent registry of each community looks for agents whose lease lapsed (a kind 21990 "expired" is then sent), seconds',
+      ),
     authRequired: z.stringbool().or(z.boolean()).default(false).describe('require NIP-42 AUTH before any REQ/EVENT'),
     trustForwardedProto: z
       .stringbool()

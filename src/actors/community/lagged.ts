@@ -17,13 +17,10 @@ export function onLagged(state: CommunityState, msg: LaggedMsg, ctx: Ctx, deps: 
     { community: deps.record.id, stream: msg.stream, skipped: msg.lag.skipped, interrupted: msg.lag.interrupted },
     'missed part of a stream from the other nodes',
   )
-  if (msg.stream === 'conn-control') {
-    recheckBans(state, ctx, deps)
-    // a lost archive order: the community list says whether this community is still served
-    deps.cluster.revalidate()
-    return state
-  }
-  actOnLag(state, msg.stream, msg.lag, deps)
+  if (msg.stream === 'conn-control') recheckBans(state, ctx, deps)
+  else actOnLag(state, msg.stream, msg.lag, deps)
+  // a lost archive order, roster change or new community: re-read the community list now, as those ops do
+  if (msg.stream !== 'events') deps.cluster.revalidate()
   return state
 }
 
