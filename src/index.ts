@@ -6,6 +6,7 @@ export { ask, KernelError, type SupervisionEvent, type TypedRef, tell } from './
 export type { Config, ConfigInput } from './infra/config-types.js'
 export { ConfigError, loadConfig } from './infra/load-config.js'
 export { BackendUnavailableError } from './infra/startup.js'
+export type { Limits } from './protocols/limits.js'
 export type { NostrEvent, VerifiedEvent } from './protocols/nip01/event.js'
 export type { Filter } from './protocols/nip01/filter.js'
 export type { EventTemplate } from './protocols/nip01/sign.js'

@@ -3,6 +3,8 @@
 // them. config.ts fails to compile when these and the schema part ways. Units, defaults and the reasons for
 // them live in the schema.
 
+import type { Limits } from '../protocols/limits.js'
+
 interface RateRule {
   ratePerSecond: number
   burst: number
@@ -47,19 +49,8 @@ export interface Config {
   verifyThreads: number
   verifyBackend: 'auto' | 'native' | 'wasm'
   threads: { writePathNice: number; readNice: number }
-  limits: {
-    maxMessageBytes: number
-    maxEventBytes: number
-    maxContentBytes: number
-    maxSubscriptions: number
-    maxFilters: number
-    maxLimit: number
-    defaultLimit: number
-    maxSubidLength: number
-    maxEventTags: number
-    maxTagValueBytes: number
-    createdAtPastSeconds: number
-    createdAtFutureSeconds: number
+  /** the protocol's limits (advertised in NIP-11) and the edge's own */
+  limits: Limits & {
     maxPendingOutboundBytes: number
     maxInboundBytesInFlight: number
     slowConsumerGraceMs: number

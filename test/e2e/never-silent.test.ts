@@ -225,13 +225,14 @@ describe('banned event ids before the first write', () => {
   })
 })
 
-describe('a remote event a community cannot take', () => {
+/**
+ * Two nodes of one cluster sharing a community; B's store can be made to fail, so that its community gives up
+ * (six failing REQs) and stays down for its respawn delay while A goes on.
+ */
+function useTwoNodes() {
   const relays = useRelays()
   const cluster = useCluster(relays)
-
-  it('closes, with CLOSED "error:", the subscriptions on this node it would have reached, and counts it in apiary_fanout_lag_total', {
-    timeout: 60_000,
-  }, async () => {
+  return async () => {
     const community = `c-${randomBytes(5).toString('hex')}`
     const host = `${community}.test`
     const config = {
@@ -243,17 +244,30 @@ describe('a remote event a community cannot take', () => {
     const a = await relays.start(config)
     const pg = withFaults(await openPostgresEventStore({ url: cluster.databaseUrl(), groupCommitMaxEvents: 100, groupCommitMaxDelayMs: 0 }))
     const b = await relays.start(config, undefined, { eventStore: pg.store })
+    const takeDownOnB = async () => {
+      const gaveUp = firstValueFrom(b.relay.supervision$.pipe(filter((x) => x.type === 'gave-up' && x.path === `community/${community}`)))
+      pg.failNext('query', 6)
+      const prober = await client(b, host)
+      for (let i = 0; i < 6; i++) {
+        prober.send(['REQ', `p${i}`, { kinds: [1] }])
+        await prober.next((f) => f[0] === 'CLOSED' && f[1] === `p${i}`, 15_000)
+      }
+      await gaveUp
+    }
+    return { community, host, a, b, takeDownOnB }
+  }
+}
+
+describe('a remote event a community cannot take', () => {
+  const twoNodes = useTwoNodes()
+
+  it('closes, with CLOSED "error:", the subscriptions on this node it would have reached, and counts it in apiary_fanout_lag_total', {
+    timeout: 60_000,
+  }, async () => {
+    const { host, a, b, takeDownOnB } = await twoNodes()
     const onB = await client(b, host)
     await reqEvents(onB, [{ kinds: [1] }], 'live')
-    const gaveUp = firstValueFrom(b.relay.supervision$.pipe(filter((x) => x.type === 'gave-up' && x.path === `community/${community}`)))
-    // B's community gives up (six failing REQs) and is down for its respawn delay
-    pg.failNext('query', 6)
-    const prober = await client(b, host)
-    for (let i = 0; i < 6; i++) {
-      prober.send(['REQ', `p${i}`, { kinds: [1] }])
-      await prober.next((f) => f[0] === 'CLOSED' && f[1] === `p${i}`, 15_000)
-    }
-    await gaveUp
+    await takeDownOnB()
     // ... while A accepts an event B's subscriber was waiting for
     expect((await publish(await client(a, host), fresh(makeKeys()))).accepted).toBe(true)
     const lost = await onB.next((f) => f[0] === 'CLOSED' && f[1] === 'live', 10_000)
@@ -264,35 +278,16 @@ describe('a remote event a community cannot take', () => {
 })
 
 describe('a disconnect order a community cannot take', () => {
-  const relays = useRelays()
-  const cluster = useCluster(relays)
+  const twoNodes = useTwoNodes()
 
   it("closes the banned pubkey's socket on this node once the community is back, and counts the lost order", {
     timeout: 60_000,
   }, async () => {
-    const community = `c-${randomBytes(5).toString('hex')}`
-    const host = `${community}.test`
-    const config = {
-      redisUrl: REDIS_URL,
-      databaseUrl: cluster.databaseUrl(),
-      relaySecretKey: cluster.relaySecretKey,
-      communities: [{ id: community, hosts: [host] }],
-    }
-    const a = await relays.start(config)
-    const pg = withFaults(await openPostgresEventStore({ url: cluster.databaseUrl(), groupCommitMaxEvents: 100, groupCommitMaxDelayMs: 0 }))
-    const b = await relays.start(config, undefined, { eventStore: pg.store })
+    const { community, host, a, b, takeDownOnB } = await twoNodes()
     const eve = makeKeys()
     const eveOnB = await client(b, host)
     expect((await auth(eveOnB, eve, relayUrlOf(b, host))).accepted).toBe(true)
-    const gaveUp = firstValueFrom(b.relay.supervision$.pipe(filter((x) => x.type === 'gave-up' && x.path === `community/${community}`)))
-    // B's community gives up (six failing REQs) and is down for its respawn delay ...
-    pg.failNext('query', 6)
-    const prober = await client(b, host)
-    for (let i = 0; i < 6; i++) {
-      prober.send(['REQ', `p${i}`, { kinds: [1] }])
-      await prober.next((f) => f[0] === 'CLOSED' && f[1] === `p${i}`, 15_000)
-    }
-    await gaveUp
+    await takeDownOnB()
     // ... while A bans Eve: B's community cannot take the order when it arrives
     await a.relay.banPubkey(community, eve.pubkey, 'spam')
     const notice = await eveOnB.next((f) => f[0] === 'NOTICE', 20_000)
