@@ -1,6 +1,6 @@
 // Admission (architecture §8), part of the composition root: the one place that maps a budget to the principal
-// actor charged for it and asks that actor. A principal in a community (its frames and NIP-86 calls, with the
-// tier the community's roster gives it) or an IP across the node (new sockets, NIP-86 calls before their
+// actor charged for it and asks that actor, with the rule its tier gives it now. A principal in a community
+// (its frames and NIP-86 calls) or an IP across the node (new sockets, NIP-86 calls before their
 // signature is checked); every actor coalesces its gate calls.
 import { ask, type Kernel } from '../actors/kernel/index.js'
 import {
@@ -16,7 +16,7 @@ import {
   principalPath,
 } from '../actors/principal/principal-actor.js'
 import type { Config } from '../infra/config.js'
-import { type Admission, GateError, type RateLimiter } from '../infra/gates/rate-limit.js'
+import { type Admission, GateError, type RateLimiter, type RateRule } from '../infra/gates/rate-limit.js'
 import type { Tenants } from '../infra/http/tenants.js'
 import type { CommunityRecord } from '../infra/store/community-store.js'
 import { tierOf } from './relay-info.js'
@@ -51,23 +51,28 @@ export function createAdmission(d: AdmissionDeps): Admissions {
 
   // async: a spawn refused during shutdown is a rejection like any other, never a synchronous throw
   async function askPrincipal(record: CommunityRecord, principal: string, limit: CommunityLimit, attested: boolean) {
-    // the roster as of the latest reconcile, not as of the socket's upgrade (setagenttier changes it)
-    const rostered = tierOf(d.tenants.byId(record.id) ?? record, principal)
-    // an agent by owner attestation is at least agent-standard (its principal actor keeps the tier it got first)
-    const tier = rostered === 'human' && attested ? 'agentStandard' : rostered
-    // attestation belongs to a connection; a NIP-86 call has none, so its budget is the rostered tier's
-    const rules = { events: config.rateLimits[tier].events, reqs: config.rateLimits[tier].reqs, api: config.rateLimits[rostered].api }
     const ref = kernel.getOrSpawn(
       principalPath(record.id, principal),
-      principalActor({ community: record.id, principal, rules, limiter, readFallback }),
+      principalActor({ community: record.id, principal, limiter, readFallback }),
     )
-    return ask<PrincipalMsg<CommunityLimit>, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit, reply }), ASK_TIMEOUT_MS)
+    const rule = ruleOf(record, principal, limit, attested)
+    return ask<PrincipalMsg<CommunityLimit>, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit, rule, reply }), ASK_TIMEOUT_MS)
+  }
+
+  /** The rule as of this request: the roster as of the latest reconcile (setagenttier changes it), and this connection's attestation. */
+  function ruleOf(record: CommunityRecord, principal: string, limit: CommunityLimit, attested: boolean): RateRule {
+    const rostered = tierOf(d.tenants.byId(record.id) ?? record, principal)
+    // attestation belongs to a connection; a NIP-86 call has none, so its budget is the rostered tier's
+    if (limit === 'api') return config.rateLimits[rostered].api
+    // an agent by owner attestation is at least agent-standard
+    const tier = rostered === 'human' && attested ? 'agentStandard' : rostered
+    return config.rateLimits[tier][limit]
   }
 
   async function askIp(ip: string, limit: IpLimit) {
-    const rules = { conn: config.rateLimits.connectionsPerIp, api: config.rateLimits.apiPerIp }
-    const ref = kernel.getOrSpawn(ipPrincipalPath(ip), ipPrincipalActor({ ip: ipIdentityOf(ip), rules, limiter, readFallback }))
-    return ask<PrincipalMsg<IpLimit>, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit, reply }), ASK_TIMEOUT_MS)
+    const ref = kernel.getOrSpawn(ipPrincipalPath(ip), ipPrincipalActor({ ip: ipIdentityOf(ip), limiter, readFallback }))
+    const rule = limit === 'conn' ? config.rateLimits.connectionsPerIp : config.rateLimits.apiPerIp
+    return ask<PrincipalMsg<IpLimit>, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit, rule, reply }), ASK_TIMEOUT_MS)
   }
 
   return {

@@ -7,7 +7,6 @@ import type { CommunityDeps, CommunitySurvivors } from '../actors/community/comm
 import { createCommunitySurvivors } from '../actors/community/community-survivors.js'
 import type { CommunityMsg, PublishOutcome } from '../actors/community/messages.js'
 import { ask, createLagReporter, type Kernel, type LagReporter, tell } from '../actors/kernel/index.js'
-import { principalPath } from '../actors/principal/principal-actor.js'
 import type { RegistryDeps } from '../actors/registry/agent-tracking.js'
 import type { RegistryAnnounce, RegistryMsg } from '../actors/registry/messages.js'
 import { registryActor, registryPath } from '../actors/registry/registry-actor.js'
@@ -52,7 +51,6 @@ export function createCommunities(d: CommunitiesDeps): Communities {
   const running = new Set<string>()
   const links = new Map<string, CommunityLink>()
   // the records the running actors and principals were started from: a roster change stops the principals
-  let known = new Map<string, CommunityRecord>()
   const refOf = (id: string) => d.kernel.lookup<CommunityMsg>(communityPath(id))
 
   function spawn(record: CommunityRecord) {
@@ -154,8 +152,6 @@ export function createCommunities(d: CommunitiesDeps): Communities {
       return
     }
     d.tenants.replace(records)
-    await stopRetieredPrincipals(known, records)
-    known = new Map(records.map((r) => [r.id, r]))
     const active = new Set(records.map((r) => r.id))
     for (const id of [...running]) {
       if (active.has(id)) continue
@@ -183,27 +179,8 @@ export function createCommunities(d: CommunitiesDeps): Communities {
     }
   }
 
-  /**
-   * A principal actor keeps the tier it was spawned with; stop those whose roster entry changed so the next
-   * request respawns them with the new tier (their counters live in the limiter, not in the actor).
-   */
-  async function stopRetieredPrincipals(before: Map<string, CommunityRecord>, after: CommunityRecord[]) {
-    const stops: Promise<void>[] = []
-    for (const record of after) {
-      const old = before.get(record.id)
-      if (!old) continue
-      const tiers = new Map(old.agents.map((a) => [a.pubkey, a.tier]))
-      const now = new Map(record.agents.map((a) => [a.pubkey, a.tier]))
-      for (const pubkey of new Set([...tiers.keys(), ...now.keys()])) {
-        if (tiers.get(pubkey) !== now.get(pubkey)) stops.push(d.kernel.stopPrefix(principalPath(record.id, pubkey)))
-      }
-    }
-    await Promise.all(stops)
-  }
-
   return {
     start: (records) => {
-      known = new Map(records.map((r) => [r.id, r]))
       for (const record of records) spawn(record)
     },
     async announce(via) {

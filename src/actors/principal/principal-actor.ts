@@ -15,7 +15,8 @@ export type PrincipalTier = 'human' | 'agentStandard' | 'agentElevated' | 'agent
 /** 'unavailable': the gate backend failed and this limit does not fall back; the caller fails closed. */
 export type AdmissionAnswer = Admission | { allowed: false; unavailable: true }
 
-type Admit<L extends string> = { type: 'Admit'; limit: L; reply: (a: AdmissionAnswer) => void }
+/** `rule`: the principal's rule for `limit` as of this request (its tier now: a roster change applies at once) */
+type Admit<L extends string> = { type: 'Admit'; limit: L; rule: RateRule; reply: (a: AdmissionAnswer) => void }
 export type PrincipalMsg<L extends string = CommunityLimit> = Admit<L> | { type: 'Flush' }
 
 interface PrincipalState<L extends string> {
@@ -28,8 +29,6 @@ export interface PrincipalDeps {
   community: string
   /** a pubkey, or ipPrincipalOf(ip) for requests no signature has tied to a pubkey yet */
   principal: string
-  /** fixed at spawn: a roster change stops the actor and the next request respawns it (stopRetieredPrincipals) */
-  rules: Record<CommunityLimit, RateRule>
   limiter: RateLimiter
   /** this node's own buckets, for the limits that fall back while `limiter` fails (see decide) */
   readFallback?: RateLimiter
@@ -39,7 +38,6 @@ export interface PrincipalDeps {
 export interface IpPrincipalDeps {
   /** what the IP is charged as: ipIdentityOf of the address the edge resolved (client-ip.ts) */
   ip: string
-  rules: Record<IpLimit, RateRule>
   limiter: RateLimiter
   readFallback?: RateLimiter
 }
@@ -73,7 +71,6 @@ export function ipPrincipalActor(deps: IpPrincipalDeps): ActorDef<PrincipalState
 interface Charging<L extends CommunityLimit | IpLimit> {
   /** whose bucket an Admit for `limit` takes from; the limiter names its key (keyOf) */
   budgetOf(limit: L): Budget
-  rules: Record<L, RateRule>
   limiter: RateLimiter
   readFallback?: RateLimiter
 }
@@ -115,7 +112,7 @@ const UNAVAILABLE = { allowed: false, unavailable: true } as const
 
 async function decide<L extends CommunityLimit | IpLimit>(batch: Admit<L>[], c: Charging<L>): Promise<void> {
   if (batch.length === 0) return
-  const requests = batch.map((a) => ({ key: c.limiter.keyOf(c.budgetOf(a.limit)), rule: c.rules[a.limit] }))
+  const requests = batch.map((a) => ({ key: c.limiter.keyOf(c.budgetOf(a.limit)), rule: a.rule }))
   try {
     const answers = c.limiter.admitMany
       ? await c.limiter.admitMany(requests)

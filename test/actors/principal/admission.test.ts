@@ -20,7 +20,13 @@ const human = hex64()
 const config = loadConfig({
   env: {},
   overrides: {
-    rateLimits: { human: { api: slow(1) }, agentElevated: { api: slow(3) }, apiPerIp: slow(2), connectionsPerIp: slow(4) },
+    rateLimits: {
+      human: { api: slow(1), events: slow(2) },
+      agentStandard: { events: slow(4) },
+      agentElevated: { api: slow(3) },
+      apiPerIp: slow(2),
+      connectionsPerIp: slow(4),
+    },
   },
 })
 const recordOf = (id: string): CommunityRecord => ({
@@ -75,6 +81,30 @@ describe('admission through principal actors', () => {
     })
     // a human on the same community gets the human rule (burst 1)
     expect([(await admission.admitApi(record, human)).allowed, (await admission.admitApi(record, human)).allowed]).toEqual([true, false])
+  })
+
+  it("charges an attested agent's EVENTs at the agent tier even when a NIP-86 call made its principal first", async () => {
+    kernel = createKernel()
+    const { limiter } = countingLimiter()
+    const admission = admissionOn(kernel, recordOf('c'), limiter)
+    // the unrostered pubkey's NIP-86 call spawns its principal (no attestation: the human tier's api budget)
+    await admission.admitApi(recordOf('c'), human)
+    const burst = config.rateLimits.agentStandard.events.burst
+    const answers = await Promise.all(Array.from({ length: burst + 1 }, () => admission.admit(recordOf('c'), human, 'events', true)))
+    expect(answers.filter((a) => a.allowed)).toHaveLength(burst)
+  })
+
+  it('applies a roster change to the next request of a principal that is already running', async () => {
+    kernel = createKernel()
+    const { limiter } = countingLimiter()
+    const tenants = new Tenants([{ ...recordOf('c'), agents: [] }])
+    const admission = createAdmission({ kernel, config, tenants, limiter, readFallback: createMemoryRateLimiter() })
+    // unrostered: the human api budget (1)
+    expect((await admission.admitApi(recordOf('c'), agent)).allowed).toBe(true)
+    expect((await admission.admitApi(recordOf('c'), agent)).allowed).toBe(false)
+    // setagenttier elevated, as a reconcile hands it to the tenants: the elevated budget (3) from the next call
+    tenants.replace([recordOf('c')])
+    expect((await admission.admitApi(recordOf('c'), agent)).allowed).toBe(true)
   })
 
   it('rejects NIP-86 calls when the gate backend fails (the endpoint answers 503) but still admits sockets', async () => {

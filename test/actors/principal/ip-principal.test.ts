@@ -10,15 +10,16 @@ import {
   principalActor,
 } from '../../../src/actors/principal/principal-actor'
 import { createMemoryRateLimiter } from '../../../src/infra/gates/memory-rate-limit'
+import type { RateRule } from '../../../src/infra/gates/rate-limit'
 import { countingLimiter } from './counting-limiter'
 
 // Refill of one token per ~17 minutes: nothing refills during a test.
 const slow = (burst: number) => ({ ratePerSecond: 0.001, burst })
 const ip = '203.0.113.7'
 
-const admitAll = <L extends string>(ref: TypedRef<PrincipalMsg<L>>, limit: L, n: number) =>
+const admitAll = <L extends string>(ref: TypedRef<PrincipalMsg<L>>, limit: L, n: number, rule: RateRule) =>
   Promise.all(
-    Array.from({ length: n }, () => ask<PrincipalMsg<L>, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit, reply }), 5000)),
+    Array.from({ length: n }, () => ask<PrincipalMsg<L>, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit, rule, reply }), 5000)),
   )
 
 describe('an IP principal (new sockets and NIP-86 calls per IP)', () => {
@@ -30,8 +31,8 @@ describe('an IP principal (new sockets and NIP-86 calls per IP)', () => {
   it('decides the connection admits of one turn in one gate call and admits exactly the budget', async () => {
     kernel = createKernel()
     const { limiter, calls } = countingLimiter()
-    const ref = kernel.spawn(ipPrincipalPath(ip), ipPrincipalActor({ ip, rules: { conn: slow(3), api: slow(3) }, limiter }))
-    const answers = await admitAll<IpLimit>(ref, 'conn', 20)
+    const ref = kernel.spawn(ipPrincipalPath(ip), ipPrincipalActor({ ip, limiter }))
+    const answers = await admitAll<IpLimit>(ref, 'conn', 20, slow(3))
     expect(answers.filter((a) => a.allowed)).toHaveLength(3)
     expect(calls).toEqual({ admit: 0, admitMany: 1 })
   })
@@ -41,10 +42,10 @@ describe('an IP principal (new sockets and NIP-86 calls per IP)', () => {
     const { limiter, calls } = countingLimiter({ failAfterCalls: 1 })
     const readFallback = createMemoryRateLimiter({ now: () => 0 })
     const rules = { conn: slow(2), api: slow(2) }
-    const ref = kernel.spawn(ipPrincipalPath(ip), ipPrincipalActor({ ip, rules, limiter, readFallback }))
-    expect(await admitAll<IpLimit>(ref, 'conn', 1)).toEqual([{ allowed: true }])
+    const ref = kernel.spawn(ipPrincipalPath(ip), ipPrincipalActor({ ip, limiter, readFallback }))
+    expect(await admitAll<IpLimit>(ref, 'conn', 1, rules.conn)).toEqual([{ allowed: true }])
     // the gate is down from here on: the node's bucket (full, burst 2) decides, refusals carry their delay
-    const answers = await admitAll<IpLimit>(ref, 'conn', 3)
+    const answers = await admitAll<IpLimit>(ref, 'conn', 3, rules.conn)
     expect(calls.admitMany).toBe(2)
     expect(answers.slice(0, 2)).toEqual([{ allowed: true }, { allowed: true }])
     expect(answers[2]).toMatchObject({ allowed: false, retryAfterMs: expect.any(Number) })
@@ -57,8 +58,8 @@ describe('an IP principal (new sockets and NIP-86 calls per IP)', () => {
     kernel = createKernel()
     const { limiter } = countingLimiter({ failing: true })
     const readFallback = createMemoryRateLimiter({ now: () => 0 })
-    const ref = kernel.spawn(ipPrincipalPath(ip), ipPrincipalActor({ ip, rules: { conn: slow(5), api: slow(5) }, limiter, readFallback }))
-    expect(await admitAll<IpLimit>(ref, 'api', 2)).toEqual([
+    const ref = kernel.spawn(ipPrincipalPath(ip), ipPrincipalActor({ ip, limiter, readFallback }))
+    expect(await admitAll<IpLimit>(ref, 'api', 2, slow(5))).toEqual([
       { allowed: false, unavailable: true },
       { allowed: false, unavailable: true },
     ])
@@ -82,10 +83,10 @@ describe('a community principal while the gate backend fails', () => {
     const { limiter } = countingLimiter({ failing: true })
     const readFallback = createMemoryRateLimiter({ now: () => 0 })
     const rules = { events: slow(5), reqs: slow(5), api: slow(5) }
-    const ref = kernel.spawn('principal/c/f', principalActor({ community: 'c', principal: 'a'.repeat(64), rules, limiter, readFallback }))
+    const ref = kernel.spawn('principal/c/f', principalActor({ community: 'c', principal: 'a'.repeat(64), limiter, readFallback }))
     const [reqs, events, api] = await Promise.all(
       (['reqs', 'events', 'api'] as const).map((limit) =>
-        ask<PrincipalMsg<CommunityLimit>, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit, reply }), 5000),
+        ask<PrincipalMsg<CommunityLimit>, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit, rule: rules[limit], reply }), 5000),
       ),
     )
     expect(reqs).toEqual({ allowed: true })

@@ -20,10 +20,10 @@ describe('principal admission', () => {
   it('decides concurrent requests in one gate call and admits exactly the budget', async () => {
     kernel = createKernel()
     const { limiter, calls } = countingLimiter()
-    const ref = kernel.spawn('principal/c/p', principalActor({ community: 'c', principal: pubkey, rules, limiter }))
+    const ref = kernel.spawn('principal/c/p', principalActor({ community: 'c', principal: pubkey, limiter }))
     const answers = await Promise.all(
       Array.from({ length: 50 }, () =>
-        ask<PrincipalMsg, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit: 'events', reply }), 5000),
+        ask<PrincipalMsg, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit: 'events', rule: rules.events, reply }), 5000),
       ),
     )
     expect(answers.filter((a) => a.allowed)).toHaveLength(10)
@@ -34,9 +34,11 @@ describe('principal admission', () => {
   it('fails every waiting request closed when the gate backend fails', async () => {
     kernel = createKernel()
     const { limiter } = countingLimiter({ failing: true })
-    const ref = kernel.spawn('principal/c/q', principalActor({ community: 'c', principal: pubkey, rules, limiter }))
+    const ref = kernel.spawn('principal/c/q', principalActor({ community: 'c', principal: pubkey, limiter }))
     const answers = await Promise.all(
-      Array.from({ length: 5 }, () => ask<PrincipalMsg, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit: 'reqs', reply }), 5000)),
+      Array.from({ length: 5 }, () =>
+        ask<PrincipalMsg, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit: 'reqs', rule: rules.reqs, reply }), 5000),
+      ),
     )
     expect(answers).toEqual(Array.from({ length: 5 }, () => ({ allowed: false, unavailable: true })))
   })
@@ -52,8 +54,9 @@ describe('principal admission', () => {
       admitMany: (requests) => (calls++ === 0 ? new Promise(() => {}) : inner.admitMany!(requests)),
       close: () => inner.close(),
     }
-    const ref = kernel.spawn('principal/c/s', principalActor({ community: 'c', principal: pubkey, rules, limiter }))
-    const admit = () => ask<PrincipalMsg, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit: 'events', reply }), 5000)
+    const ref = kernel.spawn('principal/c/s', principalActor({ community: 'c', principal: pubkey, limiter }))
+    const admit = () =>
+      ask<PrincipalMsg, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit: 'events', rule: rules.events, reply }), 5000)
     const stalled = admit()
     await new Promise((r) => setImmediate(r))
     expect(calls).toBe(1)
