@@ -50,7 +50,6 @@ export interface Communities {
 export function createCommunities(d: CommunitiesDeps): Communities {
   const running = new Set<string>()
   const links = new Map<string, CommunityLink>()
-  // the records the running actors and principals were started from: a roster change stops the principals
   const refOf = (id: string) => d.kernel.lookup<CommunityMsg>(communityPath(id))
 
   function spawn(record: CommunityRecord) {
@@ -80,6 +79,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
       metrics: d.metrics,
       log: d.log,
       lagged: (skipped) => lag.count(skipped),
+      closed: () => lag.dispose(),
     })
   }
 

@@ -8,7 +8,7 @@ import type { CommunityMsg } from '../actors/community/messages.js'
 import { createAuthSlots } from '../actors/connection/auth-slots.js'
 import { connectionActor, connectionPath } from '../actors/connection/connection-actor.js'
 import type { MutableConnView } from '../actors/connection/connection-deps.js'
-import { type Kernel, type TypedRef, tell } from '../actors/kernel/index.js'
+import { type Kernel, MailboxFullError, type TypedRef, tell } from '../actors/kernel/index.js'
 import type { AdmissionAnswer, LimitType } from '../actors/principal/principal-actor.js'
 import type { Config } from '../infra/config.js'
 import type { ConnectionSlots } from '../infra/gates/connection-slots.js'
@@ -83,9 +83,15 @@ export function acceptConnections(d: GatewayDeps) {
     // Per-IP admission comes before tenant resolution, so unknown hosts can't be used to probe for free.
     // With the shared gate down, a new socket is limited by this node alone (the IP principal's fallback): it
     // can only read until Redis returns (writes fail closed), and a node started during an outage must still
-    // serve reads. No answer at all (the ask timed out) refuses, as a full bucket does.
-    const admitted = await d.admitConnection(ip).catch(() => ({ allowed: false as const }))
-    if (!admitted.allowed) {
+    // serve reads. The IP's principal too busy to ask (its mailbox full: that IP is flooding) refuses as a full
+    // bucket does; no answer for another reason is ours, and says so.
+    const admitted = await d.admitConnection(ip).catch((error: unknown) => error)
+    if (admitted instanceof Error && !(admitted instanceof MailboxFullError)) {
+      d.log.warn({ err: admitted, ip }, 'connection admission failed')
+      d.metrics.connectionsRefused.inc({ reason: 'unavailable' })
+      return refuseUpgrade(socket, 503, 'Service Unavailable')
+    }
+    if (admitted instanceof Error || !(admitted as AdmissionAnswer).allowed) {
       d.metrics.connectionsRefused.inc({ reason: 'rate-limited' })
       return refuseUpgrade(socket, 429, 'Too Many Requests')
     }

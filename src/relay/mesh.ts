@@ -5,8 +5,8 @@ import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { communityPath } from '../actors/community/community-actor.js'
 import type { RelayEvent } from '../actors/community/community-channels.js'
-import type { CommunityMsg, PublishOutcome } from '../actors/community/messages.js'
-import { ask, type Kernel, tell } from '../actors/kernel/index.js'
+import { type CommunityMsg, type PublishOutcome, REDELIVER } from '../actors/community/messages.js'
+import { ask, type Kernel, tell, tellUntilTaken } from '../actors/kernel/index.js'
 import type { OwnerSinks } from '../actors/mesh/channel-owner.js'
 import {
   type Membership,
@@ -285,9 +285,11 @@ export function openMesh(o: OpenMeshDeps): Promise<Mesh> {
   const { backends: b, kernel, key, tenants } = o
   if (b.mode !== 'cluster' || !b.redis || !b.postgresEvents)
     throw new Error('the relay mesh needs cluster mode with the PostgreSQL event store')
-  const tellCommunity = (community: string, msg: CommunityMsg) => {
+  // offered again while the community is full or respawning, as its own I/O results are (REDELIVER)
+  const tellCommunity = (community: string, msg: CommunityMsg, lost: string) => {
     const ref = kernel.lookup<CommunityMsg>(communityPath(community))
-    return ref ? tell(ref, msg) : false
+    if (!ref) return o.log.warn({ community }, lost)
+    tellUntilTaken(ref, msg, { ...REDELIVER, onGiveUp: () => o.log.warn({ community }, lost) })
   }
   const sinks: OwnerSinks = {
     events: b.postgresEvents,
@@ -295,9 +297,9 @@ export function openMesh(o: OpenMeshDeps): Promise<Mesh> {
     relayPubkey: key.pubkey,
     sign: (t, createdAt) => signAsRelay(key, t, createdAt),
     isModerator: (community, pubkey) => pubkey === key.pubkey || (tenants.byId(community)?.admins.includes(pubkey) ?? false),
-    invalidate: async (community, op) => {
-      tellCommunity(community, { type: 'InvalidateCache', op, broadcast: true })
-    },
+    // never taken: this node's caches and the other nodes' fall back on their TTL (accessCacheTtlMs)
+    invalidate: async (community, op) =>
+      tellCommunity(community, { type: 'InvalidateCache', op, broadcast: true }, 'mesh: a cache invalidation never reached its community'),
     nowSeconds: o.nowSeconds,
     log: o.log,
   }
@@ -308,10 +310,8 @@ export function openMesh(o: OpenMeshDeps): Promise<Mesh> {
     relayKey: key,
     sinks,
     storedGeneration: (community, session) => b.channels.storedGeneration(community, session),
-    deliver: (community, events) => {
-      if (!tellCommunity(community, { type: 'Announce', events, from: 'mesh' }))
-        o.log.warn({ community }, 'mesh: stored channel events not delivered here')
-    },
+    deliver: (community, events) =>
+      tellCommunity(community, { type: 'Announce', events, from: 'mesh' }, 'mesh: stored channel events not delivered here'),
     verifier: o.verifier,
     load: o.load,
     ready: () => !kernel.degraded,

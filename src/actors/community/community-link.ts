@@ -25,7 +25,7 @@ export interface CommunityLink {
   /** watch the events channel and wait (bounded) until other nodes' events will arrive; false: they won't yet */
   ensureInterest(): Promise<boolean>
   broadcast(channel: ControlChannel, op: ConnControlOp | CacheInvalidationOp): Promise<void>
-  /** who acts on a lag the community never took (it stayed down): the subscriptions must still hear of it */
+  /** who acts on a lag the community never took (down or full for a minute): the subscriptions must still hear of it */
   onLagLost(handler: (stream: LinkStream, lag: Lag<string>) => void): void
   close(): void
 }
@@ -41,6 +41,8 @@ export interface CommunityLinkDeps {
   log: Logger
   /** a message the community could not take was skipped: reported as a 'lagged' supervision event */
   lagged: (skipped: number) => void
+  /** the community stopped for good (its link closed): the reporting behind `lagged` ends too */
+  closed?: () => void
 }
 
 /** How long a first REQ waits for the events channel subscription before it is answered anyway. */
@@ -108,6 +110,7 @@ export function createCommunityLink(d: CommunityLinkDeps): CommunityLink {
       events?.unsubscribe()
       for (const s of control) s.unsubscribe()
       for (const bridge of Object.values(bridges)) bridge.dispose()
+      d.closed?.()
     },
   }
 }

@@ -26,7 +26,7 @@ export function onLagged(state: CommunityState, msg: LaggedMsg, ctx: Ctx, deps: 
 
 /**
  * What needs no actor: closing subscriptions and dropping caches act on what survives the actor, so a lag the
- * community never took (it stayed down) is acted on all the same. A lost disconnect order then rests on the
+ * community never took (down or full for a minute) is acted on all the same. A lost disconnect order then rests on the
  * ban row, read at every AUTH and every write.
  */
 export function actOnLag(s: CommunitySurvivors, stream: LinkStream, lag: Lag<string>, deps: CommunityDeps): void {

@@ -35,15 +35,21 @@ export interface CommunityStats {
   presenceHolders: number
 }
 
+/** A publish as the host sends it: an event the relay verified (relay.publish, relay.publishSigned). */
+export type HostPublishMsg = { type: 'Publish'; event: VerifiedEvent; raw: string; reply: (o: PublishOutcome) => void }
 /** `conn`: the publishing connection (presence is held by it); absent when the relay itself publishes */
-export type PublishMsg = { type: 'Publish'; event: VerifiedEvent; raw: string; conn?: ConnView; reply: (o: PublishOutcome) => void }
+export type PublishMsg = HostPublishMsg & { conn?: ConnView }
 /** close this node's sockets authenticated as `pubkey` (a ban); `broadcast` also tells the other nodes */
 export type DisconnectPubkeyMsg = { type: 'DisconnectPubkey'; pubkey: string; reason: string; broadcast: boolean }
 export type DisconnectCommunityMsg = { type: 'DisconnectCommunity'; reason: string; broadcast: boolean; done?: () => void }
 export type StatsMsg = { type: 'Stats'; reply: (s: CommunityStats) => void }
 
-/** The messages the host (the embedding API, NIP-86) sends a community. */
-export type CommunityHostMsg = PublishMsg | DisconnectPubkeyMsg | DisconnectCommunityMsg | StatsMsg
+/**
+ * What a host program may send a community (the embedding API's `relay.community(id)`, NIP-86): the messages
+ * with a use outside the relay. The rest is the actor's own plumbing, and a ref typed to these keeps a host
+ * from forging it.
+ */
+export type CommunityHostMsg = HostPublishMsg | DisconnectPubkeyMsg | DisconnectCommunityMsg | StatsMsg
 
 /** A store write's outcome. Without `reply` its writer was answered already: the commit landed late. */
 export type SavedMsg = {
@@ -74,7 +80,10 @@ export type AppliedMsg = {
 }
 
 export type CommunityMsg =
-  | CommunityHostMsg
+  | PublishMsg
+  | DisconnectPubkeyMsg
+  | DisconnectCommunityMsg
+  | StatsMsg
   | { type: 'Subscribe'; conn: ConnView; subId: string; filters: Filter[] }
   | { type: 'Unsubscribe'; connId: string; subId: string }
   | { type: 'Count'; conn: ConnView; subId: string; filters: Filter[]; reply: (count: number | Reason) => void }

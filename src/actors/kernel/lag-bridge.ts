@@ -7,7 +7,7 @@ import type { Clock } from './types.js'
  * soon as it has room, with how many items it missed and the first `keepMissed` of them, and acts on it.
  * While a lag waits to be taken, later items are skipped and added to it, so none overtakes the gap: the
  * actor learns what it missed before it sees anything that came after. A lag never taken within
- * `giveUpAfterMs` (the actor never came back) goes to `onGiveUp`, whoever else can act on it.
+ * `giveUpAfterMs` (the actor stayed down or full that long) goes to `onGiveUp`, whoever else can act on it.
  */
 export interface Lag<T> {
   /** items skipped (an interruption adds none: the source itself lost an unknown number) */

@@ -4,6 +4,7 @@ import { openSupervisedVerifier, VERIFIER_PATH } from '../../../src/actors/node/
 import { type Verifier, VerifierError, type VerifyVerdict } from '../../../src/infra/verify/verifier'
 import { createVerifierPool } from '../../../src/infra/verify/verifier-pool'
 import { makeKeys, signEvent } from '../../support/events'
+import { eventually } from '../../support/eventually'
 import { type EventLog, recordEvents } from '../kernel/harness'
 import { ManualClock } from '../kernel/manual-clock'
 
@@ -45,10 +46,8 @@ function start() {
   events = recordEvents(kernel)
 }
 
-/** polls the clock, not event-loop turns: a real pool takes a while to start its workers */
-async function until(done: () => boolean): Promise<void> {
-  while (!done()) await new Promise((r) => setTimeout(r, 5))
-}
+// polled on the real clock, not in event-loop turns: a real pool takes a while to start its workers
+const until = (done: () => boolean, what: string) => eventually(done, what, { timeoutMs: 15_000, intervalMs: 5 })
 
 const keys = makeKeys()
 const good = signEvent(keys, { content: 'verified again' }).event
@@ -68,13 +67,13 @@ describe('the verifier pool under the node supervisor', () => {
     opened.push(verifier)
     fakes[0]!.giveUp()
     await expect(verifier.verify(good)).rejects.toMatchObject({ code: 'APIARY_VERIFIER_UNAVAILABLE' })
-    await until(() => events.of('backoff', VERIFIER_PATH).length === 1)
+    await until(() => events.of('backoff', VERIFIER_PATH).length === 1, 'a backoff')
     expect(events.of('crashed', VERIFIER_PATH)[0]).toMatchObject({ supervisor: 'root/node/verifier', msgType: 'GaveUp' })
     expect(events.of('backoff', VERIFIER_PATH)[0]).toMatchObject({ delayMs: 1000, attempt: 1 })
     expect(kernel.unhealthy()).toEqual([VERIFIER_PATH])
 
     clock.advance(1000)
-    await until(() => fakes[0]!.closed)
+    await until(() => fakes[0]!.closed, 'the old pool closed')
     expect(await verifier.verify(good)).toBe('ok')
     expect(await verifier.verify(forged)).toBe('bad-sig')
     expect(kernel.unhealthy()).toEqual([])
@@ -96,10 +95,10 @@ describe('the verifier pool under the node supervisor', () => {
     opened.push(verifier)
     first!.giveUp()
     for (let attempt = 1; attempt <= 3; attempt++) {
-      await until(() => events.of('backoff', VERIFIER_PATH).length === attempt)
+      await until(() => events.of('backoff', VERIFIER_PATH).length === attempt, `backoff ${attempt}`)
       clock.advance(events.of('backoff', VERIFIER_PATH).at(-1)!.delayMs)
     }
-    await until(() => first!.closed)
+    await until(() => first!.closed, 'the first pool closed')
     expect(events.of('backoff', VERIFIER_PATH).map((e) => e.delayMs)).toEqual([1000, 2000, 4000])
     expect(starts).toBe(4)
     expect(await verifier.verify(good)).toBe('ok')
