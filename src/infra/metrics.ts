@@ -124,6 +124,12 @@ export function createMetrics() {
       help: 'cache-invalidation messages a community could not take',
       registers: r,
     }),
+    lagsActedOn: new Counter({
+      name: 'apiary_lags_acted_on_total',
+      help: 'losses from a bus stream a community heard of and acted on (closed subscriptions, dropped caches, re-checked bans)',
+      labelNames: ['stream'] as const,
+      registers: r,
+    }),
     controlRejected: new Counter({
       name: 'apiary_control_rejected_total',
       help: 'control payloads refused (unsigned, foreign, stale, unknown op)',

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest'
 import type { CommunityMsg, CommunityStats } from '../../src/actors/community/messages'
 import type { ConnView } from '../../src/actors/community/subscription-index'
 import { ask, type SupervisionEvent, tell } from '../../src/actors/kernel'
+import type { ConfigInput } from '../../src/index'
 import type { CommunityStore } from '../../src/infra/store/community-store'
 import type { EventStore, SaveOutcome } from '../../src/infra/store/event-store'
 import { openPostgresEventStore } from '../../src/infra/store/postgres/postgres-event-store'
@@ -15,7 +16,8 @@ import type { OutboundQueue } from '../../src/infra/ws/outbound-queue'
 import { makeKeys } from '../support/events'
 import { eventually } from '../support/eventually'
 import { openFailingSqliteStore, withFaults } from '../support/failing-event-store'
-import { metric } from '../support/metrics'
+import { labelledMetric, metric } from '../support/metrics'
+import { createChannel, post, putUser, removeUser } from '../support/nip29-client'
 import { communityActor, type TestRelay } from '../support/relay'
 import { auth, client, fresh, publish, relayUrlOf, reqEvents } from '../support/relay-client'
 import { REDIS_URL, useCluster, useRelays } from '../support/relay-fixtures'
@@ -232,10 +234,11 @@ describe('banned event ids before the first write', () => {
 function useTwoNodes() {
   const relays = useRelays()
   const cluster = useCluster(relays)
-  return async () => {
+  return async (extra: ConfigInput = {}) => {
     const community = `c-${randomBytes(5).toString('hex')}`
     const host = `${community}.test`
     const config = {
+      ...extra,
       redisUrl: REDIS_URL,
       databaseUrl: cluster.databaseUrl(),
       relaySecretKey: cluster.relaySecretKey,
@@ -294,5 +297,59 @@ describe('a disconnect order a community cannot take', () => {
     expect(String(notice[1])).toMatch(/^blocked: /)
     expect((await eveOnB.closed).code).toBe(1008)
     expect(await metric(b, 'apiary_conn_control_lag_total')).toBeGreaterThanOrEqual(1)
+  })
+})
+
+describe('a cache invalidation a community cannot take', () => {
+  const twoNodes = useTwoNodes()
+
+  it('drops the access caches once the community is back: a member removed meanwhile gets no more of the private channel', {
+    timeout: 60_000,
+  }, async () => {
+    // caches that would otherwise hold for the longest TTL allowed: only the lost invalidation's Lagged drops them in time
+    const { host, a, b, takeDownOnB } = await twoNodes({ accessCacheTtlMs: 60_000 })
+    const alice = makeKeys()
+    const bob = makeKeys()
+    const marker = makeKeys()
+    const aliceOnA = await client(a, host)
+    expect((await auth(aliceOnA, alice, relayUrlOf(a, host))).accepted).toBe(true)
+    expect((await createChannel(aliceOnA, alice, 'board', { flags: ['private', 'closed'] })).ok.accepted).toBe(true)
+    expect((await putUser(aliceOnA, alice, 'board', bob.pubkey)).ok.accepted).toBe(true)
+    const bobOnB = await client(b, host)
+    expect((await auth(bobOnB, bob, relayUrlOf(b, host))).accepted).toBe(true)
+    await reqEvents(
+      bobOnB,
+      [
+        { kinds: [9], '#h': ['board'] },
+        { kinds: [1], authors: [marker.pubkey] },
+      ],
+      'live',
+    )
+    // B decides Bob may read the channel, and caches it
+    const first = await post(aliceOnA, alice, 'board')
+    await bobOnB.next((f) => f[0] === 'EVENT' && f[1] === 'live' && (f[2] as { id: string }).id === first.event.id, 10_000)
+    await takeDownOnB()
+    // ... while A removes Bob: B's community cannot take the invalidation when it arrives
+    expect((await removeUser(aliceOnA, alice, 'board', bob.pubkey)).ok.accepted).toBe(true)
+    await eventually(
+      () => metric(b, 'apiary_cache_invalidation_lag_total'),
+      (n) => n >= 1,
+      'the lost invalidation counted',
+    )
+    // the community is back and has heard of the loss
+    await eventually(
+      () => labelledMetric(b, 'apiary_lags_acted_on_total', { stream: 'cache-invalidation' }),
+      (n) => n >= 1,
+      'the lost invalidation acted on',
+      { timeoutMs: 30_000, intervalMs: 100 },
+    )
+    // a post to the channel, then a public marker: the subscription sees events in order, so the marker
+    // arriving alone shows the post was not delivered
+    const second = await post(aliceOnA, alice, 'board')
+    const shown = await publish(aliceOnA, fresh(marker, { kind: 1 }))
+    expect(shown.accepted).toBe(true)
+    const next = await bobOnB.next((f) => f[0] === 'EVENT' && f[1] === 'live', 10_000)
+    expect((next[2] as { id: string }).id).not.toBe(second.event.id)
+    expect((next[2] as { pubkey: string }).pubkey).toBe(marker.pubkey)
   })
 })

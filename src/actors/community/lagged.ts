@@ -17,8 +17,10 @@ export function onLagged(state: CommunityState, msg: LaggedMsg, ctx: Ctx, deps: 
     { community: deps.record.id, stream: msg.stream, skipped: msg.lag.skipped, interrupted: msg.lag.interrupted },
     'missed part of a stream from the other nodes',
   )
-  if (msg.stream === 'conn-control') recheckBans(state, ctx, deps)
-  else actOnLag(state, msg.stream, msg.lag, deps)
+  if (msg.stream === 'conn-control') {
+    deps.metrics.lagsActedOn.inc({ stream: msg.stream })
+    recheckBans(state, ctx, deps)
+  } else actOnLag(state, msg.stream, msg.lag, deps)
   // a lost archive order, roster change or new community: re-read the community list now, as those ops do
   if (msg.stream !== 'events') deps.cluster.revalidate()
   return state
@@ -30,6 +32,7 @@ export function onLagged(state: CommunityState, msg: LaggedMsg, ctx: Ctx, deps: 
  * ban row, read at every AUTH and every write.
  */
 export function actOnLag(s: CommunitySurvivors, stream: LinkStream, lag: Lag<string>, deps: CommunityDeps): void {
+  deps.metrics.lagsActedOn.inc({ stream })
   switch (stream) {
     case 'events':
       deps.lagged(closeMissed(s, lag))
