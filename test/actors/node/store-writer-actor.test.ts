@@ -39,14 +39,20 @@ async function storeWithBrokenWriter() {
   return { store, repair }
 }
 
+/** A store whose writer threads cannot start, under the node supervisor on a clock the test moves: it has backed off once. */
+async function supervisedBrokenWriter() {
+  clock = new ManualClock()
+  kernel = createKernel({ clock, random: () => 0 })
+  events = recordEvents(kernel)
+  const broken = await storeWithBrokenWriter()
+  spawnStoreWriter(kernel, broken.store.writerLifecycle()!)
+  await eventually(() => events.of('backoff', STORE_WRITER_PATH).length === 1, 'a backoff', { timeoutMs: 15_000 })
+  return broken
+}
+
 describe('the SQLite writer under the node supervisor', () => {
   it('brings a writer thread back after backoff once threads start again, writing on the main thread meanwhile, and readiness stays clean', async () => {
-    clock = new ManualClock()
-    kernel = createKernel({ clock, random: () => 0 })
-    events = recordEvents(kernel)
-    const { store, repair } = await storeWithBrokenWriter()
-    spawnStoreWriter(kernel, store.writerLifecycle()!)
-    await eventually(() => events.of('backoff', STORE_WRITER_PATH).length === 1, 'a backoff', { timeoutMs: 15_000 })
+    const { store, repair } = await supervisedBrokenWriter()
     expect(store.stats().writerThread).toBe(false)
     expect(events.of('crashed', STORE_WRITER_PATH)[0]).toMatchObject({ supervisor: 'root/node/store-writer', msgType: 'GaveUp' })
     expect(events.of('backoff', STORE_WRITER_PATH)[0]).toMatchObject({ delayMs: 10_000, attempt: 1 })
@@ -68,12 +74,7 @@ describe('the SQLite writer under the node supervisor', () => {
   })
 
   it('tries again with a longer wait while threads keep failing to start', async () => {
-    clock = new ManualClock()
-    kernel = createKernel({ clock, random: () => 0 })
-    events = recordEvents(kernel)
-    const { store, repair } = await storeWithBrokenWriter()
-    spawnStoreWriter(kernel, store.writerLifecycle()!)
-    await eventually(() => events.of('backoff', STORE_WRITER_PATH).length === 1, 'a backoff', { timeoutMs: 15_000 })
+    const { store, repair } = await supervisedBrokenWriter()
     clock.advance(10_000)
     await eventually(() => events.of('backoff', STORE_WRITER_PATH).length === 2, 'a second backoff', { timeoutMs: 15_000 })
     expect(events.of('backoff', STORE_WRITER_PATH).map((e) => e.delayMs)).toEqual([10_000, 20_000])
