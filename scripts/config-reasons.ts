@@ -41,6 +41,8 @@ export const CONFIG_REASONS: Record<string, string> = {
     'Twice the per-IP connection burst: a page reload’s handful of sockets times the dozens of people an office or carrier NAT puts behind one address fits; one host parking thousands of idle sockets does not. Behind a proxy it means something only with trustedProxies set.',
   'limits.maxConcurrentAuth':
     'A reconnect storm (thousands of agents after a restart) must spread out rather than queue without bound; past it an AUTH is answered `rate-limited:` with a jittered 1–5 s retry.',
+  'limits.maxPubkeysPerConnection':
+    'NIP-42 lets one socket hold several identities: an agent, its owner and a spare fit in 4, while each more key would be another budget for one socket to spend.',
   'rateLimits.*.events.*': 'Humans type; agents are programs and get more, by tier. Generous, so that normal clients never notice.',
   'rateLimits.*.reqs.burst':
     'A client opening its subscriptions at start-up (a feed, notifications, DMs, profiles) sends dozens of REQs at once: the burst lets it in.',
@@ -49,6 +51,10 @@ export const CONFIG_REASONS: Record<string, string> = {
   'rateLimits.connectionsPerIp.*': 'A page reload opens a handful of sockets at once; NATs put many people behind one IP.',
   'rateLimits.apiPerIp.*':
     'Charged before the NIP-98 signature is checked, so forged calls can’t spend the verifier threads that EVENTs need. It is the agent-platform tier’s own NIP-86 budget, the largest, so one legitimate caller of any tier never meets it.',
+  'rateLimits.authPerIp.*':
+    'Every AUTH costs a signature check and may bring a new key’s budget: twice the connection burst lets a NAT’s reconnect storm authenticate an agent and its owner on each socket, not mint keys by the hundred. Global per node, so addressing several communities does not multiply it.',
+  'rateLimits.freshKeySeconds':
+    'A key nobody in the community knows (not an admin, on the roster or the allowed list, nor attested by one) may be one of many minted by one client: for this long its EVENTs also spend its IP’s budget, so fresh keys write no more than an unauthenticated client from that IP could. A minute covers a newcomer’s first posts; neighbours behind one NAT share the IP’s budget only for that minute.',
   'timeouts.pingIntervalMs': 'NIP-01 says nothing; 30 s keeps NAT mappings and proxies (typically 60 s idle) alive.',
   'timeouts.idleUnauthenticatedMs': 'An unauthenticated socket with no subscriptions that stays silent this long holds memory for nothing.',
   'store.groupCommitMaxEvents': 'Bounds one commit, so the writer (and on PostgreSQL the round trip) never holds a batch long.',

@@ -15,7 +15,7 @@ await runRelayChild(async (dataDir, config) => {
     host: '127.0.0.1',
     dataDir,
     logLevel: 'silent',
-    rateLimits: { human: { events: WIDE_OPEN, reqs: WIDE_OPEN }, connectionsPerIp: WIDE_OPEN },
+    rateLimits: { human: { events: WIDE_OPEN, reqs: WIDE_OPEN }, connectionsPerIp: WIDE_OPEN, authPerIp: WIDE_OPEN },
     // one load generator opens thousands of sockets from 127.0.0.1
     limits: { maxConnectionsPerIp: 1e6 },
     verifyThreads: 2,

@@ -56,6 +56,7 @@ export interface Config {
     slowConsumerGraceMs: number
     maxConnectionsPerIp: number
     maxConcurrentAuth: number
+    maxPubkeysPerConnection: number
   }
   rateLimits: {
     human: RateTier
@@ -64,6 +65,8 @@ export interface Config {
     agentPlatform: RateTier
     connectionsPerIp: RateRule
     apiPerIp: RateRule
+    authPerIp: RateRule
+    freshKeySeconds: number
   }
   timeouts: { pingIntervalMs: number; idleUnauthenticatedMs: number; authWindowSeconds: number }
   store: {
@@ -103,6 +106,8 @@ export interface ConfigInput
     agentPlatform?: RateTierInput
     connectionsPerIp?: Partial<RateRule>
     apiPerIp?: Partial<RateRule>
+    authPerIp?: Partial<RateRule>
+    freshKeySeconds?: number
   }
   timeouts?: Partial<Config['timeouts']>
   store?: Partial<Omit<Config['store'], 'writerThread'>> & { writerThread?: boolean | string }

@@ -103,6 +103,14 @@ const limits = z
       .positive()
       .default(256)
       .describe('AUTH verifications in flight on one node; one more is answered "rate-limited: retry in Ns" (N jittered, 1-5)'),
+    // NIP-42 lets a socket hold several identities: an agent, its owner and a spare fit in 4, while each more
+    // key would be another budget for one socket to spend.
+    maxPubkeysPerConnection: z
+      .number()
+      .int()
+      .positive()
+      .default(4)
+      .describe('pubkeys one connection may authenticate as; an AUTH as one more is answered "restricted:" and the connection stays open'),
   })
   .prefault({})
 
@@ -262,6 +270,20 @@ export const configSchema = z
         // legitimate caller of any tier never meets it, while one IP gets only a small share of the pool once
         // its burst is spent.
         apiPerIp: rule(50, 200, 'NIP-86 calls per IP, charged before the signature is checked'),
+        // Every AUTH costs a signature check and may bring a new key's budget: twice the connection burst lets a
+        // NAT's reconnect storm authenticate an agent and its owner on each socket, not mint keys by the hundred.
+        authPerIp: rule(20, 200, 'AUTH messages per IP, across the communities of one node, charged before the signature is checked'),
+        // A key nobody in the community knows (no member, admin, roster entry or known owner) may be one of
+        // many minted by one client: for this long after its AUTH its EVENTs also spend its IP's budget, so
+        // fresh keys write no more than an unauthenticated client from that IP could. A minute covers a
+        // newcomer's first posts; NAT neighbours share the IP's budget only for that minute.
+        freshKeySeconds: z
+          .number()
+          .nonnegative()
+          .default(60)
+          .describe(
+            "how long after its AUTH an unknown key's EVENTs are charged to its IP's budget as well as its own, seconds (0 = never)",
+          ),
       })
       .prefault({}),
     timeouts: z

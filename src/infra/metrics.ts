@@ -183,6 +183,12 @@ export function createMetrics() {
       help: 'AUTH messages answered "rate-limited:" because limits.maxConcurrentAuth verifications were already in flight',
       registers: r,
     }),
+    authRefused: new Counter({
+      name: 'apiary_auth_refused_total',
+      help: 'AUTH messages answered "restricted:" for a limit of the connection',
+      labelNames: ['reason'],
+      registers: r,
+    }),
     handshakeSeconds: new Histogram({
       name: 'apiary_handshake_seconds',
       help: 'from the WebSocket open to the first AUTH answered OK true',

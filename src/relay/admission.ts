@@ -18,7 +18,7 @@ import {
 import type { Config } from '../infra/config.js'
 import { type Admission, GateError, type RateLimiter, type RateRule } from '../infra/gates/rate-limit.js'
 import type { Tenants } from '../infra/http/tenants.js'
-import type { CommunityRecord } from '../infra/store/community-store.js'
+import type { CommunityRecord, CommunityStore } from '../infra/store/community-store.js'
 import { tierOf } from './relay-info.js'
 
 export type Admit = (record: CommunityRecord, principal: string, limit: LimitType, attested: boolean) => Promise<AdmissionAnswer>
@@ -32,6 +32,8 @@ export interface Admissions {
   admitApi(record: CommunityRecord, pubkey: string): Promise<Admission>
   /** a NIP-86 call from `ip` (rateLimits.apiPerIp), before any signature check; rejects when the gate fails */
   admitApiIp(ip: string): Promise<Admission>
+  /** an AUTH from `ip` (rateLimits.authPerIp), before its signature check; falls back to this node's buckets while the gate fails */
+  admitAuth(ip: string): Promise<AdmissionAnswer>
 }
 
 export interface AdmissionDeps {
@@ -71,7 +73,7 @@ export function createAdmission(d: AdmissionDeps): Admissions {
 
   async function askIp(ip: string, limit: IpLimit) {
     const ref = kernel.getOrSpawn(ipPrincipalPath(ip), ipPrincipalActor({ ip: ipIdentityOf(ip), limiter, readFallback }))
-    const rule = limit === 'conn' ? config.rateLimits.connectionsPerIp : config.rateLimits.apiPerIp
+    const rule = { conn: config.rateLimits.connectionsPerIp, api: config.rateLimits.apiPerIp, auth: config.rateLimits.authPerIp }[limit]
     return ask<PrincipalMsg<IpLimit>, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit, rule, reply }), ASK_TIMEOUT_MS)
   }
 
@@ -80,6 +82,7 @@ export function createAdmission(d: AdmissionDeps): Admissions {
     admitConnection: (ip) => askIp(ip, 'conn'),
     admitApi: (record, pubkey) => askPrincipal(record, pubkey, 'api', false).then(failClosed),
     admitApiIp: (ip) => askIp(ip, 'api').then(failClosed),
+    admitAuth: (ip) => askIp(ip, 'auth'),
   }
 }
 
@@ -87,4 +90,20 @@ export function createAdmission(d: AdmissionDeps): Admissions {
 function failClosed(a: AdmissionAnswer): Admission {
   if ('unavailable' in a) throw new GateError('rate limiter unavailable')
   return a
+}
+
+/**
+ * Who a community knows, for the tier an owner attestation lifts to and for the keys whose first writes
+ * also spend their IP's budget (auth-standing.ts): its admins and roster as of the latest reconcile, and its
+ * allowed list (NIP-86 allowpubkey), read from the store only for the pubkeys the record does not name.
+ */
+export function createKnownLookup(tenants: Tenants, store: Pick<CommunityStore, 'allowedAmong'>) {
+  return async (community: string, pubkeys: readonly string[]): Promise<Set<string>> => {
+    const record = tenants.byId(community)
+    const named = (p: string) => record !== undefined && (record.admins.includes(p) || record.agents.some((a) => a.pubkey === p))
+    const known = new Set(pubkeys.filter(named))
+    const rest = pubkeys.filter((p) => !known.has(p))
+    if (rest.length > 0) for (const p of await store.allowedAmong(community, rest)) known.add(p)
+    return known
+  }
 }

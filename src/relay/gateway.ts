@@ -33,7 +33,11 @@ export interface GatewayDeps {
   admit: (record: CommunityRecord, principal: string, limit: LimitType, attested: boolean) => Promise<AdmissionAnswer>
   /** a new socket from `ip` against rateLimits.connectionsPerIp (admission.ts: its IP principal) */
   admitConnection: (ip: string) => Promise<AdmissionAnswer>
+  /** an AUTH from `ip` against rateLimits.authPerIp (admission.ts: its IP principal) */
+  admitAuth: (ip: string) => Promise<AdmissionAnswer>
   banOf: (community: string, pubkey: string) => Promise<{ reason: string } | undefined>
+  /** those of `pubkeys` the community knows: admins, roster agents, allowed pubkeys (admission.ts `knownAmong`) */
+  knownAmong: (community: string, pubkeys: readonly string[]) => Promise<Set<string>>
   /** NIP-86 blockip: this community refuses sockets from `ip` */
   isIpBlocked: (community: string, ip: string) => Promise<boolean>
   /** who the client is (the peer, or what a trusted proxy says) and whether proxy headers count (client-ip.ts) */
@@ -154,6 +158,8 @@ export function acceptConnections(d: GatewayDeps) {
       authed: new Set(),
       owners: new Map(),
       attestations: new Map(),
+      lifted: new Set(),
+      freshUntilMs: new Map(),
       subs: new Set(),
       // set once the actor exists (below): the community tells it when a subscription can't go on
       lose: () => {},
@@ -172,8 +178,12 @@ export function acceptConnections(d: GatewayDeps) {
         community: { id: record.id, ref: community },
         verifier: d.verifier,
         admit: (principal, limit, attested) => d.admit(record, principal, limit, attested),
+        admitAuth: () => d.admitAuth(ip),
         banOf: (pubkey) => d.banOf(record.id, pubkey),
+        knownAmong: (pubkeys) => d.knownAmong(record.id, pubkeys),
         limits: d.config.limits,
+        maxPubkeysPerConnection: d.config.limits.maxPubkeysPerConnection,
+        freshKeyMs: d.config.rateLimits.freshKeySeconds * 1000,
         maxInboundBytesInFlight: d.config.limits.maxInboundBytesInFlight,
         authRequired: d.config.authRequired,
         authWindowSeconds: d.config.timeouts.authWindowSeconds,

@@ -31,7 +31,7 @@ import { loadSchnorr } from '../infra/verify/verify-core.mjs'
 import { KIND_ANNOUNCEMENT } from '../protocols/agent-registry.js'
 import type { NostrEvent } from '../protocols/nip01/event.js'
 import { KIND_AUTH, KIND_PRESENCE } from '../protocols/nip01/kinds.js'
-import { createAdmission } from './admission.js'
+import { createAdmission, createKnownLookup } from './admission.js'
 import { type Backends, openBackends } from './backends.js'
 import { type Communities, createCommunities } from './communities.js'
 import { acceptConnections } from './gateway.js'
@@ -149,7 +149,9 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       verifier,
       admit: admission.admit,
       admitConnection: admission.admitConnection,
+      admitAuth: admission.admitAuth,
       banOf: createBanLookup(b.communities, nowSeconds),
+      knownAmong: createKnownLookup(tenants, b.communities),
       isIpBlocked: (community, ip) => b.communities.isIpBlocked(community, ip),
       addressing,
       connectionSlots: b.connectionSlots,

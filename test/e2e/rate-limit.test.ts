@@ -28,14 +28,17 @@ describe('rate limits', () => {
     expect(await publish(await client(r), fresh(keys))).toMatchObject({ accepted: false, prefix: 'rate-limited' })
   })
 
-  it('gives an authenticated pubkey its own budget', async () => {
-    const r = await relays.start({ rateLimits: { human: { events: { ratePerSecond: 1, burst: 1 } } } })
-    const c = await client(r)
-    const anon = makeKeys()
+  it('gives an authenticated pubkey the community knows its own budget', async () => {
     const authed = makeKeys()
+    const r = await relays.start({
+      communities: [{ id: 'hive', hosts: ['hive.test'], admins: [authed.pubkey] }],
+      rateLimits: { human: { events: { ratePerSecond: 1, burst: 1 } } },
+    })
+    const c = await client(r, 'hive.test')
+    const anon = makeKeys()
     expect((await publish(c, fresh(anon))).accepted).toBe(true)
     expect((await publish(c, fresh(anon))).prefix).toBe('rate-limited')
-    await auth(c, authed, relayUrlOf(r))
+    await auth(c, authed, `ws://hive.test:${r.port}`)
     expect((await publish(c, fresh(authed))).accepted).toBe(true)
     expect((await publish(c, fresh(authed))).prefix).toBe('rate-limited')
   })
@@ -69,8 +72,8 @@ describe('rate limits', () => {
     expect(third[2]).toMatch(/^rate-limited: /)
   })
 
-  it('charges AUTH messages to the REQ budget, so signature checks are not free', async () => {
-    const r = await relays.start({ rateLimits: { human: { reqs: { ratePerSecond: 0.001, burst: 2 } } } })
+  it("charges AUTH messages to the IP's AUTH budget, so signature checks are not free", async () => {
+    const r = await relays.start({ rateLimits: { authPerIp: { ratePerSecond: 0.001, burst: 2 } } })
     const c = await client(r)
     expect((await auth(c, makeKeys(), relayUrlOf(r))).accepted).toBe(true)
     expect((await auth(c, makeKeys(), relayUrlOf(r))).accepted).toBe(true)

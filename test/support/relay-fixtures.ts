@@ -18,7 +18,7 @@ const GENEROUS_TIER = { events: GENEROUS, reqs: GENEROUS }
 export function withGenerousRates(overrides: ConfigInput): ConfigInput {
   return {
     ...overrides,
-    rateLimits: { human: GENEROUS_TIER, connectionsPerIp: GENEROUS, apiPerIp: GENEROUS, ...overrides.rateLimits },
+    rateLimits: { human: GENEROUS_TIER, connectionsPerIp: GENEROUS, apiPerIp: GENEROUS, authPerIp: GENEROUS, ...overrides.rateLimits },
     limits: { maxConnectionsPerIp: GENEROUS.burst, ...overrides.limits },
   }
 }

@@ -7,6 +7,7 @@ import { closedFrame, countFrame, noticeFrame, okFrame } from '../../protocols/n
 import { prefixOf, type Reason, reason } from '../../protocols/reasons.js'
 import type { CommunityMsg, PublishOutcome } from '../community/messages.js'
 import { ask, tell } from '../kernel/index.js'
+import { recordStanding } from './auth-standing.js'
 import type { ConnectionDeps } from './connection-deps.js'
 import type { Prepared } from './messages.js'
 
@@ -108,17 +109,8 @@ export function applyAuth(m: Extract<ClientMessage, { type: 'AUTH' }>, p: Prepar
   }
   const { result } = p
   if (result.ok) {
-    const agent = m.event.pubkey
     if (deps.view.authed.size === 0) deps.metrics.handshakeSeconds.observe((deps.nowMs() - deps.openedAtMs) / 1000)
-    deps.view.authed.add(agent)
-    const att = result.value
-    if (att) {
-      deps.view.owners.set(agent, att.owner)
-      deps.view.attestations.set(agent, att)
-    } else {
-      deps.view.owners.delete(agent)
-      deps.view.attestations.delete(agent)
-    }
+    recordStanding(deps, m.event.pubkey, result.value)
   }
   sendOk(deps, m.event.id, result.ok ? '' : result.error, result.ok)
 }

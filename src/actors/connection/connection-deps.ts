@@ -19,6 +19,10 @@ export interface MutableConnView extends ConnView {
   readonly subs: Set<string>
   /** the attestation each attested agent authenticated with: its `kind=` clauses bind every write */
   readonly attestations: Map<string, OwnerAttestation>
+  /** attested agents whose owner the community knows (auth-check.ts `standingOf`): charged at least agent-standard */
+  readonly lifted: Set<string>
+  /** keys nobody in the community knew at their AUTH → until when (monotonic ms) their EVENTs also spend the IP's budget */
+  readonly freshUntilMs: Map<string, number>
 }
 
 export interface ConnectionDeps {
@@ -30,11 +34,19 @@ export interface ConnectionDeps {
   challenge: string
   community: { id: string; ref: TypedRef<CommunityMsg> }
   verifier: Verifier
-  /** `attested`: an agent by owner attestation, charged to the agent-standard tier unless the roster says more */
+  /** `attested`: an agent whose owner the community knows, charged to the agent-standard tier unless the roster says more */
   admit: (principal: string, limit: LimitType, attested: boolean) => Promise<AdmissionAnswer>
+  /** an AUTH against its IP's budget on this node (rateLimits.authPerIp), before its signature is checked */
+  admitAuth: () => Promise<AdmissionAnswer>
+  /** those of `pubkeys` the community knows: its admins, its roster's agents, its allowed list (NIP-86 allowpubkey) */
+  knownAmong: (pubkeys: readonly string[]) => Promise<Set<string>>
   /** the community's ban row for this pubkey, if any (architecture §8: checked at AUTH and at every write) */
   banOf: (pubkey: string) => Promise<{ reason: string } | undefined>
   limits: Limits
+  /** limits.maxPubkeysPerConnection: an AUTH as one more pubkey is refused */
+  maxPubkeysPerConnection: number
+  /** rateLimits.freshKeySeconds, in ms: how long an unknown key's EVENTs also spend its IP's budget */
+  freshKeyMs: number
   /** the edge's inbound bound (limits.maxInboundBytesInFlight): what sizes the mailbox */
   maxInboundBytesInFlight: number
   authRequired: boolean

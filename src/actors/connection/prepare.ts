@@ -8,10 +8,11 @@ import type { ClientMessage } from '../../protocols/nip01/client-message.js'
 import { checkAuthEvent } from '../../protocols/nip42.js'
 import { checkProtected } from '../../protocols/nip70.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
-import { err } from '../../protocols/result.js'
-import { ipPrincipalOf } from '../principal/principal-actor.js'
+import { err, ok } from '../../protocols/result.js'
+import { type AdmissionAnswer, ipPrincipalOf } from '../principal/principal-actor.js'
 import { banOfPrincipal, checkAuthSignatureAndBan, principalOf } from './auth-check.js'
 import { shapedRetrySeconds } from './auth-slots.js'
+import { isFresh, standingOf } from './auth-standing.js'
 import type { ConnectionDeps } from './connection-deps.js'
 import type { Prepared } from './messages.js'
 import { admissionReason, isAuthorOnlyRequest } from './refusals.js'
@@ -31,13 +32,24 @@ export async function prepareEvent(m: Extract<ClientMessage, { type: 'EVENT' }>,
   if (att && !conditionsAllowKind(att, event.kind))
     return refused(reason('restricted', `the owner attestation does not allow kind ${event.kind}`))
   const principal = principalOf(deps, event.pubkey)
-  const admission = await deps.admit(principal, 'events', deps.view.owners.has(principal))
+  const admission = await admitEvent(principal, deps)
   if (!admission.allowed) return refused(admissionReason(admission, deps.metrics, 'events'))
   const ban = await banOfPrincipal(deps, event.pubkey)
   if (ban) return refused(reason('blocked', ban.reason))
   const verdict = await deps.verifier.verify(event)
   if (verdict !== 'ok') return refused(reason('invalid', verdict === 'bad-id' ? 'event id does not match its content' : 'bad signature'))
   return GO
+}
+
+/**
+ * A fresh key's EVENT spends its own budget and its IP's, and needs both: the keys one client mints write no
+ * more than it could unauthenticated (auth-standing.ts). Both are charged, so neither is spent for free.
+ */
+async function admitEvent(principal: string, deps: ConnectionDeps): Promise<AdmissionAnswer> {
+  const own = deps.admit(principal, 'events', deps.view.lifted.has(principal))
+  if (!isFresh(deps, principal)) return own
+  const answers = await Promise.all([own, deps.admit(ipPrincipalOf(deps.ip), 'events', false)])
+  return answers.find((a) => !a.allowed) ?? answers[0]
 }
 
 /** REQ and COUNT: who may read what, then the reader's `reqs` budget. */
@@ -47,7 +59,7 @@ export async function prepareRead(filters: { kinds?: number[] }[], deps: Connect
   if (deps.view.authed.size === 0 && isAuthorOnlyRequest(filters))
     return refused(reason('auth-required', 'direct messages are served only to their author or recipient'))
   const principal = principalOf(deps)
-  const admission = await deps.admit(principal, 'reqs', deps.view.owners.has(principal))
+  const admission = await deps.admit(principal, 'reqs', deps.view.lifted.has(principal))
   return admission.allowed ? GO : refused(admissionReason(admission, deps.metrics, 'reqs'))
 }
 
@@ -66,9 +78,15 @@ export async function prepareAuth(m: Extract<ClientMessage, { type: 'AUTH' }>, d
 
 async function prepareAuthInSlot(m: Extract<ClientMessage, { type: 'AUTH' }>, deps: ConnectionDeps): Promise<Prepared> {
   const { event } = m
-  // each AUTH costs us a signature check: it spends from the REQ budget of the IP (no pubkey is proven yet)
-  const admission = await deps.admit(ipPrincipalOf(deps.ip), 'reqs', false)
-  if (!admission.allowed) return { kind: 'auth', result: err(admissionReason(admission, deps.metrics, 'reqs')) }
+  // every AUTH, whatever its verdict, costs a signature check and may bring a new key's budget: it spends from
+  // its IP's AUTH budget on this node (no pubkey is proven yet, and a socket per community would multiply it)
+  const admission = await deps.admitAuth()
+  if (!admission.allowed) return { kind: 'auth', result: err(admissionReason(admission, deps.metrics, 'auth')) }
+  const max = deps.maxPubkeysPerConnection
+  if (!deps.view.authed.has(event.pubkey) && deps.view.authed.size >= max) {
+    deps.metrics.authRefused.inc({ reason: 'pubkeys-per-connection' })
+    return { kind: 'auth', result: err(reason('restricted', `this connection is authenticated as ${max} pubkeys already (max ${max})`)) }
+  }
   const checked = checkAuthEvent(event, {
     challenge: deps.challenge,
     relayUrl: deps.relayUrl,
@@ -76,7 +94,9 @@ async function prepareAuthInSlot(m: Extract<ClientMessage, { type: 'AUTH' }>, de
     windowSeconds: deps.authWindowSeconds,
   })
   if (!checked.ok) return { kind: 'auth', result: checked }
-  return { kind: 'auth', result: await checkAuthSignatureAndBan(event, deps) }
+  const verdict = await checkAuthSignatureAndBan(event, deps)
+  if (!verdict.ok) return { kind: 'auth', result: verdict }
+  return { kind: 'auth', result: ok(await standingOf(event.pubkey, verdict.value, deps)) }
 }
 
 /** What a preparation that threw (an outage: the gate, the store, the verifier) answers: our fault, said so. */

@@ -4,7 +4,7 @@ import { type Reason, reason } from '../../protocols/reasons.js'
 import type { AdmissionAnswer, LimitType } from '../principal/principal-actor.js'
 
 /** architecture §8: rejections carry the retry delay; a failed backend fails closed with its own text. */
-export function admissionReason(a: Exclude<AdmissionAnswer, { allowed: true }>, metrics: Metrics, type: LimitType): Reason {
+export function admissionReason(a: Exclude<AdmissionAnswer, { allowed: true }>, metrics: Metrics, type: LimitType | 'auth'): Reason {
   if ('unavailable' in a) {
     metrics.admissionRejections.inc({ type, reason: 'unavailable' })
     return reason('rate-limited', 'admission unavailable')

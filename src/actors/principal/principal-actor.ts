@@ -8,8 +8,8 @@ import { type ActorDef, tell } from '../kernel/index.js'
 export type LimitType = 'events' | 'reqs'
 /** A principal's budgets in one community: its frames and its NIP-86 calls. */
 export type CommunityLimit = LimitType | 'api'
-/** An IP's budgets across the node's communities: new sockets, and NIP-86 calls before their signature is checked. */
-export type IpLimit = 'conn' | 'api'
+/** An IP's budgets across the node's communities: new sockets, and NIP-86 calls and AUTHs before their signature is checked. */
+export type IpLimit = 'conn' | 'api' | 'auth'
 export type PrincipalTier = 'human' | 'agentStandard' | 'agentElevated' | 'agentPlatform'
 
 /** 'unavailable': the gate backend failed and this limit does not fall back; the caller fails closed. */
@@ -56,8 +56,8 @@ const NODE_SCOPE = '_node'
 export const ipPrincipalPath = (ip: string) => principalPath(NODE_SCOPE, ipPrincipalOf(ip))
 
 // architecture §8, per limit, while the shared gate fails: writes (events) and NIP-86 calls (api: 503) fail
-// closed; reads and new sockets fall back to this node's buckets, so a node keeps serving reads until Redis returns.
-const FALLS_BACK: Record<CommunityLimit | IpLimit, boolean> = { events: false, api: false, reqs: true, conn: true }
+// closed; reads, AUTHs and new sockets fall back to this node's buckets, so a node keeps serving reads until Redis returns.
+const FALLS_BACK: Record<CommunityLimit | IpLimit, boolean> = { events: false, api: false, reqs: true, conn: true, auth: true }
 
 export function principalActor(deps: PrincipalDeps): ActorDef<PrincipalState<CommunityLimit>, PrincipalMsg<CommunityLimit>> {
   const { community, principal } = deps

@@ -12,9 +12,12 @@ export type Admission = { allowed: true } | { allowed: false; retryAfterMs: numb
 
 /**
  * Whose budget a request is charged to: a principal's in one community (a pubkey, or `ip:<address>` before
- * AUTH), or an IP's across the node's communities (connections, NIP-86 calls before their signature is checked).
+ * AUTH), or an IP's across the node's communities (connections, NIP-86 calls and AUTHs before their signature
+ * is checked).
  */
-export type Budget = { community: string; principal: string; limit: 'events' | 'reqs' | 'api' } | { ip: string; limit: 'conn' | 'api' }
+export type Budget =
+  | { community: string; principal: string; limit: 'events' | 'reqs' | 'api' }
+  | { ip: string; limit: 'conn' | 'api' | 'auth' }
 
 export interface RateLimiter {
   /**

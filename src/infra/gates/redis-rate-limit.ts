@@ -14,7 +14,7 @@
 // Callers pass the key keyOf gave them (its names are src/infra/redis/keys.ts's), and the client must fail fast
 // (redis-gate-client.ts). Every Redis failure rejects with GateError: callers fail closed.
 import { isCluster, type RedisClient } from '../redis/connect.js'
-import { ipApiKey, ipConnKey, rateLimitKey } from '../redis/keys.js'
+import { ipApiKey, ipAuthKey, ipConnKey, rateLimitKey } from '../redis/keys.js'
 import { type Admission, type Budget, checkRateRule, GateError, neverAdmissibleMs, type RateLimiter, type RateRule } from './rate-limit.js'
 import { callRedis, checkFailsFast } from './redis-gate-client.js'
 
@@ -192,10 +192,11 @@ export function createRedisRateLimiter(opts: RedisRateLimiterOptions): RedisRate
   }
 }
 
-/** `apiary:{c}:rl:<principal>:<limit>`, or a global per-IP key (`apiary:ip:<ip>:conn|api`): keys.ts. */
+/** `apiary:{c}:rl:<principal>:<limit>`, or a global per-IP key (`apiary:ip:<ip>:conn|api|auth`): keys.ts. */
 function redisBudgetKey(budget: Budget): string {
   if (!('ip' in budget)) return rateLimitKey(budget.community, budget.principal, budget.limit)
-  return budget.limit === 'conn' ? ipConnKey(budget.ip) : ipApiKey(budget.ip)
+  if (budget.limit === 'conn') return ipConnKey(budget.ip)
+  return budget.limit === 'api' ? ipApiKey(budget.ip) : ipAuthKey(budget.ip)
 }
 
 // Redis Cluster's rule for the part of a key that picks its slot: the text inside the first `{...}` when that

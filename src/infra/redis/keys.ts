@@ -76,6 +76,14 @@ export function ipApiKey(ip: string): string {
   return `${ROOT}:ip:${toIpSegment(ip)}:api`
 }
 
+/**
+ * `apiary:ip:<ip>:auth` — NIP-42 AUTH messages from one IP, charged before the signature is checked. Global for
+ * the reason of ipApiKey: a key per community would multiply one IP's AUTHs by the hostnames it can address.
+ */
+export function ipAuthKey(ip: string): string {
+  return `${ROOT}:ip:${toIpSegment(ip)}:auth`
+}
+
 /** `apiary:{c}:nip98:<eventId>` — a claimed NIP-98 auth event id (replay guard). */
 export function nip98Key(community: string, eventId: string): string {
   return scoped(community, 'nip98', checkHex64(eventId, 'event id'))

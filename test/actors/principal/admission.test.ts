@@ -25,6 +25,7 @@ const config = loadConfig({
       agentStandard: { events: slow(4) },
       agentElevated: { api: slow(3) },
       apiPerIp: slow(2),
+      authPerIp: slow(2),
       connectionsPerIp: slow(4),
     },
   },
@@ -107,7 +108,18 @@ describe('admission through principal actors', () => {
     expect((await admission.admitApi(recordOf('c'), agent)).allowed).toBe(true)
   })
 
-  it('rejects NIP-86 calls when the gate backend fails (the endpoint answers 503) but still admits sockets', async () => {
+  it("charges every AUTH to its IP's node-wide auth budget, a bucket of its own beside the IP's others", async () => {
+    kernel = createKernel()
+    const { limiter } = countingLimiter()
+    const ip = testIp()
+    const admission = admissionOn(kernel, recordOf('c'), limiter)
+    const answers = [await admission.admitAuth(ip), await admission.admitAuth(ip), await admission.admitAuth(ip)]
+    expect(answers.map((a) => a.allowed)).toEqual([true, true, false])
+    expect(await limiter.admit(limiter.keyOf({ ip, limit: 'auth' }), config.rateLimits.authPerIp)).toMatchObject({ allowed: false })
+    expect((await admission.admitApiIp(ip)).allowed).toBe(true)
+  })
+
+  it('rejects NIP-86 calls when the gate backend fails (the endpoint answers 503) but still admits sockets and AUTHs', async () => {
     kernel = createKernel()
     const { limiter } = countingLimiter({ failing: true })
     const record = recordOf('c')
@@ -116,6 +128,7 @@ describe('admission through principal actors', () => {
     await expect(admission.admitApiIp(ip)).rejects.toBeInstanceOf(GateError)
     await expect(admission.admitApi(record, agent)).rejects.toBeInstanceOf(GateError)
     expect(await admission.admitConnection(ip)).toEqual({ allowed: true })
+    expect(await admission.admitAuth(ip)).toEqual({ allowed: true })
   })
 })
 
