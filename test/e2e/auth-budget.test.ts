@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { makeKeys, type SignedEvent, type TestKeys } from '../support/events'
+import { eventually } from '../support/eventually'
 import { signEventFast } from '../support/fast-sign'
 import { labelledMetric } from '../support/metrics'
 import { authAsAgent } from '../support/nip29-client'
@@ -140,6 +141,24 @@ describe('fresh keys write within the IP budget', () => {
     expect(await publish(c, fresh(stranger))).toMatchObject({ accepted: false, prefix: 'rate-limited' })
     const agentOks = await pushRoundRobin(c, [agent], 20)
     expect(agentOks.oks.every((o) => o.accepted)).toBe(true)
+  })
+})
+
+describe('the fresh window', () => {
+  const relays = useRelays()
+
+  it("charges a fresh key's writes to its IP for rateLimits.freshKeySeconds after its AUTH, then to the key alone", async () => {
+    const r = await relays.start({ rateLimits: { human: { events: slow(4) }, freshKeySeconds: 1 } })
+    const c = await client(r)
+    const anon = await pushRoundRobin(c, [makeKeys()], 4)
+    expect(anon.oks.every((o) => o.accepted)).toBe(true)
+    const key = makeKeys()
+    expect((await auth(c, key, relayUrlOf(r))).accepted).toBe(true)
+    const authedAtMs = performance.now()
+    expect(await publish(c, fresh(key))).toMatchObject({ accepted: false, prefix: 'rate-limited' })
+    // what is awaited is the window's end itself
+    await eventually(() => performance.now() > authedAtMs + 1_100, 'the fresh window to end')
+    expect((await publish(c, fresh(key))).accepted).toBe(true)
   })
 })
 
