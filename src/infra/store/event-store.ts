@@ -60,6 +60,16 @@ export interface QueryOptions {
   authorOnly?: { kinds: readonly number[]; readers: readonly string[] }
   /** NIP-29 channels this reader may not see (private without membership, or deleted): their `h`-tagged events are left out */
   hiddenChannels?: readonly string[]
+  /**
+   * NIP-29 relay-signed channel state this reader may not see: for each rule, events of `kinds` whose `d` tag
+   * names one of `channels` are left out (a hidden channel's 39000–39003, a private channel's member lists).
+   */
+  hiddenChannelState?: readonly ChannelStateRule[]
+}
+
+export interface ChannelStateRule {
+  kinds: readonly number[]
+  channels: readonly string[]
 }
 
 export interface EventStore {
