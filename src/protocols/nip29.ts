@@ -29,6 +29,11 @@ export const RELAY_ONLY_KINDS: ReadonlySet<number> = new Set([KIND_GROUP_METADAT
 export const GROUP_STATE_KINDS: readonly number[] = [KIND_GROUP_METADATA, KIND_GROUP_ADMINS, KIND_GROUP_MEMBERS, KIND_GROUP_ROLES]
 /** Who is in a channel: members only for a `private` channel, unless the community opens them (publicMemberLists). */
 export const MEMBER_LIST_KINDS: readonly number[] = [KIND_GROUP_ADMINS, KIND_GROUP_MEMBERS]
+/**
+ * NIP-29 moderation and user management events (9000–9022, `h`-tagged): the group state "can be fully
+ * reconstructed" from them, so a `hidden` channel shows them to its members only, as it does its 39000–39003.
+ */
+export const GROUP_MANAGEMENT_KINDS: readonly number[] = Array.from({ length: 23 }, (_, i) => KIND_PUT_USER + i)
 
 /** NIP-29 group ids: `a-z0-9-_`; 64 characters keeps them inside tag and key limits. */
 export const CHANNEL_ID = /^[a-z0-9_-]{1,64}$/
@@ -114,16 +119,19 @@ export function readChannelOf(event: Pick<NostrEvent, 'kind' | 'tags'>): string 
 
 /**
  * Who reads an event of kind `kind` belonging to `channel` (undefined: no such channel, nothing to hide).
- * NIP-29: `private` hides the messages, `hidden` the relay-signed state; a private channel's admin and member
- * lists are its members' business too, unless the community opens them (`publicMemberLists`).
+ * NIP-29: `private` hides the messages, `hidden` the group's state (its relay-signed events and the management
+ * events it is built from); a private channel's admin and member lists are its members' business too, unless
+ * the community opens them (`publicMemberLists`).
  */
 export function audienceOf(kind: number, channel: ChannelReadFlags | undefined, publicMemberLists: boolean): Audience {
   if (channel === undefined) return 'all'
   if (channel.deleted) return 'none'
-  if (!RELAY_ONLY_KINDS.has(kind)) return channel.private ? 'members' : 'all'
+  if (!RELAY_ONLY_KINDS.has(kind)) return channel.private || (channel.hidden && isManagementKind(kind)) ? 'members' : 'all'
   if (channel.hidden) return 'members'
   return channel.private && !publicMemberLists && MEMBER_LIST_KINDS.includes(kind) ? 'members' : 'all'
 }
+
+const isManagementKind = (kind: number) => kind >= KIND_PUT_USER && kind <= KIND_LEAVE_REQUEST
 
 /** What a channel event asks for; undefined when it has no `h` tag (not a channel event). */
 export function parseChannelAction(event: NostrEvent): Result<ChannelAction | undefined> {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { makeKeys, type TestKeys } from '../support/events'
-import { createChannel, deliveredBefore, editMetadata, hasFlag, putUser, subscribe } from '../support/nip29-client'
+import { createChannel, deliveredBefore, editMetadata, hasFlag, post, putUser, subscribe } from '../support/nip29-client'
 import { callNip86 } from '../support/nip86-client'
 import type { TestRelay } from '../support/relay'
 import { auth, client, count, idsOf, publishNew, relayUrlOf, reqEvents } from '../support/relay-client'
@@ -153,6 +153,19 @@ describe('channel state a non-member may not read', () => {
       const after = await marker(c, alice)
       expect(await deliveredBefore(anon, subs[1]!.subId, (renamed as NostrEvent).id, after.event.id)).toBe(false)
       expect(await deliveredBefore(stranger, subs[2]!.subId, (renamed as NostrEvent).id, after.event.id)).toBe(false)
+    })
+
+    it('serves the management events it is built from (9007, 9000) to members only, while its messages stay public', async () => {
+      const { r, c, alice, bob, mallory } = await setup(['hidden'])
+      const message = await post(c, alice, 'vault')
+      const member = await authed(r, bob)
+      const managed = (await reqEvents(member, [{ '#h': ['vault'] }])).filter((e) => e.kind !== 9)
+      expect(managed.map((e) => e.kind).sort()).toEqual([9000, 9007])
+      for (const reader of [await client(r), await authed(r, mallory)]) {
+        expect(idsOf(await reqEvents(reader, [{ '#h': ['vault'] }]))).toEqual([message.event.id])
+        expect(await reqEvents(reader, [{ ids: idsOf(managed) }])).toEqual([])
+        expect(await count(reader, [{ '#h': ['vault'] }])).toBe(1)
+      }
     })
 
     it('is hidden by an edit (9002 `hidden`), stays hidden through a rename, and shown again by `visible`', async () => {

@@ -8,7 +8,14 @@ import type { ChannelStateRule, QueryOptions } from '../../infra/store/event-sto
 import type { CacheInvalidationOp } from '../../protocols/control.js'
 import { AUTHOR_ONLY_KINDS, canRead } from '../../protocols/dm-access.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
-import { audienceOf, type ChannelReadFlags, GROUP_STATE_KINDS, MEMBER_LIST_KINDS, readChannelOf } from '../../protocols/nip29.js'
+import {
+  audienceOf,
+  type ChannelReadFlags,
+  GROUP_MANAGEMENT_KINDS,
+  GROUP_STATE_KINDS,
+  MEMBER_LIST_KINDS,
+  readChannelOf,
+} from '../../protocols/nip29.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import { readPolicyOf } from './community-policy.js'
 import type { ConnView, Subscription } from './subscription-index.js'
@@ -79,14 +86,18 @@ export class AccessGate {
     }
   }
 
-  /** The relay-signed state of `outside` (channels this reader is not in) that audienceOf keeps from them. */
+  /** The state of `outside` (channels this reader is not in) that audienceOf keeps from them. */
   private stateRules(outside: readonly ChannelRecord[]): ChannelStateRule[] {
-    const openLists = this.d.record().settings.publicMemberLists
-    const all = outside.filter((c) => !c.deleted && c.hidden).map((c) => c.id)
-    const lists = outside.filter((c) => !c.deleted && !c.hidden && c.private && !openLists).map((c) => c.id)
+    const ids = (cs: readonly ChannelRecord[]) => cs.map((c) => c.id)
+    const live = outside.filter((c) => !c.deleted)
+    const hidden = live.filter((c) => c.hidden)
+    // a private channel's h-tagged events are all left out already (hiddenChannels)
+    const management = hidden.filter((c) => !c.private)
+    const lists = this.d.record().settings.publicMemberLists ? [] : live.filter((c) => !c.hidden && c.private)
     const rules: ChannelStateRule[] = []
-    if (all.length > 0) rules.push({ kinds: GROUP_STATE_KINDS, channels: all })
-    if (lists.length > 0) rules.push({ kinds: MEMBER_LIST_KINDS, channels: lists })
+    if (hidden.length > 0) rules.push({ tag: 'd', kinds: GROUP_STATE_KINDS, channels: ids(hidden) })
+    if (management.length > 0) rules.push({ tag: 'h', kinds: GROUP_MANAGEMENT_KINDS, channels: ids(management) })
+    if (lists.length > 0) rules.push({ tag: 'd', kinds: MEMBER_LIST_KINDS, channels: ids(lists) })
     return rules
   }
 

@@ -161,16 +161,18 @@ describe('the access gate deciding who receives a channel event', () => {
     const rules = async (c: ConnView) => (await gate.readOptions(c, 1)).hiddenChannelState
     expect(await rules(conn('member', A))).toEqual([])
     expect(await rules(conn('admin', ADMIN))).toEqual([])
+    const management = Array.from({ length: 23 }, (_, i) => 9000 + i)
     const outside = [
-      { kinds: [39000, 39001, 39002, 39003], channels: ['den'] },
-      { kinds: [39001, 39002], channels: ['secret'] },
+      { tag: 'd', kinds: [39000, 39001, 39002, 39003], channels: ['den'] },
+      { tag: 'h', kinds: management, channels: ['den'] },
+      { tag: 'd', kinds: [39001, 39002], channels: ['secret'] },
     ]
     expect(await rules(conn('outsider', B))).toEqual(outside)
     expect(await rules(conn('anon'))).toEqual(outside)
     // a hidden channel that is public keeps its messages readable: only its state is hidden
     expect((await gate.readOptions(conn('anon'), 1)).hiddenChannels).toEqual(['secret'])
     record = { ...record, settings: { ...record.settings, publicMemberLists: true } }
-    expect(await rules(conn('anon'))).toEqual(outside.slice(0, 1))
+    expect(await rules(conn('anon'))).toEqual(outside.slice(0, 2))
   })
 
   it('delivers a hidden channel’s state live to its members and community admins only', async () => {

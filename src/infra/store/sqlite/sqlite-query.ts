@@ -171,7 +171,7 @@ function partsOf(community: string, f: Filter, opts: QueryOptions): SelectParts 
   }
   for (const rule of opts.hiddenChannelState ?? []) {
     const [ofKinds, kindParams] = inList('e.kind', rule.kinds)
-    const [inChannels, params] = hasTag('w', 'd', rule.channels)
+    const [inChannels, params] = hasTag('w', rule.tag, rule.channels)
     b.add(`NOT (${ofKinds} AND ${inChannels})`, ...kindParams, ...params)
   }
   for (const [letter, values] of Object.entries(f.tags ?? {})) {
