@@ -27,7 +27,8 @@ export const ADMIN_USAGE = `usage: apiary admin <method> [args...] --url <http(s
   apiary admin changerelayname <name...>
   apiary admin changerelaydescription <text...>          ("" goes back to the relay's description)
   apiary admin changerelayicon <http(s) url>              ("" for no icon)
-  apiary admin setcommunitypolicy [--read P] [--write P] [--auth-required true|false]   (P: public|authenticated|members)
+  apiary admin setcommunitypolicy [--read P] [--write P] [--auth-required true|false] [--public-member-lists true|false]
+                                                          (P: public|authenticated|members)
   apiary admin createcommunity <id> --host <host> [--host <host> ...] [--name NAME] [--admin <pubkey> ...]
   apiary admin archivecommunity <id>
   apiary admin listcommunities
@@ -42,7 +43,15 @@ export const ADMIN_USAGE = `usage: apiary admin <method> [args...] --url <http(s
 Keys and pubkeys are 64 hex characters (no npub/nsec).
 `
 
-type Flags = { host?: string[]; name?: string; admin?: string[]; read?: string; write?: string; 'auth-required'?: string }
+type Flags = {
+  host?: string[]
+  name?: string
+  admin?: string[]
+  read?: string
+  write?: string
+  'auth-required'?: string
+  'public-member-lists'?: string
+}
 /** The method's params from its positional args and flags, or what is wrong with them. */
 type ToParams = (args: string[], flags: Flags) => unknown[] | string
 
@@ -108,8 +117,8 @@ const METHODS: Partial<Record<Nip86Method, ToParams>> = {
   },
   unblockip: (args) => (args.length === 1 && args[0] !== '' ? [args[0]] : 'needs one IP address'),
   setcommunitypolicy: (args, flags) => {
-    if (args.length > 0) return 'takes flags only: --read, --write, --auth-required'
-    const policy: { readPolicy?: string; writePolicy?: string; authRequired?: boolean } = {}
+    if (args.length > 0) return 'takes flags only: --read, --write, --auth-required, --public-member-lists'
+    const policy: { readPolicy?: string; writePolicy?: string; authRequired?: boolean; publicMemberLists?: boolean } = {}
     for (const [flag, field] of [
       ['read', 'readPolicy'],
       ['write', 'writePolicy'],
@@ -119,10 +128,16 @@ const METHODS: Partial<Record<Nip86Method, ToParams>> = {
       if (!POLICIES.includes(value)) return `--${flag} must be one of ${POLICIES.join('|')}`
       policy[field] = value
     }
-    const auth = flags['auth-required']
-    if (auth !== undefined && auth !== 'true' && auth !== 'false') return '--auth-required must be true or false'
-    if (auth !== undefined) policy.authRequired = auth === 'true'
-    return Object.keys(policy).length === 0 ? 'needs at least one of --read, --write, --auth-required' : [policy]
+    for (const [flag, field] of [
+      ['auth-required', 'authRequired'],
+      ['public-member-lists', 'publicMemberLists'],
+    ] as const) {
+      const value = flags[flag]
+      if (value === undefined) continue
+      if (value !== 'true' && value !== 'false') return `--${flag} must be true or false`
+      policy[field] = value === 'true'
+    }
+    return Object.keys(policy).length === 0 ? 'needs at least one of --read, --write, --auth-required, --public-member-lists' : [policy]
   },
   createcommunity: (args, flags) => {
     const [id] = args
@@ -207,6 +222,7 @@ function parseAdminArgs(argv: string[]) {
       read: { type: 'string' },
       write: { type: 'string' },
       'auth-required': { type: 'string' },
+      'public-member-lists': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   })

@@ -19,8 +19,8 @@ import {
 import { tryParse } from './options.js'
 
 export const CHANNEL_USAGE = `usage: apiary channel <command> [args...] --url <ws(s)://host[:port]> [--key <secret hex>]
-  apiary channel create <id> [--name N] [--about A] [--private] [--closed]
-  apiary channel edit <id> [--name N] [--about A] [--private|--public] [--closed|--open]
+  apiary channel create <id> [--name N] [--about A] [--private] [--closed] [--hidden]
+  apiary channel edit <id> [--name N] [--about A] [--private|--public] [--closed|--open] [--hidden|--visible]
   apiary channel add <id> <pubkey> [--admin]
   apiary channel remove <id> <pubkey>
   apiary channel delete <id>
@@ -54,11 +54,13 @@ const COMMANDS: Record<string, ToEvent> = {
 function metadata(kind: number, flags: Flags, isEdit: boolean): { kind: number; tags: string[][] } | string {
   if (flags.private && flags.public) return '--private and --public contradict each other'
   if (flags.closed && flags.open) return '--closed and --open contradict each other'
+  if (flags.hidden && flags.visible) return '--hidden and --visible contradict each other'
   const tags: string[][] = []
   if (flags.name !== undefined) tags.push(['name', flags.name])
   if (flags.about !== undefined) tags.push(['about', flags.about])
-  for (const flag of ['private', 'public', 'closed', 'open'] as const) if (flags[flag]) tags.push([flag])
-  if (isEdit && tags.length === 0) return 'needs at least one of --name, --about, --private, --public, --closed, --open'
+  for (const flag of ['private', 'public', 'closed', 'open', 'hidden', 'visible'] as const) if (flags[flag]) tags.push([flag])
+  if (isEdit && tags.length === 0)
+    return 'needs at least one of --name, --about, --private, --public, --closed, --open, --hidden, --visible'
   return { kind, tags }
 }
 
@@ -112,7 +114,7 @@ async function publish(session: RelaySession, template: EventTemplate): Promise<
   return 0
 }
 
-/** One line per channel: id, name, and its flags (`public|private`, `open|closed`), tab-separated. */
+/** One line per channel: id, name, and its flags (`public|private`, `open|closed`, then `hidden` if so), tab-separated. */
 async function list(session: RelaySession): Promise<number> {
   const answer = await session.query({ kinds: [KIND_GROUP_METADATA] })
   if ('closed' in answer) {
@@ -127,6 +129,7 @@ async function list(session: RelaySession): Promise<number> {
   }
   for (const [id, e] of [...byId].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     const flags = [hasFlag(e, 'private') ? 'private' : 'public', hasFlag(e, 'closed') ? 'closed' : 'open']
+    if (hasFlag(e, 'hidden')) flags.push('hidden')
     process.stdout.write(`${id}\t${tagValue(e, 'name') ?? ''}\t${flags.join(' ')}\n`)
   }
   return 0
@@ -157,6 +160,8 @@ function parseChannelArgs(argv: string[]) {
       public: { type: 'boolean' },
       closed: { type: 'boolean' },
       open: { type: 'boolean' },
+      hidden: { type: 'boolean' },
+      visible: { type: 'boolean' },
       admin: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },

@@ -6,7 +6,7 @@ import { err, ok, type Result } from './result.js'
 
 /*
  * NIP-29 channels inside a community: the `h` tag, the moderation and user events that change a channel, and
- * the relay-signed events (39000–39002) that describe it. Pure: the community actor looks the channel up,
+ * the relay-signed events (39000–39003) that describe it, with who may read them. Pure: the community actor looks the channel up,
  * asks `authorize`, applies the action to the ChannelStore, then publishes what `*Template` builds.
  */
 
@@ -21,9 +21,19 @@ export const KIND_LEAVE_REQUEST = 9022
 export const KIND_GROUP_METADATA = 39_000
 export const KIND_GROUP_ADMINS = 39_001
 export const KIND_GROUP_MEMBERS = 39_002
+export const KIND_GROUP_ROLES = 39_003
 
 /** NIP-29: "MUST be created by the relay master key only"; anyone else's are refused. */
-export const RELAY_ONLY_KINDS: ReadonlySet<number> = new Set([KIND_GROUP_METADATA, KIND_GROUP_ADMINS, KIND_GROUP_MEMBERS, 39_003])
+export const RELAY_ONLY_KINDS: ReadonlySet<number> = new Set([KIND_GROUP_METADATA, KIND_GROUP_ADMINS, KIND_GROUP_MEMBERS, KIND_GROUP_ROLES])
+/** The relay-signed state a `hidden` channel shows its members only (NIP-29: "hide group metadata from non-members"). */
+export const GROUP_STATE_KINDS: readonly number[] = [KIND_GROUP_METADATA, KIND_GROUP_ADMINS, KIND_GROUP_MEMBERS, KIND_GROUP_ROLES]
+/** Who is in a channel: members only for a `private` channel, unless the community opens them (publicMemberLists). */
+export const MEMBER_LIST_KINDS: readonly number[] = [KIND_GROUP_ADMINS, KIND_GROUP_MEMBERS]
+/**
+ * NIP-29 moderation and user management events (9000–9022, `h`-tagged): the group state "can be fully
+ * reconstructed" from them, so a `hidden` channel shows them to its members only, as it does its 39000–39003.
+ */
+export const GROUP_MANAGEMENT_KINDS: readonly number[] = Array.from({ length: 23 }, (_, i) => KIND_PUT_USER + i)
 
 /** NIP-29 group ids: `a-z0-9-_`; 64 characters keeps them inside tag and key limits. */
 export const CHANNEL_ID = /^[a-z0-9_-]{1,64}$/
@@ -40,6 +50,7 @@ export interface ChannelMetadata {
   picture?: string
   private?: boolean
   closed?: boolean
+  hidden?: boolean
 }
 
 export type ChannelAction =
@@ -64,6 +75,16 @@ export interface ChannelFacts {
   moderator: boolean
 }
 
+/** A channel as readers see it: what decides who reads its events and its relay-signed state. */
+export interface ChannelReadFlags {
+  private: boolean
+  hidden: boolean
+  deleted: boolean
+}
+
+/** Who may read an event of a channel: anyone the community lets read, the channel's members, or nobody. */
+export type Audience = 'all' | 'members' | 'none'
+
 /** What an accepted action asks the relay to do besides storing the event. */
 export type Verdict = { effect: 'apply' } | { effect: 'queue' } | { effect: 'none' }
 
@@ -85,6 +106,32 @@ export function channelTagOf(event: Pick<NostrEvent, 'tags'>): string | undefine
   for (const t of event.tags) if (t[0] === 'h' && typeof t[1] === 'string') return t[1]
   return undefined
 }
+
+/**
+ * The channel whose rules decide who reads `event`: its `h` tag, or for the relay-signed state (39000–39003,
+ * which carries the channel in `d`) its `d` tag. Undefined: no channel's business.
+ */
+export function readChannelOf(event: Pick<NostrEvent, 'kind' | 'tags'>): string | undefined {
+  if (!RELAY_ONLY_KINDS.has(event.kind)) return channelTagOf(event)
+  for (const t of event.tags) if (t[0] === 'd' && typeof t[1] === 'string') return t[1]
+  return undefined
+}
+
+/**
+ * Who reads an event of kind `kind` belonging to `channel` (undefined: no such channel, nothing to hide).
+ * NIP-29: `private` hides the messages, `hidden` the group's state (its relay-signed events and the management
+ * events it is built from); a private channel's admin and member lists are its members' business too, unless
+ * the community opens them (`publicMemberLists`).
+ */
+export function audienceOf(kind: number, channel: ChannelReadFlags | undefined, publicMemberLists: boolean): Audience {
+  if (channel === undefined) return 'all'
+  if (channel.deleted) return 'none'
+  if (!RELAY_ONLY_KINDS.has(kind)) return channel.private || (channel.hidden && isManagementKind(kind)) ? 'members' : 'all'
+  if (channel.hidden) return 'members'
+  return channel.private && !publicMemberLists && MEMBER_LIST_KINDS.includes(kind) ? 'members' : 'all'
+}
+
+const isManagementKind = (kind: number) => kind >= KIND_PUT_USER && kind <= KIND_LEAVE_REQUEST
 
 /** What a channel event asks for; undefined when it has no `h` tag (not a channel event). */
 export function parseChannelAction(event: NostrEvent): Result<ChannelAction | undefined> {
@@ -141,7 +188,8 @@ const isChannelKind = (kind: number) =>
 
 /**
  * Metadata tags of 9007/9002. A flag tag that is absent leaves the flag as it is: an edit that only renames
- * must never turn a private channel public. `private`/`public` and `closed`/`open` set them explicitly.
+ * must never turn a private channel public. `private`/`public`, `closed`/`open` and `hidden`/`visible` set them
+ * explicitly (NIP-29 names no tag for "not hidden": `visible` is ours, as `public` and `open` were the old revision's).
  */
 function parseMetadata(tags: string[][]): Result<ChannelMetadata> {
   const m: ChannelMetadata = {}
@@ -167,6 +215,10 @@ function parseMetadata(tags: string[][]): Result<ChannelMetadata> {
       case 'closed':
       case 'open':
         m.closed = t[0] === 'closed'
+        break
+      case 'hidden':
+      case 'visible':
+        m.hidden = t[0] === 'hidden'
         break
     }
   }
@@ -218,9 +270,13 @@ export interface ChannelView {
   picture: string
   private: boolean
   closed: boolean
+  hidden: boolean
 }
 
-/** kind 39000: how clients show the channel. Both flag spellings, for clients of either NIP-29 revision. */
+/**
+ * kind 39000: how clients show the channel. Both flag spellings, for clients of either NIP-29 revision;
+ * `hidden` has one (NIP-29: omitting it means anyone may request the metadata).
+ */
 export function metadataTemplate(c: ChannelView): EventTemplate {
   const tags = [
     ['d', c.id],
@@ -229,6 +285,7 @@ export function metadataTemplate(c: ChannelView): EventTemplate {
     ['picture', c.picture],
     [c.private ? 'private' : 'public'],
     [c.closed ? 'closed' : 'open'],
+    ...(c.hidden ? [['hidden']] : []),
   ]
   return { kind: KIND_GROUP_METADATA, tags: tags.filter((t) => t.length === 1 || t[1] !== '' || t[0] === 'name'), content: '' }
 }

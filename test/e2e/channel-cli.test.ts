@@ -49,13 +49,17 @@ describe('apiary channel', { timeout: 60_000 }, () => {
     }
   })
 
-  it('lists channels one per line with their name and flags', async () => {
+  it('lists channels one per line with their name and flags, a hidden one to its members only', async () => {
     expect((await apiary('channel', 'create', 'back-room', '--name', 'Back room', '--private', ...as(owner))).code).toBe(0)
+    expect((await apiary('channel', 'create', 'den', '--name', 'Den', '--hidden', ...as(owner))).code).toBe(0)
     const { code, stdout } = await apiary('channel', 'list', ...as(stranger))
     expect(code).toBe(0)
     const lines = stdout.trim().split('\n')
     expect(lines).toContain('hive\tThe Hive\tpublic closed')
     expect(lines).toContain('back-room\tBack room\tprivate open')
+    expect(lines.filter((l) => l.startsWith('den\t'))).toEqual([])
+    const mine = (await apiary('channel', 'list', ...as(owner))).stdout.trim().split('\n')
+    expect(mine).toContain('den\tDen\tpublic open hidden')
   })
 
   it('answers ok to a join request on a closed channel, yet the joiner\'s post is "restricted:" while a member\'s is accepted', async () => {
@@ -106,6 +110,7 @@ describe('apiary channel', { timeout: 60_000 }, () => {
     ['an edit that changes nothing', ['edit', 'hive']],
     ['--private with --public', ['edit', 'hive', '--private', '--public']],
     ['--closed with --open', ['create', 'hive', '--closed', '--open']],
+    ['--hidden with --visible', ['edit', 'hive', '--hidden', '--visible']],
     ['an npub for a pubkey', ['add', 'hive', 'npub1xyz']],
     ['a second pubkey', ['remove', 'hive', 'ab'.repeat(32), 'cd'.repeat(32)]],
     ['an argument list does not take', ['list', 'hive']],

@@ -1,9 +1,20 @@
 import postgres from 'postgres'
 import { describe, expect, it } from 'vitest'
 import { openPostgresCommunityStore } from '../../src/infra/store/postgres/postgres-community-store'
+import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys, type TestKeys } from '../support/events'
-import { authAsAgent, createChannel, delivered, deliveredBefore, post, putUser, removeUser, subscribe } from '../support/nip29-client'
+import {
+  authAsAgent,
+  createChannel,
+  delivered,
+  deliveredBefore,
+  editMetadata,
+  post,
+  putUser,
+  removeUser,
+  subscribe,
+} from '../support/nip29-client'
 import { callNip86 } from '../support/nip86-client'
 import type { TestRelay } from '../support/relay'
 import { auth, client, count, fresh, idsOf, publish, publishNew, relayUrlOf, reqEvents } from '../support/relay-client'
@@ -87,6 +98,55 @@ describe('channels on a cluster of nodes', () => {
       expect((await putUser(onA, admin, 'vault', newcomer.pubkey)).ok.accepted).toBe(true)
       const after = await post(onA, admin, 'vault')
       await delivered(onB, subId, after.event.id)
+    })
+  })
+
+  describe('channel state kept from non-members on every node', () => {
+    const STATE = [39000, 39001, 39002, 39003]
+    const stateEvent = (c: TestClient, subId: string, kind: number, has?: string) =>
+      c.next((f) => {
+        const e = f[2] as NostrEvent | undefined
+        return f[0] === 'EVENT' && f[1] === subId && e?.kind === kind && (has === undefined || e.tags.some((t) => t[1] === has))
+      })
+
+    it('serves a hidden channel’s 39000–39003 stored through A to a member on B only, by #d, id and COUNT', async () => {
+      const { host, b, onA, admin, member, outsider } = await setup()
+      expect((await editMetadata(onA, admin, 'vault', { flags: ['hidden'] })).ok.accepted).toBe(true)
+      const memberOnB = await authed(b, host, member)
+      const stored = await reqEvents(memberOnB, [{ kinds: STATE, '#d': ['vault'] }])
+      expect(stored.map((e) => e.kind).sort()).toEqual([39000, 39001, 39002])
+      for (const reader of [await client(b, host), await authed(b, host, outsider)]) {
+        expect(await reqEvents(reader, [{ kinds: STATE, '#d': ['vault'] }])).toEqual([])
+        expect(await reqEvents(reader, [{ ids: idsOf(stored) }])).toEqual([])
+        expect(await count(reader, [{ kinds: STATE, '#d': ['vault'] }])).toBe(0)
+      }
+    })
+
+    it('delivers on B a hidden channel’s edit made on A to a member, and not to an unauthenticated or stranger subscription', async () => {
+      const { host, b, onA, admin, member, outsider } = await setup()
+      expect((await editMetadata(onA, admin, 'vault', { flags: ['hidden'] })).ok.accepted).toBe(true)
+      const filters = [{ kinds: STATE }, { kinds: [9], authors: [admin.pubkey] }]
+      const readers = [await authed(b, host, member), await client(b, host), await authed(b, host, outsider)]
+      const subs = await Promise.all(readers.map((c) => subscribe(c, filters)))
+      expect((await editMetadata(onA, admin, 'vault', { name: 'renamed' })).ok.accepted).toBe(true)
+      const renamed = (await stateEvent(readers[0]!, subs[0]!.subId, 39000, 'renamed'))[2] as NostrEvent
+      const after = await marker(onA, admin)
+      expect(await deliveredBefore(readers[1]!, subs[1]!.subId, renamed.id, after.event.id)).toBe(false)
+      expect(await deliveredBefore(readers[2]!, subs[2]!.subId, renamed.id, after.event.id)).toBe(false)
+    })
+
+    it('delivers on B the 39002 carrying Carol’s addition on A to a member only, and serves the lists to no stranger', async () => {
+      const { host, b, onA, admin, member, outsider } = await setup()
+      const carol = makeKeys()
+      const filters = [{ kinds: [39001, 39002] }, { kinds: [9], authors: [admin.pubkey] }]
+      const readers = [await authed(b, host, member), await client(b, host), await authed(b, host, outsider)]
+      const subs = await Promise.all(readers.map((c) => subscribe(c, filters)))
+      expect((await putUser(onA, admin, 'vault', carol.pubkey)).ok.accepted).toBe(true)
+      const listed = (await stateEvent(readers[0]!, subs[0]!.subId, 39002, carol.pubkey))[2] as NostrEvent
+      const after = await marker(onA, admin)
+      expect(await deliveredBefore(readers[1]!, subs[1]!.subId, listed.id, after.event.id)).toBe(false)
+      expect(await deliveredBefore(readers[2]!, subs[2]!.subId, listed.id, after.event.id)).toBe(false)
+      expect(await reqEvents(readers[1]!, [{ kinds: [39001, 39002], '#d': ['vault'] }])).toEqual([])
     })
   })
 

@@ -20,7 +20,7 @@ import {
   tagValues,
 } from '../support/nip29-client'
 import type { TestRelay } from '../support/relay'
-import { client, fresh, idsOf, nowSeconds, publish, reqEvents } from '../support/relay-client'
+import { auth, client, fresh, idsOf, nowSeconds, publish, relayUrlOf, reqEvents } from '../support/relay-client'
 import { useRelays } from '../support/relay-fixtures'
 
 /** NIP-29 channels inside one community of one embedded node: who may do what, and what the relay publishes. */
@@ -42,6 +42,8 @@ describe('NIP-29 channels', () => {
         flags: ['private', 'closed'],
       })
       expect(created.ok).toEqual({ accepted: true, message: '', prefix: undefined })
+      // a private channel's admin and member lists are its members' to read
+      expect((await auth(c, admin, relayUrlOf(r))).accepted).toBe(true)
       const { metadata, admins, members } = await channelState(c, 'bees')
       for (const e of [metadata, admins, members]) {
         expect(e?.pubkey).toBe(r.relay.pubkey)

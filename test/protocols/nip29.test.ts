@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import {
   adminsTemplate,
+  audienceOf,
   authorize,
   type ChannelAction,
   type ChannelFacts,
@@ -8,6 +9,7 @@ import {
   membersTemplate,
   metadataTemplate,
   parseChannelAction,
+  readChannelOf,
 } from '../../src/protocols/nip29'
 import { prefixOf } from '../../src/protocols/reasons'
 import { OTHER_PUBKEY, shapeEvent } from './fixtures'
@@ -46,6 +48,9 @@ describe('parsing what a channel event asks for', () => {
     },
     { kind: 9002, tags: [h('c'), ['about', 'x']], want: { type: 'edit-metadata', metadata: { about: 'x' } } },
     { kind: 9002, tags: [h('c'), ['public'], ['open']], want: { type: 'edit-metadata', metadata: { private: false, closed: false } } },
+    { kind: 9002, tags: [h('c'), ['hidden']], want: { type: 'edit-metadata', metadata: { hidden: true } } },
+    { kind: 9002, tags: [h('c'), ['visible']], want: { type: 'edit-metadata', metadata: { hidden: false } } },
+    { kind: 9007, tags: [h('c'), ['hidden'], ['private']], want: { type: 'create', metadata: { hidden: true, private: true } } },
     { kind: 9000, tags: [h('c'), ['p', OTHER_PUBKEY, 'admin']], want: { type: 'put-user', pubkey: OTHER_PUBKEY, role: 'admin' } },
     { kind: 9000, tags: [h('c'), ['p', OTHER_PUBKEY, 'gardener']], want: { type: 'put-user', pubkey: OTHER_PUBKEY, role: 'member' } },
     { kind: 9001, tags: [h('c'), ['p', OTHER_PUBKEY]], want: { type: 'remove-user', pubkey: OTHER_PUBKEY } },
@@ -147,9 +152,14 @@ describe('describing a channel in relay-signed events', () => {
   ]
 
   it('lists both flag spellings and the d tag in kind 39000', () => {
-    const t = metadataTemplate({ id: 'c', name: 'C', about: '', picture: '', private: true, closed: false })
+    const t = metadataTemplate({ id: 'c', name: 'C', about: '', picture: '', private: true, closed: false, hidden: false })
     expect(t.kind).toBe(39000)
     expect(t.tags).toEqual([['d', 'c'], ['name', 'C'], ['private'], ['open']])
+  })
+
+  it('adds `hidden` to kind 39000 for a hidden channel, and no tag at all for one that is not', () => {
+    const t = metadataTemplate({ id: 'c', name: 'C', about: '', picture: '', private: false, closed: true, hidden: true })
+    expect(t.tags).toEqual([['d', 'c'], ['name', 'C'], ['public'], ['closed'], ['hidden']])
   })
 
   it('lists only admins in kind 39001 and everyone in kind 39002', () => {
@@ -162,5 +172,39 @@ describe('describing a channel in relay-signed events', () => {
       ['p', 'a'.repeat(64)],
       ['p', 'b'.repeat(64)],
     ])
+  })
+})
+
+describe('deciding who reads an event of a channel', () => {
+  const flags = (over: Partial<{ private: boolean; hidden: boolean; deleted: boolean }> = {}) => ({
+    private: false,
+    hidden: false,
+    deleted: false,
+    ...over,
+  })
+
+  it('names the channel by `h`, and by `d` for the relay-signed state', () => {
+    expect(readChannelOf({ kind: 9, tags: [h('c')] })).toBe('c')
+    expect(readChannelOf({ kind: 39002, tags: [['d', 'c']] })).toBe('c')
+    expect(readChannelOf({ kind: 30023, tags: [['d', 'c']] })).toBeUndefined()
+  })
+
+  it.each([
+    { kind: 9, channel: undefined, lists: false, want: 'all' },
+    { kind: 9, channel: flags({ private: true }), lists: false, want: 'members' },
+    { kind: 9, channel: flags({ hidden: true }), lists: false, want: 'all' },
+    { kind: 9000, channel: flags({ hidden: true }), lists: false, want: 'members' },
+    { kind: 9007, channel: flags({ hidden: true }), lists: true, want: 'members' },
+    { kind: 9000, channel: flags(), lists: false, want: 'all' },
+    { kind: 9, channel: flags({ deleted: true }), lists: false, want: 'none' },
+    { kind: 39000, channel: flags({ private: true }), lists: false, want: 'all' },
+    { kind: 39001, channel: flags({ private: true }), lists: false, want: 'members' },
+    { kind: 39002, channel: flags({ private: true }), lists: false, want: 'members' },
+    { kind: 39002, channel: flags({ private: true }), lists: true, want: 'all' },
+    { kind: 39002, channel: flags(), lists: false, want: 'all' },
+    { kind: 39000, channel: flags({ hidden: true }), lists: true, want: 'members' },
+    { kind: 39003, channel: flags({ hidden: true }), lists: false, want: 'members' },
+  ] as const)('kind $kind of $channel (publicMemberLists $lists): $want', ({ kind, channel, lists, want }) => {
+    expect(audienceOf(kind, channel, lists)).toBe(want)
   })
 })

@@ -7,7 +7,7 @@ import { type SignedEvent, signEvent, type TestKeys } from './events'
 import { challengeOf, fresh, newSubId, type Ok, publish, reqEvents } from './relay-client'
 import type { TestClient } from './ws-client'
 
-export type ChannelFlag = 'private' | 'public' | 'closed' | 'open'
+export type ChannelFlag = 'private' | 'public' | 'closed' | 'open' | 'hidden' | 'visible'
 
 export interface Sent {
   ok: Ok

@@ -2,13 +2,20 @@
 // remote fan-out. Community policy, channel privacy, and (inside the store query) author-only kinds.
 // A lookup error yields no delivery. Caches hold only what can over-restrict when stale, or are bounded by
 // a short TTL and dropped at once by the cache-invalidation broadcast.
-import type { ChannelRole, ChannelStore } from '../../infra/store/channel-store.js'
+import type { ChannelRecord, ChannelRole, ChannelStore } from '../../infra/store/channel-store.js'
 import type { CommunityRecord } from '../../infra/store/community-store.js'
-import type { QueryOptions } from '../../infra/store/event-store.js'
+import type { ChannelStateRule, QueryOptions } from '../../infra/store/event-store.js'
 import type { CacheInvalidationOp } from '../../protocols/control.js'
 import { AUTHOR_ONLY_KINDS, canRead } from '../../protocols/dm-access.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
-import { channelTagOf } from '../../protocols/nip29.js'
+import {
+  audienceOf,
+  type ChannelReadFlags,
+  GROUP_MANAGEMENT_KINDS,
+  GROUP_STATE_KINDS,
+  MEMBER_LIST_KINDS,
+  readChannelOf,
+} from '../../protocols/nip29.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import { readPolicyOf } from './community-policy.js'
 import type { ConnView, Subscription } from './subscription-index.js'
@@ -32,8 +39,11 @@ interface Cached<T> {
   expiresAt: number
 }
 
-/** A channel as the gate sees it; `undefined` state is "no such channel" (its events are not secret). */
-type Visibility = 'public' | 'private' | 'deleted' | 'unknown'
+/** A channel as the gate sees it; 'unknown' is "no such channel" (its events are not secret). */
+type Visibility = ChannelReadFlags | 'unknown'
+
+const visibilityOf = (c: ChannelReadFlags | undefined): Visibility =>
+  c ? { private: c.private, hidden: c.hidden, deleted: c.deleted } : 'unknown'
 
 export class AccessGate {
   // Every channel's visibility is cached for fan-out (a read per event was the hot path's cost); an edit drops
@@ -60,15 +70,35 @@ export class AccessGate {
     const readers = [...conn.authed]
     const channels = await this.d.channels.restricted(this.d.community)
     const expiresAt = this.d.nowMs() + this.d.ttlMs
-    for (const c of channels) this.visible.set(c.id, { value: c.deleted ? 'deleted' : 'private', expiresAt })
+    for (const c of channels) this.visible.set(c.id, { value: visibilityOf(c), expiresAt })
     // one fresh read of the reader's channels per REQ (never the cache): community admins read them all
     const admin = readers.some((p) => this.d.record().admins.includes(p))
     const mine =
       channels.length > 0 && readers.length > 0 && !admin
         ? await this.d.channels.memberChannels(this.d.community, readers)
         : new Set<string>()
-    const hidden = channels.filter((c) => c.deleted || (!admin && !mine.has(c.id))).map((c) => c.id)
-    return { now: nowSeconds, authorOnly: { kinds: AUTHOR_ONLY_KINDS, readers }, hiddenChannels: hidden }
+    const outside = channels.filter((c) => c.deleted || (!admin && !mine.has(c.id)))
+    return {
+      now: nowSeconds,
+      authorOnly: { kinds: AUTHOR_ONLY_KINDS, readers },
+      hiddenChannels: outside.filter((c) => c.deleted || c.private).map((c) => c.id),
+      hiddenChannelState: this.stateRules(outside),
+    }
+  }
+
+  /** The state of `outside` (channels this reader is not in) that audienceOf keeps from them. */
+  private stateRules(outside: readonly ChannelRecord[]): ChannelStateRule[] {
+    const ids = (cs: readonly ChannelRecord[]) => cs.map((c) => c.id)
+    const live = outside.filter((c) => !c.deleted)
+    const hidden = live.filter((c) => c.hidden)
+    // a private channel's h-tagged events are all left out already (hiddenChannels)
+    const management = hidden.filter((c) => !c.private)
+    const lists = this.d.record().settings.publicMemberLists ? [] : live.filter((c) => !c.hidden && c.private)
+    const rules: ChannelStateRule[] = []
+    if (hidden.length > 0) rules.push({ tag: 'd', kinds: GROUP_STATE_KINDS, channels: ids(hidden) })
+    if (management.length > 0) rules.push({ tag: 'h', kinds: GROUP_MANAGEMENT_KINDS, channels: ids(management) })
+    if (lists.length > 0) rules.push({ tag: 'd', kinds: MEMBER_LIST_KINDS, channels: ids(lists) })
+    return rules
   }
 
   /**
@@ -76,12 +106,13 @@ export class AccessGate {
    * when a lookup is needed (then `deliverable` decides, beside the actor).
    */
   deliverableNow(event: NostrEvent, subs: Subscription[]): Subscription[] | undefined {
-    const channel = channelTagOf(event)
+    const channel = readChannelOf(event)
     const policy = readPolicyOf(this.d.record().settings, false)
-    const visibility = channel === undefined ? 'public' : this.cached(this.visible, channel)
+    const visibility = channel === undefined ? 'unknown' : this.cached(this.visible, channel)
     if (visibility === undefined) return undefined
+    const audience = this.audience(event, visibility)
     const out: Subscription[] = []
-    if (visibility === 'deleted') return out
+    if (audience === 'none') return out
     for (const sub of subs) {
       const authed = sub.conn.authed
       if (!canRead(event, authed)) continue
@@ -91,7 +122,7 @@ export class AccessGate {
         if (member === undefined) return undefined
         if (!member) continue
       }
-      if (visibility === 'private') {
+      if (audience === 'members') {
         const inChannel = this.isChannelMemberNow(channel as string, [...authed])
         if (inChannel === undefined) return undefined
         if (!inChannel) continue
@@ -103,20 +134,24 @@ export class AccessGate {
 
   /** Live delivery: the subscriptions that may receive `event`. Any lookup error ⇒ none of them. */
   async deliverable(event: NostrEvent, subs: Subscription[]): Promise<Subscription[]> {
-    const channel = channelTagOf(event)
+    const channel = readChannelOf(event)
     const policy = readPolicyOf(this.d.record().settings, false)
     const out: Subscription[] = []
-    const visibility = channel === undefined ? 'public' : await this.visibility(channel)
-    if (visibility === 'deleted') return out
+    const audience = this.audience(event, channel === undefined ? 'unknown' : await this.visibility(channel))
+    if (audience === 'none') return out
     for (const sub of subs) {
       const authed = sub.conn.authed
       if (!canRead(event, authed)) continue
       if (policy !== 'public' && authed.size === 0) continue
       if (policy === 'members' && !(await this.isMember([...authed]))) continue
-      if (visibility === 'private' && !(await this.isChannelMember(channel as string, [...authed]))) continue
+      if (audience === 'members' && !(await this.isChannelMember(channel as string, [...authed]))) continue
       out.push(sub)
     }
     return out
+  }
+
+  private audience(event: NostrEvent, v: Visibility): ReturnType<typeof audienceOf> {
+    return audienceOf(event.kind, v === 'unknown' ? undefined : v, this.d.record().settings.publicMemberLists)
   }
 
   /** isMember from the roster and the cache alone; undefined when a lookup is needed */
@@ -231,8 +266,7 @@ export class AccessGate {
   private async visibility(channel: string): Promise<Visibility> {
     const hit = this.cached(this.visible, channel)
     if (hit !== undefined) return hit
-    const c = (await this.d.channels.get(this.d.community, [channel])).get(channel)
-    const v: Visibility = !c ? 'unknown' : c.deleted ? 'deleted' : c.private ? 'private' : 'public'
+    const v = visibilityOf((await this.d.channels.get(this.d.community, [channel])).get(channel))
     this.visible.set(channel, { value: v, expiresAt: this.d.nowMs() + this.d.ttlMs })
     return v
   }

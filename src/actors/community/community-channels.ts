@@ -11,9 +11,7 @@ import {
   adminsTemplate,
   authorize,
   type ChannelAction,
-  KIND_GROUP_ADMINS,
-  KIND_GROUP_MEMBERS,
-  KIND_GROUP_METADATA,
+  GROUP_STATE_KINDS,
   membershipTemplate,
   membersTemplate,
   metadataTemplate,
@@ -112,8 +110,8 @@ type Action<T extends ChannelAction['type']> = Extract<ChannelAction, { type: T 
 async function applyMetadata(action: Action<'create' | 'edit-metadata'>, event: NostrEvent, d: ChannelDeps, out: RelayEvent[]) {
   const ch = action.channel
   if (action.type === 'create') {
-    const { name = ch, about = '', picture = '', private: hidden = false, closed = false } = action.metadata
-    const row = { id: ch, name, about, picture, private: hidden, closed, createdAt: event.created_at }
+    const { name = ch, about = '', picture = '', private: secret = false, closed = false, hidden = false } = action.metadata
+    const row = { id: ch, name, about, picture, private: secret, closed, hidden, createdAt: event.created_at }
     if ((await d.channels.create(d.community, row, event.pubkey)) === 'exists') return
   } else if (!(await d.channels.update(d.community, ch, action.metadata))) return
   await d.invalidate({ op: 'InvalidateVisibility', channel: ch })
@@ -148,7 +146,7 @@ async function deleteChannelEvents(ch: string, ids: string[], d: ChannelDeps) {
 async function deleteChannel(ch: string, d: ChannelDeps) {
   await d.channels.remove(d.community, ch)
   await d.invalidate({ op: 'ChannelDeleted', channel: ch })
-  const kinds = [KIND_GROUP_METADATA, KIND_GROUP_ADMINS, KIND_GROUP_MEMBERS]
+  const kinds = [...GROUP_STATE_KINDS]
   const state = await d.events.query(d.community, [{ kinds, authors: [d.relayPubkey], tags: { d: [ch] } }], { now: d.nowSeconds() })
   const ids = state.map((s) => s.event.id)
   if (ids.length > 0) await d.events.deleteEvents(d.community, ids)

@@ -17,6 +17,8 @@ export interface ChannelRecord {
   private: boolean
   /** NIP-29 `closed`: join requests wait for an admin instead of being accepted */
   closed: boolean
+  /** NIP-29 `hidden`: its relay-signed state (39000–39003) is served to its members only */
+  hidden: boolean
   /** deleted channels keep their row (an id is never reused) but serve nothing and accept nothing */
   deleted: boolean
   createdAt: number
@@ -25,7 +27,7 @@ export interface ChannelRecord {
 export type ChannelInit = Omit<ChannelRecord, 'deleted'>
 
 /** What an edit-metadata (9002) may change; absent fields stay as they are. */
-export type ChannelPatch = Partial<Pick<ChannelRecord, 'name' | 'about' | 'picture' | 'private' | 'closed'>>
+export type ChannelPatch = Partial<Pick<ChannelRecord, 'name' | 'about' | 'picture' | 'private' | 'closed' | 'hidden'>>
 
 export interface ChannelMember {
   pubkey: string
@@ -41,7 +43,7 @@ export interface ChannelStore {
   get(community: string, ids: readonly string[]): Promise<Map<string, ChannelRecord>>
   /** the community's channels that are not deleted, by id */
   list(community: string): Promise<ChannelRecord[]>
-  /** the channels whose events not everyone may read: private or deleted ones (the access gate hides them) */
+  /** the channels not everyone may read all of: private, hidden or deleted ones (the access gate hides them) */
   restricted(community: string): Promise<ChannelRecord[]>
   /** the updated record; undefined when the channel is unknown or deleted */
   update(community: string, id: string, patch: ChannelPatch): Promise<ChannelRecord | undefined>

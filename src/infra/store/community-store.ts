@@ -20,6 +20,8 @@ export interface CommunitySettings {
    */
   roleRules: RoleRule[]
   channelRoles: ChannelRoles[]
+  /** a private channel's admin and member lists (39001/39002) readable by anyone, not its members only */
+  publicMemberLists: boolean
 }
 
 export const DEFAULT_SETTINGS: CommunitySettings = {
@@ -30,6 +32,7 @@ export const DEFAULT_SETTINGS: CommunitySettings = {
   icon: '',
   roleRules: [],
   channelRoles: [],
+  publicMemberLists: false,
 }
 
 /**

@@ -60,6 +60,19 @@ export interface QueryOptions {
   authorOnly?: { kinds: readonly number[]; readers: readonly string[] }
   /** NIP-29 channels this reader may not see (private without membership, or deleted): their `h`-tagged events are left out */
   hiddenChannels?: readonly string[]
+  /**
+   * NIP-29 channel state this reader may not see: for each rule, events of `kinds` whose `tag` names one of
+   * `channels` are left out (a hidden channel's 39000–39003 by `d` and 9000–9022 by `h`, a private channel's
+   * member lists by `d`).
+   */
+  hiddenChannelState?: readonly ChannelStateRule[]
+}
+
+export interface ChannelStateRule {
+  /** `d` for the relay-signed state, `h` for the events sent to the channel */
+  tag: 'd' | 'h'
+  kinds: readonly number[]
+  channels: readonly string[]
 }
 
 export interface EventStore {

@@ -24,6 +24,7 @@ export interface CommunityPolicyParams {
   readPolicy?: AccessPolicyParam
   writePolicy?: AccessPolicyParam
   authRequired?: boolean
+  publicMemberLists?: boolean
 }
 
 // Same bound as createcommunity's name: a title for a client's relay list, not a sentence.
@@ -105,24 +106,28 @@ export function parseKindParam(params: unknown[]): Result<number> {
   return ok(kind)
 }
 
-/** setcommunitypolicy `[{"readPolicy"?, "writePolicy"?, "authRequired"?}]`: at least one, nothing else. */
+const POLICY_FIELDS = ['readPolicy', 'writePolicy', 'authRequired', 'publicMemberLists']
+
+/** setcommunitypolicy `[{"readPolicy"?, "writePolicy"?, "authRequired"?, "publicMemberLists"?}]`: at least one, nothing else. */
 export function parseCommunityPolicyParams(params: unknown[]): Result<CommunityPolicyParams> {
   const [patch] = params
   if (typeof patch !== 'object' || patch === null || Array.isArray(patch))
-    return invalid('params must be [{readPolicy?, writePolicy?, authRequired?}]')
+    return invalid('params must be [{readPolicy?, writePolicy?, authRequired?, publicMemberLists?}]')
   const fields = patch as Record<string, unknown>
   const keys = Object.keys(fields)
-  const unknown = keys.find((k) => k !== 'readPolicy' && k !== 'writePolicy' && k !== 'authRequired')
+  const unknown = keys.find((k) => !POLICY_FIELDS.includes(k))
   if (unknown !== undefined) return invalid(`unknown policy field ${unknown.slice(0, 32)}`)
-  if (keys.length === 0) return invalid('set at least one of readPolicy, writePolicy, authRequired')
-  const { readPolicy, writePolicy, authRequired } = fields
+  if (keys.length === 0) return invalid(`set at least one of ${POLICY_FIELDS.join(', ')}`)
+  const { readPolicy, writePolicy, authRequired, publicMemberLists } = fields
   if (readPolicy !== undefined && !isPolicy(readPolicy)) return invalid('readPolicy must be public, authenticated or members')
   if (writePolicy !== undefined && !isPolicy(writePolicy)) return invalid('writePolicy must be public, authenticated or members')
   if (authRequired !== undefined && typeof authRequired !== 'boolean') return invalid('authRequired must be true or false')
+  if (publicMemberLists !== undefined && typeof publicMemberLists !== 'boolean') return invalid('publicMemberLists must be true or false')
   return ok({
     ...(readPolicy !== undefined && { readPolicy }),
     ...(writePolicy !== undefined && { writePolicy }),
     ...(authRequired !== undefined && { authRequired }),
+    ...(publicMemberLists !== undefined && { publicMemberLists }),
   })
 }
 

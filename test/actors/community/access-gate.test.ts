@@ -73,7 +73,7 @@ describe('the access gate deciding who receives a channel event', () => {
       ttlMs: TTL_MS,
       nowMs: () => now,
     })
-    const base = { name: '', about: '', picture: '', closed: false, createdAt: 1 }
+    const base = { name: '', about: '', picture: '', closed: false, hidden: false, createdAt: 1 }
     await channels.create('c1', { ...base, id: 'secret', private: true }, A)
     await channels.create('c1', { ...base, id: 'lobby', private: false }, A)
   })
@@ -144,11 +144,48 @@ describe('the access gate deciding who receives a channel event', () => {
   })
 
   it('hides private channels a reader is not in, and deleted ones from everyone, inside the store query', async () => {
-    await channels.create('c1', { name: '', about: '', picture: '', closed: false, createdAt: 1, id: 'gone', private: false }, A)
+    await channels.create(
+      'c1',
+      { name: '', about: '', picture: '', closed: false, hidden: false, createdAt: 1, id: 'gone', private: false },
+      A,
+    )
     await channels.remove('c1', 'gone')
     expect((await gate.readOptions(conn('member', A), 1)).hiddenChannels).toEqual(['gone'])
     expect([...((await gate.readOptions(conn('outsider', B), 1)).hiddenChannels ?? [])].sort()).toEqual(['gone', 'secret'])
     expect([...((await gate.readOptions(conn('anon'), 1)).hiddenChannels ?? [])].sort()).toEqual(['gone', 'secret'])
+  })
+
+  it('keeps a hidden channel’s state and a private channel’s member lists from non-members, inside the store query', async () => {
+    const base = { name: '', about: '', picture: '', closed: false, createdAt: 1, private: false }
+    await channels.create('c1', { ...base, id: 'den', hidden: true }, A)
+    const rules = async (c: ConnView) => (await gate.readOptions(c, 1)).hiddenChannelState
+    expect(await rules(conn('member', A))).toEqual([])
+    expect(await rules(conn('admin', ADMIN))).toEqual([])
+    const management = Array.from({ length: 23 }, (_, i) => 9000 + i)
+    const outside = [
+      { tag: 'd', kinds: [39000, 39001, 39002, 39003], channels: ['den'] },
+      { tag: 'h', kinds: management, channels: ['den'] },
+      { tag: 'd', kinds: [39001, 39002], channels: ['secret'] },
+    ]
+    expect(await rules(conn('outsider', B))).toEqual(outside)
+    expect(await rules(conn('anon'))).toEqual(outside)
+    // a hidden channel that is public keeps its messages readable: only its state is hidden
+    expect((await gate.readOptions(conn('anon'), 1)).hiddenChannels).toEqual(['secret'])
+    record = { ...record, settings: { ...record.settings, publicMemberLists: true } }
+    expect(await rules(conn('anon'))).toEqual(outside.slice(0, 2))
+  })
+
+  it('delivers a hidden channel’s state live to its members and community admins only', async () => {
+    const base = { name: '', about: '', picture: '', closed: false, createdAt: 1, private: false }
+    await channels.create('c1', { ...base, id: 'den', hidden: true }, A)
+    const state = { ...inChannel('x', 39000), tags: [['d', 'den']] }
+    const readers = [sub(conn('member', A)), sub(conn('admin', ADMIN)), sub(conn('outsider', B)), sub(conn('anon'))]
+    const got = await gate.deliverable(state, readers)
+    expect(got.map((s) => s.conn.id)).toEqual(['member', 'admin'])
+    // decided again from the caches alone, without a store read
+    const reads = fault.state.reads
+    expect(gate.deliverableNow(state, readers)?.map((s) => s.conn.id)).toEqual(['member', 'admin'])
+    expect(fault.state.reads).toBe(reads)
   })
 
   it('applies the community read policy: members only lets admins and allowed pubkeys in', async () => {

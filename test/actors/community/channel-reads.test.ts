@@ -8,7 +8,16 @@ import { openSqliteChannelStore } from '../../../src/infra/store/sqlite/sqlite-c
 
 const community = 'c'
 const pubkey = (c: string) => c.repeat(64)
-const channel = (id: string): ChannelInit => ({ id, name: id, about: '', picture: '', private: false, closed: false, createdAt: 1 })
+const channel = (id: string): ChannelInit => ({
+  id,
+  name: id,
+  about: '',
+  picture: '',
+  private: false,
+  closed: false,
+  hidden: false,
+  createdAt: 1,
+})
 
 /** The real SQLite channel store, counting the reads that reach it (and failing them on demand). */
 function counting(store: ChannelStore) {

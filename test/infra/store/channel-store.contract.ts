@@ -24,6 +24,7 @@ export function describeChannelStoreContract(name: string, open: () => Promise<C
       picture: '',
       private: false,
       closed: false,
+      hidden: false,
       createdAt: 1_700_000_000,
       ...over,
     })
@@ -81,20 +82,22 @@ export function describeChannelStoreContract(name: string, open: () => Promise<C
         expect(await store.get(community, [])).toEqual(new Map())
       })
 
-      it('lists the channels not deleted by id, and as restricted the private and the deleted ones', async () => {
-        for (const [id, isPrivate] of [
-          ['b', true],
-          ['a', false],
-          ['d', false],
-          ['c', false],
+      it('lists the channels not deleted by id, and as restricted the private, the hidden and the deleted ones', async () => {
+        for (const [id, isPrivate, hidden] of [
+          ['b', true, false],
+          ['a', false, false],
+          ['d', false, false],
+          ['c', false, false],
+          ['e', false, true],
         ] as const) {
-          await store.create(community, channel(id, { private: isPrivate }), pubkey('a'))
+          await store.create(community, channel(id, { private: isPrivate, hidden }), pubkey('a'))
         }
         await store.remove(community, 'c')
-        expect((await store.list(community)).map((c) => c.id)).toEqual(['a', 'b', 'd'])
-        expect((await store.restricted(community)).map((c) => [c.id, c.private, c.deleted])).toEqual([
-          ['b', true, false],
-          ['c', false, true],
+        expect((await store.list(community)).map((c) => c.id)).toEqual(['a', 'b', 'd', 'e'])
+        expect((await store.restricted(community)).map((c) => [c.id, c.private, c.hidden, c.deleted])).toEqual([
+          ['b', true, false, false],
+          ['c', false, false, true],
+          ['e', false, true, false],
         ])
       })
 
@@ -105,6 +108,10 @@ export function describeChannelStoreContract(name: string, open: () => Promise<C
         expect(await store.update(community, 'edit', { name: 'renamed', private: false, closed: true })).toEqual(updated)
         expect(await store.update(community, 'edit', {})).toEqual(updated)
         expect((await (await another()).get(community, ['edit'])).get('edit')).toEqual(updated)
+        const hidden = { ...updated, hidden: true }
+        expect(await store.update(community, 'edit', { hidden: true })).toEqual(hidden)
+        expect(await store.update(community, 'edit', { name: 'renamed' })).toEqual(hidden)
+        expect(await store.update(community, 'edit', { hidden: false })).toEqual(updated)
       })
 
       it('updates neither an unknown nor a deleted channel', async () => {

@@ -79,6 +79,28 @@ function describeBasics(ctx: ContractContext): void {
       expect(await ctx.store.count(ctx.community, [{}], rule([ctx.bob.pubkey]))).toBe(3)
     })
 
+    it('leaves out the channel state a rule hides (kinds with a d tag naming a channel), inside the limit and the count', async () => {
+      const state = (kind: number, d: string, t: number) => note(ctx.alice, { kind, created_at: at(t), tags: [['d', d]] })
+      const open = state(39002, 'lobby', 100)
+      const lists = state(39002, 'vault', 300)
+      const meta = state(39000, 'vault', 200)
+      for (const e of [open, lists, meta]) await ctx.save(e)
+      const post = note(ctx.alice, { kind: 9000, created_at: at(250), tags: [['h', 'vault']] })
+      await ctx.save(post)
+      const rules = [
+        { tag: 'd' as const, kinds: [39001, 39002], channels: ['vault', 'den'] },
+        { tag: 'h' as const, kinds: [9000], channels: ['vault'] },
+      ]
+      const opts = { now: NOW, hiddenChannelState: rules }
+      const q = (filters: Filter[]) => ctx.store.query(ctx.community, filters, opts).then(idsOf)
+      expect(await q([{ limit: 1, kinds: [39002] }])).toEqual([open.event.id])
+      expect(await q([{ tags: { d: ['vault'] } }])).toEqual([meta.event.id])
+      expect(await q([{ ids: [lists.event.id, post.event.id] }])).toEqual([])
+      expect(await q([{ tags: { h: ['vault'] } }])).toEqual([])
+      expect(await ctx.store.count(ctx.community, [{ kinds: [39000, 39002] }], opts)).toBe(2)
+      expect(await ctx.store.count(ctx.community, [{ kinds: [39000, 39002] }], { now: NOW })).toBe(3)
+    })
+
     it('answers duplicate for an id already stored in the community', async () => {
       const e = note(ctx.alice)
       await ctx.save(e)

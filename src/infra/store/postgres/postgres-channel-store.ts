@@ -34,13 +34,16 @@ CREATE TABLE channel_members (
 // the access gate asks which channels a reader is in, once per REQ
 const CHANNELS_V2 = `CREATE INDEX channel_members_by_pubkey ON channel_members (community, pubkey)`
 
-const COLUMNS = 'id, name, about, picture, private, closed, deleted, created_at'
+// NIP-29 `hidden`: channels from before it stay as they were, not hidden
+const CHANNELS_V3 = 'ALTER TABLE channels ADD COLUMN hidden BOOLEAN NOT NULL DEFAULT false'
+
+const COLUMNS = 'id, name, about, picture, private, closed, hidden, deleted, created_at'
 
 // one statement: the creator's admin row exists exactly when this call inserted the channel
 const CREATE = `
 WITH created AS (
-  INSERT INTO channels (community, id, name, about, picture, private, closed, created_at)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (community, id) DO NOTHING RETURNING id
+  INSERT INTO channels (community, id, name, about, picture, private, closed, created_at, hidden)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $10) ON CONFLICT (community, id) DO NOTHING RETURNING id
 )
 INSERT INTO channel_members (community, channel, pubkey, role) SELECT $1, id, $9::text, 'admin' FROM created
 ON CONFLICT (community, channel, pubkey) DO UPDATE SET role = 'admin'
@@ -56,7 +59,7 @@ RETURNING (xmax = 0) AS added`
 
 const UPDATE = `
 UPDATE channels SET name = coalesce($3, name), about = coalesce($4, about), picture = coalesce($5, picture),
-  private = coalesce($6::bool, private), closed = coalesce($7::bool, closed)
+  private = coalesce($6::bool, private), closed = coalesce($7::bool, closed), hidden = coalesce($8::bool, hidden)
 WHERE community = $1 AND id = $2 AND NOT deleted RETURNING ${COLUMNS}`
 
 type Row = Record<string, unknown>
@@ -68,6 +71,7 @@ const toRecord = (r: Row): ChannelRecord => ({
   picture: r.picture as string,
   private: r.private as boolean,
   closed: r.closed as boolean,
+  hidden: r.hidden as boolean,
   deleted: r.deleted as boolean,
   createdAt: r.created_at as number,
 })
@@ -84,12 +88,21 @@ function channelWrites(inTransaction: <T>(work: (q: Query, tx: Sql) => Promise<T
   return {
     create: (community, c, creator) =>
       inTransaction(async (q) => {
-        const rows = await q(CREATE, [community, c.id, c.name, c.about, c.picture, c.private, c.closed, c.createdAt, creator])
+        const rows = await q(CREATE, [community, c.id, c.name, c.about, c.picture, c.private, c.closed, c.createdAt, creator, c.hidden])
         return rows.length > 0 ? 'created' : 'exists'
       }),
     update: (community, id, p) =>
       inTransaction(async (q) => {
-        const params = [community, id, p.name ?? null, p.about ?? null, p.picture ?? null, p.private ?? null, p.closed ?? null]
+        const params = [
+          community,
+          id,
+          p.name ?? null,
+          p.about ?? null,
+          p.picture ?? null,
+          p.private ?? null,
+          p.closed ?? null,
+          p.hidden ?? null,
+        ]
         const [row] = await q(UPDATE, params)
         return row && toRecord(row)
       }),
@@ -116,7 +129,7 @@ export async function openPostgresChannelStore(opts: { url: string }): Promise<C
   // read on cache misses of the access gate and written by moderation events: a small pool is plenty
   const sql = connectPostgres(opts.url, 4)
   try {
-    await migrate(sql, 'channels', [CHANNELS_V1, CHANNELS_V2])
+    await migrate(sql, 'channels', [CHANNELS_V1, CHANNELS_V2, CHANNELS_V3])
     await migrate(sql, 'mesh', SESSION_FENCE_MIGRATIONS)
   } catch (err) {
     await sql.end({ timeout: 1 })
@@ -153,7 +166,7 @@ export async function openPostgresChannelStore(opts: { url: string }): Promise<C
       // on every REQ of the community (the access gate): bounded like the other lookups
       const rows = await withDeadline(
         'restricted channels lookup',
-        q(`SELECT ${COLUMNS} FROM channels WHERE community = $1 AND (private OR deleted) ORDER BY id`, [community]),
+        q(`SELECT ${COLUMNS} FROM channels WHERE community = $1 AND (private OR hidden OR deleted) ORDER BY id`, [community]),
       )
       return rows.map(toRecord)
     },

@@ -118,6 +118,8 @@ function toSelectSql(p: Params, community: string, f: Filter, opts: QueryOptions
   where.push(`(e.expires_at IS NULL OR e.expires_at > ${p.add(opts.now)})`)
   if (opts.authorOnly && opts.authorOnly.kinds.length > 0) where.push(authorOnlyCondition(p, c, opts.authorOnly))
   if (opts.hiddenChannels && opts.hiddenChannels.length > 0) where.push(`NOT ${tagCondition(p, c, 'z', "'h'", opts.hiddenChannels)}`)
+  for (const rule of opts.hiddenChannelState ?? [])
+    where.push(`NOT (e.kind = ANY(${p.ints(rule.kinds)}) AND ${tagCondition(p, c, 'w', p.add(rule.tag), rule.channels)})`)
   for (const [letter, values] of Object.entries(f.tags ?? {})) {
     if (letter === driving) continue
     where.push(tagCondition(p, c, 'x', p.add(letter), values))

@@ -18,6 +18,7 @@ CREATE TABLE IF NOT EXISTS channels (
   closed INTEGER NOT NULL,
   deleted INTEGER NOT NULL DEFAULT 0,
   created_at INTEGER NOT NULL,
+  hidden INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (community, id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS channel_members (
@@ -46,11 +47,12 @@ interface ChannelRow {
   picture: string
   private: number
   closed: number
+  hidden: number
   deleted: number
   created_at: number
 }
 
-const COLUMNS = 'id, name, about, picture, private, closed, deleted, created_at'
+const COLUMNS = 'id, name, about, picture, private, closed, hidden, deleted, created_at'
 
 const toRecord = (r: ChannelRow): ChannelRecord => ({
   id: r.id,
@@ -59,6 +61,7 @@ const toRecord = (r: ChannelRow): ChannelRecord => ({
   picture: r.picture,
   private: r.private === 1,
   closed: r.closed === 1,
+  hidden: r.hidden === 1,
   deleted: r.deleted === 1,
   createdAt: r.created_at,
 })
@@ -71,16 +74,21 @@ export function openSqliteChannelStore(file: string): ChannelStore {
   db.pragma('journal_mode = WAL')
   db.pragma('busy_timeout = 5000')
   db.exec(SCHEMA)
+  // added after the first release: files created before it get the column here (not hidden, as they were)
+  const columns = db.prepare('SELECT name FROM pragma_table_info(?)').pluck().all('channels') as string[]
+  if (!columns.includes('hidden')) db.exec('ALTER TABLE channels ADD COLUMN hidden INTEGER NOT NULL DEFAULT 0')
   const insertChannel = db.prepare(
-    `INSERT INTO channels (community, id, name, about, picture, private, closed, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    `INSERT INTO channels (community, id, name, about, picture, private, closed, hidden, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
   )
   const selectSome = db.prepare(`SELECT ${COLUMNS} FROM channels WHERE community = ? AND id IN (SELECT value FROM json_each(?))`)
   const selectLive = db.prepare(`SELECT ${COLUMNS} FROM channels WHERE community = ? AND deleted = 0 ORDER BY id`)
-  const selectRestricted = db.prepare(`SELECT ${COLUMNS} FROM channels WHERE community = ? AND (private = 1 OR deleted = 1) ORDER BY id`)
+  const selectRestricted = db.prepare(
+    `SELECT ${COLUMNS} FROM channels WHERE community = ? AND (private = 1 OR hidden = 1 OR deleted = 1) ORDER BY id`,
+  )
   const update = db.prepare(
     `UPDATE channels SET name = coalesce(?, name), about = coalesce(?, about), picture = coalesce(?, picture),
-       private = coalesce(?, private), closed = coalesce(?, closed)
+       private = coalesce(?, private), closed = coalesce(?, closed), hidden = coalesce(?, hidden)
      WHERE community = ? AND id = ? AND deleted = 0 RETURNING ${COLUMNS}`,
   )
   const markDeleted = db.prepare('UPDATE channels SET deleted = 1 WHERE community = ? AND id = ? AND deleted = 0')
@@ -108,7 +116,17 @@ export function openSqliteChannelStore(file: string): ChannelStore {
   // the event store's writer thread (another connection) commits it waits (busy_timeout) instead of failing
   // with SQLITE_BUSY, which WAL answers at once when a read transaction tries to become a write one.
   const create = db.transaction((community: string, c: ChannelInit, creator: string): 'created' | 'exists' => {
-    const { changes } = insertChannel.run(community, c.id, c.name, c.about, c.picture, bit(c.private), bit(c.closed), c.createdAt)
+    const { changes } = insertChannel.run(
+      community,
+      c.id,
+      c.name,
+      c.about,
+      c.picture,
+      bit(c.private),
+      bit(c.closed),
+      bit(c.hidden),
+      c.createdAt,
+    )
     if (changes === 0) return 'exists'
     upsertMember.run(community, c.id, creator, 'admin')
     return 'created'
@@ -141,7 +159,16 @@ export function openSqliteChannelStore(file: string): ChannelStore {
     create: async (community, channel, creator) => inTransaction(() => create(community, channel, creator)),
     update: async (community, id, p) =>
       inTransaction(() => {
-        const row = update.get(p.name ?? null, p.about ?? null, p.picture ?? null, bit(p.private), bit(p.closed), community, id)
+        const row = update.get(
+          p.name ?? null,
+          p.about ?? null,
+          p.picture ?? null,
+          bit(p.private),
+          bit(p.closed),
+          bit(p.hidden),
+          community,
+          id,
+        )
         return row === undefined ? undefined : toRecord(row as ChannelRow)
       }),
     remove: async (community, id) => inTransaction(() => remove(community, id)),

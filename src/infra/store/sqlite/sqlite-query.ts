@@ -169,6 +169,11 @@ function partsOf(community: string, f: Filter, opts: QueryOptions): SelectParts 
     const [inHidden, params] = hasTag('z', 'h', opts.hiddenChannels)
     b.add(`NOT ${inHidden}`, ...params)
   }
+  for (const rule of opts.hiddenChannelState ?? []) {
+    const [ofKinds, kindParams] = inList('e.kind', rule.kinds)
+    const [inChannels, params] = hasTag('w', rule.tag, rule.channels)
+    b.add(`NOT (${ofKinds} AND ${inChannels})`, ...kindParams, ...params)
+  }
   for (const [letter, values] of Object.entries(f.tags ?? {})) {
     if (letter === driving) continue
     const [clause, params] = hasTag('x', letter, values)
