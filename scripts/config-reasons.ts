@@ -43,6 +43,8 @@ export const CONFIG_REASONS: Record<string, string> = {
     'A reconnect storm (thousands of agents after a restart) must spread out rather than queue without bound; past it an AUTH is answered `rate-limited:` with a jittered 1–5 s retry.',
   'limits.maxPubkeysPerConnection':
     'NIP-42 lets one socket hold several identities: an agent, its owner and a spare fit in 4, while each more key would be another budget for one socket to spend.',
+  'limits.readBudgetMs':
+    'A REQ page from an index is served in milliseconds; a read still running after 2 s is a scan (a COUNT without a limit, a tag filter over a whole range) holding a read connection from everyone else. On PostgreSQL the server stops it too (statement_timeout).',
   'rateLimits.*.events.*': 'Humans type; agents are programs and get more, by tier. Generous, so that normal clients never notice.',
   'rateLimits.*.reqs.burst':
     'A client opening its subscriptions at start-up (a feed, notifications, DMs, profiles) sends dozens of REQs at once: the burst lets it in.',
@@ -64,6 +66,8 @@ export const CONFIG_REASONS: Record<string, string> = {
     'Two readers keep a heavy REQ or COUNT off the event loop while a second one is still served; each is a thread with its own connection and page cache (at most about 16 MB). SQLite only: PostgreSQL queries are asynchronous already.',
   'store.writerThread':
     'On its own thread a commit never holds the event loop; false commits on the main thread, for a platform where worker threads misbehave.',
+  'store.postgresReadPoolSize':
+    'Reads get connections of their own, so a commit never queues behind them; four keep several slow reads apart while the commit pool (10) keeps most of what the server’s max_connections allows.',
   'store.queryTimeoutMs':
     'Half the PostgreSQL store’s 10 s deadline: a REQ page is served in milliseconds, so a read still running after 5 s is a scan that would run on; it is stopped, not waited out.',
 }

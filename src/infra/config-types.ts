@@ -57,6 +57,7 @@ export interface Config {
     maxConnectionsPerIp: number
     maxConcurrentAuth: number
     maxPubkeysPerConnection: number
+    readBudgetMs: number
   }
   rateLimits: {
     human: RateTier
@@ -75,6 +76,7 @@ export interface Config {
     readWorkers: number
     writerThread: boolean
     queryTimeoutMs: number
+    postgresReadPoolSize: number
   }
   communities: {
     id: string

@@ -111,6 +111,14 @@ const limits = z
       .positive()
       .default(4)
       .describe('pubkeys one connection may authenticate as; an AUTH as one more is answered "restricted:" and the connection stays open'),
+    // A REQ page from an index is served in milliseconds; a read still running after 2 s is a scan (a COUNT
+    // without a limit, a tag filter over a whole range) that holds a read connection from everyone else.
+    readBudgetMs: z
+      .number()
+      .int()
+      .positive()
+      .default(2_000)
+      .describe('longest one REQ/COUNT may take, waiting for a connection included; past it CLOSED "error: query too expensive"'),
   })
   .prefault({})
 
@@ -342,6 +350,15 @@ export const configSchema = z
           .positive()
           .default(5_000)
           .describe('SQLite: longest a REQ/COUNT read may run, and may wait for a read worker, before it fails'),
+        // Reads get connections of their own, so a commit never queues behind them; four keep several slow
+        // reads apart while the commit pool (10) still holds most of what a server's max_connections allows.
+        postgresReadPoolSize: z
+          .number()
+          .int()
+          .min(1)
+          .max(64)
+          .default(4)
+          .describe('PostgreSQL connections for REQ/COUNT reads, apart from those that commit writes'),
       })
       .prefault({}),
     communities: z

@@ -8,20 +8,22 @@ export function createMetrics() {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 10 })
   const r = [registry]
-  // the SQLite store's own counts (read pool, writer thread), read at scrape time (the store knows nothing of metrics)
-  type StoreStats = { readsWaiting: number; readBudgetExceeded: number; writerThread: boolean; writerRespawns: number }
+  // the store's own counts (read pool, writer thread), read at scrape time (the store knows nothing of metrics);
+  // each backend has the ones that apply to it
+  type StoreStats = Partial<{ readsWaiting: number; readBudgetExceeded: number; writerThread: boolean; writerRespawns: number }>
   const storeStats: { stats?: () => StoreStats } = {}
   /** a counter that mirrors one of the store's own running totals */
-  const storeTotal = (name: string, help: string, pick: (s: StoreStats) => number) =>
+  const storeTotal = (name: string, help: string, pick: (s: StoreStats) => number | undefined) =>
     new Counter({
       name,
       help,
       registers: r,
       collect() {
         const s = storeStats.stats?.()
-        if (s === undefined || typeof pick(s) !== 'number') return
+        const n = s === undefined ? undefined : pick(s)
+        if (typeof n !== 'number') return
         this.reset()
-        this.inc(pick(s))
+        this.inc(n)
       },
     })
   return {
@@ -38,7 +40,7 @@ export function createMetrics() {
     }),
     storeReadBudgetExceeded: storeTotal(
       'apiary_store_read_budget_exceeded_total',
-      'store reads stopped for passing store.queryTimeoutMs',
+      'store reads (REQ, COUNT) stopped at their time budget (SQLite store.queryTimeoutMs, PostgreSQL limits.readBudgetMs)',
       (s) => s.readBudgetExceeded,
     ),
     storeWriterThread: new Gauge({

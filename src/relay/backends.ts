@@ -105,13 +105,15 @@ export async function openBackends(config: Config, log: Logger, opts: OpenBacken
     await connectRedisAtStartup(redis, redactRedisUrl(config.redisUrl), retry)
     logConnectionState(redis, 'commands', log)
     const pg = redactUrl(config.databaseUrl)
-    const groupCommit = {
+    const storeOptions = {
       groupCommitMaxEvents: config.store.groupCommitMaxEvents,
       groupCommitMaxDelayMs: config.store.groupCommitMaxDelayMs,
+      readPoolSize: config.store.postgresReadPoolSize,
+      readBudgetMs: config.limits.readBudgetMs,
     }
     const events =
       opts.eventStore ??
-      (await retryAtStartup('PostgreSQL', pg, () => openPostgresEventStore({ url: config.databaseUrl, ...groupCommit, log }), retry))
+      (await retryAtStartup('PostgreSQL', pg, () => openPostgresEventStore({ url: config.databaseUrl, ...storeOptions, log }), retry))
     opened.push(events)
     const communities = wrap(await retryAtStartup('PostgreSQL', pg, () => openPostgresCommunityStore({ url: config.databaseUrl }), retry))
     opened.push(communities)

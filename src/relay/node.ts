@@ -21,6 +21,7 @@ import { loadRelayKey, type RelayKey } from '../infra/relay-key.js'
 import { createBanLookup } from '../infra/store/ban-lookup.js'
 import { type CommunityStore, seedDefaultCommunity } from '../infra/store/community-store.js'
 import type { EventStore } from '../infra/store/event-store.js'
+import type { PostgresEventStore } from '../infra/store/postgres/postgres-event-store.js'
 import type { SqliteEventStore } from '../infra/store/sqlite/sqlite-event-store.js'
 import { withControlLane } from '../infra/verify/control-lane.js'
 import { createInlineVerifier } from '../infra/verify/inline-verifier.js'
@@ -79,8 +80,12 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     const deadlineMs = Date.now() + config.startupTimeoutSeconds * 1000
     const b = await openBackends(config, log, { eventStore: d.eventStore, wrapCommunityStore: d.wrapCommunityStore, deadlineMs })
     undo.push(() => b.close())
-    const events = b.events as Partial<SqliteEventStore>
-    if (typeof events.stats === 'function') metrics.storeStats.stats = () => (events as SqliteEventStore).stats()
+    // both backends' stores count what applies to them (SQLite: read workers, writer thread; PostgreSQL: reads over budget)
+    const events = b.events as Partial<Pick<SqliteEventStore | PostgresEventStore, 'stats'>>
+    if (typeof events.stats === 'function') {
+      const store = events as Pick<SqliteEventStore | PostgresEventStore, 'stats'>
+      metrics.storeStats.stats = () => store.stats()
+    }
     await seedDefaultCommunity(b.communities)
     for (const c of config.communities) {
       const r = await b.communities.put({ id: c.id, name: c.name ?? c.id, hosts: c.hosts, agents: c.agents, admins: c.admins })

@@ -70,7 +70,7 @@ const current = (index: SubscriptionIndex, sub: Subscription) => index.get(sub.c
 
 /** A read refused or stopped for its cost answers the client and goes on; any other failure is an outage. */
 const isOverload = (error: unknown) => error instanceof StoreError && error.overloaded
-const TOO_COSTLY = reason('error', 'the query was stopped: over its time budget or too many reads waiting; narrow it or retry')
+const TOO_COSTLY = reason('error', 'query too expensive: stopped at its time budget, or too many reads waiting; narrow it or retry')
 
 /** Beside the actor: policy, access options, the store and the presence store. */
 async function readPage(gate: AccessGate, conn: ConnView, filters: Filter[], deps: ReadDeps): Promise<Page | Reason> {

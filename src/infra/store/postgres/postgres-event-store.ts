@@ -3,7 +3,8 @@ import { kindClass } from '../../../protocols/nip01/kinds.js'
 import { type EventStore, type SaveOutcome, type StoredEvent, StoreError, storedEvent } from '../event-store.js'
 import { createGroupCommit } from '../group-commit.js'
 import { FencedError, type SessionFence } from '../session-fence.js'
-import { type PgQuery, toCountSql, toQuerySql } from './postgres-query.js'
+import { toCountSql, toQuerySql } from './postgres-query.js'
+import { openReadPool, ReadBudgetError } from './postgres-read-pool.js'
 import { commitBatch, deleteEvents } from './postgres-save.js'
 import type { SaveRequest } from './postgres-save-run.js'
 import { connectPostgres, DeadlineError, EVENT_MIGRATIONS, migrate, withDeadline } from './postgres-schema.js'
@@ -12,6 +13,12 @@ import { SESSION_FENCE_MIGRATIONS } from './postgres-session-fence.js'
 export interface PostgresEventStoreOptions {
   /** postgres://user@host:port/database */
   url: string
+  /** the same database reached another way for REQ/COUNT (a test routes reads through a proxy); default `url` */
+  readUrl?: string
+  /** connections for reads, apart from the commits' (config store.postgresReadPoolSize); default 4 */
+  readPoolSize?: number
+  /** longest one query() or count() may take, waiting for a connection included (config limits.readBudgetMs); default 2,000 */
+  readBudgetMs?: number
   groupCommitMaxEvents: number
   groupCommitMaxDelayMs: number
   log?: { error(obj: object, msg: string): void }
@@ -22,6 +29,8 @@ export interface PostgresEventStoreStats {
   transactions: number
   /** events in committed write transactions */
   events: number
+  /** reads stopped at their budget (limits.readBudgetMs) */
+  readBudgetExceeded: number
 }
 
 /** The cluster EventStore; `stats()` is for tests and metrics, not part of the port. */
@@ -59,6 +68,8 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
     await sql.end({ timeout: 1 })
     throw new StoreError('event store migration failed', { cause })
   }
+  const reads = openReadPool(opts.readUrl ?? opts.url, opts.readPoolSize ?? 4, opts.readBudgetMs ?? 2_000)
+  let readBudgetExceeded = 0
   const writes = createGroupCommit<SaveRequest, SaveOutcome>({
     maxItems: opts.groupCommitMaxEvents,
     maxDelayMs: opts.groupCommitMaxDelayMs,
@@ -79,17 +90,21 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
   })
   let closing: Promise<void> | undefined
 
-  /** A closed store or a backend failure is an outage (StoreError), never a partial answer. */
+  /**
+   * A closed store or a backend failure is an outage (StoreError), never a partial answer. A read stopped at
+   * its budget is the reader's cost, not an outage: `overloaded`, so the reader hears CLOSED and the community
+   * goes on (community-reads.ts).
+   */
   async function read<T>(what: string, body: () => Promise<T>): Promise<T> {
     if (closing) throw new StoreError('event store is closed')
     try {
-      return await withDeadline(`event store ${what}`, body())
+      return await body()
     } catch (cause) {
-      throw new StoreError(`event store ${what} failed`, { cause })
+      if (!(cause instanceof ReadBudgetError)) throw new StoreError(`event store ${what} failed`, { cause })
+      readBudgetExceeded++
+      throw new StoreError(`event store ${what} exceeded its budget of ${cause.budgetMs} ms`, { cause, overloaded: true })
     }
   }
-
-  const rowsOf = (q: PgQuery) => sql.unsafe(q.sql, q.params as never[], { prepare: true }).values() as unknown as Promise<Row[]>
 
   return {
     save(community: string, event: VerifiedEvent, raw: string): Promise<SaveOutcome> {
@@ -106,7 +121,7 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
           const q = toQuerySql(community, f, o)
           return q ? [{ limited: f.limit !== undefined, q }] : []
         })
-        const pages = await Promise.all(planned.map((p) => rowsOf(p.q)))
+        const pages = await reads.values<Row>(planned.map((p) => p.q))
         // one limited filter's page is already exact; a tag filter without a limit repeats an event per value
         const rows = planned.length === 1 && planned[0]!.limited ? pages[0]! : merge(pages)
         return rows.map((r): StoredEvent => storedEvent(r[0], r[3], r[1]))
@@ -131,13 +146,20 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
       }
     },
     // outside group commit: its own transaction, ordered against saves of the same ids by their id locks
-    deleteEvents: (community, ids) => read('delete', () => deleteEvents(sql, community, ids)),
+    async deleteEvents(community, ids) {
+      if (closing) throw new StoreError('event store is closed')
+      try {
+        return await withDeadline('event store delete', deleteEvents(sql, community, ids))
+      } catch (cause) {
+        throw new StoreError('event store delete failed', { cause })
+      }
+    },
     count: (community, filters, o) =>
       read('count', async () => {
         const q = toCountSql(community, filters, o)
         if (!q) return 0
-        const [row] = await sql.unsafe(q.sql, q.params as never[], { prepare: true })
-        return row!.n as number
+        const [rows] = await reads.values<[n: number]>([q])
+        return rows![0]![0]
       }),
     async ping() {
       if (closing) return false
@@ -151,12 +173,12 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
     },
     close() {
       // saves accepted before close() still commit: their callers are waiting for OK
-      closing ??= writes.drain().then(() => sql.end({ timeout: 5 }))
+      closing ??= writes.drain().then(() => Promise.all([sql.end({ timeout: 5 }), reads.end()]).then(() => {}))
       return closing
     },
     stats: () => {
       const s = writes.stats()
-      return { transactions: s.transactions, events: s.items }
+      return { transactions: s.transactions, events: s.items, readBudgetExceeded }
     },
   }
 }

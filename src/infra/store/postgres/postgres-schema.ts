@@ -99,13 +99,15 @@ export type Sql = postgres.Sql
  * A connection pool. BIGINT columns (created_at, seq, counts) come back as numbers: every value we store
  * is a safe integer (NIP-01 timestamps, row counters), and the merge code compares numbers.
  */
-export function connectPostgres(url: string, max = 10): Sql {
+export function connectPostgres(url: string, max = 10, more: object = {}): Sql {
   return postgres(url, {
     max,
     onnotice: () => {},
     // a dead server must fail a ping or a commit within seconds, not after the driver's 30 s default
     connect_timeout: 10,
     types: { int8: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) } },
+    // driver options its types leave out (`socket`, `max_pipeline`: postgres-read-pool.ts)
+    ...more,
   })
 }
 
