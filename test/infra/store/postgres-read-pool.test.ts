@@ -1,0 +1,73 @@
+import postgres from 'postgres'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { openReadPool, ReadBudgetError } from '../../../src/infra/store/postgres/postgres-read-pool'
+import { eventually } from '../../support/eventually'
+import { createTestDatabase, type TestDatabase } from '../../support/postgres'
+
+/**
+ * The event store's read connections (postgres-read-pool.ts) against the real server: a statement past the
+ * budget is stopped by PostgreSQL itself, not only abandoned by the caller, and the connection serves the next
+ * read. The stalled path is test/faults/postgres-read-budget.test.ts.
+ */
+
+const BUDGET_MS = 300
+
+let db: TestDatabase
+beforeAll(async () => {
+  db = await createTestDatabase()
+})
+afterAll(() => db?.drop())
+
+/** statements of this test's database the server is running now, other than the asker's */
+async function running(marker: string): Promise<number> {
+  const admin = postgres(db.url, { max: 1, onnotice: () => {} })
+  try {
+    const [row] = await admin.unsafe(
+      `SELECT count(*)::int AS n FROM pg_stat_activity
+       WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid() AND query LIKE $1`,
+      [`%${marker}%`],
+    )
+    return row!.n as number
+  } finally {
+    await admin.end()
+  }
+}
+
+describe('the PostgreSQL read pool', () => {
+  it('rejects a read past its budget with ReadBudgetError, and the server stops the statement (statement_timeout)', async () => {
+    const pool = openReadPool(db.url, 2, BUDGET_MS)
+    try {
+      const started = performance.now()
+      const slow = pool.values([{ sql: "SELECT pg_sleep(5), 'slow-marker'", params: [] }])
+      await expect(slow).rejects.toBeInstanceOf(ReadBudgetError)
+      expect(performance.now() - started).toBeLessThan(BUDGET_MS + 1_000)
+      // without statement_timeout the sleep would run on for 5 s after the caller gave up
+      await eventually(
+        () => running('slow-marker'),
+        (n) => n === 0,
+        'the abandoned statement stopped on the server',
+        {
+          timeoutMs: 2_000,
+          intervalMs: 50,
+        },
+      )
+      expect(await pool.values<[number]>([{ sql: 'SELECT 1 + $1::int', params: [1] }])).toEqual([[[2]]])
+    } finally {
+      await pool.end()
+    }
+  })
+
+  it('answers statements within the budget, each with its rows as arrays', async () => {
+    const pool = openReadPool(db.url, 2, BUDGET_MS)
+    try {
+      const pages = await pool.values<[number]>([
+        { sql: 'SELECT generate_series(1, $1::int)', params: [3] },
+        { sql: 'SELECT $1::int', params: [7] },
+        { sql: 'SELECT $1::int', params: [8] },
+      ])
+      expect(pages).toEqual([[[1], [2], [3]], [[7]], [[8]]])
+    } finally {
+      await pool.end()
+    }
+  })
+})
