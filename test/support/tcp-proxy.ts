@@ -2,6 +2,8 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 
 export interface TcpProxy {
   port: number
+  /** connections accepted so far (a client that drops a stalled connection and opens another shows here) */
+  readonly accepted: number
   /** the path breaks: every open connection is destroyed and new ones are refused (see TcpProxyOptions) */
   cut(): void
   /** new connections are forwarded again (the ones cut stay gone) */
@@ -81,7 +83,9 @@ export async function startTcpProxy(targetPort: number, opts: TcpProxyOptions = 
       else to.destroy()
     })
   }
+  let accepted = 0
   const onConnection = (downstream: Socket) => {
+    accepted++
     track(downstream)
     if (!open) return downstream.destroy()
     const upstream = createConnection({ host: '127.0.0.1', port: targetPort })
@@ -116,6 +120,9 @@ export async function startTcpProxy(targetPort: number, opts: TcpProxyOptions = 
     })
   return {
     port,
+    get accepted() {
+      return accepted
+    },
     cut() {
       open = false
       if (whenCut === 'refuse') void stopListening()

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openReadPool, ReadBudgetError } from '../../../src/infra/store/postgres/postgres-read-pool'
 import { eventually } from '../../support/eventually'
 import { createTestDatabase, type TestDatabase } from '../../support/postgres'
+import { startTcpProxy } from '../../support/tcp-proxy'
 
 /**
  * The event store's read connections (postgres-read-pool.ts) against the real server: a statement past the
@@ -68,6 +69,36 @@ describe('the PostgreSQL read pool', () => {
       expect(pages).toEqual([[[1], [2], [3]], [[7]], [[8]]])
     } finally {
       await pool.end()
+    }
+  })
+})
+
+describe('the PostgreSQL read pool on a stalled path', () => {
+  it('drops a connection that sent a statement and heard nothing past the budget, so the next read gets a new one', async () => {
+    const proxy = await startTcpProxy(Number(new URL(db.url).port))
+    const viaProxy = new URL(db.url)
+    viaProxy.port = String(proxy.port)
+    const pool = openReadPool(viaProxy.toString(), 1, BUDGET_MS)
+    try {
+      expect(await pool.values<[number]>([{ sql: 'SELECT 1', params: [] }])).toEqual([[[1]]])
+      const opened = proxy.accepted
+      proxy.stall()
+      await expect(pool.values([{ sql: 'SELECT 2', params: [] }])).rejects.toBeInstanceOf(ReadBudgetError)
+      // once the silent connection is dropped (budget + 1 s), a read is sent on a new one; kept, it would
+      // hold the pool's only slot for as long as the path stalls
+      await eventually(
+        async () => {
+          await pool.values([{ sql: 'SELECT 3', params: [] }]).catch(() => {})
+          return proxy.accepted
+        },
+        (n) => n > opened,
+        'a new connection opened for a read',
+        { timeoutMs: 5_000, intervalMs: 100 },
+      )
+    } finally {
+      proxy.resume()
+      await pool.end()
+      await proxy.close()
     }
   })
 })
