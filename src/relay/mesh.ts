@@ -19,9 +19,10 @@ import { type SessionAnswer, type SessionDeps, type SessionMsg, type SessionView
 import type { Config } from '../infra/config.js'
 import type { Tenants } from '../infra/http/tenants.js'
 import type { Logger } from '../infra/log.js'
+import { createHelloBudget } from '../infra/mesh/hello-budget.js'
 import { createReadinessRegistry } from '../infra/mesh/readiness-registry.js'
 import { createSessionDirectory } from '../infra/mesh/session-directory.js'
-import type { Tunnel, TunnelHandlers } from '../infra/mesh/tunnel.js'
+import type { Tunnel, TunnelEnd, TunnelHandlers } from '../infra/mesh/tunnel.js'
 import { dialTunnel, startTunnelServer, type TunnelSetup } from '../infra/mesh/tunnel-handshake.js'
 import type { Metrics } from '../infra/metrics.js'
 import type { RedisClient } from '../infra/redis/connect.js'
@@ -74,6 +75,12 @@ const GOSSIP_INTERVAL_MS = 2_000
 // holds only the seed, and a peer that stalls 2 s (3 s of silence) stays at phi ~2.
 const HEARTBEAT_INTERVAL_MS = 1_000
 const RECONCILE_INTERVAL_MS = 5_000
+/** IPs the Hello budget tracks at once: mesh peers are a handful of addresses */
+const HELLO_BUDGET_MAX_IPS = 4_096
+/** At most one registry listing a second for Hellos that name a runtime not yet listed (a peer just started). */
+const KNOWN_REFRESH_MS = 1_000
+/** Refused Hellos are counted each; logged at most once per this interval, with how many were not logged. */
+const REFUSAL_LOG_MS = 10_000
 /** How long a moderation event waits for its owner (here or elsewhere) before `error:`; under the client's 30 s. */
 const WORK_DEADLINE_MS = 15_000
 const ASK_MS = WORK_DEADLINE_MS + 5_000
@@ -156,6 +163,52 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     return encodeJsonPayload(reply)
   }
 
+  // The runtimes the readiness registry lists: a Hello naming another is refused before any signature check.
+  // Refreshed by every listing; a miss asks for one more (at most one a second), for a peer that just started.
+  let known = new Set<string>()
+  let lastRefreshMs = Number.NEGATIVE_INFINITY
+  const listReady = async () => {
+    const records = await registry.list(Date.now())
+    known = new Set(records.map((r) => r.runtime))
+    return records
+  }
+  const isKnownRuntime = (runtime: string) => {
+    if (known.has(runtime)) return true
+    const now = performance.now()
+    if (now - lastRefreshMs >= KNOWN_REFRESH_MS) {
+      lastRefreshMs = now
+      listReady().catch((error: unknown) => log.warn({ err: error }, 'mesh readiness registry not listed'))
+    }
+    return false
+  }
+  const helloBudget = createHelloBudget({
+    perSecond: config.meshHellosPerIpPerSecond,
+    burst: Math.max(1, Math.ceil(config.meshHellosPerIpPerSecond * 4)),
+    maxIps: HELLO_BUDGET_MAX_IPS,
+  })
+  let refusalsUnlogged = 0
+  let refusalLoggedAtMs = Number.NEGATIVE_INFINITY
+  const refused = (why: string, refusal: string) => {
+    d.metrics.meshHellosRefused.inc({ reason: refusal })
+    const now = performance.now()
+    if (now - refusalLoggedAtMs < REFUSAL_LOG_MS) {
+      refusalsUnlogged++
+      return
+    }
+    log.warn({ why, notLogged: refusalsUnlogged }, 'mesh tunnel refused')
+    refusalLoggedAtMs = now
+    refusalsUnlogged = 0
+  }
+  // every tunnel's end is counted; one that ended on a frame that did not open is logged too
+  const watch = (t: Tunnel) => {
+    void t.closed.then((end: TunnelEnd) => {
+      d.metrics.meshTunnelsClosed.inc({ reason: end.reason })
+      if (end.reason === 'forged' || end.reason === 'replayed' || end.reason === 'reordered')
+        log.warn({ peer: t.peer, reason: end.reason }, 'mesh tunnel closed: a frame did not open')
+    })
+    return t
+  }
+
   // a Ping is the peer's heartbeat (it needs no answer); gossip goes to membership
   const handlersFor = (peer: string): TunnelHandlers => ({
     onRequest: (body) => answerRequest(body),
@@ -163,7 +216,13 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
       if (membership && type !== FrameType.Pong) tell(membership.ref, { type: 'Control', peer, ping: type === FrameType.Ping, payload })
     },
   })
-  const setup: TunnelSetup = { identity, anchorRelayPubkey: d.relayKey.pubkey, handlersFor }
+  const setup: TunnelSetup = {
+    identity,
+    anchorRelayPubkey: d.relayKey.pubkey,
+    handlersFor,
+    helloBudget,
+    isKnownRuntime,
+  }
   // this node's own stalls (GC, a blocked loop, SIGSTOP): suspicion of peers is suppressed after one
   const loopDelay = monitorEventLoopDelay({ resolution: 20 })
   loopDelay.enable()
@@ -173,10 +232,11 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     config.meshPort,
     setup,
     (t) => {
+      watch(t)
       if (membership) membership.accept(t)
       else t.goodbye('ended')
     },
-    (why) => log.warn({ why }, 'mesh tunnel refused'),
+    refused,
   )
   const endpoint = `ws://${advertised(config.meshAdvertisedAddress, bindHost, server.port)}`
   const membershipDeps: MembershipDeps = {
@@ -188,7 +248,7 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     readinessRefreshMs: READINESS_REFRESH_MS,
     links,
     peers,
-    listReady: () => registry.list(Date.now()),
+    listReady,
     publishReady: ({ load, draining: drainingNow }) => {
       if (!d.ready() && !drainingNow) return undefined
       const record = buildReadinessRecord(
@@ -208,7 +268,7 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     },
     peerDeps: {
       self: runtime,
-      dial: (ep, peer) => dialTunnel(ep, peer, setup),
+      dial: (ep, peer) => dialTunnel(ep, peer, setup).then(watch),
       links,
       log,
     },
