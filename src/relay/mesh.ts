@@ -3,11 +3,13 @@
 // Only in cluster mode with APIARY_MESH=on; otherwise the community actor stays every channel's owner.
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { schnorr } from '@noble/curves/secp256k1.js'
+import { AccessGate } from '../actors/community/access-gate.js'
 import { communityPath } from '../actors/community/community-actor.js'
 import type { RelayEvent } from '../actors/community/community-channels.js'
 import { type CommunityMsg, type PublishOutcome, REDELIVER } from '../actors/community/messages.js'
 import { ask, type Kernel, tell, tellUntilTaken } from '../actors/kernel/index.js'
 import type { OwnerSinks } from '../actors/mesh/channel-owner.js'
+import { type ForwardedWriteDeps, judgeForwardedWrite } from '../actors/mesh/forwarded-write.js'
 import {
   type Membership,
   type MembershipDeps,
@@ -27,12 +29,21 @@ import { dialTunnel, startTunnelServer, type TunnelSetup } from '../infra/mesh/t
 import type { Metrics } from '../infra/metrics.js'
 import type { RedisClient } from '../infra/redis/connect.js'
 import { type RelayKey, signAsRelay } from '../infra/relay-key.js'
+import { createBanLookup } from '../infra/store/ban-lookup.js'
+import type { CommunityRecord } from '../infra/store/community-store.js'
 import type { Verifier } from '../infra/verify/verifier.js'
 import { attestRuntime } from '../protocols/mesh/attestation.js'
 import { encodeJsonPayload, FrameType, MESH_PROTOCOL_VERSION, parseJsonPayload } from '../protocols/mesh/frames.js'
 import type { MeshIdentity } from '../protocols/mesh/hello.js'
 import { buildReadinessRecord, READINESS_REFRESH_MS } from '../protocols/mesh/readiness.js'
-import { type ModerateReply, type ModerateRequest, parseModerateReply, parseModerateRequest } from '../protocols/mesh/session-frames.js'
+import {
+  type ForwardedAuth,
+  type ModerateReply,
+  type ModerateRequest,
+  NO_AUTH,
+  parseModerateReply,
+  parseModerateRequest,
+} from '../protocols/mesh/session-frames.js'
 import { channelSessionId } from '../protocols/mesh/session-id.js'
 import type { MeshStatus } from '../protocols/mesh/status.js'
 import { asVerified, parseEventShape, type VerifiedEvent } from '../protocols/nip01/event.js'
@@ -45,7 +56,7 @@ export interface Mesh {
   readonly endpoint: string
   status(): MeshStatus
   /** decide a channel's moderation event on its owner node (here or over the tunnel) */
-  moderate(community: string, channel: string, event: VerifiedEvent, raw: string): Promise<PublishOutcome>
+  moderate(community: string, channel: string, event: VerifiedEvent, raw: string, auth: ForwardedAuth): Promise<PublishOutcome>
   /** SIGTERM: gossip draining, hand every owned session over (RELEASE), say goodbye to the peers */
   drain(): Promise<void>
   close(): Promise<void>
@@ -137,13 +148,20 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     const json = parseJsonPayload(body)
     const request = json.ok ? parseModerateRequest(json.value) : json
     if (!request.ok) throw new Error(request.error)
-    const { fence, event: raw } = request.value
+    const { fence, event: raw, auth = NO_AUTH } = request.value
     const shape = parseEventShape(raw)
     if (!shape || (await d.verifier.verify(shape)) !== 'ok') throw new Error(reason('invalid', 'forwarded event does not verify'))
     const channel = fence.session.slice('channel:'.length)
     const answer = await ask<SessionMsg, SessionAnswer>(
       sessionRef(fence.community, channel),
-      (reply) => ({ type: 'Moderate', event: asVerified(shape), raw, reply, remote: { generation: fence.generation, owner: fence.owner } }),
+      (reply) => ({
+        type: 'Moderate',
+        event: asVerified(shape),
+        raw,
+        auth,
+        reply,
+        remote: { generation: fence.generation, owner: fence.owner },
+      }),
       ASK_MS,
     )
     const reply: ModerateReply =
@@ -307,11 +325,11 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     runtime,
     endpoint,
     status: () => ({ runtime, draining, peers: [...peers.values()], sessions: [...sessions.values()] }),
-    async moderate(community, channel, event, raw) {
+    async moderate(community, channel, event, raw, auth) {
       if (draining) return { accepted: false, message: reason('error', 'this node is shutting down, retry') }
       const answer = await ask<SessionMsg, SessionAnswer>(
         sessionRef(community, channel),
-        (reply) => ({ type: 'Moderate', event, raw, reply }),
+        (reply) => ({ type: 'Moderate', event, raw, auth, reply }),
         ASK_MS,
       )
       return 'refused' in answer ? { accepted: false, message: reason('error', 'the channel owner is moving, retry') } : answer.outcome
@@ -351,12 +369,31 @@ export function openMesh(o: OpenMeshDeps): Promise<Mesh> {
     if (!ref) return o.log.warn({ community }, lost)
     tellUntilTaken(ref, msg, { ...REDELIVER, onGiveUp: () => o.log.warn({ community }, lost) })
   }
+  const forwardedDeps: ForwardedWriteDeps = {
+    record: (community) => tenants.byId(community),
+    gate: (record) => gateOf(record),
+    banOf: createBanLookup(b.communities, o.nowSeconds),
+    authRequired: o.config.authRequired,
+    relayPubkey: key.pubkey,
+    nowSeconds: o.nowSeconds,
+  }
+  // membership answered fresh from the store (no cache: a forwarded channel change is rare, a stale yes is not)
+  const gateOf = (record: CommunityRecord) =>
+    new AccessGate({
+      community: record.id,
+      channels: b.channels,
+      record: () => record,
+      allowedAmong: (pubkeys) => b.communities.allowedAmong(record.id, pubkeys),
+      ttlMs: 0,
+      nowMs: () => Date.now(),
+    })
   const sinks: OwnerSinks = {
     events: b.postgresEvents,
     channels: b.channels,
     relayPubkey: key.pubkey,
     sign: (t, createdAt) => signAsRelay(key, t, createdAt),
     isModerator: (community, pubkey) => pubkey === key.pubkey || (tenants.byId(community)?.admins.includes(pubkey) ?? false),
+    judgeForwarded: (community, event, auth) => judgeForwardedWrite(community, event, auth, forwardedDeps),
     // never taken: this node's caches and the other nodes' fall back on their TTL (accessCacheTtlMs)
     invalidate: async (community, op) =>
       tellCommunity(community, { type: 'InvalidateCache', op, broadcast: true }, 'mesh: a cache invalidation never reached its community'),

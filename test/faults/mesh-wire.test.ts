@@ -2,9 +2,17 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js'
+import postgres from 'postgres'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
-import { encodeFrame, encodeJsonPayload, FrameType, MESH_PROTOCOL_VERSION } from '../../src/protocols/mesh/frames'
+import { createReadinessRegistry } from '../../src/infra/mesh/readiness-registry'
+import type { Tunnel } from '../../src/infra/mesh/tunnel'
+import { dialTunnel } from '../../src/infra/mesh/tunnel-handshake'
+import { attestRuntime } from '../../src/protocols/mesh/attestation'
+import { encodeFrame, encodeJsonPayload, FrameType, MESH_PROTOCOL_VERSION, parseJsonPayload } from '../../src/protocols/mesh/frames'
+import { buildReadinessRecord } from '../../src/protocols/mesh/readiness'
+import { toSigningKey } from '../../src/protocols/nip01/sign'
+import { connectRedis } from '../infra/redis/connect'
 import { makeKeys, signEvent } from '../support/events'
 import { eventually } from '../support/eventually'
 import { type MeshCluster, meshStatus, startMeshCluster } from '../support/mesh-cluster'
@@ -218,4 +226,61 @@ describe('the mesh port against a stranger', () => {
     expect(await metric(node, 'apiary_mesh_hellos_refused_total')).toBeGreaterThanOrEqual(refusedBefore + n)
     expect(helloMs - silentMs).toBeLessThan(100)
   }, 120_000)
+})
+
+describe('the owner of a channel, given a write a peer forwarded', () => {
+  it('judges it as a local client’s write would be: a banned author’s join is refused blocked:, and nothing is stored', async () => {
+    cluster = await startMeshCluster(1, { redisUrl: redis.url, databaseUrl: db.url })
+    const c = cluster
+    const admin = makeKeys()
+    const create = signEvent(admin, { kind: 9007, tags: [['h', CHANNEL]] })
+    expect((await publish(c, 0, create.raw, create.event.id))[2]).toBe(true)
+    const status = await meshStatus(c.nodes[0]!)
+    const session = status.sessions.find((x) => x.session === `channel:${CHANNEL}` && x.local)!
+    const banned = makeKeys()
+    const sql = postgres(db.url, { max: 1, onnotice: () => {} })
+    await sql`INSERT INTO bans (community, pubkey, reason, until_seconds) VALUES (${c.community}, ${banned.pubkey}, ${'spam'}, NULL)`
+    await sql.end()
+    const join = signEvent(banned, { kind: 9021, tags: [['h', CHANNEL]] })
+    // from a client of this node, the join is refused
+    expect((await publish(c, 0, join.raw, join.event.id)).slice(2, 3)).toEqual([false])
+
+    // a peer of the cluster (attested by its relay key, listed in the registry) forwards the same join
+    const relayKey = toSigningKey(hexToBytes(c.env.APIARY_RELAY_SECRET_KEY!))
+    const runtimeKey = toSigningKey(schnorr.utils.randomSecretKey())
+    const identity = { runtimeKey, relayPubkey: relayKey.pubkey, attestation: attestRuntime(relayKey, runtimeKey.pubkey) }
+    const client = await connectRedis({ port: redis.port })
+    const registry = createReadinessRegistry({ redis: client, anchorRelayPubkey: relayKey.pubkey, onSkipped: () => {} })
+    const fields = {
+      endpoint: `ws://127.0.0.1:${await freePort()}`,
+      protocol: MESH_PROTOCOL_VERSION,
+      capabilities: ['channel'],
+      load: 0,
+      draining: false,
+    }
+    await registry.publish(buildReadinessRecord(runtimeKey, relayKey.pubkey, identity.attestation, fields, Date.now()))
+    const setup = {
+      identity,
+      anchorRelayPubkey: relayKey.pubkey,
+      handlersFor: () => ({ onRequest: () => Promise.reject(new Error('no requests here')), onControl: () => {} }),
+    }
+    // the node lists the registry at most once a second on a Hello naming a runtime it has not listed yet
+    const tunnel = await eventually(
+      () => dialTunnel(`ws://127.0.0.1:${c.nodes[0]!.meshPort}`, status.runtime, setup).catch(() => undefined),
+      (t): t is Tunnel => t !== undefined,
+      'a tunnel from the test peer',
+      { timeoutMs: 10_000, intervalMs: 300 },
+    )
+    const request = {
+      op: 'moderate',
+      fence: { community: c.community, session: `channel:${CHANNEL}`, generation: session.generation, owner: status.runtime },
+      event: join.raw,
+      auth: { pubkeys: [banned.pubkey], owners: [] },
+    }
+    const reply = parseJsonPayload(await tunnel!.request(encodeJsonPayload(request), 20_000))
+    tunnel!.goodbye('ended')
+    await client.quit()
+    expect(reply).toMatchObject({ ok: true, value: { ok: true, accepted: false, message: expect.stringMatching(/^blocked: /) } })
+    expect(await stored(c, 0, join.event.id)).toBe(false)
+  }, 90_000)
 })
