@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
+import { createConnection } from 'node:net'
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js'
 import postgres from 'postgres'
@@ -283,4 +284,26 @@ describe('the owner of a channel, given a write a peer forwarded', () => {
     expect(reply).toMatchObject({ ok: true, value: { ok: true, accepted: false, message: expect.stringMatching(/^blocked: /) } })
     expect(await stored(c, 0, join.event.id)).toBe(false)
   }, 90_000)
+})
+
+/** Whether a TCP connection to host:port is accepted. */
+const tcpConnects = (host: string, port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = createConnection({ host, port })
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve(true)
+    })
+    socket.once('error', () => resolve(false))
+  })
+
+describe('the mesh port’s address', () => {
+  it('binds where APIARY_MESH_HOST says, apart from the client port’s address', async () => {
+    cluster = await startMeshCluster(1, { redisUrl: redis.url, databaseUrl: db.url, env: { APIARY_MESH_HOST: '127.0.0.2' } })
+    const node = cluster.nodes[0]!
+    expect(new URL(node.url).hostname).toBe('127.0.0.1')
+    expect(await tcpConnects('127.0.0.2', node.meshPort)).toBe(true)
+    expect(await tcpConnects('127.0.0.1', node.meshPort)).toBe(false)
+    expect(await tcpConnects('127.0.0.2', node.port)).toBe(false)
+  }, 60_000)
 })
