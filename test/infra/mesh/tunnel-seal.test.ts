@@ -64,16 +64,18 @@ describe('tunnel sealing', () => {
     expect(opened(pair().acceptor, dialer.seal(frame(10)))).toBe('forged')
   })
 
-  it('costs a few microseconds a frame to seal and open', () => {
+  it('costs a few microseconds of CPU a frame to seal and open', () => {
     const { dialer, acceptor } = pair()
     const body = frame(16 + 300)
     for (let i = 0; i < 2_000; i++) acceptor.open(dialer.seal(body))
     const n = 20_000
-    const started = process.hrtime.bigint()
+    // CPU time, not wall time: on a shared machine the wall clock also counts the other processes' turns
+    const started = process.cpuUsage()
     for (let i = 0; i < n; i++) acceptor.open(dialer.seal(body))
-    const perFrameUs = Number(process.hrtime.bigint() - started) / 1e3 / n
-    console.log(`seal+open of a ${body.byteLength}-byte frame: ${perFrameUs.toFixed(2)} µs`)
-    // generous for a loaded shared machine (unloaded: ~10 µs): no frame may pay for a key exchange
-    expect(perFrameUs).toBeLessThan(1_000)
+    const used = process.cpuUsage(started)
+    const perFrameUs = (used.user + used.system) / n
+    console.log(`seal+open of a ${body.byteLength}-byte frame: ${perFrameUs.toFixed(2)} µs of CPU`)
+    // generous: no frame may pay for a key exchange or a key schedule of its own beyond the cipher's
+    expect(perFrameUs).toBeLessThan(200)
   })
 })
