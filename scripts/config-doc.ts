@@ -35,7 +35,10 @@ export const MOST_USED_SETTINGS = [
 const SECTIONS: { title: string; keys: string[] }[] = [
   { title: 'Listening, storage and logs', keys: ['port', 'host', 'dataDir', 'relaySecretKey', 'logLevel', 'startupTimeoutSeconds'] },
   { title: 'Cluster', keys: ['redisUrl', 'databaseUrl', 'revalidateSeconds', 'accessCacheTtlMs'] },
-  { title: 'Mesh', keys: ['mesh', 'meshPort', 'meshHost', 'meshAdvertisedAddress', 'meshLeaseTtlMs', 'meshLeaseRenewMs'] },
+  {
+    title: 'Mesh',
+    keys: ['mesh', 'meshPort', 'meshHost', 'meshHellosPerIpPerSecond', 'meshAdvertisedAddress', 'meshLeaseTtlMs', 'meshLeaseRenewMs'],
+  },
   { title: 'Relay information (NIP-11)', keys: ['relayName', 'relayDescription', 'relayContact', 'relayContactPubkey'] },
   { title: 'Access and proxies', keys: ['authRequired', 'trustForwardedProto', 'trustedProxies', 'operatorPubkeys'] },
   { title: 'Agents and presence', keys: ['presenceHeartbeatSeconds', 'leaseSweepSeconds'] },

@@ -7,6 +7,8 @@ export const CONFIG_REASONS: Record<string, string> = {
   databaseUrl: 'Both URLs set: this node joins the cluster; both empty: the embedded default; one without the other is refused at start.',
   mesh: 'An embedded relay has one node, and a cluster without the mesh keeps each community’s actor as the owner of its channels.',
   meshAdvertisedAddress: 'Behind NAT or in containers the bound address is not the one peers can dial.',
+  meshHellosPerIpPerSecond:
+    'Peers dial each other a few times a minute and redial from 500 ms on: a burst of 20 covers a node relinking to a dozen peers behind one address, while a stranger’s flood is dropped unread.',
   meshLeaseTtlMs:
     'Renewed every 2 s, a 6 s lease survives two failed renewals in a row before its owner stops; a dead owner’s channels are taken over within about the lease and a second (Kubernetes leader election and Orleans wait about 15 s).',
   meshLeaseRenewMs: 'At most half the lease, so one failed renewal never loses it (checked at start).',

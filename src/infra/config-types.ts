@@ -28,6 +28,7 @@ export interface Config {
   mesh: 'off' | 'on'
   meshPort: number
   meshHost: string
+  meshHellosPerIpPerSecond: number
   meshAdvertisedAddress: string
   meshLeaseTtlMs: number
   meshLeaseRenewMs: number

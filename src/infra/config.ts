@@ -143,6 +143,12 @@ export const configSchema = z
       .describe('the relay mesh: on gives each channel one owner node (needs redisUrl and databaseUrl)'),
     meshPort: z.number().int().min(0).max(65_535).default(7778).describe('TCP port for the tunnel between mesh nodes (0 = any free port)'),
     meshHost: z.string().default('').describe('address the mesh port binds; empty = the same as host'),
+    // peers dial a few times a minute; a burst of 20 covers a node relinking to a dozen peers on one address
+    meshHellosPerIpPerSecond: z
+      .number()
+      .positive()
+      .default(5)
+      .describe('Hellos the mesh port accepts per remote IP per second (burst 4x), before any is parsed'),
     // Behind NAT or in containers the bound address is not the one peers can dial.
     meshAdvertisedAddress: z
       .string()

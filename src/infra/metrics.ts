@@ -77,6 +77,18 @@ export function createMetrics() {
       labelNames: ['reason'],
       registers: r,
     }),
+    meshTunnelsClosed: new Counter({
+      name: 'apiary_mesh_tunnel_closed_total',
+      help: 'mesh tunnels ended, by reason (ended, draining, stale, lost, protocol; forged, replayed, reordered: a sealed frame that did not open)',
+      labelNames: ['reason'],
+      registers: r,
+    }),
+    meshHellosRefused: new Counter({
+      name: 'apiary_mesh_hellos_refused_total',
+      help: 'mesh handshakes this node refused as acceptor (rate-limited, unknown-runtime, invalid)',
+      labelNames: ['reason'],
+      registers: r,
+    }),
     meshRegistrySkipped: new Counter({
       name: 'apiary_mesh_registry_skipped_total',
       help: 'mesh readiness records skipped (malformed, expired, foreign, unsigned)',

@@ -17,6 +17,7 @@ import type { Metrics } from '../infra/metrics.js'
 import { type RelayKey, signAsRelay } from '../infra/relay-key.js'
 import type { CommunityRecord } from '../infra/store/community-store.js'
 import type { Verifier } from '../infra/verify/verifier.js'
+import type { ForwardedAuth } from '../protocols/mesh/session-frames.js'
 import type { VerifiedEvent } from '../protocols/nip01/event.js'
 import type { Backends } from './backends.js'
 
@@ -31,7 +32,9 @@ export interface CommunitiesDeps {
   log: Logger
   nowSeconds: () => number
   /** the relay mesh, when on: channel changes go to each channel's owner node */
-  mesh?: { moderate(community: string, channel: string, event: VerifiedEvent, raw: string): Promise<PublishOutcome> }
+  mesh?: {
+    moderate(community: string, channel: string, event: VerifiedEvent, raw: string, auth: ForwardedAuth): Promise<PublishOutcome>
+  }
 }
 
 export interface Communities {

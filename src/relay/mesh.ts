@@ -3,11 +3,13 @@
 // Only in cluster mode with APIARY_MESH=on; otherwise the community actor stays every channel's owner.
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { schnorr } from '@noble/curves/secp256k1.js'
+import { AccessGate } from '../actors/community/access-gate.js'
 import { communityPath } from '../actors/community/community-actor.js'
 import type { RelayEvent } from '../actors/community/community-channels.js'
 import { type CommunityMsg, type PublishOutcome, REDELIVER } from '../actors/community/messages.js'
 import { ask, type Kernel, tell, tellUntilTaken } from '../actors/kernel/index.js'
 import type { OwnerSinks } from '../actors/mesh/channel-owner.js'
+import { type ForwardedWriteDeps, judgeForwardedWrite } from '../actors/mesh/forwarded-write.js'
 import {
   type Membership,
   type MembershipDeps,
@@ -19,19 +21,29 @@ import { type SessionAnswer, type SessionDeps, type SessionMsg, type SessionView
 import type { Config } from '../infra/config.js'
 import type { Tenants } from '../infra/http/tenants.js'
 import type { Logger } from '../infra/log.js'
+import { createHelloBudget } from '../infra/mesh/hello-budget.js'
 import { createReadinessRegistry } from '../infra/mesh/readiness-registry.js'
 import { createSessionDirectory } from '../infra/mesh/session-directory.js'
-import type { Tunnel, TunnelHandlers } from '../infra/mesh/tunnel.js'
+import type { Tunnel, TunnelEnd, TunnelHandlers } from '../infra/mesh/tunnel.js'
 import { dialTunnel, startTunnelServer, type TunnelSetup } from '../infra/mesh/tunnel-handshake.js'
 import type { Metrics } from '../infra/metrics.js'
 import type { RedisClient } from '../infra/redis/connect.js'
 import { type RelayKey, signAsRelay } from '../infra/relay-key.js'
+import { createBanLookup } from '../infra/store/ban-lookup.js'
+import type { CommunityRecord } from '../infra/store/community-store.js'
 import type { Verifier } from '../infra/verify/verifier.js'
 import { attestRuntime } from '../protocols/mesh/attestation.js'
 import { encodeJsonPayload, FrameType, MESH_PROTOCOL_VERSION, parseJsonPayload } from '../protocols/mesh/frames.js'
 import type { MeshIdentity } from '../protocols/mesh/hello.js'
 import { buildReadinessRecord, READINESS_REFRESH_MS } from '../protocols/mesh/readiness.js'
-import { type ModerateReply, type ModerateRequest, parseModerateReply, parseModerateRequest } from '../protocols/mesh/session-frames.js'
+import {
+  type ForwardedAuth,
+  type ModerateReply,
+  type ModerateRequest,
+  NO_AUTH,
+  parseModerateReply,
+  parseModerateRequest,
+} from '../protocols/mesh/session-frames.js'
 import { channelSessionId } from '../protocols/mesh/session-id.js'
 import type { MeshStatus } from '../protocols/mesh/status.js'
 import { asVerified, parseEventShape, type VerifiedEvent } from '../protocols/nip01/event.js'
@@ -44,7 +56,7 @@ export interface Mesh {
   readonly endpoint: string
   status(): MeshStatus
   /** decide a channel's moderation event on its owner node (here or over the tunnel) */
-  moderate(community: string, channel: string, event: VerifiedEvent, raw: string): Promise<PublishOutcome>
+  moderate(community: string, channel: string, event: VerifiedEvent, raw: string, auth: ForwardedAuth): Promise<PublishOutcome>
   /** SIGTERM: gossip draining, hand every owned session over (RELEASE), say goodbye to the peers */
   drain(): Promise<void>
   close(): Promise<void>
@@ -74,6 +86,12 @@ const GOSSIP_INTERVAL_MS = 2_000
 // holds only the seed, and a peer that stalls 2 s (3 s of silence) stays at phi ~2.
 const HEARTBEAT_INTERVAL_MS = 1_000
 const RECONCILE_INTERVAL_MS = 5_000
+/** IPs the Hello budget tracks at once: mesh peers are a handful of addresses */
+const HELLO_BUDGET_MAX_IPS = 4_096
+/** At most one registry listing a second for Hellos that name a runtime not yet listed (a peer just started). */
+const KNOWN_REFRESH_MS = 1_000
+/** Refused Hellos are counted each; logged at most once per this interval, with how many were not logged. */
+const REFUSAL_LOG_MS = 10_000
 /** How long a moderation event waits for its owner (here or elsewhere) before `error:`; under the client's 30 s. */
 const WORK_DEADLINE_MS = 15_000
 const ASK_MS = WORK_DEADLINE_MS + 5_000
@@ -130,13 +148,20 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     const json = parseJsonPayload(body)
     const request = json.ok ? parseModerateRequest(json.value) : json
     if (!request.ok) throw new Error(request.error)
-    const { fence, event: raw } = request.value
+    const { fence, event: raw, auth = NO_AUTH } = request.value
     const shape = parseEventShape(raw)
     if (!shape || (await d.verifier.verify(shape)) !== 'ok') throw new Error(reason('invalid', 'forwarded event does not verify'))
     const channel = fence.session.slice('channel:'.length)
     const answer = await ask<SessionMsg, SessionAnswer>(
       sessionRef(fence.community, channel),
-      (reply) => ({ type: 'Moderate', event: asVerified(shape), raw, reply, remote: { generation: fence.generation, owner: fence.owner } }),
+      (reply) => ({
+        type: 'Moderate',
+        event: asVerified(shape),
+        raw,
+        auth,
+        reply,
+        remote: { generation: fence.generation, owner: fence.owner },
+      }),
       ASK_MS,
     )
     const reply: ModerateReply =
@@ -156,6 +181,52 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     return encodeJsonPayload(reply)
   }
 
+  // The runtimes the readiness registry lists: a Hello naming another is refused before any signature check.
+  // Refreshed by every listing; a miss asks for one more (at most one a second), for a peer that just started.
+  let known = new Set<string>()
+  let lastRefreshMs = Number.NEGATIVE_INFINITY
+  const listReady = async () => {
+    const records = await registry.list(Date.now())
+    known = new Set(records.map((r) => r.runtime))
+    return records
+  }
+  const isKnownRuntime = (runtime: string) => {
+    if (known.has(runtime)) return true
+    const now = performance.now()
+    if (now - lastRefreshMs >= KNOWN_REFRESH_MS) {
+      lastRefreshMs = now
+      listReady().catch((error: unknown) => log.warn({ err: error }, 'mesh readiness registry not listed'))
+    }
+    return false
+  }
+  const helloBudget = createHelloBudget({
+    perSecond: config.meshHellosPerIpPerSecond,
+    burst: Math.max(1, Math.ceil(config.meshHellosPerIpPerSecond * 4)),
+    maxIps: HELLO_BUDGET_MAX_IPS,
+  })
+  let refusalsUnlogged = 0
+  let refusalLoggedAtMs = Number.NEGATIVE_INFINITY
+  const refused = (why: string, refusal: string) => {
+    d.metrics.meshHellosRefused.inc({ reason: refusal })
+    const now = performance.now()
+    if (now - refusalLoggedAtMs < REFUSAL_LOG_MS) {
+      refusalsUnlogged++
+      return
+    }
+    log.warn({ why, notLogged: refusalsUnlogged }, 'mesh tunnel refused')
+    refusalLoggedAtMs = now
+    refusalsUnlogged = 0
+  }
+  // every tunnel's end is counted; one that ended on a frame that did not open is logged too
+  const watch = (t: Tunnel) => {
+    void t.closed.then((end: TunnelEnd) => {
+      d.metrics.meshTunnelsClosed.inc({ reason: end.reason })
+      if (end.reason === 'forged' || end.reason === 'replayed' || end.reason === 'reordered')
+        log.warn({ peer: t.peer, reason: end.reason }, 'mesh tunnel closed: a frame did not open')
+    })
+    return t
+  }
+
   // a Ping is the peer's heartbeat (it needs no answer); gossip goes to membership
   const handlersFor = (peer: string): TunnelHandlers => ({
     onRequest: (body) => answerRequest(body),
@@ -163,7 +234,13 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
       if (membership && type !== FrameType.Pong) tell(membership.ref, { type: 'Control', peer, ping: type === FrameType.Ping, payload })
     },
   })
-  const setup: TunnelSetup = { identity, anchorRelayPubkey: d.relayKey.pubkey, handlersFor }
+  const setup: TunnelSetup = {
+    identity,
+    anchorRelayPubkey: d.relayKey.pubkey,
+    handlersFor,
+    helloBudget,
+    isKnownRuntime,
+  }
   // this node's own stalls (GC, a blocked loop, SIGSTOP): suspicion of peers is suppressed after one
   const loopDelay = monitorEventLoopDelay({ resolution: 20 })
   loopDelay.enable()
@@ -173,10 +250,11 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     config.meshPort,
     setup,
     (t) => {
+      watch(t)
       if (membership) membership.accept(t)
       else t.goodbye('ended')
     },
-    (why) => log.warn({ why }, 'mesh tunnel refused'),
+    refused,
   )
   const endpoint = `ws://${advertised(config.meshAdvertisedAddress, bindHost, server.port)}`
   const membershipDeps: MembershipDeps = {
@@ -188,7 +266,7 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     readinessRefreshMs: READINESS_REFRESH_MS,
     links,
     peers,
-    listReady: () => registry.list(Date.now()),
+    listReady,
     publishReady: ({ load, draining: drainingNow }) => {
       if (!d.ready() && !drainingNow) return undefined
       const record = buildReadinessRecord(
@@ -208,7 +286,7 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     },
     peerDeps: {
       self: runtime,
-      dial: (ep, peer) => dialTunnel(ep, peer, setup),
+      dial: (ep, peer) => dialTunnel(ep, peer, setup).then(watch),
       links,
       log,
     },
@@ -247,11 +325,11 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     runtime,
     endpoint,
     status: () => ({ runtime, draining, peers: [...peers.values()], sessions: [...sessions.values()] }),
-    async moderate(community, channel, event, raw) {
+    async moderate(community, channel, event, raw, auth) {
       if (draining) return { accepted: false, message: reason('error', 'this node is shutting down, retry') }
       const answer = await ask<SessionMsg, SessionAnswer>(
         sessionRef(community, channel),
-        (reply) => ({ type: 'Moderate', event, raw, reply }),
+        (reply) => ({ type: 'Moderate', event, raw, auth, reply }),
         ASK_MS,
       )
       return 'refused' in answer ? { accepted: false, message: reason('error', 'the channel owner is moving, retry') } : answer.outcome
@@ -291,12 +369,31 @@ export function openMesh(o: OpenMeshDeps): Promise<Mesh> {
     if (!ref) return o.log.warn({ community }, lost)
     tellUntilTaken(ref, msg, { ...REDELIVER, onGiveUp: () => o.log.warn({ community }, lost) })
   }
+  const forwardedDeps: ForwardedWriteDeps = {
+    record: (community) => tenants.byId(community),
+    gate: (record) => gateOf(record),
+    banOf: createBanLookup(b.communities, o.nowSeconds),
+    authRequired: o.config.authRequired,
+    relayPubkey: key.pubkey,
+    nowSeconds: o.nowSeconds,
+  }
+  // membership answered fresh from the store (no cache: a forwarded channel change is rare, a stale yes is not)
+  const gateOf = (record: CommunityRecord) =>
+    new AccessGate({
+      community: record.id,
+      channels: b.channels,
+      record: () => record,
+      allowedAmong: (pubkeys) => b.communities.allowedAmong(record.id, pubkeys),
+      ttlMs: 0,
+      nowMs: () => Date.now(),
+    })
   const sinks: OwnerSinks = {
     events: b.postgresEvents,
     channels: b.channels,
     relayPubkey: key.pubkey,
     sign: (t, createdAt) => signAsRelay(key, t, createdAt),
     isModerator: (community, pubkey) => pubkey === key.pubkey || (tenants.byId(community)?.admins.includes(pubkey) ?? false),
+    judgeForwarded: (community, event, auth) => judgeForwardedWrite(community, event, auth, forwardedDeps),
     // never taken: this node's caches and the other nodes' fall back on their TTL (accessCacheTtlMs)
     invalidate: async (community, op) =>
       tellCommunity(community, { type: 'InvalidateCache', op, broadcast: true }, 'mesh: a cache invalidation never reached its community'),

@@ -1,8 +1,10 @@
 // A community's own rules for writes (docs/architecture.md §6.3), checked by its actor before anything is stored: the write
 // policy, the AUTH requirement, the NIP-86 kind rules and banned events. The relay's own events pass.
 import type { CommunityRecord, CommunitySettings } from '../../infra/store/community-store.js'
+import { KIND_DEPARTURE } from '../../protocols/agent-registry.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
-import { KIND_DELETION, KIND_PRESENCE } from '../../protocols/nip01/kinds.js'
+import { KIND_AUTH, KIND_DELETION, KIND_PRESENCE } from '../../protocols/nip01/kinds.js'
+import { isExpired } from '../../protocols/nip40.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import { checkRoleDomains } from '../../protocols/role-domains.js'
 import type { ConnView } from './subscription-index.js'
@@ -22,6 +24,20 @@ export const writePolicyOf = (s: CommunitySettings, authRequired: boolean) =>
 
 // Kinds the relay needs whatever the allow list says: deletion, presence, and NIP-29's channel events.
 const isExemptKind = (kind: number) => kind === KIND_DELETION || kind === KIND_PRESENCE || (kind >= 9000 && kind <= 9022)
+
+/** Who writes: the pubkeys a connection authenticated as, and each agent's owner (ConnView's, or a forwarded write's). */
+export type WriterView = Pick<ConnView, 'authed' | 'owners'>
+
+/** What no community accepts from anyone: an AUTH event stored, an expired event, the relay's own kinds. */
+export function checkEventRules(event: NostrEvent, relayPubkey: string, nowSeconds: number): Reason | null {
+  // NIP-42: AUTH events travel in AUTH messages only and are never stored or relayed.
+  if (event.kind === KIND_AUTH) return reason('invalid', 'kind 22242 is only accepted in AUTH messages')
+  if (isExpired(event, nowSeconds)) return reason('invalid', 'event has expired')
+  // a departure is the relay's word that an agent left: nobody else may say it (docs/agent-registry.md)
+  if (event.kind === KIND_DEPARTURE && event.pubkey !== relayPubkey)
+    return reason('restricted', `kind ${KIND_DEPARTURE} is published by the relay only`)
+  return null
+}
 
 /** The roster's roles, built once per record (a record is replaced, never changed, on RecordChanged). */
 const rolesByRecord = new WeakMap<CommunityRecord, Map<string, string | null>>()
@@ -46,7 +62,7 @@ export function checkRoles(record: CommunityRecord, event: NostrEvent, owner?: s
 }
 
 /** The kind rules, then the role domains: everything decided from the record (and the connection's attestations). */
-const checkRecord = (record: CommunityRecord, event: NostrEvent, conn: ConnView): Reason | null =>
+const checkRecord = (record: CommunityRecord, event: NostrEvent, conn: WriterView): Reason | null =>
   checkKind(record, event.kind) ?? checkRoles(record, event, conn.owners.get(event.pubkey))
 
 export function checkKind(record: CommunityRecord, kind: number): Reason | null {
@@ -61,7 +77,7 @@ export function checkKind(record: CommunityRecord, kind: number): Reason | null 
 export function checkWriteNow(
   record: CommunityRecord,
   event: NostrEvent,
-  conn: ConnView,
+  conn: WriterView,
   gate: MembershipAnswers,
   authRequired: boolean,
 ): Reason | null | undefined {
@@ -80,7 +96,7 @@ export function checkWriteNow(
 export async function checkWrite(
   record: CommunityRecord,
   event: NostrEvent,
-  conn: ConnView,
+  conn: WriterView,
   gate: MembershipAnswers,
   authRequired: boolean,
 ): Promise<Reason | null> {

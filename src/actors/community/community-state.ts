@@ -7,6 +7,7 @@ import type { CommunityRecord, CommunityStore } from '../../infra/store/communit
 import type { EventStore } from '../../infra/store/event-store.js'
 import type { Verifier } from '../../infra/verify/verifier.js'
 import type { Limits } from '../../protocols/limits.js'
+import type { ForwardedAuth } from '../../protocols/mesh/session-frames.js'
 import type { NostrEvent, VerifiedEvent } from '../../protocols/nip01/event.js'
 import type { EventTemplate } from '../../protocols/nip01/sign.js'
 import type { ActorContext, TypedRef } from '../kernel/index.js'
@@ -62,7 +63,9 @@ export interface CommunityDeps {
   /** this community's agent registry (src/actors/registry/), told of heartbeats, announcements and goodbyes; looked up per message */
   registry: () => TypedRef<RegistryMsg> | undefined
   /** the relay mesh (cluster mode, APIARY_MESH=on): channel changes are decided by each channel's owner node */
-  mesh?: { moderate(community: string, channel: string, event: VerifiedEvent, raw: string): Promise<PublishOutcome> }
+  mesh?: {
+    moderate(community: string, channel: string, event: VerifiedEvent, raw: string, auth: ForwardedAuth): Promise<PublishOutcome>
+  }
 }
 
 /**

@@ -4,16 +4,15 @@
 // Saved (write-commit.ts takes it from there). Many writes are in flight at once; where order matters (a
 // channel change and the writes to that channel behind it) write-order.ts keeps it by sequence (§7).
 import type { SaveOutcome } from '../../infra/store/event-store.js'
-import { KIND_DEPARTURE } from '../../protocols/agent-registry.js'
+import { NO_AUTH } from '../../protocols/mesh/session-frames.js'
 import type { VerifiedEvent } from '../../protocols/nip01/event.js'
-import { KIND_AUTH, kindClass } from '../../protocols/nip01/kinds.js'
+import { kindClass } from '../../protocols/nip01/kinds.js'
 import { channelTagOf, parseChannelAction } from '../../protocols/nip29.js'
-import { isExpired } from '../../protocols/nip40.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import type { Result } from '../../protocols/result.js'
 import { pipeTo, tell } from '../kernel/index.js'
 import { type ChannelPlan, planChannelEvent, planChannelEventNow } from './community-channels.js'
-import { checkWrite, checkWriteNow } from './community-policy.js'
+import { checkEventRules, checkWrite, checkWriteNow } from './community-policy.js'
 import type { CommunityDeps, CommunityState, Ctx } from './community-state.js'
 import { type CommunityMsg, type PublishMsg, REDELIVER, type SavedMsg } from './messages.js'
 import { writeEphemeral } from './presence-writes.js'
@@ -25,12 +24,8 @@ const STALE_PREPARED_MS = 25_000
 
 export function onPublish(state: CommunityState, msg: PublishMsg, ctx: Ctx, deps: CommunityDeps): CommunityState {
   const { event, reply } = msg
-  // NIP-42: AUTH events travel in AUTH messages only and are never stored or relayed.
-  if (event.kind === KIND_AUTH) return refuse(state, reply, reason('invalid', 'kind 22242 is only accepted in AUTH messages'))
-  if (isExpired(event, deps.nowSeconds())) return refuse(state, reply, reason('invalid', 'event has expired'))
-  // a departure is the relay's word that an agent left: nobody else may say it (docs/agent-registry.md)
-  if (event.kind === KIND_DEPARTURE && event.pubkey !== deps.cluster.relayPubkey)
-    return refuse(state, reply, reason('restricted', `kind ${KIND_DEPARTURE} is published by the relay only`))
+  const broken = checkEventRules(event, deps.cluster.relayPubkey, deps.nowSeconds())
+  if (broken) return refuse(state, reply, broken)
   const order = state.writes.admit(msg, channelTagOf(event))
   if (order === 'held') return state
   if (order === 'full') return refuse(state, reply, reason('error', 'too many writes waiting in this community, retry shortly'))
@@ -108,7 +103,9 @@ export function onPrepared(
   const plan = outcome.value.value
   if (kindClass(event.kind) === 'ephemeral') return writeEphemeral(state, publish, ctx, deps)
   if (plan?.forward && deps.mesh) {
-    const moderated = deps.mesh.moderate(deps.record.id, plan.action.channel, event, raw)
+    // the owner judges the write again on this client's AUTH (actors/mesh/forwarded-write.ts)
+    const auth = publish.conn ? { pubkeys: [...publish.conn.authed], owners: [...publish.conn.owners] } : NO_AUTH
+    const moderated = deps.mesh.moderate(deps.record.id, plan.action.channel, event, raw, auth)
     pipeTo(ctx.self, moderated, (o): CommunityMsg => ({ type: 'Moderated', publish, ordered, outcome: o }), {
       ...REDELIVER,
       onGiveUp: () => reply({ accepted: false, message: NOT_PROCESSED }),

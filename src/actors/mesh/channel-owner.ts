@@ -7,10 +7,11 @@ import type { ChannelStore, ChannelWrites } from '../../infra/store/channel-stor
 import type { EventStore, SaveOutcome } from '../../infra/store/event-store.js'
 import type { SessionFence } from '../../infra/store/session-fence.js'
 import type { CacheInvalidationOp } from '../../protocols/control.js'
+import type { ForwardedAuth } from '../../protocols/mesh/session-frames.js'
 import { GENERATION_TAG } from '../../protocols/mesh/state-generation.js'
 import type { NostrEvent, VerifiedEvent } from '../../protocols/nip01/event.js'
 import type { EventTemplate } from '../../protocols/nip01/sign.js'
-import { reason } from '../../protocols/reasons.js'
+import { type Reason, reason } from '../../protocols/reasons.js'
 import { ChannelReads } from '../community/channel-reads.js'
 import {
   applyChannelPlan,
@@ -31,6 +32,8 @@ export interface OwnerSinks {
   channels: ChannelStore
   relayPubkey: string
   sign: (t: EventTemplate, createdAt: number) => NostrEvent
+  /** a write a peer forwarded, judged as a local client's would be (forwarded-write.ts): its refusal, or null */
+  judgeForwarded: (community: string, event: VerifiedEvent, auth: ForwardedAuth) => Promise<Reason | null>
   /** community admins and the relay moderate every channel */
   isModerator: (community: string, pubkey: string) => boolean
   /** drop the cache keys on every node (the local community and the bus) */
@@ -52,6 +55,7 @@ export interface Moderated {
 /**
  * Decide and apply one moderation event as the session's owner. `leaseHeld` is asked before every write: a
  * lease believed lost stops the work with LeaseLostError (the fence would refuse the write anyway).
+ * `forwarded`: a peer's client's AUTH state; the write is judged on it first, as a local one was by its community.
  */
 export async function moderateAsOwner(
   event: VerifiedEvent,
@@ -60,7 +64,12 @@ export async function moderateAsOwner(
   channel: string,
   sinks: OwnerSinks,
   lease: OwnerLease,
+  forwarded?: ForwardedAuth,
 ): Promise<Moderated> {
+  if (forwarded) {
+    const refused = await sinks.judgeForwarded(fence.community, event, forwarded)
+    if (refused) return { outcome: { accepted: false, message: refused }, events: [] }
+  }
   const deps = channelDeps(fence, sinks, lease)
   const plan = await planChannelEvent(event, deps)
   if (!plan.ok) return { outcome: { accepted: false, message: plan.error }, events: [] }

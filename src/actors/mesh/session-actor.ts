@@ -6,7 +6,7 @@
 // one. A lost lease (failed renew, a fence refusal) stops the actor at once: the next message starts afresh.
 import type { AcquireOutcome, FenceRejection, LeaseRecord, RenewOutcome, SessionDirectory } from '../../infra/mesh/session-directory.js'
 import { FencedError } from '../../infra/store/session-fence.js'
-import type { ModerateReply, ModerateRequest } from '../../protocols/mesh/session-frames.js'
+import type { ForwardedAuth, ModerateReply, ModerateRequest } from '../../protocols/mesh/session-frames.js'
 import type { VerifiedEvent } from '../../protocols/nip01/event.js'
 import { reason } from '../../protocols/reasons.js'
 import { DeferredState, type RelayEvent, type StateWanted } from '../community/community-channels.js'
@@ -21,7 +21,14 @@ export type SessionAnswer =
 
 /** A moderation event, or the channel's state published again (deferred past a burst of changes). */
 type Work = { reply: (a: SessionAnswer) => void; deadlineMs: number; failures?: number } & (
-  | { kind: 'moderate'; event: VerifiedEvent; raw: string }
+  | {
+      kind: 'moderate'
+      event: VerifiedEvent
+      raw: string
+      /** the client's AUTH state: sent along when forwarded, judged on by the owner when the work came from a peer */
+      auth: ForwardedAuth
+      fromPeer: boolean
+    }
   | { kind: 'state'; what: StateWanted }
 )
 
@@ -31,6 +38,7 @@ export type SessionMsg =
       event: VerifiedEvent
       raw: string
       reply: (a: SessionAnswer) => void
+      auth: ForwardedAuth
       remote?: { generation: number; owner: string }
     }
   | { type: 'Acquire' }
@@ -183,7 +191,7 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
       const running =
         work.kind === 'state'
           ? publishStateAsOwner(work.what, fence, channel, deps.sinks, ownerLease)
-          : moderateAsOwner(work.event, work.raw, fence, channel, deps.sinks, ownerLease)
+          : moderateAsOwner(work.event, work.raw, fence, channel, deps.sinks, ownerLease, work.fromPeer ? work.auth : undefined)
       pipeTo(self, running, (o): SessionMsg => ({ type: 'Done', outcome: o }), PIPE)
     } else if (mode.role === 'forwarder') {
       if (work.kind === 'state') {
@@ -197,6 +205,7 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
         op: 'moderate',
         fence: { community, session, generation: mode.holder.generation, owner: mode.holder.owner },
         event: work.raw,
+        auth: work.auth,
       }
       pipeTo(
         self,
@@ -243,7 +252,15 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
         return refused.refused === 'future' ? stopNow(state, self, 'superseded') : state
       }
     }
-    state.queue.push({ kind: 'moderate', event: msg.event, raw: msg.raw, reply: msg.reply, deadlineMs: deps.now() + deps.workDeadlineMs })
+    state.queue.push({
+      kind: 'moderate',
+      event: msg.event,
+      raw: msg.raw,
+      auth: msg.auth,
+      fromPeer: msg.remote !== undefined,
+      reply: msg.reply,
+      deadlineMs: deps.now() + deps.workDeadlineMs,
+    })
     next(state, self)
     return state
   }

@@ -25,8 +25,11 @@ import {
   proveRuntime,
   toHello,
 } from '../../protocols/mesh/hello.js'
+import { reason } from '../../protocols/reasons.js'
 import type { Result } from '../../protocols/result.js'
+import type { HelloBudget } from './hello-budget.js'
 import { DEFAULT_TUNNEL_LIMITS, openTunnel, type Tunnel, TunnelError, type TunnelHandlers, type TunnelLimits } from './tunnel.js'
+import { deriveTunnelSeal, SEAL_OVERHEAD_BYTES } from './tunnel-seal.js'
 
 export interface TunnelSetup {
   identity: MeshIdentity
@@ -35,10 +38,21 @@ export interface TunnelSetup {
   handlersFor(peer: string): TunnelHandlers
   limits?: TunnelLimits
   handshakeTimeoutMs?: number
+  /**
+   * Acceptor: each Hello is charged to the IP it came from, before anything costly (a signature check, our
+   * proof's signature): a stranger's Hellos must stay cheap to refuse. One past the budget is dropped unread,
+   * and so is a connection from an IP whose budget is spent.
+   */
+  helloBudget?: HelloBudget
+  /** Acceptor: is `runtime` in the readiness registry? A Hello naming another is refused before any signature check. */
+  isKnownRuntime?(runtime: string): boolean
 }
 
-/** One frame's payload: no mesh frame is larger, so ws refuses anything more before it is buffered. */
-export const MAX_MESSAGE_BYTES = FRAME_HEADER_BYTES + MAX_FRAME_PAYLOAD_BYTES
+/** Why an acceptor refused a Hello: the label of the refusal's count (apiary_mesh_hellos_refused_total). */
+export type HelloRefusal = 'rate-limited' | 'unknown-runtime' | 'invalid'
+
+/** One sealed frame: no mesh message is larger, so ws refuses anything more before it is buffered. */
+export const MAX_MESSAGE_BYTES = FRAME_HEADER_BYTES + MAX_FRAME_PAYLOAD_BYTES + SEAL_OVERHEAD_BYTES
 const DEFAULT_HANDSHAKE_TIMEOUT_MS = 5_000
 
 const newNonce = () => randomBytes(32).toString('hex')
@@ -76,10 +90,16 @@ function readPeerHello(data: Buffer, isBinary: boolean, anchorRelayPubkey: strin
 }
 
 /** Runs `step` on each message until it returns a tunnel or a refusal; times out after `ms`. */
+/** A step's answer: close the socket at once, send nothing, and reject with SPENT. */
+const DROP = Symbol('drop')
+const SPENT = reason('rate-limited', 'too many mesh hellos from this address')
+// one error for every drop: a stranger's flood should not pay for a stack trace per Hello
+const SPENT_ERROR = new TunnelError('HANDSHAKE', SPENT)
+
 function handshake(
   socket: WebSocket,
   ms: number,
-  steps: ((data: Buffer, isBinary: boolean) => Tunnel | string | undefined)[],
+  steps: ((data: Buffer, isBinary: boolean) => Tunnel | string | typeof DROP | undefined)[],
 ): Promise<Tunnel> {
   return new Promise((resolve, reject) => {
     let i = 0
@@ -93,7 +113,11 @@ function handshake(
     const timer = setTimeout(() => fail(`invalid: mesh handshake not finished within ${ms} ms`), ms)
     const onMessage = (data: Buffer, isBinary: boolean) => {
       const out = steps[i++]?.(data, isBinary)
-      if (typeof out === 'string') fail(out, out.startsWith('stale') ? 'stale' : undefined)
+      if (out === DROP) {
+        cleanup()
+        socket.terminate()
+        reject(SPENT_ERROR)
+      } else if (typeof out === 'string') fail(out, out.startsWith('stale') ? 'stale' : undefined)
       else if (out) {
         cleanup()
         resolve(out)
@@ -133,10 +157,19 @@ export function dialTunnel(endpoint: string, expectedPeer: string, setup: Tunnel
           const proved = checkProof(hello.value.proof, 'acceptor', nonce, hello.value.runtime, self)
           if (!proved.ok) return proved.error
           sendJson(socket, FrameType.HelloProof, { proof: proveRuntime(identity, 'dialer', hello.value.nonce, expectedPeer) })
+          const sealing = deriveTunnelSeal({
+            role: 'dialer',
+            secretKey: identity.runtimeKey.secretKey,
+            self,
+            peer: expectedPeer,
+            dialerNonce: nonce,
+            acceptorNonce: hello.value.nonce,
+          })
           return openTunnel(
             socket,
             { self, peer: expectedPeer, role: 'dialer' },
             setup.handlersFor(expectedPeer),
+            sealing,
             setup.limits ?? DEFAULT_TUNNEL_LIMITS,
           )
         },
@@ -145,21 +178,48 @@ export function dialTunnel(endpoint: string, expectedPeer: string, setup: Tunnel
   })
 }
 
-/** Accept tunnels on `server`'s connections; `onTunnel` gets each one that completed its handshake. */
+/** The runtime a Hello names, read without checking anything else (that comes after the cheap gates). */
+function namedRuntime(json: unknown): string | undefined {
+  const runtime = (json as { runtime?: unknown } | null)?.runtime
+  return typeof runtime === 'string' ? runtime : undefined
+}
+
+/**
+ * Accept tunnels on `server`'s connections; `onTunnel` gets each one that completed its handshake. A Hello is
+ * judged cheapest check first: the IP's budget, then a runtime the registry lists, and only then signatures.
+ */
 export function acceptTunnels(
   server: WebSocketServer,
   setup: TunnelSetup,
   onTunnel: (t: Tunnel) => void,
-  onRefused: (why: string) => void,
+  onRefused: (why: string, refusal: HelloRefusal) => void,
 ): void {
   const { identity, anchorRelayPubkey } = setup
   const self = identity.runtimeKey.pubkey
-  server.on('connection', (socket) => {
+  const budget = setup.helloBudget
+  server.on('connection', (socket, request) => {
+    const ip = request.socket.remoteAddress ?? 'unknown'
+    // dropped, not answered: an Error frame and a close handshake would cost more than the stranger's connection
+    if (budget?.spent(ip)) {
+      socket.terminate()
+      return onRefused(SPENT, 'rate-limited')
+    }
     const nonce = newNonce()
     let dialer: Hello | undefined
+    let refusal: HelloRefusal = 'invalid'
+    const refuse = <T extends string | typeof DROP>(kind: HelloRefusal, why: T): T => {
+      refusal = kind
+      return why
+    }
     handshake(socket, setup.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS, [
       (data, isBinary) => {
-        const hello = readPeerHello(data, isBinary, anchorRelayPubkey, self)
+        if (budget && !budget.admit(ip)) return refuse('rate-limited', DROP)
+        const json = readHandshake(data, isBinary, FrameType.Hello)
+        if (!json.ok) return json.error
+        const runtime = namedRuntime(json.value)
+        if (runtime !== undefined && setup.isKnownRuntime && !setup.isKnownRuntime(runtime))
+          return refuse('unknown-runtime', reason('restricted', `runtime ${runtime.slice(0, 12)} is not in the readiness registry`))
+        const hello = parseHello(json.value, anchorRelayPubkey, self)
         if (!hello.ok) return hello.error
         if (hello.value.to !== self) return `stale: this endpoint is runtime ${self.slice(0, 12)}`
         dialer = hello.value
@@ -177,14 +237,23 @@ export function acceptTunnels(
         if (!proof.ok) return proof.error
         const proved = checkProof(proof.value, 'dialer', nonce, dialer.runtime, self)
         if (!proved.ok) return proved.error
+        const sealing = deriveTunnelSeal({
+          role: 'acceptor',
+          secretKey: identity.runtimeKey.secretKey,
+          self,
+          peer: dialer.runtime,
+          dialerNonce: dialer.nonce,
+          acceptorNonce: nonce,
+        })
         return openTunnel(
           socket,
           { self, peer: dialer.runtime, role: 'acceptor' },
           setup.handlersFor(dialer.runtime),
+          sealing,
           setup.limits ?? DEFAULT_TUNNEL_LIMITS,
         )
       },
-    ]).then(onTunnel, (e: Error) => onRefused(e.message))
+    ]).then(onTunnel, (e: Error) => onRefused(e.message, refusal))
   })
 }
 
@@ -199,7 +268,7 @@ export async function startTunnelServer(
   port: number,
   setup: TunnelSetup,
   onTunnel: (t: Tunnel) => void,
-  onRefused: (why: string) => void,
+  onRefused: (why: string, refusal: HelloRefusal) => void,
 ): Promise<TunnelServer> {
   const server = new WebSocketServer({ host, port, maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false })
   await new Promise<void>((resolve, reject) => {

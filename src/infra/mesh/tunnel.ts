@@ -34,6 +34,7 @@ import {
   parseJsonPayload,
 } from '../../protocols/mesh/frames.js'
 import type { HelloRole } from '../../protocols/mesh/hello.js'
+import type { SealBreak, TunnelSeal } from './tunnel-seal.js'
 
 export type GoodbyeReason = 'ended' | 'draining' | 'stale'
 export type ControlType = typeof FrameType.Gossip | typeof FrameType.Ping | typeof FrameType.Pong
@@ -49,8 +50,11 @@ export class TunnelError extends Error {
 }
 
 export interface TunnelEnd {
-  /** a Goodbye's reason, or `lost` (socket closed without one), or `protocol` (a framing violation) */
-  reason: GoodbyeReason | 'lost' | 'protocol'
+  /**
+   * a Goodbye's reason, or `lost` (socket closed without one), or `protocol` (a framing violation), or a sealed
+   * frame that did not open: `forged` (altered, injected), `replayed`, `reordered` (tunnel-seal.ts)
+   */
+  reason: GoodbyeReason | 'lost' | 'protocol' | SealBreak
   /** the peer said it (its Goodbye or Error), rather than this side */
   byPeer: boolean
 }
@@ -117,10 +121,12 @@ interface Inbound {
   onSent?: () => void
 }
 
+/** `sealing` seals every frame this side sends and opens every frame the peer sends (tunnel-seal.ts). */
 export function openTunnel(
   socket: WebSocket,
   who: { self: string; peer: string; role: HelloRole },
   handlers: TunnelHandlers,
+  sealing: TunnelSeal,
   limits = DEFAULT_TUNNEL_LIMITS,
 ): Tunnel {
   const { peer, role } = who
@@ -135,7 +141,7 @@ export function openTunnel(
     resolveClosed = r
   })
 
-  const send = (frame: MeshFrame) => socket.send(encodeFrame(frame))
+  const send = (frame: MeshFrame) => socket.send(sealing.seal(encodeFrame(frame)))
   const isPeerStream = (stream: number) => stream !== CONTROL_STREAM_ID && (stream % 2 === 1) === (role === 'acceptor')
 
   // One body of several chunks leaves at a time (single-frame bodies pass beside it), so the peer holds at most
@@ -344,7 +350,10 @@ export function openTunnel(
   socket.on('message', (data: Buffer, isBinary: boolean) => {
     if (ended) return
     if (!isBinary) return violation('text message on a mesh tunnel')
-    const parsed = parseFrame(new Uint8Array(data.buffer, data.byteOffset, data.byteLength))
+    const opened = sealing.open(data)
+    // no Error frame: whoever altered this one sits on the path and would drop or alter that too
+    if (!opened.ok) return finish({ reason: opened.why, byPeer: false })
+    const parsed = parseFrame(opened.frame)
     if (!parsed.ok) return violation(parsed.error)
     const frame = parsed.value
     if (frame.type === FrameType.Request || frame.type === FrameType.Response) onData(frame)

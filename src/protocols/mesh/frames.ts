@@ -9,8 +9,11 @@
 import { reason } from '../reasons.js'
 import { err, ok, type Result } from '../result.js'
 
-/** Any other version byte is refused: there is no negotiation below the frame layer. */
-export const MESH_PROTOCOL_VERSION = 1
+/**
+ * Any other version byte is refused: there is no negotiation below the frame layer. 2: every frame after the
+ * Hello is sealed (infra/mesh/tunnel-seal.ts), so a node of version 1 is refused at its Hello, not mid-stream.
+ */
+export const MESH_PROTOCOL_VERSION = 2
 export const FRAME_HEADER_BYTES = 16
 /**
  * 1 MiB: large enough that per-frame overhead is negligible on a LAN link, small enough that one stream's

@@ -18,11 +18,20 @@ const fenceSchema = z.strictObject({
 const REFUSALS = ['stale', 'no-lease', 'future', 'owner-mismatch'] as const
 const holderSchema = z.strictObject({ owner: hex64, generation: z.number().int().min(1) })
 
+/** A connection authenticates as a handful of pubkeys; far more is not a client's AUTH state. */
+const MAX_FORWARDED_PUBKEYS = 64
+const authSchema = z.strictObject({
+  pubkeys: z.array(hex64).max(MAX_FORWARDED_PUBKEYS),
+  owners: z.array(z.tuple([hex64, hex64])).max(MAX_FORWARDED_PUBKEYS),
+})
+
 const requestSchema = z.strictObject({
   op: z.literal('moderate'),
   fence: fenceSchema,
   /** the event's raw JSON, as the client sent it (its id covers exactly these bytes' content) */
   event: z.string().max(1_048_576),
+  /** the client's AUTH state on the forwarding node, which the owner judges the write on; absent = none */
+  auth: authSchema.optional(),
 })
 
 const replySchema = z.discriminatedUnion('ok', [
@@ -37,6 +46,10 @@ const replySchema = z.discriminatedUnion('ok', [
 ])
 
 export type ModerateRequest = z.infer<typeof requestSchema>
+/** The forwarding node's client: the pubkeys it authenticated as, and each agent's owner as [agent, owner]. */
+export type ForwardedAuth = z.infer<typeof authSchema>
+/** No AUTH: the strictest judgement, for a request that says nothing of its client. */
+export const NO_AUTH: ForwardedAuth = { pubkeys: [], owners: [] }
 export type ModerateReply = z.infer<typeof replySchema>
 
 export function parseModerateRequest(json: unknown): Result<ModerateRequest> {

@@ -9,6 +9,7 @@ import {
   spawnSession,
 } from '../../../src/actors/mesh/session-actor'
 import type { AcquireOutcome, FenceRejection, LeaseRecord, RenewOutcome, SessionDirectory } from '../../../src/infra/mesh/session-directory'
+import { NO_AUTH } from '../../../src/protocols/mesh/session-frames'
 import { asVerified } from '../../../src/protocols/nip01/event'
 import { makeKeys, signEvent } from '../../support/events'
 import { waitTurns } from '../kernel/harness'
@@ -73,7 +74,14 @@ function start() {
   const answers: SessionAnswer[] = []
   const moderate = (remote?: { generation: number; owner: string }) => {
     const e = signEvent(keys, { kind: 9000, tags: [['h', 'hive']] })
-    tell(ref, { type: 'Moderate', event: asVerified(e.event), raw: e.raw, reply: (a) => answers.push(a), ...(remote ? { remote } : {}) })
+    tell(ref, {
+      type: 'Moderate',
+      event: asVerified(e.event),
+      raw: e.raw,
+      auth: NO_AUTH,
+      reply: (a) => answers.push(a),
+      ...(remote ? { remote } : {}),
+    })
   }
   const owned = () => waitTurns(() => sessions.get('c1/channel:hive')?.local === true, 'the session owned here')
   return { directory, fence, lost, sessions, answers, moderate, owned }

@@ -1,12 +1,14 @@
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { afterEach, describe, expect, it } from 'vitest'
+import { createHelloBudget } from '../../../src/infra/mesh/hello-budget'
 import { CONNECTION_WINDOW_BYTES, type ControlType, type Tunnel, type TunnelEnd, type TunnelHandlers } from '../../../src/infra/mesh/tunnel'
 import { dialTunnel, startTunnelServer, type TunnelServer, type TunnelSetup } from '../../../src/infra/mesh/tunnel-handshake'
 import { attestRuntime } from '../../../src/protocols/mesh/attestation'
-import { FrameType } from '../../../src/protocols/mesh/frames'
+import { encodeFrame, FrameType } from '../../../src/protocols/mesh/frames'
 import type { MeshIdentity } from '../../../src/protocols/mesh/hello'
 import { toSigningKey } from '../../../src/protocols/nip01/sign'
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy'
+import { startWsTamperProxy, type WsTamperProxy } from '../../support/ws-tamper-proxy'
 
 const newKey = () => toSigningKey(schnorr.utils.randomSecretKey())
 const relay = newKey()
@@ -219,5 +221,99 @@ describe('mesh tunnel', () => {
     const answers = await Promise.all(sent)
     expect(answers.filter((x) => x instanceof Uint8Array && x.byteLength === MiB)).toHaveLength(80)
     expect(ab.stats()).toMatchObject({ queuedBytes: 0, outbound: 0 })
+  })
+})
+
+describe('mesh tunnel on a hostile wire', () => {
+  /** a to b through a proxy that can alter the WebSocket messages between them */
+  async function tamperedLink(): Promise<{ ab: Tunnel; ba: Tunnel; proxy: WsTamperProxy }> {
+    const [a, b] = [await startNode(), await startNode()]
+    const proxy = await startWsTamperProxy(b.server.port)
+    cleanups.push(() => proxy.close())
+    const [ab, ba] = await link(a, b, `ws://127.0.0.1:${proxy.port}`)
+    // a frame each way after the Hello: the proxy has seen sealed messages in both directions
+    expect(Buffer.from(await ab.request(bytes(10), 2_000))).toEqual(Buffer.from(bytes(10)).reverse())
+    return { ab, ba, proxy }
+  }
+  const ended = (t: Tunnel) => t.closed.then((e: TunnelEnd) => e.reason)
+
+  it('closes as forged on a message with one byte flipped, and the request on it fails', async () => {
+    const { ab, ba, proxy } = await tamperedLink()
+    proxy.flipNext('toServer')
+    await expect(ab.request(bytes(10), 5_000)).rejects.toMatchObject({ code: 'CLOSED' })
+    expect(await ended(ba)).toBe('forged')
+  })
+
+  it('closes as replayed on a message sent twice, in either direction', async () => {
+    const first = await tamperedLink()
+    first.proxy.replayLast('toServer')
+    expect(await ended(first.ba)).toBe('replayed')
+    const second = await tamperedLink()
+    second.proxy.replayLast('toClient')
+    expect(await ended(second.ab)).toBe('replayed')
+  })
+
+  it('closes as forged on a well-formed plaintext Request inserted between two messages, and never serves it', async () => {
+    const served: Uint8Array[] = []
+    const recording: TunnelHandlers = {
+      ...echo,
+      onRequest: async (body) => {
+        served.push(body)
+        return body
+      },
+    }
+    const [a, b] = [await startNode(), await startNode(recording)]
+    const proxy = await startWsTamperProxy(b.server.port)
+    cleanups.push(() => proxy.close())
+    const [ab, ba] = await link(a, b, `ws://127.0.0.1:${proxy.port}`)
+    await ab.request(bytes(4), 2_000)
+    proxy.inject('toServer', encodeFrame({ type: FrameType.Request, more: false, streamId: 1001, requestId: 1001, payload: bytes(8) }))
+    expect(await ended(ba)).toBe('forged')
+    expect(served).toHaveLength(1)
+  })
+})
+
+describe('mesh handshake gates', () => {
+  it('refuses a Hello naming a runtime the registry does not list before checking any signature', async () => {
+    const b = await startNode()
+    const refusals: string[] = []
+    const gated = await startTunnelServer(
+      '127.0.0.1',
+      0,
+      { ...b.setup, isKnownRuntime: () => false },
+      () => {},
+      (why, refusal) => refusals.push(`${refusal} ${why}`),
+    )
+    cleanups.push(() => gated.close())
+    // attested by another relay key: had the attestation been checked, that would be the refusal
+    const foreign = identityOf(newKey())
+    const dial = dialTunnel(`ws://127.0.0.1:${gated.port}`, b.identity.runtimeKey.pubkey, { ...b.setup, identity: foreign })
+    await expect(dial).rejects.toThrow(/restricted: runtime .* is not in the readiness registry/)
+    await expect.poll(() => refusals).toEqual([expect.stringMatching(/^unknown-runtime restricted:/)])
+  })
+
+  it('charges every Hello to its IP: past the budget one is dropped unread, and so is the next connection', async () => {
+    const [a, b] = [await startNode(), await startNode()]
+    const refusals: string[] = []
+    let clock = 0
+    const helloBudget = createHelloBudget({ perSecond: 1, burst: 2, maxIps: 10 }, () => clock)
+    const gated = await startTunnelServer(
+      '127.0.0.1',
+      0,
+      { ...b.setup, helloBudget },
+      () => {},
+      (_why, refusal) => refusals.push(refusal),
+    )
+    cleanups.push(() => gated.close())
+    const endpoint = `ws://127.0.0.1:${gated.port}`
+    const dial = () => dialTunnel(endpoint, b.identity.runtimeKey.pubkey, a.setup)
+    for (let i = 0; i < 2; i++) (await dial()).goodbye('ended')
+    // the third Hello spends what is not there; the fourth connection is closed before its Hello
+    await expect(dial()).rejects.toMatchObject({ code: 'HANDSHAKE' })
+    await expect(dial()).rejects.toMatchObject({ code: 'HANDSHAKE' })
+    await expect.poll(() => refusals).toEqual(['rate-limited', 'rate-limited'])
+    expect(helloBudget.spent('127.0.0.1') || helloBudget.spent('::ffff:127.0.0.1')).toBe(true)
+    clock += 1_000
+    ;(await dial()).goodbye('ended')
   })
 })

@@ -53,8 +53,8 @@ describe('mesh frame encoding', () => {
       requestId: 0xa0b0c0d0,
       payload: new Uint8Array([0xee, 0xff]),
     })
-    expect([...bytes]).toEqual([1, 7, 1, 0, 0x01, 0x02, 0x03, 0x04, 0xa0, 0xb0, 0xc0, 0xd0, 0, 0, 0, 2, 0xee, 0xff])
-    expect(MESH_PROTOCOL_VERSION).toBe(1)
+    expect([...bytes]).toEqual([2, 7, 1, 0, 0x01, 0x02, 0x03, 0x04, 0xa0, 0xb0, 0xc0, 0xd0, 0, 0, 0, 2, 0xee, 0xff])
+    expect(MESH_PROTOCOL_VERSION).toBe(2)
   })
 
   it('numbers the frame types as the wire format fixes them', () => {
@@ -146,7 +146,8 @@ describe('mesh frame parsing', () => {
       () => encodeFrame(frame({ payload: new Uint8Array() })).subarray(0, FRAME_HEADER_BYTES - 1),
     ],
     ['version 0', () => withByte(0, 0)],
-    ['version 2', () => withByte(0, 2)],
+    ['version 1, whose frames after the Hello were not sealed', () => withByte(0, 1)],
+    ['version 3', () => withByte(0, 3)],
     ['frame type 0', () => withByte(1, 0)],
     ['frame type 12, one past Error', () => withByte(1, 12)],
     ['flag bit 1 set', () => withByte(2, 0b10)],
