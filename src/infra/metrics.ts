@@ -183,6 +183,12 @@ export function createMetrics() {
       help: 'AUTH messages answered "rate-limited:" because limits.maxConcurrentAuth verifications were already in flight',
       registers: r,
     }),
+    authRejected: new Counter({
+      name: 'apiary_auth_rejected_total',
+      help: 'AUTH messages answered OK false, by the prefix of the reason (invalid, blocked, rate-limited, ...)',
+      labelNames: ['prefix'],
+      registers: r,
+    }),
     handshakeSeconds: new Histogram({
       name: 'apiary_handshake_seconds',
       help: 'from the WebSocket open to the first AUTH answered OK true',

@@ -119,6 +119,6 @@ export function applyAuth(m: Extract<ClientMessage, { type: 'AUTH' }>, p: Prepar
       deps.view.owners.delete(agent)
       deps.view.attestations.delete(agent)
     }
-  }
+  } else deps.metrics.authRejected.inc({ prefix: prefixOf(result.error) ?? 'unknown' })
   sendOk(deps, m.event.id, result.ok ? '' : result.error, result.ok)
 }
