@@ -183,6 +183,12 @@ export function createMetrics() {
       help: 'AUTH messages answered "rate-limited:" because limits.maxConcurrentAuth verifications were already in flight',
       registers: r,
     }),
+    busRejected: new Counter({
+      name: 'apiary_bus_rejected_total',
+      help: 'messages from the Redis bus dropped before delivery: mac (not signed with the cluster key), malformed (no origin)',
+      labelNames: ['reason'],
+      registers: r,
+    }),
     authRejected: new Counter({
       name: 'apiary_auth_rejected_total',
       help: 'AUTH messages answered OK false, by the prefix of the reason (invalid, blocked, rate-limited, ...)',

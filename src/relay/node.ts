@@ -9,6 +9,7 @@ import { communityPath } from '../actors/community/community-actor.js'
 import type { CommunityMsg } from '../actors/community/messages.js'
 import type { Kernel } from '../actors/kernel/index.js'
 import { openSupervisedVerifier } from '../actors/node/verifier-actor.js'
+import { createBusMac, deriveBusMacKey } from '../infra/bus/bus-mac.js'
 import type { Config } from '../infra/config.js'
 import { createMemoryRateLimiter } from '../infra/gates/memory-rate-limit.js'
 import { createClientAddressing } from '../infra/http/client-ip.js'
@@ -77,7 +78,13 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     mkdirSync(config.dataDir, { recursive: true })
     const key = loadRelayKey(config.dataDir, config.relaySecretKey)
     const deadlineMs = Date.now() + config.startupTimeoutSeconds * 1000
-    const b = await openBackends(config, log, { eventStore: d.eventStore, wrapCommunityStore: d.wrapCommunityStore, deadlineMs })
+    const b = await openBackends(config, log, {
+      eventStore: d.eventStore,
+      wrapCommunityStore: d.wrapCommunityStore,
+      deadlineMs,
+      busMac: createBusMac(deriveBusMacKey(key.secretKey)),
+      onBusRejected: (reason) => metrics.busRejected.inc({ reason }),
+    })
     undo.push(() => b.close())
     const events = b.events as Partial<SqliteEventStore>
     if (typeof events.stats === 'function') metrics.storeStats.stats = () => (events as SqliteEventStore).stats()
