@@ -183,6 +183,12 @@ export function createMetrics() {
       help: 'AUTH messages answered "rate-limited:" because limits.maxConcurrentAuth verifications were already in flight',
       registers: r,
     }),
+    operatorRequestsRefused: new Counter({
+      name: 'apiary_operator_requests_refused_total',
+      help: 'requests for operator-only detail (/mesh/status, /health/ready with Authorization) refused, by reason prefix',
+      labelNames: ['prefix'],
+      registers: r,
+    }),
     busRejected: new Counter({
       name: 'apiary_bus_rejected_total',
       help: 'messages from the Redis bus dropped before delivery: mac (not signed with the cluster key), malformed (no origin)',

@@ -15,6 +15,7 @@ import { createMemoryRateLimiter } from '../infra/gates/memory-rate-limit.js'
 import { createClientAddressing } from '../infra/http/client-ip.js'
 import { handleHttp } from '../infra/http/http-routes.js'
 import { createManagement } from '../infra/http/nip86/endpoint.js'
+import { createOperatorAuth } from '../infra/http/operator-auth.js'
 import type { Tenants } from '../infra/http/tenants.js'
 import type { Logger } from '../infra/log.js'
 import type { Metrics } from '../infra/metrics.js'
@@ -129,6 +130,16 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       nowSeconds,
       log,
     })
+    const operator = createOperatorAuth({
+      addressing,
+      verifier,
+      replayGuard: b.replayGuard,
+      admitApiIp: admission.admitApiIp,
+      isOperator: (pubkey) => operators.has(pubkey),
+      metrics: { signatureChecks: metrics.nip86SignatureChecks, refused: metrics.operatorRequestsRefused },
+      nowSeconds,
+      log,
+    })
     const http = createServer((req, res) => {
       handleHttp(req, res, {
         metrics,
@@ -141,6 +152,7 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
         },
         manage,
         meshStatus: mesh ? () => mesh.status() : undefined,
+        operator,
       }).catch((error: unknown) => {
         log.error({ err: error }, 'http handler failed')
         if (!res.headersSent) res.writeHead(500).end()
