@@ -2,6 +2,7 @@
 // ceiling), the SQLite and PostgreSQL stores (store cost), the admission gates and the mesh tunnel. The one
 // door from bench/ into src/ beyond the package's public entry points (bench/built-package.ts).
 
+export { operatorGetAuthorization } from '../src/client/admin-client'
 export { createMemoryRateLimiter } from '../src/infra/gates/memory-rate-limit'
 export type { Admission, RateRule } from '../src/infra/gates/rate-limit'
 export type { AdmitRequest } from '../src/infra/gates/redis-rate-limit'

@@ -12,7 +12,7 @@ export const USAGE = `usage:
   apiary admin <method> [args...] --url <http(s)://host[:port]/> [--key <secret hex>]   (apiary admin --help)
   apiary channel <command> [args...] --url <ws(s)://host[:port]> [--key <secret hex>]   (apiary channel --help)
   apiary agent attest <agent pubkey> [--conditions C] --key <owner secret hex>        (apiary agent --help)
-  apiary mesh status --url <http(s)://host[:port]/> [--json]                          (apiary mesh --help)
+  apiary mesh status --url <http(s)://host[:port]/> [--key <secret hex>] [--json]     (apiary mesh --help)
   apiary --help
 `
 

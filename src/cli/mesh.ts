@@ -2,14 +2,15 @@
 // Operator scripts parse both outputs, so the table's columns and the JSON are a contract (protocols/mesh/status.ts).
 // Exit codes: 0 printed; 1 the mesh is off, the relay could not be reached or answered something else; 2 usage.
 import { parseArgs } from 'node:util'
-import { toManagementUrl } from '../client/admin-client.js'
+import { isSecretKeyHex, operatorGetAuthorization, toManagementUrl } from '../client/admin-client.js'
 import { MESH_STATUS_DISABLED, type MeshStatus, parseMeshStatus } from '../protocols/mesh/status.js'
 import { reason } from '../protocols/reasons.js'
 import { tryParse, usageError } from './options.js'
 
-export const MESH_USAGE = `usage: apiary mesh status --url <http(s)://host[:port]/> [--json]
+export const MESH_USAGE = `usage: apiary mesh status --url <http(s)://host[:port]/> [--key <secret hex>] [--json]
   prints the node's runtime id, its peers (phi, link state) and the sessions it knows with their owners
 --url is the node's http(s) URL (any host name: the status is the node's, not a community's)
+--key is an operator's secret key (the relay key or one of operatorPubkeys'); APIARY_ADMIN_KEY when absent
 --json prints the relay's JSON document as it came, instead of the table
 `
 
@@ -18,7 +19,7 @@ const FETCH_TIMEOUT_MS = 10_000
 /** how much of a runtime id the table shows: 64 bits tell a mesh's nodes apart and leave the line readable */
 const SHORT_ID_CHARS = 16
 
-export async function runMesh(argv: string[], _env: Record<string, string | undefined>): Promise<number> {
+export async function runMesh(argv: string[], env: Record<string, string | undefined>): Promise<number> {
   const parsed = tryParse(() => parseMeshArgs(argv))
   if (!parsed.ok) return usage(parsed.error)
   const { values, positionals } = parsed
@@ -31,10 +32,14 @@ export async function runMesh(argv: string[], _env: Record<string, string | unde
   if (rest.length > 0) return usage('status takes no arguments')
   const url = values.url === undefined ? undefined : toManagementUrl(values.url)
   if (url === undefined) return usage('--url must be the relay http(s) URL, e.g. http://127.0.0.1:7777/')
+  const key = values.key ?? env.APIARY_ADMIN_KEY
+  if (key === undefined || !isSecretKeyHex(key)) return usage('--key (or APIARY_ADMIN_KEY) must be a 64-hex secret key')
 
   let answer: { status: number; text: string }
   try {
-    const res = await fetch(new URL('/mesh/status', url), { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) })
+    const target = new URL('/mesh/status', url)
+    const headers = { Authorization: operatorGetAuthorization(key, target.href) }
+    const res = await fetch(target, { headers, signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) })
     answer = { status: res.status, text: await res.text() }
   } catch (error) {
     const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error)
@@ -70,6 +75,7 @@ function parseMeshArgs(argv: string[]) {
     allowPositionals: true,
     options: {
       url: { type: 'string' },
+      key: { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },

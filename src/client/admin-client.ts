@@ -1,6 +1,6 @@
 // A NIP-86 management client: one JSON-RPC call to a relay's `POST /`, signed with NIP-98. Used by
 // `apiary admin`; it works against any NIP-86 relay, not only this one.
-import { createHash } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { hexToBytes } from '@noble/hashes/utils.js'
 import { isHex64, isHex64IgnoringCase } from '../protocols/ids.js'
@@ -68,6 +68,20 @@ export function signManagementAuth(key: SigningKey, url: string, body: string, n
     ['payload', payload],
   ]
   return signTemplate(key, { kind: KIND_HTTP_AUTH, content: '', tags }, nowSeconds)
+}
+
+/**
+ * The `Authorization` for a `GET` of a node's operator-only detail (/mesh/status, /health/ready): NIP-98 with a
+ * random nonce tag, since the relay claims each event id and two reads in one second would otherwise be one id.
+ */
+export function operatorGetAuthorization(secretKeyHex: string, url: string, nowSeconds = Math.floor(Date.now() / 1000)): string {
+  const tags = [
+    ['u', url],
+    ['method', 'GET'],
+    ['nonce', randomBytes(8).toString('hex')],
+  ]
+  const event = signTemplate(toAdminKey(secretKeyHex), { kind: KIND_HTTP_AUTH, content: '', tags }, nowSeconds)
+  return `Nostr ${Buffer.from(JSON.stringify(event), 'utf8').toString('base64')}`
 }
 
 /** One NIP-86 call. Throws on a bad URL or key (caller's bug) and when the relay cannot be reached. */

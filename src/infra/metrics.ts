@@ -203,6 +203,24 @@ export function createMetrics() {
       labelNames: ['reason'],
       registers: r,
     }),
+    operatorRequestsRefused: new Counter({
+      name: 'apiary_operator_requests_refused_total',
+      help: 'requests for operator-only detail (/mesh/status, /health/ready with Authorization) refused, by reason prefix',
+      labelNames: ['prefix'],
+      registers: r,
+    }),
+    busRejected: new Counter({
+      name: 'apiary_bus_rejected_total',
+      help: 'messages from the Redis bus dropped before delivery: mac (not signed with the cluster key), malformed (no origin)',
+      labelNames: ['reason'],
+      registers: r,
+    }),
+    authRejected: new Counter({
+      name: 'apiary_auth_rejected_total',
+      help: 'AUTH messages answered OK false, by the prefix of the reason (invalid, blocked, rate-limited, ...)',
+      labelNames: ['prefix'],
+      registers: r,
+    }),
     handshakeSeconds: new Histogram({
       name: 'apiary_handshake_seconds',
       help: 'from the WebSocket open to the first AUTH answered OK true',

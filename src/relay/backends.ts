@@ -7,8 +7,9 @@ import { spawnBusBridge } from '../actors/bridges/bus-bridge.js'
 import type { Kernel } from '../actors/kernel/index.js'
 import { spawnStoreWriter } from '../actors/node/store-writer-actor.js'
 import type { Bus } from '../infra/bus/bus.js'
+import type { BusMac } from '../infra/bus/bus-mac.js'
 import { createLocalBus } from '../infra/bus/local-bus.js'
-import { createRedisBus, type RedisBus } from '../infra/bus/redis-bus.js'
+import { type BusRejection, createRedisBus, type RedisBus } from '../infra/bus/redis-bus.js'
 import { subscriberConnectionOptions } from '../infra/bus/redis-subscriber.js'
 import type { Config } from '../infra/config.js'
 import { type ConnectionSlots, createMemoryConnectionSlots } from '../infra/gates/connection-slots.js'
@@ -86,6 +87,10 @@ export interface OpenBackendsOptions {
   wrapCommunityStore?: (store: CommunityStore) => CommunityStore
   /** when start-up must have reached every backend (ms since the epoch); default: config.startupTimeoutSeconds from now */
   deadlineMs?: number
+  /** the Redis bus's MAC, from the relay key every node shares (bus-mac.ts); cluster mode needs it */
+  busMac?: BusMac
+  /** a bus message dropped for its MAC or its shape (the metric) */
+  onBusRejected?: (reason: BusRejection) => void
 }
 
 export async function openBackends(config: Config, log: Logger, opts: OpenBackendsOptions = {}): Promise<Backends> {
@@ -119,11 +124,14 @@ export async function openBackends(config: Config, log: Logger, opts: OpenBacken
     opened.push(communities)
     const channels = await retryAtStartup('PostgreSQL', pg, () => openPostgresChannelStore({ url: config.databaseUrl }), retry)
     opened.push(channels)
+    if (!opts.busMac) throw new Error('cluster mode needs the bus MAC (derived from the relay key)')
     const bus: RedisBus = createRedisBus({
       publisher: redis,
       nodeId,
       unsubscribeDebounceMs: 5_000,
       connectSubscriber,
+      mac: opts.busMac,
+      onRejected: opts.onBusRejected,
       log,
     })
     const connectionSlots = createRedisConnectionSlots({ redis, nodeId, log })

@@ -13,7 +13,7 @@ import type { AdmissionAnswer, LimitType } from '../actors/principal/principal-a
 import type { Config } from '../infra/config.js'
 import type { ConnectionSlots } from '../infra/gates/connection-slots.js'
 import type { ClientAddressing } from '../infra/http/client-ip.js'
-import type { Tenants } from '../infra/http/tenants.js'
+import { relayHostOf, type Tenants } from '../infra/http/tenants.js'
 import type { Logger } from '../infra/log.js'
 import type { Metrics } from '../infra/metrics.js'
 import type { CommunityRecord } from '../infra/store/community-store.js'
@@ -130,7 +130,9 @@ export function acceptConnections(d: GatewayDeps) {
       return void socket.destroy()
     }
     try {
-      d.wss.handleUpgrade(req, socket, head, (ws) => onOpen(ws, ip, `${s}://${tenant.host}`, tenant.record, community))
+      d.wss.handleUpgrade(req, socket, head, (ws) =>
+        onOpen(ws, ip, `${s}://${relayHostOf(tenant, req.socket.localPort)}`, tenant.record, community),
+      )
     } catch (error) {
       slot.release()
       throw error

@@ -9,11 +9,13 @@ import { communityPath } from '../actors/community/community-actor.js'
 import type { CommunityMsg } from '../actors/community/messages.js'
 import type { Kernel } from '../actors/kernel/index.js'
 import { openSupervisedVerifier } from '../actors/node/verifier-actor.js'
+import { createBusMac, deriveBusMacKey } from '../infra/bus/bus-mac.js'
 import type { Config } from '../infra/config.js'
 import { createMemoryRateLimiter } from '../infra/gates/memory-rate-limit.js'
 import { createClientAddressing } from '../infra/http/client-ip.js'
 import { handleHttp } from '../infra/http/http-routes.js'
 import { createManagement } from '../infra/http/nip86/endpoint.js'
+import { createOperatorAuth } from '../infra/http/operator-auth.js'
 import type { Tenants } from '../infra/http/tenants.js'
 import type { Logger } from '../infra/log.js'
 import type { Metrics } from '../infra/metrics.js'
@@ -78,7 +80,13 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     mkdirSync(config.dataDir, { recursive: true })
     const key = loadRelayKey(config.dataDir, config.relaySecretKey)
     const deadlineMs = Date.now() + config.startupTimeoutSeconds * 1000
-    const b = await openBackends(config, log, { eventStore: d.eventStore, wrapCommunityStore: d.wrapCommunityStore, deadlineMs })
+    const b = await openBackends(config, log, {
+      eventStore: d.eventStore,
+      wrapCommunityStore: d.wrapCommunityStore,
+      deadlineMs,
+      busMac: createBusMac(deriveBusMacKey(key.secretKey)),
+      onBusRejected: (reason) => metrics.busRejected.inc({ reason }),
+    })
     undo.push(() => b.close())
     // both backends' stores count what applies to them (SQLite: read workers, writer thread; PostgreSQL: reads over budget)
     const events = b.events as Partial<Pick<SqliteEventStore | PostgresEventStore, 'stats'>>
@@ -127,6 +135,16 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       nowSeconds,
       log,
     })
+    const operator = createOperatorAuth({
+      addressing,
+      verifier,
+      replayGuard: b.replayGuard,
+      admitApiIp: admission.admitApiIp,
+      isOperator: (pubkey) => operators.has(pubkey),
+      metrics: { signatureChecks: metrics.nip86SignatureChecks, refused: metrics.operatorRequestsRefused },
+      nowSeconds,
+      log,
+    })
     const http = createServer((req, res) => {
       handleHttp(req, res, {
         metrics,
@@ -139,6 +157,7 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
         },
         manage,
         meshStatus: mesh ? () => mesh.status() : undefined,
+        operator,
       }).catch((error: unknown) => {
         log.error({ err: error }, 'http handler failed')
         if (!res.headersSent) res.writeHead(500).end()

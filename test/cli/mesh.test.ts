@@ -1,10 +1,13 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { getPublicKey } from 'nostr-tools/pure'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { runMesh } from '../../src/cli/mesh'
 import type { MeshStatus } from '../../src/protocols/mesh/status'
 import { apiary } from '../support/cli'
 
+const OPERATOR_SECRET = '11'.repeat(32)
+const ENV = { APIARY_ADMIN_KEY: OPERATOR_SECRET }
 const SELF = '0123456789abcdef'.repeat(4)
 const PEER = 'fedcba9876543210'.repeat(4)
 const STATUS: MeshStatus = {
@@ -35,11 +38,13 @@ describe('apiary mesh status', () => {
   /** what the fake relay answers on /mesh/status; a test sets it before it calls */
   let answer = { status: 200, type: 'application/json', body: BODY }
   const paths: string[] = []
+  const authorizations: (string | undefined)[] = []
   let server: Server
   let url: string
   beforeAll(async () => {
     server = createServer((req, res) => {
       paths.push(req.url ?? '')
+      authorizations.push(req.headers.authorization)
       if (req.url !== '/mesh/status') return void res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found\n')
       res.writeHead(answer.status, { 'Content-Type': answer.type }).end(answer.body)
     })
@@ -53,19 +58,33 @@ describe('apiary mesh status', () => {
 
   it('prints the runtime, one line per peer and one per session, as a table', async () => {
     serving(200, BODY)
-    expect(await inProcess(() => runMesh(['status', '--url', url], {}))).toEqual({ code: 0, stdout: TABLE, stderr: '' })
+    expect(await inProcess(() => runMesh(['status', '--url', url], ENV))).toEqual({ code: 0, stdout: TABLE, stderr: '' })
     expect(paths.at(-1)).toBe('/mesh/status')
+    // the status is an operator's to read: a NIP-98 GET of that URL signed with the key
+    const event = JSON.parse(Buffer.from((authorizations.at(-1) ?? '').replace(/^Nostr /, ''), 'base64').toString('utf8'))
+    expect(event).toMatchObject({ kind: 27235, pubkey: getPublicKey(Uint8Array.from(Buffer.from(OPERATOR_SECRET, 'hex'))) })
+    expect(event.tags).toEqual(
+      expect.arrayContaining([
+        ['u', `${url}mesh/status`],
+        ['method', 'GET'],
+      ]),
+    )
+  })
+
+  it('exits 2 with the usage when no operator key is given', async () => {
+    const out = await inProcess(() => runMesh(['status', '--url', url], {}))
+    expect(out).toMatchObject({ code: 2, stderr: expect.stringMatching(/^apiary mesh: --key \(or APIARY_ADMIN_KEY\)/) })
   })
 
   it('says draining yes, and prints the section headers even with no peers or sessions', async () => {
     serving(200, JSON.stringify({ runtime: SELF, draining: true, peers: [], sessions: [] }))
-    const out = await inProcess(() => runMesh(['status', '--url', url.slice(0, -1)], {}))
+    const out = await inProcess(() => runMesh(['status', '--url', url.slice(0, -1)], ENV))
     expect(out).toEqual({ code: 0, stdout: `runtime ${SELF} draining yes\npeers:\nsessions:\n`, stderr: '' })
   })
 
   it('prints the JSON exactly as the relay sent it with --json', async () => {
     serving(200, BODY)
-    expect(await inProcess(() => runMesh(['status', '--json', '--url', url], {}))).toEqual({ code: 0, stdout: BODY, stderr: '' })
+    expect(await inProcess(() => runMesh(['status', '--json', '--url', url], ENV))).toEqual({ code: 0, stdout: BODY, stderr: '' })
   })
 
   it('exits 1 with "mesh is off at <url>" when the relay runs without a mesh', async () => {
@@ -74,13 +93,13 @@ describe('apiary mesh status', () => {
       ['status', '--url', url],
       ['status', '--json', '--url', url],
     ]) {
-      expect(await inProcess(() => runMesh(argv, {}))).toEqual({ code: 1, stdout: '', stderr: `apiary mesh: mesh is off at ${url}\n` })
+      expect(await inProcess(() => runMesh(argv, ENV))).toEqual({ code: 1, stdout: '', stderr: `apiary mesh: mesh is off at ${url}\n` })
     }
   })
 
   it('exits 1 with the HTTP status for any other refusal, such as a 404 from a server without the route', async () => {
     serving(404, 'not found\n', 'text/plain')
-    expect(await inProcess(() => runMesh(['status', '--url', url], {}))).toEqual({
+    expect(await inProcess(() => runMesh(['status', '--url', url], ENV))).toEqual({
       code: 1,
       stdout: '',
       stderr: 'apiary mesh: HTTP 404: not found\n',
@@ -91,7 +110,7 @@ describe('apiary mesh status', () => {
     for (const body of ['{"runtime":"node-1","draining":false,"peers":[],"sessions":[]}', '<html>proxy error</html>']) {
       serving(200, body)
       for (const json of [[], ['--json']]) {
-        const out = await inProcess(() => runMesh(['status', ...json, '--url', url], {}))
+        const out = await inProcess(() => runMesh(['status', ...json, '--url', url], ENV))
         expect(out).toMatchObject({ code: 1, stdout: '', stderr: expect.stringMatching(/^apiary mesh: invalid: /) })
       }
     }
@@ -102,7 +121,7 @@ describe('apiary mesh status', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
     const port = (closed.address() as AddressInfo).port
     await new Promise((resolve) => closed.close(resolve))
-    const out = await inProcess(() => runMesh(['status', '--url', `http://127.0.0.1:${port}/`], {}))
+    const out = await inProcess(() => runMesh(['status', '--url', `http://127.0.0.1:${port}/`], ENV))
     expect(out).toMatchObject({
       code: 1,
       stdout: '',
@@ -118,29 +137,29 @@ describe('apiary mesh status', () => {
     ['an extra argument', ['status', 'now', '--url', 'http://127.0.0.1:7777/']],
     ['an unknown flag', ['status', '--url', 'http://127.0.0.1:7777/', '--yaml']],
   ])('exits 2 with the usage on stderr for %s', async (_what, argv) => {
-    const out = await inProcess(() => runMesh(argv, {}))
+    const out = await inProcess(() => runMesh(argv, ENV))
     expect(out).toMatchObject({ code: 2, stdout: '', stderr: expect.stringMatching(/^apiary mesh: .*\nusage: apiary mesh status --url/) })
   })
 
   it('prints its usage for --help and exits 0', async () => {
-    const out = await inProcess(() => runMesh(['--help'], {}))
+    const out = await inProcess(() => runMesh(['--help'], ENV))
     expect(out).toMatchObject({
       code: 0,
       stderr: '',
-      stdout: expect.stringMatching(/^usage: apiary mesh status --url <http\(s\):\/\/host\[:port\]\/> \[--json\]\n/),
+      stdout: expect.stringMatching(/^usage: apiary mesh status --url <http\(s\):\/\/host\[:port\]\/> \[--key <secret hex>\] \[--json\]\n/),
     })
   })
 
   it('is a command of the apiary bin, listed in its usage', { timeout: 60_000 }, async () => {
     serving(200, BODY)
-    expect(await apiary(['mesh', 'status', '--url', url])).toEqual({ code: 0, stdout: TABLE, stderr: '' })
+    expect(await apiary(['mesh', 'status', '--url', url, '--key', OPERATOR_SECRET])).toEqual({ code: 0, stdout: TABLE, stderr: '' })
     expect(await apiary(['mesh', 'status'])).toMatchObject({
       code: 2,
       stdout: '',
       stderr: expect.stringMatching(/^apiary mesh: --url must be/),
     })
     expect((await apiary(['--help'])).stdout).toContain(
-      '  apiary mesh status --url <http(s)://host[:port]/> [--json]                          (apiary mesh --help)\n',
+      '  apiary mesh status --url <http(s)://host[:port]/> [--key <secret hex>] [--json]     (apiary mesh --help)\n',
     )
   })
 })

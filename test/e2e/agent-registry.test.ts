@@ -6,6 +6,7 @@ import { Redis } from 'ioredis'
 import { filter, firstValueFrom } from 'rxjs'
 import { describe, expect, it } from 'vitest'
 import { tell } from '../../src/actors/kernel'
+import { createBusMac, deriveBusMacKey } from '../../src/infra/bus/bus-mac'
 import { eventsChannel } from '../../src/infra/redis/keys'
 import type { EventStore } from '../../src/infra/store/event-store'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
@@ -420,10 +421,15 @@ describe('the agent registry in a cluster', () => {
       ],
     })
     const marker = signEvent(forger, { kind: 1, content: 'after the forged departure' })
-    // what someone holding Redis credentials (and no relay key) can do: publish anything, envelope included
+    // what a node's own bus can carry (the MAC keyed from the relay key: the test holds it) is still checked for
+    // who signed a departure; without the key nothing gets this far (cluster-bus-mac.test.ts)
+    const busMac = createBusMac(deriveBusMacKey(Uint8Array.from(Buffer.from(cluster.relaySecretKey, 'hex'))))
     const redis = new Redis(REDIS_URL)
     try {
-      for (const e of [forged, marker]) await redis.publish(eventsChannel(id), `${randomUUID()}\n${e.raw}`)
+      for (const e of [forged, marker]) {
+        const body = `${randomUUID()}\n${e.raw}`
+        await redis.publish(eventsChannel(id), busMac.sign(eventsChannel(id), body) + body)
+      }
     } finally {
       redis.disconnect()
     }

@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createBusMac, deriveBusMacKey } from '../../src/infra/bus/bus-mac'
 import { connControlChannel } from '../../src/infra/redis/keys'
 import { loadRelayKey, signAsRelay } from '../../src/infra/relay-key'
 import { type ConnControlOp, KIND_CONTROL, toControlTemplate } from '../../src/protocols/control'
@@ -40,7 +41,13 @@ describe('cluster control messages', () => {
   }
 
   /** What someone holding Redis credentials (and no relay key) can do: publish anything, bus envelope included. */
-  const inject = (community: string, payload: string) => redis.publish(connControlChannel(community), `${randomUUID()}\n${payload}`)
+  // the control checks stand behind the bus MAC: this test holds the cluster's key, as a node (or a leak) would
+  const busMac = createBusMac(deriveBusMacKey(relayKey.secretKey))
+  const inject = (community: string, payload: string) => {
+    const channel = connControlChannel(community)
+    const body = `${randomUUID()}\n${payload}`
+    return redis.publish(channel, busMac.sign(channel, body) + body)
+  }
 
   const disconnectOp = (pubkey: string): ConnControlOp => ({ op: 'DisconnectPubkey', pubkey, eventId: '', reason: 'banned' })
 

@@ -1,11 +1,12 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { ConfigInput } from '../../src/infra/config'
 import { parseMeshStatus } from '../../src/protocols/mesh/status'
-import { makeKeys } from '../support/events'
+import { keysFromHex, makeKeys } from '../support/events'
 import { eventually } from '../support/eventually'
 import { httpGet } from '../support/http'
 import { metric } from '../support/metrics'
 import { channelState, createChannel, putUser, removeUser, tagValues } from '../support/nip29-client'
+import { operatorGetHeader } from '../support/nip86-client'
 import type { TestRelay } from '../support/relay'
 import { client } from '../support/relay-client'
 import { useCluster, useRelays } from '../support/relay-fixtures'
@@ -23,7 +24,8 @@ describe('the relay mesh', () => {
   const MESH: ConfigInput = { mesh: 'on', meshPort: 0, meshLeaseTtlMs: 1_500, meshLeaseRenewMs: MESH_RENEW_MS }
 
   async function status(r: TestRelay) {
-    const answer = await httpGet(r, '/mesh/status')
+    const auth = operatorGetHeader(keysFromHex(cluster.relaySecretKey), `http://127.0.0.1:${r.port}/mesh/status`)
+    const answer = await httpGet(r, '/mesh/status', { Authorization: auth })
     expect(answer.status).toBe(200)
     const parsed = parseMeshStatus(JSON.parse(answer.body))
     if (!parsed.ok) throw new Error(parsed.error)

@@ -189,6 +189,21 @@ describe('private channels', () => {
       await delivered(anon, anonSub, fresh.event.id)
     })
 
+    it('gives a non-member nothing more once a public channel it was reading live is made private', async () => {
+      const { r, c, admin, outsider } = await setup()
+      await editMetadata(c, admin, 'vault', { flags: ['public'] })
+      const reader = await authed(r, outsider)
+      // the channel's events, and the public marker that proves what came before it
+      const { subId } = await subscribe(reader, [{ '#h': ['vault'] }, { kinds: [9], authors: [admin.pubkey] }])
+      // the reader's node has now decided a live event of the public channel (its caches are warm)
+      await delivered(reader, subId, (await post(c, admin, 'vault')).event.id)
+      expect((await editMetadata(c, admin, 'vault', { flags: ['private'] })).ok.accepted).toBe(true)
+      const secret = await post(c, admin, 'vault')
+      const after = await marker(c, admin)
+      expect(await deliveredBefore(reader, subId, secret.event.id, after.event.id)).toBe(false)
+      expect(await reqEvents(reader, [{ ids: [secret.event.id] }])).toEqual([])
+    })
+
     it('hides them again when it is made private once more', async () => {
       const { r, c, admin, outsider } = await setup()
       await editMetadata(c, admin, 'vault', { flags: ['public'] })

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { makeKeys, signEvent } from '../support/events'
+import { labelledMetric } from '../support/metrics'
 import {
   auth,
   authEvent,
@@ -16,6 +17,7 @@ import {
   reqEvents,
 } from '../support/relay-client'
 import { useRelays } from '../support/relay-fixtures'
+import { connect } from '../support/ws-client'
 
 describe('authentication (NIP-42)', () => {
   const relays = useRelays()
@@ -58,6 +60,20 @@ describe('authentication (NIP-42)', () => {
     const c = await client(r)
     expect(await auth(c, makeKeys(), 'wss://relay.example.com')).toMatchObject({ accepted: false, prefix: 'invalid' })
     expect(await auth(c, makeKeys(), `ws://127.0.0.1:${r.port + 1}`)).toMatchObject({ accepted: false, prefix: 'invalid' })
+  })
+
+  it('refuses with "invalid:" a relay tag naming a port the client made up in its Host header, and counts it', async () => {
+    const r = await relays.start({ communities: [{ id: 'beta', hosts: ['beta.test'] }] })
+    const madeUp = r.port === 65_535 ? r.port - 1 : r.port + 1
+    const c = await connect(r.url, { host: `beta.test:${madeUp}` })
+    const keys = makeKeys()
+    const before = await labelledMetric(r, 'apiary_auth_rejected_total', { prefix: 'invalid' })
+    expect(await auth(c, keys, `ws://beta.test:${madeUp}`)).toMatchObject({ accepted: false, prefix: 'invalid' })
+    expect(await labelledMetric(r, 'apiary_auth_rejected_total', { prefix: 'invalid' })).toBe(before + 1)
+    // the binding's own URL is still this relay's, and so is the port the socket really came in on
+    expect((await auth(c, keys, 'ws://beta.test')).accepted).toBe(true)
+    const onPort = await client(r, 'beta.test')
+    expect((await auth(onPort, keys, relayUrlOf(r, 'beta.test'))).accepted).toBe(true)
   })
 
   it('refuses an AUTH created more than 600 s ago or ahead with "invalid:"', async () => {

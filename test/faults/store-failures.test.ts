@@ -9,6 +9,7 @@ import { createRelay, type Relay } from '../../src/relay/relay'
 import { makeKeys } from '../support/events'
 import { eventually } from '../support/eventually'
 import { type FailingEventStore, openFailingSqliteStore } from '../support/failing-event-store'
+import { operatorGetHeader } from '../support/nip86-client'
 import { count, fresh, idsOf, publish, reqEvents } from '../support/relay-client'
 import { withGenerousRates } from '../support/relay-fixtures'
 import { connect, type Frame, type TestClient } from '../support/ws-client'
@@ -37,12 +38,24 @@ interface Harness {
   close(): Promise<void>
 }
 
+const OPERATOR = makeKeys()
+
 async function startHarness(): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'apiary-faults-store-'))
   const store = openFailingSqliteStore(join(dir, 'events.sqlite'))
-  const relay = createRelay(withGenerousRates({ port: 0, host: '127.0.0.1', dataDir: dir, logLevel: 'silent', verifyThreads: 1 }), {
-    eventStore: store.store,
-  })
+  const relay = createRelay(
+    withGenerousRates({
+      port: 0,
+      host: '127.0.0.1',
+      dataDir: dir,
+      logLevel: 'silent',
+      verifyThreads: 1,
+      operatorPubkeys: [OPERATOR.pubkey],
+    }),
+    {
+      eventStore: store.store,
+    },
+  )
   const supervision = new ReplaySubject<SupervisionEvent>()
   relay.supervision$.pipe(filter((e) => 'path' in e && e.path === COMMUNITY)).subscribe(supervision)
   const url = await relay.listen()
@@ -217,8 +230,10 @@ describe.concurrent('a community driven past its give-up budget', () => {
   // down, /health/ready would answer 200 and a load balancer would keep sending clients to it.
   it('reports the community on /health/ready (503, JSON naming community/default) while it is down, and 200 once it is back', async () => {
     await withHarness(async (h) => {
+      // what is degraded is an operator's to read (NIP-98); a probe without it learns ready or not
       const ready = async () => {
-        const res = await fetch(`http://127.0.0.1:${h.port}/health/ready`)
+        const url = `http://127.0.0.1:${h.port}/health/ready`
+        const res = await fetch(url, { headers: { Authorization: operatorGetHeader(OPERATOR, url) } })
         return { status: res.status, body: await res.text() }
       }
       expect((await ready()).status).toBe(200)

@@ -20,6 +20,12 @@ export interface EventTemplate {
   content?: string
 }
 
+/** The keys of a secret given as hex (a relay key from a config, say). */
+export function keysFromHex(secretHex: string): TestKeys {
+  const secretKey = Uint8Array.from(Buffer.from(secretHex, 'hex'))
+  return { secretKey, pubkey: getPublicKey(secretKey) }
+}
+
 export function makeKeys(): TestKeys {
   const secretKey = generateSecretKey()
   return { secretKey, pubkey: getPublicKey(secretKey) }

@@ -5,7 +5,9 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type MeshStatus, parseMeshStatus } from '../../src/protocols/mesh/status'
+import { makeKeys } from './events'
 import { httpGet } from './http'
+import { operatorGetHeader } from './nip86-client'
 import { freePort } from './redis-server'
 import { GENEROUS_ENV, type RelayProcess, startRelayProcess } from './relay-process'
 
@@ -41,6 +43,7 @@ export async function startMeshCluster(
     APIARY_RELAY_SECRET_KEY: randomBytes(32).toString('hex'),
     APIARY_COMMUNITIES: JSON.stringify([{ id: community, hosts: [`${community}.test`] }]),
     APIARY_MESH: 'on',
+    APIARY_OPERATOR_PUBKEYS: JSON.stringify([MESH_OPERATOR.pubkey]),
     APIARY_VERIFY_THREADS: '1',
     ...base.env,
   }
@@ -79,9 +82,13 @@ export async function startMeshCluster(
   return cluster
 }
 
+/** The operator whose NIP-98 the nodes' /mesh/status asks for (its detail names private channels). */
+const MESH_OPERATOR = makeKeys()
+
 /** What the node says about itself on /mesh/status (2 s at most: a stopped process never answers). */
 export async function meshStatus(node: MeshNode): Promise<MeshStatus> {
-  const { body } = await httpGet(node, '/mesh/status', {}, 2_000)
+  const auth = operatorGetHeader(MESH_OPERATOR, `http://127.0.0.1:${node.port}/mesh/status`)
+  const { body } = await httpGet(node, '/mesh/status', { Authorization: auth }, 2_000)
   const parsed = parseMeshStatus(JSON.parse(body))
   if (!parsed.ok) throw new Error(parsed.error)
   return parsed.value

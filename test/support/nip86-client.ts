@@ -1,5 +1,5 @@
 // A NIP-86 client for the tests: signs NIP-98 headers the way a management client does, and posts the calls.
-import { createHash } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { request } from 'node:http'
 import { finalizeEvent } from 'nostr-tools/pure'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
@@ -8,6 +8,10 @@ import type { HttpAnswer } from './http'
 import type { TestRelay } from './relay'
 
 export const rpc = (method: string, params: unknown[] = []) => JSON.stringify({ method, params })
+
+/** A NIP-98 `GET` of `url` by `keys`, fresh each call (a nonce tag): a node's operator-only endpoints claim its id. */
+export const operatorGetHeader = (keys: TestKeys, url: string) =>
+  nip98Header(keys, url, '', { method: 'GET', payload: null, tags: [['nonce', randomBytes(8).toString('hex')]] })
 
 /** The URL a client addressing `host` on this relay signs into `u`. */
 export const managementUrl = (r: TestRelay, host = '127.0.0.1') => `http://${host}:${r.port}/`
@@ -19,6 +23,8 @@ export interface Nip98Options {
   method?: string
   /** the payload tag's value; default the body's hash; null leaves the tag out */
   payload?: string | null
+  /** more tags, e.g. a nonce that makes two tokens of one second two event ids */
+  tags?: string[][]
 }
 
 export function nip98Event(keys: TestKeys, url: string, body: string, opts: Nip98Options = {}): NostrEvent {
@@ -27,6 +33,7 @@ export function nip98Event(keys: TestKeys, url: string, body: string, opts: Nip9
     ['method', opts.method ?? 'POST'],
   ]
   if (opts.payload !== null) tags.push(['payload', opts.payload ?? sha256Hex(body)])
+  tags.push(...(opts.tags ?? []))
   return finalizeEvent({ kind: 27235, created_at: opts.created_at ?? Math.floor(Date.now() / 1000), tags, content: '' }, keys.secretKey)
 }
 

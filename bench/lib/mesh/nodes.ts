@@ -8,7 +8,7 @@ import { copyFileSync, cpSync, createWriteStream, mkdirSync, rmSync, type WriteS
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Redis } from 'ioredis'
-import type { MeshStatus } from '../../internal'
+import { type MeshStatus, operatorGetAuthorization } from '../../internal'
 import { knobs } from '../../knobs'
 import { createBenchDatabase } from '../cluster-backends'
 import { BENCH_DATA_DIR } from '../fixtures'
@@ -69,6 +69,8 @@ export async function openMeshCluster(dataDir: (label: string) => string, logDir
   })
   const community = `bench-mesh-${randomBytes(5).toString('hex')}`
   const host = `${community}.test`
+  // the relay key is an operator's: /mesh/status answers it alone (a NIP-98 GET)
+  const relaySecretKey = randomBytes(32).toString('hex')
   const env: Record<string, string> = {
     ...Object.fromEntries(
       Object.entries(process.env).filter((e): e is [string, string] => !e[0].startsWith('APIARY_') && e[1] !== undefined),
@@ -76,7 +78,7 @@ export async function openMeshCluster(dataDir: (label: string) => string, logDir
     ...GENEROUS_ENV,
     APIARY_REDIS_URL: knobs.redisUrl,
     APIARY_DATABASE_URL: db.url,
-    APIARY_RELAY_SECRET_KEY: randomBytes(32).toString('hex'),
+    APIARY_RELAY_SECRET_KEY: relaySecretKey,
     APIARY_COMMUNITIES: JSON.stringify([{ id: community, hosts: [host] }]),
     APIARY_MESH: 'on',
     // any free port: a node advertises the port it bound (src/relay/mesh.ts)
@@ -143,7 +145,9 @@ export async function openMeshCluster(dataDir: (label: string) => string, logDir
       })
     },
     async status(node) {
-      const res = await fetch(new URL('/mesh/status', node.url.replace(/^ws/, 'http')), { signal: AbortSignal.timeout(2_000) })
+      const url = new URL('/mesh/status', node.url.replace(/^ws/, 'http'))
+      const headers = { Authorization: operatorGetAuthorization(relaySecretKey, url.href) }
+      const res = await fetch(url, { headers, signal: AbortSignal.timeout(2_000) })
       if (!res.ok) throw new Error(`${node.name} /mesh/status: HTTP ${res.status}`)
       const s = (await res.json()) as MeshStatus
       node.runtime = s.runtime

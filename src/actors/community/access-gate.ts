@@ -52,6 +52,9 @@ export class AccessGate {
   private readonly roles = new Map<string, Map<string, Cached<ChannelRole | null>>>()
   private readonly members = new Map<string, Cached<boolean>>()
   private writes = 0
+  // Bumped by every invalidation: a lookup that was in flight across one read the rows before the change, so
+  // its answer is returned but never cached (else a channel just made private stays "public" for a TTL).
+  private epoch = 0
 
   constructor(private readonly d: AccessGateDeps) {}
 
@@ -68,9 +71,10 @@ export class AccessGate {
   /** The store options for this reader: author-only kinds and hidden channels decided inside the query. */
   async readOptions(conn: ConnView, nowSeconds: number): Promise<QueryOptions> {
     const readers = [...conn.authed]
+    const epoch = this.epoch
     const channels = await this.d.channels.restricted(this.d.community)
     const expiresAt = this.d.nowMs() + this.d.ttlMs
-    for (const c of channels) this.visible.set(c.id, { value: visibilityOf(c), expiresAt })
+    if (epoch === this.epoch) for (const c of channels) this.visible.set(c.id, { value: visibilityOf(c), expiresAt })
     // one fresh read of the reader's channels per REQ (never the cache): community admins read them all
     const admin = readers.some((p) => this.d.record().admins.includes(p))
     const mine =
@@ -200,7 +204,9 @@ export class AccessGate {
       } else missing.push(p)
     }
     if (missing.length === 0) return false
+    const epoch = this.epoch
     const allowed = await this.d.allowedAmong(missing)
+    if (epoch !== this.epoch) return allowed.size > 0
     for (const p of missing) this.members.set(p, { value: allowed.has(p), expiresAt: now + this.d.ttlMs })
     this.sweepEvery(missing.length)
     return allowed.size > 0
@@ -208,6 +214,7 @@ export class AccessGate {
 
   /** The cache-invalidation channel's ops (and this node's own changes): drop the keys at once. */
   invalidate(op: CacheInvalidationOp | { op: 'InvalidateMembers' }): void {
+    this.epoch++
     switch (op.op) {
       case 'InvalidateMembership':
         if (op.pubkey === undefined) this.roles.delete(op.channel)
@@ -253,10 +260,13 @@ export class AccessGate {
       } else missing.push(p)
     }
     if (missing.length === 0) return found
+    const epoch = this.epoch
     const fresh = await this.d.channels.rolesOf(this.d.community, channel, missing)
+    // the map itself may have been dropped meanwhile: write to the current one, or nowhere
+    const caching = epoch === this.epoch ? this.roles.get(channel) : undefined
     for (const p of missing) {
       const role = fresh.get(p) ?? null
-      byPubkey.set(p, { value: role, expiresAt: now + this.d.ttlMs })
+      caching?.set(p, { value: role, expiresAt: now + this.d.ttlMs })
       if (role) found.push(role)
     }
     this.sweepEvery(missing.length)
@@ -266,8 +276,9 @@ export class AccessGate {
   private async visibility(channel: string): Promise<Visibility> {
     const hit = this.cached(this.visible, channel)
     if (hit !== undefined) return hit
+    const epoch = this.epoch
     const v = visibilityOf((await this.d.channels.get(this.d.community, [channel])).get(channel))
-    this.visible.set(channel, { value: v, expiresAt: this.d.nowMs() + this.d.ttlMs })
+    if (epoch === this.epoch) this.visible.set(channel, { value: v, expiresAt: this.d.nowMs() + this.d.ttlMs })
     return v
   }
 

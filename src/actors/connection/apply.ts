@@ -111,6 +111,6 @@ export function applyAuth(m: Extract<ClientMessage, { type: 'AUTH' }>, p: Prepar
   if (result.ok) {
     if (deps.view.authed.size === 0) deps.metrics.handshakeSeconds.observe((deps.nowMs() - deps.openedAtMs) / 1000)
     recordStanding(deps, m.event.pubkey, result.value)
-  }
+  } else deps.metrics.authRejected.inc({ prefix: prefixOf(result.error) ?? 'unknown' })
   sendOk(deps, m.event.id, result.ok ? '' : result.error, result.ok)
 }

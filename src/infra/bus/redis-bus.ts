@@ -5,6 +5,7 @@ import type { Logger } from '../log.js'
 import { isCluster, type RedisClient } from '../redis/connect.js'
 import { communityChannel } from '../redis/keys.js'
 import { type Bus, BusError, type ChannelStats, type CommunityChannel, checkNodeId } from './bus.js'
+import { BUS_MAC_CHARS, type BusMac } from './bus-mac.js'
 import { ChannelWatchers } from './channel-watchers.js'
 import { openSubscriber, type SubscriberSession } from './redis-subscriber.js'
 
@@ -25,8 +26,14 @@ export interface RedisBusOptions {
   /** a fresh plain connection for each subscriber session, never a Cluster client (see subscriberConnector
    * in redis/connect.ts); see subscriberConnectionOptions */
   connectSubscriber: () => Redis
+  /** signs what this node publishes and checks what it receives (bus-mac.ts): the cluster's shared key */
+  mac: BusMac
+  /** a received message dropped: no valid MAC, or no node id after it */
+  onRejected?: (reason: BusRejection) => void
   log?: Pick<Logger, 'warn'>
 }
+
+export type BusRejection = 'mac' | 'malformed'
 
 /** What the bridge actor needs from the bus to own its subscriber connection. */
 export interface SubscriberLink {
@@ -43,6 +50,8 @@ export interface RedisBus extends Bus {
   readonly link: SubscriberLink
   /** envelopes without a node id: foreign publishers on our channels (counted, dropped, logged) */
   readonly malformed: number
+  /** envelopes whose MAC is not the cluster's: written into Redis by someone without the relay key */
+  readonly forged: number
 }
 
 export function createRedisBus(opts: RedisBusOptions): RedisBus {
@@ -50,9 +59,11 @@ export function createRedisBus(opts: RedisBusOptions): RedisBus {
   return new RedisPubSubBus(opts)
 }
 
-// `<nodeId>\n<payload>`: the origin costs one concatenation and one indexOf, the payload (a raw event JSON)
-// is never parsed or re-encoded on the way.
+// `<mac><nodeId>\n<payload>`: the origin costs one concatenation and one indexOf, the payload (a raw event JSON)
+// is never parsed or re-encoded on the way; the MAC (fixed length) covers the channel, the origin and the payload.
 const SEPARATOR = '\n'
+// a flood of forgeries is one log line per interval (with the count), the metric counts each
+const REJECTION_LOG_INTERVAL_MS = 10_000
 
 interface Outgoing {
   channel: string
@@ -65,7 +76,10 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
   readonly nodeId: string
   readonly link: SubscriberLink = this
   malformed = 0
+  forged = 0
   closed = false
+  private rejectedSinceLog = 0
+  private lastRejectionLogMs = Number.NEGATIVE_INFINITY
   private readonly watchers: ChannelWatchers
   private readonly listeners = new Set<() => void>()
   /** channels the current subscriber connection has confirmed; emptied when it drops */
@@ -101,7 +115,8 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
     }
     return new Promise((resolve, reject) => {
       if (this.outgoing.length === 0) setImmediate(() => this.flushGuarded())
-      this.outgoing.push({ channel, message: this.nodeId + SEPARATOR + payload, resolve, reject })
+      const body = this.nodeId + SEPARATOR + payload
+      this.outgoing.push({ channel, message: this.opts.mac.sign(channel, body) + body, resolve, reject })
     })
   }
 
@@ -239,15 +254,30 @@ class RedisPubSubBus implements RedisBus, SubscriberLink {
 
   private ingest(channel: string, raw: string): void {
     this.watchers.count(channel, 'received')
-    const cut = raw.indexOf(SEPARATOR)
+    const cut = raw.indexOf(SEPARATOR, BUS_MAC_CHARS)
     if (cut < 0) {
       this.malformed++
-      this.opts.log?.warn({ channel }, 'bus message without a node id dropped')
+      this.rejected(channel, 'malformed')
       return
     }
-    // own-echo suppression: compare the prefix in place, without slicing the origin out
-    if (cut === this.nodeId.length && raw.startsWith(this.nodeId)) return
+    // own-echo suppression first (no MAC to check): compare the origin in place, without slicing it out
+    if (cut === BUS_MAC_CHARS + this.nodeId.length && raw.startsWith(this.nodeId, BUS_MAC_CHARS)) return
+    if (!this.opts.mac.verify(channel, raw.slice(BUS_MAC_CHARS), raw.slice(0, BUS_MAC_CHARS))) {
+      this.forged++
+      this.rejected(channel, 'mac')
+      return
+    }
     this.watchers.deliver(channel, raw.slice(cut + 1))
+  }
+
+  private rejected(channel: string, reason: BusRejection): void {
+    this.opts.onRejected?.(reason)
+    this.rejectedSinceLog++
+    const now = performance.now()
+    if (now - this.lastRejectionLogMs < REJECTION_LOG_INTERVAL_MS) return
+    this.opts.log?.warn({ channel, reason, dropped: this.rejectedSinceLog }, 'bus messages dropped: not from a node of this cluster')
+    this.rejectedSinceLog = 0
+    this.lastRejectionLogMs = now
   }
 
   private changed(): void {

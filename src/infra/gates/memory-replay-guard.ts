@@ -6,7 +6,7 @@ export interface MemoryReplayGuardOptions {
   /** clock in ms; default performance.now() (monotonic: a wall-clock step neither frees nor pins claims) */
   now?: () => number
   /**
-   * Most claims held at once; default 100_000 (≈ 830 NIP-98 requests/s sustained over the 120 s minimum
+   * Most claims held at once; default 100_000 (≈ 550 NIP-98 requests/s sustained over the 181 s minimum
    * TTL, beyond what the per-IP `api` limit lets one node see). Expired claims go first; if every claim is
    * still live, the oldest 1% are dropped. An oldest claim is the one whose event is likeliest to fail the
    * NIP-98 created_at window anyway, so dropping it is the least replay we can allow while staying bounded.

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { MESH_STATUS_DISABLED, type MeshStatus } from '../../protocols/mesh/status.js'
 import type { Metrics } from '../metrics.js'
 import { isManagementRequest } from './nip86/endpoint.js'
+import type { OperatorAuth } from './operator-auth.js'
 
 /** What the HTTP side needs from the node; the composition root provides it. */
 export interface HttpSurface {
@@ -15,6 +16,8 @@ export interface HttpSurface {
   manage(req: IncomingMessage, res: ServerResponse): Promise<void>
   /** this node's view of the mesh (protocols/mesh/status.ts); undefined while the mesh is off */
   meshStatus?: () => MeshStatus
+  /** whether a request carries an operator's NIP-98 (operator-auth.ts): the node's detail is theirs only */
+  operator: OperatorAuth
 }
 
 const CORS = {
@@ -29,21 +32,31 @@ const send = (res: ServerResponse, status: number, type: string, body: string, e
   res.end(body)
 }
 
+const json = (value: unknown) => `${JSON.stringify(value)}\n`
+
 /**
  * GET / (NIP-11 or a short text), POST / (NIP-86), /metrics, /mesh/status, /health/live, /health/ready.
  * The node's own endpoints (health, metrics, mesh status) answer on any host; for the rest an unknown host ⇒ 404.
+ * What names communities or sessions (mesh status, what is degraded) is served to operators only.
  */
 export async function handleHttp(req: IncomingMessage, res: ServerResponse, s: HttpSurface): Promise<void> {
   const path = (req.url ?? '/').split('?')[0]
   if (path === '/health/live') return send(res, 200, 'text/plain', 'ok\n')
   if (path === '/health/ready') {
     const health = await s.health().catch(() => ({ ready: false, degraded: ['health check failed'] }))
-    return send(res, health.ready ? 200 : 503, 'application/json', `${JSON.stringify(health)}\n`)
+    const status = health.ready ? 200 : 503
+    // a probe without credentials learns ready or not; one that brings them and fails is told why
+    if (req.headers.authorization === undefined) return send(res, status, 'application/json', json({ ready: health.ready }))
+    const operator = await s.operator(req)
+    if (!operator.ok) return send(res, operator.error.status, 'application/json', json({ error: operator.error.why }))
+    return send(res, status, 'application/json', json(health))
   }
   if (path === '/metrics') return send(res, 200, s.metrics.registry.contentType, await s.metrics.registry.metrics())
   if (path === '/mesh/status') {
-    if (s.meshStatus === undefined) return send(res, 404, 'application/json', `${JSON.stringify(MESH_STATUS_DISABLED)}\n`)
-    return send(res, 200, 'application/json', `${JSON.stringify(s.meshStatus())}\n`)
+    if (s.meshStatus === undefined) return send(res, 404, 'application/json', json(MESH_STATUS_DISABLED))
+    const operator = await s.operator(req)
+    if (!operator.ok) return send(res, operator.error.status, 'application/json', json({ error: operator.error.why }))
+    return send(res, 200, 'application/json', json(s.meshStatus()))
   }
   if (!s.isKnownHost(req.headers.host)) return send(res, 404, 'text/plain', 'not found\n')
   if (req.method === 'OPTIONS') {

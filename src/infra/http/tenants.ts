@@ -42,10 +42,30 @@ export class Tenants {
     return [...new Set([...this.byHost.values()].map((r) => r.id))]
   }
 
-  resolve(hostHeader: string | undefined, scheme: 'ws' | 'wss' | 'http' | 'https'): { record: CommunityRecord; host: string } | undefined {
+  resolve(hostHeader: string | undefined, scheme: 'ws' | 'wss' | 'http' | 'https'): ResolvedHost | undefined {
     const host = normalizeHost(hostHeader, scheme)
     if (!host) return undefined
-    const record = this.byHost.get(host) ?? this.byHost.get(hostnameOf(host))
-    return record ? { record, host } : undefined
+    const exact = this.byHost.get(host)
+    if (exact) return { record: exact, host, bound: host }
+    const bound = hostnameOf(host)
+    const record = this.byHost.get(bound)
+    return record ? { record, host, bound } : undefined
   }
+}
+
+export interface ResolvedHost {
+  record: CommunityRecord
+  /** the Host header, normalized */
+  host: string
+  /** the community's binding it matched: `host` itself, or its name when only a binding without a port matched */
+  bound: string
+}
+
+/**
+ * The host of the NIP-42 relay URL: the Host header when it names a binding or the port the socket really came
+ * in on, else the binding it matched, so a port a client made up never becomes a relay URL we accept.
+ */
+export function relayHostOf(resolved: ResolvedHost, localPort: number | undefined): string {
+  if (resolved.host === resolved.bound) return resolved.host
+  return resolved.host === `${resolved.bound}:${localPort}` ? resolved.host : resolved.bound
 }

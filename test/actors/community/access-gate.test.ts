@@ -26,15 +26,20 @@ const sub = (c: ConnView): Subscription => ({ conn: c, subId: 's', filters: [{}]
 const inChannel = (channel: string, kind = 9): NostrEvent =>
   ({ id: 'e'.repeat(64), pubkey: A, created_at: 1, kind, tags: [['h', channel]], content: '', sig: '' }) as NostrEvent
 
-/** A real SQLite channel store whose reads can be made to fail, as a database outage would. */
+/**
+ * A real SQLite channel store whose reads can be made to fail, as a database outage would, or be held once
+ * answered (`afterRead`), as an answer still on its way back to a busy event loop is.
+ */
 function faulty(store: ChannelStore) {
-  const state = { failing: false, reads: 0 }
+  const state: { failing: boolean; reads: number; afterRead?: () => Promise<void> } = { failing: false, reads: 0 }
   const guard =
     <A extends unknown[], R>(f: (...a: A) => Promise<R>) =>
     async (...a: A): Promise<R> => {
       state.reads++
       if (state.failing) throw new Error('store down')
-      return f(...a)
+      const answer = await f(...a)
+      await state.afterRead?.()
+      return answer
     }
   const wrapped: ChannelStore = {
     ...store,
@@ -122,6 +127,29 @@ describe('the access gate deciding who receives a channel event', () => {
     await channels.update('c1', 'lobby', { private: false })
     now += TTL_MS
     expect(await receivers('lobby', conn('outsider', B))).toEqual(['outsider'])
+  })
+
+  it('never caches a public answer read before the channel was made private and invalidated', async () => {
+    let answered!: () => void
+    const read = new Promise<void>((resolve) => {
+      answered = resolve
+    })
+    let release!: () => void
+    fault.state.afterRead = () => {
+      answered()
+      return new Promise<void>((resolve) => {
+        release = resolve
+      })
+    }
+    const inFlight = receivers('lobby', conn('outsider', B))
+    await read
+    fault.state.afterRead = undefined
+    await channels.update('c1', 'lobby', { private: true })
+    gate.invalidate({ op: 'InvalidateVisibility', channel: 'lobby' })
+    release()
+    // the event it decided for was public when read; the next one must see the channel as it is now
+    expect(await inFlight).toEqual(['outsider'])
+    expect(await receivers('lobby', conn('outsider', B))).toEqual([])
   })
 
   it('decides from its caches alone when it can (deliverableNow), and says when a lookup is needed', async () => {

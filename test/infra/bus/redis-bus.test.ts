@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { eventually } from '../../support/eventually'
 import { describeBusContract } from './bus.contract'
 import { collect, uniqueChannel } from './bus-harness'
-import { type RedisNode, SHARED_REDIS_URL, startRedisNode } from './redis-node'
+import { type RedisNode, SHARED_REDIS_URL, startRedisNode, TEST_BUS_MAC } from './redis-node'
 
 describeBusContract('redis', async ({ unsubscribeDebounceMs }) => {
   const a = await startRedisNode(SHARED_REDIS_URL, 'node-a', { unsubscribeDebounceMs })
@@ -32,17 +32,23 @@ describe('redis bus', () => {
     expect(node.subscribers).toHaveLength(1)
   })
 
-  it('drops and counts a message published without a node id, and keeps delivering the next ones', async () => {
+  it('drops and counts a message without a node id or without the cluster MAC, and keeps delivering genuine ones', async () => {
     node = await startRedisNode(SHARED_REDIS_URL, 'strict')
     raw = new Redis(SHARED_REDIS_URL)
     const ch = uniqueChannel('foreign')
     const got = collect(node.bus.watch(ch))
     await eventually(() => node!.bus.stats(ch).subscribes === 1, 'the subscribe')
+    const signed = (body: string) => TEST_BUS_MAC.sign(ch, body) + body
     await raw.publish(ch, 'no envelope')
     await raw.publish(ch, 'someone-else\n{"kind":1}')
+    await raw.publish(ch, `${'A'.repeat(22)}someone-else\n{"kind":1}`)
+    // signed for another channel: the channel is part of what the MAC covers
+    await raw.publish(ch, TEST_BUS_MAC.sign(`${ch}x`, 'someone-else\n{"kind":1}') + 'someone-else\n{"kind":1}')
+    await raw.publish(ch, signed('someone-else\n{"kind":2}'))
     await eventually(() => got.items.length === 1, 'the message')
-    expect(got.items).toEqual(['{"kind":1}'])
-    expect(node.bus.malformed).toBe(1)
+    expect(got.items).toEqual(['{"kind":2}'])
+    expect(node.bus.malformed).toBe(2)
+    expect(node.bus.forged).toBe(2)
   })
 
   it('stops its bridge and closes the subscriber connection when the bus closes', async () => {

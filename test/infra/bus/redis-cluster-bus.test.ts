@@ -10,6 +10,7 @@ import { eventually } from '../../support/eventually'
 import { type PrivateRedisCluster, startRedisCluster } from '../../support/redis-cluster'
 import { describeBusContract } from './bus.contract'
 import { collect, uniqueChannel } from './bus-harness'
+import { TEST_BUS_MAC } from './redis-node'
 
 let server: PrivateRedisCluster
 beforeAll(async () => {
@@ -37,6 +38,7 @@ async function startNode(nodeId: string, unsubscribeDebounceMs = 100): Promise<C
     publisher,
     nodeId,
     unsubscribeDebounceMs,
+    mac: TEST_BUS_MAC,
     connectSubscriber: () => {
       const client = connect()
       subscriberPorts.push(client.options.port ?? 0)

@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis'
 import { spawnBusBridge } from '../../../src/actors/bridges/bus-bridge'
 import { createKernel, type Kernel, type SupervisionEvent, type SupervisionPolicy } from '../../../src/actors/kernel'
+import { createBusMac, deriveBusMacKey } from '../../../src/infra/bus/bus-mac'
 import { createRedisBus, type RedisBus } from '../../../src/infra/bus/redis-bus'
 import { subscriberConnectionOptions } from '../../../src/infra/bus/redis-subscriber'
 
@@ -18,6 +19,9 @@ export interface RedisNode {
   close(): Promise<void>
 }
 
+/** The MAC every test node shares, as a cluster's nodes share the relay key. */
+export const TEST_BUS_MAC = createBusMac(deriveBusMacKey(new Uint8Array(32).fill(7)))
+
 export async function startRedisNode(
   url: string,
   nodeId: string,
@@ -34,6 +38,7 @@ export async function startRedisNode(
     publisher,
     nodeId,
     unsubscribeDebounceMs: opts.unsubscribeDebounceMs ?? 100,
+    mac: TEST_BUS_MAC,
     connectSubscriber: () => {
       const client = new Redis(url, subscriberConnectionOptions)
       subscribers.push(client)

@@ -23,11 +23,11 @@ describeReplayGuardContract('redis', () => createRedisReplayGuard({ redis }))
 
 describe('replay guard TTL clamp', () => {
   it.each([
-    [-1, 120],
-    [0, 120],
-    [119.2, 120],
-    [120, 120],
-    [120.1, 121],
+    [-1, 181],
+    [0, 181],
+    [180.2, 181],
+    [181, 181],
+    [181.1, 182],
     [3599.5, 3600],
     [3600, 3600],
     [3601, 3600],
@@ -38,15 +38,15 @@ describe('replay guard TTL clamp', () => {
 })
 
 describe('memory replay guard expiry (injected clock)', () => {
-  it('holds a claim for at least 120 s and at most 3600 s', async () => {
+  it('holds a claim for at least 181 s and at most 3600 s', async () => {
     const clock = { t: 0 }
     const guard = createMemoryReplayGuard({ now: () => clock.t })
     const [c, short, long] = [testCommunity(), hex64(), hex64()]
     await guard.claim(c, short, 1)
     await guard.claim(c, long, 86_400)
-    clock.t = 119_999
+    clock.t = 180_999
     expect(await guard.claim(c, short, 1)).toBe('replayed')
-    clock.t = 120_000
+    clock.t = 181_000
     expect(await guard.claim(c, short, 1)).toBe('claimed')
     clock.t = 3_599_999
     expect(await guard.claim(c, long, 1)).toBe('replayed')
@@ -70,16 +70,16 @@ describe('memory replay guard expiry (injected clock)', () => {
     const guard = createMemoryReplayGuard({ now: () => clock.t })
     for (let i = 0; i < 1000; i++) {
       clock.t = i * 1000
-      await guard.claim(testCommunity(), hex64(), 120)
+      await guard.claim(testCommunity(), hex64(), 181)
     }
-    // one claim per second, each live for 120 s
-    expect(guard.size).toBeLessThanOrEqual(122)
+    // one claim per second, each live for 181 s
+    expect(guard.size).toBeLessThanOrEqual(183)
   })
 })
 
 describe('redis replay guard', () => {
   it.each([
-    [1, 120],
+    [1, 181],
     [300, 300],
     [99_999, 3600],
   ])('stores a claim asked for %s s with a TTL of %s s', async (asked, seconds) => {

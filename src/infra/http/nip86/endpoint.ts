@@ -10,7 +10,7 @@ import { checkNip98, nip98WindowSeconds } from '../../../protocols/nip98.js'
 import { type Reason, reason } from '../../../protocols/reasons.js'
 import { err, ok, type Result } from '../../../protocols/result.js'
 import type { Admission } from '../../gates/rate-limit.js'
-import { minReplayTtlSeconds, type ReplayGuard } from '../../gates/replay-guard.js'
+import { type ReplayGuard, replayClaimTtlSeconds } from '../../gates/replay-guard.js'
 import type { Logger } from '../../log.js'
 import type { CommunityRecord } from '../../store/community-store.js'
 import type { Verifier, VerifyVerdict } from '../../verify/verifier.js'
@@ -91,7 +91,7 @@ export function createManagement(d: ManagementDeps): (req: IncomingMessage, res:
     // only now: a forgery must not burn the id of a real operator's event
     let claim: 'claimed' | 'replayed'
     try {
-      claim = await d.replayGuard.claim(record.id, event.id, minReplayTtlSeconds)
+      claim = await d.replayGuard.claim(record.id, event.id, replayClaimTtlSeconds(nip98WindowSeconds))
     } catch (error) {
       d.log.warn({ err: error }, 'nip86: replay guard unavailable; refusing')
       return err({ status: 401, why: reason('error', 'authorization unavailable, retry later') })
