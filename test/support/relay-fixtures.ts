@@ -3,9 +3,10 @@
 import { randomBytes } from 'node:crypto'
 import { afterAll, afterEach, beforeAll } from 'vitest'
 import type { ConfigInput } from '../../src/infra/config'
-import type { RelayOptions } from '../../src/relay/relay'
+import { DEFAULT_COMMUNITY, type RelayOptions } from '../../src/relay/relay'
 import { createTestDatabase, type TestDatabase } from './postgres'
 import { startTestRelay, type TestRelay } from './relay'
+import { startTcpProxy, type TcpProxy } from './tcp-proxy'
 
 /** Budgets high enough that only rate-limit.test.ts ever meets a rate limit. */
 const GENEROUS = { ratePerSecond: 100_000, burst: 100_000 }
@@ -34,6 +35,26 @@ export function useRelays() {
       const r = await startTestRelay(withGenerousRates(overrides), dataDir, opts)
       open.push(r)
       return r
+    },
+    /**
+     * A relay reached through a TCP proxy the test can stall or cut. The default community is bound to the
+     * proxy's host:port as well, as an operator binds the address a proxy in front serves: NIP-42 AUTH names it.
+     */
+    async startBehindProxy(overrides: ConfigInput = {}): Promise<{ relay: TestRelay; proxy: TcpProxy }> {
+      let relayPort = 0
+      const proxy = await startTcpProxy(() => relayPort)
+      const hosts = [...DEFAULT_COMMUNITY.hosts, `127.0.0.1:${proxy.port}`]
+      const relay = await this.start({ communities: [{ ...DEFAULT_COMMUNITY, hosts }], ...overrides }).catch(async (error: unknown) => {
+        await proxy.close()
+        throw error
+      })
+      relayPort = relay.port
+      const close = relay.close.bind(relay)
+      relay.close = async (opts) => {
+        await proxy.close()
+        await close(opts)
+      }
+      return { relay, proxy }
     },
     /** forget a relay the test closed itself (e.g. to restart on the same data directory) */
     forget(r: TestRelay) {

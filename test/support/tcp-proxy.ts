@@ -42,7 +42,7 @@ interface Lane {
  * A TCP forwarder on 127.0.0.1 to `targetPort`, for fault tests that make a backend unreachable or
  * unresponsive without touching the shared server (other test files keep using it).
  */
-export async function startTcpProxy(targetPort: number, opts: TcpProxyOptions = {}): Promise<TcpProxy> {
+export async function startTcpProxy(targetPort: number | (() => number), opts: TcpProxyOptions = {}): Promise<TcpProxy> {
   const whenCut = opts.whenCut ?? 'refuse'
   const sockets = new Set<Socket>()
   const lanes = new Set<Lane>()
@@ -88,7 +88,7 @@ export async function startTcpProxy(targetPort: number, opts: TcpProxyOptions = 
     accepted++
     track(downstream)
     if (!open) return downstream.destroy()
-    const upstream = createConnection({ host: '127.0.0.1', port: targetPort })
+    const upstream = createConnection({ host: '127.0.0.1', port: typeof targetPort === 'number' ? targetPort : targetPort() })
     track(upstream)
     if (stalled) {
       downstream.pause()

@@ -10,14 +10,11 @@ import { makeKeys, type TestKeys } from '../../support/events'
 import { eventually } from '../../support/eventually'
 import { fresh, nowSeconds, publish } from '../../support/relay-client'
 import { useRelays } from '../../support/relay-fixtures'
-import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy'
 import { connect } from '../../support/ws-client'
 
 const agents: AgentClient[] = []
-const proxies: TcpProxy[] = []
 afterEach(async () => {
   await Promise.all(agents.splice(0).map((a) => a.stop()))
-  await Promise.all(proxies.splice(0).map((p) => p.close()))
 })
 
 // small limits keep the test fast: 250 events are 1 page of 20, then pages of 50
@@ -52,9 +49,7 @@ describe('a subscription whose backlog is larger than the relay’s default limi
   const relays = useRelays()
 
   it('delivers all 250 events stored while the agent was disconnected, each once, after the reconnect', async () => {
-    const r = await relays.start(SMALL_LIMITS)
-    const proxy = await startTcpProxy(r.port)
-    proxies.push(proxy)
+    const { relay: r, proxy } = await relays.startBehindProxy(SMALL_LIMITS)
     const author = makeKeys()
     const agent = newAgent(`ws://127.0.0.1:${proxy.port}`)
     await agent.start()

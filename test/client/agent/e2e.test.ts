@@ -9,14 +9,11 @@ import { managementUrl, nip98Header, postNip86 } from '../../support/nip86-clien
 import type { TestRelay } from '../../support/relay'
 import { auth, fresh, publish, reqEvents } from '../../support/relay-client'
 import { useRelays } from '../../support/relay-fixtures'
-import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy'
 import { connect } from '../../support/ws-client'
 
 const agents: AgentClient[] = []
-const proxies: TcpProxy[] = []
 afterEach(async () => {
   await Promise.all(agents.splice(0).map((a) => a.stop()))
-  await Promise.all(proxies.splice(0).map((p) => p.close()))
 })
 
 function newAgent(url: string, extra: Partial<AgentClientOptions> = {}) {
@@ -162,9 +159,7 @@ describe('an agent behind a path that hangs without closing (half-open socket)',
   const relays = useRelays()
 
   it('goes SUSPECT, then ZOMBIE, drops the socket within the session timeout, and is ACTIVE again once the path flows', async () => {
-    const r = await relays.start()
-    const proxy = await startTcpProxy(r.port)
-    proxies.push(proxy)
+    const { relay: r, proxy } = await relays.startBehindProxy()
     const { agent, states } = newAgent(`ws://127.0.0.1:${proxy.port}`, {
       heartbeatSeconds: 0.5,
       leaseSeconds: 1.5,
@@ -206,9 +201,7 @@ describe('an agent whose path hangs for less than the lease', () => {
   const relays = useRelays()
 
   it('goes SUSPECT and back to ACTIVE on the same connection when the relay answers again', async () => {
-    const r = await relays.start()
-    const proxy = await startTcpProxy(r.port)
-    proxies.push(proxy)
+    const { proxy } = await relays.startBehindProxy()
     const { agent, states } = newAgent(`ws://127.0.0.1:${proxy.port}`, { heartbeatSeconds: 0.5, leaseSeconds: 1.5, sessionSeconds: 3 })
     await agent.start()
     proxy.stall()
