@@ -37,6 +37,8 @@ export const CONFIG_REASONS: Record<string, string> = {
   'limits.maxInboundBytesInFlight':
     'Eight frames of the largest size, or about 2,500 typical events pipelined by one client: enough to keep the verifiers busy, while 1,000 connections flooding at once hold at most about 1 GiB.',
   'limits.slowConsumerGraceMs': 'A healthy reader on a slow mobile link drains a 4 MiB page in a few seconds; one that can’t is stuck.',
+  ipv6PrefixLength:
+    'A subscriber is handed a whole /64 or more (RFC 6177): keyed per address, one IPv6 client would hold 2^64 budgets, socket caps and blocks to spend.',
   'limits.maxConnectionsPerIp':
     'Twice the per-IP connection burst: a page reload’s handful of sockets times the dozens of people an office or carrier NAT puts behind one address fits; one host parking thousands of idle sockets does not. Behind a proxy it means something only with trustedProxies set.',
   'limits.maxConcurrentAuth':

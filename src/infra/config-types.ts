@@ -45,6 +45,7 @@ export interface Config {
   authRequired: boolean
   trustForwardedProto: boolean
   trustedProxies: string[]
+  ipv6PrefixLength: number
   operatorPubkeys: string[]
   verifyThreads: number
   verifyBackend: 'auto' | 'native' | 'wasm'

@@ -206,6 +206,16 @@ export const configSchema = z
       .describe(
         'reverse proxies (IPs and CIDR ranges, IPv4 and IPv6; JSON in env) whose X-Forwarded-For names the client: the right-most hop that is not one of them',
       ),
+    // RFC 6177: a subscriber gets a /64 (or more), so per address an IPv6 client would hold 2^64 budgets.
+    ipv6PrefixLength: z
+      .number()
+      .int()
+      .min(1)
+      .max(128)
+      .default(64)
+      .describe(
+        'IPv6 clients are one principal per network of this many leading bits (per-IP rates, connection caps, NIP-86 budget, blockip); 128 = per address. IPv4 is per address',
+      ),
     // NIP-86 callers allowed to manage every community on this node; the relay's own key always is one.
     operatorPubkeys: z
       .array(hex64)

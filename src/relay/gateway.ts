@@ -80,12 +80,14 @@ export function acceptConnections(d: GatewayDeps) {
     // Canonical (blocks and keys are: a dual-stack socket's ::ffff:a.b.c.d is a.b.c.d), and behind a trusted
     // proxy the address it reports, so every gate below sees the client rather than the proxy.
     const ip = d.addressing.clientIp(req)
+    // what the gates below count: the address, or for IPv6 its network (one budget per /64 by default)
+    const principal = d.addressing.principalOf(ip)
     // Per-IP admission comes before tenant resolution, so unknown hosts can't be used to probe for free.
     // With the shared gate down, a new socket is limited by this node alone (the IP principal's fallback): it
     // can only read until Redis returns (writes fail closed), and a node started during an outage must still
     // serve reads. The IP's principal too busy to ask (its mailbox full: that IP is flooding) refuses as a full
     // bucket does; no answer for another reason is ours, and says so.
-    const admitted = await d.admitConnection(ip).catch((error: unknown) => error)
+    const admitted = await d.admitConnection(principal).catch((error: unknown) => error)
     if (admitted instanceof Error && !(admitted instanceof MailboxFullError)) {
       d.log.warn({ err: admitted, ip }, 'connection admission failed')
       d.metrics.connectionsRefused.inc({ reason: 'unavailable' })
@@ -114,7 +116,7 @@ export function acceptConnections(d: GatewayDeps) {
     }
     // last: a refusal above never takes a slot. The slot belongs to the TCP socket, whose 'close' comes
     // exactly once however it ends (ws closed, handshake aborted by ws, peer gone while we awaited).
-    const slot = await d.connectionSlots.acquire(ip, d.config.limits.maxConnectionsPerIp)
+    const slot = await d.connectionSlots.acquire(principal, d.config.limits.maxConnectionsPerIp)
     if (!slot) {
       d.metrics.connectionsRefused.inc({ reason: 'too-many-connections' })
       d.log.debug({ ip }, 'upgrade refused: too many connections from this ip')
@@ -126,13 +128,14 @@ export function acceptConnections(d: GatewayDeps) {
       return void socket.destroy()
     }
     try {
-      d.wss.handleUpgrade(req, socket, head, (ws) => onOpen(ws, ip, `${s}://${tenant.host}`, tenant.record, community))
+      d.wss.handleUpgrade(req, socket, head, (ws) => onOpen(ws, principal, `${s}://${tenant.host}`, tenant.record, community))
     } catch (error) {
       slot.release()
       throw error
     }
   }
 
+  /** `ip`: the principal address (principalOf), what the connection's unauthenticated requests are charged to */
   function onOpen(ws: WebSocket, ip: string, relayUrl: string, record: CommunityRecord, community: TypedRef<CommunityMsg>) {
     const openedAtMs = monotonicMs()
     const id = String(++nextId)

@@ -73,6 +73,13 @@ describe('client addresses behind a trusted reverse proxy', () => {
     expect((await callAs(r, '198.51.100.2', 'supportedmethods')).status).toBe(200)
   })
 
+  it('charges NIP-86 calls from two addresses of one IPv6 /64 to one per-IP budget', async () => {
+    const r = await start({ rateLimits: { apiPerIp: { ratePerSecond: 0.001, burst: 1 } } })
+    expect((await callAs(r, '2001:db8:aa:bb::1', 'supportedmethods')).status).toBe(200)
+    expect((await callAs(r, '2001:db8:aa:bb::2', 'supportedmethods')).status).toBe(429)
+    expect((await callAs(r, '2001:db8:aa:bc::1', 'supportedmethods')).status).toBe(200)
+  })
+
   it('honours X-Forwarded-Proto from the trusted proxy in the NIP-42 relay URL', async () => {
     const r = await start({ trustForwardedProto: true })
     const c = await connect(r.url, { headers: { 'X-Forwarded-Proto': 'https', ...XFF('198.51.100.1') } })

@@ -41,7 +41,7 @@ describe('admitting NIP-86 calls through the api rate limit', () => {
     const manage = createManagement({
       ...ops,
       tenants: new Tenants([RECORD]),
-      addressing: createClientAddressing({ trustedProxies: [], trustForwardedProto: false }),
+      addressing: createClientAddressing({ trustedProxies: [], trustForwardedProto: false, ipv6PrefixLength: 64 }),
       verifier: { verify: async () => 'ok', threads: 1, close: async () => {} },
       replayGuard: createMemoryReplayGuard(),
       admitApi,

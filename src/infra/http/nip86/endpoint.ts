@@ -128,7 +128,7 @@ export function createManagement(d: ManagementDeps): (req: IncomingMessage, res:
     // First, before the body is read and hashed: every POST from this IP costs a token, so nothing a
     // forger sends reaches the verifier pool (or our sha256) faster than apiPerIp allows.
     const ip = d.addressing.clientIp(req)
-    const byIp = await admit(() => d.admitApiIp(ip))
+    const byIp = await admit(() => d.admitApiIp(d.addressing.principalOf(ip)))
     if (!byIp.ok) {
       d.log.debug({ ip, status: byIp.error.status }, 'nip86: refused by the per-ip budget')
       return send(res, byIp.error.status, toNip86Error(byIp.error.why), byIp.error.headers)
