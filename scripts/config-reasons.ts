@@ -41,6 +41,8 @@ export const CONFIG_REASONS: Record<string, string> = {
     'A subscriber is handed a whole /64 or more (RFC 6177): keyed per address, one IPv6 client would hold 2^64 budgets, socket caps and blocks to spend.',
   'limits.maxConnectionsPerIp':
     'Twice the per-IP connection burst: a page reload’s handful of sockets times the dozens of people an office or carrier NAT puts behind one address fits; one host parking thousands of idle sockets does not. Behind a proxy it means something only with trustedProxies set.',
+  'limits.maxPendingUpgradesPerIp':
+    'A browser opens a handful of sockets at once and each completes its handshake in one round trip; a NAT of many users rarely has dozens mid-handshake together. A slow-header sender holds each socket until headersTimeoutMs: this stops one address holding hundreds.',
   'limits.maxConcurrentAuth':
     'A reconnect storm (thousands of agents after a restart) must spread out rather than queue without bound; past it an AUTH is answered `rate-limited:` with a jittered 1–5 s retry.',
   'rateLimits.*.events.*': 'Humans type; agents are programs and get more, by tier. Generous, so that normal clients never notice.',
@@ -52,6 +54,9 @@ export const CONFIG_REASONS: Record<string, string> = {
   'rateLimits.apiPerIp.*':
     'Charged before the NIP-98 signature is checked, so forged calls can’t spend the verifier threads that EVENTs need. It is the agent-platform tier’s own NIP-86 budget, the largest, so one legitimate caller of any tier never meets it.',
   'timeouts.pingIntervalMs': 'NIP-01 says nothing; 30 s keeps NAT mappings and proxies (typically 60 s idle) alive.',
+  'timeouts.headersTimeoutMs':
+    'A real client sends its request headers in one packet: 10 s is generous for a mobile link, while node’s own 60 s, checked every 30 s, let slow-header senders hold a socket up to 90 s each.',
+  'timeouts.requestTimeoutMs': 'NIP-86 bodies are at most 64 KiB: 30 s carries one over a slow link, where node’s default is 300 s.',
   'timeouts.idleUnauthenticatedMs': 'An unauthenticated socket with no subscriptions that stays silent this long holds memory for nothing.',
   'store.groupCommitMaxEvents': 'Bounds one commit, so the writer (and on PostgreSQL the round trip) never holds a batch long.',
   'store.groupCommitMaxDelayMs':

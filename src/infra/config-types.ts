@@ -56,6 +56,7 @@ export interface Config {
     maxInboundBytesInFlight: number
     slowConsumerGraceMs: number
     maxConnectionsPerIp: number
+    maxPendingUpgradesPerIp: number
     maxConcurrentAuth: number
   }
   rateLimits: {
@@ -66,7 +67,13 @@ export interface Config {
     connectionsPerIp: RateRule
     apiPerIp: RateRule
   }
-  timeouts: { pingIntervalMs: number; idleUnauthenticatedMs: number; authWindowSeconds: number }
+  timeouts: {
+    pingIntervalMs: number
+    idleUnauthenticatedMs: number
+    authWindowSeconds: number
+    headersTimeoutMs: number
+    requestTimeoutMs: number
+  }
   store: {
     groupCommitMaxEvents: number
     groupCommitMaxDelayMs: number

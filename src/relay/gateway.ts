@@ -69,10 +69,17 @@ export function acceptConnections(d: GatewayDeps) {
 
   d.http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy())
-    void onUpgrade(req, socket, head).catch((error: unknown) => {
-      d.log.error({ err: error }, 'upgrade failed')
-      refuseUpgrade(socket, 500, 'Internal Server Error')
-    })
+    // an upgrade whose admission never ends (a gate that hangs) holds its socket no longer than slow headers can
+    const deadline = setTimeout(() => {
+      d.metrics.httpConnectionsClosed.inc({ reason: 'timeout' })
+      socket.destroy()
+    }, d.config.timeouts.headersTimeoutMs)
+    void onUpgrade(req, socket, head)
+      .catch((error: unknown) => {
+        d.log.error({ err: error }, 'upgrade failed')
+        refuseUpgrade(socket, 500, 'Internal Server Error')
+      })
+      .finally(() => clearTimeout(deadline))
   })
 
   async function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {

@@ -14,6 +14,7 @@ import { createMemoryRateLimiter } from '../infra/gates/memory-rate-limit.js'
 import { createClientAddressing } from '../infra/http/client-ip.js'
 import { handleHttp } from '../infra/http/http-routes.js'
 import { createManagement } from '../infra/http/nip86/endpoint.js'
+import { checkingIntervalMs, guardSlowHttp } from '../infra/http/slow-http.js'
 import type { Tenants } from '../infra/http/tenants.js'
 import type { Logger } from '../infra/log.js'
 import type { Metrics } from '../infra/metrics.js'
@@ -122,22 +123,34 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       nowSeconds,
       log,
     })
-    const http = createServer((req, res) => {
-      handleHttp(req, res, {
-        metrics,
-        isKnownHost: (h) => tenants.resolve(h, 'http') !== undefined,
-        relayInfo: (h) => relayInfoFor(config, key.pubkey, tenants.resolve(h, 'http')?.record),
-        // readiness: every backend answers and no permanent actor is in backoff or down (waiting to be respawned)
-        health: async () => {
-          const degraded = [...(await b.unhealthy()), ...kernel.unhealthy()]
-          return { ready: degraded.length === 0, degraded }
-        },
-        manage,
-        meshStatus: mesh ? () => mesh.status() : undefined,
-      }).catch((error: unknown) => {
-        log.error({ err: error }, 'http handler failed')
-        if (!res.headersSent) res.writeHead(500).end()
-      })
+    const http = createServer(
+      {
+        headersTimeout: config.timeouts.headersTimeoutMs,
+        requestTimeout: config.timeouts.requestTimeoutMs,
+        connectionsCheckingInterval: checkingIntervalMs(config.timeouts.headersTimeoutMs),
+      },
+      (req, res) => {
+        handleHttp(req, res, {
+          metrics,
+          isKnownHost: (h) => tenants.resolve(h, 'http') !== undefined,
+          relayInfo: (h) => relayInfoFor(config, key.pubkey, tenants.resolve(h, 'http')?.record),
+          // readiness: every backend answers and no permanent actor is in backoff or down (waiting to be respawned)
+          health: async () => {
+            const degraded = [...(await b.unhealthy()), ...kernel.unhealthy()]
+            return { ready: degraded.length === 0, degraded }
+          },
+          manage,
+          meshStatus: mesh ? () => mesh.status() : undefined,
+        }).catch((error: unknown) => {
+          log.error({ err: error }, 'http handler failed')
+          if (!res.headersSent) res.writeHead(500).end()
+        })
+      },
+    )
+    guardSlowHttp(http, {
+      maxPendingPerIp: config.limits.maxPendingUpgradesPerIp,
+      keyOf: addressing.peerKeyOf,
+      onClosed: (reason) => metrics.httpConnectionsClosed.inc({ reason }),
     })
     const wss = new WebSocketServer({ noServer: true, maxPayload: config.limits.maxMessageBytes })
     const gateway = acceptConnections({

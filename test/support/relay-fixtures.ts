@@ -19,7 +19,7 @@ export function withGenerousRates(overrides: ConfigInput): ConfigInput {
   return {
     ...overrides,
     rateLimits: { human: GENEROUS_TIER, connectionsPerIp: GENEROUS, apiPerIp: GENEROUS, ...overrides.rateLimits },
-    limits: { maxConnectionsPerIp: GENEROUS.burst, ...overrides.limits },
+    limits: { maxConnectionsPerIp: GENEROUS.burst, maxPendingUpgradesPerIp: GENEROUS.burst, ...overrides.limits },
   }
 }
 

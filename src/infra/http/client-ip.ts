@@ -56,6 +56,11 @@ export interface ClientAddressing {
    */
   principalOf(ip: string): string
   /**
+   * What a socket is counted under before any request has arrived (its headers can't be read yet): its peer's
+   * principal, or undefined for a trusted proxy, whose one address carries many clients.
+   */
+  peerKeyOf(peer: string | undefined): string | undefined
+  /**
    * X-Forwarded-Proto/Host are honoured: `trustForwardedProto` is on and, once `trustedProxies` names any
    * proxy, the peer is one of them (an untrusted peer could otherwise choose the NIP-42/NIP-98 URL we check
    * against). With an empty list the setting keeps its meaning from before the list existed: any peer.
@@ -72,11 +77,16 @@ export function createClientAddressing(o: {
   // the config schema refuses a bad entry, so this is a wiring bug (a Config built around the schema)
   if (!parsed.ok) throw new RangeError(`trustedProxies: ${parsed.error}`)
   const trusted = parsed.value
+  const principalOf = (ip: string) => {
+    const principal = toIpPrincipal(ip, o.ipv6PrefixLength)
+    return principal.ok ? principal.value : ip
+  }
   return {
     clientIp: (req) => resolveClientIp(req.socket.remoteAddress, req.headersDistinct['x-forwarded-for'], trusted),
-    principalOf: (ip) => {
-      const principal = toIpPrincipal(ip, o.ipv6PrefixLength)
-      return principal.ok ? principal.value : ip
+    principalOf,
+    peerKeyOf: (peer) => {
+      const canonical = toCanonicalOr(peer ?? UNKNOWN_PEER)
+      return isInRanges(canonical, trusted) ? undefined : principalOf(canonical)
     },
     forwardedHeadersTrusted: (req) =>
       o.trustForwardedProto && (trusted.length === 0 || isInRanges(req.socket.remoteAddress ?? UNKNOWN_PEER, trusted)),
