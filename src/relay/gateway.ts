@@ -135,15 +135,21 @@ export function acceptConnections(d: GatewayDeps) {
       return void socket.destroy()
     }
     try {
-      d.wss.handleUpgrade(req, socket, head, (ws) => onOpen(ws, principal, `${s}://${tenant.host}`, tenant.record, community))
+      d.wss.handleUpgrade(req, socket, head, (ws) => onOpen(ws, { ip, principal }, `${s}://${tenant.host}`, tenant.record, community))
     } catch (error) {
       slot.release()
       throw error
     }
   }
 
-  /** `ip`: the principal address (principalOf), what the connection's unauthenticated requests are charged to */
-  function onOpen(ws: WebSocket, ip: string, relayUrl: string, record: CommunityRecord, community: TypedRef<CommunityMsg>) {
+  /** `principal`: what the connection's unauthenticated requests are charged to (principalOf `ip`) */
+  function onOpen(
+    ws: WebSocket,
+    { ip, principal }: { ip: string; principal: string },
+    relayUrl: string,
+    record: CommunityRecord,
+    community: TypedRef<CommunityMsg>,
+  ) {
     const openedAtMs = monotonicMs()
     const id = String(++nextId)
     const path = connectionPath(id)
@@ -160,6 +166,7 @@ export function acceptConnections(d: GatewayDeps) {
     })
     const view: MutableConnView = {
       id,
+      ip,
       queue,
       authed: new Set(),
       owners: new Map(),
@@ -176,7 +183,7 @@ export function acceptConnections(d: GatewayDeps) {
       connectionActor({
         view,
         ws,
-        ip,
+        ip: principal,
         relayUrl,
         challenge,
         community: { id: record.id, ref: community },

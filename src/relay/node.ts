@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net'
 import { WebSocketServer } from 'ws'
 import { communityPath } from '../actors/community/community-actor.js'
 import type { CommunityMsg } from '../actors/community/messages.js'
-import type { Kernel } from '../actors/kernel/index.js'
+import { type Kernel, tell } from '../actors/kernel/index.js'
 import { openSupervisedVerifier } from '../actors/node/verifier-actor.js'
 import type { Config } from '../infra/config.js'
 import { createMemoryRateLimiter } from '../infra/gates/memory-rate-limit.js'
@@ -29,6 +29,7 @@ import type { Verifier } from '../infra/verify/verifier.js'
 import { createVerifierPool } from '../infra/verify/verifier-pool.js'
 // Extension needed: verify-core is plain JS so worker threads can load it without a TypeScript loader.
 import { loadSchnorr } from '../infra/verify/verify-core.mjs'
+import { isInBlockedRanges } from '../protocols/address-range.js'
 import { KIND_ANNOUNCEMENT } from '../protocols/agent-registry.js'
 import type { NostrEvent } from '../protocols/nip01/event.js'
 import { KIND_AUTH, KIND_PRESENCE } from '../protocols/nip01/kinds.js'
@@ -110,8 +111,20 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     const admission = createAdmission({ kernel, config, tenants, limiter: b.limiter, readFallback })
     const operators = new Set([...config.operatorPubkeys, key.pubkey])
     const addressing = createClientAddressing(config)
+    // NIP-86 blockip entries are addresses and CIDR ranges: matched in memory against the community's list
+    const isIpBlocked = async (community: string, ip: string) =>
+      isInBlockedRanges(
+        ip,
+        (await b.communities.listBlockedIps(community)).map((e) => e.value),
+      )
+    // the sockets of a blocked range close here and, through the community's conn-control broadcast, on every node
+    const disconnectIp = (community: string, range: string, reason: string) => {
+      const ref = kernel.lookup<CommunityMsg>(communityPath(community))
+      if (ref) tell(ref, { type: 'DisconnectIp', range, reason, broadcast: true })
+    }
     const manage = createManagement({
       tenants,
+      isIpBlocked,
       addressing,
       verifier,
       replayGuard: b.replayGuard,
@@ -119,7 +132,16 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       admitApi: admission.admitApi,
       admitApiIp: admission.admitApiIp,
       metrics: { signatureChecks: metrics.nip86SignatureChecks, admissionRejections: metrics.admissionRejections },
-      ...createManagementOps({ store: b.communities, events: b.events, communities, operators, banPubkey: d.banPubkey, nowSeconds }),
+      ...createManagementOps({
+        store: b.communities,
+        events: b.events,
+        communities,
+        operators,
+        banPubkey: d.banPubkey,
+        disconnectIp,
+        ipv6PrefixLength: config.ipv6PrefixLength,
+        nowSeconds,
+      }),
       nowSeconds,
       log,
     })
@@ -163,7 +185,7 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       admit: admission.admit,
       admitConnection: admission.admitConnection,
       banOf: createBanLookup(b.communities, nowSeconds),
-      isIpBlocked: (community, ip) => b.communities.isIpBlocked(community, ip),
+      isIpBlocked,
       addressing,
       connectionSlots: b.connectionSlots,
       metrics,

@@ -46,6 +46,7 @@ describe('admitting NIP-86 calls through the api rate limit', () => {
       replayGuard: createMemoryReplayGuard(),
       admitApi,
       admitApiIp: async () => ({ allowed: true }),
+      isIpBlocked: async () => false,
       ...more,
       metrics: { signatureChecks: { inc: () => {} }, admissionRejections: { inc: () => {} } },
       nowSeconds: () => Math.floor(Date.now() / 1000),
