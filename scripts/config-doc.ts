@@ -40,7 +40,7 @@ const SECTIONS: { title: string; keys: string[] }[] = [
     keys: ['mesh', 'meshPort', 'meshHost', 'meshHellosPerIpPerSecond', 'meshAdvertisedAddress', 'meshLeaseTtlMs', 'meshLeaseRenewMs'],
   },
   { title: 'Relay information (NIP-11)', keys: ['relayName', 'relayDescription', 'relayContact', 'relayContactPubkey'] },
-  { title: 'Access and proxies', keys: ['authRequired', 'trustForwardedProto', 'trustedProxies', 'operatorPubkeys'] },
+  { title: 'Access and proxies', keys: ['authRequired', 'trustForwardedProto', 'trustedProxies', 'ipv6PrefixLength', 'operatorPubkeys'] },
   { title: 'Agents and presence', keys: ['presenceHeartbeatSeconds', 'leaseSweepSeconds'] },
   { title: 'Signature verification and threads', keys: ['verifyThreads', 'verifyBackend', 'threads'] },
   { title: 'Limits', keys: ['limits'] },

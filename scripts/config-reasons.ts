@@ -39,8 +39,12 @@ export const CONFIG_REASONS: Record<string, string> = {
   'limits.maxInboundBytesInFlight':
     'Eight frames of the largest size, or about 2,500 typical events pipelined by one client: enough to keep the verifiers busy, while 1,000 connections flooding at once hold at most about 1 GiB.',
   'limits.slowConsumerGraceMs': 'A healthy reader on a slow mobile link drains a 4 MiB page in a few seconds; one that can’t is stuck.',
+  ipv6PrefixLength:
+    'A subscriber is handed a whole /64 or more (RFC 6177): keyed per address, one IPv6 client would hold 2^64 budgets, socket caps and blocks to spend.',
   'limits.maxConnectionsPerIp':
     'Twice the per-IP connection burst: a page reload’s handful of sockets times the dozens of people an office or carrier NAT puts behind one address fits; one host parking thousands of idle sockets does not. Behind a proxy it means something only with trustedProxies set.',
+  'limits.maxPendingUpgradesPerIp':
+    'A browser opens a handful of sockets at once and each completes its handshake in one round trip; a NAT of many users rarely has dozens mid-handshake together. A slow-header sender holds each socket until headersTimeoutMs: this stops one address holding hundreds.',
   'limits.maxConcurrentAuth':
     'A reconnect storm (thousands of agents after a restart) must spread out rather than queue without bound; past it an AUTH is answered `rate-limited:` with a jittered 1–5 s retry.',
   'limits.maxPubkeysPerConnection':
@@ -60,6 +64,9 @@ export const CONFIG_REASONS: Record<string, string> = {
   'rateLimits.freshKeySeconds':
     'A key nobody in the community knows (not an admin, on the roster or the allowed list, nor attested by one) may be one of many minted by one client: for this long its EVENTs also spend its IP’s budget, so fresh keys write no more than an unauthenticated client from that IP could. A minute covers a newcomer’s first posts; neighbours behind one NAT share the IP’s budget only for that minute.',
   'timeouts.pingIntervalMs': 'NIP-01 says nothing; 30 s keeps NAT mappings and proxies (typically 60 s idle) alive.',
+  'timeouts.headersTimeoutMs':
+    'A real client sends its request headers in one packet: 10 s is generous for a mobile link, while node’s own 60 s, checked every 30 s, let slow-header senders hold a socket up to 90 s each.',
+  'timeouts.requestTimeoutMs': 'NIP-86 bodies are at most 64 KiB: 30 s carries one over a slow link, where node’s default is 300 s.',
   'timeouts.idleUnauthenticatedMs': 'An unauthenticated socket with no subscriptions that stays silent this long holds memory for nothing.',
   'store.groupCommitMaxEvents': 'Bounds one commit, so the writer (and on PostgreSQL the round trip) never holds a batch long.',
   'store.groupCommitMaxDelayMs':

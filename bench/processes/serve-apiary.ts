@@ -17,7 +17,7 @@ await runRelayChild(async (dataDir, config) => {
     logLevel: 'silent',
     rateLimits: { human: { events: WIDE_OPEN, reqs: WIDE_OPEN }, connectionsPerIp: WIDE_OPEN, authPerIp: WIDE_OPEN },
     // one load generator opens thousands of sockets from 127.0.0.1
-    limits: { maxConnectionsPerIp: 1e6 },
+    limits: { maxConnectionsPerIp: 1e6, maxPendingUpgradesPerIp: 1e6 },
     verifyThreads: 2,
     ...(knobs.apiaryConfig as ConfigInput),
     ...(config as ConfigInput),

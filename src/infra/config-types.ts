@@ -46,6 +46,7 @@ export interface Config {
   authRequired: boolean
   trustForwardedProto: boolean
   trustedProxies: string[]
+  ipv6PrefixLength: number
   operatorPubkeys: string[]
   verifyThreads: number
   verifyBackend: 'auto' | 'native' | 'wasm'
@@ -56,6 +57,7 @@ export interface Config {
     maxInboundBytesInFlight: number
     slowConsumerGraceMs: number
     maxConnectionsPerIp: number
+    maxPendingUpgradesPerIp: number
     maxConcurrentAuth: number
     maxPubkeysPerConnection: number
     readBudgetMs: number
@@ -70,7 +72,13 @@ export interface Config {
     authPerIp: RateRule
     freshKeySeconds: number
   }
-  timeouts: { pingIntervalMs: number; idleUnauthenticatedMs: number; authWindowSeconds: number }
+  timeouts: {
+    pingIntervalMs: number
+    idleUnauthenticatedMs: number
+    authWindowSeconds: number
+    headersTimeoutMs: number
+    requestTimeoutMs: number
+  }
   store: {
     groupCommitMaxEvents: number
     groupCommitMaxDelayMs: number

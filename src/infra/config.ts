@@ -94,6 +94,17 @@ const limits = z
       .positive()
       .default(200)
       .describe('WebSocket connections open at once from one client IP, across the cluster; one more is refused with HTTP 429'),
+    // A browser opens a handful of sockets at once and each completes its handshake in one round trip; a
+    // NAT of many such users rarely has more than a few dozen mid-handshake together. Slow-header senders
+    // each hold a socket until headersTimeoutMs: this stops one address holding hundreds of them.
+    maxPendingUpgradesPerIp: z
+      .number()
+      .int()
+      .positive()
+      .default(64)
+      .describe(
+        'TCP connections from one client IP (its ipv6PrefixLength network) whose first HTTP request or upgrade has not arrived whole, per node; one more is closed at once',
+      ),
     // A reconnect storm of thousands of agents must spread out rather than queue without bound; with 256
     // AUTHs in flight (admission, signature on the event loop, ban lookup) the storm of bench `agents` still
     // settles promptly. Past it an AUTH is answered rate-limited with a jittered 1-5 s retry.
@@ -228,6 +239,16 @@ export const configSchema = z
       .describe(
         'reverse proxies (IPs and CIDR ranges, IPv4 and IPv6; JSON in env) whose X-Forwarded-For names the client: the right-most hop that is not one of them',
       ),
+    // RFC 6177: a subscriber gets a /64 (or more), so per address an IPv6 client would hold 2^64 budgets.
+    ipv6PrefixLength: z
+      .number()
+      .int()
+      .min(1)
+      .max(128)
+      .default(64)
+      .describe(
+        'IPv6 clients are one principal per network of this many leading bits (per-IP rates, connection caps, NIP-86 budget, blockip); 128 = per address. IPv4 is per address',
+      ),
     // NIP-86 callers allowed to manage every community on this node; the relay's own key always is one.
     operatorPubkeys: z
       .array(hex64)
@@ -317,6 +338,23 @@ export const configSchema = z
           .default(300_000)
           .describe('close a connection that sent nothing and never authenticated'),
         authWindowSeconds: z.number().int().positive().default(600).describe('NIP-42: AUTH event created_at must be within ± this'),
+        // A real client sends its request headers in one packet: 10 s is generous for a mobile link's round
+        // trips, while node's own 60 s (checked every 30 s) let slow-header senders park a socket 90 s each.
+        headersTimeoutMs: z
+          .number()
+          .int()
+          .positive()
+          .default(10_000)
+          .describe(
+            'HTTP request headers (a WebSocket upgrade included) must arrive within this, and an upgrade be admitted; the socket is closed otherwise',
+          ),
+        // NIP-86 bodies are at most 64 KiB; 30 s carries them over a slow link, unlike node's default of 300 s.
+        requestTimeoutMs: z
+          .number()
+          .int()
+          .positive()
+          .default(30_000)
+          .describe('a whole HTTP request (headers and body) must arrive within this; at least headersTimeoutMs'),
       })
       .prefault({}),
     store: z
@@ -382,6 +420,10 @@ export const configSchema = z
       .describe('communities from the config file, added to those in the database (JSON in env)'),
   })
   .superRefine((c, ctx) => {
+    // node refuses to start an HTTP server whose headers may take longer than the whole request
+    if (c.timeouts.headersTimeoutMs > c.timeouts.requestTimeoutMs) {
+      ctx.addIssue({ code: 'custom', path: ['timeouts', 'requestTimeoutMs'], message: 'must be at least timeouts.headersTimeoutMs' })
+    }
     if (c.mesh === 'on' && !(c.redisUrl && c.databaseUrl)) {
       ctx.addIssue({ code: 'custom', path: ['mesh'], message: 'mesh "on" needs cluster mode: set redisUrl and databaseUrl' })
     }

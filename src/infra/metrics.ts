@@ -65,6 +65,12 @@ export function createMetrics() {
       labelNames: ['reason'],
       registers: r,
     }),
+    httpConnectionsClosed: new Counter({
+      name: 'apiary_http_connections_closed_total',
+      help: 'sockets closed before their first request arrived whole (too-many-pending per IP, timeout: headers or request too slow)',
+      labelNames: ['reason'],
+      registers: r,
+    }),
     meshFenceRejections: new Counter({
       name: 'apiary_mesh_fence_rejections_total',
       help: 'mesh session frames and writes refused by the fence (stale, no-lease, future, owner-mismatch)',

@@ -1,5 +1,5 @@
-// Address ranges (`10.0.0.0/8`, `2001:db8::/32`): which peers are trusted proxies. Pure, so the config schema
-// can refuse a bad entry at load and the edge can match peers with the same parser.
+// Address ranges (`10.0.0.0/8`, `2001:db8::/32`): which peers are trusted proxies, which clients NIP-86 blockip
+// refuses. Pure, so the config schema can refuse a bad entry at load and the edge can match peers with the same parser.
 import { parseIpSegment, toCanonicalIp } from './ip-address.js'
 import { reason } from './reasons.js'
 import { err, ok, type Result } from './result.js'
@@ -31,6 +31,36 @@ export function parseAddressRange(text: string): Result<AddressRange> {
     prefixBits -= 96
   }
   return ok({ bytes: masked(bytes, prefixBits), prefixBits })
+}
+
+/**
+ * What blockip stores for `text` (an address or a CIDR range): one spelling per range, so unblockip of any
+ * spelling finds it. An IPv6 range narrower than the principal's network (`ipv6PrefixLength`, toIpPrincipal)
+ * widens to it, since budgets and sockets are counted per network: blocking one address of a /64 leaves the
+ * rest no way around. A single address is written bare (`198.51.100.7`), a range as `network/bits`.
+ */
+export function toBlockedRange(text: string, ipv6PrefixLength: number): Result<string> {
+  const range = parseAddressRange(text)
+  if (!range.ok) return range
+  const { bytes } = range.value
+  const v6 = bytes.length === 16
+  const bits = v6 ? Math.min(range.value.prefixBits, ipv6PrefixLength) : range.value.prefixBits
+  const network = masked(bytes, bits)
+  const address = v6
+    ? toCanonicalIp(Array.from({ length: 8 }, (_, i) => (((network[2 * i] ?? 0) << 8) | (network[2 * i + 1] ?? 0)).toString(16)).join(':'))
+    : ok(network.join('.'))
+  if (!address.ok) return address
+  return ok(bits === network.length * 8 ? address.value : `${address.value}/${bits}`)
+}
+
+/** Whether `ip` lies in one of the stored blocks (toBlockedRange's spellings; one that fails to parse matches nothing). */
+export function isInBlockedRanges(ip: string, blocked: readonly string[]): boolean {
+  const ranges: AddressRange[] = []
+  for (const entry of blocked) {
+    const range = parseAddressRange(entry)
+    if (range.ok) ranges.push(range.value)
+  }
+  return isInRanges(ip, ranges)
 }
 
 /** Every entry parsed, or the first bad one's reason (config validation reports it). */

@@ -1,3 +1,4 @@
+import { parseAddressRange } from './address-range.js'
 import { isHex64 } from './ids.js'
 import type { NostrEvent } from './nip01/event.js'
 import { err, ok, type Result } from './result.js'
@@ -12,6 +13,8 @@ export const KIND_CONTROL = 29_333 // ephemeral range: never stored, never fanne
 export type ConnControlOp =
   | { op: 'DisconnectPubkey'; pubkey: string; eventId: string; reason: string }
   | { op: 'DisconnectCommunity'; reason: string }
+  /** `range`: a blockip entry (an address or CIDR range, address-range.ts) */
+  | { op: 'DisconnectIp'; range: string; reason: string }
 
 export type CacheInvalidationOp =
   | { op: 'InvalidateMembership'; channel: string; pubkey?: string }
@@ -49,6 +52,8 @@ function parseOp(channel: ControlChannel, v: unknown): ConnControlOp | CacheInva
     if (o.op === 'DisconnectPubkey' && isHex64(o.pubkey) && str('eventId') && str('reason'))
       return { op: 'DisconnectPubkey', pubkey: o.pubkey as string, eventId: o.eventId as string, reason: o.reason as string }
     if (o.op === 'DisconnectCommunity' && str('reason')) return { op: 'DisconnectCommunity', reason: o.reason as string }
+    if (o.op === 'DisconnectIp' && str('range') && str('reason') && parseAddressRange(o.range as string).ok)
+      return { op: 'DisconnectIp', range: o.range as string, reason: o.reason as string }
     return undefined
   }
   if ((o.op === 'InvalidateMembership' || o.op === 'InvalidateVisibility' || o.op === 'ChannelDeleted') && str('channel')) {

@@ -64,6 +64,26 @@ function parseHextets(part: string, mayEndInIpv4: boolean): number[] | undefined
 }
 
 /**
+ * The address an IP's budgets, socket caps and blocks are keyed on (its principal): an IPv4 address is
+ * itself; an IPv6 address is the network of its first `ipv6PrefixLength` bits (`2001:db8:1:2::` for every
+ * address of 2001:db8:1:2::/64), because a subscriber is handed a whole /64 (RFC 6177) and could otherwise
+ * take one budget per address. 128 keys each address on its own. Canonical text (toCanonicalIp).
+ */
+export function toIpPrincipal(ip: string, ipv6PrefixLength: number): Result<string> {
+  if (!Number.isInteger(ipv6PrefixLength) || ipv6PrefixLength < 1 || ipv6PrefixLength > 128) {
+    throw new RangeError(`ipv6PrefixLength must be an integer in 1..128: ${ipv6PrefixLength}`)
+  }
+  const canonical = toCanonicalIp(ip)
+  if (!canonical.ok || !canonical.value.includes(':') || ipv6PrefixLength === 128) return canonical
+  const groups = (parseIpSegment(canonical.value) as { ok: true; value: string }).value.split('-').map((g) => Number.parseInt(g, 16))
+  const masked = groups.map((g, i) => {
+    const keep = Math.max(0, Math.min(16, ipv6PrefixLength - 16 * i))
+    return g & ((0xffff << (16 - keep)) & 0xffff)
+  })
+  return toCanonicalIp(masked.map((g) => g.toString(16)).join(':'))
+}
+
+/**
  * One spelling per address, so a block matches however a socket reports the peer: IPv4 dotted decimal,
  * IPv6 as RFC 5952 text (lowercase, leading zeros dropped, the longest zero run as `::`), an IPv4-mapped IPv6
  * address (how a dual-stack socket reports an IPv4 client) as its IPv4 form. The gateway checks

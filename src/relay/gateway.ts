@@ -73,10 +73,17 @@ export function acceptConnections(d: GatewayDeps) {
 
   d.http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy())
-    void onUpgrade(req, socket, head).catch((error: unknown) => {
-      d.log.error({ err: error }, 'upgrade failed')
-      refuseUpgrade(socket, 500, 'Internal Server Error')
-    })
+    // an upgrade whose admission never ends (a gate that hangs) holds its socket no longer than slow headers can
+    const deadline = setTimeout(() => {
+      d.metrics.httpConnectionsClosed.inc({ reason: 'timeout' })
+      socket.destroy()
+    }, d.config.timeouts.headersTimeoutMs)
+    void onUpgrade(req, socket, head)
+      .catch((error: unknown) => {
+        d.log.error({ err: error }, 'upgrade failed')
+        refuseUpgrade(socket, 500, 'Internal Server Error')
+      })
+      .finally(() => clearTimeout(deadline))
   })
 
   async function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
@@ -84,12 +91,14 @@ export function acceptConnections(d: GatewayDeps) {
     // Canonical (blocks and keys are: a dual-stack socket's ::ffff:a.b.c.d is a.b.c.d), and behind a trusted
     // proxy the address it reports, so every gate below sees the client rather than the proxy.
     const ip = d.addressing.clientIp(req)
+    // what the gates below count: the address, or for IPv6 its network (one budget per /64 by default)
+    const principal = d.addressing.principalOf(ip)
     // Per-IP admission comes before tenant resolution, so unknown hosts can't be used to probe for free.
     // With the shared gate down, a new socket is limited by this node alone (the IP principal's fallback): it
     // can only read until Redis returns (writes fail closed), and a node started during an outage must still
     // serve reads. The IP's principal too busy to ask (its mailbox full: that IP is flooding) refuses as a full
     // bucket does; no answer for another reason is ours, and says so.
-    const admitted = await d.admitConnection(ip).catch((error: unknown) => error)
+    const admitted = await d.admitConnection(principal).catch((error: unknown) => error)
     if (admitted instanceof Error && !(admitted instanceof MailboxFullError)) {
       d.log.warn({ err: admitted, ip }, 'connection admission failed')
       d.metrics.connectionsRefused.inc({ reason: 'unavailable' })
@@ -118,7 +127,7 @@ export function acceptConnections(d: GatewayDeps) {
     }
     // last: a refusal above never takes a slot. The slot belongs to the TCP socket, whose 'close' comes
     // exactly once however it ends (ws closed, handshake aborted by ws, peer gone while we awaited).
-    const slot = await d.connectionSlots.acquire(ip, d.config.limits.maxConnectionsPerIp)
+    const slot = await d.connectionSlots.acquire(principal, d.config.limits.maxConnectionsPerIp)
     if (!slot) {
       d.metrics.connectionsRefused.inc({ reason: 'too-many-connections' })
       d.log.debug({ ip }, 'upgrade refused: too many connections from this ip')
@@ -131,7 +140,7 @@ export function acceptConnections(d: GatewayDeps) {
     }
     try {
       d.wss.handleUpgrade(req, socket, head, (ws) =>
-        onOpen(ws, ip, `${s}://${relayHostOf(tenant, req.socket.localPort)}`, tenant.record, community),
+        onOpen(ws, { ip, principal }, `${s}://${relayHostOf(tenant, req.socket.localPort)}`, tenant.record, community),
       )
     } catch (error) {
       slot.release()
@@ -139,7 +148,14 @@ export function acceptConnections(d: GatewayDeps) {
     }
   }
 
-  function onOpen(ws: WebSocket, ip: string, relayUrl: string, record: CommunityRecord, community: TypedRef<CommunityMsg>) {
+  /** `principal`: what the connection's unauthenticated requests are charged to (principalOf `ip`) */
+  function onOpen(
+    ws: WebSocket,
+    { ip, principal }: { ip: string; principal: string },
+    relayUrl: string,
+    record: CommunityRecord,
+    community: TypedRef<CommunityMsg>,
+  ) {
     const openedAtMs = monotonicMs()
     const id = String(++nextId)
     const path = connectionPath(id)
@@ -156,6 +172,7 @@ export function acceptConnections(d: GatewayDeps) {
     })
     const view: MutableConnView = {
       id,
+      ip,
       queue,
       authed: new Set(),
       owners: new Map(),
@@ -174,13 +191,13 @@ export function acceptConnections(d: GatewayDeps) {
       connectionActor({
         view,
         ws,
-        ip,
+        ip: principal,
         relayUrl,
         challenge,
         community: { id: record.id, ref: community },
         verifier: d.verifier,
         admit: (principal, limit, attested) => d.admit(record, principal, limit, attested),
-        admitAuth: () => d.admitAuth(ip),
+        admitAuth: () => d.admitAuth(principal),
         banOf: (pubkey) => d.banOf(record.id, pubkey),
         knownAmong: (pubkeys) => d.knownAmong(record.id, pubkeys),
         limits: d.config.limits,

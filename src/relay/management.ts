@@ -3,6 +3,7 @@
 import type { ManagementOps } from '../infra/http/nip86/methods.js'
 import type { CommunityStore } from '../infra/store/community-store.js'
 import type { EventStore } from '../infra/store/event-store.js'
+import { toBlockedRange } from '../protocols/address-range.js'
 import { type ChannelRoles, type RoleRule, withChannelRoles, withRule } from '../protocols/role-domains.js'
 import type { Communities } from './communities.js'
 
@@ -13,6 +14,10 @@ export interface ManagementOpsDeps {
   operators: ReadonlySet<string>
   /** the relay's ban path (relay/relay.ts): the row, then the pubkey's sockets closed on every node */
   banPubkey(community: string, pubkey: string, reason: string, untilSeconds?: number): Promise<void>
+  /** close the sockets from `range` open on every node (the community's DisconnectIp, broadcast) */
+  disconnectIp(community: string, range: string, reason: string): void
+  /** config.ipv6PrefixLength: an IPv6 block is never narrower than the network a principal is counted as */
+  ipv6PrefixLength: number
   nowSeconds(): number
 }
 
@@ -70,8 +75,13 @@ export function createManagementOps(d: ManagementOpsDeps): ManagementOps {
       await d.communities.announce(community)
     },
     kindRules: async (community) => (await recordOf(community))?.kinds,
-    blockIp: (community, ip, reason) => store.blockIp(community, ip, reason),
-    unblockIp: async (community, ip) => void (await store.unblockIp(community, ip)),
+    async blockIp(community, ip, reason) {
+      const range = blockedRange(ip, d.ipv6PrefixLength)
+      // the row first: it is what every node checks at each new socket and NIP-86 call
+      await store.blockIp(community, range, reason)
+      d.disconnectIp(community, range, reason === '' ? 'this address is blocked' : reason)
+    },
+    unblockIp: async (community, ip) => void (await store.unblockIp(community, blockedRange(ip, d.ipv6PrefixLength))),
     listBlockedIps: (community) => store.listBlockedIps(community),
     async setAgentTier(community, pubkey, tier) {
       // read-modify-write of one roster: two admins changing it at the same instant may lose one change
@@ -126,4 +136,11 @@ export function createManagementOps(d: ManagementOpsDeps): ManagementOps {
     archiveCommunity: (id) => d.communities.archive(id),
     listCommunities: () => store.list(),
   }
+}
+
+/** moderation.ts checked the parameter with parseAddressRange, so a failure here is a bug */
+function blockedRange(ip: string, ipv6PrefixLength: number): string {
+  const range = toBlockedRange(ip, ipv6PrefixLength)
+  if (!range.ok) throw new RangeError(range.error)
+  return range.value
 }

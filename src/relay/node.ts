@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net'
 import { WebSocketServer } from 'ws'
 import { communityPath } from '../actors/community/community-actor.js'
 import type { CommunityMsg } from '../actors/community/messages.js'
-import type { Kernel } from '../actors/kernel/index.js'
+import { type Kernel, tell } from '../actors/kernel/index.js'
 import { openSupervisedVerifier } from '../actors/node/verifier-actor.js'
 import { createBusMac, deriveBusMacKey } from '../infra/bus/bus-mac.js'
 import type { Config } from '../infra/config.js'
@@ -16,6 +16,7 @@ import { createClientAddressing } from '../infra/http/client-ip.js'
 import { handleHttp } from '../infra/http/http-routes.js'
 import { createManagement } from '../infra/http/nip86/endpoint.js'
 import { createOperatorAuth } from '../infra/http/operator-auth.js'
+import { checkingIntervalMs, guardSlowHttp } from '../infra/http/slow-http.js'
 import type { Tenants } from '../infra/http/tenants.js'
 import type { Logger } from '../infra/log.js'
 import type { Metrics } from '../infra/metrics.js'
@@ -31,6 +32,7 @@ import type { Verifier } from '../infra/verify/verifier.js'
 import { createVerifierPool } from '../infra/verify/verifier-pool.js'
 // Extension needed: verify-core is plain JS so worker threads can load it without a TypeScript loader.
 import { loadSchnorr } from '../infra/verify/verify-core.mjs'
+import { isInBlockedRanges } from '../protocols/address-range.js'
 import { KIND_ANNOUNCEMENT } from '../protocols/agent-registry.js'
 import type { NostrEvent } from '../protocols/nip01/event.js'
 import { KIND_AUTH, KIND_PRESENCE } from '../protocols/nip01/kinds.js'
@@ -122,8 +124,20 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     const admission = createAdmission({ kernel, config, tenants, limiter: b.limiter, readFallback })
     const operators = new Set([...config.operatorPubkeys, key.pubkey])
     const addressing = createClientAddressing(config)
+    // NIP-86 blockip entries are addresses and CIDR ranges: matched in memory against the community's list
+    const isIpBlocked = async (community: string, ip: string) =>
+      isInBlockedRanges(
+        ip,
+        (await b.communities.listBlockedIps(community)).map((e) => e.value),
+      )
+    // the sockets of a blocked range close here and, through the community's conn-control broadcast, on every node
+    const disconnectIp = (community: string, range: string, reason: string) => {
+      const ref = kernel.lookup<CommunityMsg>(communityPath(community))
+      if (ref) tell(ref, { type: 'DisconnectIp', range, reason, broadcast: true })
+    }
     const manage = createManagement({
       tenants,
+      isIpBlocked,
       addressing,
       verifier,
       replayGuard: b.replayGuard,
@@ -131,7 +145,16 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       admitApi: admission.admitApi,
       admitApiIp: admission.admitApiIp,
       metrics: { signatureChecks: metrics.nip86SignatureChecks, admissionRejections: metrics.admissionRejections },
-      ...createManagementOps({ store: b.communities, events: b.events, communities, operators, banPubkey: d.banPubkey, nowSeconds }),
+      ...createManagementOps({
+        store: b.communities,
+        events: b.events,
+        communities,
+        operators,
+        banPubkey: d.banPubkey,
+        disconnectIp,
+        ipv6PrefixLength: config.ipv6PrefixLength,
+        nowSeconds,
+      }),
       nowSeconds,
       log,
     })
@@ -145,23 +168,35 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       nowSeconds,
       log,
     })
-    const http = createServer((req, res) => {
-      handleHttp(req, res, {
-        metrics,
-        isKnownHost: (h) => tenants.resolve(h, 'http') !== undefined,
-        relayInfo: (h) => relayInfoFor(config, key.pubkey, tenants.resolve(h, 'http')?.record),
-        // readiness: every backend answers and no permanent actor is in backoff or down (waiting to be respawned)
-        health: async () => {
-          const degraded = [...(await b.unhealthy()), ...kernel.unhealthy()]
-          return { ready: degraded.length === 0, degraded }
-        },
-        manage,
-        meshStatus: mesh ? () => mesh.status() : undefined,
-        operator,
-      }).catch((error: unknown) => {
-        log.error({ err: error }, 'http handler failed')
-        if (!res.headersSent) res.writeHead(500).end()
-      })
+    const http = createServer(
+      {
+        headersTimeout: config.timeouts.headersTimeoutMs,
+        requestTimeout: config.timeouts.requestTimeoutMs,
+        connectionsCheckingInterval: checkingIntervalMs(config.timeouts.headersTimeoutMs),
+      },
+      (req, res) => {
+        handleHttp(req, res, {
+          metrics,
+          isKnownHost: (h) => tenants.resolve(h, 'http') !== undefined,
+          relayInfo: (h) => relayInfoFor(config, key.pubkey, tenants.resolve(h, 'http')?.record),
+          // readiness: every backend answers and no permanent actor is in backoff or down (waiting to be respawned)
+          health: async () => {
+            const degraded = [...(await b.unhealthy()), ...kernel.unhealthy()]
+            return { ready: degraded.length === 0, degraded }
+          },
+          manage,
+          meshStatus: mesh ? () => mesh.status() : undefined,
+          operator,
+        }).catch((error: unknown) => {
+          log.error({ err: error }, 'http handler failed')
+          if (!res.headersSent) res.writeHead(500).end()
+        })
+      },
+    )
+    guardSlowHttp(http, {
+      maxPendingPerIp: config.limits.maxPendingUpgradesPerIp,
+      keyOf: addressing.peerKeyOf,
+      onClosed: (reason) => metrics.httpConnectionsClosed.inc({ reason }),
     })
     const wss = new WebSocketServer({ noServer: true, maxPayload: config.limits.maxMessageBytes })
     const gateway = acceptConnections({
@@ -176,7 +211,7 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       admitAuth: admission.admitAuth,
       banOf: createBanLookup(b.communities, nowSeconds),
       knownAmong: createKnownLookup(tenants, b.communities),
-      isIpBlocked: (community, ip) => b.communities.isIpBlocked(community, ip),
+      isIpBlocked,
       addressing,
       connectionSlots: b.connectionSlots,
       metrics,

@@ -4,6 +4,7 @@ import { makeKeys, type TestKeys } from '../support/events'
 import { eventually } from '../support/eventually'
 import { httpGet } from '../support/http'
 import { managementUrl, nip98Header, postNip86 } from '../support/nip86-client'
+import { testClientIp, upgradeStatus, viaProxy } from '../support/per-ip-clients'
 import type { TestRelay } from '../support/relay'
 import { auth, client, relayUrlOf } from '../support/relay-client'
 import { useCluster, useRelays } from '../support/relay-fixtures'
@@ -70,6 +71,24 @@ describe('moderation over NIP-86 on a cluster of nodes', () => {
     expect((await call(a!, operator, host, 'timeoutpubkey', [noisy.pubkey, 60])).json).toEqual({ result: true })
     expect(prefixOf(String((await onB.next((f) => f[0] === 'NOTICE'))[1]))).toBe('blocked')
     expect((await onB.closed).code).toBe(1008)
+  })
+
+  it('closes on B the socket from an address range blocked through A, and refuses it on both', async () => {
+    const {
+      host,
+      nodes: [a, b],
+    } = await cluster.nodes(2, {
+      operatorPubkeys: [operator.pubkey],
+      rateLimits: { human: { api: GENEROUS } },
+      trustedProxies: ['127.0.0.1'],
+    })
+    const ip = testClientIp()
+    const range = `${ip.split(':').slice(0, 4).join(':')}::/64`
+    const onB = await viaProxy(b!, ip, host)
+    expect((await call(a!, operator, host, 'blockip', [range, 'abuse'])).json).toEqual({ result: true })
+    expect(prefixOf(String((await onB.next((f) => f[0] === 'NOTICE'))[1]))).toBe('blocked')
+    expect((await onB.closed).code).toBe(1008)
+    for (const node of [a!, b!]) expect(await upgradeStatus(node, { 'X-Forwarded-For': ip, Host: `${host}:${node.port}` })).toBe(403)
   })
 
   it("spends one api budget per caller across the nodes: A's calls count on B", async () => {

@@ -104,6 +104,32 @@ describe('concurrent connections per IP (one node)', () => {
   })
 })
 
+describe('IPv6 clients: one principal per network (ipv6PrefixLength)', () => {
+  const relays = useRelays()
+  const behindProxy = { trustedProxies: ['127.0.0.1'] }
+
+  it('counts two addresses of one /64 against one connection cap, and another /64 on its own', async () => {
+    const r = await relays.start({ limits: { maxConnectionsPerIp: 1 }, ...behindProxy })
+    await viaProxy(r, '2001:db8:aa:bb::1')
+    expect(await upgradeStatus(r, { 'X-Forwarded-For': '2001:db8:aa:bb:ffff:1:2:3' })).toBe(429)
+    expect(await refusedTooMany(r)).toBe(1)
+    expect(await upgradeStatus(r, { 'X-Forwarded-For': '2001:db8:aa:bc::1' })).toBe(101)
+  })
+
+  it('charges the addresses of one /64 to one connection-rate budget', async () => {
+    const r = await relays.start({ rateLimits: { connectionsPerIp: { ratePerSecond: 0.001, burst: 2 } }, ...behindProxy })
+    expect(await upgradeStatus(r, { 'X-Forwarded-For': '2001:db8:aa:bb::1' })).toBe(101)
+    expect(await upgradeStatus(r, { 'X-Forwarded-For': '2001:db8:aa:bb::2' })).toBe(101)
+    expect(await upgradeStatus(r, { 'X-Forwarded-For': '2001:db8:aa:bb::3' })).toBe(429)
+  })
+
+  it('keys each address on its own with ipv6PrefixLength 128', async () => {
+    const r = await relays.start({ limits: { maxConnectionsPerIp: 1 }, ipv6PrefixLength: 128, ...behindProxy })
+    await viaProxy(r, '2001:db8:aa:bb::1')
+    expect(await upgradeStatus(r, { 'X-Forwarded-For': '2001:db8:aa:bb::2' })).toBe(101)
+  })
+})
+
 describe('concurrent connections per IP (a cluster)', () => {
   const relays = useRelays()
   const cluster = useCluster(relays)

@@ -41,7 +41,7 @@ function vanished(id: string, subs: string[]): ConnView {
     closed: true,
     closeAfterFlush: () => {},
   }
-  return { id, queue, authed: new Set(), owners: new Map(), subs: new Set(subs), lose: () => {} }
+  return { id, ip: '127.0.0.1', queue, authed: new Set(), owners: new Map(), subs: new Set(subs), lose: () => {} }
 }
 
 /** the real SQLite store, with saves that wait until released */

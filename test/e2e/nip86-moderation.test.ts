@@ -255,7 +255,8 @@ describe('moderation over NIP-86: lists, relay info, kinds, IPs, timeouts and po
       expect(listed).toEqual(
         expect.arrayContaining([
           { ip: '203.0.113.7', reason: 'scraper' },
-          { ip: '2001:db8::1', reason: '' },
+          // an IPv6 address is blocked with its /64 (ipv6PrefixLength), as its budgets are counted
+          { ip: '2001:db8::/64', reason: '' },
           { ip: '198.51.100.9', reason: 'mapped' },
         ]),
       )
@@ -269,7 +270,8 @@ describe('moderation over NIP-86: lists, relay info, kinds, IPs, timeouts and po
     it.each([
       ['a host name', 'relay.example'],
       ['an address with a port', '203.0.113.7:80'],
-      ['a CIDR range', '203.0.113.0/24'],
+      ['a prefix longer than the address', '203.0.113.0/33'],
+      ['a range with two prefixes', '203.0.113.0/24/8'],
       ['an octet over 255', '203.0.113.256'],
     ])('refuses %s with invalid:', async (_, ip) => {
       const r = await start()

@@ -63,6 +63,37 @@ describe('client addresses behind a trusted reverse proxy', () => {
     expect(await upgradeStatus(r)).toBe(101)
   })
 
+  it('blocks a CIDR range: new sockets from it 403, its open sockets closed with a blocked: NOTICE, its NIP-86 calls 403', async () => {
+    const r = await start()
+    const inside = await viaProxy(r, '198.51.100.20')
+    const outside = await viaProxy(r, '198.51.101.20')
+    expect((await callAs(r, undefined, 'blockip', ['198.51.100.0/24', 'scrapers'])).json).toEqual({ result: true })
+    const notice = await inside.next((f) => f[0] === 'NOTICE')
+    expect(prefixOf(String(notice[1]))).toBe('blocked')
+    expect((await inside.closed).code).toBe(1008)
+    expect(await upgradeStatus(r, XFF('198.51.100.9'))).toBe(403)
+    expect(await upgradeStatus(r, XFF('198.51.101.9'))).toBe(101)
+    const call = await callAs(r, '198.51.100.5', 'supportedmethods')
+    expect(call.status).toBe(403)
+    expect(prefixOf(call.json.error ?? '')).toBe('blocked')
+    expect((await callAs(r, undefined, 'listblockedips')).json).toEqual({ result: [{ ip: '198.51.100.0/24', reason: 'scrapers' }] })
+    // the socket outside the range is still served
+    outside.send(['REQ', 's', { limit: 1 }])
+    expect((await outside.next((f) => f[0] === 'EOSE'))[1]).toBe('s')
+    expect((await callAs(r, undefined, 'unblockip', ['198.51.100.0/24'])).json).toEqual({ result: true })
+    expect(await upgradeStatus(r, XFF('198.51.100.9'))).toBe(101)
+  })
+
+  it('blocks the whole /64 of an IPv6 address, as its budgets are counted', async () => {
+    const r = await start()
+    expect((await callAs(r, undefined, 'blockip', ['2001:db8:aa:bb::1'])).json).toEqual({ result: true })
+    expect(await upgradeStatus(r, XFF('2001:db8:aa:bb:1:2:3:4'))).toBe(403)
+    expect(await upgradeStatus(r, XFF('2001:db8:aa:bc::1'))).toBe(101)
+    expect((await callAs(r, undefined, 'listblockedips')).json).toEqual({ result: [{ ip: '2001:db8:aa:bb::/64', reason: '' }] })
+    expect((await callAs(r, undefined, 'unblockip', ['2001:db8:aa:bb::99'])).json).toEqual({ result: true })
+    expect(await upgradeStatus(r, XFF('2001:db8:aa:bb::1'))).toBe(101)
+  })
+
   it('gives forwarded NIP-86 callers their own per-IP api budget', async () => {
     const r = await start({ rateLimits: { apiPerIp: { ratePerSecond: 0.001, burst: 1 } } })
     expect((await callAs(r, '198.51.100.1', 'supportedmethods')).status).toBe(200)
@@ -71,6 +102,13 @@ describe('client addresses behind a trusted reverse proxy', () => {
     expect(refused.headers['retry-after']).toMatch(/^\d+$/)
     expect(prefixOf(refused.json.error ?? '')).toBe('rate-limited')
     expect((await callAs(r, '198.51.100.2', 'supportedmethods')).status).toBe(200)
+  })
+
+  it('charges NIP-86 calls from two addresses of one IPv6 /64 to one per-IP budget', async () => {
+    const r = await start({ rateLimits: { apiPerIp: { ratePerSecond: 0.001, burst: 1 } } })
+    expect((await callAs(r, '2001:db8:aa:bb::1', 'supportedmethods')).status).toBe(200)
+    expect((await callAs(r, '2001:db8:aa:bb::2', 'supportedmethods')).status).toBe(429)
+    expect((await callAs(r, '2001:db8:aa:bc::1', 'supportedmethods')).status).toBe(200)
   })
 
   it('honours X-Forwarded-Proto from the trusted proxy in the NIP-42 relay URL', async () => {

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { parseIpSegment, toCanonicalIp } from '../../src/protocols/ip-address'
+import { parseIpSegment, toCanonicalIp, toIpPrincipal } from '../../src/protocols/ip-address'
 import { prefixOf } from '../../src/protocols/reasons'
 
 describe('the one spelling blockip stores for an address', () => {
@@ -86,5 +86,34 @@ describe('IP segments', () => {
         expect(parseIpSegment(`::ffff:${ip}`)).toEqual({ ok: true, value: ip })
       }),
     )
+  })
+})
+
+describe('the principal an address is charged as', () => {
+  const principal = (ip: string, bits = 64) => {
+    const p = toIpPrincipal(ip, bits)
+    return p.ok ? p.value : p.error
+  }
+
+  it('keys every address of one IPv6 /64 on the network, in any spelling', () => {
+    expect(principal('2001:db8:1:2:3:4:5:6')).toBe('2001:db8:1:2::')
+    expect(principal('2001:DB8:1:2:ffff:ffff:ffff:ffff')).toBe('2001:db8:1:2::')
+    expect(principal('2001:db8:1:3::1')).toBe('2001:db8:1:3::')
+  })
+
+  it('keeps IPv4 (and IPv4-mapped IPv6) per address', () => {
+    expect(principal('203.0.113.7')).toBe('203.0.113.7')
+    expect(principal('::ffff:203.0.113.7')).toBe('203.0.113.7')
+  })
+
+  it('takes the prefix length from the setting: 128 is per address, a shorter one masks mid-group', () => {
+    expect(principal('2001:db8::7', 128)).toBe('2001:db8::7')
+    expect(principal('2001:db8:abcd:12ff::1', 56)).toBe('2001:db8:abcd:1200::')
+    expect(principal('2001:db8:abcd:12ff::1', 48)).toBe('2001:db8:abcd::')
+  })
+
+  it('refuses what is not an address with invalid:', () => {
+    const p = toIpPrincipal('example.org', 64)
+    expect(p.ok ? 'ok' : prefixOf(p.error)).toBe('invalid')
   })
 })

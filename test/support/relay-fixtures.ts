@@ -20,7 +20,7 @@ export function withGenerousRates(overrides: ConfigInput): ConfigInput {
   return {
     ...overrides,
     rateLimits: { human: GENEROUS_TIER, connectionsPerIp: GENEROUS, apiPerIp: GENEROUS, authPerIp: GENEROUS, ...overrides.rateLimits },
-    limits: { maxConnectionsPerIp: GENEROUS.burst, ...overrides.limits },
+    limits: { maxConnectionsPerIp: GENEROUS.burst, maxPendingUpgradesPerIp: GENEROUS.burst, ...overrides.limits },
   }
 }
 

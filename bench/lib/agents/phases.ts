@@ -106,7 +106,7 @@ export async function agentsStorm(opts: AgentsOptions): Promise<AgentsResult> {
   // the port is fixed so the agents reconnect to the same URL after the restart; limits are replaced whole
   const config = (maxConcurrentAuth?: number) => ({
     port,
-    limits: { maxConnectionsPerIp: 1e6, ...(maxConcurrentAuth ? { maxConcurrentAuth } : {}) },
+    limits: { maxConnectionsPerIp: 1e6, maxPendingUpgradesPerIp: 1e6, ...(maxConcurrentAuth ? { maxConcurrentAuth } : {}) },
   })
   const spawn = (maxConcurrentAuth?: number) => spawnRelay('apiary', opts.dir, config(maxConcurrentAuth))
   const bench: AgentsRun = { opts, shards: [], current: { relay: await spawn() }, spawn }

@@ -69,6 +69,7 @@ async function acceptControl(msg: Msg<'Control'>, community: string, d: ClusterD
 /** An op from the bus, applied on this node only: never broadcast again. */
 function toLocalMessage(op: ControlOp): CommunityMsg {
   if (op.op === 'DisconnectPubkey') return { type: 'DisconnectPubkey', pubkey: op.pubkey, reason: op.reason, broadcast: false }
+  if (op.op === 'DisconnectIp') return { type: 'DisconnectIp', range: op.range, reason: op.reason, broadcast: false }
   if (op.op === 'DisconnectCommunity') return { type: 'DisconnectCommunity', reason: op.reason, broadcast: false }
   return { type: 'InvalidateCache', op, broadcast: false }
 }

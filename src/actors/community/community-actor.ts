@@ -135,6 +135,7 @@ function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: Commun
     case 'InvalidateCache':
       return onInvalidateCache(state, msg, deps)
     case 'DisconnectPubkey':
+    case 'DisconnectIp':
     case 'DisconnectCommunity':
       return onDisconnectOrder(state, msg, deps)
     case 'Announce':

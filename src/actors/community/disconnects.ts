@@ -1,11 +1,12 @@
-// Closing sockets on an order (a ban, an archive): this node's connections of a pubkey (and of the agents it
-// attested) or of the whole community get a `blocked:` NOTICE and close with 1008; `broadcast` asks the
+// Closing sockets on an order (a ban, a blockip, an archive): this node's connections of a pubkey (and of the
+// agents it attested), from an address range, or of the whole community get a `blocked:` NOTICE and close with 1008; `broadcast` asks the
 // other nodes to do the same (cluster-control.ts).
+import { isInBlockedRanges } from '../../protocols/address-range.js'
 import { noticeFrame } from '../../protocols/nip01/relay-message.js'
 import { reason } from '../../protocols/reasons.js'
 import { broadcastLogged } from './cluster-control.js'
 import type { CommunityDeps, CommunityState } from './community-state.js'
-import type { DisconnectCommunityMsg, DisconnectPubkeyMsg } from './messages.js'
+import type { DisconnectCommunityMsg, DisconnectIpMsg, DisconnectPubkeyMsg } from './messages.js'
 import type { ConnectionRegistry, ConnView } from './subscription-index.js'
 
 /** WebSocket close code for policy refusals (RFC 6455 §7.4.1: 1008 policy violation). */
@@ -13,7 +14,7 @@ const CLOSE_POLICY = 1008
 
 export function onDisconnectOrder(
   state: CommunityState,
-  msg: DisconnectPubkeyMsg | DisconnectCommunityMsg,
+  msg: DisconnectPubkeyMsg | DisconnectIpMsg | DisconnectCommunityMsg,
   deps: CommunityDeps,
 ): CommunityState {
   disconnectHere(state.conns, msg, deps)
@@ -23,13 +24,18 @@ export function onDisconnectOrder(
 /** Close this node's sockets of a pubkey (a ban) or of the community; `broadcast` asks the other nodes too. */
 export function disconnectHere(
   conns: ConnectionRegistry,
-  msg: DisconnectPubkeyMsg | DisconnectCommunityMsg,
+  msg: DisconnectPubkeyMsg | DisconnectIpMsg | DisconnectCommunityMsg,
   deps: Pick<CommunityDeps, 'cluster' | 'log' | 'record'>,
 ): void {
   if (msg.type === 'DisconnectPubkey') {
     disconnectPubkey(conns, msg.pubkey, msg.reason)
     if (msg.broadcast)
       void broadcastLogged(deps, 'conn-control', { op: 'DisconnectPubkey', pubkey: msg.pubkey, eventId: '', reason: msg.reason })
+    return
+  }
+  if (msg.type === 'DisconnectIp') {
+    for (const conn of conns.values()) if (isInBlockedRanges(conn.ip, [msg.range])) closeFor(conn, msg.reason)
+    if (msg.broadcast) void broadcastLogged(deps, 'conn-control', { op: 'DisconnectIp', range: msg.range, reason: msg.reason })
     return
   }
   for (const conn of conns.values()) closeFor(conn, msg.reason)

@@ -60,6 +60,7 @@ export function onDropped(msg: CommunityMsg, self: TypedRef<CommunityMsg>, s: Co
       else actOnLag(s, msg.stream, msg.lag, deps)
       return
     case 'DisconnectPubkey':
+    case 'DisconnectIp':
     case 'DisconnectCommunity':
       disconnectHere(s.conns, msg, deps)
       return

@@ -41,6 +41,8 @@ export type HostPublishMsg = { type: 'Publish'; event: VerifiedEvent; raw: strin
 export type PublishMsg = HostPublishMsg & { conn?: ConnView }
 /** close this node's sockets authenticated as `pubkey` (a ban); `broadcast` also tells the other nodes */
 export type DisconnectPubkeyMsg = { type: 'DisconnectPubkey'; pubkey: string; reason: string; broadcast: boolean }
+/** close this node's sockets whose client address lies in `range` (NIP-86 blockip); `broadcast` also tells the other nodes */
+export type DisconnectIpMsg = { type: 'DisconnectIp'; range: string; reason: string; broadcast: boolean }
 export type DisconnectCommunityMsg = { type: 'DisconnectCommunity'; reason: string; broadcast: boolean; done?: () => void }
 export type StatsMsg = { type: 'Stats'; reply: (s: CommunityStats) => void }
 
@@ -82,6 +84,7 @@ export type AppliedMsg = {
 export type CommunityMsg =
   | PublishMsg
   | DisconnectPubkeyMsg
+  | DisconnectIpMsg
   | DisconnectCommunityMsg
   | StatsMsg
   | { type: 'Subscribe'; conn: ConnView; subId: string; filters: Filter[] }

@@ -6,6 +6,8 @@ import type { Reason } from '../../protocols/reasons.js'
 /** What a community needs to know of a connection to deliver to it (owned and mutated by the connection). */
 export interface ConnView {
   readonly id: string
+  /** the client's address (client-ip.ts: canonical, behind a trusted proxy the one it reports): blockip closes by it */
+  readonly ip: string
   readonly queue: OutboundQueue
   readonly authed: ReadonlySet<string>
   /** agents authenticated here with an owner attestation (docs/agent-attestation.md): agent → its owner's pubkey */

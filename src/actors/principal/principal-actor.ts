@@ -43,8 +43,8 @@ export interface IpPrincipalDeps {
 }
 
 /**
- * What an IP is charged as: the address the edge resolved (client-ip.ts, trustedProxies). The one place to
- * make it coarser (an IPv6 prefix); the community `ip:` principals and the node-wide IP principals follow.
+ * What an IP is charged as: the edge already resolved it (client-ip.ts: trustedProxies, then principalOf, so
+ * an IPv6 client is its ipv6PrefixLength network); the community `ip:` and node-wide IP principals follow.
  */
 export const ipIdentityOf = (ip: string): string => ip
 /** The principal an IP's requests are charged as, in a community and node-wide. */

@@ -22,9 +22,10 @@ export interface MemoryRateLimiterOptions {
   now?: () => number
   /**
    * Most keys held at once; default 100_000, so the heap the table takes stays bounded (83-char keys,
-   * community:type:pubkey). Entries whose TAT has passed are dropped first. If every entry is still live,
-   * the least recently admitted 1% are dropped: those keys get a fresh burst early (fail open for them)
-   * rather than memory growing without bound or new keys being locked out by whoever filled the table.
+   * community:type:pubkey). Entries whose TAT has passed (full buckets) are dropped first. If every entry is
+   * still live, a new key is refused (rate-limited until the earliest live entry refills) rather than one
+   * being evicted: an evicted spent bucket would come back full, so a flood of fresh keys would hand its
+   * sender a fresh burst for each key it had spent. Keys already held are decided as always.
    */
   maxKeys?: number
 }
@@ -32,6 +33,8 @@ export interface MemoryRateLimiterOptions {
 export interface MemoryRateLimiter extends RateLimiter {
   /** keys currently held (for tests and the metrics endpoint) */
   readonly size: number
+  /** new keys refused because every held key was still live (the table full) */
+  readonly refusedForRoom: number
 }
 
 // Float noise in TAT arithmetic is ~1e-10 ms; a nanosecond of slack keeps it from flipping exact-boundary
@@ -41,15 +44,21 @@ const floatSlackMs = 1e-6
 // Entries examined at the front of the map per admission; two per admit outpaces one insertion per admit.
 const trimPerAdmit = 2
 
+// A table full of live keys is swept again at most this often: what a flood of new keys can cost.
+const minSweepIntervalMs = 100
+
 export function createMemoryRateLimiter(opts: MemoryRateLimiterOptions = {}): MemoryRateLimiter {
   const now = opts.now ?? (() => performance.now())
   const maxKeys = opts.maxKeys ?? 100_000
   if (!Number.isInteger(maxKeys) || maxKeys < 1) throw new RangeError(`maxKeys must be an integer ≥ 1: ${maxKeys}`)
-  const evictChunk = Math.max(1, Math.floor(maxKeys / 100))
   // key → TAT (ms on `now`'s clock). Insertion order is last-admission order (entries are re-inserted on
   // update), so the front holds the keys idle longest: the likeliest to have expired.
   const tats = new Map<string, number>()
   let closed = false
+  // While full of live keys: until when a new key is refused without sweeping the table again, so a flood of
+  // new keys costs O(1) each, not O(maxKeys).
+  let fullUntil = Number.NEGATIVE_INFINITY
+  let refusedForRoom = 0
 
   function decide(key: string, rule: RateRule, cost: number): Admission {
     checkRateRule(rule, cost)
@@ -64,12 +73,20 @@ export function createMemoryRateLimiter(opts: MemoryRateLimiterOptions = {}): Me
     // Rounded up (and at least 1 ms) so that retrying after exactly retryAfterMs is admitted.
     if (waitMs > floatSlackMs) return { allowed: false, retryAfterMs: Math.max(1, Math.ceil(waitMs - floatSlackMs)) }
     const newTat = t + debtMs + cost * intervalMs
-    if (cost > 0) store(key, newTat, t)
+    if (cost === 0) return { allowed: true }
+    if (stored === undefined && tats.size >= maxKeys) {
+      const waitForRoomMs = makeRoom(t)
+      if (waitForRoomMs > 0) {
+        refusedForRoom++
+        return { allowed: false, retryAfterMs: Math.max(1, Math.ceil(waitForRoomMs)) }
+      }
+    }
+    store(key, newTat, t)
     return { allowed: true }
   }
 
   function store(key: string, tat: number, t: number): void {
-    if (!tats.delete(key) && tats.size >= maxKeys) makeRoom(t)
+    tats.delete(key)
     tats.set(key, tat)
     let examined = 0
     for (const [k, v] of tats) {
@@ -78,20 +95,26 @@ export function createMemoryRateLimiter(opts: MemoryRateLimiterOptions = {}): Me
     }
   }
 
-  // Runs only when the table is full; evicting a chunk of live keys means the next `evictChunk` inserts
-  // skip the O(maxKeys) sweep, so a flood of new keys costs O(100) per admission, not O(maxKeys).
-  function makeRoom(t: number): void {
-    for (const [k, v] of tats) if (v <= t) tats.delete(k)
-    if (tats.size < maxKeys) return
-    for (const k of tats.keys()) {
-      if (tats.size <= maxKeys - evictChunk) break
-      tats.delete(k)
+  // Runs only when the table is full: drops the full buckets, and returns 0 once there is room, else how long
+  // until the earliest live entry refills (new keys wait that long; at least a sweep interval).
+  function makeRoom(t: number): number {
+    if (t < fullUntil) return fullUntil - t
+    let earliest = Number.POSITIVE_INFINITY
+    for (const [k, v] of tats) {
+      if (v <= t) tats.delete(k)
+      else if (v < earliest) earliest = v
     }
+    if (tats.size < maxKeys) return 0
+    fullUntil = Math.max(earliest, t + minSweepIntervalMs)
+    return fullUntil - t
   }
 
   return {
     get size() {
       return tats.size
+    },
+    get refusedForRoom() {
+      return refusedForRoom
     },
     keyOf: memoryBudgetKey,
     async admit(key, rule, cost = 1) {

@@ -8,7 +8,7 @@
 // Pure: strings in, strings out; the adapter at the bottom only reads an IncomingMessage's fields.
 import type { IncomingMessage } from 'node:http'
 import { type AddressRange, isInRanges, parseTrustedProxies } from '../../protocols/address-range.js'
-import { toCanonicalIp } from '../../protocols/ip-address.js'
+import { toCanonicalIp, toIpPrincipal } from '../../protocols/ip-address.js'
 
 /** What a socket with no peer address (already gone) is keyed as; it is closed a moment later anyway. */
 export const UNKNOWN_PEER = '0.0.0.0'
@@ -51,6 +51,16 @@ export interface ClientAddressing {
   /** the client's canonical address (resolveClientIp over the socket's peer and X-Forwarded-For) */
   clientIp(req: IncomingMessage): string
   /**
+   * What a client address is charged and capped as (toIpPrincipal with ipv6PrefixLength): itself for IPv4,
+   * its network for IPv6. Every per-IP gate takes this, never the bare address.
+   */
+  principalOf(ip: string): string
+  /**
+   * What a socket is counted under before any request has arrived (its headers can't be read yet): its peer's
+   * principal, or undefined for a trusted proxy, whose one address carries many clients.
+   */
+  peerKeyOf(peer: string | undefined): string | undefined
+  /**
    * X-Forwarded-Proto/Host are honoured: `trustForwardedProto` is on and, once `trustedProxies` names any
    * proxy, the peer is one of them (an untrusted peer could otherwise choose the NIP-42/NIP-98 URL we check
    * against). With an empty list the setting keeps its meaning from before the list existed: any peer.
@@ -58,13 +68,26 @@ export interface ClientAddressing {
   forwardedHeadersTrusted(req: IncomingMessage): boolean
 }
 
-export function createClientAddressing(o: { trustedProxies: readonly string[]; trustForwardedProto: boolean }): ClientAddressing {
+export function createClientAddressing(o: {
+  trustedProxies: readonly string[]
+  trustForwardedProto: boolean
+  ipv6PrefixLength: number
+}): ClientAddressing {
   const parsed = parseTrustedProxies(o.trustedProxies)
   // the config schema refuses a bad entry, so this is a wiring bug (a Config built around the schema)
   if (!parsed.ok) throw new RangeError(`trustedProxies: ${parsed.error}`)
   const trusted = parsed.value
+  const principalOf = (ip: string) => {
+    const principal = toIpPrincipal(ip, o.ipv6PrefixLength)
+    return principal.ok ? principal.value : ip
+  }
   return {
     clientIp: (req) => resolveClientIp(req.socket.remoteAddress, req.headersDistinct['x-forwarded-for'], trusted),
+    principalOf,
+    peerKeyOf: (peer) => {
+      const canonical = toCanonicalOr(peer ?? UNKNOWN_PEER)
+      return isInRanges(canonical, trusted) ? undefined : principalOf(canonical)
+    },
     forwardedHeadersTrusted: (req) =>
       o.trustForwardedProto && (trusted.length === 0 || isInRanges(req.socket.remoteAddress ?? UNKNOWN_PEER, trusted)),
   }

@@ -38,9 +38,9 @@ export const minTimeoutSeconds = 1
 export const maxTimeoutSeconds = 30 * 86_400
 // NIP-01: kinds are integers between 0 and 65535.
 export const maxKind = 65_535
-// The longest text form of an IPv6 address (eight groups with an IPv4 tail) is 45 characters; infra
-// canonicalises the address itself (infra/http/nip86/moderation.ts).
-export const maxIpChars = 45
+// The longest text form of an IPv6 address (eight groups with an IPv4 tail) is 45 characters, 49 with a
+// `/128`; infra parses the address or range itself (infra/http/nip86/moderation.ts).
+export const maxIpChars = 49
 
 /** `["<32-byte-hex-event-id>", "<optional-reason>"]` (banevent, allowevent). */
 export function parseEventIdParams(params: unknown[]): Result<ListEntryParams> {
@@ -49,7 +49,7 @@ export function parseEventIdParams(params: unknown[]): Result<ListEntryParams> {
   return withReason(id, why)
 }
 
-/** `["<ip-address>", "<optional-reason>"]` (blockip, unblockip): the address's shape only, see maxIpChars. */
+/** `["<ip-address-or-cidr>", "<optional-reason>"]` (blockip, unblockip): the text's size only, see maxIpChars. */
 export function parseIpParams(params: unknown[]): Result<ListEntryParams> {
   const [ip, why] = params
   if (typeof ip !== 'string' || ip === '' || ip.length > maxIpChars) return invalid('ip must be an IPv4 or IPv6 address')

@@ -16,6 +16,7 @@ const TTL_MS = 1_000
 
 const conn = (id: string, ...authed: string[]): ConnView => ({
   id,
+  ip: '127.0.0.1',
   authed: new Set(authed),
   owners: new Map(),
   subs: new Set(['s']),

@@ -4,6 +4,7 @@ import type { NostrEvent } from '../../../src/protocols/nip01/event'
 
 const conn = (id: string): ConnView => ({
   id,
+  ip: '127.0.0.1',
   authed: new Set(),
   owners: new Map(),
   subs: new Set(),

@@ -125,6 +125,35 @@ describe('memory rate limiter memory bound', () => {
     for (let i = 0; i < 5; i++) expect((await limiter.admit(`limited-${i}`, limited)).allowed).toBe(false)
   })
 
+  it('never hands back a spent bucket full, however many new keys flood the table', async () => {
+    const { clock, limiter } = clocked(1_000)
+    const rule: RateRule = { ratePerSecond: 1, burst: 5 }
+    for (let i = 0; i < 5; i++) expect((await limiter.admit('attacker', rule)).allowed).toBe(true)
+    for (let i = 0; i < 20_000; i++) {
+      clock.t = i / 100 // 200 ms of flood, far less than the 5 s the spent bucket needs to refill
+      await limiter.admit(`fresh-${i}`, rule)
+    }
+    expect(await limiter.admit('attacker', rule)).toMatchObject({ allowed: false })
+    expect(limiter.size).toBeLessThanOrEqual(1_000)
+  })
+
+  it('refuses a new key while every held key is live, and admits it once the earliest has refilled', async () => {
+    const { clock, limiter } = clocked(100)
+    const rule: RateRule = { ratePerSecond: 1, burst: 1 } // a taken token refills in 1 s
+    for (let i = 0; i < 100; i++) {
+      clock.t = i
+      expect((await limiter.admit(`held-${i}`, rule)).allowed).toBe(true)
+    }
+    clock.t = 500
+    const refused = await limiter.admit('newcomer', rule)
+    expect(refused).toEqual({ allowed: false, retryAfterMs: 500 })
+    expect(limiter.refusedForRoom).toBe(1)
+    // a key it already holds is decided as always
+    expect((await limiter.admit('held-99', rule)).allowed).toBe(false)
+    clock.t = 1_000
+    expect((await limiter.admit('newcomer', rule)).allowed).toBe(true)
+  })
+
   it('shrinks to the live keys under churn, long before reaching maxKeys', async () => {
     const { clock, limiter } = clocked()
     for (let i = 0; i < 1000; i++) {

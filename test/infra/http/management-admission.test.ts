@@ -41,11 +41,12 @@ describe('admitting NIP-86 calls through the api rate limit', () => {
     const manage = createManagement({
       ...ops,
       tenants: new Tenants([RECORD]),
-      addressing: createClientAddressing({ trustedProxies: [], trustForwardedProto: false }),
+      addressing: createClientAddressing({ trustedProxies: [], trustForwardedProto: false, ipv6PrefixLength: 64 }),
       verifier: { verify: async () => 'ok', threads: 1, close: async () => {} },
       replayGuard: createMemoryReplayGuard(),
       admitApi,
       admitApiIp: async () => ({ allowed: true }),
+      isIpBlocked: async () => false,
       ...more,
       metrics: { signatureChecks: { inc: () => {} }, admissionRejections: { inc: () => {} } },
       nowSeconds: () => Math.floor(Date.now() / 1000),

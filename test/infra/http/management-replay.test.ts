@@ -41,9 +41,10 @@ describe('a NIP-98 token is good for one management call', () => {
     const manage = createManagement({
       ...ops,
       tenants: new Tenants([RECORD]),
-      addressing: createClientAddressing({ trustedProxies: [], trustForwardedProto: false }),
+      addressing: createClientAddressing({ trustedProxies: [], trustForwardedProto: false, ipv6PrefixLength: 64 }),
       verifier: { verify: async () => 'ok', threads: 1, close: async () => {} },
       replayGuard: guard,
+      isIpBlocked: async () => false,
       admitApi: async () => ({ allowed: true }),
       admitApiIp: async () => ({ allowed: true }),
       metrics: { signatureChecks: { inc: () => {} }, admissionRejections: { inc: () => {} } },

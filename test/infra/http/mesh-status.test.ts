@@ -36,7 +36,7 @@ describe('GET /mesh/status and /health/ready', () => {
       health: async () => health,
       manage: async () => {},
       operator: createOperatorAuth({
-        addressing: createClientAddressing({ trustedProxies: [], trustForwardedProto: false }),
+        addressing: createClientAddressing({ trustedProxies: [], trustForwardedProto: false, ipv6PrefixLength: 64 }),
         verifier: createNobleVerifier(),
         replayGuard: createMemoryReplayGuard(),
         admitApiIp: async () => ({ allowed: true }),

@@ -3,8 +3,10 @@
 // URL, the signature, then the replay claim (never claim before verifying), then the caller's
 // `api` rate limit, then who may call what (the community's admins and the operators; some methods
 // operators only: methods.ts).
+
 import { createHash } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { type AddressRange, isInRanges, parseTrustedProxies } from '../../../protocols/address-range.js'
 import { NIP86_CONTENT_TYPE, type Nip86Response, parseNip86Request, toNip86Error } from '../../../protocols/nip86/methods.js'
 import { checkNip98, nip98WindowSeconds } from '../../../protocols/nip98.js'
 import { type Reason, reason } from '../../../protocols/reasons.js'
@@ -28,6 +30,8 @@ export interface ManagementDeps extends ManagementOps {
   admitApi(record: CommunityRecord, pubkey: string): Promise<Admission>
   /** one call against the client IP's budget (rateLimits.apiPerIp), before any signature check; rejects when the limiter fails */
   admitApiIp(ip: string): Promise<Admission>
+  /** NIP-86 blockip: this community refuses calls from `ip` (its blocked addresses and ranges) */
+  isIpBlocked(community: string, ip: string): Promise<boolean>
   metrics: {
     /** every NIP-98 signature this endpoint had checked, by verdict (what a flood costs the verifier pool) */
     signatureChecks: { inc(labels: { verdict: VerifyVerdict | 'error' }): void }
@@ -36,6 +40,8 @@ export interface ManagementDeps extends ManagementOps {
   nowSeconds(): number
   log: Logger
 }
+
+const LOOPBACK = (parseTrustedProxies(['127.0.0.0/8', '::1']) as { ok: true; value: AddressRange[] }).value
 
 // NIP-86 calls are a method name and a few short params; 64 KiB is far beyond any and bounds what we buffer
 // (and hash) before the caller is authenticated.
@@ -128,10 +134,20 @@ export function createManagement(d: ManagementDeps): (req: IncomingMessage, res:
     // First, before the body is read and hashed: every POST from this IP costs a token, so nothing a
     // forger sends reaches the verifier pool (or our sha256) faster than apiPerIp allows.
     const ip = d.addressing.clientIp(req)
-    const byIp = await admit(() => d.admitApiIp(ip))
+    const byIp = await admit(() => d.admitApiIp(d.addressing.principalOf(ip)))
     if (!byIp.ok) {
       d.log.debug({ ip, status: byIp.error.status }, 'nip86: refused by the per-ip budget')
       return send(res, byIp.error.status, toNip86Error(byIp.error.why), byIp.error.headers)
+    }
+    // after the budget, which bounds the lookups one IP costs; a lookup that fails refuses, as at the upgrade. The
+    // relay's own host is never refused: `apiary admin` there is how an operator undoes a block too wide.
+    const blocked = isInRanges(ip, LOOPBACK) ? false : await d.isIpBlocked(where.record.id, ip).catch(() => 'unavailable' as const)
+    if (blocked) {
+      d.metrics.admissionRejections.inc({ type: 'api', reason: blocked === true ? 'ip-blocked' : 'unavailable' })
+      d.log.debug({ ip, community: where.record.id }, 'nip86: refused, ip blocked')
+      return blocked === true
+        ? send(res, 403, toNip86Error(reason('blocked', 'this address is blocked')))
+        : send(res, 503, toNip86Error(reason('error', 'could not check this address')), { 'Retry-After': '1' })
     }
     const body = await readBody(req, MAX_BODY_BYTES)
     if (body === undefined)

@@ -2,7 +2,7 @@
 // kind rules, IP blocks, timed bans and access policy. Every one acts on the addressed community only and
 // may be called by its admins and by operators (methods.ts has checked that).
 
-import { toCanonicalIp } from '../../../protocols/ip-address.js'
+import { parseAddressRange } from '../../../protocols/address-range.js'
 import {
   type ModerationMethod,
   type Nip86Response,
@@ -113,11 +113,11 @@ export async function callModerationMethod(
     case 'unblockip': {
       const p = parseIpParams(params)
       if (!p.ok) return toNip86Error(p.error)
-      const ip = toCanonicalIp(p.value.value)
-      if (!ip.ok) return toNip86Error(ip.error)
-      if (method === 'blockip') await ops.blockIp(community, ip.value, p.value.reason ?? '')
-      else await ops.unblockIp(community, ip.value)
-      log.info({ community, by, ip: ip.value, method }, 'nip86: ip list changed')
+      const ip = parseAddressRange(p.value.value)
+      if (!ip.ok) return toNip86Error(reason('invalid', 'ip must be an IPv4 or IPv6 address or a CIDR range'))
+      if (method === 'blockip') await ops.blockIp(community, p.value.value, p.value.reason ?? '')
+      else await ops.unblockIp(community, p.value.value)
+      log.info({ community, by, ip: p.value.value, method }, 'nip86: ip list changed')
       return done
     }
     case 'listblockedips':
