@@ -28,6 +28,8 @@ export const CONFIG_REASONS: Record<string, string> = {
   'threads.readNice': 'Reads yield to writes, and both to the event loop, when every core is busy. Linux only.',
   'limits.maxMessageBytes': 'strfry’s default (maxWebsocketPayloadSize); the kind 3 contact lists of heavy users reach about 100 KB.',
   'limits.maxSubscriptions': 'strfry allows 20 per connection; agents multiplex many channels on one connection.',
+  'limits.maxReqValues':
+    'A heavy user’s follow list (about 2,000 `p` tags) plus a few kinds fits in one REQ; each value is one index range read, and the read budget bounds what they read together.',
   'limits.maxSubidLength': 'NIP-01 asks for short subscription ids; 64 fits any UUID or hex id a client makes.',
   'limits.maxEventTags': 'The kind 3 contact lists of heavy users reach about 2,000 `p` tags.',
   'limits.createdAtPastSeconds': 'One year back keeps imports of older notes working.',

@@ -53,6 +53,14 @@ const limits = z
     // strfry: 20 subscriptions per connection; we allow more because agents multiplex many channels.
     maxSubscriptions: z.number().int().positive().default(50).describe('open subscriptions per connection'),
     maxFilters: z.number().int().positive().default(10).describe('filters per REQ/COUNT'),
+    // A heavy user's follow list (maxEventTags: ~2,000 p tags) plus a few kinds fits in one REQ; a REQ's reads
+    // cost per value, and the read budget (limits.maxRowsExamined) bounds what the values it allows may read.
+    maxReqValues: z
+      .number()
+      .int()
+      .positive()
+      .default(2_500)
+      .describe('values in the ids, authors, kinds and #tag lists of all the filters of one REQ/COUNT together'),
     maxLimit: z.number().int().positive().default(500).describe('largest `limit` served; larger ones are clamped, not refused'),
     defaultLimit: z.number().int().positive().default(100).describe('`limit` applied to a filter that has none'),
     // NIP-01 recommends sub ids stay short; 64 fits any UUID/hex id a client makes.
