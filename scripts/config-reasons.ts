@@ -30,6 +30,10 @@ export const CONFIG_REASONS: Record<string, string> = {
   'limits.maxSubscriptions': 'strfry allows 20 per connection; agents multiplex many channels on one connection.',
   'limits.maxReqValues':
     'A heavy user’s follow list (about 2,000 `p` tags) plus a few kinds fits in one REQ; each value is one index range read, and the read budget bounds what they read together.',
+  'limits.maxRowsExamined':
+    'A REQ page is at most 10 filters × 500 rows and an honest read examines a few times its page; 100,000 candidate rows take a reader about 50-100 ms, so workers stay free for other communities.',
+  'limits.readBudgetMs':
+    'An honest read answers in milliseconds; 2 s is far above that on a loaded node and below `store.queryTimeoutMs`, the backstop that terminates a reader stuck between two rows.',
   'limits.maxSubidLength': 'NIP-01 asks for short subscription ids; 64 fits any UUID or hex id a client makes.',
   'limits.maxEventTags': 'The kind 3 contact lists of heavy users reach about 2,000 `p` tags.',
   'limits.createdAtPastSeconds': 'One year back keeps imports of older notes working.',

@@ -56,6 +56,10 @@ export interface Config {
     slowConsumerGraceMs: number
     maxConnectionsPerIp: number
     maxConcurrentAuth: number
+    /** rows the store may examine for one REQ/COUNT */
+    maxRowsExamined: number
+    /** longest one REQ/COUNT may run in the store, ms */
+    readBudgetMs: number
   }
   rateLimits: {
     human: RateTier

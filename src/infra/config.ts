@@ -64,6 +64,22 @@ const limits = z
     maxLimit: z.number().int().positive().default(500).describe('largest `limit` served; larger ones are clamped, not refused'),
     defaultLimit: z.number().int().positive().default(100).describe('`limit` applied to a filter that has none'),
     // NIP-01 recommends sub ids stay short; 64 fits any UUID/hex id a client makes.
+    // A REQ page is at most 10 filters × 500 rows; a normal read examines a few times its page. 100,000
+    // candidate rows take a reader ~50-100 ms: far past any honest REQ, short enough to keep workers free.
+    maxRowsExamined: z
+      .number()
+      .int()
+      .positive()
+      .default(100_000)
+      .describe('rows the store may examine for one REQ/COUNT (all its filters); past it CLOSED "error: query too expensive: ..."'),
+    // An honest read answers in milliseconds; 2 s is far above that on a loaded node, and below
+    // store.queryTimeoutMs, the backstop that terminates a reader stuck between two rows.
+    readBudgetMs: z
+      .number()
+      .int()
+      .positive()
+      .default(2_000)
+      .describe('longest one REQ/COUNT may run in the store (SQLite); past it CLOSED "error: query too expensive: ..."'),
     maxSubidLength: z.number().int().positive().default(64).describe('longest subscription id, characters'),
     // Kind 3 contact lists of heavy users reach ~2,000 p tags.
     maxEventTags: z.number().int().positive().default(2_500).describe('tags per event'),
