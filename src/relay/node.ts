@@ -148,6 +148,7 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       tenants,
       verifier,
       admit: admission.admit,
+      chargeRead: admission.chargeRead,
       admitConnection: admission.admitConnection,
       banOf: createBanLookup(b.communities, nowSeconds),
       isIpBlocked: (community, ip) => b.communities.isIpBlocked(community, ip),

@@ -142,4 +142,25 @@ describe('the read budget', () => {
     c.send(['REQ', 'page', { '#t': ['common'], limit: 10 }])
     expect((await answerOf(c, 'page'))[0]).toBe('EOSE')
   }, 120_000)
+
+  it("charges a read stopped over its budget to its principal's REQ budget, in proportion to the rows it examined", async () => {
+    const reqs = { ratePerSecond: 0.001, burst: 10 }
+    const events = { ratePerSecond: 100_000, burst: 100_000 }
+    const r = await relays.start(withGenerousRates({ limits: { maxRowsExamined: 2_000 }, rateLimits: { human: { events, reqs } } }))
+    const pub = await connect(r.url)
+    const stored = taggedEvents(3_000, 1_000)
+    expect(await publishPipelined(pub, stored)).toBe(stored.length)
+    const c = await connect(r.url)
+    c.send(['REQ', 'probe', ...Array.from({ length: 10 }, () => ({ '#t': ['common'], '#p': [makeKeys().pubkey] }))])
+    expect((await answerOf(c, 'probe'))[2]).toMatch(/^error: query too expensive: /)
+    // the probe took its REQ token and, for its 2,001 rows, three more: 6 of the burst of 10 are left
+    let served = 0
+    for (let i = 0; i < 10; i++) {
+      c.send(['REQ', `after${i}`, { ids: [stored[0]!.event.id] }])
+      const f = await answerOf(c, `after${i}`)
+      if (f[0] === 'EOSE') served++
+      else expect(f[2]).toMatch(/^rate-limited: /)
+    }
+    expect(served).toBe(6)
+  }, 120_000)
 })

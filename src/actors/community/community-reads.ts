@@ -77,10 +77,11 @@ const OVER_BUDGET = {
 } as const
 
 /** What a reader hears of a read stopped for its cost; one over its own budget is counted by the bound it passed. */
-function overloadReason(error: unknown, deps: ReadDeps): Reason {
+function overloadReason(error: unknown, conn: ConnView, deps: ReadDeps): Reason {
   const over = error instanceof StoreError ? error.over : undefined
   if (!over) return TOO_COSTLY
   deps.metrics.readsRefused.inc({ reason: over.reason })
+  conn.chargeRead?.(over.rows)
   return OVER_BUDGET[over.reason]
 }
 
@@ -127,7 +128,7 @@ function readFailed<S extends ReadState>(state: S, { sub, outcome }: Extract<Com
     const why = outcome.ok
       ? (outcome.value as Reason)
       : overload
-        ? overloadReason(outcome.error, deps)
+        ? overloadReason(outcome.error, sub.conn, deps)
         : reason('error', 'could not query events')
     // the connection still counts the id until the client reuses or closes it (NIP-01 clients do)
     sub.conn.queue.pushControl(closedFrame(sub.subId, why))
@@ -190,7 +191,7 @@ export function onCount<S extends ReadState>(state: S, msg: Extract<CommunityMsg
   // the answer goes straight to the asker; the actor hears only that a slot is free (and of an outage)
   counted.then(
     (n) => msg.reply(n),
-    (error: unknown) => msg.reply(isOverload(error) ? overloadReason(error, deps) : reason('error', 'could not count')),
+    (error: unknown) => msg.reply(isOverload(error) ? overloadReason(error, msg.conn, deps) : reason('error', 'could not count')),
   )
   // the actor hears only of an outage (for supervision), as with a failed REQ
   counted.catch((error: unknown) => {
