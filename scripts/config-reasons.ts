@@ -30,6 +30,12 @@ export const CONFIG_REASONS: Record<string, string> = {
   'threads.readNice': 'Reads yield to writes, and both to the event loop, when every core is busy. Linux only.',
   'limits.maxMessageBytes': 'strfry’s default (maxWebsocketPayloadSize); the kind 3 contact lists of heavy users reach about 100 KB.',
   'limits.maxSubscriptions': 'strfry allows 20 per connection; agents multiplex many channels on one connection.',
+  'limits.maxReqValues':
+    'A heavy user’s follow list (about 2,000 `p` tags) plus a few kinds fits in one REQ; each value is one index range read, and the read budget bounds what they read together.',
+  'limits.maxRowsExamined':
+    'A REQ page is at most 10 filters × 500 rows and an honest read examines a few times its page; 100,000 candidate rows take a reader about 50-100 ms, so workers stay free for other communities.',
+  'limits.readBudgetMs':
+    'An honest read answers in milliseconds; a read still running after 2 s is a scan (a COUNT without a limit, a tag filter over a whole range) holding a reader from everyone else. It stays below `store.queryTimeoutMs`, the backstop that terminates a SQLite reader stuck between two rows; on PostgreSQL the server stops it too (statement_timeout).',
   'limits.maxSubidLength': 'NIP-01 asks for short subscription ids; 64 fits any UUID or hex id a client makes.',
   'limits.maxEventTags': 'The kind 3 contact lists of heavy users reach about 2,000 `p` tags.',
   'limits.createdAtPastSeconds': 'One year back keeps imports of older notes working.',
@@ -49,8 +55,6 @@ export const CONFIG_REASONS: Record<string, string> = {
     'A reconnect storm (thousands of agents after a restart) must spread out rather than queue without bound; past it an AUTH is answered `rate-limited:` with a jittered 1–5 s retry.',
   'limits.maxPubkeysPerConnection':
     'NIP-42 lets one socket hold several identities: an agent, its owner and a spare fit in 4, while each more key would be another budget for one socket to spend.',
-  'limits.readBudgetMs':
-    'A REQ page from an index is served in milliseconds; a read still running after 2 s is a scan (a COUNT without a limit, a tag filter over a whole range) holding a read connection from everyone else. On PostgreSQL the server stops it too (statement_timeout).',
   'rateLimits.*.events.*': 'Humans type; agents are programs and get more, by tier. Generous, so that normal clients never notice.',
   'rateLimits.*.reqs.burst':
     'A client opening its subscriptions at start-up (a feed, notifications, DMs, profiles) sends dozens of REQs at once: the burst lets it in.',

@@ -60,6 +60,9 @@ export interface Config {
     maxPendingUpgradesPerIp: number
     maxConcurrentAuth: number
     maxPubkeysPerConnection: number
+    /** rows the store may examine for one REQ/COUNT */
+    maxRowsExamined: number
+    /** longest one REQ/COUNT may run in the store, ms */
     readBudgetMs: number
   }
   rateLimits: {

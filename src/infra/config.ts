@@ -53,8 +53,35 @@ const limits = z
     // strfry: 20 subscriptions per connection; we allow more because agents multiplex many channels.
     maxSubscriptions: z.number().int().positive().default(50).describe('open subscriptions per connection'),
     maxFilters: z.number().int().positive().default(10).describe('filters per REQ/COUNT'),
+    // A heavy user's follow list (maxEventTags: ~2,000 p tags) plus a few kinds fits in one REQ; a REQ's reads
+    // cost per value, and the read budget (limits.maxRowsExamined) bounds what the values it allows may read.
+    maxReqValues: z
+      .number()
+      .int()
+      .positive()
+      .default(2_500)
+      .describe('values in the ids, authors, kinds and #tag lists of all the filters of one REQ/COUNT together'),
     maxLimit: z.number().int().positive().default(500).describe('largest `limit` served; larger ones are clamped, not refused'),
     defaultLimit: z.number().int().positive().default(100).describe('`limit` applied to a filter that has none'),
+    // A REQ page is at most 10 filters × 500 rows; a normal read examines a few times its page. 100,000
+    // candidate rows take a reader ~50-100 ms: far past any honest REQ, short enough to keep workers free.
+    maxRowsExamined: z
+      .number()
+      .int()
+      .positive()
+      .default(100_000)
+      .describe('rows the store may examine for one REQ/COUNT (all its filters); past it CLOSED "error: query too expensive: ..."'),
+    // An honest read answers in milliseconds; 2 s is far above that on a loaded node, and below
+    // store.queryTimeoutMs, the backstop that terminates a SQLite reader stuck between two rows. On PostgreSQL it
+    // is also the read connections' statement_timeout, so the server stops a scan rather than running it on.
+    readBudgetMs: z
+      .number()
+      .int()
+      .positive()
+      .default(2_000)
+      .describe(
+        'longest one REQ/COUNT may take in the store, waiting for a connection included; past it CLOSED "error: query too expensive: ..."',
+      ),
     // NIP-01 recommends sub ids stay short; 64 fits any UUID/hex id a client makes.
     maxSubidLength: z.number().int().positive().default(64).describe('longest subscription id, characters'),
     // Kind 3 contact lists of heavy users reach ~2,000 p tags.
@@ -122,14 +149,6 @@ const limits = z
       .positive()
       .default(4)
       .describe('pubkeys one connection may authenticate as; an AUTH as one more is answered "restricted:" and the connection stays open'),
-    // A REQ page from an index is served in milliseconds; a read still running after 2 s is a scan (a COUNT
-    // without a limit, a tag filter over a whole range) that holds a read connection from everyone else.
-    readBudgetMs: z
-      .number()
-      .int()
-      .positive()
-      .default(2_000)
-      .describe('longest one REQ/COUNT may take, waiting for a connection included; past it CLOSED "error: query too expensive"'),
   })
   .prefault({})
 

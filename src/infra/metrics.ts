@@ -150,6 +150,12 @@ export function createMetrics() {
       labelNames: ['stream'] as const,
       registers: r,
     }),
+    readsRefused: new Counter({
+      name: 'apiary_reads_refused_total',
+      help: 'REQ/COUNT refused or stopped for their cost (values: too many list values; rows, time: over the read budget)',
+      labelNames: ['reason'] as const,
+      registers: r,
+    }),
     controlRejected: new Counter({
       name: 'apiary_control_rejected_total',
       help: 'control payloads refused (unsigned, foreign, stale, unknown op)',

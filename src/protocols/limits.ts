@@ -7,6 +7,8 @@ export interface Limits {
   maxEventBytes: number
   maxSubscriptions: number
   maxFilters: number
+  /** values in the lists (ids, authors, kinds, #tags) of all the filters of one REQ/COUNT together */
+  maxReqValues: number
   maxLimit: number
   defaultLimit: number
   maxSubidLength: number

@@ -31,6 +31,8 @@ export interface RelayLimitation {
   max_message_length: number
   max_subscriptions: number
   max_filters: number
+  /** Apiary's own field: values in the lists of all the filters of one REQ/COUNT together */
+  max_req_values: number
   max_limit: number
   default_limit: number
   max_subid_length: number
@@ -77,6 +79,7 @@ export function buildRelayInfo(p: RelayInfoParams): RelayInfo {
       max_message_length: l.maxMessageBytes,
       max_subscriptions: l.maxSubscriptions,
       max_filters: l.maxFilters,
+      max_req_values: l.maxReqValues,
       max_limit: l.maxLimit,
       default_limit: l.defaultLimit,
       max_subid_length: l.maxSubidLength,

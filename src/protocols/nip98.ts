@@ -29,6 +29,7 @@ const AUTH_EVENT_LIMITS: Limits = {
   maxEventBytes: 16_384,
   maxSubscriptions: 0,
   maxFilters: 0,
+  maxReqValues: 0,
   maxLimit: 0,
   defaultLimit: 0,
   maxSubidLength: 0,

@@ -2,7 +2,7 @@
 // actor charged for it and asks that actor, with the rule its tier gives it now. A principal in a community
 // (its frames and NIP-86 calls) or an IP across the node (new sockets, NIP-86 calls before their
 // signature is checked); every actor coalesces its gate calls.
-import { ask, type Kernel } from '../actors/kernel/index.js'
+import { ask, type Kernel, tell } from '../actors/kernel/index.js'
 import {
   type AdmissionAnswer,
   type CommunityLimit,
@@ -34,7 +34,12 @@ export interface Admissions {
   admitApiIp(ip: string): Promise<Admission>
   /** an AUTH from `ip` (rateLimits.authPerIp), before its signature check; falls back to this node's buckets while the gate fails */
   admitAuth(ip: string): Promise<AdmissionAnswer>
+  /** takes tokens from a principal's `reqs` budget for a read it caused that was stopped over its read budget */
+  chargeRead(record: CommunityRecord, principal: string, attested: boolean, rowsExamined: number): void
 }
+
+/** A read stopped over its budget costs its principal one REQ per this many rows it examined, on top of its REQ. */
+const ROWS_PER_REQ_TOKEN = 1_000
 
 export interface AdmissionDeps {
   kernel: Kernel
@@ -77,7 +82,19 @@ export function createAdmission(d: AdmissionDeps): Admissions {
     return ask<PrincipalMsg<IpLimit>, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit, rule, reply }), ASK_TIMEOUT_MS)
   }
 
+  function chargeRead(record: CommunityRecord, principal: string, attested: boolean, rowsExamined: number): void {
+    const ref = kernel.getOrSpawn(
+      principalPath(record.id, principal),
+      principalActor({ community: record.id, principal, limiter, readFallback }),
+    )
+    const rule = ruleOf(record, principal, 'reqs', attested)
+    // a cost above the burst is never admitted and so would take nothing: the bucket is emptied instead
+    const cost = Math.min(rule.burst, Math.max(1, Math.ceil(rowsExamined / ROWS_PER_REQ_TOKEN)))
+    tell(ref, { type: 'Charge', limit: 'reqs', rule, cost })
+  }
+
   return {
+    chargeRead,
     admit: askPrincipal,
     admitConnection: (ip) => askIp(ip, 'conn'),
     admitApi: (record, pubkey) => askPrincipal(record, pubkey, 'api', false).then(failClosed),

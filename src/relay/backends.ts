@@ -262,6 +262,7 @@ function embedded(
           writerNice: config.threads.writePathNice,
           readerNice: config.threads.readNice,
           queryTimeoutMs: config.store.queryTimeoutMs,
+          readBudget: { maxRows: config.limits.maxRowsExamined, ms: config.limits.readBudgetMs },
           log,
         })
       : undefined

@@ -9,7 +9,7 @@ import { createAuthSlots } from '../actors/connection/auth-slots.js'
 import { connectionActor, connectionPath } from '../actors/connection/connection-actor.js'
 import type { MutableConnView } from '../actors/connection/connection-deps.js'
 import { type Kernel, MailboxFullError, type TypedRef, tell } from '../actors/kernel/index.js'
-import type { AdmissionAnswer, LimitType } from '../actors/principal/principal-actor.js'
+import { type AdmissionAnswer, ipPrincipalOf, type LimitType } from '../actors/principal/principal-actor.js'
 import type { Config } from '../infra/config.js'
 import type { ConnectionSlots } from '../infra/gates/connection-slots.js'
 import type { ClientAddressing } from '../infra/http/client-ip.js'
@@ -31,6 +31,8 @@ export interface GatewayDeps {
   tenants: Tenants
   verifier: Verifier
   admit: (record: CommunityRecord, principal: string, limit: LimitType, attested: boolean) => Promise<AdmissionAnswer>
+  /** a read stopped over its budget takes tokens from its principal's `reqs` budget (admission.ts) */
+  chargeRead?: (record: CommunityRecord, principal: string, attested: boolean, rowsExamined: number) => void
   /** a new socket from `ip` against rateLimits.connectionsPerIp (admission.ts: its IP principal) */
   admitConnection: (ip: string) => Promise<AdmissionAnswer>
   /** an AUTH from `ip` against rateLimits.authPerIp (admission.ts: its IP principal) */
@@ -222,6 +224,11 @@ export function acceptConnections(d: GatewayDeps) {
       if (tell(ref, { type: 'SubscriptionLost', subId, reason: why })) return
       // the actor can't take it (stopping, or its mailbox full): the client still hears, and the sub is gone
       if (view.subs.delete(subId)) queue.pushControl(closedFrame(subId, why))
+    }
+    // charged as its REQs are: the first authenticated pubkey, else the IP (auth-check.ts principalOf)
+    view.chargeRead = (rows) => {
+      const principal = view.authed.values().next().value ?? ipPrincipalOf(ip)
+      d.chargeRead?.(record, principal, view.owners.has(principal), rows)
     }
     // idleness is elapsed time: monotonic, so a wall-clock step can't close every quiet socket at once
     const watched = watch(ws, monotonicMs, () => view.authed.size > 0 || subsOpen > 0)

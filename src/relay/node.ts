@@ -207,6 +207,7 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       tenants,
       verifier,
       admit: admission.admit,
+      chargeRead: admission.chargeRead,
       admitConnection: admission.admitConnection,
       admitAuth: admission.admitAuth,
       banOf: createBanLookup(b.communities, nowSeconds),

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { makeKeys, signEvent, toRaw } from '../support/events'
+import { labelledMetric } from '../support/metrics'
 import { client, fresh, idsOf, inOneSecond, publish, publishNew, reqAnswer, reqEvents } from '../support/relay-client'
 import { useRelays } from '../support/relay-fixtures'
 
@@ -65,6 +66,19 @@ describe('per-connection limits, at the limit and one past it', () => {
     c.send(['COUNT', 'count3', { kinds: [1] }, { kinds: [2] }, { kinds: [3] }])
     const f = await c.next((x) => x[1] === 'count3')
     expect(f[0]).toBe('CLOSED')
+  })
+
+  it('maxReqValues: serves n values across a REQ\'s filters, closes n+1 with "invalid:" and counts it', async () => {
+    const r = await relays.start({ limits: { maxReqValues: 6 } })
+    const c = await client(r)
+    const tags = (n: number) => Array.from({ length: n }, (_, i) => `v${i}`)
+    expect((await reqAnswer(c, 'six', [{ '#t': tags(3) }, { kinds: [1, 2], '#t': ['x'] }]))[0]).toBe('EOSE')
+    const seven = await reqAnswer(c, 'seven', [{ '#t': tags(4) }, { kinds: [1, 2], '#t': ['x'] }])
+    expect(seven[0]).toBe('CLOSED')
+    expect(seven[2]).toMatch(/^invalid: too many values/)
+    c.send(['COUNT', 'count7', { '#t': tags(7) }])
+    expect(await c.next((x) => x[1] === 'count7')).toMatchObject(['CLOSED', 'count7', expect.stringMatching(/^invalid: /)])
+    expect(await labelledMetric(r, 'apiary_reads_refused_total', { reason: 'values' })).toBe(2)
   })
 
   it('maxSubidLength: serves an id of n characters and refuses n+1 with "invalid:"', async () => {

@@ -7,6 +7,7 @@ export const LIMITS: Limits = {
   maxEventBytes: 1024,
   maxSubscriptions: 5,
   maxFilters: 3,
+  maxReqValues: 12,
   maxLimit: 100,
   defaultLimit: 20,
   maxSubidLength: 8,

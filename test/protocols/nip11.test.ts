@@ -22,6 +22,7 @@ describe('the NIP-11 relay information document', () => {
       max_message_length: LIMITS.maxMessageBytes,
       max_subscriptions: LIMITS.maxSubscriptions,
       max_filters: LIMITS.maxFilters,
+      max_req_values: LIMITS.maxReqValues,
       max_limit: LIMITS.maxLimit,
       default_limit: LIMITS.defaultLimit,
       max_subid_length: LIMITS.maxSubidLength,

@@ -71,6 +71,19 @@ const current = (index: SubscriptionIndex, sub: Subscription) => index.get(sub.c
 /** A read refused or stopped for its cost answers the client and goes on; any other failure is an outage. */
 const isOverload = (error: unknown) => error instanceof StoreError && error.overloaded
 const TOO_COSTLY = reason('error', 'query too expensive: stopped at its time budget, or too many reads waiting; narrow it or retry')
+const OVER_BUDGET = {
+  rows: reason('error', 'query too expensive: it examined more rows than a read may; narrow its filters'),
+  time: reason('error', 'query too expensive: it ran longer than a read may; narrow its filters'),
+} as const
+
+/** What a reader hears of a read stopped for its cost; one over its own budget is counted by the bound it passed. */
+function overloadReason(error: unknown, conn: ConnView, deps: ReadDeps): Reason {
+  const over = error instanceof StoreError ? error.over : undefined
+  if (!over) return TOO_COSTLY
+  deps.metrics.readsRefused.inc({ reason: over.reason })
+  conn.chargeRead?.(over.rows)
+  return OVER_BUDGET[over.reason]
+}
 
 /** Beside the actor: policy, access options, the store and the presence store. */
 async function readPage(gate: AccessGate, conn: ConnView, filters: Filter[], deps: ReadDeps): Promise<Page | Reason> {
@@ -112,7 +125,11 @@ function readFailed<S extends ReadState>(state: S, { sub, outcome }: Extract<Com
   const overload = !outcome.ok && isOverload(outcome.error)
   if (sub !== undefined && current(state.index, sub)) {
     state.index.remove(sub.conn.id, sub.subId)
-    const why = outcome.ok ? (outcome.value as Reason) : overload ? TOO_COSTLY : reason('error', 'could not query events')
+    const why = outcome.ok
+      ? (outcome.value as Reason)
+      : overload
+        ? overloadReason(outcome.error, sub.conn, deps)
+        : reason('error', 'could not query events')
     // the connection still counts the id until the client reuses or closes it (NIP-01 clients do)
     sub.conn.queue.pushControl(closedFrame(sub.subId, why))
   }
@@ -155,7 +172,7 @@ export function onCount<S extends ReadState>(state: S, msg: Extract<CommunityMsg
     msg.reply(TOO_MANY_READS)
     return state
   }
-  // NIP-45: a filter's own limit caps what it counts; without one the store's time budget bounds the count
+  // NIP-45: a filter's own limit caps what it counts; without one the read budget (rows, time) bounds the count
   const filters = msg.filters
   const counted = slot.run(async () => {
     const refused = await state.gate.checkRead(msg.conn).catch(() => reason('error', 'could not check access'))
@@ -174,7 +191,7 @@ export function onCount<S extends ReadState>(state: S, msg: Extract<CommunityMsg
   // the answer goes straight to the asker; the actor hears only that a slot is free (and of an outage)
   counted.then(
     (n) => msg.reply(n),
-    (error: unknown) => msg.reply(isOverload(error) ? TOO_COSTLY : reason('error', 'could not count')),
+    (error: unknown) => msg.reply(isOverload(error) ? overloadReason(error, msg.conn, deps) : reason('error', 'could not count')),
   )
   // the actor hears only of an outage (for supervision), as with a failed REQ
   counted.catch((error: unknown) => {

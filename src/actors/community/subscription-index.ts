@@ -19,6 +19,8 @@ export interface ConnView {
   readonly subs: ReadonlySet<string>
   /** the community can no longer deliver to `subId` without a gap: the connection closes it with `why` (CLOSED) */
   lose(subId: string, why: Reason): void
+  /** a read of this connection was stopped over its budget after examining this many rows: its principal pays */
+  chargeRead?(rowsExamined: number): void
 }
 
 /** Every connection of the community, subscribed or not (a ban must reach sockets that only publish). */

@@ -31,6 +31,7 @@ export function applyMalformed(e: ClientMessageError, deps: ConnectionDeps): voi
     deps.view.queue.pushControl(noticeFrame(e.message))
   } else if (e.kind === 'ok-false') sendOk(deps, e.eventId, e.reason, false)
   else {
+    if (e.refusal) deps.metrics.readsRefused.inc({ reason: e.refusal })
     dropSubscription(e.subId, deps)
     deps.view.queue.pushControl(closedFrame(e.subId, e.reason))
   }

@@ -16,8 +16,10 @@ export type PrincipalTier = 'human' | 'agentStandard' | 'agentElevated' | 'agent
 export type AdmissionAnswer = Admission | { allowed: false; unavailable: true }
 
 /** `rule`: the principal's rule for `limit` as of this request (its tier now: a roster change applies at once) */
-type Admit<L extends string> = { type: 'Admit'; limit: L; rule: RateRule; reply: (a: AdmissionAnswer) => void }
-export type PrincipalMsg<L extends string = CommunityLimit> = Admit<L> | { type: 'Flush' }
+type Admit<L extends string> = { type: 'Admit'; limit: L; rule: RateRule; cost?: number; reply: (a: AdmissionAnswer) => void }
+/** tokens taken after the fact for work the principal already caused (a read stopped over its budget); no answer */
+type Charge<L extends string> = { type: 'Charge'; limit: L; rule: RateRule; cost: number }
+export type PrincipalMsg<L extends string = CommunityLimit> = Admit<L> | Charge<L> | { type: 'Flush' }
 
 interface PrincipalState<L extends string> {
   pending: Admit<L>[]
@@ -91,8 +93,10 @@ function coalescingActor<L extends CommunityLimit | IpLimit>(c: Charging<L>): Ac
     idleStopMs: 60_000,
     policy: { mode: 'temporary' },
     handle: (state, msg, ctx) => {
-      if (msg.type === 'Admit') {
-        state.pending.push(msg)
+      if (msg.type === 'Admit' || msg.type === 'Charge') {
+        state.pending.push(
+          msg.type === 'Admit' ? msg : { type: 'Admit', limit: msg.limit, rule: msg.rule, cost: msg.cost, reply: () => {} },
+        )
         if (!state.flushQueued) state.flushQueued = tell(ctx.self, { type: 'Flush' })
         return state
       }
@@ -112,11 +116,11 @@ const UNAVAILABLE = { allowed: false, unavailable: true } as const
 
 async function decide<L extends CommunityLimit | IpLimit>(batch: Admit<L>[], c: Charging<L>): Promise<void> {
   if (batch.length === 0) return
-  const requests = batch.map((a) => ({ key: c.limiter.keyOf(c.budgetOf(a.limit)), rule: a.rule }))
+  const requests = batch.map((a) => ({ key: c.limiter.keyOf(c.budgetOf(a.limit)), rule: a.rule, cost: a.cost }))
   try {
     const answers = c.limiter.admitMany
       ? await c.limiter.admitMany(requests)
-      : await Promise.all(requests.map((r) => c.limiter.admit(r.key, r.rule)))
+      : await Promise.all(requests.map((r) => c.limiter.admit(r.key, r.rule, r.cost)))
     for (const [i, a] of batch.entries()) a.reply(answers[i]!)
   } catch {
     // The gate backend failed: what falls back is limited per node instead of cluster-wide until Redis is back
@@ -124,7 +128,9 @@ async function decide<L extends CommunityLimit | IpLimit>(batch: Admit<L>[], c: 
     for (const [i, a] of batch.entries()) {
       const fallback = FALLS_BACK[a.limit] ? c.readFallback : undefined
       a.reply(
-        fallback ? await fallback.admit(fallback.keyOf(c.budgetOf(a.limit)), requests[i]!.rule).catch(() => UNAVAILABLE) : UNAVAILABLE,
+        fallback
+          ? await fallback.admit(fallback.keyOf(c.budgetOf(a.limit)), requests[i]!.rule, a.cost).catch(() => UNAVAILABLE)
+          : UNAVAILABLE,
       )
     }
   }

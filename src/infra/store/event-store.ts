@@ -99,6 +99,12 @@ export interface EventStore {
   close(): Promise<void>
 }
 
+/** Which bound of its read budget (docs/architecture.md §6.4) a read passed: rows examined or time. */
+export interface ReadOverBudget {
+  reason: 'rows' | 'time'
+  rows: number
+}
+
 /** A backend outage (disk full, database gone). Inside actors it goes to supervision; at the edge `error:`. */
 export class StoreError extends Error {
   readonly code = 'APIARY_STORE_UNAVAILABLE'
@@ -112,10 +118,13 @@ export class StoreError extends Error {
    * reads waiting): the caller answers `error:` and goes on; it is not an outage for supervision.
    */
   readonly overloaded: boolean
-  constructor(message: string, options?: { cause?: unknown; late?: Promise<SaveOutcome>; overloaded?: boolean }) {
+  /** a read stopped by its budget: which bound it passed, and the rows it had examined (charged to its reader) */
+  readonly over: ReadOverBudget | undefined
+  constructor(message: string, options?: { cause?: unknown; late?: Promise<SaveOutcome>; overloaded?: boolean; over?: ReadOverBudget }) {
     super(message, options)
     this.name = 'StoreError'
-    this.overloaded = options?.overloaded ?? false
+    this.over = options?.over
+    this.overloaded = (options?.overloaded ?? false) || this.over !== undefined
     this.late = options?.late
     this.late?.catch(() => {})
   }

@@ -2,7 +2,7 @@ import type { Limits } from '../limits.js'
 import { type Reason, reason } from '../reasons.js'
 import { err, ok, type Result } from '../result.js'
 import { type NostrEvent, parseEventWithRaw, utf8LongerThan } from './event.js'
-import { type Filter, parseFilters } from './filter.js'
+import { countFilterValues, type Filter, parseFilters } from './filter.js'
 
 /** A client frame after parsing; EVENT keeps the stored raw form (seven fields, fixed order). */
 export type ClientMessage =
@@ -19,7 +19,10 @@ export type ClientMessage =
 export type ClientMessageError =
   | { kind: 'notice'; message: string }
   | { kind: 'ok-false'; eventId: string; reason: Reason }
-  | { kind: 'closed'; subId: string; reason: Reason }
+  | { kind: 'closed'; subId: string; reason: Reason; refusal?: ReadRefusal }
+
+/** Why a REQ/COUNT was refused for its cost, as the reads-refused metric labels it. */
+export type ReadRefusal = 'values' | 'rows' | 'time'
 
 type Parsed = Result<ClientMessage, ClientMessageError>
 
@@ -73,6 +76,10 @@ function parseQueryMessage(type: 'REQ' | 'COUNT', msg: unknown[], limits: Limits
   }
   const filters = parseFilters(msg.slice(2), limits)
   if (!filters.ok) return err({ kind: 'closed', subId: subId as string, reason: filters.error })
+  if (countFilterValues(filters.value) > limits.maxReqValues) {
+    const why = reason('invalid', `too many values in this ${type}'s filters (max ${limits.maxReqValues})`)
+    return err({ kind: 'closed', subId: subId as string, reason: why, refusal: 'values' })
+  }
   return ok({ type, subId: subId as string, filters: filters.value })
 }
 

@@ -111,6 +111,16 @@ export function parseFilters(list: readonly unknown[], limits: Limits): Result<F
   return ok(out)
 }
 
+/** Values in the lists of these filters, all together: each value of a driving list is one index range read. */
+export function countFilterValues(filters: readonly Filter[]): number {
+  let n = 0
+  for (const f of filters) {
+    n += (f.ids?.length ?? 0) + (f.authors?.length ?? 0) + (f.kinds?.length ?? 0)
+    for (const values of Object.values(f.tags ?? {})) n += values.length
+  }
+  return n
+}
+
 /** The number of stored events a query may return for this filter. */
 export const effectiveLimit = (f: Filter, limits: Limits): number => Math.min(f.limit ?? limits.defaultLimit, limits.maxLimit)
 

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3'
 import { afterAll, describe, expect, it } from 'vitest'
-import { armsOf, toCountSql, toSelectSql } from '../../../src/infra/store/sqlite/sqlite-query'
+import { toCountSql, toSelectSql, valueListsOf } from '../../../src/infra/store/sqlite/sqlite-query'
 import { createReadRunner } from '../../../src/infra/store/sqlite/sqlite-read-core.mjs'
 import { SAVE_SQL } from '../../../src/infra/store/sqlite/sqlite-save'
 import { applyPragmas, migrate } from '../../../src/infra/store/sqlite/sqlite-schema'
@@ -55,15 +55,16 @@ describe('SQLite query plans', () => {
           { now: 100, authorOnly: { kinds: [4, 1059], readers: ['r'] } },
         ],
       ] as const) {
-        for (const arm of armsOf(f)) {
-          const q = toSelectSql('community', arm, opts, 'rows')
-          const plan = planOf(q.sql, q.params)
-          expect(
-            plan.filter((d) => fullScan.test(d)),
-            plan.join(' | '),
-          ).toEqual([])
-          if (f.limit !== undefined && !mayFullySort.has(shape)) expect(plan, plan.join(' | ')).not.toContain(fullSort)
-        }
+        const q = toSelectSql('community', f, opts, 'rows')
+        const plan = planOf(q.sql, q.params)
+        expect(
+          plan.filter((d) => fullScan.test(d)),
+          plan.join(' | '),
+        ).toEqual([])
+        // read value by value, only the values' pages are sorted together (the outer sort, listed last)
+        const perValue = plan.findIndex((d) => d.startsWith('CORRELATED'))
+        const reads = perValue < 0 ? plan : plan.slice(perValue, -1)
+        if (f.limit !== undefined && !mayFullySort.has(shape)) expect(reads, plan.join(' | ')).not.toContain(fullSort)
       }
     })
   }
@@ -92,12 +93,21 @@ describe('SQLite query plans', () => {
     })
   }
 
-  it('splits a limited filter into one arm per driving value', () => {
-    expect(armsOf({ authors: ['a', 'b'], kinds: [1, 7], limit: 5 })).toHaveLength(4)
+  it('reads a limited filter value by value of its driving lists, in one statement whatever their length', () => {
+    expect(valueListsOf({ authors: ['a', 'b'], kinds: [1, 7], limit: 5 })?.map((l) => l.values)).toEqual([
+      ['a', 'b'],
+      [1, 7],
+    ])
     // the tag with the fewest values drives; the other stays a condition
-    const twoTags: Filter = { tags: { t: ['x', 'y'], e: ['z'] }, limit: 5 }
-    expect(armsOf(twoTags)).toEqual([twoTags])
-    expect(armsOf({ kinds: [1, 7] })).toHaveLength(1)
+    expect(valueListsOf({ tags: { t: ['x', 'y'], e: ['z'] }, limit: 5 })).toBeUndefined()
+    expect(valueListsOf({ kinds: [1, 7] })).toBeUndefined()
+    const values = Array.from({ length: 1000 }, (_, i) => `v${i}`)
+    const hidden = Array.from({ length: 1000 }, (_, i) => `c${i}`)
+    const q = toSelectSql('community', { tags: { t: values }, limit: 20 }, { now: 100, hiddenChannels: hidden }, 'rows')
+    // the values and the hidden list are one parameter each, not one copy per value
+    expect(q.params.filter((p) => typeof p === 'string' && p.startsWith('['))).toHaveLength(2)
+    expect(q.params.length).toBeLessThan(10)
+    expect(planOf(q.sql, q.params).join(' | ')).toContain('CORRELATED LIST SUBQUERY')
   })
 
   for (const [name, sql] of Object.entries(SAVE_SQL)) {

@@ -127,6 +127,32 @@ describe('SQLite reads on worker threads', () => {
     expect(await store.count('c', [{ kinds: [7] }], { now: NOW })).toBe(10)
   })
 
+  it.each([1, 0])(
+    'stops a COUNT without limit past its rows budget on %i workers, the reader freeing itself, and answers the next read',
+    async (readWorkers) => {
+      const store = open(file, { readWorkers, readBudget: { maxRows: 10_000, ms: 60_000 } })
+      if (readWorkers) await ready(store, 1)
+      const over = await store.count(HEAVY, [{ kinds: [1] }], { now: NOW }).catch((e: unknown) => e)
+      expect(over).toBeInstanceOf(StoreError)
+      expect((over as StoreError).over).toEqual({ reason: 'rows', rows: 10_001 })
+      expect(store.stats().readBudgetExceeded).toBe(1)
+      // the worker stopped the read itself: nothing was terminated or replaced
+      if (readWorkers) expect(store.stats().readWorkersReady).toBe(1)
+      expect(await store.count('c', [{ kinds: [7] }], { now: NOW })).toBe(10)
+      // at the budget: a read that examines no more rows than it allows is answered
+      expect(await store.count(HEAVY, [{ kinds: [1], limit: 5_000 }], { now: NOW })).toBe(5_000)
+    },
+  )
+
+  it('stops a read past its time budget on a worker, which frees itself before the backstop', async () => {
+    const store = open(file, { readWorkers: 1, queryTimeoutMs: 60_000, readBudget: { maxRows: Number.MAX_SAFE_INTEGER, ms: 50 } })
+    await ready(store, 1)
+    const over = await heavyCount(store).catch((e: unknown) => e)
+    expect((over as StoreError).over?.reason).toBe('time')
+    expect(store.stats().readWorkersReady).toBe(1)
+    expect(await store.count('c', [{ kinds: [7] }], { now: NOW })).toBe(10)
+  })
+
   it('replaces a worker that dies, failing only the read it held, with StoreError', async () => {
     const errors: string[] = []
     const store = open(file, { readWorkers: 1, log: { error: (_o, m) => void errors.push(m) } })

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { type ClientMessageError, parseClientMessage } from '../../../src/protocols/nip01/client-message'
 import { toRawEvent } from '../../../src/protocols/nip01/event'
 import { prefixOf } from '../../../src/protocols/reasons'
-import { ID, LIMITS, NOW, shapeEvent } from '../fixtures'
+import { ID, LIMITS, NOW, PUBKEY, shapeEvent } from '../fixtures'
 
 const parse = (msg: unknown) => parseClientMessage(typeof msg === 'string' ? msg : JSON.stringify(msg), LIMITS, NOW)
 
@@ -106,6 +106,23 @@ describe('a refused REQ or COUNT gets CLOSED, never a NOTICE', () => {
     if (e.kind !== 'closed') return
     expect(e.subId).toBe(subId)
     expect(prefixOf(e.reason)).toBe('invalid')
+  })
+
+  // maxReqValues is 12: every list of every filter counts, ids, authors, kinds and tags alike
+  const valuesFilters = (n: number) => [
+    { kinds: Array.from({ length: 4 }, (_, i) => i) },
+    { '#t': Array.from({ length: 4 }, (_, i) => `t${i}`), authors: [PUBKEY] },
+    { ids: Array.from({ length: n - 9 }, (_, i) => String(i).padStart(64, '0')) },
+  ]
+
+  it.each(['REQ', 'COUNT'])('serves a %s whose filters hold maxReqValues values together', (type) => {
+    expect(parse([type, 's', ...valuesFilters(LIMITS.maxReqValues)]).ok).toBe(true)
+  })
+
+  it.each(['REQ', 'COUNT'])('closes a %s whose filters hold one value more with "invalid:", marked for the metric', (type) => {
+    const e = refusal([type, 's', ...valuesFilters(LIMITS.maxReqValues + 1)])
+    expect(e).toMatchObject({ kind: 'closed', subId: 's', refusal: 'values' })
+    if (e.kind === 'closed') expect(e.reason).toBe(`invalid: too many values in this ${type}'s filters (max ${LIMITS.maxReqValues})`)
   })
 
   it('accepts a subscription id of exactly maxSubidLength characters', () => {

@@ -102,7 +102,7 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
     } catch (cause) {
       if (!(cause instanceof ReadBudgetError)) throw new StoreError(`event store ${what} failed`, { cause })
       readBudgetExceeded++
-      throw new StoreError(`event store ${what} exceeded its budget of ${cause.budgetMs} ms`, { cause, overloaded: true })
+      throw new StoreError(`event store ${what} exceeded its budget of ${cause.budgetMs} ms`, { cause, over: { reason: 'time', rows: 0 } })
     }
   }
 

@@ -26,6 +26,11 @@ export interface SqliteEventStoreOptions {
   /** store.queryTimeoutMs: longest a read may run (and, on workers, wait for one). Default 5000. */
   queryTimeoutMs?: number
   /**
+   * limits.maxRowsExamined and limits.readBudgetMs: what one REQ/COUNT may cost; past either the reader stops
+   * it at its next candidate row and frees itself (StoreError with `over`). Default: queryTimeoutMs only.
+   */
+  readBudget?: { maxRows: number; ms: number }
+  /**
    * Commit on a writer thread with its own connection (default), or on the main thread (false). An in-memory
    * database always writes on the main thread.
    */
@@ -112,10 +117,11 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
   // an in-memory database has no WAL to fold back
   const checkpointer = inMemory ? undefined : startWalCheckpointer(opts.file, autoCheckpoint, catchUp, opts.log, opts.readerNice)
   const queryTimeoutMs = opts.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS
+  const budget = opts.readBudget ?? { maxRows: Number.POSITIVE_INFINITY, ms: Number.POSITIVE_INFINITY }
   const readWorkers = inMemory ? 0 : (opts.readWorkers ?? 0)
   const pool =
     readWorkers > 0
-      ? createSqliteReadPool({ file: opts.file, workers: readWorkers, queryTimeoutMs, nice: opts.readerNice, log: opts.log })
+      ? createSqliteReadPool({ file: opts.file, workers: readWorkers, queryTimeoutMs, budget, nice: opts.readerNice, log: opts.log })
       : undefined
   // also the fallback once read workers keep failing to start
   const here = createReadRunner(db)
@@ -124,16 +130,21 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
   let closing: Promise<void> | undefined
 
   function readHere(batch: ReadBatch, what: string): unknown[] {
+    const ms = Math.min(queryTimeoutMs, budget.ms)
     try {
-      return here.run(batch, Date.now() + queryTimeoutMs)
+      return here.run(batch, { deadlineMs: Date.now() + ms, maxRows: budget.maxRows })
     } catch (err) {
       if (!(err instanceof ReadBudgetExceeded)) throw err
       budgetExceededHere++
       opts.log?.error(
-        { what, queryTimeoutMs, sql: batch.statements[0]?.sql },
+        { what, ms, reason: err.reason, rows: err.rows, sql: batch.statements[0]?.sql },
         'event store: read passed its budget on the main thread; stopped',
       )
-      throw new StoreError(`event store ${what} exceeded its budget of ${queryTimeoutMs} ms`, { cause: err, overloaded: true })
+      const bound = err.reason === 'rows' ? `${budget.maxRows} rows` : `${ms} ms`
+      throw new StoreError(`event store ${what} exceeded its budget of ${bound}`, {
+        cause: err,
+        over: { reason: err.reason, rows: err.rows },
+      })
     }
   }
 

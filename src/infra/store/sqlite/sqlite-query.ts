@@ -13,24 +13,24 @@ import { BUDGET_FUNCTION } from './sqlite-read-core.mjs'
  * SQLite prefers walking `events_by_time` to avoid a sort, which is a scan of the whole community when the
  * filter is selective. Choice, most selective first: ids, authors (+kinds), tags (+kinds), kinds, time.
  *
- * With a `limit`, a filter is split into arms, one per value of its driving list (see `armsOf`): each arm is
- * an equality on the index prefix, so the index yields rows newest first and the arm stops after `limit`
- * rows. The filter's answer is the top `limit` of the union of the arms (an event in the overall top N is in
- * the top N of its own arm), so a query reads at most arms × limit rows.
+ * With a `limit`, a filter is read value by value of its driving list (see `valueListsOf`), in one statement:
+ * the list is one JSON parameter joined through json_each, and each value is an equality on the index prefix,
+ * so the index yields its rows newest first and its read stops after `limit` rows. The filter's answer is the
+ * top `limit` of the union of the values' pages (an event in the overall top N is in the top N of its own
+ * value), so a query reads at most values × limit rows, and its access lists (hidden channels, readers) are
+ * bound once, not once per value.
  *
  * Shapes that degrade (read every matching row of the driving list before the limit applies):
- * - authors × kinds above MAX_PAIR_ARMS pairs: one arm per author;
- * - tag values with kinds: one arm per value, reading that value's rows newest first and skipping other kinds
+ * - authors × kinds above MAX_PAIR_ARMS pairs: read author by author;
+ * - tag values with kinds: read value by value, each value's rows newest first, skipping other kinds
  *   (a kind rare among the value's rows reads further);
  * - a filter with no limit (the caller clamps, so only internal callers do this);
- * - COUNT with several filters: each limited filter is one statement ordered newest first (its page must be
- *   the one REQ returns, or overlapping filters would count differently), not one per arm, so a filter with
- *   several values in its driving list sorts all its matches before its limit applies;
+ * - COUNT of one limited filter: it counts its first `limit` matches in index order, value after value, with
+ *   no sort (only how many matter); with several filters each counts its page as REQ reads it;
  * - conditions outside the driving index that rarely match (an author's events with a rare tag, expired
  *   events, a narrow since/until on an author with a long history): the arm walks its range until `limit`
- *   rows qualify, at worst the whole range of that one value;
- * - very long driving lists: one statement run per value, so tens of thousands of authors hold the loop a
- *   long time. The caller's filter-size limits bound this.
+ *   rows qualify, at worst the whole range of that one value.
+ * The read budget (rows examined, time) bounds every one of these.
  *
  * Every statement calls BUDGET_FUNCTION first in its WHERE, once per candidate row: the one point where a
  * read past its budget can be stopped (see sqlite-read-core.mjs).
@@ -50,31 +50,40 @@ const INDEX_OF: Record<Exclude<Access, 'tag'>, string> = {
   time: 'events_by_time',
 }
 
-/** Sub-filters whose union is `f`, each with one value in its driving list (only worth it with a limit). */
-export function armsOf(f: Filter): Filter[] {
-  if (f.limit === undefined) return [f]
-  const access = accessOf(f)
-  const kinds = f.kinds ?? []
-  const pairs = (n: number) => n * kinds.length <= MAX_PAIR_ARMS
-  switch (access) {
-    case 'ids':
-    case 'time':
-      return [f]
-    case 'author':
-      return f.authors!.map((a) => ({ ...f, authors: [a] }))
-    case 'author-kind':
-      if (!pairs(f.authors!.length)) return f.authors!.map((a) => ({ ...f, authors: [a] }))
-      return f.authors!.flatMap((a) => kinds.map((k) => ({ ...f, authors: [a], kinds: [k] })))
-    case 'kind':
-      return kinds.map((k) => ({ ...f, kinds: [k] }))
-    case 'tag':
-      return tagArms(f, drivingTagOf(f)!)
-  }
+/** One driving list read value by value: `column` is equal, in turn, to each of `values` (alias v0, v1, ...). */
+interface ValueList {
+  column: string
+  values: SqlParam[]
 }
 
-/** One arm per tag value; kinds stay a condition: no tags index starts with (value, kind) (sqlite-schema.ts V2). */
-function tagArms(f: Filter, letter: string): Filter[] {
-  return f.tags![letter]!.map((v) => ({ ...f, tags: { ...f.tags, [letter]: [v] } }))
+/**
+ * The driving lists a limited filter is read value by value from (see the file comment), or undefined when
+ * one range in index order already yields its page: ids, time, or a single driving value.
+ */
+export function valueListsOf(f: Filter): ValueList[] | undefined {
+  if (f.limit === undefined) return undefined
+  const kinds = f.kinds ?? []
+  const lists = ((): ValueList[] => {
+    switch (accessOf(f)) {
+      case 'ids':
+      case 'time':
+        return []
+      case 'author':
+        return [{ column: 'e.pubkey', values: f.authors! }]
+      case 'author-kind':
+        if (f.authors!.length * kinds.length > MAX_PAIR_ARMS) return [{ column: 'e.pubkey', values: f.authors! }]
+        return [
+          { column: 'e.pubkey', values: f.authors! },
+          { column: 'e.kind', values: kinds },
+        ]
+      case 'kind':
+        return [{ column: 'e.kind', values: kinds }]
+      case 'tag':
+        // kinds stay a condition: no tags index starts with (value, kind) (sqlite-schema.ts V2)
+        return [{ column: 't.value', values: f.tags![drivingTagOf(f)!]! }]
+    }
+  })()
+  return lists.reduce((n, l) => n * l.values.length, 1) > 1 ? lists : undefined
 }
 
 const marks = (n: number) => Array.from({ length: n }, () => '?').join(',')
@@ -141,25 +150,31 @@ interface SelectParts {
   repeats: boolean
 }
 
-function partsOf(community: string, f: Filter, opts: QueryOptions): SelectParts {
+function partsOf(community: string, f: Filter, opts: QueryOptions, lists: readonly ValueList[] = []): SelectParts {
   const access = accessOf(f)
   const b = new SqlBuilder()
   b.add(`${BUDGET_FUNCTION}()`)
+  // a driving column read value by value is equal to the current value of its list, not IN the whole list
+  const inOrEach = (column: string, values: readonly SqlParam[]) => {
+    const i = lists.findIndex((l) => l.column === column)
+    if (i >= 0) b.add(`${column} = v${i}.value`)
+    else b.addIn(column, values)
+  }
   const driving = access === 'tag' ? drivingTagOf(f)! : undefined
   let from: string
   if (driving !== undefined) {
     // CROSS JOIN fixes the loop order: tag rows come out of the tags index newest first, events by rowid
     from = 'tags t CROSS JOIN events e ON e.seq = t.event_seq'
     b.add('t.community = ? AND t.name = ?', community, driving)
-    b.addIn('t.value', f.tags![driving]!)
+    inOrEach('t.value', f.tags![driving]!)
     if (f.kinds) b.addIn('t.kind', f.kinds)
     addTimeRange(b, 't', f)
   } else {
     from = `events e INDEXED BY ${INDEX_OF[access as Exclude<Access, 'tag'>]}`
     b.add('e.community = ?', community)
     if (f.ids) b.addIn('e.id', f.ids)
-    if (f.authors) b.addIn('e.pubkey', f.authors)
-    if (f.kinds) b.addIn('e.kind', f.kinds)
+    if (f.authors) inOrEach('e.pubkey', f.authors)
+    if (f.kinds) inOrEach('e.kind', f.kinds)
     addTimeRange(b, 'e', f)
   }
   // NIP-40: an expired event is never served
@@ -180,7 +195,7 @@ function partsOf(community: string, f: Filter, opts: QueryOptions): SelectParts 
     b.add(clause, ...params)
   }
   const time = driving !== undefined ? 't' : 'e'
-  const repeats = driving !== undefined && f.tags![driving]!.length > 1
+  const repeats = driving !== undefined && f.tags![driving]!.length > 1 && lists.length === 0
   return { from, where: b.where.join(' AND '), params: b.params, order: `${time}.created_at DESC, e.id ASC`, time, repeats }
 }
 
@@ -189,12 +204,30 @@ function partsOf(community: string, f: Filter, opts: QueryOptions): SelectParts 
  * limited; `seqs` selects row keys only, every match, for COUNT.
  */
 export function toSelectSql(community: string, f: Filter, opts: QueryOptions, what: 'rows' | 'seqs'): SqlQuery {
+  const lists = what === 'rows' ? valueListsOf(f) : undefined
+  if (lists) return toPerValueSql(community, f, opts, lists, 'o.raw, o.id, o.created_at, o.kind')
   const p = partsOf(community, f, opts)
   const select = what === 'rows' ? 'e.raw, e.id, e.created_at, e.kind' : 'e.seq'
   const sql = `SELECT ${select} FROM ${p.from} WHERE ${p.where}`
   // NIP-01: the limited set must be the newest ones
   if (what === 'rows' && f.limit !== undefined) return { sql: `${sql} ORDER BY ${p.order} LIMIT ?`, params: [...p.params, f.limit] }
   return { sql, params: p.params }
+}
+
+/**
+ * A limited filter read value by value in one statement: the driving lists are JSON parameters joined with
+ * json_each, and a correlated subquery reads each value's own range newest first up to `limit` (SQLite has no
+ * LATERAL; a correlated IN re-runs per outer row). `o.seq IN (...)` keeps an event found through several
+ * values once, and the outer ORDER BY / LIMIT picks the filter's page from the values' pages.
+ */
+function toPerValueSql(community: string, f: Filter, opts: QueryOptions, lists: readonly ValueList[], select: string): SqlQuery {
+  const p = partsOf(community, f, opts, lists)
+  const each = lists.map((_, i) => `json_each(?) v${i}`).join(' CROSS JOIN ')
+  const perValue = `SELECT e.seq FROM ${p.from} WHERE ${p.where} ORDER BY ${p.order} LIMIT ?`
+  const sql =
+    `SELECT ${select} FROM events o WHERE o.seq IN ` +
+    `(SELECT w.seq FROM ${each} CROSS JOIN events w WHERE w.seq IN (${perValue})) ORDER BY o.created_at DESC, o.id ASC LIMIT ?`
+  return { sql, params: [...lists.map((l) => JSON.stringify(l.values)), ...p.params, f.limit!, f.limit!] }
 }
 
 /** Author-only kinds (DMs, gift wraps) only for their author or a `p`-tagged reader. */
@@ -240,6 +273,11 @@ export function toCountSql(community: string, filters: readonly Filter[], opts: 
 /** The row keys one filter counts among several: every match, or its page of `limit`. */
 function toCountPartSql(community: string, f: Filter, opts: QueryOptions): SqlQuery {
   if (f.limit === undefined) return toSelectSql(community, f, opts, 'seqs')
+  const lists = valueListsOf(f)
+  if (lists) {
+    const q = toPerValueSql(community, f, opts, lists, 'o.seq AS seq')
+    return { sql: `SELECT seq FROM (${q.sql})`, params: q.params }
+  }
   const p = partsOf(community, f, opts)
   // an event matching several values of the driving tag must take one place in the page, not one per value
   const select = `${p.repeats ? 'DISTINCT ' : ''}e.seq AS seq, ${p.time}.created_at, e.id`

@@ -11,21 +11,31 @@
  */
 export const BUDGET_FUNCTION = 'apiary_within_budget'
 
-/** Thrown by BUDGET_FUNCTION past the deadline; better-sqlite3 ends the statement and rethrows it. */
+/**
+ * Thrown by BUDGET_FUNCTION past the read's budget; better-sqlite3 ends the statement and rethrows it.
+ * `reason`: `rows` (more candidate rows than the budget allows) or `time` (past the deadline).
+ */
 export class ReadBudgetExceeded extends Error {
-  constructor() {
-    super('read budget exceeded')
+  constructor(reason = 'time', rows = 0) {
+    super(`read budget exceeded: ${reason}`)
     this.name = 'ReadBudgetExceeded'
+    this.reason = reason
+    this.rows = rows
   }
 }
+
+const UNBOUNDED = { deadlineMs: Number.POSITIVE_INFINITY, maxRows: Number.POSITIVE_INFINITY }
 
 /** Prepared statements by SQL text; the text depends only on the filter's shape, so few shapes recur. */
 const MAX_CACHED_STATEMENTS = 256
 
 export function createReadRunner(db) {
-  let deadline = Number.POSITIVE_INFINITY
+  let budget = UNBOUNDED
+  // candidate rows of the whole read, every statement of it together: what one REQ/COUNT costs the store
+  let rows = 0
   db.function(BUDGET_FUNCTION, { directOnly: true }, () => {
-    if (deadline !== Number.POSITIVE_INFINITY && Date.now() > deadline) throw new ReadBudgetExceeded()
+    if (++rows > budget.maxRows) throw new ReadBudgetExceeded('rows', rows)
+    if (Date.now() > budget.deadlineMs) throw new ReadBudgetExceeded('time', rows)
     return 1
   })
   const statements = new Map()
@@ -43,14 +53,15 @@ export function createReadRunner(db) {
     batch.statements.map((q) => (batch.mode === 'rows' ? prepared(q.sql).all(...q.params) : prepared(q.sql).get(...q.params)[0])),
   )
   return {
-    run(batch, deadlineMs = Number.POSITIVE_INFINITY) {
-      deadline = deadlineMs
+    run(batch, readBudget = UNBOUNDED) {
+      budget = readBudget
+      rows = 0
       try {
         const results = runAll(batch)
         // merged here, in the reader: only the page crosses to the main thread, not every arm's rows
         return batch.merge ? [mergeArms(results, batch.merge)] : results
       } finally {
-        deadline = Number.POSITIVE_INFINITY
+        budget = UNBOUNDED
       }
     },
   }

@@ -7,23 +7,30 @@
 // Workers that die before reporting Ready `MAX_START_FAILURES` times in a row make the pool give up
 // (`usable` false): the store then reads on the main thread again, as with readWorkers 0.
 import { Worker } from 'node:worker_threads'
-import { StoreError } from '../event-store.js'
+import { type ReadOverBudget, StoreError } from '../event-store.js'
 // Extension needed: plain JS shared with the read worker, which runs without a TypeScript loader.
 import type { ReadBatch } from './sqlite-read-core.mjs'
 
 /** Messages the pool sends to a worker (sqlite-read-worker.mjs). */
-type WorkerInbox = { type: 'Read'; id: number; batch: ReadBatch } | { type: 'CrashOnNextRead' }
+type WorkerInbox = { type: 'Read'; id: number; batch: ReadBatch; budget: PoolReadBudget } | { type: 'CrashOnNextRead' }
+/** A read's budget as the worker applies it: its clock starts when the worker takes the read. */
+export interface PoolReadBudget {
+  ms: number
+  maxRows: number
+}
 /** Messages a worker sends back. */
 type WorkerOutbox =
   | { type: 'Ready'; priorityError?: string }
   | { type: 'Answer'; id: number; ok: true; results: unknown[] }
-  | { type: 'Answer'; id: number; ok: false; message: string }
+  | { type: 'Answer'; id: number; ok: false; message: string; over?: ReadOverBudget }
 
 export interface SqliteReadPoolOptions {
   file: string
   workers: number
-  /** longest a read may run on a worker, and, separately, wait for one */
+  /** longest a read may run on a worker, and, separately, wait for one: the backstop past the read budget */
   queryTimeoutMs: number
+  /** what one read may cost on its worker, which stops it itself */
+  budget: PoolReadBudget
   /** added to the thread's nice value (Linux; config threads.*Nice, see thread-priority.mjs); 0 or absent: none */
   nice?: number
   log?: { error(obj: object, msg: string): void }
@@ -111,7 +118,10 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
     clearTimeout(req.timer)
     slot.current = undefined
     if (msg.ok) req.resolve(msg.results)
-    else req.reject(new StoreError(`event store ${req.what} failed`, { cause: new Error(msg.message) }))
+    else if (msg.over) {
+      budgetExceeded++
+      req.reject(new StoreError(`event store ${req.what} over its read budget (${msg.over.reason})`, { over: msg.over }))
+    } else req.reject(new StoreError(`event store ${req.what} failed`, { cause: new Error(msg.message) }))
     pump()
   }
 
@@ -167,7 +177,7 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
       { what: req.what, queryTimeoutMs, statements: req.batch.statements.length, sql: req.batch.statements[0]?.sql },
       'event store: read passed its budget; its worker was stopped and replaced',
     )
-    req.reject(new StoreError(`event store ${req.what} exceeded its budget of ${queryTimeoutMs} ms`, { overloaded: true }))
+    req.reject(new StoreError(`event store ${req.what} exceeded its budget of ${queryTimeoutMs} ms`, { over: { reason: 'time', rows: 0 } }))
     if (closed) return
     respawns++
     spawn(slot.index)
@@ -180,7 +190,7 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
   function dispatch(slot: Slot, req: Request): void {
     slot.current = req
     req.timer = setTimeout(() => stopOverBudget(slot, req), queryTimeoutMs)
-    slot.worker.postMessage({ type: 'Read', id: req.id, batch: req.batch } satisfies WorkerInbox)
+    slot.worker.postMessage({ type: 'Read', id: req.id, batch: req.batch, budget: opts.budget } satisfies WorkerInbox)
   }
 
   function pump(): void {

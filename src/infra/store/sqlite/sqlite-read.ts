@@ -1,7 +1,7 @@
 import type { Filter } from '../../../protocols/nip01/filter.js'
 import { type QueryOptions, type StoredEvent, storedEvent } from '../event-store.js'
 import { canMatch } from '../filter-plan.js'
-import { armsOf, type SqlQuery, toCountSql, toSelectSql } from './sqlite-query.js'
+import { type SqlQuery, toCountSql, toSelectSql } from './sqlite-query.js'
 // Extension needed: plain JS shared with the read worker, which runs without a TypeScript loader.
 import type { ReadBatch, Row } from './sqlite-read-core.mjs'
 
@@ -22,11 +22,11 @@ export interface ReadPlan<T> {
 /** Each filter's `limit` applies to it; the answers are merged, deduplicated and put in NIP-01 order. */
 export function planQuery(community: string, filters: readonly Filter[], opts: QueryOptions): ReadPlan<StoredEvent[]> {
   const live = filters.filter(canMatch)
-  const arms = live.map(armsOf)
-  const statements: SqlQuery[] = arms.flat().map((arm) => toSelectSql(community, arm, opts, 'rows'))
-  // one limited filter in one arm: SQLite already returns exactly the page, in NIP-01 order
+  // one statement per filter, whatever the length of its lists (see toSelectSql)
+  const statements: SqlQuery[] = live.map((f) => toSelectSql(community, f, opts, 'rows'))
+  // one limited filter: SQLite already returns exactly the page, in NIP-01 order
   const single = statements.length === 1 && live[0]!.limit !== undefined
-  const merge = { arms: arms.map((a) => a.length), limits: live.map((f) => f.limit ?? null) }
+  const merge = { arms: live.map(() => 1), limits: live.map((f) => f.limit ?? null) }
   const batch: ReadBatch = single ? { statements, mode: 'rows' } : { statements, mode: 'rows', merge }
   // no statement (no filter can match): no result at all
   return { batch, finish: (results) => ((results[0] ?? []) as Row[]).map((r) => storedEvent(r[0], r[3], r[1])) }

@@ -1,0 +1,166 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { makeKeys, type SignedEvent } from '../support/events'
+import { signEventFast } from '../support/fast-sign'
+import { labelledMetric } from '../support/metrics'
+import { useRelays, withGenerousRates } from '../support/relay-fixtures'
+import { GENEROUS_ENV, startRelayProcess } from '../support/relay-process'
+import { connect, type Frame, type TestClient } from '../support/ws-client'
+
+/**
+ * Reads one client cannot turn into an outage (docs/architecture.md §6.4): a burst of REQs with long driving
+ * lists, against a real relay process on the SQLite defaults, leaves its RSS and another client's latency
+ * alone; a REQ or COUNT that would examine too many rows is stopped, answered and counted.
+ */
+
+const MiB = 2 ** 20
+
+/** kind-1 events, each with one `t` value of `values` (round robin) and, every third, `t` "common" */
+function taggedEvents(n: number, values: number): SignedEvent[] {
+  const keys = makeKeys()
+  const now = Math.floor(Date.now() / 1000)
+  return Array.from({ length: n }, (_, i) =>
+    signEventFast(keys, {
+      kind: 1,
+      created_at: now - (i % 600),
+      content: `${i}`,
+      tags: [['t', `v${i % values}`], ...(i % 3 === 0 ? [['t', 'common']] : [])],
+    }),
+  )
+}
+
+async function publishPipelined(pub: TestClient, events: SignedEvent[]): Promise<number> {
+  const ids = new Set(events.map((e) => e.event.id))
+  for (const e of events) pub.sendRaw(`["EVENT",${e.raw}]`)
+  let answered = 0
+  let accepted = 0
+  await pub.next((f) => {
+    if (f[0] !== 'OK' || !ids.has(f[1] as string)) return false
+    if (f[2] === true) accepted++
+    return ++answered === ids.size
+  }, 60_000)
+  return accepted
+}
+
+const answerOf = (c: TestClient, subId: string, timeoutMs = 30_000): Promise<Frame> =>
+  c.next((f) => (f[0] === 'EOSE' || f[0] === 'CLOSED' || f[0] === 'COUNT') && f[1] === subId, timeoutMs)
+
+const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.ceil(xs.length * 0.99) - 1]!
+
+describe('a burst of REQs with long driving lists from one socket', () => {
+  it("leaves the relay's RSS growth under 64 MiB and serves another client's one-row REQ throughout, p99 under a second", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'apiary-read-burst-'))
+    const relay = await startRelayProcess(['--port', '0', '--data-dir', dir], GENEROUS_ENV)
+    const pid = relay.proc.pid ?? 0
+    const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024
+    const node = { port: Number(new URL(relay.url).port) }
+    let sampler: ReturnType<typeof setInterval> | undefined
+    try {
+      const pub = await connect(relay.url)
+      const events = taggedEvents(3_000, 1_000)
+      expect(await publishPipelined(pub, events)).toBe(events.length)
+      const other = await connect(relay.url)
+      const attacker = await connect(relay.url)
+      // warm-up: the readers' connections and page caches, so what is measured is the burst
+      for (let i = 0; i < 5; i++) {
+        other.send(['REQ', `warm${i}`, { '#t': ['v1', 'v2'], limit: 5 }])
+        await answerOf(other, `warm${i}`)
+      }
+      const rssBefore = rss()
+      let rssPeak = rssBefore
+      sampler = setInterval(() => {
+        rssPeak = Math.max(rssPeak, rss())
+      }, 25)
+
+      // the issue's burst: 50 REQs of 10 filters × 1,000 `#t` values (10,000 statements each before one
+      // statement per filter and the cap)
+      const values = (from: number) => Array.from({ length: 1_000 }, (_, i) => `v${(from + i) % 1_000}`)
+      const wide = Array.from({ length: 10 }, (_, f) => ({ '#t': values(f * 100), limit: 500 }))
+      for (let i = 0; i < 50; i++) attacker.send(['REQ', `over${i}`, ...wide])
+
+      const latencies: number[] = []
+      const seen: string[] = []
+      const target = events[0]!.event.id
+      for (let i = 0; i < 60; i++) {
+        const started = performance.now()
+        other.send(['REQ', `one${i}`, { ids: [target] }])
+        seen.push(String((await answerOf(other, `one${i}`))[0]))
+        latencies.push(performance.now() - started)
+        other.send(['CLOSE', `one${i}`])
+      }
+      const over = await Promise.all(Array.from({ length: 50 }, (_, i) => answerOf(attacker, `over${i}`, 60_000)))
+      clearInterval(sampler)
+      const growthMiB = (rssPeak - rssBefore) / MiB
+      console.log(
+        `read burst: RSS ${Math.round(rssBefore / MiB)} -> peak ${Math.round(rssPeak / MiB)} MiB; other client p99 ${p99(latencies).toFixed(1)} ms, saw ${[...new Set(seen)].join('/')}; attacker saw ${over[0]![0]} ${over[0]![2] ?? ''}`,
+      )
+      // past the cap: refused before any read, with the standard prefix, and counted
+      expect(over.every((f) => f[0] === 'CLOSED' && /^invalid: too many values/.test(f[2] as string))).toBe(true)
+      expect(await labelledMetric(node, 'apiary_reads_refused_total', { reason: 'values' })).toBe(50)
+      // the other client is served throughout
+      expect(seen.every((f) => f === 'EOSE')).toBe(true)
+      expect(growthMiB).toBeLessThan(64)
+      // The issue's target is a p99 under 100 ms on an idle machine; on a shared, loaded test machine the relay
+      // still parses the burst's frames on its event loop, so the bound here is wider but fails a read queue.
+      expect(p99(latencies)).toBeLessThan(1_000)
+    } finally {
+      clearInterval(sampler)
+      relay.proc.kill('SIGKILL')
+      await relay.exited
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 180_000)
+})
+
+describe('the read budget', () => {
+  const relays = useRelays()
+
+  it('stops a REQ that would examine too many rows with CLOSED "error: query too expensive", and a COUNT without limit too, counted', async () => {
+    const r = await relays.start(withGenerousRates({ limits: { maxRowsExamined: 2_000 } }))
+    const pub = await connect(r.url)
+    // 3,000 events, 1,000 of them tagged "common"
+    const events = taggedEvents(3_000, 1_000)
+    expect(await publishPipelined(pub, events)).toBe(events.length)
+    const c = await connect(r.url)
+    const random = () => Array.from({ length: 17 }, () => makeKeys().pubkey)
+    // the issue's probe: "common" drives (fewest values), and no row has any of the p values
+    c.send(['REQ', 'probe', ...Array.from({ length: 10 }, () => ({ '#t': ['common'], '#p': random() }))])
+    const probe = await answerOf(c, 'probe')
+    expect(probe[0]).toBe('CLOSED')
+    expect(probe[2]).toMatch(/^error: query too expensive: /)
+    // every "common" row, three times over, without a limit
+    c.send(['COUNT', 'all', { '#t': ['common'] }, { '#t': ['common'], kinds: [1] }, { '#t': ['common'], since: 0 }])
+    const all = await answerOf(c, 'all')
+    expect(all[0]).toBe('CLOSED')
+    expect(all[2]).toMatch(/^error: query too expensive: /)
+    expect(await labelledMetric(r, 'apiary_reads_refused_total', { reason: 'rows' })).toBe(2)
+    // within the budget: answered, and the connection and the community go on
+    c.send(['COUNT', 'one', { '#t': ['common'] }])
+    expect(await answerOf(c, 'one')).toEqual(['COUNT', 'one', { count: 1_000 }])
+    c.send(['REQ', 'page', { '#t': ['common'], limit: 10 }])
+    expect((await answerOf(c, 'page'))[0]).toBe('EOSE')
+  }, 120_000)
+
+  it("charges a read stopped over its budget to its principal's REQ budget, in proportion to the rows it examined", async () => {
+    const reqs = { ratePerSecond: 0.001, burst: 10 }
+    const events = { ratePerSecond: 100_000, burst: 100_000 }
+    const r = await relays.start(withGenerousRates({ limits: { maxRowsExamined: 2_000 }, rateLimits: { human: { events, reqs } } }))
+    const pub = await connect(r.url)
+    const stored = taggedEvents(3_000, 1_000)
+    expect(await publishPipelined(pub, stored)).toBe(stored.length)
+    const c = await connect(r.url)
+    c.send(['REQ', 'probe', ...Array.from({ length: 10 }, () => ({ '#t': ['common'], '#p': [makeKeys().pubkey] }))])
+    expect((await answerOf(c, 'probe'))[2]).toMatch(/^error: query too expensive: /)
+    // the probe took its REQ token and, for its 2,001 rows, three more: 6 of the burst of 10 are left
+    let served = 0
+    for (let i = 0; i < 10; i++) {
+      c.send(['REQ', `after${i}`, { ids: [stored[0]!.event.id] }])
+      const f = await answerOf(c, `after${i}`)
+      if (f[0] === 'EOSE') served++
+      else expect(f[2]).toMatch(/^rate-limited: /)
+    }
+    expect(served).toBe(6)
+  }, 120_000)
+})
