@@ -163,4 +163,24 @@ describe('the read budget', () => {
     }
     expect(served).toBe(6)
   }, 120_000)
+
+  it('charges a read over its budget from a bucket that holds less than its cost: it takes what is there', async () => {
+    const reqs = { ratePerSecond: 0.001, burst: 10 }
+    const events = { ratePerSecond: 100_000, burst: 100_000 }
+    const r = await relays.start(withGenerousRates({ limits: { maxRowsExamined: 2_000 }, rateLimits: { human: { events, reqs } } }))
+    const pub = await connect(r.url)
+    const stored = taggedEvents(3_000, 1_000)
+    expect(await publishPipelined(pub, stored)).toBe(stored.length)
+    const c = await connect(r.url)
+    // 8 of the burst of 10 spent, then the probe takes the 9th and owes three more for its 2,001 rows
+    for (let i = 0; i < 8; i++) {
+      c.send(['REQ', `before${i}`, { ids: [stored[0]!.event.id] }])
+      expect((await answerOf(c, `before${i}`))[0]).toBe('EOSE')
+    }
+    c.send(['REQ', 'probe', ...Array.from({ length: 10 }, () => ({ '#t': ['common'], '#p': [makeKeys().pubkey] }))])
+    expect((await answerOf(c, 'probe'))[2]).toMatch(/^error: query too expensive: /)
+    // the one token left goes to the charge: the next REQ finds the bucket empty
+    c.send(['REQ', 'after', { ids: [stored[0]!.event.id] }])
+    expect((await answerOf(c, 'after'))[2]).toMatch(/^rate-limited: /)
+  }, 120_000)
 })
