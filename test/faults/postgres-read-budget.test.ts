@@ -282,7 +282,10 @@ describe('a COUNT crafted to read a whole large table, on PostgreSQL', () => {
   })
 
   it('answers each crafted COUNT with CLOSED "error: query too expensive" within the read budget', () => {
-    expect(observed.counts.map((c) => isTooExpensive(c.value)), JSON.stringify(observed.counts)).toEqual(Array(CRAFTED_AT_ONCE).fill(true))
+    expect(
+      observed.counts.map((c) => isTooExpensive(c.value)),
+      JSON.stringify(observed.counts),
+    ).toEqual(Array(CRAFTED_AT_ONCE).fill(true))
     for (const c of observed.counts) expect(c.ms).toBeLessThan(DUE_MS)
   })
 
