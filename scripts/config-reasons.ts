@@ -82,5 +82,5 @@ export const CONFIG_REASONS: Record<string, string> = {
   'store.postgresReadPoolSize':
     'Reads get connections of their own, so a commit never queues behind them; four keep several slow reads apart while the commit pool (10) keeps most of what the server’s max_connections allows.',
   'store.queryTimeoutMs':
-    'Half the PostgreSQL store’s 10 s deadline: a REQ page is served in milliseconds, so a read still running after 5 s is a scan that would run on; it is stopped, not waited out.',
+    'The backstop behind `limits.readBudgetMs`, which stops a read cleanly at its next row: a SQLite reader still inside one read after 5 s is stuck between rows, and is terminated rather than waited out.',
 }

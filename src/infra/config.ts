@@ -405,14 +405,14 @@ export const configSchema = z
           .or(z.boolean())
           .default(true)
           .describe('SQLite: commit writes on a writer thread; false commits on the main thread'),
-        // Half the PostgreSQL store's 10 s deadline (STORE_DEADLINE_MS): a REQ page is served in milliseconds,
-        // so a read still running after 5 s is a scan that would run on; it is stopped, not waited out.
+        // The backstop behind limits.readBudgetMs (which stops a read cleanly at its next row): a SQLite reader
+        // still inside one read after 5 s is stuck between rows, and is terminated rather than waited out.
         queryTimeoutMs: z
           .number()
           .int()
           .positive()
           .default(5_000)
-          .describe('SQLite: longest a REQ/COUNT read may run, and may wait for a read worker, before it fails'),
+          .describe('SQLite: longest a REQ/COUNT read may wait for a read worker, and the backstop that terminates a reader stuck in one read; above limits.readBudgetMs'),
         // Reads get connections of their own, so a commit never queues behind them; four keep several slow
         // reads apart while the commit pool (10) still holds most of what a server's max_connections allows.
         postgresReadPoolSize: z
@@ -442,6 +442,10 @@ export const configSchema = z
     // node refuses to start an HTTP server whose headers may take longer than the whole request
     if (c.timeouts.headersTimeoutMs > c.timeouts.requestTimeoutMs) {
       ctx.addIssue({ code: 'custom', path: ['timeouts', 'requestTimeoutMs'], message: 'must be at least timeouts.headersTimeoutMs' })
+    }
+    // a read must meet its budget (a clean CLOSED) before the backstop terminates its reader
+    if (c.limits.readBudgetMs >= c.store.queryTimeoutMs) {
+      ctx.addIssue({ code: 'custom', path: ['limits', 'readBudgetMs'], message: 'must be below store.queryTimeoutMs' })
     }
     if (c.mesh === 'on' && !(c.redisUrl && c.databaseUrl)) {
       ctx.addIssue({ code: 'custom', path: ['mesh'], message: 'mesh "on" needs cluster mode: set redisUrl and databaseUrl' })

@@ -88,7 +88,7 @@ export function createAdmission(d: AdmissionDeps): Admissions {
       principalActor({ community: record.id, principal, limiter, readFallback }),
     )
     const rule = ruleOf(record, principal, 'reqs', attested)
-    // a cost above the burst is never admitted and so would take nothing: the bucket is emptied instead
+    // at most one burst: one costly read empties the bucket, it does not lock the reader out for longer
     const cost = Math.min(rule.burst, Math.max(1, Math.ceil(rowsExamined / ROWS_PER_REQ_TOKEN)))
     tell(ref, { type: 'Charge', limit: 'reqs', rule, cost })
   }

@@ -225,10 +225,10 @@ export function acceptConnections(d: GatewayDeps) {
       // the actor can't take it (stopping, or its mailbox full): the client still hears, and the sub is gone
       if (view.subs.delete(subId)) queue.pushControl(closedFrame(subId, why))
     }
-    // charged as its REQs are: the first authenticated pubkey, else the IP (auth-check.ts principalOf)
+    // charged as its REQs are admitted (prepare.ts): the first authenticated pubkey at its tier, else the IP's principal
     view.chargeRead = (rows) => {
-      const principal = view.authed.values().next().value ?? ipPrincipalOf(ip)
-      d.chargeRead?.(record, principal, view.owners.has(principal), rows)
+      const charged = view.authed.values().next().value ?? ipPrincipalOf(principal)
+      d.chargeRead?.(record, charged, view.lifted.has(charged), rows)
     }
     // idleness is elapsed time: monotonic, so a wall-clock step can't close every quiet socket at once
     const watched = watch(ws, monotonicMs, () => view.authed.size > 0 || subsOpen > 0)

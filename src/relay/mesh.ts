@@ -32,6 +32,7 @@ import { type RelayKey, signAsRelay } from '../infra/relay-key.js'
 import { createBanLookup } from '../infra/store/ban-lookup.js'
 import type { CommunityRecord } from '../infra/store/community-store.js'
 import type { Verifier } from '../infra/verify/verifier.js'
+import { toIpPrincipal } from '../protocols/ip-address.js'
 import { attestRuntime } from '../protocols/mesh/attestation.js'
 import { encodeJsonPayload, FrameType, MESH_PROTOCOL_VERSION, parseJsonPayload } from '../protocols/mesh/frames.js'
 import type { MeshIdentity } from '../protocols/mesh/hello.js'
@@ -203,6 +204,10 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     perSecond: config.meshHellosPerIpPerSecond,
     burst: Math.max(1, Math.ceil(config.meshHellosPerIpPerSecond * 4)),
     maxIps: HELLO_BUDGET_MAX_IPS,
+    keyOf: (ip) => {
+      const principal = toIpPrincipal(ip, config.ipv6PrefixLength)
+      return principal.ok ? principal.value : ip
+    },
   })
   let refusalsUnlogged = 0
   let refusalLoggedAtMs = Number.NEGATIVE_INFINITY

@@ -71,6 +71,11 @@ describe('configuration', () => {
     expect(() => loadConfig({ env: { APIARY_MESH_LEASE_TTL_MS: '3999', APIARY_MESH_LEASE_RENEW_MS: '2000' } })).toThrow(/at most half/)
   })
 
+  it('refuses a read budget that the reader backstop would cut short', () => {
+    expect(loadConfig({ env: { APIARY_LIMITS_READ_BUDGET_MS: '4999' } }).limits.readBudgetMs).toBe(4_999)
+    expect(() => loadConfig({ env: { APIARY_LIMITS_READ_BUDGET_MS: '5000' } })).toThrow(/must be below store.queryTimeoutMs/)
+  })
+
   it('keeps docs/configuration.md and the README settings table identical to the schema (run `npm run docs` after changing it)', () => {
     expect(readFileSync('docs/configuration.md', 'utf8')).toBe(configurationMarkdown())
     expect(readFileSync('README.md', 'utf8')).toContain(mostUsedSettingsMarkdown())

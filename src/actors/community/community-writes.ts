@@ -4,7 +4,7 @@
 // Saved (write-commit.ts takes it from there). Many writes are in flight at once; where order matters (a
 // channel change and the writes to that channel behind it) write-order.ts keeps it by sequence (§7).
 import type { SaveOutcome } from '../../infra/store/event-store.js'
-import { NO_AUTH } from '../../protocols/mesh/session-frames.js'
+import { HOST_WRITE } from '../../protocols/mesh/session-frames.js'
 import type { VerifiedEvent } from '../../protocols/nip01/event.js'
 import { kindClass } from '../../protocols/nip01/kinds.js'
 import { channelTagOf, parseChannelAction } from '../../protocols/nip29.js'
@@ -104,7 +104,7 @@ export function onPrepared(
   if (kindClass(event.kind) === 'ephemeral') return writeEphemeral(state, publish, ctx, deps)
   if (plan?.forward && deps.mesh) {
     // the owner judges the write again on this client's AUTH (actors/mesh/forwarded-write.ts)
-    const auth = publish.conn ? { pubkeys: [...publish.conn.authed], owners: [...publish.conn.owners] } : NO_AUTH
+    const auth = publish.conn ? { pubkeys: [...publish.conn.authed], owners: [...publish.conn.owners] } : HOST_WRITE
     const moderated = deps.mesh.moderate(deps.record.id, plan.action.channel, event, raw, auth)
     pipeTo(ctx.self, moderated, (o): CommunityMsg => ({ type: 'Moderated', publish, ordered, outcome: o }), {
       ...REDELIVER,

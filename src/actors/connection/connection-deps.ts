@@ -19,7 +19,7 @@ export interface MutableConnView extends ConnView {
   readonly subs: Set<string>
   /** the attestation each attested agent authenticated with: its `kind=` clauses bind every write */
   readonly attestations: Map<string, OwnerAttestation>
-  /** attested agents whose owner the community knows (auth-check.ts `standingOf`): charged at least agent-standard */
+  /** attested agents whose owner the community knows (auth-standing.ts): charged at least agent-standard */
   readonly lifted: Set<string>
   /** keys nobody in the community knew at their AUTH → until when (monotonic ms) their EVENTs also spend the IP's budget */
   readonly freshUntilMs: Map<string, number>

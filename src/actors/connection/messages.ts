@@ -2,7 +2,7 @@ import type { OwnerAttestation } from '../../protocols/nip-oa.js'
 import type { Reason } from '../../protocols/reasons.js'
 import type { Result } from '../../protocols/result.js'
 
-/** What an accepted AUTH makes of its pubkey (auth-check.ts `standingOf`). */
+/** What an accepted AUTH makes of its pubkey (auth-standing.ts). */
 export interface AuthStanding {
   /** the owner attestation it carried, if any: its owner's ban covers the key, its `kind=` clauses bind its writes */
   attestation?: OwnerAttestation

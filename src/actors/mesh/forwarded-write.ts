@@ -29,6 +29,8 @@ export async function judgeForwardedWrite(
 ): Promise<Reason | null> {
   const record = d.record(community)
   if (!record) return reason('blocked', 'this community is not served here')
+  // a host program's write has no client to judge: as on its own node, only the event's own rules apply
+  if (auth.host) return checkEventRules(event, d.relayPubkey, d.nowSeconds())
   const writer = { authed: new Set(auth.pubkeys), owners: new Map(auth.owners) }
   if (d.authRequired && writer.authed.size === 0) return reason('auth-required', 'this relay requires authentication to publish')
   const prot = checkProtected(event, writer.authed)

@@ -94,9 +94,10 @@ function coalescingActor<L extends CommunityLimit | IpLimit>(c: Charging<L>): Ac
     policy: { mode: 'temporary' },
     handle: (state, msg, ctx) => {
       if (msg.type === 'Admit' || msg.type === 'Charge') {
-        state.pending.push(
-          msg.type === 'Admit' ? msg : { type: 'Admit', limit: msg.limit, rule: msg.rule, cost: msg.cost, reply: () => {} },
-        )
+        if (msg.type === 'Admit') state.pending.push(msg)
+        // a charge takes what the bucket holds, up to its cost, token by token: one Admit of the whole cost
+        // would be refused whole (taking nothing) whenever the bucket holds less
+        else for (let i = 0; i < msg.cost; i++) state.pending.push({ type: 'Admit', limit: msg.limit, rule: msg.rule, reply: () => {} })
         if (!state.flushQueued) state.flushQueued = tell(ctx.self, { type: 'Flush' })
         return state
       }

@@ -44,7 +44,7 @@ export function createOperatorAuth(d: OperatorAuthDeps): OperatorAuth {
   return async (req) => {
     if (req.headers.authorization === undefined)
       return refuse(401, reason('auth-required', 'NIP-98 Authorization by an operator key required'))
-    const admitted = await d.admitApiIp(d.addressing.clientIp(req)).catch(() => undefined)
+    const admitted = await d.admitApiIp(d.addressing.principalOf(d.addressing.clientIp(req))).catch(() => undefined)
     if (admitted === undefined) return refuse(503, reason('rate-limited', 'admission unavailable'))
     if (!admitted.allowed) return refuse(429, reason('rate-limited', 'too many requests from this address'))
     const checked = checkNip98(req.headers.authorization, {

@@ -16,6 +16,8 @@ export interface HelloBudgetRule {
   burst: number
   /** IPs tracked at once; a new IP past it is refused until a bucket refills (never a spent one evicted) */
   maxIps: number
+  /** the bucket an address spends from: its IP principal (an IPv6 client's network), so rotating addresses buys nothing */
+  keyOf?: (ip: string) => string
 }
 
 interface Bucket {
@@ -36,8 +38,10 @@ export function createHelloBudget(rule: HelloBudgetRule, now: () => number = () 
       if (b.tokens >= rule.burst) buckets.delete(ip)
     }
   }
+  const keyOf = rule.keyOf ?? ((ip: string) => ip)
   return {
-    spent(ip) {
+    spent(address) {
+      const ip = keyOf(address)
       const b = buckets.get(ip)
       if (!b) {
         if (buckets.size >= rule.maxIps) sweep(now())
@@ -46,7 +50,8 @@ export function createHelloBudget(rule: HelloBudgetRule, now: () => number = () 
       refill(b, now())
       return b.tokens < 1
     },
-    admit(ip) {
+    admit(address) {
+      const ip = keyOf(address)
       const t = now()
       let b = buckets.get(ip)
       if (!b) {

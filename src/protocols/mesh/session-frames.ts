@@ -23,6 +23,8 @@ const MAX_FORWARDED_PUBKEYS = 64
 const authSchema = z.strictObject({
   pubkeys: z.array(hex64).max(MAX_FORWARDED_PUBKEYS),
   owners: z.array(z.tuple([hex64, hex64])).max(MAX_FORWARDED_PUBKEYS),
+  /** the write came from the forwarding node's host program (relay.publish), not from a client */
+  host: z.literal(true).optional(),
 })
 
 const requestSchema = z.strictObject({
@@ -50,6 +52,8 @@ export type ModerateRequest = z.infer<typeof requestSchema>
 export type ForwardedAuth = z.infer<typeof authSchema>
 /** No AUTH: the strictest judgement, for a request that says nothing of its client. */
 export const NO_AUTH: ForwardedAuth = { pubkeys: [], owners: [] }
+/** A write the forwarding node's host program made: judged as the community judges a host's write there. */
+export const HOST_WRITE: ForwardedAuth = { pubkeys: [], owners: [], host: true }
 export type ModerateReply = z.infer<typeof replySchema>
 
 export function parseModerateRequest(json: unknown): Result<ModerateRequest> {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { createHelloBudget } from '../../../src/infra/mesh/hello-budget'
+import { toIpPrincipal } from '../../../src/protocols/ip-address'
 
 describe('mesh Hello budget', () => {
   it('admits a burst per IP, then one Hello per refill interval, each IP on its own', () => {
@@ -21,5 +22,19 @@ describe('mesh Hello budget', () => {
     // once a bucket is full again, forgetting it gives nothing away: the new IP takes its place
     now += 1_000
     expect(budget.admit('c')).toBe(true)
+  })
+})
+
+describe('mesh Hello budget keyed on the IP principal', () => {
+  it('charges every address of one IPv6 /64 to one bucket, so rotating addresses buys no more Hellos', () => {
+    const keyOf = (ip: string) => {
+      const p = toIpPrincipal(ip, 64)
+      return p.ok ? p.value : ip
+    }
+    const budget = createHelloBudget({ perSecond: 1, burst: 2, maxIps: 100, keyOf }, () => 0)
+    expect(['2001:db8::1', '2001:db8::2', '2001:db8::3'].map((ip) => budget.admit(ip))).toEqual([true, true, false])
+    expect(budget.spent('2001:db8::ffff')).toBe(true)
+    // another network has its own
+    expect(budget.admit('2001:db8:0:1::1')).toBe(true)
   })
 })
