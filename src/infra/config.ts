@@ -412,7 +412,9 @@ export const configSchema = z
           .int()
           .positive()
           .default(5_000)
-          .describe('SQLite: longest a REQ/COUNT read may wait for a read worker, and the backstop that terminates a reader stuck in one read; above limits.readBudgetMs'),
+          .describe(
+            'SQLite: longest a REQ/COUNT read may wait for a read worker, and the backstop that terminates a reader stuck in one read; above limits.readBudgetMs',
+          ),
         // Reads get connections of their own, so a commit never queues behind them; four keep several slow
         // reads apart while the commit pool (10) still holds most of what a server's max_connections allows.
         postgresReadPoolSize: z
