@@ -8,7 +8,8 @@ import { startTcpProxy } from '../../support/tcp-proxy'
 /**
  * The event store's read connections (postgres-read-pool.ts) against the real server: a statement past the
  * budget is stopped by PostgreSQL itself, not only abandoned by the caller, and the connection serves the next
- * read. The stalled path is test/faults/postgres-read-budget.test.ts.
+ * read; the connections are shared fairly across communities. The stalled path is
+ * test/faults/postgres-read-budget.test.ts.
  */
 
 const BUDGET_MS = 300
@@ -39,7 +40,7 @@ describe('the PostgreSQL read pool', () => {
     const pool = openReadPool(db.url, 2, BUDGET_MS)
     try {
       const started = performance.now()
-      const slow = pool.values([{ sql: "SELECT pg_sleep(5), 'slow-marker'", params: [] }])
+      const slow = pool.values('c', [{ sql: "SELECT pg_sleep(5), 'slow-marker'", params: [] }])
       await expect(slow).rejects.toBeInstanceOf(ReadBudgetError)
       expect(performance.now() - started).toBeLessThan(BUDGET_MS + 1_000)
       // without statement_timeout the sleep would run on for 5 s after the caller gave up
@@ -52,7 +53,7 @@ describe('the PostgreSQL read pool', () => {
           intervalMs: 50,
         },
       )
-      expect(await pool.values<[number]>([{ sql: 'SELECT 1 + $1::int', params: [1] }])).toEqual([[[2]]])
+      expect(await pool.values<[number]>('c', [{ sql: 'SELECT 1 + $1::int', params: [1] }])).toEqual([[[2]]])
     } finally {
       await pool.end()
     }
@@ -61,12 +62,30 @@ describe('the PostgreSQL read pool', () => {
   it('answers statements within the budget, each with its rows as arrays', async () => {
     const pool = openReadPool(db.url, 2, BUDGET_MS)
     try {
-      const pages = await pool.values<[number]>([
+      const pages = await pool.values<[number]>('c', [
         { sql: 'SELECT generate_series(1, $1::int)', params: [3] },
         { sql: 'SELECT $1::int', params: [7] },
         { sql: 'SELECT $1::int', params: [8] },
       ])
       expect(pages).toEqual([[[1], [2], [3]], [[7]], [[8]]])
+    } finally {
+      await pool.end()
+    }
+  })
+
+  it("serves another community's statement at the next free connection while one community's statements fill them all", async () => {
+    const pool = openReadPool(db.url, 2, 10_000)
+    try {
+      // both connections open, so what is measured is the queue
+      await Promise.all([0, 1].map(() => pool.values('a', [{ sql: 'SELECT 1', params: [] }])))
+      const a = Array.from({ length: 10 }, () => pool.values('a', [{ sql: 'SELECT pg_sleep(0.3)', params: [] }]))
+      const started = performance.now()
+      expect(await pool.values<[number]>('b', [{ sql: 'SELECT 1', params: [] }])).toEqual([[[1]]])
+      const waitedMs = performance.now() - started
+      await Promise.all(a)
+      console.log(`postgres read fairness: b waited ${waitedMs.toFixed(0)} ms behind 10 statements of 300 ms on 2 connections`)
+      // at the next free connection: one statement of a (300 ms) and a margin; behind a's queue it is 1.5 s
+      expect(waitedMs).toBeLessThan(900)
     } finally {
       await pool.end()
     }
@@ -80,15 +99,15 @@ describe('the PostgreSQL read pool on a stalled path', () => {
     viaProxy.port = String(proxy.port)
     const pool = openReadPool(viaProxy.toString(), 1, BUDGET_MS)
     try {
-      expect(await pool.values<[number]>([{ sql: 'SELECT 1', params: [] }])).toEqual([[[1]]])
+      expect(await pool.values<[number]>('c', [{ sql: 'SELECT 1', params: [] }])).toEqual([[[1]]])
       const opened = proxy.accepted
       proxy.stall()
-      await expect(pool.values([{ sql: 'SELECT 2', params: [] }])).rejects.toBeInstanceOf(ReadBudgetError)
+      await expect(pool.values('c', [{ sql: 'SELECT 2', params: [] }])).rejects.toBeInstanceOf(ReadBudgetError)
       // once the silent connection is dropped (budget + 1 s), a read is sent on a new one; kept, it would
       // hold the pool's only slot for as long as the path stalls
       await eventually(
         async () => {
-          await pool.values([{ sql: 'SELECT 3', params: [] }]).catch(() => {})
+          await pool.values('c', [{ sql: 'SELECT 3', params: [] }]).catch(() => {})
           return proxy.accepted
         },
         (n) => n > opened,

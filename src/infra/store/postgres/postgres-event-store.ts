@@ -121,7 +121,10 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
           const q = toQuerySql(community, f, o)
           return q ? [{ limited: f.limit !== undefined, q }] : []
         })
-        const pages = await reads.values<Row>(planned.map((p) => p.q))
+        const pages = await reads.values<Row>(
+          community,
+          planned.map((p) => p.q),
+        )
         // one limited filter's page is already exact; a tag filter without a limit repeats an event per value
         const rows = planned.length === 1 && planned[0]!.limited ? pages[0]! : merge(pages)
         return rows.map((r): StoredEvent => storedEvent(r[0], r[3], r[1]))
@@ -158,7 +161,7 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
       read('count', async () => {
         const q = toCountSql(community, filters, o)
         if (!q) return 0
-        const [rows] = await reads.values<[n: number]>([q])
+        const [rows] = await reads.values<[n: number]>(community, [q])
         return rows![0]![0]
       }),
     async ping() {

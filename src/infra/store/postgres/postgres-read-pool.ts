@@ -1,4 +1,5 @@
 import { createConnection, type Socket } from 'node:net'
+import { FairQueue } from '../fair-queue.js'
 import type { PgQuery } from './postgres-query.js'
 import { connectPostgres, type Sql } from './postgres-schema.js'
 
@@ -29,7 +30,7 @@ export class ReadBudgetError extends Error {
 
 export interface ReadPool {
   /** each statement's rows as arrays, all within one budget; rejects with ReadBudgetError past it */
-  values<Row>(statements: readonly PgQuery[]): Promise<Row[][]>
+  values<Row>(community: string, statements: readonly PgQuery[]): Promise<Row[][]>
   end(): Promise<void>
 }
 
@@ -45,7 +46,7 @@ export function openReadPool(url: string, size: number, budgetMs: number): ReadP
   })
   const turns = new Turns(size)
   return {
-    values: (statements) => valuesWithin(sql, turns, statements, budgetMs),
+    values: (community, statements) => valuesWithin(sql, turns, community, statements, budgetMs),
     end: () => sql.end({ timeout: 5 }),
   }
 }
@@ -54,48 +55,56 @@ export function openReadPool(url: string, size: number, budgetMs: number): ReadP
  * Statements handed to the driver at once: no more than it has connections, so none waits in the driver's
  * queue, where one given up on would still run later (and cancelling one that a connection being opened has
  * taken leaves that connection unusable in postgres.js 3.4). A statement whose read passed its budget while
- * it waited here is never sent.
+ * it waited here is never sent. The connections are the whole node's: the statements waiting are served fairly
+ * across communities (fair-queue.ts).
  */
 class Turns {
   private free: number
-  private readonly waiting: (() => void)[] = []
+  private readonly waiting = new FairQueue<{ community: string; go: () => void }>()
+  private readonly held = new Map<string, number>()
+  private readonly holding = (community: string) => this.held.get(community) ?? 0
 
   constructor(size: number) {
     this.free = size
   }
 
-  run<T>(givenUp: () => boolean, body: () => Promise<T>): Promise<T> {
+  run<T>(community: string, givenUp: () => boolean, body: () => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const go = () => {
+        this.held.set(community, this.holding(community) + 1)
         if (givenUp()) {
-          this.release()
+          this.release(community)
           reject(new Error('read given up before its statement was sent'))
           return
         }
         body()
           .then(resolve, reject)
-          .finally(() => this.release())
+          .finally(() => this.release(community))
       }
       if (this.free > 0) {
         this.free--
         go()
-      } else this.waiting.push(go)
+      } else this.waiting.push({ community, go })
     })
   }
 
-  private release(): void {
-    const next = this.waiting.shift()
-    if (next) next()
+  private release(community: string): void {
+    const held = this.holding(community) - 1
+    if (held > 0) this.held.set(community, held)
+    else this.held.delete(community)
+    const next = this.waiting.shift(this.holding)
+    if (next) next.go()
     else this.free++
   }
 }
 
-function valuesWithin<Row>(sql: Sql, turns: Turns, statements: readonly PgQuery[], budgetMs: number): Promise<Row[][]> {
+function valuesWithin<Row>(sql: Sql, turns: Turns, community: string, statements: readonly PgQuery[], budgetMs: number): Promise<Row[][]> {
   let over = false
   const send = (q: PgQuery) => sql.unsafe(q.sql, q.params as never[], { prepare: true }).values() as unknown as Promise<Row[]>
   const all = Promise.all(
     statements.map((q) =>
       turns.run(
+        community,
         () => over,
         () => send(q),
       ),

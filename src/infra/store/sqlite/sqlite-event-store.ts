@@ -159,11 +159,11 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
     }
   }
 
-  const read = <T>(what: string, plan: () => ReadPlan<T>) =>
+  const read = <T>(what: string, community: string, plan: () => ReadPlan<T>) =>
     guarded(what, async () => {
       const { batch, finish } = plan()
       if (batch.statements.length === 0) return finish([])
-      return finish(pool?.usable ? await pool.run(batch, what) : readHere(batch, what))
+      return finish(pool?.usable ? await pool.run(batch, what, community) : readHere(batch, what))
     })
 
   return {
@@ -181,8 +181,8 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
       }
       return writes.submit(plan)
     },
-    query: (community, filters, o) => read('query', () => planQuery(community, filters, o)),
-    count: (community, filters, o) => read('count', () => planCount(community, filters, o)),
+    query: (community, filters, o) => read('query', community, () => planQuery(community, filters, o)),
+    count: (community, filters, o) => read('count', community, () => planCount(community, filters, o)),
     // outside group commit, and atomic on its own: on the writer thread it runs between two batches, as it
     // does on the main thread, where better-sqlite3 is synchronous
     deleteEvents: (community, ids) => guarded('delete', () => writer.deleteEvents(community, ids)),

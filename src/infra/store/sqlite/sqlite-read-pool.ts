@@ -1,13 +1,15 @@
 // SQLite read pool: REQ and COUNT statements run on worker threads, each with its own read-only connection to
 // the WAL database, so a heavy read never holds the event loop. The single writer is a thread of its own
 // (sqlite-writer.ts).
-// State: one slot per worker, each running at most one read, plus the reads waiting for a ready worker.
+// State: one slot per worker, each running at most one read, plus the reads waiting for a ready worker, served
+// fairly across communities (fair-queue.ts): the workers are the whole node's.
 // Crash policy: a worker that errors or exits is replaced at once and its read rejects with StoreError (a
 // read that killed one reader must not get a second); one past its budget is terminated and replaced.
 // Workers that die before reporting Ready `MAX_START_FAILURES` times in a row make the pool give up
 // (`usable` false): the store then reads on the main thread again, as with readWorkers 0.
 import { Worker } from 'node:worker_threads'
 import { type ReadOverBudget, StoreError } from '../event-store.js'
+import { FairQueue } from '../fair-queue.js'
 // Extension needed: plain JS shared with the read worker, which runs without a TypeScript loader.
 import type { ReadBatch } from './sqlite-read-core.mjs'
 
@@ -49,7 +51,7 @@ export interface SqliteReadPoolStats {
 
 export interface SqliteReadPool {
   /** one result per statement; rejects with StoreError (`what` names the read in its message) */
-  run(batch: ReadBatch, what: string): Promise<unknown[]>
+  run(batch: ReadBatch, what: string, community: string): Promise<unknown[]>
   /** false once workers kept failing to start */
   readonly usable: boolean
   stats(): SqliteReadPoolStats
@@ -63,6 +65,7 @@ type Request = {
   id: number
   batch: ReadBatch
   what: string
+  community: string
   resolve: (results: unknown[]) => void
   reject: (err: StoreError) => void
   timer?: ReturnType<typeof setTimeout>
@@ -82,7 +85,7 @@ const workerUrl = new URL('./sqlite-read-worker.mjs', import.meta.url)
 export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPool {
   const { file, queryTimeoutMs, log } = opts
   const slots: Slot[] = []
-  const waiting: Request[] = []
+  const waiting = new FairQueue<Request>()
   let nextId = 0
   let pending = 0
   let onDrained: (() => void) | undefined
@@ -149,7 +152,7 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
   function giveUp(cause: unknown): void {
     gaveUp = true
     log?.error({ err: cause }, 'event store: read workers keep failing to start; reading on the main thread')
-    for (const req of waiting.splice(0)) {
+    for (const req of waiting.drain()) {
       clearTimeout(req.timer)
       req.reject(new StoreError(`event store ${req.what} failed: no read worker could start`, { cause }))
     }
@@ -186,6 +189,7 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
   // A worker runs one read at a time, so an idle ready worker is the least busy one; a read behind another on
   // the same thread would spend its budget waiting, and a budget stop would take its neighbour down too.
   const idleWorker = () => slots.find((s) => s.ready && !s.retired && !s.current)
+  const holding = (community: string) => slots.filter((s) => s.current?.community === community).length
 
   function dispatch(slot: Slot, req: Request): void {
     slot.current = req
@@ -195,7 +199,7 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
 
   function pump(): void {
     for (let slot = idleWorker(); slot && waiting.length > 0; slot = idleWorker()) {
-      const req = waiting.shift()!
+      const req = waiting.shift(holding)!
       clearTimeout(req.timer)
       dispatch(slot, req)
     }
@@ -204,7 +208,7 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
   function enqueue(req: Request): void {
     waiting.push(req)
     req.timer = setTimeout(() => {
-      waiting.splice(waiting.indexOf(req), 1)
+      waiting.remove(req)
       budgetExceeded++
       log?.error({ what: req.what, queryTimeoutMs, waiting: waiting.length }, 'event store: read passed its budget waiting for a worker')
       req.reject(
@@ -215,7 +219,7 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
     }, queryTimeoutMs)
   }
 
-  function run(batch: ReadBatch, what: string): Promise<unknown[]> {
+  function run(batch: ReadBatch, what: string, community: string): Promise<unknown[]> {
     if (closed) return Promise.reject(new StoreError('event store is closed'))
     if (gaveUp) return Promise.reject(new StoreError(`event store ${what} failed: no read worker could start`))
     const idle = idleWorker()
@@ -230,6 +234,7 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
         id: nextId++,
         batch,
         what,
+        community,
         resolve: (results) => {
           settled()
           resolve(results)
