@@ -4,6 +4,8 @@
 // be emitted before an awaited continuation could attach the tunnel's listener, and lost. Here the tunnel is
 // opened inside the listener that read the last handshake frame, before the next message is emitted.
 import { randomBytes } from 'node:crypto'
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
+import type { Socket } from 'node:net'
 import { WebSocket, WebSocketServer } from 'ws'
 import {
   CONTROL_STREAM_ID,
@@ -46,10 +48,18 @@ export interface TunnelSetup {
   helloBudget?: HelloBudget
   /** Acceptor: is `runtime` in the readiness registry? A Hello naming another is refused before any signature check. */
   isKnownRuntime?(runtime: string): boolean
+  /** Dialer: PEM CA(s) a `wss://` peer's certificate must chain to; absent = the system CAs */
+  tlsCa?: string
+}
+
+/** PEM certificate (chain) and key the tunnel server serves TLS with: its endpoint is then `wss://`. */
+export interface TunnelTls {
+  cert: string
+  key: string
 }
 
 /** Why an acceptor refused a Hello: the label of the refusal's count (apiary_mesh_hellos_refused_total). */
-export type HelloRefusal = 'rate-limited' | 'unknown-runtime' | 'invalid'
+export type HelloRefusal = 'rate-limited' | 'unknown-runtime' | 'invalid' | 'tls'
 
 /** One sealed frame: no mesh message is larger, so ws refuses anything more before it is buffered. */
 export const MAX_MESSAGE_BYTES = FRAME_HEADER_BYTES + MAX_FRAME_PAYLOAD_BYTES + SEAL_OVERHEAD_BYTES
@@ -143,6 +153,7 @@ export function dialTunnel(endpoint: string, expectedPeer: string, setup: Tunnel
     maxPayload: MAX_MESSAGE_BYTES,
     perMessageDeflate: false,
     handshakeTimeout: setup.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
+    ...(setup.tlsCa === undefined ? {} : { ca: setup.tlsCa }),
   })
   const nonce = newNonce()
   return new Promise<Tunnel>((resolve, reject) => {
@@ -262,27 +273,58 @@ export interface TunnelServer {
   close(): Promise<void>
 }
 
-/** A WebSocket server on `host:port` (0 = any free port) that accepts tunnels. */
+/**
+ * A WebSocket server on `host:port` (0 = any free port) that accepts tunnels; over TLS when `tls` is given.
+ * A connection that fails the TLS handshake (a plaintext dialer, a bad certificate) is counted as a `tls`
+ * refusal and charged to its IP's Hello budget; an IP whose budget is spent is dropped before any TLS work.
+ */
 export async function startTunnelServer(
   host: string,
   port: number,
   setup: TunnelSetup,
   onTunnel: (t: Tunnel) => void,
   onRefused: (why: string, refusal: HelloRefusal) => void,
+  tls?: TunnelTls,
 ): Promise<TunnelServer> {
-  const server = new WebSocketServer({ host, port, maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false })
+  const https = tls ? guardTls(createHttpsServer({ cert: tls.cert, key: tls.key }), setup.helloBudget, onRefused) : undefined
+  const options = { maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false }
+  const server = https ? new WebSocketServer({ server: https, ...options }) : new WebSocketServer({ host, port, ...options })
+  const listening = https ?? server
   await new Promise<void>((resolve, reject) => {
-    server.once('listening', resolve)
-    server.once('error', reject)
+    listening.once('listening', resolve)
+    listening.once('error', reject)
+    https?.listen(port, host)
   })
   acceptTunnels(server, setup, onTunnel, onRefused)
-  const address = server.address()
+  const address = (https ?? server).address()
   return {
     port: typeof address === 'object' && address ? address.port : port,
     close: () =>
       new Promise<void>((resolve) => {
         for (const client of server.clients) client.terminate()
-        server.close(() => resolve())
+        server.close(() => (https ? https.close(() => resolve()) : resolve()))
+        https?.closeAllConnections()
       }),
   }
+}
+
+/** The TLS listener's own gates: a spent IP is dropped before its handshake, a failed handshake is refused. */
+function guardTls(
+  https: HttpsServer,
+  budget: HelloBudget | undefined,
+  onRefused: (why: string, refusal: HelloRefusal) => void,
+): HttpsServer {
+  // both events are typed with a Duplex; on a TLS server each is the socket of a TCP connection
+  https.on('connection', (socket: Socket) => {
+    if (budget?.spent(socket.remoteAddress ?? 'unknown')) {
+      socket.destroy()
+      onRefused(SPENT, 'rate-limited')
+    }
+  })
+  https.on('tlsClientError', (error: Error, socket: Socket) => {
+    budget?.admit(socket.remoteAddress ?? 'unknown')
+    onRefused(reason('invalid', `mesh TLS handshake failed (${error.message.slice(0, 200)})`), 'tls')
+    socket.destroy()
+  })
+  return https
 }
