@@ -1,7 +1,4 @@
-import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import type { ConfigInput } from '../../src/infra/config'
@@ -9,6 +6,7 @@ import { parseMeshStatus } from '../../src/protocols/mesh/status'
 import { keysFromHex, makeKeys } from '../support/events'
 import { eventually } from '../support/eventually'
 import { httpGet } from '../support/http'
+import { type MeshCertificates, makeMeshCertificates } from '../support/mesh-tls'
 import { labelledMetric } from '../support/metrics'
 import { channelState, createChannel, putUser, tagValues } from '../support/nip29-client'
 import { operatorGetHeader } from '../support/nip86-client'
@@ -18,37 +16,27 @@ import { useCluster, useRelays } from '../support/relay-fixtures'
 
 /**
  * The mesh port over TLS, as an operator turns it on: a CA and a certificate for 127.0.0.1 made with the
- * openssl CLI (node:crypto makes no X.509 certificates), two in-process nodes on one Redis and PostgreSQL.
+ * openssl CLI, two in-process nodes on one Redis and PostgreSQL.
  */
-const dir = mkdtempSync(join(tmpdir(), 'apiary-mesh-tls-'))
-const file = (name: string) => join(dir, name)
-
-function makeCertificates() {
-  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' })
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes']
-  openssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '1', '-subj', '/CN=apiary mesh test CA')
-  openssl('req', ...ec, '-keyout', 'mesh.key', '-out', 'mesh.csr', '-subj', '/CN=127.0.0.1')
-  writeFileSync(file('mesh.ext'), 'subjectAltName=IP:127.0.0.1\n')
-  const ca = ['-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial']
-  openssl('x509', '-req', '-in', 'mesh.csr', ...ca, '-days', '1', '-extfile', 'mesh.ext', '-out', 'mesh.crt')
-}
-
 describe('the relay mesh over TLS', () => {
   const relays = useRelays()
   const cluster = useCluster(relays)
 
-  beforeAll(makeCertificates)
-  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+  let certs: MeshCertificates
+  beforeAll(() => {
+    certs = makeMeshCertificates()
+  })
+  afterAll(() => certs.remove())
 
-  const TLS: ConfigInput = {
+  const tlsConfig = (): ConfigInput => ({
     mesh: 'on',
     meshPort: 0,
     meshLeaseTtlMs: 1_500,
     meshLeaseRenewMs: 500,
-    meshTlsCertFile: file('mesh.crt'),
-    meshTlsKeyFile: file('mesh.key'),
-    meshTlsCaFile: file('ca.crt'),
-  }
+    meshTlsCertFile: certs.certFile,
+    meshTlsKeyFile: certs.keyFile,
+    meshTlsCaFile: certs.caFile,
+  })
 
   async function status(r: TestRelay) {
     const auth = operatorGetHeader(keysFromHex(cluster.relaySecretKey), `http://127.0.0.1:${r.port}/mesh/status`)
@@ -60,7 +48,7 @@ describe('the relay mesh over TLS', () => {
   }
 
   async function linkedPair() {
-    const started = await cluster.nodes(2, TLS)
+    const started = await cluster.nodes(2, tlsConfig())
     for (const node of started.nodes)
       await eventually(
         () => status(node),
@@ -111,7 +99,7 @@ describe('the relay mesh over TLS', () => {
     expect(outcome).toBe('error')
     await eventually(refused, (n) => n > before, 'a tls refusal counted', { timeoutMs: 5_000, intervalMs: 50 })
     // the same port answers a dialer that speaks TLS and trusts the CA
-    const secure = new WebSocket(`wss://127.0.0.1:${port}`, { ca: readFileSync(file('ca.crt')) })
+    const secure = new WebSocket(`wss://127.0.0.1:${port}`, { ca: readFileSync(certs.caFile) })
     const opened = await new Promise<string>((resolve) => {
       secure.once('open', () => resolve('open'))
       secure.once('error', (e) => resolve(e.message))
