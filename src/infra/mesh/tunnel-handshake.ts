@@ -5,7 +5,7 @@
 // opened inside the listener that read the last handshake frame, before the next message is emitted.
 import { randomBytes } from 'node:crypto'
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
-import type { Socket } from 'node:net'
+import { createServer as createNetServer, Server as NetServer, type Socket } from 'node:net'
 import { WebSocket, WebSocketServer } from 'ws'
 import {
   CONTROL_STREAM_ID,
@@ -275,8 +275,9 @@ export interface TunnelServer {
 
 /**
  * A WebSocket server on `host:port` (0 = any free port) that accepts tunnels; over TLS when `tls` is given.
- * A connection that fails the TLS handshake (a plaintext dialer, a bad certificate) is counted as a `tls`
- * refusal and charged to its IP's Hello budget; an IP whose budget is spent is dropped before any TLS work.
+ * Over TLS, an IP whose Hello budget is spent is dropped before any TLS work, and a connection that fails the
+ * TLS handshake (a plaintext dialer, a certificate the dialer refused) is a counted `tls` refusal charged to
+ * its IP's budget.
  */
 export async function startTunnelServer(
   host: string,
@@ -286,45 +287,56 @@ export async function startTunnelServer(
   onRefused: (why: string, refusal: HelloRefusal) => void,
   tls?: TunnelTls,
 ): Promise<TunnelServer> {
-  const https = tls ? guardTls(createHttpsServer({ cert: tls.cert, key: tls.key }), setup.helloBudget, onRefused) : undefined
   const options = { maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false }
+  const https = tls ? createHttpsServer({ cert: tls.cert, key: tls.key }) : undefined
   const server = https ? new WebSocketServer({ server: https, ...options }) : new WebSocketServer({ host, port, ...options })
-  const listening = https ?? server
+  // TLS connections the gate handed on, ended by close(): one still in its handshake must not hold a shutdown
+  const handedOn = new Set<Socket>()
+  const listener = https ? gateTls(https, handedOn, setup.helloBudget, onRefused) : server
   await new Promise<void>((resolve, reject) => {
-    listening.once('listening', resolve)
-    listening.once('error', reject)
-    https?.listen(port, host)
+    listener.once('listening', resolve)
+    listener.once('error', reject)
+    if (listener instanceof NetServer) listener.listen(port, host)
   })
   acceptTunnels(server, setup, onTunnel, onRefused)
-  const address = (https ?? server).address()
+  const address = listener.address()
   return {
     port: typeof address === 'object' && address ? address.port : port,
     close: () =>
       new Promise<void>((resolve) => {
         for (const client of server.clients) client.terminate()
-        server.close(() => (https ? https.close(() => resolve()) : resolve()))
-        https?.closeAllConnections()
+        if (!https) return server.close(() => resolve())
+        server.close()
+        listener.close(() => resolve())
+        for (const socket of handedOn) socket.destroy()
       }),
   }
 }
 
-/** The TLS listener's own gates: a spent IP is dropped before its handshake, a failed handshake is refused. */
-function guardTls(
+/**
+ * The TCP listener in front of a TLS tunnel server: it hands the TLS server (by its documented `connection`
+ * event) only the connections of IPs with budget left, so a spent IP costs no TLS handshake.
+ */
+function gateTls(
   https: HttpsServer,
+  handedOn: Set<Socket>,
   budget: HelloBudget | undefined,
   onRefused: (why: string, refusal: HelloRefusal) => void,
-): HttpsServer {
-  // both events are typed with a Duplex; on a TLS server each is the socket of a TCP connection
-  https.on('connection', (socket: Socket) => {
-    if (budget?.spent(socket.remoteAddress ?? 'unknown')) {
-      socket.destroy()
-      onRefused(SPENT, 'rate-limited')
-    }
-  })
+): NetServer {
+  // typed with a Duplex; on a TLS server it is the TLS socket of one TCP connection
   https.on('tlsClientError', (error: Error, socket: Socket) => {
-    budget?.admit(socket.remoteAddress ?? 'unknown')
+    // no address left when the dialer hung up first (it refused our certificate): counted, not charged
+    if (socket.remoteAddress !== undefined) budget?.admit(socket.remoteAddress)
     onRefused(reason('invalid', `mesh TLS handshake failed (${error.message.slice(0, 200)})`), 'tls')
     socket.destroy()
   })
-  return https
+  return createNetServer((socket) => {
+    if (budget?.spent(socket.remoteAddress ?? 'unknown')) {
+      socket.destroy()
+      return onRefused(SPENT, 'rate-limited')
+    }
+    handedOn.add(socket)
+    socket.once('close', () => handedOn.delete(socket))
+    https.emit('connection', socket)
+  })
 }

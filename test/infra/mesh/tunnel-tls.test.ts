@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { createHelloBudget, type HelloBudget } from '../../../src/infra/mesh/hello-budget'
 import type { Tunnel, TunnelHandlers } from '../../../src/infra/mesh/tunnel'
 import { dialTunnel, type HelloRefusal, startTunnelServer, type TunnelSetup } from '../../../src/infra/mesh/tunnel-handshake'
 import { attestRuntime } from '../../../src/protocols/mesh/attestation'
@@ -34,7 +35,7 @@ afterEach(async () => {
 })
 
 /** A tunnel server on 127.0.0.1 serving TLS with the test CA's certificate; what it accepted and refused. */
-async function startTlsNode() {
+async function startTlsNode(helloBudget?: HelloBudget) {
   const identity = identityOf()
   const accepted: Tunnel[] = []
   const refusals: HelloRefusal[] = []
@@ -42,7 +43,7 @@ async function startTlsNode() {
   const server = await startTunnelServer(
     '127.0.0.1',
     0,
-    setupOf(identity),
+    { ...setupOf(identity), ...(helloBudget ? { helloBudget } : {}) },
     (t) => accepted.push(t),
     (_why, refusal) => refusals.push(refusal),
     tls,
@@ -82,6 +83,22 @@ describe('a mesh tunnel over TLS', () => {
       code: 'HANDSHAKE',
     })
     await expect.poll(() => b.refusals).toEqual(['tls'])
+    expect(b.accepted).toEqual([])
+  })
+
+  it('charges a failed TLS handshake to the IP, and drops a spent IP before any TLS work', async () => {
+    const helloBudget = createHelloBudget({ perSecond: 1, burst: 1, maxIps: 10 }, () => 0)
+    const b = await startTlsNode(helloBudget)
+    const trusting = setupOf(identityOf(), readFileSync(certs.caFile, 'utf8'))
+    await expect(dialTunnel(`ws://127.0.0.1:${b.port}`, b.identity.runtimeKey.pubkey, trusting)).rejects.toMatchObject({
+      code: 'HANDSHAKE',
+    })
+    await expect.poll(() => b.refusals).toEqual(['tls'])
+    // even a dialer that would pass TLS and the Hello is dropped now: the budget's clock stands still
+    await expect(dialTunnel(`wss://127.0.0.1:${b.port}`, b.identity.runtimeKey.pubkey, trusting)).rejects.toMatchObject({
+      code: 'HANDSHAKE',
+    })
+    await expect.poll(() => b.refusals).toEqual(['tls', 'rate-limited'])
     expect(b.accepted).toEqual([])
   })
 })
