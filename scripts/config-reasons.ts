@@ -9,6 +9,9 @@ export const CONFIG_REASONS: Record<string, string> = {
   meshAdvertisedAddress: 'Behind NAT or in containers the bound address is not the one peers can dial.',
   meshHellosPerIpPerSecond:
     'Peers dial each other a few times a minute and redial from 500 ms on: a burst of 20 covers a node relinking to a dozen peers behind one address, while a stranger’s flood is dropped unread.',
+  meshTlsCertFile:
+    'Off by default: every frame after the Hello is already sealed (ChaCha20-Poly1305); TLS also hides the Hello and frame headers, for operators who want it. Certificate and key both or neither (checked at start).',
+  meshTlsCaFile: 'Empty trusts the system CAs; a cluster with its own CA names it here, and every node needs it to dial a wss:// peer.',
   meshLeaseTtlMs:
     'Renewed every 2 s, a 6 s lease survives two failed renewals in a row before its owner stops; a dead owner’s channels are taken over within about the lease and a second (Kubernetes leader election and Orleans wait about 15 s).',
   meshLeaseRenewMs: 'At most half the lease, so one failed renewal never loses it (checked at start).',

@@ -30,6 +30,9 @@ export interface Config {
   meshHost: string
   meshHellosPerIpPerSecond: number
   meshAdvertisedAddress: string
+  meshTlsCertFile: string
+  meshTlsKeyFile: string
+  meshTlsCaFile: string
   meshLeaseTtlMs: number
   meshLeaseRenewMs: number
   revalidateSeconds: number

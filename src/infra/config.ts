@@ -185,6 +185,16 @@ export const configSchema = z
       .regex(/^([^\s/:]+|\[[0-9a-fA-F:.]+\])?(:\d{1,5})?$/)
       .default('')
       .describe("host[:port] peers dial to reach this node's mesh port; empty = the bound address and port"),
+    // TLS on the mesh port is an option on top of the tunnel's own AEAD (docs/mesh.md): both files or neither.
+    meshTlsCertFile: z
+      .string()
+      .default('')
+      .describe('PEM certificate (chain) the mesh port serves over TLS (wss://); set with meshTlsKeyFile; empty = plain ws://'),
+    meshTlsKeyFile: z.string().default('').describe('PEM private key of meshTlsCertFile; set with it; empty = plain ws://'),
+    meshTlsCaFile: z
+      .string()
+      .default('')
+      .describe("PEM CA(s) a peer's mesh certificate is verified against when dialing its wss:// endpoint; empty = the system CAs"),
     // 6 s renewed every 2 s, so two renewals may fail in a row before the owner stops. A dead owner's
     // sessions are taken over within ~TTL + 1 s (Kubernetes leader election waits 15 s, Orleans ~15 s).
     meshLeaseTtlMs: z.number().int().min(100).default(6_000).describe('how long a mesh session lease lasts without renewal, ms'),
@@ -451,6 +461,13 @@ export const configSchema = z
     }
     if (c.mesh === 'on' && !(c.redisUrl && c.databaseUrl)) {
       ctx.addIssue({ code: 'custom', path: ['mesh'], message: 'mesh "on" needs cluster mode: set redisUrl and databaseUrl' })
+    }
+    if ((c.meshTlsCertFile === '') !== (c.meshTlsKeyFile === '')) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [c.meshTlsCertFile === '' ? 'meshTlsCertFile' : 'meshTlsKeyFile'],
+        message: 'meshTlsCertFile and meshTlsKeyFile go together: set both to serve the mesh port over TLS, or neither',
+      })
     }
     if (c.meshLeaseRenewMs * 2 > c.meshLeaseTtlMs) {
       ctx.addIssue({

@@ -1,6 +1,7 @@
 // The relay mesh (docs/mesh.md), part of the composition root: wires this node's runtime identity, the readiness
 // registry, the session directory, the tunnel server and the mesh actors (membership, peer links, sessions).
 // Only in cluster mode with APIARY_MESH=on; otherwise the community actor stays every channel's owner.
+import { readFileSync } from 'node:fs'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { AccessGate } from '../actors/community/access-gate.js'
@@ -20,12 +21,13 @@ import {
 import { type SessionAnswer, type SessionDeps, type SessionMsg, type SessionView, spawnSession } from '../actors/mesh/session-actor.js'
 import type { Config } from '../infra/config.js'
 import type { Tenants } from '../infra/http/tenants.js'
+import { ConfigError } from '../infra/load-config.js'
 import type { Logger } from '../infra/log.js'
 import { createHelloBudget } from '../infra/mesh/hello-budget.js'
 import { createReadinessRegistry } from '../infra/mesh/readiness-registry.js'
 import { createSessionDirectory } from '../infra/mesh/session-directory.js'
 import type { Tunnel, TunnelEnd, TunnelHandlers } from '../infra/mesh/tunnel.js'
-import { dialTunnel, startTunnelServer, type TunnelSetup } from '../infra/mesh/tunnel-handshake.js'
+import { dialTunnel, startTunnelServer, type TunnelSetup, type TunnelTls } from '../infra/mesh/tunnel-handshake.js'
 import type { Metrics } from '../infra/metrics.js'
 import type { RedisClient } from '../infra/redis/connect.js'
 import { type RelayKey, signAsRelay } from '../infra/relay-key.js'
@@ -245,7 +247,11 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     handlersFor,
     helloBudget,
     isKnownRuntime,
+    ...(config.meshTlsCaFile ? { tlsCa: readPem(config, 'meshTlsCaFile') } : {}),
   }
+  const tls: TunnelTls | undefined = config.meshTlsCertFile
+    ? { cert: readPem(config, 'meshTlsCertFile'), key: readPem(config, 'meshTlsKeyFile') }
+    : undefined
   // this node's own stalls (GC, a blocked loop, SIGSTOP): suspicion of peers is suppressed after one
   const loopDelay = monitorEventLoopDelay({ resolution: 20 })
   loopDelay.enable()
@@ -260,8 +266,11 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
       else t.goodbye('ended')
     },
     refused,
+    tls,
   )
-  const endpoint = `ws://${advertised(config.meshAdvertisedAddress, bindHost, server.port)}`
+  // the scheme says how peers dial this node; the record carrying it is signed by this runtime, so no one
+  // between (nor with write access to Redis) can turn a wss:// endpoint back into ws://
+  const endpoint = `${tls ? 'wss' : 'ws'}://${advertised(config.meshAdvertisedAddress, bindHost, server.port)}`
   const membershipDeps: MembershipDeps = {
     self: runtime,
     endpoint,
@@ -420,6 +429,15 @@ export function openMesh(o: OpenMeshDeps): Promise<Mesh> {
     metrics: o.metrics,
     log: o.log,
   })
+}
+
+/** A mesh TLS file, read once at start; one that cannot be read stops the node with a ConfigError naming it. */
+function readPem(config: Config, setting: 'meshTlsCertFile' | 'meshTlsKeyFile' | 'meshTlsCaFile'): string {
+  try {
+    return readFileSync(config[setting], 'utf8')
+  } catch (error) {
+    throw new ConfigError(`invalid config: ${setting}: cannot read ${config[setting]} (${(error as Error).message})`)
+  }
 }
 
 /** `host[:port]` peers dial: the configured advertised address (its port defaulting to the bound one), else the bound address. */

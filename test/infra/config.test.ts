@@ -76,6 +76,17 @@ describe('configuration', () => {
     expect(() => loadConfig({ env: { APIARY_LIMITS_READ_BUDGET_MS: '5000' } })).toThrow(/must be below store.queryTimeoutMs/)
   })
 
+  it('takes the mesh TLS certificate and key together or not at all, empty (plain ws://) by default', () => {
+    const d = loadConfig({ env: {} })
+    expect([d.meshTlsCertFile, d.meshTlsKeyFile, d.meshTlsCaFile]).toEqual(['', '', ''])
+    const both = { APIARY_MESH_TLS_CERT_FILE: '/etc/apiary/mesh.crt', APIARY_MESH_TLS_KEY_FILE: '/etc/apiary/mesh.key' }
+    expect(loadConfig({ env: { ...both, APIARY_MESH_TLS_CA_FILE: '/etc/apiary/ca.crt' } }).meshTlsCaFile).toBe('/etc/apiary/ca.crt')
+    expect(() => loadConfig({ env: { APIARY_MESH_TLS_CERT_FILE: both.APIARY_MESH_TLS_CERT_FILE } })).toThrow(ConfigError)
+    expect(() => loadConfig({ env: { APIARY_MESH_TLS_KEY_FILE: both.APIARY_MESH_TLS_KEY_FILE } })).toThrow(
+      /meshTlsCertFile and meshTlsKeyFile go together/,
+    )
+  })
+
   it('keeps docs/configuration.md and the README settings table identical to the schema (run `npm run docs` after changing it)', () => {
     expect(readFileSync('docs/configuration.md', 'utf8')).toBe(configurationMarkdown())
     expect(readFileSync('README.md', 'utf8')).toContain(mostUsedSettingsMarkdown())

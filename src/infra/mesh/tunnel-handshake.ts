@@ -4,6 +4,8 @@
 // be emitted before an awaited continuation could attach the tunnel's listener, and lost. Here the tunnel is
 // opened inside the listener that read the last handshake frame, before the next message is emitted.
 import { randomBytes } from 'node:crypto'
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
+import { createServer as createNetServer, Server as NetServer, type Socket } from 'node:net'
 import { WebSocket, WebSocketServer } from 'ws'
 import {
   CONTROL_STREAM_ID,
@@ -46,10 +48,18 @@ export interface TunnelSetup {
   helloBudget?: HelloBudget
   /** Acceptor: is `runtime` in the readiness registry? A Hello naming another is refused before any signature check. */
   isKnownRuntime?(runtime: string): boolean
+  /** Dialer: PEM CA(s) a `wss://` peer's certificate must chain to; absent = the system CAs */
+  tlsCa?: string
+}
+
+/** PEM certificate (chain) and key the tunnel server serves TLS with: its endpoint is then `wss://`. */
+export interface TunnelTls {
+  cert: string
+  key: string
 }
 
 /** Why an acceptor refused a Hello: the label of the refusal's count (apiary_mesh_hellos_refused_total). */
-export type HelloRefusal = 'rate-limited' | 'unknown-runtime' | 'invalid'
+export type HelloRefusal = 'rate-limited' | 'unknown-runtime' | 'invalid' | 'tls'
 
 /** One sealed frame: no mesh message is larger, so ws refuses anything more before it is buffered. */
 export const MAX_MESSAGE_BYTES = FRAME_HEADER_BYTES + MAX_FRAME_PAYLOAD_BYTES + SEAL_OVERHEAD_BYTES
@@ -143,6 +153,7 @@ export function dialTunnel(endpoint: string, expectedPeer: string, setup: Tunnel
     maxPayload: MAX_MESSAGE_BYTES,
     perMessageDeflate: false,
     handshakeTimeout: setup.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
+    ...(setup.tlsCa === undefined ? {} : { ca: setup.tlsCa }),
   })
   const nonce = newNonce()
   return new Promise<Tunnel>((resolve, reject) => {
@@ -262,27 +273,70 @@ export interface TunnelServer {
   close(): Promise<void>
 }
 
-/** A WebSocket server on `host:port` (0 = any free port) that accepts tunnels. */
+/**
+ * A WebSocket server on `host:port` (0 = any free port) that accepts tunnels; over TLS when `tls` is given.
+ * Over TLS, an IP whose Hello budget is spent is dropped before any TLS work, and a connection that fails the
+ * TLS handshake (a plaintext dialer, a certificate the dialer refused) is a counted `tls` refusal charged to
+ * its IP's budget.
+ */
 export async function startTunnelServer(
   host: string,
   port: number,
   setup: TunnelSetup,
   onTunnel: (t: Tunnel) => void,
   onRefused: (why: string, refusal: HelloRefusal) => void,
+  tls?: TunnelTls,
 ): Promise<TunnelServer> {
-  const server = new WebSocketServer({ host, port, maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false })
+  const options = { maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false }
+  const https = tls ? createHttpsServer({ cert: tls.cert, key: tls.key }) : undefined
+  const server = https ? new WebSocketServer({ server: https, ...options }) : new WebSocketServer({ host, port, ...options })
+  // TLS connections the gate handed on, ended by close(): one still in its handshake must not hold a shutdown
+  const handedOn = new Set<Socket>()
+  const listener = https ? gateTls(https, handedOn, setup.helloBudget, onRefused) : server
   await new Promise<void>((resolve, reject) => {
-    server.once('listening', resolve)
-    server.once('error', reject)
+    listener.once('listening', resolve)
+    listener.once('error', reject)
+    if (listener instanceof NetServer) listener.listen(port, host)
   })
   acceptTunnels(server, setup, onTunnel, onRefused)
-  const address = server.address()
+  const address = listener.address()
   return {
     port: typeof address === 'object' && address ? address.port : port,
     close: () =>
       new Promise<void>((resolve) => {
         for (const client of server.clients) client.terminate()
-        server.close(() => resolve())
+        if (!https) return server.close(() => resolve())
+        server.close()
+        listener.close(() => resolve())
+        for (const socket of handedOn) socket.destroy()
       }),
   }
+}
+
+/**
+ * The TCP listener in front of a TLS tunnel server: it hands the TLS server (by its documented `connection`
+ * event) only the connections of IPs with budget left, so a spent IP costs no TLS handshake.
+ */
+function gateTls(
+  https: HttpsServer,
+  handedOn: Set<Socket>,
+  budget: HelloBudget | undefined,
+  onRefused: (why: string, refusal: HelloRefusal) => void,
+): NetServer {
+  // typed with a Duplex; on a TLS server it is the TLS socket of one TCP connection
+  https.on('tlsClientError', (error: Error, socket: Socket) => {
+    // no address left when the dialer hung up first (it refused our certificate): counted, not charged
+    if (socket.remoteAddress !== undefined) budget?.admit(socket.remoteAddress)
+    onRefused(reason('invalid', `mesh TLS handshake failed (${error.message.slice(0, 200)})`), 'tls')
+    socket.destroy()
+  })
+  return createNetServer((socket) => {
+    if (budget?.spent(socket.remoteAddress ?? 'unknown')) {
+      socket.destroy()
+      return onRefused(SPENT, 'rate-limited')
+    }
+    handedOn.add(socket)
+    socket.once('close', () => handedOn.delete(socket))
+    https.emit('connection', socket)
+  })
 }
