@@ -374,16 +374,16 @@ export const configSchema = z
           .int()
           .positive()
           .default(10_000)
-          .describe(
-            'HTTP request headers (a WebSocket upgrade included) must arrive within this, and an upgrade be admitted; the socket is closed otherwise',
-          ),
+          .describe('HTTP request headers (a WebSocket upgrade included) must arrive within this; the socket is closed otherwise'),
         // NIP-86 bodies are at most 64 KiB; 30 s carries them over a slow link, unlike node's default of 300 s.
         requestTimeoutMs: z
           .number()
           .int()
           .positive()
           .default(30_000)
-          .describe('a whole HTTP request (headers and body) must arrive within this; at least headersTimeoutMs'),
+          .describe(
+            'a whole HTTP request (headers and body) must arrive within this, and an upgrade be admitted; at least headersTimeoutMs',
+          ),
       })
       .prefault({}),
     store: z

@@ -114,11 +114,15 @@ function failClosed(a: AdmissionAnswer): Admission {
  * also spend their IP's budget (auth-standing.ts): its admins and roster as of the latest reconcile, and its
  * allowed list (NIP-86 allowpubkey), read from the store only for the pubkeys the record does not name.
  */
+/** Whether the community's current record names `pubkey`: an admin or an agent of its roster (held in memory). */
+export function isNamedBy(tenants: Tenants, community: string, pubkey: string): boolean {
+  const record = tenants.byId(community)
+  return record !== undefined && (record.admins.includes(pubkey) || record.agents.some((a) => a.pubkey === pubkey))
+}
+
 export function createKnownLookup(tenants: Tenants, store: Pick<CommunityStore, 'allowedAmong'>) {
   return async (community: string, pubkeys: readonly string[]): Promise<Set<string>> => {
-    const record = tenants.byId(community)
-    const named = (p: string) => record !== undefined && (record.admins.includes(p) || record.agents.some((a) => a.pubkey === p))
-    const known = new Set(pubkeys.filter(named))
+    const known = new Set(pubkeys.filter((p) => isNamedBy(tenants, community, p)))
     const rest = pubkeys.filter((p) => !known.has(p))
     if (rest.length > 0) for (const p of await store.allowedAmong(community, rest)) known.add(p)
     return known

@@ -22,6 +22,7 @@ import { startHeartbeat, type Watched, watch } from '../infra/ws/heartbeat.js'
 import { createInboundFlow } from '../infra/ws/inbound-flow.js'
 import { createOutboundQueue } from '../infra/ws/outbound-queue.js'
 import { authFrame, closedFrame } from '../protocols/nip01/relay-message.js'
+import { isNamedBy } from './admission.js'
 
 export interface GatewayDeps {
   http: Server
@@ -75,11 +76,12 @@ export function acceptConnections(d: GatewayDeps) {
 
   d.http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy())
-    // an upgrade whose admission never ends (a gate that hangs) holds its socket no longer than slow headers can
+    // an upgrade whose admission never ends (a gate that hangs) holds its socket no longer than a whole request
+    // may; past the store's own deadline, so a stalled store is answered 503 rather than cut off
     const deadline = setTimeout(() => {
       d.metrics.httpConnectionsClosed.inc({ reason: 'timeout' })
       socket.destroy()
-    }, d.config.timeouts.headersTimeoutMs)
+    }, d.config.timeouts.requestTimeoutMs)
     void onUpgrade(req, socket, head)
       .catch((error: unknown) => {
         d.log.error({ err: error }, 'upgrade failed')
@@ -202,6 +204,7 @@ export function acceptConnections(d: GatewayDeps) {
         admitAuth: () => d.admitAuth(principal),
         banOf: (pubkey) => d.banOf(record.id, pubkey),
         knownAmong: (pubkeys) => d.knownAmong(record.id, pubkeys),
+        named: (pubkey) => isNamedBy(d.tenants, record.id, pubkey),
         limits: d.config.limits,
         maxPubkeysPerConnection: d.config.limits.maxPubkeysPerConnection,
         freshKeyMs: d.config.rateLimits.freshKeySeconds * 1000,

@@ -85,9 +85,13 @@ export async function startMeshCluster(
 /** The operator whose NIP-98 the nodes' /mesh/status asks for (its detail names private channels). */
 const MESH_OPERATOR = makeKeys()
 
-/** What the node says about itself on /mesh/status (2 s at most: a stopped process never answers). */
-export async function meshStatus(node: MeshNode): Promise<MeshStatus> {
-  const auth = operatorGetHeader(MESH_OPERATOR, `http://127.0.0.1:${node.port}/mesh/status`)
+/**
+ * What the node says about itself on /mesh/status (2 s at most: a stopped process never answers). `aheadSeconds`:
+ * how far the node's wall clock runs ahead, so the NIP-98 token is dated by its clock.
+ */
+export async function meshStatus(node: MeshNode, aheadSeconds = 0): Promise<MeshStatus> {
+  const createdAt = Math.floor(Date.now() / 1000) + aheadSeconds
+  const auth = operatorGetHeader(MESH_OPERATOR, `http://127.0.0.1:${node.port}/mesh/status`, createdAt)
   const { body } = await httpGet(node, '/mesh/status', { Authorization: auth }, 2_000)
   const parsed = parseMeshStatus(JSON.parse(body))
   if (!parsed.ok) throw new Error(parsed.error)

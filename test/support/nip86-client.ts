@@ -10,8 +10,8 @@ import type { TestRelay } from './relay'
 export const rpc = (method: string, params: unknown[] = []) => JSON.stringify({ method, params })
 
 /** A NIP-98 `GET` of `url` by `keys`, fresh each call (a nonce tag): a node's operator-only endpoints claim its id. */
-export const operatorGetHeader = (keys: TestKeys, url: string) =>
-  nip98Header(keys, url, '', { method: 'GET', payload: null, tags: [['nonce', randomBytes(8).toString('hex')]] })
+export const operatorGetHeader = (keys: TestKeys, url: string, created_at?: number) =>
+  nip98Header(keys, url, '', { method: 'GET', payload: null, tags: [['nonce', randomBytes(8).toString('hex')]], created_at })
 
 /** The URL a client addressing `host` on this relay signs into `u`. */
 export const managementUrl = (r: TestRelay, host = '127.0.0.1') => `http://${host}:${r.port}/`

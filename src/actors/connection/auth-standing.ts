@@ -16,7 +16,7 @@ export async function standingOf(pubkey: string, attestation: OwnerAttestation |
 /** The key's writes are charged to its IP's budget as well as its own: it was fresh at its AUTH, and not long ago. */
 export function isFresh(deps: ConnectionDeps, pubkey: string): boolean {
   const until = deps.view.freshUntilMs.get(pubkey)
-  return until !== undefined && deps.nowMs() < until
+  return until !== undefined && deps.nowMs() < until && !deps.named(pubkey)
 }
 
 /** An applied AUTH: the pubkey joins the connection with what it is to the community. */

@@ -40,6 +40,8 @@ export interface ConnectionDeps {
   admitAuth: () => Promise<AdmissionAnswer>
   /** those of `pubkeys` the community knows: its admins, its roster's agents, its allowed list (NIP-86 allowpubkey) */
   knownAmong: (pubkeys: readonly string[]) => Promise<Set<string>>
+  /** the community's record names it now (an admin, a roster agent): a key rostered after its AUTH is fresh no more */
+  named: (pubkey: string) => boolean
   /** the community's ban row for this pubkey, if any (architecture §8: checked at AUTH and at every write) */
   banOf: (pubkey: string) => Promise<{ reason: string } | undefined>
   limits: Limits

@@ -259,7 +259,11 @@ function listTable(sql: Sql, table: string, key: string) {
       return rows.length > 0
     },
     async list(community: string): Promise<ListedEntry[]> {
-      const rows = await sql.unsafe(`SELECT ${key} AS value, reason FROM ${table} WHERE community = $1 ORDER BY ${key}`, [community])
+      // the blocked ranges are read on every connect (matched in memory): bounded like the lookups below
+      const rows = await withDeadline(
+        `${table} list`,
+        sql.unsafe(`SELECT ${key} AS value, reason FROM ${table} WHERE community = $1 ORDER BY ${key}`, [community]),
+      )
       return rows.map((r) => ({ value: r.value as string, reason: r.reason as string }))
     },
     async has(community: string, value: string): Promise<boolean> {
