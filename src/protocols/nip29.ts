@@ -33,7 +33,10 @@ export const MEMBER_LIST_KINDS: readonly number[] = [KIND_GROUP_ADMINS, KIND_GRO
  * NIP-29 moderation and user management events (9000–9022, `h`-tagged): the group state "can be fully
  * reconstructed" from them, so a `hidden` channel shows them to its members only, as it does its 39000–39003.
  */
-export const GROUP_MANAGEMENT_KINDS: readonly number[] = Array.from({ length: 23 }, (_, i) => KIND_PUT_USER + i)
+export const GROUP_MANAGEMENT_KINDS: readonly number[] = Array.from(
+  { length: KIND_LEAVE_REQUEST - KIND_PUT_USER + 1 },
+  (_, i) => KIND_PUT_USER + i,
+)
 
 /** NIP-29 group ids: `a-z0-9-_`; 64 characters keeps them inside tag and key limits. */
 export const CHANNEL_ID = /^[a-z0-9_-]{1,64}$/
@@ -131,7 +134,7 @@ export function audienceOf(kind: number, channel: ChannelReadFlags | undefined, 
   return channel.private && !publicMemberLists && MEMBER_LIST_KINDS.includes(kind) ? 'members' : 'all'
 }
 
-const isManagementKind = (kind: number) => kind >= KIND_PUT_USER && kind <= KIND_LEAVE_REQUEST
+export const isManagementKind = (kind: number) => kind >= KIND_PUT_USER && kind <= KIND_LEAVE_REQUEST
 
 /** What a channel event asks for; undefined when it has no `h` tag (not a channel event). */
 export function parseChannelAction(event: NostrEvent): Result<ChannelAction | undefined> {
@@ -139,7 +142,7 @@ export function parseChannelAction(event: NostrEvent): Result<ChannelAction | un
   if (!h.ok) return h
   const channel = h.value
   if (channel === undefined) {
-    if (event.kind >= KIND_PUT_USER && event.kind <= KIND_LEAVE_REQUEST && isChannelKind(event.kind))
+    if (isManagementKind(event.kind) && isChannelKind(event.kind))
       return err(reason('invalid', `kind ${event.kind} needs an h tag naming the channel`))
     return ok(undefined)
   }

@@ -7,7 +7,6 @@ import {
   type AdmissionAnswer,
   type CommunityLimit,
   type IpLimit,
-  ipIdentityOf,
   ipPrincipalActor,
   ipPrincipalPath,
   type LimitType,
@@ -77,7 +76,7 @@ export function createAdmission(d: AdmissionDeps): Admissions {
   }
 
   async function askIp(ip: string, limit: IpLimit) {
-    const ref = kernel.getOrSpawn(ipPrincipalPath(ip), ipPrincipalActor({ ip: ipIdentityOf(ip), limiter, readFallback }))
+    const ref = kernel.getOrSpawn(ipPrincipalPath(ip), ipPrincipalActor({ ip, limiter, readFallback }))
     const rule = { conn: config.rateLimits.connectionsPerIp, api: config.rateLimits.apiPerIp, auth: config.rateLimits.authPerIp }[limit]
     return ask<PrincipalMsg<IpLimit>, AdmissionAnswer>(ref, (reply) => ({ type: 'Admit', limit, rule, reply }), ASK_TIMEOUT_MS)
   }

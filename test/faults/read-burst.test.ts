@@ -142,14 +142,19 @@ describe('the read budget', () => {
     expect((await answerOf(c, 'page'))[0]).toBe('EOSE')
   }, 120_000)
 
-  it("charges a read stopped over its budget to its principal's REQ budget, in proportion to the rows it examined", async () => {
+  /** A relay holding 3,000 events (1,000 tagged "common"), a 2,000-row read budget, and a reader with 10 REQ tokens. */
+  async function budgetedReader() {
     const reqs = { ratePerSecond: 0.001, burst: 10 }
     const events = { ratePerSecond: 100_000, burst: 100_000 }
     const r = await relays.start(withGenerousRates({ limits: { maxRowsExamined: 2_000 }, rateLimits: { human: { events, reqs } } }))
     const pub = await connect(r.url)
     const stored = taggedEvents(3_000, 1_000)
     expect(await publishPipelined(pub, stored)).toBe(stored.length)
-    const c = await connect(r.url)
+    return { c: await connect(r.url), stored }
+  }
+
+  it("charges a read stopped over its budget to its principal's REQ budget, in proportion to the rows it examined", async () => {
+    const { c, stored } = await budgetedReader()
     c.send(['REQ', 'probe', ...Array.from({ length: 10 }, () => ({ '#t': ['common'], '#p': [makeKeys().pubkey] }))])
     expect((await answerOf(c, 'probe'))[2]).toMatch(/^error: query too expensive: /)
     // the probe took its REQ token and, for its 2,001 rows, three more: 6 of the burst of 10 are left
@@ -164,13 +169,7 @@ describe('the read budget', () => {
   }, 120_000)
 
   it('charges a read over its budget from a bucket that holds less than its cost: it takes what is there', async () => {
-    const reqs = { ratePerSecond: 0.001, burst: 10 }
-    const events = { ratePerSecond: 100_000, burst: 100_000 }
-    const r = await relays.start(withGenerousRates({ limits: { maxRowsExamined: 2_000 }, rateLimits: { human: { events, reqs } } }))
-    const pub = await connect(r.url)
-    const stored = taggedEvents(3_000, 1_000)
-    expect(await publishPipelined(pub, stored)).toBe(stored.length)
-    const c = await connect(r.url)
+    const { c, stored } = await budgetedReader()
     // 8 of the burst of 10 spent, then the probe takes the 9th and owes three more for its 2,001 rows
     for (let i = 0; i < 8; i++) {
       c.send(['REQ', `before${i}`, { ids: [stored[0]!.event.id] }])

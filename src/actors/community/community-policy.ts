@@ -4,6 +4,7 @@ import type { CommunityRecord, CommunitySettings } from '../../infra/store/commu
 import { KIND_DEPARTURE } from '../../protocols/agent-registry.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { KIND_AUTH, KIND_DELETION, KIND_PRESENCE } from '../../protocols/nip01/kinds.js'
+import { isManagementKind } from '../../protocols/nip29.js'
 import { isExpired } from '../../protocols/nip40.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import { checkRoleDomains } from '../../protocols/role-domains.js'
@@ -23,7 +24,7 @@ export const writePolicyOf = (s: CommunitySettings, authRequired: boolean) =>
   (authRequired || s.authRequired) && s.writePolicy === 'public' ? 'authenticated' : s.writePolicy
 
 // Kinds the relay needs whatever the allow list says: deletion, presence, and NIP-29's channel events.
-const isExemptKind = (kind: number) => kind === KIND_DELETION || kind === KIND_PRESENCE || (kind >= 9000 && kind <= 9022)
+const isExemptKind = (kind: number) => kind === KIND_DELETION || kind === KIND_PRESENCE || isManagementKind(kind)
 
 /** Who writes: the pubkeys a connection authenticated as, and each agent's owner (ConnView's, or a forwarded write's). */
 export type WriterView = Pick<ConnView, 'authed' | 'owners'>

@@ -38,19 +38,17 @@ export interface PrincipalDeps {
 
 /** An IP across the node, before any community is resolved or any signature checked. */
 export interface IpPrincipalDeps {
-  /** what the IP is charged as: ipIdentityOf of the address the edge resolved (client-ip.ts) */
+  /** what the IP is charged as: the address the edge resolved (client-ip.ts principalOf) */
   ip: string
   limiter: RateLimiter
   readFallback?: RateLimiter
 }
 
 /**
- * What an IP is charged as: the edge already resolved it (client-ip.ts: trustedProxies, then principalOf, so
- * an IPv6 client is its ipv6PrefixLength network); the community `ip:` and node-wide IP principals follow.
+ * The principal an IP's requests are charged as, in a community and node-wide. The edge resolved `ip` already
+ * (client-ip.ts: trustedProxies, then principalOf, so an IPv6 client is its ipv6PrefixLength network).
  */
-export const ipIdentityOf = (ip: string): string => ip
-/** The principal an IP's requests are charged as, in a community and node-wide. */
-export const ipPrincipalOf = (ip: string): string => `ip:${ipIdentityOf(ip)}`
+export const ipPrincipalOf = (ip: string): string => `ip:${ip}`
 
 export const principalPath = (community: string, principal: string) => `principal/${community}/${principal}`
 // `_` can't begin a community id ([a-z0-9][a-z0-9-]{0,62}), so the node-wide scope never shares a path with one.
