@@ -60,6 +60,7 @@ describe('NIP-29 channel roles', () => {
 
     it('replaces a member’s roles with the next 9000: a moderator put in again without roles leaves 39001 and moderates no more', async () => {
       const { c, admin, mod, alice } = await setup()
+      expect(tagValues((await channelState(c, 'room')).admins, 'p')).toContain(mod.pubkey)
       expect((await putUser(c, admin, 'room', mod.pubkey)).ok.accepted).toBe(true)
       expect(tagValues((await channelState(c, 'room')).admins, 'p')).toEqual([admin.pubkey])
       expect((await removeUser(c, mod, 'room', alice.pubkey)).ok).toMatchObject({ accepted: false, prefix: 'restricted' })
@@ -89,7 +90,9 @@ describe('NIP-29 channel roles', () => {
       expect((await deleteEvents(c, gardener, 'room', [message.event.id])).ok).toMatchObject({ accepted: false, prefix: 'restricted' })
       expect((await removeUser(c, gardener, 'room', alice.pubkey)).ok).toMatchObject({ accepted: false, prefix: 'restricted' })
       expect(idsOf(await reqEvents(c, [{ ids: [message.event.id] }]))).toEqual([message.event.id])
-      expect(tagValues((await channelState(c, 'room')).admins, 'p')).not.toContain(gardener.pubkey)
+      const { admins, members } = await channelState(c, 'room')
+      expect(tagValues(admins, 'p')).not.toContain(gardener.pubkey)
+      expect(pTags(members)).toContainEqual(['p', gardener.pubkey, 'gardener', 'ceo'])
     })
   })
 
