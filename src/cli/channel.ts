@@ -8,6 +8,7 @@ import type { EventTemplate } from '../protocols/nip01/sign.js'
 import {
   CHANNEL_ID,
   KIND_CREATE_GROUP,
+  KIND_CREATE_INVITE,
   KIND_DELETE_GROUP,
   KIND_EDIT_METADATA,
   KIND_GROUP_METADATA,
@@ -21,10 +22,11 @@ import { tryParse } from './options.js'
 export const CHANNEL_USAGE = `usage: apiary channel <command> [args...] --url <ws(s)://host[:port]> [--key <secret hex>]
   apiary channel create <id> [--name N] [--about A] [--private] [--closed] [--hidden]
   apiary channel edit <id> [--name N] [--about A] [--private|--public] [--closed|--open] [--hidden|--visible]
-  apiary channel add <id> <pubkey> [--admin]
+  apiary channel add <id> <pubkey> [--admin] [--role R]...   (again: replaces the member's roles)
   apiary channel remove <id> <pubkey>
   apiary channel delete <id>
-  apiary channel join <id>
+  apiary channel invite <id> <code> [--uses N] [--expires-at UNIX_SECONDS]
+  apiary channel join <id> [--code C]
   apiary channel leave <id>
   apiary channel list
 --url is the relay's WebSocket URL; its host picks the community, and it is signed into the NIP-42 AUTH.
@@ -41,12 +43,23 @@ const COMMANDS: Record<string, ToEvent> = {
   edit: (args, flags) => (args.length === 0 ? metadata(KIND_EDIT_METADATA, flags, true) : 'takes no arguments after the id'),
   add: ([pubkey, ...rest], flags) => {
     if (!isPubkeyHex(pubkey) || rest.length > 0) return 'needs one pubkey (64 hex characters)'
-    return { kind: KIND_PUT_USER, tags: [flags.admin ? ['p', pubkey, 'admin'] : ['p', pubkey]] }
+    const roles = [...(flags.admin ? ['admin'] : []), ...(flags.role ?? [])]
+    return { kind: KIND_PUT_USER, tags: [['p', pubkey, ...roles]] }
+  },
+  invite: ([code, ...rest], flags) => {
+    if (code === undefined || rest.length > 0) return 'needs one invite code'
+    const tags = [['code', code]]
+    if (flags.uses !== undefined) tags.push(['uses', flags.uses])
+    if (flags['expires-at'] !== undefined) tags.push(['expiration', flags['expires-at']])
+    return { kind: KIND_CREATE_INVITE, tags }
   },
   remove: ([pubkey, ...rest]) =>
     isPubkeyHex(pubkey) && rest.length === 0 ? { kind: KIND_REMOVE_USER, tags: [['p', pubkey]] } : 'needs one pubkey (64 hex characters)',
   delete: (args) => (args.length === 0 ? { kind: KIND_DELETE_GROUP, tags: [] } : 'takes no arguments after the id'),
-  join: (args) => (args.length === 0 ? { kind: KIND_JOIN_REQUEST, tags: [] } : 'takes no arguments after the id'),
+  join: (args, flags) =>
+    args.length === 0
+      ? { kind: KIND_JOIN_REQUEST, tags: flags.code === undefined ? [] : [['code', flags.code]] }
+      : 'takes no arguments after the id',
   leave: (args) => (args.length === 0 ? { kind: KIND_LEAVE_REQUEST, tags: [] } : 'takes no arguments after the id'),
 }
 
@@ -163,6 +176,10 @@ function parseChannelArgs(argv: string[]) {
       hidden: { type: 'boolean' },
       visible: { type: 'boolean' },
       admin: { type: 'boolean' },
+      role: { type: 'string', multiple: true },
+      uses: { type: 'string' },
+      'expires-at': { type: 'string' },
+      code: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   })

@@ -1,6 +1,8 @@
 import { isHex64 } from './ids.js'
 import type { NostrEvent } from './nip01/event.js'
 import type { EventTemplate } from './nip01/sign.js'
+import { type InviteRequest, joinCodeOf, parseCreateInvite } from './nip29-invites.js'
+import { type ChannelRole, isPrivileged, type MemberRoles, parseMemberRoles, SUPPORTED_ROLES } from './nip29-roles.js'
 import { reason } from './reasons.js'
 import { err, ok, type Result } from './result.js'
 
@@ -16,6 +18,7 @@ export const KIND_EDIT_METADATA = 9002
 export const KIND_DELETE_EVENT = 9005
 export const KIND_CREATE_GROUP = 9007
 export const KIND_DELETE_GROUP = 9008
+export const KIND_CREATE_INVITE = 9009
 export const KIND_JOIN_REQUEST = 9021
 export const KIND_LEAVE_REQUEST = 9022
 export const KIND_GROUP_METADATA = 39_000
@@ -45,7 +48,7 @@ export const MAX_CHANNEL_NAME_CHARS = 128
 export const MAX_CHANNEL_ABOUT_CHARS = 2_000
 export const MAX_CHANNEL_PICTURE_CHARS = 1_000
 
-export type ChannelRole = 'admin' | 'member'
+export type { ChannelRole, MemberRoles }
 
 export interface ChannelMetadata {
   name?: string
@@ -58,12 +61,15 @@ export interface ChannelMetadata {
 
 export type ChannelAction =
   | { type: 'create'; channel: string; metadata: ChannelMetadata }
-  | { type: 'put-user'; channel: string; pubkey: string; role: ChannelRole }
+  /** `roles` replace the member's roles (NIP-29: "the user roles must just be updated") */
+  | { type: 'put-user'; channel: string; pubkey: string; roles: string[] }
   | { type: 'remove-user'; channel: string; pubkey: string }
   | { type: 'edit-metadata'; channel: string; metadata: ChannelMetadata }
   | { type: 'delete-event'; channel: string; ids: string[] }
   | { type: 'delete-group'; channel: string }
-  | { type: 'join'; channel: string }
+  /** `code`: an invite code (NIP-29: "to preauthorize acceptance") */
+  | { type: 'join'; channel: string; code?: string }
+  | ({ type: 'create-invite'; channel: string } & InviteRequest)
   | { type: 'leave'; channel: string }
   /** any other event carrying an `h` tag: a message to the channel */
   | { type: 'post'; channel: string }
@@ -72,8 +78,10 @@ export type ChannelAction =
 export interface ChannelFacts {
   /** undefined: no such channel */
   channel?: { private: boolean; closed: boolean; deleted: boolean }
-  /** the author's role in the channel; undefined when not a member */
+  /** what the author's roles let it do in the channel; undefined when not a member */
   role?: ChannelRole
+  /** the same of a remove-user's target (a moderator removes plain members only); undefined when not a member */
+  target?: ChannelRole
   /** community admins (and the relay itself) moderate every channel */
   moderator: boolean
 }
@@ -89,7 +97,16 @@ export interface ChannelReadFlags {
 export type Audience = 'all' | 'members' | 'none'
 
 /** What an accepted action asks the relay to do besides storing the event. */
-export type Verdict = { effect: 'apply' } | { effect: 'queue' } | { effect: 'none' }
+export type Verdict =
+  /** `spareStaff`: a moderator's 9005, which leaves the events of admins and moderators in place */
+  | { effect: 'apply'; spareStaff?: true }
+  | { effect: 'queue' }
+  | { effect: 'none' }
+  /**
+   * acted on and answered, never stored (an invite code is a secret a stored event would show every reader
+   * of the channel): a 9009, or a 9021 with a code; `redeem`: the channel is closed, the code must admit it
+   */
+  | { effect: 'command'; redeem?: boolean }
 
 /** The channel an event is addressed to: its single `h` tag, or undefined when it has none. */
 export function channelOf(event: Pick<NostrEvent, 'tags'>): Result<string | undefined> {
@@ -158,8 +175,8 @@ export function parseChannelAction(event: NostrEvent): Result<ChannelAction | un
       const p = event.tags.find((t) => t[0] === 'p')
       if (!p || !isHex64(p[1])) return err(reason('invalid', 'a p tag with the member pubkey is required'))
       if (event.kind === KIND_REMOVE_USER) return ok({ type: 'remove-user', channel, pubkey: p[1] })
-      // NIP-29 lets relays define roles; ours are admin and member, and an unknown role name means member
-      return ok({ type: 'put-user', channel, pubkey: p[1], role: p.slice(2).includes('admin') ? 'admin' : 'member' })
+      const roles = parseMemberRoles(p.slice(2))
+      return roles.ok ? ok({ type: 'put-user', channel, pubkey: p[1], roles: roles.value }) : roles
     }
     case KIND_DELETE_EVENT: {
       const ids = event.tags.filter((t) => t[0] === 'e' && isHex64(t[1])).map((t) => t[1] as string)
@@ -168,8 +185,15 @@ export function parseChannelAction(event: NostrEvent): Result<ChannelAction | un
     }
     case KIND_DELETE_GROUP:
       return ok({ type: 'delete-group', channel })
-    case KIND_JOIN_REQUEST:
-      return ok({ type: 'join', channel })
+    case KIND_CREATE_INVITE: {
+      const invite = parseCreateInvite(event)
+      return invite.ok ? ok({ type: 'create-invite', channel, ...invite.value }) : invite
+    }
+    case KIND_JOIN_REQUEST: {
+      const code = joinCodeOf(event)
+      if (!code.ok) return code
+      return ok(code.value === undefined ? { type: 'join', channel } : { type: 'join', channel, code: code.value })
+    }
     case KIND_LEAVE_REQUEST:
       return ok({ type: 'leave', channel })
     default:
@@ -185,6 +209,7 @@ const isChannelKind = (kind: number) =>
     KIND_DELETE_EVENT,
     KIND_CREATE_GROUP,
     KIND_DELETE_GROUP,
+    KIND_CREATE_INVITE,
     KIND_JOIN_REQUEST,
     KIND_LEAVE_REQUEST,
   ].includes(kind)
@@ -241,6 +266,8 @@ export function authorize(action: ChannelAction, f: ChannelFacts): Result<Verdic
   }
   if (!channel || channel.deleted) return err(reason('restricted', `no channel ${action.channel} in this community`))
   const admin = f.moderator || f.role === 'admin'
+  if (!admin && f.role === 'moderator' && (action.type === 'remove-user' || action.type === 'delete-event'))
+    return authorizeModerator(action, f)
   switch (action.type) {
     case 'put-user':
     case 'remove-user':
@@ -253,6 +280,7 @@ export function authorize(action: ChannelAction, f: ChannelFacts): Result<Verdic
     case 'join':
       // NIP-29: a join request from a member MUST be refused with `duplicate:`
       if (f.role) return err(reason('duplicate', 'already a member of this channel'))
+      if (action.code !== undefined) return ok({ effect: 'command', redeem: channel.closed })
       return ok({ effect: channel.closed ? 'queue' : 'apply' })
     case 'leave':
       return f.role ? ok({ effect: 'apply' }) : err(reason('restricted', 'not a member of this channel'))
@@ -260,7 +288,17 @@ export function authorize(action: ChannelAction, f: ChannelFacts): Result<Verdic
       return f.role || f.moderator
         ? ok({ effect: 'none' })
         : err(reason('restricted', 'only members may post to this channel; send a join request (kind 9021)'))
+    case 'create-invite':
+      return admin ? ok({ effect: 'command' }) : err(reason('restricted', "only the channel's admins may create invite codes"))
   }
+}
+
+/** A channel moderator (docs/channels.md): plain members' events and membership, nobody else's. */
+function authorizeModerator(action: Extract<ChannelAction, { type: 'remove-user' | 'delete-event' }>, f: ChannelFacts): Result<Verdict> {
+  if (action.type === 'delete-event') return ok({ effect: 'apply', spareStaff: true })
+  if (f.target === 'admin' || f.target === 'moderator')
+    return err(reason('restricted', 'a moderator may not remove an admin or another moderator'))
+  return ok({ effect: 'apply' })
 }
 
 const kindOfAction = (t: ChannelAction['type']) =>
@@ -293,15 +331,21 @@ export function metadataTemplate(c: ChannelView): EventTemplate {
   return { kind: KIND_GROUP_METADATA, tags: tags.filter((t) => t.length === 1 || t[1] !== '' || t[0] === 'name'), content: '' }
 }
 
-/** kind 39001: the channel's admins with their role. */
-export function adminsTemplate(channel: string, members: readonly { pubkey: string; role: ChannelRole }[]): EventTemplate {
-  const tags = [['d', channel], ...members.filter((m) => m.role === 'admin').map((m) => ['p', m.pubkey, 'admin'])]
+/** kind 39001: every member holding a role that grants something, with all its roles (NIP-29: "one or more"). */
+export function adminsTemplate(channel: string, members: readonly { pubkey: string; roles: MemberRoles }[]): EventTemplate {
+  const tags = [['d', channel], ...members.filter((m) => isPrivileged(m.roles)).map((m) => ['p', m.pubkey, ...m.roles])]
   return { kind: KIND_GROUP_ADMINS, tags, content: '' }
 }
 
-/** kind 39002: every member, admins included. */
-export function membersTemplate(channel: string, members: readonly { pubkey: string }[]): EventTemplate {
-  return { kind: KIND_GROUP_MEMBERS, tags: [['d', channel], ...members.map((m) => ['p', m.pubkey])], content: '' }
+/** kind 39002: every member, admins included, each with its roles if it has any (where other role names show). */
+export function membersTemplate(channel: string, members: readonly { pubkey: string; roles: MemberRoles }[]): EventTemplate {
+  return { kind: KIND_GROUP_MEMBERS, tags: [['d', channel], ...members.map((m) => ['p', m.pubkey, ...m.roles])], content: '' }
+}
+
+/** kind 39003: the roles that grant something here, with what (NIP-29: "roles supported by this relay"). */
+export function rolesTemplate(channel: string): EventTemplate {
+  const tags = [['d', channel], ...SUPPORTED_ROLES.map((r) => ['role', r.name, r.description])]
+  return { kind: KIND_GROUP_ROLES, tags, content: '' }
 }
 
 /** The relay's own 9000/9001 answering a join or leave (NIP-29: "the relay will automatically issue"). */

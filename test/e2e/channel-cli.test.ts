@@ -87,6 +87,30 @@ describe('apiary channel', { timeout: 60_000 }, () => {
     expect(stderr).toMatch(/^apiary channel: restricted: /)
   })
 
+  it('gives roles with --role, and makes an invite code that a join with --code redeems in a closed channel', async () => {
+    const joiner = makeKeys()
+    const run = (...argv: string[]) => inProcess(() => runChannel(argv, {}))
+    expect((await run('create', 'guild', '--closed', ...as(owner))).code).toBe(0)
+    expect((await run('add', 'guild', member.pubkey, '--role', 'moderator', '--role', 'gardener', ...as(owner))).code).toBe(0)
+    expect(await run('invite', 'guild', 'come-in', '--uses', '2', '--expires-at', String(nowSeconds() + 600), ...as(owner))).toMatchObject({
+      code: 0,
+      stdout: expect.stringMatching(SENT),
+    })
+    expect(await run('invite', 'guild', 'bad', '--uses', '0', ...as(owner))).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/^apiary channel: invalid: /),
+    })
+    expect((await run('join', 'guild', '--code', 'come-in', ...as(joiner))).code).toBe(0)
+    const c = await client(relay)
+    try {
+      const { admins, members } = await channelState(c, 'guild')
+      expect(admins?.tags.filter((t) => t[0] === 'p')).toContainEqual(['p', member.pubkey, 'moderator', 'gardener'])
+      expect(tagValues(members, 'p')).toContain(joiner.pubkey)
+    } finally {
+      c.close()
+    }
+  })
+
   it('exits 1 when nothing listens on the --url', async () => {
     const port = await freePort()
     const { code, stderr } = await apiary('channel', 'list', '--url', `ws://127.0.0.1:${port}`, '--key', hex(owner.secretKey))
@@ -115,6 +139,8 @@ describe('apiary channel', { timeout: 60_000 }, () => {
     ['a second pubkey', ['remove', 'hive', 'ab'.repeat(32), 'cd'.repeat(32)]],
     ['an argument list does not take', ['list', 'hive']],
     ['an unknown flag', ['join', 'hive', '--colour', 'red']],
+    ['an invite without a code', ['invite', 'hive']],
+    ['an invite with two codes', ['invite', 'hive', 'a', 'b']],
   ])('refuses %s with exit code 2, before connecting', async (_, argv) => {
     const { code, stderr } = await inProcess(() => runChannel([...argv, ...as(owner)], {}))
     expect(code).toBe(2)

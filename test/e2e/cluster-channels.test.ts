@@ -7,9 +7,11 @@ import { makeKeys, type TestKeys } from '../support/events'
 import {
   authAsAgent,
   createChannel,
+  createInvite,
   delivered,
   deliveredBefore,
   editMetadata,
+  join,
   post,
   putUser,
   removeUser,
@@ -114,7 +116,7 @@ describe('channels on a cluster of nodes', () => {
       expect((await editMetadata(onA, admin, 'vault', { flags: ['hidden'] })).ok.accepted).toBe(true)
       const memberOnB = await authed(b, host, member)
       const stored = await reqEvents(memberOnB, [{ kinds: STATE, '#d': ['vault'] }])
-      expect(stored.map((e) => e.kind).sort()).toEqual([39000, 39001, 39002])
+      expect(stored.map((e) => e.kind).sort()).toEqual([39000, 39001, 39002, 39003])
       for (const reader of [await client(b, host), await authed(b, host, outsider)]) {
         expect(await reqEvents(reader, [{ kinds: STATE, '#d': ['vault'] }])).toEqual([])
         expect(await reqEvents(reader, [{ ids: idsOf(stored) }])).toEqual([])
@@ -147,6 +149,25 @@ describe('channels on a cluster of nodes', () => {
       expect(await deliveredBefore(readers[1]!, subs[1]!.subId, listed.id, after.event.id)).toBe(false)
       expect(await deliveredBefore(readers[2]!, subs[2]!.subId, listed.id, after.event.id)).toBe(false)
       expect(await reqEvents(readers[1]!, [{ kinds: [39001, 39002], '#d': ['vault'] }])).toEqual([])
+    })
+  })
+
+  describe('invite codes', () => {
+    it('admits exactly one of two joins racing through A and B with one single-use code made on A', async () => {
+      const { host, a, b } = await nodes()
+      const admin = makeKeys()
+      const onA = await client(a, host)
+      const onB = await client(b, host)
+      expect((await createChannel(onA, admin, 'club', { flags: ['closed'] })).ok.accepted).toBe(true)
+      expect((await createInvite(onA, admin, 'club', 'one-seat')).ok.accepted).toBe(true)
+      const [alice, bob] = [makeKeys(), makeKeys()]
+      const answers = await Promise.all([join(onA, alice, 'club', 'one-seat'), join(onB, bob, 'club', 'one-seat')])
+      expect(answers.map((x) => x.ok.accepted).sort()).toEqual([false, true])
+      expect(answers.find((x) => !x.ok.accepted)?.ok.prefix).toBe('restricted')
+      const admitted = [alice, bob].filter((_, i) => answers[i]!.ok.accepted)
+      const refused = [alice, bob].filter((_, i) => !answers[i]!.ok.accepted)
+      expect((await post(onB, admitted[0]!, 'club')).ok.accepted).toBe(true)
+      expect((await post(onA, refused[0]!, 'club')).ok).toMatchObject({ accepted: false, prefix: 'restricted' })
     })
   })
 

@@ -5,10 +5,10 @@ import { keysFromHex, makeKeys } from '../support/events'
 import { eventually } from '../support/eventually'
 import { httpGet } from '../support/http'
 import { metric } from '../support/metrics'
-import { channelState, createChannel, putUser, removeUser, tagValues } from '../support/nip29-client'
+import { channelState, createChannel, createInvite, join, putUser, removeUser, tagValues } from '../support/nip29-client'
 import { operatorGetHeader } from '../support/nip86-client'
 import type { TestRelay } from '../support/relay'
-import { client } from '../support/relay-client'
+import { client, reqEvents } from '../support/relay-client'
 import { useCluster, useRelays } from '../support/relay-fixtures'
 
 /**
@@ -92,6 +92,28 @@ describe('the relay mesh', () => {
     const generation = state.members?.tags.find((t) => t[0] === 'generation')
     expect(generation?.[2]).toBe([...owners][0])
     expect(Number(generation?.[1])).toBe(sessions[0]?.generation)
+  })
+
+  it('decides invite codes on the owner: a single-use code made through one node admits exactly one of two joins racing through the others', async () => {
+    const { host, nodes } = await mesh(3)
+    const admin = makeKeys()
+    const clients = await Promise.all(nodes.map((r) => client(r, host)))
+    expect((await createChannel(clients[0]!, admin, 'club', { flags: ['closed'] })).ok.accepted).toBe(true)
+    expect((await createInvite(clients[0]!, admin, 'club', 'one-seat')).ok.accepted).toBe(true)
+    const [alice, bob] = [makeKeys(), makeKeys()]
+    const answers = await Promise.all([join(clients[1]!, alice, 'club', 'one-seat'), join(clients[2]!, bob, 'club', 'one-seat')])
+    expect(answers.map((a) => a.ok.accepted).sort()).toEqual([false, true])
+    expect(answers.find((a) => !a.ok.accepted)?.ok.prefix).toBe('restricted')
+    const admitted = answers[0]!.ok.accepted ? alice : bob
+    const state = await eventually(
+      () => channelState(clients[0]!, 'club'),
+      (s) => tagValues(s.members, 'p').includes(admitted.pubkey),
+      'a 39002 listing the one admitted',
+      { timeoutMs: 15_000, intervalMs: 100 },
+    )
+    expect(new Set(tagValues(state.members, 'p'))).toEqual(new Set([admin.pubkey, admitted.pubkey]))
+    // neither the code's 9009 nor the joins' 9021 was stored on any node
+    expect(await reqEvents(clients[2]!, [{ kinds: [9009, 9021] }])).toEqual([])
   })
 
   it('hands a channel over when its owner closes: the next owner takes a higher generation at once, and changes keep landing', async () => {

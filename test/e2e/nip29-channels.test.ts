@@ -309,8 +309,8 @@ describe('NIP-29 channels', () => {
       expect((await join(c, makeKeys(), 'doomed')).ok).toMatchObject({ accepted: false, prefix: 'restricted' })
       expect(await reqEvents(c, [{ '#h': ['doomed'] }])).toEqual([])
       expect(await reqEvents(c, [{ ids: [before.event.id] }])).toEqual([])
-      const { metadata, admins, members } = await channelState(c, 'doomed')
-      expect([metadata, admins, members]).toEqual([undefined, undefined, undefined])
+      const { metadata, admins, members, roles } = await channelState(c, 'doomed')
+      expect([metadata, admins, members, roles]).toEqual([undefined, undefined, undefined, undefined])
     })
 
     it('refuses 9008 from a non-admin with "restricted:" and the channel keeps working', async () => {

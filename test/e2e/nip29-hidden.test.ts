@@ -86,7 +86,7 @@ describe('channel state a non-member may not read', () => {
       const { r, alice, bob } = await setup(['private'])
       const member = await authed(r, bob)
       const { events, byKind } = await stateIds(member)
-      expect(events.map((e) => e.kind).sort()).toEqual([39000, 39001, 39002])
+      expect(events.map((e) => e.kind).sort()).toEqual([39000, 39001, 39002, 39003])
       const members = events.find((e) => e.kind === 39002)!
       expect(members.tags.filter((t) => t[0] === 'p').map((t) => t[1])).toEqual(expect.arrayContaining([alice.pubkey, bob.pubkey]))
       expect(idsOf(await reqEvents(member, [{ ids: byKind(39002) }]))).toEqual(byKind(39002))
@@ -124,7 +124,7 @@ describe('channel state a non-member may not read', () => {
     it('shows `hidden` in its 39000, and serves a member all of its state', async () => {
       const { r, bob } = await setup(['hidden'])
       const { events } = await stateIds(await authed(r, bob))
-      expect(events.map((e) => e.kind).sort()).toEqual([39000, 39001, 39002])
+      expect(events.map((e) => e.kind).sort()).toEqual([39000, 39001, 39002, 39003])
       expect(
         hasFlag(
           events.find((e) => e.kind === 39000),

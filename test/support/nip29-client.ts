@@ -44,9 +44,9 @@ export const createChannel = (c: TestClient, keys: TestKeys, channel: string, me
 export const post = (c: TestClient, keys: TestKeys, channel: string, created_at?: number) =>
   channelEvent(c, keys, channel, 9, [], created_at)
 
-/** kind 9000: put `pubkey` in `channel` (as admin when `role` says so). */
-export const putUser = (c: TestClient, keys: TestKeys, channel: string, pubkey: string, role?: 'admin') =>
-  channelEvent(c, keys, channel, 9000, [role ? ['p', pubkey, role] : ['p', pubkey]])
+/** kind 9000: put `pubkey` in `channel` with `roles` (none: a plain member). */
+export const putUser = (c: TestClient, keys: TestKeys, channel: string, pubkey: string, roles: string | string[] = []) =>
+  channelEvent(c, keys, channel, 9000, [['p', pubkey, ...(typeof roles === 'string' ? [roles] : roles)]])
 
 /** kind 9001: remove `pubkey` from `channel`. */
 export const removeUser = (c: TestClient, keys: TestKeys, channel: string, pubkey: string) =>
@@ -69,19 +69,34 @@ export const deleteEvents = (c: TestClient, keys: TestKeys, channel: string, ids
 /** kind 9008: delete the channel. */
 export const deleteChannel = (c: TestClient, keys: TestKeys, channel: string) => channelEvent(c, keys, channel, 9008)
 
-/** kind 9021 / 9022: join or leave. */
-export const join = (c: TestClient, keys: TestKeys, channel: string) => channelEvent(c, keys, channel, 9021)
+/** kind 9021 / 9022: join (with an invite code, if given) or leave. */
+export const join = (c: TestClient, keys: TestKeys, channel: string, code?: string) =>
+  channelEvent(c, keys, channel, 9021, code === undefined ? [] : [['code', code]])
 export const leave = (c: TestClient, keys: TestKeys, channel: string) => channelEvent(c, keys, channel, 9022)
 
-/** The relay-signed state of a channel: its 39000, 39001 and 39002 (each undefined when not stored). */
+/** kind 9009: an invite code for `channel`; `uses` and `expiration` (unix seconds) as tags when given. */
+export const createInvite = (
+  c: TestClient,
+  keys: TestKeys,
+  channel: string,
+  code: string,
+  opts: { uses?: number; expiration?: number } = {},
+) =>
+  channelEvent(c, keys, channel, 9009, [
+    ['code', code],
+    ...(opts.uses !== undefined ? [['uses', String(opts.uses)]] : []),
+    ...(opts.expiration !== undefined ? [['expiration', String(opts.expiration)]] : []),
+  ])
+
+/** The relay-signed state of a channel: its 39000, 39001, 39002 and 39003 (each undefined when not stored). */
 export async function channelState(c: TestClient, channel: string) {
-  const events = await reqEvents(c, [{ kinds: [39000, 39001, 39002], '#d': [channel] }])
+  const events = await reqEvents(c, [{ kinds: [39000, 39001, 39002, 39003], '#d': [channel] }])
   const one = (kind: number) => {
     const found = events.filter((e) => e.kind === kind)
     if (found.length > 1) throw new Error(`more than one kind ${kind} for channel ${channel}`)
     return found[0]
   }
-  return { metadata: one(39000), admins: one(39001), members: one(39002) }
+  return { metadata: one(39000), admins: one(39001), members: one(39002), roles: one(39003) }
 }
 
 /** The first value of each tag named `name`. */

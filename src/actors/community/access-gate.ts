@@ -16,6 +16,7 @@ import {
   MEMBER_LIST_KINDS,
   readChannelOf,
 } from '../../protocols/nip29.js'
+import { standingOf } from '../../protocols/nip29-roles.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import { readPolicyOf } from './community-policy.js'
 import type { ConnView, Subscription } from './subscription-index.js'
@@ -265,7 +266,8 @@ export class AccessGate {
     // the map itself may have been dropped meanwhile: write to the current one, or nowhere
     const caching = epoch === this.epoch ? this.roles.get(channel) : undefined
     for (const p of missing) {
-      const role = fresh.get(p) ?? null
+      const held = fresh.get(p)
+      const role = held ? standingOf(held) : null
       caching?.set(p, { value: role, expiresAt: now + this.d.ttlMs })
       if (role) found.push(role)
     }

@@ -4,11 +4,12 @@
 // per post). Here the reads asked in one turn for one channel go out together, after the turn: one `get` and
 // one `rolesOf` for all their authors, side by side.
 import type { ChannelRecord, ChannelRole, ChannelStore } from '../../infra/store/channel-store.js'
+import { standingOf } from '../../protocols/nip29-roles.js'
 
 export interface ChannelRows {
   /** absent when the channel is unknown (deleted ones are present, flagged) */
   channel: ChannelRecord | undefined
-  /** absent when the author is not a member */
+  /** what the author's roles let it do; absent when the author is not a member */
   role: ChannelRole | undefined
 }
 
@@ -61,7 +62,10 @@ export class ChannelReads {
       ])
       const record = found.get(channel)
       const live = record !== undefined && !record.deleted
-      for (const w of waiters) w.resolve({ channel: record, role: live ? roles.get(w.pubkey) : undefined })
+      for (const w of waiters) {
+        const held = live ? roles.get(w.pubkey) : undefined
+        w.resolve({ channel: record, role: held && standingOf(held) })
+      }
     } catch (error) {
       for (const w of waiters) w.reject(error)
     }

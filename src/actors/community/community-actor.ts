@@ -24,7 +24,7 @@ import { onPresenceWritten } from './presence-writes.js'
 import { RecentIds } from './recent-ids.js'
 import { onAnnounce, onPublishChannelState } from './relay-events.js'
 import { onRemoteEvent } from './remote-events.js'
-import { onApplied, onSaved } from './write-commit.js'
+import { onApplied, onCommanded, onSaved } from './write-commit.js'
 
 export const communityPath = (id: string) => `community/${id}`
 
@@ -104,6 +104,8 @@ function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: Commun
       return onPrepared(state, msg, ctx, deps)
     case 'Moderated':
       return onModerated(state, msg, ctx, deps)
+    case 'Commanded':
+      return onCommanded(state, msg, ctx, deps)
     case 'PresenceWritten':
       return onPresenceWritten(state, msg, deps)
     case 'Saved':

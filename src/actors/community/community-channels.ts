@@ -1,5 +1,5 @@
 // NIP-29 channels inside a community actor: decide a channel event before it is stored (plan), change the
-// channel rows after it is (apply), and keep the relay-signed 39000–39002 current. The rows are the truth
+// channel rows after it is (apply), and keep the relay-signed 39000–39003 current. The rows are the truth
 // every node reads; each change drops the matching cache keys here and, by broadcast, on every other node.
 import type { Logger } from '../../infra/log.js'
 import type { ChannelStore } from '../../infra/store/channel-store.js'
@@ -17,8 +17,10 @@ import {
   metadataTemplate,
   parseChannelAction,
   RELAY_ONLY_KINDS,
+  rolesTemplate,
   type Verdict,
 } from '../../protocols/nip29.js'
+import { standingOf } from '../../protocols/nip29-roles.js'
 import { reason } from '../../protocols/reasons.js'
 import { err, ok, type Result } from '../../protocols/result.js'
 import type { ChannelReads } from './channel-reads.js'
@@ -73,8 +75,12 @@ export async function planChannelEvent(event: NostrEvent, d: ChannelDeps): Promi
   const now = planChannelEventNow(event, d)
   if (now !== undefined) return now
   const action = (parseChannelAction(event) as { value: ChannelAction }).value
-  const { channel, role } = await d.reads.read(action.channel, event.pubkey)
-  const verdict = authorize(action, { channel, role, moderator: d.isModerator(event.pubkey) })
+  // a remove-user's target is read in the same batch: a moderator removes plain members only
+  const [{ channel, role }, target] = await Promise.all([
+    d.reads.read(action.channel, event.pubkey),
+    action.type === 'remove-user' ? d.reads.read(action.channel, action.pubkey) : undefined,
+  ])
+  const verdict = authorize(action, { channel, role, target: target?.role, moderator: d.isModerator(event.pubkey) })
   return verdict.ok ? ok({ action, verdict: verdict.value }) : verdict
 }
 
@@ -95,12 +101,13 @@ export async function applyChannelPlan(plan: ChannelPlan, event: NostrEvent, d: 
       await applyMembership(action, event, d, out)
       return out
     case 'delete-event':
-      await deleteChannelEvents(action.channel, action.ids, d)
+      await deleteChannelEvents(action.channel, action.ids, d, plan.verdict.spareStaff ? event.pubkey : undefined)
       return []
     case 'delete-group':
       await deleteChannel(action.channel, d)
       return []
     case 'post':
+    case 'create-invite':
       return []
   }
 }
@@ -128,19 +135,41 @@ async function applyMembership(
   const self = action.type === 'join' || action.type === 'leave'
   const pubkey = self ? event.pubkey : action.pubkey
   const joins = action.type === 'join' || action.type === 'put-user'
-  if (joins) await d.channels.putMember(d.community, ch, pubkey, action.type === 'put-user' ? action.role : 'member')
+  if (joins) await d.channels.putMember(d.community, ch, pubkey, action.type === 'put-user' ? action.roles : [])
   else await d.channels.removeMember(d.community, ch, pubkey)
+  await membershipChanged(d, ch, pubkey, { self, joins }, out)
+}
+
+/** After a member's row changed: drop its cached answers, answer a join or leave of its own, publish the lists. */
+export async function membershipChanged(
+  d: ChannelDeps,
+  ch: string,
+  pubkey: string,
+  how: { self: boolean; joins: boolean },
+  out: RelayEvent[],
+): Promise<void> {
   await d.invalidate({ op: 'InvalidateMembership', channel: ch, pubkey })
   // a join or leave of one's own is answered by the relay's 9000/9001 (NIP-29)
-  if (self) await saveRelayEvent(d, membershipTemplate(ch, pubkey, joins), out)
+  if (how.self) await saveRelayEvent(d, membershipTemplate(ch, pubkey, how.joins), out)
   await publishState(d, ch, out, { members: true })
 }
 
-/** Only this channel's events: a channel admin moderates their channel, not the community. */
-async function deleteChannelEvents(ch: string, ids: string[], d: ChannelDeps) {
+/**
+ * Only this channel's events: a channel admin moderates their channel, not the community. `moderator`: the
+ * author of a moderator's 9005, which leaves the events of admins and moderators (the channel's, the
+ * community's, the relay's) in place, its own excepted.
+ */
+async function deleteChannelEvents(ch: string, ids: string[], d: ChannelDeps, moderator?: string) {
   const stored = await d.events.query(d.community, [{ ids }], { now: d.nowSeconds() })
-  const mine = stored.filter((s) => s.event.tags.some((t) => t[0] === 'h' && t[1] === ch)).map((s) => s.event.id)
-  if (mine.length > 0) await d.events.deleteEvents(d.community, mine)
+  let mine = stored.map((s) => s.event).filter((e) => e.tags.some((t) => t[0] === 'h' && t[1] === ch))
+  if (moderator !== undefined && mine.length > 0) {
+    const authors = [...new Set(mine.map((e) => e.pubkey))]
+    const roles = await d.channels.rolesOf(d.community, ch, authors)
+    const staff = (p: string) => d.isModerator(p) || standingOf(roles.get(p) ?? []) !== 'member'
+    mine = mine.filter((e) => e.pubkey === moderator || !staff(e.pubkey))
+  }
+  const doomed = mine.map((e) => e.id)
+  if (doomed.length > 0) await d.events.deleteEvents(d.community, doomed)
 }
 
 async function deleteChannel(ch: string, d: ChannelDeps) {
@@ -188,7 +217,23 @@ export async function publishState(d: ChannelDeps, channel: string, out: RelayEv
     const all = await saveRelayEvent(d, membersTemplate(channel, members), out)
     if (!admins || !all) late.members = true
   }
+  await publishRolesIfStale(d, channel, out)
   if (late.metadata || late.members) d.defer(channel, late)
+}
+
+/**
+ * 39003 is the same for every channel and changes only with this code, so it is signed when missing or
+ * different, not on every change: a new channel gets it with its first state, and a channel from before it
+ * (or from a build with other roles) at its next change. A sweep of every channel at start would sign for
+ * channels nobody uses, race on every node at once, and write outside a mesh owner's fence.
+ */
+async function publishRolesIfStale(d: ChannelDeps, channel: string, out: RelayEvent[]): Promise<void> {
+  const want = rolesTemplate(channel)
+  const filter = { kinds: [want.kind], authors: [d.relayPubkey], tags: { d: [channel] }, limit: 1 }
+  const [current] = await d.events.query(d.community, [filter], { now: d.nowSeconds() })
+  const roleTags = (tags: readonly string[][] | undefined) => JSON.stringify((tags ?? []).filter((t) => t[0] === 'role'))
+  if (current && roleTags(current.event.tags) === roleTags(want.tags)) return
+  await saveRelayEvent(d, want, out)
 }
 
 // Clients and other relays refuse events dated far ahead (15 min is common); a few seconds is harmless.

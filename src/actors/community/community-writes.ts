@@ -17,6 +17,7 @@ import type { CommunityDeps, CommunityState, Ctx } from './community-state.js'
 import { type CommunityMsg, type PublishMsg, REDELIVER, type SavedMsg } from './messages.js'
 import { writeEphemeral } from './presence-writes.js'
 import { DUPLICATE, NOT_PROCESSED, NOT_STORED, refuse } from './write-answers.js'
+import { command } from './write-commands.js'
 import { deliverLater, effectDone } from './write-effects.js'
 
 /** A write whose checks came back later than this is not stored: its writer's ask (30 s) ended before. */
@@ -110,6 +111,10 @@ export function onPrepared(
       ...REDELIVER,
       onGiveUp: () => reply({ accepted: false, message: NOT_PROCESSED }),
     })
+    return state
+  }
+  if (plan?.verdict.effect === 'command') {
+    command(state, publish, plan, ordered, ctx, deps)
     return state
   }
   save(state, { type: 'Saved', event, raw, outcome: { status: 'error' }, plan, ordered, reply }, ctx, deps)

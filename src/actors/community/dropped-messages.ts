@@ -18,6 +18,7 @@ import { tellRegistry } from './registry-tells.js'
 import { lostAnnounce } from './relay-events.js'
 import { REMOTE_UNDELIVERED } from './remote-events.js'
 import { DUPLICATE, NOT_PROCESSED, NOT_STORED, PRESENCE_NOT_RECORDED } from './write-answers.js'
+import { lostCommand } from './write-commands.js'
 import { lostCommit } from './write-effects.js'
 
 type Msg<T extends CommunityMsg['type']> = Extract<CommunityMsg, { type: T }>
@@ -31,6 +32,7 @@ export function onDropped(msg: CommunityMsg, self: TypedRef<CommunityMsg>, s: Co
   switch (msg.type) {
     case 'Prepared':
     case 'Moderated':
+    case 'Commanded':
     case 'Saved':
     case 'Applied':
     case 'WriteDone':
@@ -95,7 +97,7 @@ export function onDropped(msg: CommunityMsg, self: TypedRef<CommunityMsg>, s: Co
 }
 
 function droppedWrite(
-  msg: Msg<'Prepared' | 'Moderated' | 'Saved' | 'Applied' | 'WriteDone'>,
+  msg: Msg<'Prepared' | 'Moderated' | 'Commanded' | 'Saved' | 'Applied' | 'WriteDone'>,
   again: Again,
   s: CommunitySurvivors,
   deps: CommunityDeps,
@@ -126,6 +128,10 @@ function droppedWrite(
     case 'Moderated':
       // the owner node decided it: its writer hears the answer now
       msg.publish.reply(msg.outcome.ok ? msg.outcome.value : { accepted: false, message: NOT_PROCESSED })
+      break
+    case 'Commanded':
+      // acted on: its writer hears the answer now, and the relay's events reach the other nodes
+      lostCommand(s, msg, deps)
       break
     case 'WriteDone':
       again(msg)

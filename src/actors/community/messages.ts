@@ -115,6 +115,8 @@ export type CommunityMsg =
   | { type: 'Prepared'; publish: PublishMsg; ordered?: string; sinceMs: number; outcome: Settled<Result<ChannelPlan | undefined>> }
   /** the channel's owner node decided a moderation event (the relay mesh): answer its writer */
   | { type: 'Moderated'; publish: PublishMsg; ordered?: string; outcome: Settled<PublishOutcome> }
+  /** a channel command (an invite code's 9009 or 9021, never stored) was acted on beside the actor: answer it */
+  | { type: 'Commanded'; publish: PublishMsg; ordered?: string; outcome: Settled<Result<RelayEvent[]>> }
   /** a presence write beside the actor came back: a heartbeat set (`hold`: the hold it took), or a goodbye cleared */
   | { type: 'PresenceWritten'; publish: PublishMsg; outcome: Settled<void>; hold?: PresenceHold }
   | SavedMsg

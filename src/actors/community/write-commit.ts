@@ -1,7 +1,8 @@
 // What a community actor does once the store has answered a write (Saved): a stored event's channel change
 // is applied beside the actor (Applied comes back), then the event takes effect — delivered here and to the
 // other nodes, the agent registry told of an announcement — and only now is its writer answered `OK true`:
-// an OK true means committed (docs/architecture.md §7). A commit that landed late takes effect the same way.
+// an OK true means committed (docs/architecture.md §7). A commit that landed late takes effect the same way,
+// and so does a channel command, which changes rows but stores no event (Commanded).
 import { KIND_ANNOUNCEMENT } from '../../protocols/agent-registry.js'
 import { reason } from '../../protocols/reasons.js'
 import { assertNever } from '../../protocols/result.js'
@@ -12,7 +13,8 @@ import { release } from './community-writes.js'
 import { type AppliedMsg, type CommunityMsg, REDELIVER, type SavedMsg } from './messages.js'
 import { tellRegistry } from './registry-tells.js'
 import { announce } from './relay-events.js'
-import { DUPLICATE, NOT_STORED, refuse } from './write-answers.js'
+import { DUPLICATE, NOT_PROCESSED, NOT_STORED, refuse } from './write-answers.js'
+import type { Commanded } from './write-commands.js'
 import { deliverLater, effectDone, lostCommit } from './write-effects.js'
 
 export function onSaved(state: CommunityState, msg: SavedMsg, ctx: Ctx, deps: CommunityDeps): CommunityState {
@@ -99,5 +101,26 @@ export function onApplied(state: CommunityState, msg: AppliedMsg, ctx: Ctx, deps
   if (event.kind === KIND_ANNOUNCEMENT) tellRegistry(deps, { type: 'Announced', pubkey: event.pubkey })
   reply?.({ accepted: true, message: '' })
   if (ordered !== undefined) release(state, ordered, ctx, deps)
+  return state
+}
+
+/** A channel command was acted on: the relay's own events take effect, then its writer is answered. */
+export function onCommanded(state: CommunityState, msg: Commanded, ctx: Ctx, deps: CommunityDeps): CommunityState {
+  const { publish, ordered, outcome } = msg
+  effectDone(state)
+  try {
+    if (!outcome.ok) {
+      deps.log.error({ err: outcome.error, community: deps.record.id, eventId: publish.event.id }, 'channel command failed')
+      publish.reply({ accepted: false, message: NOT_PROCESSED })
+    } else if (!outcome.value.ok) publish.reply({ accepted: false, message: outcome.value.error })
+    else {
+      // a resend is answered from the duplicate guard: the event itself was never stored
+      state.recent.add(publish.event.id)
+      announce(state, outcome.value.value, deps)
+      publish.reply({ accepted: true, message: '' })
+    }
+  } finally {
+    if (ordered !== undefined) release(state, ordered, ctx, deps)
+  }
   return state
 }

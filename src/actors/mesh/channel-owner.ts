@@ -1,5 +1,5 @@
 // What the owner of a channel session does with one moderation event, beside its actor: decide it
-// on fresh rows, store it, change the rows, sign and store 39000–39002 — every write fenced by the session's
+// on fresh rows, store it (unless it is a command: channel-commands.ts), change the rows, sign and store 39000–39003 — every write fenced by the session's
 // generation in the database (infra/store/session-fence.ts), and none begun once the lease is no longer
 // believed held. The decisions are the community's own (community-channels.ts); only the sinks differ.
 import type { Logger } from '../../infra/log.js'
@@ -12,6 +12,7 @@ import { GENERATION_TAG } from '../../protocols/mesh/state-generation.js'
 import type { NostrEvent, VerifiedEvent } from '../../protocols/nip01/event.js'
 import type { EventTemplate } from '../../protocols/nip01/sign.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
+import { runChannelCommand } from '../community/channel-commands.js'
 import { ChannelReads } from '../community/channel-reads.js'
 import {
   applyChannelPlan,
@@ -77,6 +78,12 @@ export async function moderateAsOwner(
     return { outcome: { accepted: false, message: reason('error', 'not a change of this channel') }, events: [] }
   }
   lease.guard()
+  if (plan.value.verdict.effect === 'command') {
+    const done = await runChannelCommand(plan.value, event, deps)
+    return done.ok
+      ? { outcome: { accepted: true, message: '' }, events: done.value }
+      : { outcome: { accepted: false, message: done.error }, events: [] }
+  }
   const [saved] = await sinks.events.saveFenced([{ community: fence.community, event, raw }], fence)
   switch (saved?.status) {
     case 'saved':
@@ -138,6 +145,14 @@ function channelDeps(fence: SessionFence, sinks: OwnerSinks, lease: OwnerLease):
     removeMember: async (...a) => {
       guard()
       return fenced.removeMember(...a)
+    },
+    createInvite: async (...a) => {
+      guard()
+      return fenced.createInvite(...a)
+    },
+    redeemInvite: async (...a) => {
+      guard()
+      return fenced.redeemInvite(...a)
     },
   }
   const channels: ChannelStore = { ...sinks.channels, ...writes }

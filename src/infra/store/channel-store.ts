@@ -3,10 +3,11 @@
  * rows every node reads, so a membership decision holds on every node. The moderation events themselves are
  * stored as ordinary events in the EventStore; these rows are what the access gate consults.
  */
-import type { ChannelRole } from '../../protocols/nip29.js'
+import type { ChannelRole, MemberRoles } from '../../protocols/nip29.js'
+import type { InviteRequest } from '../../protocols/nip29-invites.js'
 import type { SessionFence } from './session-fence.js'
 
-export type { ChannelRole }
+export type { ChannelRole, MemberRoles }
 
 export interface ChannelRecord {
   id: string
@@ -31,10 +32,24 @@ export type ChannelPatch = Partial<Pick<ChannelRecord, 'name' | 'about' | 'pictu
 
 export interface ChannelMember {
   pubkey: string
-  role: ChannelRole
+  roles: MemberRoles
 }
 
-export type ChannelWrites = Pick<ChannelStore, 'create' | 'update' | 'remove' | 'putMember' | 'removeMember'>
+/** An invite code of a channel (NIP-29 9009), kept apart from the events: the code is a secret. */
+export interface InviteInit extends InviteRequest {
+  createdBy: string
+  createdAt: number
+}
+
+/** full: the channel has MAX_INVITES_PER_CHANNEL codes that are not spent; no-channel: unknown or deleted */
+export type InviteCreated = 'created' | 'exists' | 'full' | 'no-channel'
+/** joined: one use taken and the member added; member: already one (no use taken); unknown covers a deleted channel */
+export type InviteRedeemed = 'joined' | 'member' | 'unknown' | 'used-up' | 'expired'
+
+export type ChannelWrites = Pick<
+  ChannelStore,
+  'create' | 'update' | 'remove' | 'putMember' | 'removeMember' | 'createInvite' | 'redeemInvite'
+>
 
 export interface ChannelStore {
   /** a new channel with `creator` as its admin, in one transaction; 'exists' for any used id, deleted ones too */
@@ -47,18 +62,28 @@ export interface ChannelStore {
   restricted(community: string): Promise<ChannelRecord[]>
   /** the updated record; undefined when the channel is unknown or deleted */
   update(community: string, id: string, patch: ChannelPatch): Promise<ChannelRecord | undefined>
-  /** marks the channel deleted and drops its members; false when unknown or already deleted */
+  /** marks the channel deleted and drops its members and invite codes; false when unknown or already deleted */
   remove(community: string, id: string): Promise<boolean>
-  /** adds a member or changes its role */
-  putMember(community: string, channel: string, pubkey: string, role: ChannelRole): Promise<'added' | 'updated' | 'unchanged'>
+  /** adds a member or replaces its roles */
+  putMember(community: string, channel: string, pubkey: string, roles: MemberRoles): Promise<'added' | 'updated' | 'unchanged'>
   /** false when `pubkey` was not a member */
   removeMember(community: string, channel: string, pubkey: string): Promise<boolean>
-  /** the roles of those among `pubkeys` who are members of `channel`; non-members are absent */
-  rolesOf(community: string, channel: string, pubkeys: readonly string[]): Promise<Map<string, ChannelRole>>
+  /** the roles of those among `pubkeys` who are members of `channel` (empty: a plain member); non-members are absent */
+  rolesOf(community: string, channel: string, pubkeys: readonly string[]): Promise<Map<string, MemberRoles>>
   /** the channels (of any kind) in which one of `pubkeys` is a member */
   memberChannels(community: string, pubkeys: readonly string[]): Promise<Set<string>>
-  /** every member, admins first, then by pubkey */
+  /** every member: admins, then moderators, then the others, each by pubkey (compareMembers) */
   members(community: string, channel: string): Promise<ChannelMember[]>
+  /**
+   * A new code of a live channel, unique in it. At MAX_INVITES_PER_CHANNEL codes the spent ones (used up or
+   * expired at `nowSeconds`) are dropped first.
+   */
+  createInvite(community: string, channel: string, invite: InviteInit, nowSeconds: number): Promise<InviteCreated>
+  /**
+   * Takes one use of `code` and makes `pubkey` a member (no roles), in one transaction: of two joins racing
+   * for a code's last use, on any nodes, exactly one is admitted.
+   */
+  redeemInvite(community: string, channel: string, code: string, pubkey: string, nowSeconds: number): Promise<InviteRedeemed>
   /**
    * The same mutations, each in one transaction fenced for a mesh session (session-fence.ts): a stale
    * generation rejects with FencedError and changes nothing.
@@ -67,4 +92,10 @@ export interface ChannelStore {
   /** the highest generation that has written for a mesh session; 0 when none has */
   storedGeneration(community: string, session: string): Promise<number>
   close(): Promise<void>
+}
+
+/** Why a code admitted nobody (redeemInvite): `row` is the code's, if it exists; an expired code says so even when used up. */
+export function whyInviteRefused(row: { expiresAt: number | null } | undefined, nowSeconds: number): 'unknown' | 'used-up' | 'expired' {
+  if (row === undefined) return 'unknown'
+  return row.expiresAt !== null && Number(row.expiresAt) <= nowSeconds ? 'expired' : 'used-up'
 }

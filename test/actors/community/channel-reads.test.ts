@@ -47,7 +47,7 @@ describe('ChannelReads: the fresh reads channel writes are decided on, batched p
   beforeAll(async () => {
     store = openSqliteChannelStore(join(dir, 'apiary.sqlite'))
     await store.create(community, channel('open'), pubkey('a'))
-    await store.putMember(community, 'open', pubkey('b'), 'member')
+    await store.putMember(community, 'open', pubkey('b'), [])
     await store.create(community, channel('gone'), pubkey('a'))
     await store.remove(community, 'gone')
   })
@@ -78,10 +78,19 @@ describe('ChannelReads: the fresh reads channel writes are decided on, batched p
     expect(c.calls.rolesOf).toHaveLength(3)
   })
 
+  it('answers what a member’s roles let it do: admin before moderator, and member for any other roles or none', async () => {
+    const reads = new ChannelReads(store, community)
+    await store.putMember(community, 'open', pubkey('e'), ['gardener', 'moderator'])
+    await store.putMember(community, 'open', pubkey('f'), ['moderator', 'admin'])
+    await store.putMember(community, 'open', pubkey('9'), ['gardener'])
+    const rows = await Promise.all(['e', 'f', '9', 'b'].map((p) => reads.read('open', pubkey(p))))
+    expect(rows.map((r) => r.role)).toEqual(['moderator', 'admin', 'member', 'member'])
+  })
+
   it('never answers with a read older than the question: a read asked after a removal sees it', async () => {
     const c = counting(store)
     const reads = new ChannelReads(c.store, community)
-    await store.putMember(community, 'open', pubkey('d'), 'member')
+    await store.putMember(community, 'open', pubkey('d'), [])
     const before = reads.read('open', pubkey('d'))
     // let the first batch go out, then remove the member while it may still be on its way
     await Promise.resolve()

@@ -43,7 +43,7 @@ export function describeChannelStoreContract(name: string, open: () => Promise<C
         expect(await store.create(community, c, pubkey('a'))).toBe('created')
         const node2 = await another()
         expect(await node2.get(community, ['general'])).toEqual(new Map([['general', { ...c, deleted: false }]]))
-        expect(await node2.members(community, 'general')).toEqual([{ pubkey: pubkey('a'), role: 'admin' }])
+        expect(await node2.members(community, 'general')).toEqual([{ pubkey: pubkey('a'), roles: ['admin'] }])
       })
 
       it('answers exists for an id in use and keeps the first channel and its admin', async () => {
@@ -51,7 +51,7 @@ export function describeChannelStoreContract(name: string, open: () => Promise<C
         await store.create(community, first, pubkey('a'))
         expect(await store.create(community, channel('dup', { name: 'second' }), pubkey('b'))).toBe('exists')
         expect((await store.get(community, ['dup'])).get('dup')?.name).toBe('first')
-        expect(await store.members(community, 'dup')).toEqual([{ pubkey: pubkey('a'), role: 'admin' }])
+        expect(await store.members(community, 'dup')).toEqual([{ pubkey: pubkey('a'), roles: ['admin'] }])
       })
 
       it('creates a channel exactly once when two nodes create the same id at once', async () => {
@@ -124,7 +124,7 @@ export function describeChannelStoreContract(name: string, open: () => Promise<C
 
       it('removes a channel once: its members go, later removes answer false, unknown ids too', async () => {
         await store.create(community, channel('x'), pubkey('a'))
-        await store.putMember(community, 'x', pubkey('b'), 'member')
+        await store.putMember(community, 'x', pubkey('b'), [])
         expect(await store.remove(community, 'x')).toBe(true)
         expect(await store.remove(community, 'x')).toBe(false)
         expect(await store.remove(community, 'never')).toBe(false)
@@ -139,14 +139,14 @@ export function describeChannelStoreContract(name: string, open: () => Promise<C
       })
 
       it('answers added, then updated for a new role, then unchanged for the same role', async () => {
-        expect(await store.putMember(community, 'room', pubkey('b'), 'member')).toBe('added')
-        expect(await store.putMember(community, 'room', pubkey('b'), 'admin')).toBe('updated')
-        expect(await store.putMember(community, 'room', pubkey('b'), 'admin')).toBe('unchanged')
-        expect(await store.putMember(community, 'room', pubkey('a'), 'member')).toBe('updated')
+        expect(await store.putMember(community, 'room', pubkey('b'), [])).toBe('added')
+        expect(await store.putMember(community, 'room', pubkey('b'), ['admin'])).toBe('updated')
+        expect(await store.putMember(community, 'room', pubkey('b'), ['admin'])).toBe('unchanged')
+        expect(await store.putMember(community, 'room', pubkey('a'), [])).toBe('updated')
         expect(await store.rolesOf(community, 'room', [pubkey('a'), pubkey('b')])).toEqual(
           new Map([
-            [pubkey('a'), 'member'],
-            [pubkey('b'), 'admin'],
+            [pubkey('a'), []],
+            [pubkey('b'), ['admin']],
           ]),
         )
       })
@@ -154,27 +154,27 @@ export function describeChannelStoreContract(name: string, open: () => Promise<C
       it('writes no member into an unknown or deleted channel', async () => {
         await store.create(community, channel('gone'), pubkey('a'))
         await store.remove(community, 'gone')
-        expect(await store.putMember(community, 'gone', pubkey('b'), 'member')).toBe('unchanged')
-        expect(await store.putMember(community, 'never', pubkey('b'), 'member')).toBe('unchanged')
+        expect(await store.putMember(community, 'gone', pubkey('b'), [])).toBe('unchanged')
+        expect(await store.putMember(community, 'never', pubkey('b'), [])).toBe('unchanged')
         expect(await store.members(community, 'gone')).toEqual([])
         expect(await store.members(community, 'never')).toEqual([])
       })
 
       it('removes a member once, answering false for a pubkey that is not one', async () => {
-        await store.putMember(community, 'room', pubkey('b'), 'member')
+        await store.putMember(community, 'room', pubkey('b'), [])
         expect(await store.removeMember(community, 'room', pubkey('b'))).toBe(true)
         expect(await store.removeMember(community, 'room', pubkey('b'))).toBe(false)
         expect(await store.removeMember(community, 'room', pubkey('c'))).toBe(false)
-        expect(await store.members(community, 'room')).toEqual([{ pubkey: pubkey('a'), role: 'admin' }])
+        expect(await store.members(community, 'room')).toEqual([{ pubkey: pubkey('a'), roles: ['admin'] }])
       })
 
       it('answers the roles of the members among some pubkeys, leaving non-members out', async () => {
-        await store.putMember(community, 'room', pubkey('c'), 'member')
+        await store.putMember(community, 'room', pubkey('c'), [])
         const roles = await store.rolesOf(community, 'room', [pubkey('d'), pubkey('c'), pubkey('a')])
         expect(roles).toEqual(
           new Map([
-            [pubkey('c'), 'member'],
-            [pubkey('a'), 'admin'],
+            [pubkey('c'), []],
+            [pubkey('a'), ['admin']],
           ]),
         )
         expect(await store.rolesOf(community, 'room', [])).toEqual(new Map())
@@ -182,7 +182,7 @@ export function describeChannelStoreContract(name: string, open: () => Promise<C
 
       it('names the channels any of some pubkeys is a member of, in this community only', async () => {
         await store.create(community, channel('second'), pubkey('b'))
-        await store.putMember(community, 'second', pubkey('c'), 'member')
+        await store.putMember(community, 'second', pubkey('c'), [])
         await store.create(`${community}-other`, channel('elsewhere'), pubkey('c'))
         expect(await store.memberChannels(community, [pubkey('c')])).toEqual(new Set(['second']))
         expect(await store.memberChannels(community, [pubkey('a'), pubkey('c')])).toEqual(new Set(['room', 'second']))
@@ -190,29 +190,44 @@ export function describeChannelStoreContract(name: string, open: () => Promise<C
         expect(await store.memberChannels(community, [])).toEqual(new Set())
       })
 
-      it('lists admins first, then members, each by pubkey', async () => {
-        for (const [p, role] of [
-          ['e', 'member'],
-          ['1', 'admin'],
-          ['c', 'member'],
-          ['f', 'admin'],
+      it('lists admins first, then moderators, then everyone else, each by pubkey', async () => {
+        for (const [p, roles] of [
+          ['e', []],
+          ['1', ['admin']],
+          ['c', ['gardener']],
+          ['b', ['gardener', 'moderator']],
+          ['f', ['moderator', 'admin']],
         ] as const) {
-          await store.putMember(community, 'room', pubkey(p), role)
+          await store.putMember(community, 'room', pubkey(p), roles)
         }
         expect(await store.members(community, 'room')).toEqual([
-          { pubkey: pubkey('1'), role: 'admin' },
-          { pubkey: pubkey('a'), role: 'admin' },
-          { pubkey: pubkey('f'), role: 'admin' },
-          { pubkey: pubkey('c'), role: 'member' },
-          { pubkey: pubkey('e'), role: 'member' },
+          { pubkey: pubkey('1'), roles: ['admin'] },
+          { pubkey: pubkey('a'), roles: ['admin'] },
+          { pubkey: pubkey('f'), roles: ['moderator', 'admin'] },
+          { pubkey: pubkey('b'), roles: ['gardener', 'moderator'] },
+          { pubkey: pubkey('c'), roles: ['gardener'] },
+          { pubkey: pubkey('e'), roles: [] },
         ])
+      })
+
+      it('keeps every role a put gives, in its order, and replaces them all on the next put, on every node', async () => {
+        const roles = ['moderator', 'gardener', 'ceo', 'r4', 'r5', 'r6', 'r7', 'r8']
+        expect(await store.putMember(community, 'room', pubkey('b'), roles)).toBe('added')
+        const node2 = await another()
+        expect(await node2.rolesOf(community, 'room', [pubkey('b')])).toEqual(new Map([[pubkey('b'), roles]]))
+        expect(await node2.putMember(community, 'room', pubkey('b'), ['gardener', 'moderator'])).toBe('updated')
+        expect(await store.putMember(community, 'room', pubkey('b'), ['gardener', 'moderator'])).toBe('unchanged')
+        expect(await store.putMember(community, 'room', pubkey('b'), ['moderator', 'gardener'])).toBe('updated')
+        expect(await store.members(community, 'room')).toContainEqual({ pubkey: pubkey('b'), roles: ['moderator', 'gardener'] })
+        expect(await store.putMember(community, 'room', pubkey('b'), [])).toBe('updated')
+        expect(await store.rolesOf(community, 'room', [pubkey('b')])).toEqual(new Map([[pubkey('b'), []]]))
       })
 
       it('leaves no member in a channel removed on one node while another node adds one', async () => {
         const node2 = await another()
         const ids = Array.from({ length: 32 }, (_, i) => `race-${i}`)
         for (const id of ids) await store.create(community, channel(id), pubkey('a'))
-        await Promise.all(ids.flatMap((id) => [store.remove(community, id), node2.putMember(community, id, pubkey('b'), 'member')]))
+        await Promise.all(ids.flatMap((id) => [store.remove(community, id), node2.putMember(community, id, pubkey('b'), [])]))
         for (const id of ids) expect(await node2.members(community, id)).toEqual([])
       })
     })
@@ -224,20 +239,26 @@ export function describeChannelStoreContract(name: string, open: () => Promise<C
       it('writes under a generation, records it, and lets the same owner write again at it', async () => {
         expect(await store.storedGeneration(community, 'channel:fenced')).toBe(0)
         expect(await store.fencedWrites(fence(3)).create(community, channel('fenced'), pubkey('a'))).toBe('created')
-        expect(await store.fencedWrites(fence(3)).putMember(community, 'fenced', pubkey('b'), 'member')).toBe('added')
+        expect(await store.fencedWrites(fence(3)).putMember(community, 'fenced', pubkey('b'), [])).toBe('added')
         expect(await (await another()).storedGeneration(community, 'channel:fenced')).toBe(3)
       })
 
       it('refuses every write of a stale generation once a newer one wrote, and changes nothing', async () => {
         await store.fencedWrites(fence(1)).create(community, channel('fenced'), pubkey('a'))
         const newer = await another()
-        await newer.fencedWrites(fence(2, owner('2'))).putMember(community, 'fenced', pubkey('b'), 'member')
+        await newer.fencedWrites(fence(2, owner('2'))).putMember(community, 'fenced', pubkey('b'), [])
         const stale = store.fencedWrites(fence(1))
-        await expect(stale.putMember(community, 'fenced', pubkey('c'), 'member')).rejects.toMatchObject({ code: 'APIARY_MESH_FENCED' })
+        await expect(stale.putMember(community, 'fenced', pubkey('c'), [])).rejects.toMatchObject({ code: 'APIARY_MESH_FENCED' })
         await expect(stale.removeMember(community, 'fenced', pubkey('b'))).rejects.toMatchObject({ code: 'APIARY_MESH_FENCED' })
         await expect(stale.update(community, 'fenced', { name: 'stale' })).rejects.toMatchObject({ code: 'APIARY_MESH_FENCED' })
         await expect(stale.remove(community, 'fenced')).rejects.toMatchObject({ code: 'APIARY_MESH_FENCED' })
         await expect(stale.create(community, channel('other'), pubkey('a'))).rejects.toMatchObject({ code: 'APIARY_MESH_FENCED' })
+        const invite = { code: 'stale', maxUses: 1, createdBy: pubkey('a'), createdAt: 1 }
+        await expect(stale.createInvite(community, 'fenced', invite, 1)).rejects.toMatchObject({ code: 'APIARY_MESH_FENCED' })
+        expect(await newer.fencedWrites(fence(2, owner('2'))).createInvite(community, 'fenced', invite, 1)).toBe('created')
+        await expect(stale.redeemInvite(community, 'fenced', 'stale', pubkey('c'), 1)).rejects.toMatchObject({
+          code: 'APIARY_MESH_FENCED',
+        })
         expect((await store.members(community, 'fenced')).map((m) => m.pubkey)).toEqual([pubkey('a'), pubkey('b')])
         expect((await store.get(community, ['fenced', 'other'])).get('fenced')?.name).toBe('channel fenced')
         expect((await store.get(community, ['other'])).size).toBe(0)
@@ -247,7 +268,7 @@ export function describeChannelStoreContract(name: string, open: () => Promise<C
       it('refuses a second owner writing under the same generation', async () => {
         await store.fencedWrites(fence(5, owner('1'))).create(community, channel('fenced'), pubkey('a'))
         const rival = store.fencedWrites(fence(5, owner('2')))
-        await expect(rival.putMember(community, 'fenced', pubkey('c'), 'member')).rejects.toMatchObject({ code: 'APIARY_MESH_FENCED' })
+        await expect(rival.putMember(community, 'fenced', pubkey('c'), [])).rejects.toMatchObject({ code: 'APIARY_MESH_FENCED' })
         expect(await store.rolesOf(community, 'fenced', [pubkey('c')])).toEqual(new Map())
       })
 
@@ -265,12 +286,12 @@ export function describeChannelStoreContract(name: string, open: () => Promise<C
         const other = `${community}-other`
         await store.create(community, channel('shared', { name: 'here' }), pubkey('a'))
         expect(await store.create(other, channel('shared', { name: 'there' }), pubkey('b'))).toBe('created')
-        await store.putMember(community, 'shared', pubkey('c'), 'member')
+        await store.putMember(community, 'shared', pubkey('c'), [])
         await store.update(other, 'shared', { about: 'only there' })
         expect(await store.remove(community, 'shared')).toBe(true)
         const there = (await store.get(other, ['shared'])).get('shared')
         expect([there?.name, there?.about, there?.deleted]).toEqual(['there', 'only there', false])
-        expect(await store.members(other, 'shared')).toEqual([{ pubkey: pubkey('b'), role: 'admin' }])
+        expect(await store.members(other, 'shared')).toEqual([{ pubkey: pubkey('b'), roles: ['admin'] }])
         expect(await store.rolesOf(other, 'shared', [pubkey('a'), pubkey('c')])).toEqual(new Map())
         expect((await store.list(other)).map((c) => c.name)).toEqual(['there'])
         expect(await store.list(community)).toEqual([])

@@ -1,4 +1,6 @@
-import type { ChannelMember, ChannelRecord, ChannelRole, ChannelStore, ChannelWrites } from '../channel-store.js'
+import { compareMembers } from '../../../protocols/nip29-roles.js'
+import type { ChannelMember, ChannelRecord, ChannelStore, ChannelWrites, MemberRoles } from '../channel-store.js'
+import { createInviteIn, INVITES_V1, redeemInviteIn } from './postgres-channel-invites.js'
 import { connectPostgres, migrate, type Sql, withDeadline } from './postgres-schema.js'
 import { runFenced, SESSION_FENCE_MIGRATIONS, storedGeneration } from './postgres-session-fence.js'
 
@@ -37,6 +39,12 @@ const CHANNELS_V2 = `CREATE INDEX channel_members_by_pubkey ON channel_members (
 // NIP-29 `hidden`: channels from before it stay as they were, not hidden
 const CHANNELS_V3 = 'ALTER TABLE channels ADD COLUMN hidden BOOLEAN NOT NULL DEFAULT false'
 
+// NIP-29 roles: a member's role names (9000), in place of admin-or-member; an admin keeps the role `admin`
+const CHANNELS_V4 = `
+ALTER TABLE channel_members ADD COLUMN roles TEXT[] NOT NULL DEFAULT '{}';
+UPDATE channel_members SET roles = ARRAY['admin'] WHERE role = 'admin';
+ALTER TABLE channel_members DROP COLUMN role`
+
 const COLUMNS = 'id, name, about, picture, private, closed, hidden, deleted, created_at'
 
 // one statement: the creator's admin row exists exactly when this call inserted the channel
@@ -45,16 +53,16 @@ WITH created AS (
   INSERT INTO channels (community, id, name, about, picture, private, closed, created_at, hidden)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $10) ON CONFLICT (community, id) DO NOTHING RETURNING id
 )
-INSERT INTO channel_members (community, channel, pubkey, role) SELECT $1, id, $9::text, 'admin' FROM created
-ON CONFLICT (community, channel, pubkey) DO UPDATE SET role = 'admin'
+INSERT INTO channel_members (community, channel, pubkey, roles) SELECT $1, id, $9::text, ARRAY['admin'] FROM created
+ON CONFLICT (community, channel, pubkey) DO UPDATE SET roles = ARRAY['admin']
 RETURNING 1`
 
 // FOR SHARE waits for a racing remove and then re-reads `deleted`; no row written means 'unchanged'.
 // xmax = 0 marks a freshly inserted row (an upsert's update leaves its transaction id there).
 const PUT_MEMBER = `
 WITH live AS (SELECT 1 FROM channels WHERE community = $1 AND id = $2 AND NOT deleted FOR SHARE)
-INSERT INTO channel_members (community, channel, pubkey, role) SELECT $1, $2, $3::text, $4::text FROM live
-ON CONFLICT (community, channel, pubkey) DO UPDATE SET role = excluded.role WHERE channel_members.role <> excluded.role
+INSERT INTO channel_members (community, channel, pubkey, roles) SELECT $1, $2, $3::text, $4::text[] FROM live
+ON CONFLICT (community, channel, pubkey) DO UPDATE SET roles = excluded.roles WHERE channel_members.roles <> excluded.roles
 RETURNING (xmax = 0) AS added`
 
 const UPDATE = `
@@ -107,9 +115,9 @@ function channelWrites(inTransaction: <T>(work: (q: Query, tx: Sql) => Promise<T
         return row && toRecord(row)
       }),
     remove: (community, id) => inTransaction((_q, tx) => removeChannelIn(tx, community, id)),
-    putMember: (community, channel, pubkey, role) =>
+    putMember: (community, channel, pubkey, roles) =>
       inTransaction(async (q) => {
-        const [row] = await q(PUT_MEMBER, [community, channel, pubkey, role])
+        const [row] = await q(PUT_MEMBER, [community, channel, pubkey, roles])
         if (!row) return 'unchanged'
         return row.added ? 'added' : 'updated'
       }),
@@ -122,6 +130,9 @@ function channelWrites(inTransaction: <T>(work: (q: Query, tx: Sql) => Promise<T
         ])
         return rows.length > 0
       }),
+    createInvite: (community, channel, invite, now) => inTransaction((_q, tx) => createInviteIn(tx, community, channel, invite, now)),
+    redeemInvite: (community, channel, code, pubkey, now) =>
+      inTransaction((_q, tx) => redeemInviteIn(tx, community, channel, code, pubkey, now)),
   }
 }
 
@@ -129,18 +140,21 @@ export async function openPostgresChannelStore(opts: { url: string }): Promise<C
   // read on cache misses of the access gate and written by moderation events: a small pool is plenty
   const sql = connectPostgres(opts.url, 4)
   try {
-    await migrate(sql, 'channels', [CHANNELS_V1, CHANNELS_V2, CHANNELS_V3])
+    await migrate(sql, 'channels', [CHANNELS_V1, CHANNELS_V2, CHANNELS_V3, CHANNELS_V4, INVITES_V1])
     await migrate(sql, 'mesh', SESSION_FENCE_MIGRATIONS)
   } catch (err) {
     await sql.end({ timeout: 1 })
     throw err
   }
   const q = queryOn(sql)
-  // a single statement needs no transaction of its own; removal's two statements do
+  // a single statement needs no transaction of its own; removal's and the invites' several statements do
   const unfenced = channelWrites((work) => work(q, sql))
+  const inTx = <T>(work: (tx: Sql) => Promise<T>): Promise<T> => sql.begin((tx) => work(tx as unknown as Sql)) as Promise<T>
   const plain: ChannelWrites = {
     ...unfenced,
-    remove: (community, id) => sql.begin((tx) => removeChannelIn(tx as unknown as Sql, community, id)),
+    remove: (community, id) => inTx((tx) => removeChannelIn(tx, community, id)),
+    createInvite: (community, channel, invite, now) => inTx((tx) => createInviteIn(tx, community, channel, invite, now)),
+    redeemInvite: (community, channel, code, pubkey, now) => inTx((tx) => redeemInviteIn(tx, community, channel, code, pubkey, now)),
   }
 
   return {
@@ -171,17 +185,17 @@ export async function openPostgresChannelStore(opts: { url: string }): Promise<C
       return rows.map(toRecord)
     },
     async rolesOf(community, channel, pubkeys) {
-      const out = new Map<string, ChannelRole>()
+      const out = new Map<string, MemberRoles>()
       if (pubkeys.length === 0) return out
       const rows = await withDeadline(
         'channel roles lookup',
-        q('SELECT pubkey, role FROM channel_members WHERE community = $1 AND channel = $2 AND pubkey = ANY($3::text[])', [
+        q('SELECT pubkey, roles FROM channel_members WHERE community = $1 AND channel = $2 AND pubkey = ANY($3::text[])', [
           community,
           channel,
           pubkeys,
         ]),
       )
-      for (const r of rows) out.set(r.pubkey as string, r.role as ChannelRole)
+      for (const r of rows) out.set(r.pubkey as string, r.roles as string[])
       return out
     },
     async memberChannels(community, pubkeys) {
@@ -193,12 +207,8 @@ export async function openPostgresChannelStore(opts: { url: string }): Promise<C
       return new Set(rows.map((r) => r.channel as string))
     },
     async members(community, channel) {
-      // NIP-29 39001/39002 list admins before members
-      const rows = await q(
-        `SELECT pubkey, role FROM channel_members WHERE community = $1 AND channel = $2 ORDER BY role <> 'admin', pubkey`,
-        [community, channel],
-      )
-      return rows.map((r): ChannelMember => ({ pubkey: r.pubkey as string, role: r.role as ChannelRole }))
+      const rows = await q('SELECT pubkey, roles FROM channel_members WHERE community = $1 AND channel = $2', [community, channel])
+      return rows.map((r): ChannelMember => ({ pubkey: r.pubkey as string, roles: r.roles as string[] })).sort(compareMembers)
     },
     async close() {
       await sql.end({ timeout: 5 })
@@ -207,8 +217,8 @@ export async function openPostgresChannelStore(opts: { url: string }): Promise<C
 }
 
 /**
- * Two statements in one transaction, not one: the UPDATE may wait for a racing putMember's row lock, and
- * only a later statement's snapshot sees the member that putMember committed, so the DELETE drops it too.
+ * Several statements in one transaction, not one: the UPDATE may wait for a racing putMember's (or invite's)
+ * row lock, and only a later statement's snapshot sees what that committed, so the DELETEs drop it too.
  */
 async function removeChannelIn(tx: Sql, community: string, id: string): Promise<boolean> {
   const marked = await tx.unsafe('UPDATE channels SET deleted = true WHERE community = $1 AND id = $2 AND NOT deleted RETURNING id', [
@@ -217,5 +227,6 @@ async function removeChannelIn(tx: Sql, community: string, id: string): Promise<
   ])
   if (marked.length === 0) return false
   await tx.unsafe('DELETE FROM channel_members WHERE community = $1 AND channel = $2', [community, id])
+  await tx.unsafe('DELETE FROM channel_invites WHERE community = $1 AND channel = $2', [community, id])
   return true
 }

@@ -1,6 +1,8 @@
 import Database from 'better-sqlite3'
-import type { ChannelInit, ChannelMember, ChannelRecord, ChannelRole, ChannelStore, ChannelWrites } from '../channel-store.js'
+import { compareMembers, ROLE_ADMIN } from '../../../protocols/nip29-roles.js'
+import type { ChannelInit, ChannelMember, ChannelRecord, ChannelStore, ChannelWrites, MemberRoles } from '../channel-store.js'
 import { FencedError, type SessionFence } from '../session-fence.js'
+import { prepareInviteStatements } from './sqlite-channel-invites.js'
 
 /**
  * NIP-29 channels on SQLite, in the communities' file. A deleted channel keeps its row with `deleted = 1`, so
@@ -25,7 +27,8 @@ CREATE TABLE IF NOT EXISTS channel_members (
   community TEXT NOT NULL,
   channel TEXT NOT NULL,
   pubkey TEXT NOT NULL,
-  role TEXT NOT NULL CHECK (role IN ('admin', 'member')),
+  -- a JSON array of role names (NIP-29 9000), '[]' for a plain member
+  roles TEXT NOT NULL DEFAULT '[]',
   PRIMARY KEY (community, channel, pubkey)
 ) WITHOUT ROWID;
 -- the access gate asks which channels a reader is in, once per REQ
@@ -66,6 +69,12 @@ const toRecord = (r: ChannelRow): ChannelRecord => ({
   createdAt: r.created_at,
 })
 
+interface MemberRow {
+  pubkey: string
+  /** JSON array */
+  roles: string
+}
+
 // booleans travel as 0/1 (better-sqlite3 binds no booleans); null leaves the column as it is
 const bit = (b: boolean | undefined) => (b === undefined ? null : b ? 1 : 0)
 
@@ -77,6 +86,8 @@ export function openSqliteChannelStore(file: string): ChannelStore {
   // added after the first release: files created before it get the column here (not hidden, as they were)
   const columns = db.prepare('SELECT name FROM pragma_table_info(?)').pluck().all('channels') as string[]
   if (!columns.includes('hidden')) db.exec('ALTER TABLE channels ADD COLUMN hidden INTEGER NOT NULL DEFAULT 0')
+  migrateMemberRoles(db)
+  const invites = prepareInviteStatements(db)
   const insertChannel = db.prepare(
     `INSERT INTO channels (community, id, name, about, picture, private, closed, hidden, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
@@ -94,23 +105,20 @@ export function openSqliteChannelStore(file: string): ChannelStore {
   const markDeleted = db.prepare('UPDATE channels SET deleted = 1 WHERE community = ? AND id = ? AND deleted = 0')
   const dropMembers = db.prepare('DELETE FROM channel_members WHERE community = ? AND channel = ?')
   const isLive = db.prepare('SELECT 1 FROM channels WHERE community = ? AND id = ? AND deleted = 0').pluck()
-  const roleOf = db.prepare('SELECT role FROM channel_members WHERE community = ? AND channel = ? AND pubkey = ?').pluck()
+  const rolesOfOne = db.prepare('SELECT roles FROM channel_members WHERE community = ? AND channel = ? AND pubkey = ?').pluck()
   const upsertMember = db.prepare(
-    `INSERT INTO channel_members (community, channel, pubkey, role) VALUES (?, ?, ?, ?)
-     ON CONFLICT DO UPDATE SET role = excluded.role`,
+    `INSERT INTO channel_members (community, channel, pubkey, roles) VALUES (?, ?, ?, ?)
+     ON CONFLICT DO UPDATE SET roles = excluded.roles`,
   )
   const deleteMember = db.prepare('DELETE FROM channel_members WHERE community = ? AND channel = ? AND pubkey = ?')
   const selectMemberChannels = db.prepare(
     'SELECT DISTINCT channel FROM channel_members WHERE community = ? AND pubkey IN (SELECT value FROM json_each(?))',
   )
   const selectRoles = db.prepare(
-    `SELECT pubkey, role FROM channel_members
+    `SELECT pubkey, roles FROM channel_members
      WHERE community = ? AND channel = ? AND pubkey IN (SELECT value FROM json_each(?))`,
   )
-  // NIP-29 39001/39002 list admins before members
-  const selectMembers = db.prepare(
-    `SELECT pubkey, role FROM channel_members WHERE community = ? AND channel = ? ORDER BY role <> 'admin', pubkey`,
-  )
+  const selectMembers = db.prepare('SELECT pubkey, roles FROM channel_members WHERE community = ? AND channel = ?')
 
   // Each transaction below runs as BEGIN IMMEDIATE: it takes the write lock before its first read, so while
   // the event store's writer thread (another connection) commits it waits (busy_timeout) instead of failing
@@ -128,19 +136,21 @@ export function openSqliteChannelStore(file: string): ChannelStore {
       c.createdAt,
     )
     if (changes === 0) return 'exists'
-    upsertMember.run(community, c.id, creator, 'admin')
+    upsertMember.run(community, c.id, creator, JSON.stringify([ROLE_ADMIN]))
     return 'created'
   })
   const remove = db.transaction((community: string, id: string): boolean => {
     if (markDeleted.run(community, id).changes === 0) return false
     dropMembers.run(community, id)
+    invites.dropAll(community, id)
     return true
   })
-  const putMember = db.transaction((community: string, channel: string, pubkey: string, role: ChannelRole) => {
+  const putMember = db.transaction((community: string, channel: string, pubkey: string, roles: MemberRoles) => {
     if (isLive.get(community, channel) === undefined) return 'unchanged'
-    const before = roleOf.get(community, channel, pubkey) as ChannelRole | undefined
-    if (before === role) return 'unchanged'
-    upsertMember.run(community, channel, pubkey, role)
+    const before = rolesOfOne.get(community, channel, pubkey) as string | undefined
+    const after = JSON.stringify(roles)
+    if (before === after) return 'unchanged'
+    upsertMember.run(community, channel, pubkey, after)
     return before === undefined ? 'added' : 'updated'
   })
 
@@ -172,8 +182,11 @@ export function openSqliteChannelStore(file: string): ChannelStore {
         return row === undefined ? undefined : toRecord(row as ChannelRow)
       }),
     remove: async (community, id) => inTransaction(() => remove(community, id)),
-    putMember: async (community, channel, pubkey, role) => inTransaction(() => putMember(community, channel, pubkey, role)),
+    putMember: async (community, channel, pubkey, roles) => inTransaction(() => putMember(community, channel, pubkey, roles)),
     removeMember: async (community, channel, pubkey) => inTransaction(() => deleteMember.run(community, channel, pubkey).changes > 0),
+    createInvite: async (community, channel, invite, now) => inTransaction(() => invites.create(community, channel, invite, now)),
+    redeemInvite: async (community, channel, code, pubkey, now) =>
+      inTransaction(() => invites.redeem(community, channel, code, pubkey, now)),
   })
   const immediate = db.transaction(<T>(run: () => T): T => run())
 
@@ -196,10 +209,10 @@ export function openSqliteChannelStore(file: string): ChannelStore {
       return (selectRestricted.all(community) as ChannelRow[]).map(toRecord)
     },
     async rolesOf(community, channel, pubkeys) {
-      const out = new Map<string, ChannelRole>()
+      const out = new Map<string, MemberRoles>()
       if (pubkeys.length === 0) return out
-      const rows = selectRoles.all(community, channel, JSON.stringify(pubkeys)) as ChannelMember[]
-      for (const r of rows) out.set(r.pubkey, r.role)
+      const rows = selectRoles.all(community, channel, JSON.stringify(pubkeys)) as MemberRow[]
+      for (const r of rows) out.set(r.pubkey, JSON.parse(r.roles) as string[])
       return out
     },
     async memberChannels(community, pubkeys) {
@@ -207,10 +220,25 @@ export function openSqliteChannelStore(file: string): ChannelStore {
       return new Set(selectMemberChannels.pluck().all(community, JSON.stringify(pubkeys)) as string[])
     },
     async members(community, channel) {
-      return selectMembers.all(community, channel) as ChannelMember[]
+      const rows = selectMembers.all(community, channel) as MemberRow[]
+      return rows.map((r): ChannelMember => ({ pubkey: r.pubkey, roles: JSON.parse(r.roles) as string[] })).sort(compareMembers)
     },
     async close() {
       db.close()
     },
   }
+}
+
+/**
+ * Files from before roles had a `role` column of 'admin' or 'member': an admin keeps the role `admin`, a member
+ * none. One transaction, so a file is never left half converted.
+ */
+function migrateMemberRoles(db: Database.Database): void {
+  const columns = db.prepare('SELECT name FROM pragma_table_info(?)').pluck().all('channel_members') as string[]
+  if (!columns.includes('role')) return
+  db.transaction(() => {
+    if (!columns.includes('roles')) db.exec("ALTER TABLE channel_members ADD COLUMN roles TEXT NOT NULL DEFAULT '[]'")
+    db.exec(`UPDATE channel_members SET roles = '["admin"]' WHERE role = 'admin'`)
+    db.exec('ALTER TABLE channel_members DROP COLUMN role')
+  }).immediate()
 }
