@@ -6,7 +6,8 @@ import { openRelaySession, RelayClientError, type RelaySession } from '../client
 import type { NostrEvent } from '../protocols/nip01/event.js'
 import type { EventTemplate } from '../protocols/nip01/sign.js'
 import {
-  CHANNEL_ID,
+  CHANNEL_ID_RULE,
+  isChannelId,
   KIND_CREATE_GROUP,
   KIND_DELETE_GROUP,
   KIND_EDIT_METADATA,
@@ -29,7 +30,7 @@ export const CHANNEL_USAGE = `usage: apiary channel <command> [args...] --url <w
   apiary channel list
 --url is the relay's WebSocket URL; its host picks the community, and it is signed into the NIP-42 AUTH.
 --key is your secret key; APIARY_ADMIN_KEY is used when --key is absent (keeps it out of ps).
-Channel ids are a-z 0-9 - _ (at most 64); pubkeys are 64 hex characters (no npub/nsec).
+Channel ids are ${CHANNEL_ID_RULE}; pubkeys are 64 hex characters (no npub/nsec).
 `
 
 type Flags = ReturnType<typeof parseChannelArgs>['values']
@@ -80,7 +81,7 @@ export async function runChannel(argv: string[], env: Record<string, string | un
   } else {
     const toEvent = COMMANDS[command]
     if (!toEvent) return usage(`unknown command ${command}`)
-    if (id === undefined || !CHANNEL_ID.test(id)) return usage(`${command} needs a channel id (a-z 0-9 - _, at most 64)`)
+    if (id === undefined || !isChannelId(id)) return usage(`${command} needs a channel id (${CHANNEL_ID_RULE})`)
     // lowercase hex is what relays compare; accept what a user pastes in upper case
     const built = toEvent(rest.map(lowerHexArg), values)
     if (typeof built === 'string') return usage(`${command} ${built}`)

@@ -38,8 +38,23 @@ export const GROUP_MANAGEMENT_KINDS: readonly number[] = Array.from(
   (_, i) => KIND_PUT_USER + i,
 )
 
-/** NIP-29 group ids: `a-z0-9-_`; 64 characters keeps them inside tag and key limits. */
-export const CHANNEL_ID = /^[a-z0-9_-]{1,64}$/
+/**
+ * NIP-29: a group id is "a random string of any length". Bounded here: NDK's ids are 24 letters and digits,
+ * and 64 keeps an id inside tag, key and log limits. Control characters and whitespace have no place in an id
+ * (they forge log lines and split table columns), and a lone surrogate is no text PostgreSQL can store.
+ */
+export const MAX_CHANNEL_ID_CHARS = 64
+// Cc is C0, DEL and C1; with the u flag Cs matches only a surrogate that pairs with none; \s is Unicode whitespace
+const NOT_IN_CHANNEL_ID = /[\p{Cc}\p{Cs}\s]/u
+
+/** A NIP-29 group id Apiary serves: 1 to 64 UTF-16 code units, no control character, whitespace or lone surrogate. */
+export function isChannelId(id: unknown): id is string {
+  return typeof id === 'string' && id.length >= 1 && id.length <= MAX_CHANNEL_ID_CHARS && !NOT_IN_CHANNEL_ID.test(id)
+}
+
+/** The rule of isChannelId in words, for the messages that refuse an id. */
+export const CHANNEL_ID_RULE = `1 to ${MAX_CHANNEL_ID_CHARS} characters, without whitespace or control characters`
+
 // Display fields are for a channel list, not documents.
 export const MAX_CHANNEL_NAME_CHARS = 128
 export const MAX_CHANNEL_ABOUT_CHARS = 2_000
@@ -97,8 +112,7 @@ export function channelOf(event: Pick<NostrEvent, 'tags'>): Result<string | unde
   for (const t of event.tags) {
     if (t[0] !== 'h') continue
     if (found !== undefined) return err(reason('invalid', 'an event belongs to one channel: more than one h tag'))
-    if (typeof t[1] !== 'string' || !CHANNEL_ID.test(t[1]))
-      return err(reason('invalid', 'h tag must be a channel id of a-z0-9-_ (at most 64)'))
+    if (!isChannelId(t[1])) return err(reason('invalid', `an h tag names a channel: ${CHANNEL_ID_RULE}`))
     found = t[1]
   }
   return ok(found)

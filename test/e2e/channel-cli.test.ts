@@ -111,6 +111,7 @@ describe('apiary channel', { timeout: 60_000 }, () => {
     ['--private with --public', ['edit', 'hive', '--private', '--public']],
     ['--closed with --open', ['create', 'hive', '--closed', '--open']],
     ['--hidden with --visible', ['edit', 'hive', '--hidden', '--visible']],
+    ['an id with a control character', ['join', 'bell\u0007']],
     ['an npub for a pubkey', ['add', 'hive', 'npub1xyz']],
     ['a second pubkey', ['remove', 'hive', 'ab'.repeat(32), 'cd'.repeat(32)]],
     ['an argument list does not take', ['list', 'hive']],

@@ -109,11 +109,29 @@ describe('NIP-29 channels', () => {
       expect((await createChannel(c, admin, 'gone')).ok).toMatchObject({ accepted: false, prefix: 'blocked' })
     })
 
-    it('refuses an h tag that is not a channel id (a-z0-9-_, at most 64) with "invalid:"', async () => {
+    it('refuses an h tag of 65 characters, or with whitespace or a control character, with "invalid:"', async () => {
       const { c, admin } = await setup()
-      expect((await createChannel(c, admin, 'Upper')).ok).toMatchObject({ accepted: false, prefix: 'invalid' })
-      expect((await createChannel(c, admin, 'x'.repeat(65))).ok).toMatchObject({ accepted: false, prefix: 'invalid' })
+      for (const id of ['x'.repeat(65), 'two words', 'tab\there', 'bell\u0007', 'nel\u0085'])
+        expect((await createChannel(c, admin, id)).ok).toMatchObject({ accepted: false, prefix: 'invalid' })
       expect((await createChannel(c, admin, 'x'.repeat(64))).ok.accepted).toBe(true)
+    })
+
+    it('serves a channel whose id is mixed-case and random, as NDK makes them: create, join, post, state', async () => {
+      const { r, c, admin, alice } = await setup()
+      const id = 'aB3xY9kLm2Qp'
+      expect((await createChannel(c, admin, id, { name: 'NDK' })).ok.accepted).toBe(true)
+      // another channel whose id differs only in case is another channel
+      expect((await createChannel(c, alice, id.toLowerCase())).ok.accepted).toBe(true)
+      expect((await post(c, alice, id)).ok).toMatchObject({ accepted: false, prefix: 'restricted' })
+      expect((await join(c, alice, id)).ok.accepted).toBe(true)
+      const message = await post(c, alice, id)
+      expect(message.ok.accepted).toBe(true)
+      expect(idsOf(await reqEvents(c, [{ kinds: [9], '#h': [id] }]))).toEqual([message.event.id])
+      const { metadata, members } = await channelState(c, id)
+      expect(metadata?.pubkey).toBe(r.relay.pubkey)
+      expect(tagValues(metadata, 'name')).toEqual(['NDK'])
+      expect(tagValues(members, 'p').sort()).toEqual([admin.pubkey, alice.pubkey].sort())
+      expect(tagValues((await channelState(c, id.toLowerCase())).members, 'p')).toEqual([alice.pubkey])
     })
   })
 

@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import {
   adminsTemplate,
@@ -6,6 +7,7 @@ import {
   type ChannelAction,
   type ChannelFacts,
   channelOf,
+  isChannelId,
   membersTemplate,
   metadataTemplate,
   parseChannelAction,
@@ -21,6 +23,9 @@ describe('reading the channel an event is addressed to', () => {
     { name: 'no h tag', tags: [['t', 'x']], want: undefined },
     { name: 'one h tag', tags: [h('general')], want: 'general' },
     { name: 'an id of 64 characters', tags: [h('a'.repeat(64))], want: 'a'.repeat(64) },
+    { name: 'a mixed-case random id as NDK makes them', tags: [h('aB3xY9kLm2Qp')], want: 'aB3xY9kLm2Qp' },
+    { name: 'an id with punctuation', tags: [h('a:b/{c}*%')], want: 'a:b/{c}*%' },
+    { name: 'an id of 32 emoji (64 UTF-16 code units)', tags: [h('🐝'.repeat(32))], want: '🐝'.repeat(32) },
   ])('reads $name', ({ tags, want }) => {
     const r = channelOf({ tags })
     expect(r.ok).toBe(true)
@@ -30,12 +35,70 @@ describe('reading the channel an event is addressed to', () => {
   it.each([
     { name: 'two h tags', tags: [h('a'), h('b')] },
     { name: 'an id of 65 characters', tags: [h('a'.repeat(65))] },
-    { name: 'upper case', tags: [h('General')] },
+    { name: 'an id of 33 emoji (66 UTF-16 code units)', tags: [h('🐝'.repeat(33))] },
+    { name: 'a space', tags: [h('general chat')] },
+    { name: 'a no-break space', tags: [h('general\u00a0chat')] },
+    { name: 'a line separator', tags: [h('a\u2028b')] },
+    { name: 'a NUL', tags: [h('a\u0000')] },
+    { name: 'a newline', tags: [h('a\nb')] },
+    { name: 'DEL', tags: [h('a\u007f')] },
+    { name: 'a C1 control character', tags: [h('a\u0085')] },
+    { name: 'a lone high surrogate', tags: [h('a\ud83d')] },
+    { name: 'a lone low surrogate', tags: [h('\udc1d')] },
     { name: 'an empty id', tags: [h('')] },
     { name: 'no value', tags: [['h']] },
   ])('refuses $name as invalid', ({ tags }) => {
     const r = channelOf({ tags })
     expect(!r.ok && prefixOf(r.error)).toBe('invalid')
+    // the rule the h tag's reason states is the one that holds now
+    expect(!r.ok && r.error).not.toMatch(/a-z/)
+  })
+
+  /** The rule spelled out code unit by code unit: the reference the validator is checked against. */
+  const referenceIsChannelId = (id: string) => {
+    if (id.length < 1 || id.length > 64) return false
+    for (let i = 0; i < id.length; i++) {
+      const c = id.charCodeAt(i)
+      if (c <= 0x1f || (c >= 0x7f && c <= 0x9f)) return false
+      if (/\s/.test(id[i] as string)) return false
+      const high = c >= 0xd800 && c <= 0xdbff
+      const low = c >= 0xdc00 && c <= 0xdfff
+      const next = id.charCodeAt(i + 1)
+      if (high && !(next >= 0xdc00 && next <= 0xdfff)) return false
+      if (low && !(i > 0 && id.charCodeAt(i - 1) >= 0xd800 && id.charCodeAt(i - 1) <= 0xdbff)) return false
+      if (high) i++
+    }
+    return true
+  }
+
+  it('accepts exactly the ids the rule allows: 1 to 64 code units, no control, whitespace or lone surrogate (property)', () => {
+    const odd = fc.constantFrom(
+      '\u0000',
+      '\u001f',
+      ' ',
+      '\t',
+      '\u007f',
+      '\u0085',
+      '\u00a0',
+      '\u2028',
+      '\u3000',
+      '\ufeff',
+      '\ud800',
+      '\udfff',
+    )
+    const id = fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 70 }),
+      fc.string({ unit: 'grapheme', maxLength: 40 }),
+      fc.tuple(fc.string({ maxLength: 40 }), odd, fc.string({ maxLength: 20 })).map(([a, b, c]) => a + b + c),
+    )
+    fc.assert(
+      fc.property(id, (value) => {
+        expect(isChannelId(value)).toBe(referenceIsChannelId(value))
+        const r = channelOf({ tags: [h(value)] })
+        expect(r.ok).toBe(referenceIsChannelId(value))
+      }),
+      { numRuns: 2_000 },
+    )
   })
 })
 

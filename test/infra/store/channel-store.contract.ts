@@ -114,6 +114,15 @@ export function describeChannelStoreContract(name: string, open: () => Promise<C
         expect(await store.update(community, 'edit', { hidden: false })).toEqual(updated)
       })
 
+      it('keeps ids of any characters apart, case and punctuation included', async () => {
+        const ids = ['aB3xY9kLm2Qp', 'ab3xy9klm2qp', 'a:b', 'a%3ab', '🐝', "x'); --"]
+        for (const id of ids) expect(await store.create(community, channel(id, { name: id }), pubkey('a'))).toBe('created')
+        const got = await store.get(community, ids)
+        expect(ids.map((id) => got.get(id)?.name)).toEqual(ids)
+        await store.putMember(community, 'a:b', pubkey('b'), 'member')
+        expect(await store.memberChannels(community, [pubkey('b')])).toEqual(new Set(['a:b']))
+      })
+
       it('updates neither an unknown nor a deleted channel', async () => {
         await store.create(community, channel('gone'), pubkey('a'))
         await store.remove(community, 'gone')
