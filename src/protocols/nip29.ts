@@ -1,7 +1,7 @@
 import { isHex64 } from './ids.js'
 import type { NostrEvent } from './nip01/event.js'
 import type { EventTemplate } from './nip01/sign.js'
-import { reason } from './reasons.js'
+import { type Reason, reason } from './reasons.js'
 import { err, ok, type Result } from './result.js'
 
 /*
@@ -117,8 +117,12 @@ export interface ChannelReadFlags {
 /** Who may read an event of a channel: anyone the community lets read, the channel's members, or nobody. */
 export type Audience = 'all' | 'members' | 'none'
 
-/** What an accepted action asks the relay to do besides storing the event. */
-export type Verdict = { effect: 'apply' } | { effect: 'queue' } | { effect: 'none' }
+/**
+ * What an accepted action asks the relay to do besides storing the event: `apply` it to the channel's rows,
+ * nothing more (`none`), or nothing more and answer OK false with `answer` (`queue`: a join request to a closed
+ * channel is stored for its admins to read, yet NIP-29 says the relay "MUST reject the request").
+ */
+export type Verdict = { effect: 'apply' } | { effect: 'queue'; answer: Reason } | { effect: 'none' }
 
 /** The channel an event is addressed to: its single `h` tag, or undefined when it has none. */
 export function channelOf(event: Pick<NostrEvent, 'tags'>): Result<string | undefined> {
@@ -319,7 +323,7 @@ export function authorize(action: ChannelAction, f: ChannelFacts): Result<Verdic
     case 'join':
       // NIP-29: a join request from a member MUST be refused with `duplicate:`
       if (f.role) return err(reason('duplicate', 'already a member of this channel'))
-      return ok({ effect: channel.closed ? 'queue' : 'apply' })
+      return ok(channel.closed ? closedJoin() : { effect: 'apply' })
     case 'leave':
       return f.role ? ok({ effect: 'apply' }) : err(reason('restricted', 'not a member of this channel'))
     case 'post':
@@ -327,6 +331,15 @@ export function authorize(action: ChannelAction, f: ChannelFacts): Result<Verdic
         return err(reason('restricted', 'only members may post to this channel; send a join request (kind 9021)'))
       return checkSupportedKind(action.kind, channel.supportedKinds)
   }
+}
+
+/**
+ * A join request to a closed channel: stored, so its admins find it (`{"kinds":[9021],"#h":[id]}`), and
+ * refused, saying it is pending (NIP-29: the message "SHOULD explain ... if the request is pending review").
+ * An invite code (9021 `code`, made by a 9009) would admit here instead; codes are not implemented yet.
+ */
+function closedJoin(): Verdict {
+  return { effect: 'queue', answer: reason('restricted', "this channel is closed: the join request is pending an admin's approval") }
 }
 
 /**

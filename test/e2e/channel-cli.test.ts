@@ -62,11 +62,11 @@ describe('apiary channel', { timeout: 60_000 }, () => {
     expect(mine).toContain('den\tDen\tpublic open hidden')
   })
 
-  it('answers ok to a join request on a closed channel, yet the joiner\'s post is "restricted:" while a member\'s is accepted', async () => {
+  it("exits 1 on a join request to a closed channel with the relay's \"restricted:\" (pending); the joiner's post is refused, a member's accepted", async () => {
     await expect(apiary('channel', 'create', 'queue', '--closed', '--restricted', ...as(owner))).resolves.toMatchObject({ code: 0 })
     await expect(apiary('channel', 'add', 'queue', member.pubkey, ...as(owner))).resolves.toMatchObject({ code: 0 })
     const joined = await apiary('channel', 'join', 'queue', ...as(stranger))
-    expect(joined).toMatchObject({ code: 0, stdout: expect.stringMatching(SENT) })
+    expect(joined).toMatchObject({ code: 1, stdout: '', stderr: expect.stringMatching(/^apiary channel: restricted: .*pending/) })
     const c = await client(relay)
     try {
       expect((await auth(c, stranger, wsUrl)).accepted).toBe(true)

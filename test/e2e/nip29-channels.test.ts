@@ -185,12 +185,13 @@ describe('NIP-29 channels', () => {
       expect(added).toHaveLength(1)
     })
 
-    it('stores a join to a closed channel (OK true) but admits no one until an admin puts the user in', async () => {
+    it('answers a join to a closed channel "restricted:" (pending), stores it for the admins, and admits no one until one puts the user in', async () => {
       const { r, c, admin, alice } = await setup()
       await createChannel(c, admin, 'club', { flags: ['closed', 'restricted'] })
       const request = await join(c, alice, 'club')
-      expect(request.ok).toEqual({ accepted: true, message: '', prefix: undefined })
-      expect(idsOf(await reqEvents(c, [{ ids: [request.event.id] }]))).toEqual([request.event.id])
+      expect(request.ok).toMatchObject({ accepted: false, prefix: 'restricted' })
+      expect(request.ok.message).toMatch(/pending/)
+      expect(idsOf(await reqEvents(c, [{ kinds: [9021], '#h': ['club'] }]))).toEqual([request.event.id])
       expect((await post(c, alice, 'club')).ok).toMatchObject({ accepted: false, prefix: 'restricted' })
       expect(tagValues((await channelState(c, 'club')).members, 'p')).toEqual([admin.pubkey])
       expect(await reqEvents(c, [{ kinds: [9000], authors: [r.relay.pubkey], '#h': ['club'] }])).toEqual([])

@@ -267,6 +267,14 @@ describe('deciding who may do what in a channel', () => {
   ])('supported kinds: $what is $want', ({ channel, kind, want }) => {
     expect(decide('post', { channel, role: 'admin', moderator: true }, kind)).toBe(want)
   })
+
+  it('stores a join to a closed channel yet answers it "restricted:", saying it is pending', () => {
+    const r = authorize(act('join'), { channel: closed, moderator: false })
+    expect(r.ok && r.value.effect).toBe('queue')
+    const answer = r.ok && r.value.effect === 'queue' ? r.value.answer : ''
+    expect(prefixOf(answer)).toBe('restricted')
+    expect(answer).toMatch(/pending/)
+  })
 })
 
 describe('describing a channel in relay-signed events', () => {
