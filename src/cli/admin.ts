@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util'
 import { callManagement, isPubkeyHex, isSecretKeyHex, lowerHexArg, toManagementUrl } from '../client/admin-client.js'
 import { isCommunityId } from '../protocols/ids.js'
+import { isChannelId } from '../protocols/nip29.js'
 import { isNip86Method, type Nip86Method } from '../protocols/nip86/methods.js'
 import { ROLE_PATTERN } from '../protocols/role-domains.js'
 import { tryParse } from './options.js'
@@ -166,7 +167,7 @@ const METHODS: Partial<Record<Nip86Method, ToParams>> = {
     return bad === undefined ? [from, to] : `${bad} is not a role ([a-z0-9-])`
   },
   setchannelroles: ([channel, ...roles]) => {
-    if (channel === undefined || channel === '') return 'needs a channel id and the roles that may post there'
+    if (!isChannelId(channel)) return 'needs a channel id and the roles that may post there'
     const bad = roles.find((r) => !ROLE_PATTERN.test(r))
     return bad === undefined ? [channel, roles] : `${bad} is not a role ([a-z0-9-])`
   },

@@ -3,7 +3,7 @@ import type { NostrEvent } from './nip01/event.js'
 import type { EventTemplate } from './nip01/sign.js'
 import { type InviteRequest, joinCodeOf, parseCreateInvite } from './nip29-invites.js'
 import { type ChannelRole, isPrivileged, type MemberRoles, parseMemberRoles, SUPPORTED_ROLES } from './nip29-roles.js'
-import { reason } from './reasons.js'
+import { type Reason, reason } from './reasons.js'
 import { err, ok, type Result } from './result.js'
 
 /*
@@ -41,22 +41,51 @@ export const GROUP_MANAGEMENT_KINDS: readonly number[] = Array.from(
   (_, i) => KIND_PUT_USER + i,
 )
 
-/** NIP-29 group ids: `a-z0-9-_`; 64 characters keeps them inside tag and key limits. */
-export const CHANNEL_ID = /^[a-z0-9_-]{1,64}$/
+/**
+ * NIP-29: a group id is "a random string of any length". Bounded here: NDK's ids are 24 letters and digits,
+ * and 64 keeps an id inside tag, key and log limits. Control characters and whitespace have no place in an id
+ * (they forge log lines and split table columns), and a lone surrogate is no text PostgreSQL can store.
+ */
+export const MAX_CHANNEL_ID_CHARS = 64
+// Cc is C0, DEL and C1; with the u flag Cs matches only a surrogate that pairs with none; \s is Unicode whitespace
+const NOT_IN_CHANNEL_ID = /[\p{Cc}\p{Cs}\s]/u
+
+/** A NIP-29 group id Apiary serves: 1 to 64 UTF-16 code units, no control character, whitespace or lone surrogate. */
+export function isChannelId(id: unknown): id is string {
+  return typeof id === 'string' && id.length >= 1 && id.length <= MAX_CHANNEL_ID_CHARS && !NOT_IN_CHANNEL_ID.test(id)
+}
+
+/** The rule of isChannelId in words, for the messages that refuse an id. */
+export const CHANNEL_ID_RULE = `1 to ${MAX_CHANNEL_ID_CHARS} characters, without whitespace or control characters`
+
 // Display fields are for a channel list, not documents.
 export const MAX_CHANNEL_NAME_CHARS = 128
 export const MAX_CHANNEL_ABOUT_CHARS = 2_000
 export const MAX_CHANNEL_PICTURE_CHARS = 1_000
+export const MAX_CHANNEL_BANNER_CHARS = 1_000
+/** kinds one `supported_kinds` tag may list: a channel's kinds are a handful (chat, threads, articles) */
+export const MAX_SUPPORTED_KINDS = 64
 
 export type { ChannelRole, MemberRoles }
 
-export interface ChannelMetadata {
+/**
+ * NIP-29's access flags in 39000: `private` (only members read), `restricted` (only members write), `hidden`
+ * (the state shown to members only), `closed` (join requests wait for an admin); absent means off.
+ */
+export const CHANNEL_FLAGS = ['private', 'restricted', 'hidden', 'closed'] as const
+export type ChannelFlag = (typeof CHANNEL_FLAGS)[number]
+
+/**
+ * What a 9007 or 9002 says. A field left undefined stays as it is (a 9002 that does not carry it); a 9007 and
+ * a 9002 carrying any flag tag define all four flags and `supportedKinds` (see parseMetadata).
+ */
+export interface ChannelMetadata extends Partial<Record<ChannelFlag, boolean>> {
   name?: string
   about?: string
   picture?: string
-  private?: boolean
-  closed?: boolean
-  hidden?: boolean
+  banner?: string
+  /** null: every kind (no `supported_kinds` tag) */
+  supportedKinds?: readonly number[] | null
 }
 
 export type ChannelAction =
@@ -72,12 +101,12 @@ export type ChannelAction =
   | ({ type: 'create-invite'; channel: string } & InviteRequest)
   | { type: 'leave'; channel: string }
   /** any other event carrying an `h` tag: a message to the channel */
-  | { type: 'post'; channel: string }
+  | { type: 'post'; channel: string; kind: number }
 
 /** What the gate knows about a channel when it decides an action. */
 export interface ChannelFacts {
   /** undefined: no such channel */
-  channel?: { private: boolean; closed: boolean; deleted: boolean }
+  channel?: Pick<ChannelView, 'restricted' | 'closed' | 'supportedKinds'> & { deleted: boolean }
   /** what the author's roles let it do in the channel; undefined when not a member */
   role?: ChannelRole
   /** the same of a remove-user's target (a moderator removes plain members only); undefined when not a member */
@@ -96,11 +125,15 @@ export interface ChannelReadFlags {
 /** Who may read an event of a channel: anyone the community lets read, the channel's members, or nobody. */
 export type Audience = 'all' | 'members' | 'none'
 
-/** What an accepted action asks the relay to do besides storing the event. */
+/**
+ * What an accepted action asks the relay to do besides storing the event: `apply` it to the channel's rows,
+ * nothing more (`none`), or nothing more and answer OK false with `answer` (`queue`: a join request to a closed
+ * channel is stored for its admins to read, yet NIP-29 says the relay "MUST reject the request").
+ */
 export type Verdict =
   /** `spareStaff`: a moderator's 9005, which leaves the events of admins and moderators in place */
   | { effect: 'apply'; spareStaff?: true }
-  | { effect: 'queue' }
+  | { effect: 'queue'; answer: Reason }
   | { effect: 'none' }
   /**
    * acted on and answered, never stored (an invite code is a secret a stored event would show every reader
@@ -114,8 +147,7 @@ export function channelOf(event: Pick<NostrEvent, 'tags'>): Result<string | unde
   for (const t of event.tags) {
     if (t[0] !== 'h') continue
     if (found !== undefined) return err(reason('invalid', 'an event belongs to one channel: more than one h tag'))
-    if (typeof t[1] !== 'string' || !CHANNEL_ID.test(t[1]))
-      return err(reason('invalid', 'h tag must be a channel id of a-z0-9-_ (at most 64)'))
+    if (!isChannelId(t[1])) return err(reason('invalid', `an h tag names a channel: ${CHANNEL_ID_RULE}`))
     found = t[1]
   }
   return ok(found)
@@ -166,7 +198,7 @@ export function parseChannelAction(event: NostrEvent): Result<ChannelAction | un
   switch (event.kind) {
     case KIND_CREATE_GROUP:
     case KIND_EDIT_METADATA: {
-      const metadata = parseMetadata(event.tags)
+      const metadata = parseMetadata(event.tags, event.kind === KIND_CREATE_GROUP)
       if (!metadata.ok) return metadata
       return ok({ type: event.kind === KIND_CREATE_GROUP ? 'create' : 'edit-metadata', channel, metadata: metadata.value })
     }
@@ -197,7 +229,7 @@ export function parseChannelAction(event: NostrEvent): Result<ChannelAction | un
     case KIND_LEAVE_REQUEST:
       return ok({ type: 'leave', channel })
     default:
-      return ok({ type: 'post', channel })
+      return ok({ type: 'post', channel, kind: event.kind })
   }
 }
 
@@ -215,42 +247,80 @@ const isChannelKind = (kind: number) =>
   ].includes(kind)
 
 /**
- * Metadata tags of 9007/9002. A flag tag that is absent leaves the flag as it is: an edit that only renames
- * must never turn a private channel public. `private`/`public`, `closed`/`open` and `hidden`/`visible` set them
- * explicitly (NIP-29 names no tag for "not hidden": `visible` is ours, as `public` and `open` were the old revision's).
+ * Each flag tag: the flag it sets, and to what. The "off" tags are no NIP-29 tags (absence means off): `public`
+ * and `open` are the old revision's, `unrestricted` and `visible` Apiary's, for a 9002 that turns a flag off.
  */
-function parseMetadata(tags: string[][]): Result<ChannelMetadata> {
+const FLAG_TAGS: ReadonlyMap<string, readonly [ChannelFlag, boolean]> = new Map([
+  ['private', ['private', true]],
+  ['public', ['private', false]],
+  ['restricted', ['restricted', true]],
+  ['unrestricted', ['restricted', false]],
+  ['hidden', ['hidden', true]],
+  ['visible', ['hidden', false]],
+  ['closed', ['closed', true]],
+  ['open', ['closed', false]],
+])
+
+const TEXT_FIELDS = new Map([
+  ['name', MAX_CHANNEL_NAME_CHARS],
+  ['about', MAX_CHANNEL_ABOUT_CHARS],
+  ['picture', MAX_CHANNEL_PICTURE_CHARS],
+  ['banner', MAX_CHANNEL_BANNER_CHARS],
+] as const)
+
+/**
+ * Metadata tags of 9007/9002. `full` (a 9007) defines every flag and `supportedKinds`, absence meaning off and
+ * "every kind" as NIP-29 reads it. A 9002 is full too once it carries any flag tag: it states the flags, so a
+ * flag it leaves out is off, and without `supported_kinds` every kind is accepted again. A 9002 without flag
+ * tags changes only what it carries: an edit that only renames (NDK's setMetadata) never makes a private
+ * channel public. Display fields change only when carried (an empty value clears one).
+ */
+function parseMetadata(tags: string[][], full: boolean): Result<ChannelMetadata> {
   const m: ChannelMetadata = {}
-  const text = (t: string[], max: number, field: string): Result<string> => {
-    const v = t[1] ?? ''
-    return typeof v === 'string' && v.length <= max ? ok(v) : err(reason('invalid', `${field} longer than ${max} characters`))
-  }
+  const flags: Partial<Record<ChannelFlag, boolean>> = {}
+  let kinds: readonly number[] | undefined
   for (const t of tags) {
-    switch (t[0]) {
-      case 'name':
-      case 'about':
-      case 'picture': {
-        const max = t[0] === 'name' ? MAX_CHANNEL_NAME_CHARS : t[0] === 'about' ? MAX_CHANNEL_ABOUT_CHARS : MAX_CHANNEL_PICTURE_CHARS
-        const v = text(t, max, t[0])
-        if (!v.ok) return v
-        m[t[0]] = v.value
-        break
-      }
-      case 'private':
-      case 'public':
-        m.private = t[0] === 'private'
-        break
-      case 'closed':
-      case 'open':
-        m.closed = t[0] === 'closed'
-        break
-      case 'hidden':
-      case 'visible':
-        m.hidden = t[0] === 'hidden'
-        break
+    const [name = ''] = t
+    const flag = FLAG_TAGS.get(name)
+    if (flag) {
+      const [which, on] = flag
+      if (flags[which] === !on) return err(reason('invalid', `two tags contradict each other on the ${which} flag`))
+      flags[which] = on
+      continue
+    }
+    const max = TEXT_FIELDS.get(name as 'name')
+    if (max !== undefined) {
+      const v = t[1] ?? ''
+      if (typeof v !== 'string' || v.length > max) return err(reason('invalid', `${name} longer than ${max} characters`))
+      // PostgreSQL text cannot hold NUL: such a field would be stored in the event and never in the row
+      if (v.includes('\0')) return err(reason('invalid', `${name} holds a NUL character`))
+      m[name as 'name'] = v
+    } else if (name === 'supported_kinds') {
+      if (kinds !== undefined) return err(reason('invalid', 'one supported_kinds tag at most'))
+      const parsed = parseSupportedKinds(t.slice(1))
+      if (!parsed.ok) return parsed
+      kinds = parsed.value
     }
   }
+  if (full || Object.keys(flags).length > 0) {
+    for (const f of CHANNEL_FLAGS) m[f] = flags[f] ?? false
+    m.supportedKinds = kinds ?? null
+  } else if (kinds !== undefined) m.supportedKinds = kinds
   return ok(m)
+}
+
+const KIND_TEXT = /^(0|[1-9][0-9]{0,4})$/
+
+/** NIP-29 `supported_kinds`: stringified kinds (0–65535), at most MAX_SUPPORTED_KINDS; none means no kind. */
+function parseSupportedKinds(values: string[]): Result<readonly number[]> {
+  if (values.length > MAX_SUPPORTED_KINDS) return err(reason('invalid', `supported_kinds lists at most ${MAX_SUPPORTED_KINDS} kinds`))
+  const kinds = new Set<number>()
+  for (const v of values) {
+    const kind = KIND_TEXT.test(v) ? Number(v) : Number.NaN
+    if (!(kind <= 65_535)) return err(reason('invalid', 'supported_kinds holds kinds as decimal numbers from 0 to 65535'))
+    kinds.add(kind)
+  }
+  return ok([...kinds])
 }
 
 /**
@@ -281,13 +351,13 @@ export function authorize(action: ChannelAction, f: ChannelFacts): Result<Verdic
       // NIP-29: a join request from a member MUST be refused with `duplicate:`
       if (f.role) return err(reason('duplicate', 'already a member of this channel'))
       if (action.code !== undefined) return ok({ effect: 'command', redeem: channel.closed })
-      return ok({ effect: channel.closed ? 'queue' : 'apply' })
+      return ok(channel.closed ? closedJoin() : { effect: 'apply' })
     case 'leave':
       return f.role ? ok({ effect: 'apply' }) : err(reason('restricted', 'not a member of this channel'))
     case 'post':
-      return f.role || f.moderator
-        ? ok({ effect: 'none' })
-        : err(reason('restricted', 'only members may post to this channel; send a join request (kind 9021)'))
+      if (channel.restricted && !f.role && !f.moderator)
+        return err(reason('restricted', 'only members may post to this channel; send a join request (kind 9021)'))
+      return checkSupportedKind(action.kind, channel.supportedKinds)
     case 'create-invite':
       return admin ? ok({ effect: 'command' }) : err(reason('restricted', "only the channel's admins may create invite codes"))
   }
@@ -301,34 +371,53 @@ function authorizeModerator(action: Extract<ChannelAction, { type: 'remove-user'
   return ok({ effect: 'apply' })
 }
 
+/**
+ * A join request to a closed channel without an invite code: stored, so its admins find it
+ * (`{"kinds":[9021],"#h":[id]}`), and refused, saying it is pending (NIP-29: the message "SHOULD explain ... if
+ * the request is pending review").
+ */
+function closedJoin(): Verdict {
+  return { effect: 'queue', answer: reason('restricted', "this channel is closed: the join request is pending an admin's approval") }
+}
+
+/**
+ * NIP-29 `supported_kinds`: a channel that lists them takes no other kind, except NIP-29's own management
+ * and user events (9000–9022), without which it could not be run. `blocked:`, not `restricted:`: no author,
+ * member or admin, may send that kind there.
+ */
+function checkSupportedKind(kind: number, supported: readonly number[] | null): Result<Verdict> {
+  if (supported === null || supported.includes(kind) || isManagementKind(kind)) return ok({ effect: 'none' })
+  const listed = supported.length === 0 ? 'no kind of event' : `only kinds ${supported.join(', ')}`
+  return err(reason('blocked', `this channel accepts ${listed}`))
+}
+
 const kindOfAction = (t: ChannelAction['type']) =>
   ({ 'put-user': 9000, 'remove-user': 9001, 'edit-metadata': 9002, 'delete-event': 9005, 'delete-group': 9008 })[t as 'put-user']
 
-export interface ChannelView {
+export interface ChannelView extends Record<ChannelFlag, boolean> {
   id: string
   name: string
   about: string
   picture: string
-  private: boolean
-  closed: boolean
-  hidden: boolean
+  banner: string
+  /** null: every kind */
+  supportedKinds: readonly number[] | null
 }
 
 /**
- * kind 39000: how clients show the channel. Both flag spellings, for clients of either NIP-29 revision;
- * `hidden` has one (NIP-29: omitting it means anyone may request the metadata).
+ * kind 39000: how clients show the channel. The flags that are on, and no tag for one that is off (NIP-29:
+ * "Omitting this tag indicates" the opposite); `supported_kinds` only when the channel limits its kinds.
  */
 export function metadataTemplate(c: ChannelView): EventTemplate {
   const tags = [
     ['d', c.id],
     ['name', c.name],
-    ['about', c.about],
-    ['picture', c.picture],
-    [c.private ? 'private' : 'public'],
-    [c.closed ? 'closed' : 'open'],
-    ...(c.hidden ? [['hidden']] : []),
   ]
-  return { kind: KIND_GROUP_METADATA, tags: tags.filter((t) => t.length === 1 || t[1] !== '' || t[0] === 'name'), content: '' }
+  for (const [field, value] of Object.entries({ about: c.about, picture: c.picture, banner: c.banner }))
+    if (value !== '') tags.push([field, value])
+  for (const flag of CHANNEL_FLAGS) if (c[flag]) tags.push([flag])
+  if (c.supportedKinds !== null) tags.push(['supported_kinds', ...c.supportedKinds.map(String)])
+  return { kind: KIND_GROUP_METADATA, tags, content: '' }
 }
 
 /** kind 39001: every member holding a role that grants something, with all its roles (NIP-29: "one or more"). */

@@ -4,6 +4,7 @@
 // `restricted:`. Pure: the roster and the policy come in as arguments.
 import { isHex64 } from './ids.js'
 import type { NostrEvent } from './nip01/event.js'
+import { isChannelId } from './nip29.js'
 import { type Reason, reason } from './reasons.js'
 import { err, ok, type Result } from './result.js'
 
@@ -100,7 +101,7 @@ export function parseSetRoleDomainParams(params: unknown[]): Result<RoleRule> {
 /** `setchannelroles` params: `["<channel id>", ["<role>", ...]]`; `[]` lifts the restriction. */
 export function parseSetChannelRolesParams(params: unknown[]): Result<ChannelRoles> {
   const [channel, roles] = params
-  if (typeof channel !== 'string' || channel === '' || channel.length > 128) return invalid('the first param must be a channel id')
+  if (!isChannelId(channel)) return invalid('the first param must be a channel id')
   if (!isRoleList(roles)) return invalid(`the second param must be a list of at most ${MAX_ROLES_PER_RULE} roles`)
   return ok({ channel, roles: [...new Set(roles)] })
 }

@@ -47,7 +47,7 @@ import {
   parseModerateReply,
   parseModerateRequest,
 } from '../protocols/mesh/session-frames.js'
-import { channelSessionId } from '../protocols/mesh/session-id.js'
+import { channelOfSession, channelSessionId } from '../protocols/mesh/session-id.js'
 import type { MeshStatus } from '../protocols/mesh/status.js'
 import { asVerified, parseEventShape, type VerifiedEvent } from '../protocols/nip01/event.js'
 import { toSigningKey } from '../protocols/nip01/sign.js'
@@ -154,7 +154,8 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     const { fence, event: raw, auth = NO_AUTH } = request.value
     const shape = parseEventShape(raw)
     if (!shape || (await d.verifier.verify(shape)) !== 'ok') throw new Error(reason('invalid', 'forwarded event does not verify'))
-    const channel = fence.session.slice('channel:'.length)
+    const channel = channelOfSession(fence.session)
+    if (channel === undefined) throw new Error(reason('invalid', 'not a channel session'))
     const answer = await ask<SessionMsg, SessionAnswer>(
       sessionRef(fence.community, channel),
       (reply) => ({

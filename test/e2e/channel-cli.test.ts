@@ -5,7 +5,7 @@ import { runChannel } from '../../src/cli/channel'
 import { checkOwnerAttestation, parseOwnerAttestation } from '../../src/protocols/nip-oa'
 import { apiary as runApiary } from '../support/cli'
 import { makeKeys } from '../support/events'
-import { channelState, hasFlag, post, tagValues } from '../support/nip29-client'
+import { channelState, editMetadata, hasFlag, post, tagValues } from '../support/nip29-client'
 import { startTestRelay, type TestRelay } from '../support/relay'
 import { auth, client, nowSeconds, relayUrlOf } from '../support/relay-client'
 import { withGenerousRates } from '../support/relay-fixtures'
@@ -41,7 +41,7 @@ describe('apiary channel', { timeout: 60_000 }, () => {
       expect(tagValues(metadata, 'name')).toEqual(['The Hive'])
       expect(tagValues(metadata, 'about')).toEqual(['bees only'])
       expect(hasFlag(metadata, 'closed')).toBe(true)
-      expect(hasFlag(metadata, 'public')).toBe(true)
+      expect(hasFlag(metadata, 'private')).toBe(false)
       expect(tagValues(admins, 'p')).toEqual([owner.pubkey])
       expect(tagValues(members, 'p').sort()).toEqual([owner.pubkey, member.pubkey].sort())
     } finally {
@@ -62,11 +62,11 @@ describe('apiary channel', { timeout: 60_000 }, () => {
     expect(mine).toContain('den\tDen\tpublic open hidden')
   })
 
-  it('answers ok to a join request on a closed channel, yet the joiner\'s post is "restricted:" while a member\'s is accepted', async () => {
-    await expect(apiary('channel', 'create', 'queue', '--closed', ...as(owner))).resolves.toMatchObject({ code: 0 })
+  it("exits 1 on a join request to a closed channel with the relay's \"restricted:\" (pending); the joiner's post is refused, a member's accepted", async () => {
+    await expect(apiary('channel', 'create', 'queue', '--closed', '--restricted', ...as(owner))).resolves.toMatchObject({ code: 0 })
     await expect(apiary('channel', 'add', 'queue', member.pubkey, ...as(owner))).resolves.toMatchObject({ code: 0 })
     const joined = await apiary('channel', 'join', 'queue', ...as(stranger))
-    expect(joined).toMatchObject({ code: 0, stdout: expect.stringMatching(SENT) })
+    expect(joined).toMatchObject({ code: 1, stdout: '', stderr: expect.stringMatching(/^apiary channel: restricted: .*pending/) })
     const c = await client(relay)
     try {
       expect((await auth(c, stranger, wsUrl)).accepted).toBe(true)
@@ -78,6 +78,36 @@ describe('apiary channel', { timeout: 60_000 }, () => {
     } finally {
       c.close()
     }
+  })
+
+  it('edits one flag and keeps the others and the supported kinds, since a 9002 carrying flags states them all', async () => {
+    const id = 'Mixed-Case'
+    await expect(apiary('channel', 'create', id, '--private', '--closed', ...as(owner))).resolves.toMatchObject({ code: 0 })
+    const c = await client(relay)
+    try {
+      expect((await auth(c, owner, wsUrl)).accepted).toBe(true)
+      expect((await editMetadata(c, owner, id, { supportedKinds: [9, 11] })).ok.accepted).toBe(true)
+      expect(await apiary('channel', 'edit', id, '--restricted', ...as(owner))).toMatchObject({
+        code: 0,
+        stdout: expect.stringMatching(SENT),
+      })
+      const { metadata } = await channelState(c, id)
+      expect(metadata?.tags.filter((t) => t.length === 1).map((t) => t[0])).toEqual(['private', 'restricted', 'closed'])
+      expect(metadata?.tags.find((t) => t[0] === 'supported_kinds')).toEqual(['supported_kinds', '9', '11'])
+      expect(await apiary('channel', 'edit', id, '--public', '--open', ...as(owner))).toMatchObject({ code: 0 })
+      const after = (await channelState(c, id)).metadata
+      expect(after?.tags.filter((t) => t.length === 1).map((t) => t[0])).toEqual(['restricted'])
+    } finally {
+      c.close()
+    }
+    const { stdout } = await apiary('channel', 'list', ...as(stranger))
+    expect(stdout.trim().split('\n')).toContain(`${id}\t${id}\tpublic open restricted`)
+  })
+
+  it("exits 1 without sending an edit of flags when it cannot read the channel's flags", async () => {
+    const { code, stderr } = await apiary('channel', 'edit', 'no-such-channel', '--private', ...as(owner))
+    expect(code).toBe(1)
+    expect(stderr).toMatch(/cannot read channel no-such-channel's flags/)
   })
 
   it('exits 1 and prints the relay\'s "restricted:" reason when a non-admin adds a member', async () => {
@@ -135,6 +165,8 @@ describe('apiary channel', { timeout: 60_000 }, () => {
     ['--private with --public', ['edit', 'hive', '--private', '--public']],
     ['--closed with --open', ['create', 'hive', '--closed', '--open']],
     ['--hidden with --visible', ['edit', 'hive', '--hidden', '--visible']],
+    ['--restricted with --unrestricted', ['create', 'hive', '--restricted', '--unrestricted']],
+    ['an id with a control character', ['join', 'bell\u0007']],
     ['an npub for a pubkey', ['add', 'hive', 'npub1xyz']],
     ['a second pubkey', ['remove', 'hive', 'ab'.repeat(32), 'cd'.repeat(32)]],
     ['an argument list does not take', ['list', 'hive']],

@@ -158,7 +158,7 @@ describe('channels on a cluster of nodes', () => {
       const admin = makeKeys()
       const onA = await client(a, host)
       const onB = await client(b, host)
-      expect((await createChannel(onA, admin, 'club', { flags: ['closed'] })).ok.accepted).toBe(true)
+      expect((await createChannel(onA, admin, 'club', { flags: ['closed', 'restricted'] })).ok.accepted).toBe(true)
       expect((await createInvite(onA, admin, 'club', 'one-seat')).ok.accepted).toBe(true)
       const [alice, bob] = [makeKeys(), makeKeys()]
       const answers = await Promise.all([join(onA, alice, 'club', 'one-seat'), join(onB, bob, 'club', 'one-seat')])

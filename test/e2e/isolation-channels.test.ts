@@ -41,8 +41,12 @@ describe('channels of communities on one relay are isolated', () => {
     const bob = makeKeys()
     const def = await client(r)
     const beta = await client(r, 'beta.test')
-    expect((await createChannel(def, alice, 'general', { name: 'Default general', flags: ['private', 'closed'] })).ok.accepted).toBe(true)
-    expect((await createChannel(beta, bob, 'general', { name: 'Beta general', flags: ['public', 'open'] })).ok.accepted).toBe(true)
+    expect(
+      (await createChannel(def, alice, 'general', { name: 'Default general', flags: ['private', 'restricted', 'closed'] })).ok.accepted,
+    ).toBe(true)
+    expect((await createChannel(beta, bob, 'general', { name: 'Beta general', flags: ['public', 'restricted', 'open'] })).ok.accepted).toBe(
+      true,
+    )
     return { r, def, beta, alice, bob }
   }
 
@@ -124,8 +128,8 @@ describe('channels of communities on one relay are isolated', () => {
     const [alice, bob, carol] = [makeKeys(), makeKeys(), makeKeys()]
     const def = await client(r)
     const beta = await client(r, 'beta.test')
-    await createChannel(def, alice, 'inner', { flags: ['private'] })
-    await createChannel(beta, bob, 'inner', { flags: ['private'] })
+    await createChannel(def, alice, 'inner', { flags: ['private', 'restricted'] })
+    await createChannel(beta, bob, 'inner', { flags: ['private', 'restricted'] })
     expect((await putUser(def, alice, 'inner', carol.pubkey)).ok.accepted).toBe(true)
     const inDefault = await post(def, alice, 'inner')
     const inBeta = await post(beta, bob, 'inner')

@@ -5,7 +5,7 @@ import { keysFromHex, makeKeys } from '../support/events'
 import { eventually } from '../support/eventually'
 import { httpGet } from '../support/http'
 import { metric } from '../support/metrics'
-import { channelState, createChannel, createInvite, join, putUser, removeUser, tagValues } from '../support/nip29-client'
+import { channelState, createChannel, createInvite, join, post, putUser, removeUser, tagValues } from '../support/nip29-client'
 import { operatorGetHeader } from '../support/nip86-client'
 import type { TestRelay } from '../support/relay'
 import { client, reqEvents } from '../support/relay-client'
@@ -142,6 +142,39 @@ describe('the relay mesh', () => {
     expect(tagValues((await channelState(c, 'relay-race')).members, 'p')).toContain(newcomer)
     // planned hand-over: RELEASE lets the next owner in without waiting out the 1.5 s lease
     expect(handoverMs).toBeLessThan(15_000)
+  })
+
+  it('answers a join to a closed channel "restricted:" through the owner, and stores it, for an id with capitals and punctuation', async () => {
+    const { host, nodes } = await mesh(2)
+    const admin = makeKeys()
+    const joiner = makeKeys()
+    const id = 'Hive:42/{b}'
+    const clients = await Promise.all(nodes.map((r) => client(r, host)))
+    expect((await createChannel(clients[0]!, admin, id, { flags: ['closed', 'restricted'] })).ok.accepted).toBe(true)
+    // the session names the channel in one segment
+    const session = 'channel:%48ive%3a42%2f%7bb%7d'
+    const sessionsOf = async () => (await Promise.all(nodes.map(status))).map((s) => s.sessions.find((x) => x.session === session))
+    const owner = (await sessionsOf()).findIndex((x) => x?.local)
+    expect(owner).toBeGreaterThanOrEqual(0)
+    // sent to the node that does not own the channel: forwarded, decided by the owner
+    const other = clients[1 - owner]!
+    const request = await join(other, joiner, id)
+    expect(request.ok).toMatchObject({ accepted: false, prefix: 'restricted' })
+    expect(request.ok.message).toMatch(/pending/)
+    const sessions = await sessionsOf()
+    expect(sessions.map((x) => x?.local)).toEqual(nodes.map((_, i) => i === owner))
+    expect(new Set(sessions.map((x) => x?.owner)).size).toBe(1)
+    const stored = await eventually(
+      () => reqEvents(other, [{ kinds: [9021], '#h': [id] }]),
+      (events) => events.length === 1,
+      'the join request stored for the admins',
+      { timeoutMs: 5_000, intervalMs: 100 },
+    )
+    expect(stored.map((e) => e.id)).toEqual([request.event.id])
+    expect(tagValues((await channelState(other, id)).members, 'p')).toEqual([admin.pubkey])
+    expect((await post(other, joiner, id)).ok).toMatchObject({ accepted: false, prefix: 'restricted' })
+    expect((await putUser(other, admin, id, joiner.pubkey)).ok.accepted).toBe(true)
+    expect((await post(other, joiner, id)).ok.accepted).toBe(true)
   })
 
   describe('when the wall clock jumps', () => {

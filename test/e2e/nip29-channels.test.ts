@@ -76,13 +76,12 @@ describe('NIP-29 channels', () => {
       expect(members!.created_at).toBeLessThanOrEqual(nowSeconds() + 6)
     })
 
-    it('describes a channel created without flags as public and open, named after its id', async () => {
+    it('describes a channel created without flags with no flag tag at all (public, unrestricted, visible, open), named after its id', async () => {
       const { c, admin } = await setup()
       expect((await createChannel(c, admin, 'plain')).ok.accepted).toBe(true)
       const { metadata } = await channelState(c, 'plain')
       expect(tagValues(metadata, 'name')).toEqual(['plain'])
-      expect([hasFlag(metadata, 'public'), hasFlag(metadata, 'open')]).toEqual([true, true])
-      expect([hasFlag(metadata, 'private'), hasFlag(metadata, 'closed')]).toEqual([false, false])
+      expect(metadata?.tags.filter((t) => t.length === 1)).toEqual([])
     })
 
     it('lets the creator post at once', async () => {
@@ -109,21 +108,50 @@ describe('NIP-29 channels', () => {
       expect((await createChannel(c, admin, 'gone')).ok).toMatchObject({ accepted: false, prefix: 'blocked' })
     })
 
-    it('refuses an h tag that is not a channel id (a-z0-9-_, at most 64) with "invalid:"', async () => {
+    it('refuses an h tag of 65 characters, or with whitespace or a control character, with "invalid:"', async () => {
       const { c, admin } = await setup()
-      expect((await createChannel(c, admin, 'Upper')).ok).toMatchObject({ accepted: false, prefix: 'invalid' })
-      expect((await createChannel(c, admin, 'x'.repeat(65))).ok).toMatchObject({ accepted: false, prefix: 'invalid' })
+      for (const id of ['x'.repeat(65), 'two words', 'tab\there', 'bell\u0007', 'nel\u0085'])
+        expect((await createChannel(c, admin, id)).ok).toMatchObject({ accepted: false, prefix: 'invalid' })
       expect((await createChannel(c, admin, 'x'.repeat(64))).ok.accepted).toBe(true)
+    })
+
+    it('serves a channel whose id is mixed-case and random, as NDK makes them: create, join, post, state', async () => {
+      const { r, c, admin, alice } = await setup()
+      const id = 'aB3xY9kLm2Qp'
+      expect((await createChannel(c, admin, id, { name: 'NDK', flags: ['restricted'] })).ok.accepted).toBe(true)
+      // another channel whose id differs only in case is another channel
+      expect((await createChannel(c, alice, id.toLowerCase())).ok.accepted).toBe(true)
+      expect((await post(c, alice, id)).ok).toMatchObject({ accepted: false, prefix: 'restricted' })
+      expect((await join(c, alice, id)).ok.accepted).toBe(true)
+      const message = await post(c, alice, id)
+      expect(message.ok.accepted).toBe(true)
+      expect(idsOf(await reqEvents(c, [{ kinds: [9], '#h': [id] }]))).toEqual([message.event.id])
+      const { metadata, members } = await channelState(c, id)
+      expect(metadata?.pubkey).toBe(r.relay.pubkey)
+      expect(tagValues(metadata, 'name')).toEqual(['NDK'])
+      expect(tagValues(members, 'p').sort()).toEqual([admin.pubkey, alice.pubkey].sort())
+      expect(tagValues((await channelState(c, id.toLowerCase())).members, 'p')).toEqual([alice.pubkey])
     })
   })
 
   describe('posting to a channel', () => {
-    it('refuses a non-member with "restricted:" and accepts a member', async () => {
+    it('refuses a non-member of a restricted channel with "restricted:" and accepts a member', async () => {
       const { c, admin, alice, bob } = await setup()
-      await createChannel(c, admin, 'room')
+      await createChannel(c, admin, 'room', { flags: ['restricted'] })
       expect((await post(c, alice, 'room')).ok).toMatchObject({ accepted: false, prefix: 'restricted' })
       expect((await putUser(c, admin, 'room', bob.pubkey)).ok.accepted).toBe(true)
       expect((await post(c, bob, 'room')).ok.accepted).toBe(true)
+    })
+
+    it('accepts a post from anyone to a channel that is not restricted, and refuses it once an edit restricts it', async () => {
+      const { c, admin, alice } = await setup()
+      expect((await createChannel(c, admin, 'square')).ok.accepted).toBe(true)
+      expect((await post(c, alice, 'square')).ok.accepted).toBe(true)
+      expect((await editMetadata(c, admin, 'square', { flags: ['restricted'] })).ok.accepted).toBe(true)
+      expect(hasFlag((await channelState(c, 'square')).metadata, 'restricted')).toBe(true)
+      expect((await post(c, alice, 'square')).ok).toMatchObject({ accepted: false, prefix: 'restricted' })
+      expect((await editMetadata(c, admin, 'square', { flags: ['unrestricted'] })).ok.accepted).toBe(true)
+      expect((await post(c, alice, 'square')).ok.accepted).toBe(true)
     })
 
     it('refuses a post to a channel that does not exist with "restricted:"', async () => {
@@ -157,12 +185,13 @@ describe('NIP-29 channels', () => {
       expect(added).toHaveLength(1)
     })
 
-    it('stores a join to a closed channel (OK true) but admits no one until an admin puts the user in', async () => {
+    it('answers a join to a closed channel "restricted:" (pending), stores it for the admins, and admits no one until one puts the user in', async () => {
       const { r, c, admin, alice } = await setup()
-      await createChannel(c, admin, 'club', { flags: ['closed'] })
+      await createChannel(c, admin, 'club', { flags: ['closed', 'restricted'] })
       const request = await join(c, alice, 'club')
-      expect(request.ok).toEqual({ accepted: true, message: '', prefix: undefined })
-      expect(idsOf(await reqEvents(c, [{ ids: [request.event.id] }]))).toEqual([request.event.id])
+      expect(request.ok).toMatchObject({ accepted: false, prefix: 'restricted' })
+      expect(request.ok.message).toMatch(/pending/)
+      expect(idsOf(await reqEvents(c, [{ kinds: [9021], '#h': ['club'] }]))).toEqual([request.event.id])
       expect((await post(c, alice, 'club')).ok).toMatchObject({ accepted: false, prefix: 'restricted' })
       expect(tagValues((await channelState(c, 'club')).members, 'p')).toEqual([admin.pubkey])
       expect(await reqEvents(c, [{ kinds: [9000], authors: [r.relay.pubkey], '#h': ['club'] }])).toEqual([])
@@ -187,7 +216,7 @@ describe('NIP-29 channels', () => {
   describe('leaving (kind 9022)', () => {
     it('publishes the relay’s own 9001 for the leaver, drops it from 39002, and refuses its next post with "restricted:"', async () => {
       const { r, c, admin, alice } = await setup()
-      await createChannel(c, admin, 'exit')
+      await createChannel(c, admin, 'exit', { flags: ['restricted'] })
       await join(c, alice, 'exit')
       expect((await post(c, alice, 'exit')).ok.accepted).toBe(true)
       expect((await leave(c, alice, 'exit')).ok).toEqual({ accepted: true, message: '', prefix: undefined })
@@ -219,7 +248,7 @@ describe('NIP-29 channels', () => {
 
     it('refuses put-user from a non-admin with "restricted:", a plain member included', async () => {
       const { c, admin, alice, bob } = await setup()
-      await createChannel(c, admin, 'strict')
+      await createChannel(c, admin, 'strict', { flags: ['restricted'] })
       expect((await putUser(c, alice, 'strict', bob.pubkey)).ok).toMatchObject({ accepted: false, prefix: 'restricted' })
       await join(c, alice, 'strict')
       expect((await putUser(c, alice, 'strict', bob.pubkey)).ok).toMatchObject({ accepted: false, prefix: 'restricted' })
@@ -228,7 +257,7 @@ describe('NIP-29 channels', () => {
 
     it('removes a member (9001): its next post is refused with "restricted:" and 39002 no longer lists it', async () => {
       const { c, admin, alice } = await setup()
-      await createChannel(c, admin, 'kick')
+      await createChannel(c, admin, 'kick', { flags: ['restricted'] })
       await putUser(c, admin, 'kick', alice.pubkey)
       expect((await post(c, alice, 'kick')).ok.accepted).toBe(true)
       expect((await removeUser(c, admin, 'kick', alice.pubkey)).ok.accepted).toBe(true)
@@ -273,7 +302,7 @@ describe('NIP-29 channels', () => {
       })
       const { metadata } = await channelState(c, 'keep')
       expect(tagValues(metadata, 'name')).toEqual(['Keep'])
-      expect(hasFlag(metadata, 'public')).toBe(true)
+      expect(hasFlag(metadata, 'private')).toBe(false)
     })
 
     it('deletes a channel event with 9005, and not an event of another channel named in the same request', async () => {
@@ -360,7 +389,7 @@ describe('NIP-29 channels', () => {
       const { c } = await hive()
       const owner = makeKeys()
       const alice = makeKeys()
-      await createChannel(c, owner, 'comb', { flags: ['public'] })
+      await createChannel(c, owner, 'comb', { flags: ['public', 'restricted'] })
       expect((await putUser(c, boss, 'comb', alice.pubkey)).ok.accepted).toBe(true)
       const message = await post(c, alice, 'comb')
       expect(message.ok.accepted).toBe(true)

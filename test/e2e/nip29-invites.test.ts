@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import type { ChannelFlag } from '../../src/protocols/nip29'
 import { makeKeys, type TestKeys } from '../support/events'
 import { eventually } from '../support/eventually'
 import {
@@ -25,7 +26,7 @@ describe('NIP-29 invite codes', () => {
   const boss = makeKeys()
 
   /** a closed channel `club` of `admin` in community `hive`, whose admin is `boss` */
-  async function setup(flags: ('closed' | 'open' | 'private')[] = ['closed']) {
+  async function setup(flags: ChannelFlag[] = ['closed', 'restricted']) {
     const r = await relays.start({ communities: [{ id: 'hive', hosts: ['hive.test'], admins: [boss.pubkey] }] })
     const c = await client(r, 'hive.test')
     const admin = makeKeys()
@@ -136,7 +137,7 @@ describe('NIP-29 invite codes', () => {
 
   describe('an open channel', () => {
     it('admits a join with a code without using the code up: it still admits once the channel is closed', async () => {
-      const { c, admin } = await setup(['open'])
+      const { c, admin } = await setup([])
       await createInvite(c, admin, 'club', 'spare')
       const alice = makeKeys()
       expect((await join(c, alice, 'club', 'spare')).ok.accepted).toBe(true)

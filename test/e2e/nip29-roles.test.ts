@@ -28,7 +28,7 @@ describe('NIP-29 channel roles', () => {
     const admin = makeKeys()
     const mod = makeKeys()
     const alice = makeKeys()
-    expect((await createChannel(c, admin, 'room')).ok.accepted).toBe(true)
+    expect((await createChannel(c, admin, 'room', { flags: ['restricted'] })).ok.accepted).toBe(true)
     expect((await putUser(c, admin, 'room', mod.pubkey, 'moderator')).ok.accepted).toBe(true)
     expect((await putUser(c, admin, 'room', alice.pubkey)).ok.accepted).toBe(true)
     return { r, c, admin, mod, alice }

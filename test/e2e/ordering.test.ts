@@ -94,7 +94,7 @@ describe('a connection that pipelines its frames', () => {
     const c = await client(r)
     const owner = makeKeys()
     const newcomer = makeKeys()
-    const create = fresh(owner, { kind: 9007, tags: [['h', 'closed-room'], ['closed']] })
+    const create = fresh(owner, { kind: 9007, tags: [['h', 'closed-room'], ['closed'], ['restricted']] })
     c.send(['EVENT', create.event])
     expect((await okOf(c, create)).accepted).toBe(true)
     const add = fresh(owner, {

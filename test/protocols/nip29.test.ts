@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import {
   adminsTemplate,
@@ -6,6 +7,7 @@ import {
   type ChannelAction,
   type ChannelFacts,
   channelOf,
+  isChannelId,
   membersTemplate,
   metadataTemplate,
   parseChannelAction,
@@ -24,6 +26,9 @@ describe('reading the channel an event is addressed to', () => {
     { name: 'no h tag', tags: [['t', 'x']], want: undefined },
     { name: 'one h tag', tags: [h('general')], want: 'general' },
     { name: 'an id of 64 characters', tags: [h('a'.repeat(64))], want: 'a'.repeat(64) },
+    { name: 'a mixed-case random id as NDK makes them', tags: [h('aB3xY9kLm2Qp')], want: 'aB3xY9kLm2Qp' },
+    { name: 'an id with punctuation', tags: [h('a:b/{c}*%')], want: 'a:b/{c}*%' },
+    { name: 'an id of 32 emoji (64 UTF-16 code units)', tags: [h('🐝'.repeat(32))], want: '🐝'.repeat(32) },
   ])('reads $name', ({ tags, want }) => {
     const r = channelOf({ tags })
     expect(r.ok).toBe(true)
@@ -33,27 +38,105 @@ describe('reading the channel an event is addressed to', () => {
   it.each([
     { name: 'two h tags', tags: [h('a'), h('b')] },
     { name: 'an id of 65 characters', tags: [h('a'.repeat(65))] },
-    { name: 'upper case', tags: [h('General')] },
+    { name: 'an id of 33 emoji (66 UTF-16 code units)', tags: [h('🐝'.repeat(33))] },
+    { name: 'a space', tags: [h('general chat')] },
+    { name: 'a no-break space', tags: [h('general\u00a0chat')] },
+    { name: 'a line separator', tags: [h('a\u2028b')] },
+    { name: 'a NUL', tags: [h('a\u0000')] },
+    { name: 'a newline', tags: [h('a\nb')] },
+    { name: 'DEL', tags: [h('a\u007f')] },
+    { name: 'a C1 control character', tags: [h('a\u0085')] },
+    { name: 'a lone high surrogate', tags: [h('a\ud83d')] },
+    { name: 'a lone low surrogate', tags: [h('\udc1d')] },
     { name: 'an empty id', tags: [h('')] },
     { name: 'no value', tags: [['h']] },
   ])('refuses $name as invalid', ({ tags }) => {
     const r = channelOf({ tags })
     expect(!r.ok && prefixOf(r.error)).toBe('invalid')
+    // the rule the h tag's reason states is the one that holds now
+    expect(!r.ok && r.error).not.toMatch(/a-z/)
+  })
+
+  /** The rule spelled out code unit by code unit: the reference the validator is checked against. */
+  const referenceIsChannelId = (id: string) => {
+    if (id.length < 1 || id.length > 64) return false
+    for (let i = 0; i < id.length; i++) {
+      const c = id.charCodeAt(i)
+      if (c <= 0x1f || (c >= 0x7f && c <= 0x9f)) return false
+      if (/\s/.test(id[i] as string)) return false
+      const high = c >= 0xd800 && c <= 0xdbff
+      const low = c >= 0xdc00 && c <= 0xdfff
+      const next = id.charCodeAt(i + 1)
+      if (high && !(next >= 0xdc00 && next <= 0xdfff)) return false
+      if (low && !(i > 0 && id.charCodeAt(i - 1) >= 0xd800 && id.charCodeAt(i - 1) <= 0xdbff)) return false
+      if (high) i++
+    }
+    return true
+  }
+
+  it('accepts exactly the ids the rule allows: 1 to 64 code units, no control, whitespace or lone surrogate (property)', () => {
+    const odd = fc.constantFrom(
+      '\u0000',
+      '\u001f',
+      ' ',
+      '\t',
+      '\u007f',
+      '\u0085',
+      '\u00a0',
+      '\u2028',
+      '\u3000',
+      '\ufeff',
+      '\ud800',
+      '\udfff',
+    )
+    const id = fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 70 }),
+      fc.string({ unit: 'grapheme', maxLength: 40 }),
+      fc.tuple(fc.string({ maxLength: 40 }), odd, fc.string({ maxLength: 20 })).map(([a, b, c]) => a + b + c),
+    )
+    fc.assert(
+      fc.property(id, (value) => {
+        expect(isChannelId(value)).toBe(referenceIsChannelId(value))
+        const r = channelOf({ tags: [h(value)] })
+        expect(r.ok).toBe(referenceIsChannelId(value))
+      }),
+      { numRuns: 2_000 },
+    )
   })
 })
 
 describe('parsing what a channel event asks for', () => {
+  const off = { private: false, restricted: false, hidden: false, closed: false, supportedKinds: null }
+
   it.each([
     {
       kind: 9007,
       tags: [h('c'), ['name', 'C'], ['private'], ['closed']],
-      want: { type: 'create', metadata: { name: 'C', private: true, closed: true } },
+      want: { type: 'create', metadata: { ...off, name: 'C', private: true, closed: true } },
+    },
+    { kind: 9007, tags: [h('c')], want: { type: 'create', metadata: off } },
+    {
+      kind: 9007,
+      tags: [h('c'), ['restricted'], ['supported_kinds', '9', '11'], ['banner', 'https://x.test/b.png']],
+      want: { type: 'create', metadata: { ...off, restricted: true, supportedKinds: [9, 11], banner: 'https://x.test/b.png' } },
     },
     { kind: 9002, tags: [h('c'), ['about', 'x']], want: { type: 'edit-metadata', metadata: { about: 'x' } } },
-    { kind: 9002, tags: [h('c'), ['public'], ['open']], want: { type: 'edit-metadata', metadata: { private: false, closed: false } } },
-    { kind: 9002, tags: [h('c'), ['hidden']], want: { type: 'edit-metadata', metadata: { hidden: true } } },
-    { kind: 9002, tags: [h('c'), ['visible']], want: { type: 'edit-metadata', metadata: { hidden: false } } },
-    { kind: 9007, tags: [h('c'), ['hidden'], ['private']], want: { type: 'create', metadata: { hidden: true, private: true } } },
+    { kind: 9002, tags: [h('c'), ['public'], ['open']], want: { type: 'edit-metadata', metadata: off } },
+    { kind: 9002, tags: [h('c'), ['hidden']], want: { type: 'edit-metadata', metadata: { ...off, hidden: true } } },
+    { kind: 9002, tags: [h('c'), ['visible']], want: { type: 'edit-metadata', metadata: off } },
+    { kind: 9002, tags: [h('c'), ['unrestricted'], ['name', 'N']], want: { type: 'edit-metadata', metadata: { ...off, name: 'N' } } },
+    {
+      kind: 9002,
+      tags: [h('c'), ['restricted'], ['private'], ['supported_kinds', '9']],
+      want: { type: 'edit-metadata', metadata: { ...off, restricted: true, private: true, supportedKinds: [9] } },
+    },
+    { kind: 9002, tags: [h('c'), ['supported_kinds', '9', '9']], want: { type: 'edit-metadata', metadata: { supportedKinds: [9] } } },
+    { kind: 9002, tags: [h('c'), ['supported_kinds']], want: { type: 'edit-metadata', metadata: { supportedKinds: [] } } },
+    {
+      kind: 9007,
+      tags: [h('c'), ['hidden'], ['private']],
+      want: { type: 'create', metadata: { ...off, hidden: true, private: true } },
+    },
     { kind: 9000, tags: [h('c'), ['p', OTHER_PUBKEY, 'admin']], want: { type: 'put-user', pubkey: OTHER_PUBKEY, roles: ['admin'] } },
     { kind: 9000, tags: [h('c'), ['p', OTHER_PUBKEY]], want: { type: 'put-user', pubkey: OTHER_PUBKEY, roles: [] } },
     {
@@ -77,10 +160,20 @@ describe('parsing what a channel event asks for', () => {
     { kind: 9008, tags: [h('c')], want: { type: 'delete-group' } },
     { kind: 9021, tags: [h('c')], want: { type: 'join' } },
     { kind: 9022, tags: [h('c')], want: { type: 'leave' } },
-    { kind: 9, tags: [h('c')], want: { type: 'post' } },
-  ])('reads kind $kind as $want.type', ({ kind, tags, want }) => {
+    { kind: 9, tags: [h('c')], want: { type: 'post', kind: 9 } },
+  ])('reads kind $kind with $tags.length tags as $want.type', ({ kind, tags, want }) => {
     const r = parseChannelAction(shapeEvent({ kind, tags }))
     expect(r.ok && r.value).toEqual({ channel: 'c', ...want })
+  })
+
+  it('changes only the fields a 9002 without flag tags carries, as NDK setMetadata sends it', () => {
+    const ndk = [h('c'), ['name', 'Pizza'], ['about', 'a group for pizza'], ['picture', 'https://x.test/p.png']]
+    const r = parseChannelAction(shapeEvent({ kind: 9002, tags: ndk }))
+    expect(r.ok && r.value).toEqual({
+      type: 'edit-metadata',
+      channel: 'c',
+      metadata: { name: 'Pizza', about: 'a group for pizza', picture: 'https://x.test/p.png' },
+    })
   })
 
   it('leaves an event without an h tag alone', () => {
@@ -114,13 +207,28 @@ describe('parsing what a channel event asks for', () => {
     { name: 'a 9009 without an h tag', kind: 9009, tags: [['code', 'k']] },
     { name: 'a join with a code too long', kind: 9021, tags: [h('c'), ['code', 'k'.repeat(MAX_INVITE_CODE_CHARS + 1)]] },
     { name: 'a join with two codes', kind: 9021, tags: [h('c'), ['code', 'a'], ['code', 'b']] },
+    { name: 'a banner of 1,001 characters', kind: 9002, tags: [h('c'), ['banner', 'b'.repeat(1_001)]] },
+    { name: 'a name holding NUL', kind: 9007, tags: [h('c'), ['name', 'a\u0000b']] },
+    { name: 'private with public', kind: 9002, tags: [h('c'), ['private'], ['public']] },
+    { name: 'restricted with unrestricted', kind: 9007, tags: [h('c'), ['unrestricted'], ['restricted']] },
+    { name: '65 supported kinds', kind: 9002, tags: [h('c'), ['supported_kinds', ...Array.from({ length: 65 }, (_, i) => String(i))]] },
+    { name: 'kind 65536 among the supported', kind: 9002, tags: [h('c'), ['supported_kinds', '9', '65536']] },
+    { name: 'a negative supported kind', kind: 9002, tags: [h('c'), ['supported_kinds', '-1']] },
+    { name: 'a supported kind that is no decimal integer', kind: 9002, tags: [h('c'), ['supported_kinds', '9.0']] },
+    { name: 'a supported kind with a leading zero', kind: 9002, tags: [h('c'), ['supported_kinds', '09']] },
+    { name: 'an empty supported kind', kind: 9002, tags: [h('c'), ['supported_kinds', '']] },
+    { name: 'two supported_kinds tags', kind: 9002, tags: [h('c'), ['supported_kinds', '9'], ['supported_kinds', '11']] },
   ])('refuses $name as invalid', ({ kind, tags }) => {
     const r = parseChannelAction(shapeEvent({ kind, tags }))
     expect(!r.ok && prefixOf(r.error)).toBe('invalid')
   })
 
-  it('accepts a name of exactly 128 characters', () => {
+  it('accepts a name of exactly 128 characters, a banner of 1,000, 64 supported kinds and kind 65535', () => {
     expect(parseChannelAction(shapeEvent({ kind: 9002, tags: [h('c'), ['name', 'n'.repeat(128)]] })).ok).toBe(true)
+    expect(parseChannelAction(shapeEvent({ kind: 9002, tags: [h('c'), ['banner', 'b'.repeat(1_000)]] })).ok).toBe(true)
+    const kinds = Array.from({ length: 64 }, (_, i) => String(i))
+    expect(parseChannelAction(shapeEvent({ kind: 9002, tags: [h('c'), ['supported_kinds', ...kinds]] })).ok).toBe(true)
+    expect(parseChannelAction(shapeEvent({ kind: 9002, tags: [h('c'), ['supported_kinds', '0', '65535']] })).ok).toBe(true)
   })
 
   it(`accepts ${MAX_MEMBER_ROLES} roles of ${MAX_ROLE_NAME_CHARS} characters, a code of ${MAX_INVITE_CODE_CHARS} and ${MAX_INVITE_USES} uses`, () => {
@@ -134,12 +242,15 @@ describe('parsing what a channel event asks for', () => {
 })
 
 describe('deciding who may do what in a channel', () => {
-  const open = { private: false, closed: false, deleted: false }
+  const open = { restricted: false, closed: false, deleted: false, supportedKinds: null }
+  const restricted = { ...open, restricted: true }
   const closed = { ...open, closed: true }
-  const act = (type: string): ChannelAction =>
-    ({ type, channel: 'c', pubkey: OTHER_PUBKEY, roles: [], metadata: {}, ids: [] }) as ChannelAction
-  const decide = (type: string, f: ChannelFacts) => {
-    const r = authorize(act(type), f)
+  const chat = { ...open, supportedKinds: [9, 11] }
+  const silent = { ...open, supportedKinds: [] }
+  const act = (type: string, kind = 9): ChannelAction =>
+    ({ type, channel: 'c', pubkey: OTHER_PUBKEY, roles: [], metadata: {}, ids: [], kind }) as ChannelAction
+  const decide = (type: string, f: ChannelFacts, kind?: number) => {
+    const r = authorize(act(type, kind), f)
     return r.ok ? r.value.effect : prefixOf(r.error)
   }
   const join = (code: string | undefined, f: ChannelFacts) =>
@@ -154,9 +265,10 @@ describe('deciding who may do what in a channel', () => {
       f: { channel: { ...open, deleted: true }, moderator: true },
       want: 'blocked',
     },
-    { what: 'a member posts', type: 'post', f: { channel: open, role: 'member', moderator: false }, want: 'none' },
-    { what: 'a non-member posts', type: 'post', f: { channel: open, moderator: false }, want: 'restricted' },
-    { what: 'a community admin posts without joining', type: 'post', f: { channel: open, moderator: true }, want: 'none' },
+    { what: 'a member posts', type: 'post', f: { channel: restricted, role: 'member', moderator: false }, want: 'none' },
+    { what: 'a non-member posts to a restricted channel', type: 'post', f: { channel: restricted, moderator: false }, want: 'restricted' },
+    { what: 'a non-member posts to an unrestricted channel', type: 'post', f: { channel: open, moderator: false }, want: 'none' },
+    { what: 'a community admin posts without joining', type: 'post', f: { channel: restricted, moderator: true }, want: 'none' },
     { what: 'posting to an unknown channel', type: 'post', f: { moderator: true }, want: 'restricted' },
     {
       what: 'posting to a deleted channel',
@@ -282,9 +394,29 @@ describe('deciding who may do what in a channel', () => {
   it('acts on a join carrying a code without storing it, redeeming the code only in a closed channel', () => {
     expect(join('k', { channel: closed, moderator: false })).toEqual({ ok: true, value: { effect: 'command', redeem: true } })
     expect(join('k', { channel: open, moderator: false })).toEqual({ ok: true, value: { effect: 'command', redeem: false } })
-    expect(join(undefined, { channel: closed, moderator: false })).toEqual({ ok: true, value: { effect: 'queue' } })
+    expect(join(undefined, { channel: closed, moderator: false })).toMatchObject({ ok: true, value: { effect: 'queue' } })
     const again = join('k', { channel: closed, role: 'member', moderator: false })
     expect(!again.ok && prefixOf(again.error)).toBe('duplicate')
+  })
+
+  it.each([
+    { what: 'a listed kind', channel: chat, kind: 11, want: 'none' },
+    { what: 'a kind not listed, from an admin', channel: chat, kind: 1, want: 'blocked' },
+    { what: 'any kind to a channel that lists none', channel: silent, kind: 9, want: 'blocked' },
+    { what: 'a NIP-29 management kind not listed (9009)', channel: silent, kind: 9009, want: 'none' },
+    { what: 'the last management kind (9022)', channel: chat, kind: 9022, want: 'none' },
+    { what: 'the kind right after them (9023)', channel: chat, kind: 9023, want: 'blocked' },
+    { what: 'any kind to a channel that names no supported kinds', channel: open, kind: 30_023, want: 'none' },
+  ])('supported kinds: $what is $want', ({ channel, kind, want }) => {
+    expect(decide('post', { channel, role: 'admin', moderator: true }, kind)).toBe(want)
+  })
+
+  it('stores a join to a closed channel yet answers it "restricted:", saying it is pending', () => {
+    const r = authorize(act('join'), { channel: closed, moderator: false })
+    expect(r.ok && r.value.effect).toBe('queue')
+    const answer = r.ok && r.value.effect === 'queue' ? r.value.answer : ''
+    expect(prefixOf(answer)).toBe('restricted')
+    expect(answer).toMatch(/pending/)
   })
 })
 
@@ -296,15 +428,30 @@ describe('describing a channel in relay-signed events', () => {
     { pubkey: 'b'.repeat(64), roles: [] },
   ]
 
-  it('lists both flag spellings and the d tag in kind 39000', () => {
-    const t = metadataTemplate({ id: 'c', name: 'C', about: '', picture: '', private: true, closed: false, hidden: false })
+  const view = { id: 'c', name: 'C', about: '', picture: '', banner: '', supportedKinds: null }
+  const off = { private: false, restricted: false, hidden: false, closed: false }
+
+  it('lists in kind 39000 exactly the flags that are on, and no tag for one that is off', () => {
+    const t = metadataTemplate({ ...view, ...off, private: true })
     expect(t.kind).toBe(39000)
-    expect(t.tags).toEqual([['d', 'c'], ['name', 'C'], ['private'], ['open']])
+    expect(t.tags).toEqual([['d', 'c'], ['name', 'C'], ['private']])
+    expect(metadataTemplate({ ...view, ...off }).tags).toEqual([
+      ['d', 'c'],
+      ['name', 'C'],
+    ])
+    const all = metadataTemplate({ ...view, private: true, restricted: true, hidden: true, closed: true })
+    expect(all.tags).toEqual([['d', 'c'], ['name', 'C'], ['private'], ['restricted'], ['hidden'], ['closed']])
   })
 
-  it('adds `hidden` to kind 39000 for a hidden channel, and no tag at all for one that is not', () => {
-    const t = metadataTemplate({ id: 'c', name: 'C', about: '', picture: '', private: false, closed: true, hidden: true })
-    expect(t.tags).toEqual([['d', 'c'], ['name', 'C'], ['public'], ['closed'], ['hidden']])
+  it('shows banner and supported_kinds in kind 39000 when set, an empty supported_kinds tag for no kind', () => {
+    const t = metadataTemplate({ ...view, ...off, banner: 'https://x.test/b.png', supportedKinds: [9, 11] })
+    expect(t.tags).toEqual([
+      ['d', 'c'],
+      ['name', 'C'],
+      ['banner', 'https://x.test/b.png'],
+      ['supported_kinds', '9', '11'],
+    ])
+    expect(metadataTemplate({ ...view, ...off, supportedKinds: [] }).tags).toContainEqual(['supported_kinds'])
   })
 
   it('lists the members holding a privileged role, with all their roles, in kind 39001, and everyone in kind 39002', () => {

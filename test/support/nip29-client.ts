@@ -7,7 +7,7 @@ import { type SignedEvent, signEvent, type TestKeys } from './events'
 import { challengeOf, fresh, newSubId, type Ok, publish, reqEvents } from './relay-client'
 import type { TestClient } from './ws-client'
 
-export type ChannelFlag = 'private' | 'public' | 'closed' | 'open' | 'hidden' | 'visible'
+export type ChannelFlag = 'private' | 'public' | 'restricted' | 'unrestricted' | 'closed' | 'open' | 'hidden' | 'visible'
 
 export interface Sent {
   ok: Ok
@@ -18,14 +18,19 @@ export interface ChannelMeta {
   name?: string
   about?: string
   picture?: string
+  banner?: string
   flags?: ChannelFlag[]
+  /** the `supported_kinds` tag, when given */
+  supportedKinds?: number[]
 }
 
 const metaTags = (m: ChannelMeta): string[][] => [
   ...(m.name !== undefined ? [['name', m.name]] : []),
   ...(m.about !== undefined ? [['about', m.about]] : []),
   ...(m.picture !== undefined ? [['picture', m.picture]] : []),
+  ...(m.banner !== undefined ? [['banner', m.banner]] : []),
   ...(m.flags ?? []).map((f) => [f]),
+  ...(m.supportedKinds !== undefined ? [['supported_kinds', ...m.supportedKinds.map(String)]] : []),
 ]
 
 async function send(c: TestClient, e: SignedEvent): Promise<Sent> {
@@ -52,7 +57,7 @@ export const putUser = (c: TestClient, keys: TestKeys, channel: string, pubkey: 
 export const removeUser = (c: TestClient, keys: TestKeys, channel: string, pubkey: string) =>
   channelEvent(c, keys, channel, 9001, [['p', pubkey]])
 
-/** kind 9002: edit the metadata; flags absent stay as they are. */
+/** kind 9002: edit the metadata (with any flag, every flag absent is off; without, flags stay as they are). */
 export const editMetadata = (c: TestClient, keys: TestKeys, channel: string, meta: ChannelMeta) =>
   channelEvent(c, keys, channel, 9002, metaTags(meta))
 

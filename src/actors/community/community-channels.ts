@@ -2,7 +2,7 @@
 // channel rows after it is (apply), and keep the relay-signed 39000–39003 current. The rows are the truth
 // every node reads; each change drops the matching cache keys here and, by broadcast, on every other node.
 import type { Logger } from '../../infra/log.js'
-import type { ChannelStore } from '../../infra/store/channel-store.js'
+import type { ChannelInit, ChannelStore } from '../../infra/store/channel-store.js'
 import type { EventStore } from '../../infra/store/event-store.js'
 import type { CacheInvalidationOp } from '../../protocols/control.js'
 import { asVerified, type NostrEvent, type VerifiedEvent } from '../../protocols/nip01/event.js'
@@ -117,8 +117,21 @@ type Action<T extends ChannelAction['type']> = Extract<ChannelAction, { type: T 
 async function applyMetadata(action: Action<'create' | 'edit-metadata'>, event: NostrEvent, d: ChannelDeps, out: RelayEvent[]) {
   const ch = action.channel
   if (action.type === 'create') {
-    const { name = ch, about = '', picture = '', private: secret = false, closed = false, hidden = false } = action.metadata
-    const row = { id: ch, name, about, picture, private: secret, closed, hidden, createdAt: event.created_at }
+    const m = action.metadata
+    const row: ChannelInit = {
+      id: ch,
+      name: m.name ?? ch,
+      about: m.about ?? '',
+      picture: m.picture ?? '',
+      banner: m.banner ?? '',
+      // a 9007 states every flag (parseChannelAction): absent ones are off
+      private: m.private ?? false,
+      restricted: m.restricted ?? false,
+      closed: m.closed ?? false,
+      hidden: m.hidden ?? false,
+      supportedKinds: m.supportedKinds ?? null,
+      createdAt: event.created_at,
+    }
     if ((await d.channels.create(d.community, row, event.pubkey)) === 'exists') return
   } else if (!(await d.channels.update(d.community, ch, action.metadata))) return
   await d.invalidate({ op: 'InvalidateVisibility', channel: ch })

@@ -16,7 +16,7 @@ import { checkEventRules, checkWrite, checkWriteNow } from './community-policy.j
 import type { CommunityDeps, CommunityState, Ctx } from './community-state.js'
 import { type CommunityMsg, type PublishMsg, REDELIVER, type SavedMsg } from './messages.js'
 import { writeEphemeral } from './presence-writes.js'
-import { DUPLICATE, NOT_PROCESSED, NOT_STORED, refuse } from './write-answers.js'
+import { DUPLICATE, NOT_PROCESSED, NOT_STORED, refuse, storedAnswer } from './write-answers.js'
 import { command } from './write-commands.js'
 import { deliverLater, effectDone } from './write-effects.js'
 
@@ -149,7 +149,7 @@ function save(state: CommunityState, template: SavedMsg & { reply: NonNullable<S
       if (tell(ctx.self, { ...template, outcome })) return
       // stored, but this actor can't take the result now (down, or its mailbox full): the client hears the
       // truth at once, and the rest (fan-out, the channel change, the write order) follows when it can
-      reply(outcome.status === 'saved' ? { accepted: true, message: '' } : { accepted: true, message: DUPLICATE })
+      reply(outcome.status === 'saved' ? storedAnswer(template.plan) : { accepted: true, message: DUPLICATE })
       deliverLater(state, { ...template, outcome, reply: undefined }, ctx, deps)
     },
     (error: unknown) => {

@@ -79,6 +79,8 @@ export type AppliedMsg = {
   reply?: (o: PublishOutcome) => void
   /** came back from the channel change beside the actor (counted as an effect in flight until handled) */
   piped?: boolean
+  /** what its writer hears, when not OK true: a stored join request that waits for an admin (storedAnswer) */
+  answer?: PublishOutcome
 }
 
 export type CommunityMsg =

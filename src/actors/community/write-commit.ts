@@ -13,7 +13,7 @@ import { release } from './community-writes.js'
 import { type AppliedMsg, type CommunityMsg, REDELIVER, type SavedMsg } from './messages.js'
 import { tellRegistry } from './registry-tells.js'
 import { announce } from './relay-events.js'
-import { DUPLICATE, NOT_PROCESSED, NOT_STORED, refuse } from './write-answers.js'
+import { DUPLICATE, NOT_PROCESSED, NOT_STORED, refuse, storedAnswer } from './write-answers.js'
 import type { Commanded } from './write-commands.js'
 import { deliverLater, effectDone, lostCommit } from './write-effects.js'
 
@@ -74,7 +74,7 @@ type Stored = Omit<AppliedMsg, 'type' | 'changes'> & { plan?: ChannelPlan }
 function applyThen(state: CommunityState, stored: Stored, ctx: Ctx, deps: CommunityDeps): void {
   const { plan, ...rest } = stored
   if (plan?.verdict.effect !== 'apply' || plan.action.type === 'post') {
-    onApplied(state, { type: 'Applied', ...rest, changes: [] }, ctx, deps)
+    onApplied(state, { type: 'Applied', ...rest, changes: [], answer: storedAnswer(plan) }, ctx, deps)
     return
   }
   const applied = applyChannelPlanLogged(plan, stored.event, state.channels)
@@ -90,7 +90,7 @@ function applyThen(state: CommunityState, stored: Stored, ctx: Ctx, deps: Commun
 
 /** The event (and its channel change) took effect: deliver it, and the relay's own events, then answer. */
 export function onApplied(state: CommunityState, msg: AppliedMsg, ctx: Ctx, deps: CommunityDeps): CommunityState {
-  const { event, raw, removedIds, changes, ordered, reply } = msg
+  const { event, raw, removedIds, changes, ordered, reply, answer } = msg
   if (msg.piped) effectDone(state)
   for (const id of removedIds) state.recent.delete(id)
   state.recent.add(event.id)
@@ -99,7 +99,7 @@ export function onApplied(state: CommunityState, msg: AppliedMsg, ctx: Ctx, deps
   deps.cluster.link.publishEvent(raw)
   announce(state, changes, deps)
   if (event.kind === KIND_ANNOUNCEMENT) tellRegistry(deps, { type: 'Announced', pubkey: event.pubkey })
-  reply?.({ accepted: true, message: '' })
+  reply?.(answer ?? { accepted: true, message: '' })
   if (ordered !== undefined) release(state, ordered, ctx, deps)
   return state
 }

@@ -23,6 +23,7 @@ import {
   type StateWanted,
 } from '../community/community-channels.js'
 import type { PublishOutcome } from '../community/messages.js'
+import { storedAnswer } from '../community/write-answers.js'
 
 /** The stores and signer an owner writes through; `saveFenced` is PostgreSQL's (the mesh runs in cluster mode only). */
 export interface OwnerSinks {
@@ -98,7 +99,7 @@ export async function moderateAsOwner(
       return { outcome: { accepted: false, message: reason('error', 'could not store the event') }, events: [] }
   }
   const changes = await applyChannelPlan(plan.value, event, deps)
-  return { outcome: { accepted: true, message: '' }, events: [{ event, raw }, ...changes] }
+  return { outcome: storedAnswer(plan.value), events: [{ event, raw }, ...changes] }
 }
 
 /** The channel's state published again, once the clock has caught up with a burst of changes (DeferredState). */

@@ -16,9 +16,10 @@
 // Formatters take values our own code produced and throw RangeError on a bad one (a bug); parseChannel takes
 // text from outside and returns a Result.
 
+import { fromChannelSegment, toChannelSegment } from '../../protocols/channel-segment.js'
 import { isCommunityId } from '../../protocols/ids.js'
-import { SESSION_ID } from '../../protocols/mesh/session-id.js'
-import { CHANNEL_ID } from '../../protocols/nip29.js'
+import { isSessionId } from '../../protocols/mesh/session-id.js'
+import { isChannelId } from '../../protocols/nip29.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import { err, ok, type Result } from '../../protocols/result.js'
 import type { CommunityChannel } from '../bus/bus.js'
@@ -34,15 +35,10 @@ export interface ParsedChannel {
 }
 
 const ROOT = 'apiary'
-// CHANNEL_ID (protocols/nip29): a longer or other-charset group id is refused by eventsChannel, never truncated.
-// `global` names the events channel of channel-less events, so a NIP-29 group may not take that id: the
-// group-creation path must refuse it (isChannelId), or its events would be indistinguishable from global ones.
+// A NIP-29 group's events channel names it by its segment (protocols/channel-segment.ts), so no id can end the
+// name early or alias another. `global` names the events channel of channel-less events: a group of that id
+// has no events channel of its own (eventsChannel refuses it), or its events would pass for global ones.
 const GLOBAL = 'global'
-
-/** A NIP-29 group id that can name an events channel (charset, ≤ 64 chars, not the reserved `global`). */
-export function isChannelId(id: string): boolean {
-  return CHANNEL_ID.test(id) && id !== GLOBAL
-}
 
 /**
  * `apiary:{c}:rl:<principal>:<type>`. `principal` is a 64-hex pubkey or `ip:<address>` (any spelling
@@ -102,11 +98,11 @@ export function presenceConnKey(community: string, pubkey: string): string {
   return scoped(community, 'presence-conn', checkHex64(pubkey, 'pubkey'))
 }
 
-/** `apiary:{c}:ev:<channelId>` for a NIP-29 group's events, `apiary:{c}:ev:global` for the rest. */
+/** `apiary:{c}:ev:<channel segment>` for a NIP-29 group's events, `apiary:{c}:ev:global` for the rest. */
 export function eventsChannel(community: string, channelId?: string): string {
   if (channelId === undefined) return scoped(community, 'ev', GLOBAL)
-  if (!isChannelId(channelId)) throw new RangeError(`not a usable channel id: ${JSON.stringify(channelId)}`)
-  return scoped(community, 'ev', channelId)
+  if (!isChannelId(channelId) || channelId === GLOBAL) throw new RangeError(`not a usable channel id: ${JSON.stringify(channelId)}`)
+  return scoped(community, 'ev', toChannelSegment(channelId))
 }
 
 /** The channel formatters below by what they carry (the Redis bus's channelOf). */
@@ -164,9 +160,10 @@ export function parseChannel(name: string): Result<ParsedChannel> {
   if (rest === 'conn-control') return ok({ community, kind: 'conn-control' })
   if (rest === 'cache-invalidation') return ok({ community, kind: 'cache-invalidation' })
   if (!rest.startsWith('ev:')) return invalid('unknown channel kind', name)
-  const channelId = rest.slice('ev:'.length)
-  if (channelId === GLOBAL) return ok({ community, kind: 'events' })
-  if (!isChannelId(channelId)) return invalid('bad channel id', name)
+  const segment = rest.slice('ev:'.length)
+  if (segment === GLOBAL) return ok({ community, kind: 'events' })
+  const channelId = fromChannelSegment(segment)
+  if (channelId === undefined) return invalid('bad channel id', name)
   return ok({ community, kind: 'events', channelId })
 }
 
@@ -175,7 +172,7 @@ function scoped(community: string, ...parts: string[]): string {
 }
 
 function checkSessionId(session: string): string {
-  if (!SESSION_ID.test(session)) throw new RangeError(`not a mesh session id: ${JSON.stringify(session.slice(0, 80))}`)
+  if (!isSessionId(session)) throw new RangeError(`not a mesh session id: ${JSON.stringify(session.slice(0, 80))}`)
   return session
 }
 

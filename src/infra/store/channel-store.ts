@@ -14,12 +14,17 @@ export interface ChannelRecord {
   name: string
   about: string
   picture: string
+  banner: string
   /** NIP-29 `private`: only members read its events */
   private: boolean
+  /** NIP-29 `restricted`: only members (and community admins) post to it */
+  restricted: boolean
   /** NIP-29 `closed`: join requests wait for an admin instead of being accepted */
   closed: boolean
   /** NIP-29 `hidden`: its relay-signed state (39000–39003) is served to its members only */
   hidden: boolean
+  /** NIP-29 `supported_kinds`: the only kinds it takes besides 9000–9022; null: every kind */
+  supportedKinds: readonly number[] | null
   /** deleted channels keep their row (an id is never reused) but serve nothing and accept nothing */
   deleted: boolean
   createdAt: number
@@ -28,7 +33,7 @@ export interface ChannelRecord {
 export type ChannelInit = Omit<ChannelRecord, 'deleted'>
 
 /** What an edit-metadata (9002) may change; absent fields stay as they are. */
-export type ChannelPatch = Partial<Pick<ChannelRecord, 'name' | 'about' | 'picture' | 'private' | 'closed' | 'hidden'>>
+export type ChannelPatch = Partial<Omit<ChannelRecord, 'id' | 'deleted' | 'createdAt'>>
 
 export interface ChannelMember {
   pubkey: string
@@ -58,7 +63,10 @@ export interface ChannelStore {
   get(community: string, ids: readonly string[]): Promise<Map<string, ChannelRecord>>
   /** the community's channels that are not deleted, by id */
   list(community: string): Promise<ChannelRecord[]>
-  /** the channels not everyone may read all of: private, hidden or deleted ones (the access gate hides them) */
+  /**
+   * the channels not everyone may read all of: private, hidden or deleted ones (the access gate hides them);
+   * the `restricted` flag, which is about writing, plays no part
+   */
   restricted(community: string): Promise<ChannelRecord[]>
   /** the updated record; undefined when the channel is unknown or deleted */
   update(community: string, id: string, patch: ChannelPatch): Promise<ChannelRecord | undefined>

@@ -6,12 +6,12 @@ import { z } from 'zod'
 import { COMMUNITY_ID_PATTERN, HEX64_PATTERN } from '../ids.js'
 import { reason } from '../reasons.js'
 import { err, ok, type Result } from '../result.js'
-import { SESSION_ID } from './session-id.js'
+import { isSessionId, MAX_SESSION_ID_CHARS } from './session-id.js'
 
 const hex64 = z.string().regex(HEX64_PATTERN)
 const fenceSchema = z.strictObject({
   community: z.string().regex(COMMUNITY_ID_PATTERN),
-  session: z.string().regex(SESSION_ID),
+  session: z.string().max(MAX_SESSION_ID_CHARS).refine(isSessionId),
   generation: z.number().int().min(1),
   owner: hex64,
 })

@@ -8,7 +8,7 @@ import { COMMUNITY_ID_PATTERN, HEX64_PATTERN } from '../ids.js'
 import { type Reason, reason } from '../reasons.js'
 import { err, ok, type Result } from '../result.js'
 import { MAX_ENDPOINT_CHARS } from './gossip.js'
-import { SESSION_ID, SESSION_KINDS } from './session-id.js'
+import { isSessionId, MAX_SESSION_ID_CHARS, SESSION_KINDS } from './session-id.js'
 
 export interface MeshStatus {
   /** this node's runtime id (64 lowercase hex) */
@@ -42,7 +42,7 @@ const peerSchema = z.strictObject({
 const sessionSchema = z
   .strictObject({
     community: communitySchema,
-    session: z.string().regex(SESSION_ID),
+    session: z.string().max(MAX_SESSION_ID_CHARS).refine(isSessionId),
     kind: z.enum(SESSION_KINDS),
     generation: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
     owner: runtimeSchema,

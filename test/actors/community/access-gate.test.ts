@@ -79,7 +79,17 @@ describe('the access gate deciding who receives a channel event', () => {
       ttlMs: TTL_MS,
       nowMs: () => now,
     })
-    const base = { name: '', about: '', picture: '', closed: false, hidden: false, createdAt: 1 }
+    const base = {
+      name: '',
+      about: '',
+      picture: '',
+      banner: '',
+      restricted: true,
+      supportedKinds: null,
+      closed: false,
+      hidden: false,
+      createdAt: 1,
+    }
     await channels.create('c1', { ...base, id: 'secret', private: true }, A)
     await channels.create('c1', { ...base, id: 'lobby', private: false }, A)
   })
@@ -175,7 +185,19 @@ describe('the access gate deciding who receives a channel event', () => {
   it('hides private channels a reader is not in, and deleted ones from everyone, inside the store query', async () => {
     await channels.create(
       'c1',
-      { name: '', about: '', picture: '', closed: false, hidden: false, createdAt: 1, id: 'gone', private: false },
+      {
+        name: '',
+        about: '',
+        picture: '',
+        banner: '',
+        restricted: true,
+        supportedKinds: null,
+        closed: false,
+        hidden: false,
+        createdAt: 1,
+        id: 'gone',
+        private: false,
+      },
       A,
     )
     await channels.remove('c1', 'gone')
@@ -185,7 +207,17 @@ describe('the access gate deciding who receives a channel event', () => {
   })
 
   it('keeps a hidden channel’s state and a private channel’s member lists from non-members, inside the store query', async () => {
-    const base = { name: '', about: '', picture: '', closed: false, createdAt: 1, private: false }
+    const base = {
+      name: '',
+      about: '',
+      picture: '',
+      banner: '',
+      restricted: true,
+      supportedKinds: null,
+      closed: false,
+      createdAt: 1,
+      private: false,
+    }
     await channels.create('c1', { ...base, id: 'den', hidden: true }, A)
     const rules = async (c: ConnView) => (await gate.readOptions(c, 1)).hiddenChannelState
     expect(await rules(conn('member', A))).toEqual([])
@@ -205,7 +237,17 @@ describe('the access gate deciding who receives a channel event', () => {
   })
 
   it('delivers a hidden channel’s state live to its members and community admins only', async () => {
-    const base = { name: '', about: '', picture: '', closed: false, createdAt: 1, private: false }
+    const base = {
+      name: '',
+      about: '',
+      picture: '',
+      banner: '',
+      restricted: true,
+      supportedKinds: null,
+      closed: false,
+      createdAt: 1,
+      private: false,
+    }
     await channels.create('c1', { ...base, id: 'den', hidden: true }, A)
     const state = { ...inChannel('x', 39000), tags: [['d', 'den']] }
     const readers = [sub(conn('member', A)), sub(conn('admin', ADMIN)), sub(conn('outsider', B)), sub(conn('anon'))]

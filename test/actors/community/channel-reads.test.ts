@@ -13,9 +13,12 @@ const channel = (id: string): ChannelInit => ({
   name: id,
   about: '',
   picture: '',
+  banner: '',
   private: false,
+  restricted: true,
   closed: false,
   hidden: false,
+  supportedKinds: null,
   createdAt: 1,
 })
 

@@ -8,7 +8,6 @@ import {
   ipAuthKey,
   ipConnKey,
   ipOpenKey,
-  isChannelId,
   meshReadyKey,
   nip98Key,
   type ParsedChannel,
@@ -19,6 +18,7 @@ import {
   sessionLeaseKey,
 } from '../../../src/infra/redis/keys'
 import { parseIpSegment } from '../../../src/protocols/ip-address'
+import { isChannelId } from '../../../src/protocols/nip29'
 import { prefixOf } from '../../../src/protocols/reasons'
 
 const PK = 'ab'.repeat(32)
@@ -42,6 +42,11 @@ describe('Redis key and channel names', () => {
     [presenceKey('a-1', PK), `apiary:{a-1}:presence:${PK}`],
     [eventsChannel('acme'), 'apiary:{acme}:ev:global'],
     [eventsChannel('acme', 'dev_ops-2'), 'apiary:{acme}:ev:dev_ops-2'],
+    [eventsChannel('acme', 'aB3xY9kLm2Qp'), 'apiary:{acme}:ev:a%423x%599k%4cm2%51p'],
+    [eventsChannel('acme', 'a:b'), 'apiary:{acme}:ev:a%3ab'],
+    [eventsChannel('acme', '{x}*'), 'apiary:{acme}:ev:%7bx%7d%2a'],
+    [eventsChannel('acme', '%41'), 'apiary:{acme}:ev:%2541'],
+    [eventsChannel('acme', 'café'), 'apiary:{acme}:ev:caf%c3%a9'],
     [connControlChannel('acme'), 'apiary:{acme}:conn-control'],
     [cacheInvalidationChannel('acme'), 'apiary:{acme}:cache-invalidation'],
     [sessionLeaseKey('acme', 'channel:dev_ops-2'), 'apiary:{acme}:session:channel:dev_ops-2:lease'],
@@ -73,8 +78,8 @@ describe('Redis key and channel names', () => {
     ['an uppercase IP principal tag', () => rateLimitKey('acme', 'IP:1.2.3.4', 'events')],
     ['an unknown limit type', () => rateLimitKey('acme', PK, 'connections' as 'events')],
     ['a channel named global (reserved)', () => eventsChannel('acme', 'global')],
-    ['a channel id with a colon', () => eventsChannel('acme', 'a:b')],
-    ['an uppercase channel id', () => eventsChannel('acme', 'Dev')],
+    ['a channel id with a space', () => eventsChannel('acme', 'a b')],
+    ['a channel id with a control character', () => eventsChannel('acme', 'a\u0085')],
     ['a 65-character channel id (limit 64)', () => eventsChannel('acme', 'c'.repeat(65))],
     ['a socket with no address', () => ipConnKey('unknown')],
     ['a name as an open-socket count address', () => ipOpenKey('relay.example')],
@@ -90,7 +95,7 @@ describe('Redis key and channel names', () => {
 
   it('accepts a channel id of exactly 64 characters', () => {
     expect(eventsChannel('acme', 'c'.repeat(64))).toBe(`apiary:{acme}:ev:${'c'.repeat(64)}`)
-    expect(isChannelId('_')).toBe(true)
+    expect(eventsChannel('acme', '_')).toBe('apiary:{acme}:ev:_')
   })
 })
 
@@ -98,6 +103,8 @@ describe('parsing channel names', () => {
   it.each<[string, ParsedChannel]>([
     ['apiary:{acme}:ev:global', { community: 'acme', kind: 'events' }],
     ['apiary:{acme}:ev:dev_ops-2', { community: 'acme', kind: 'events', channelId: 'dev_ops-2' }],
+    ['apiary:{acme}:ev:a%3ab', { community: 'acme', kind: 'events', channelId: 'a:b' }],
+    ['apiary:{acme}:ev:%44ev', { community: 'acme', kind: 'events', channelId: 'Dev' }],
     ['apiary:{0}:conn-control', { community: '0', kind: 'conn-control' }],
     ['apiary:{a-b}:cache-invalidation', { community: 'a-b', kind: 'cache-invalidation' }],
   ])('reads %s', (name, want) => {
@@ -126,6 +133,13 @@ describe('parsing channel names', () => {
     `apiary:{acme}:rl:${PK}:events`,
     'apiary:ip:1.2.3.4:conn',
     `apiary:{acme}:ev:${'c'.repeat(65)}`,
+    'apiary:{acme}:ev:%61',
+    'apiary:{acme}:ev:%3A',
+    'apiary:{acme}:ev:%67lobal',
+    'apiary:{acme}:ev:a%20b',
+    'apiary:{acme}:ev:%ff',
+    'apiary:{acme}:ev:%ed%a0%80',
+    'apiary:{acme}:ev:%4',
     '',
   ])('refuses %j as "invalid:"', (name) => {
     const r = parseChannel(name)
@@ -134,7 +148,9 @@ describe('parsing channel names', () => {
   })
 
   const community = fc.stringMatching(/^[a-z0-9][a-z0-9-]{0,62}$/)
-  const channelId = fc.stringMatching(/^[a-z0-9_-]{1,64}$/).filter(isChannelId)
+  const channelId = fc
+    .oneof(fc.stringMatching(/^[a-z0-9_-]{1,64}$/), fc.string({ unit: 'binary', minLength: 1, maxLength: 64 }))
+    .filter((id) => isChannelId(id) && id !== 'global')
   const channel = fc.oneof(
     fc.record({ community, kind: fc.constant('events' as const) }),
     fc.record({ community, kind: fc.constant('events' as const), channelId }),

@@ -26,7 +26,18 @@ export function describeChannelInvitesContract(name: string, open: () => Promise
       createdAt: NOW,
       ...over,
     })
-    const row = { name: 'room', about: '', picture: '', private: false, closed: true, hidden: false, createdAt: NOW }
+    const row = {
+      name: 'room',
+      about: '',
+      picture: '',
+      banner: '',
+      private: false,
+      restricted: true,
+      closed: true,
+      hidden: false,
+      supportedKinds: null,
+      createdAt: NOW,
+    }
 
     beforeEach(async () => {
       store = await open()

@@ -22,9 +22,12 @@ export function describeChannelStoreContract(name: string, open: () => Promise<C
       name: `channel ${id}`,
       about: '',
       picture: '',
+      banner: '',
       private: false,
+      restricted: false,
       closed: false,
       hidden: false,
+      supportedKinds: null,
       createdAt: 1_700_000_000,
       ...over,
     })
@@ -112,6 +115,32 @@ export function describeChannelStoreContract(name: string, open: () => Promise<C
         expect(await store.update(community, 'edit', { hidden: true })).toEqual(hidden)
         expect(await store.update(community, 'edit', { name: 'renamed' })).toEqual(hidden)
         expect(await store.update(community, 'edit', { hidden: false })).toEqual(updated)
+      })
+
+      it('keeps restricted, banner and supported kinds, and patches them: a list, none at all, or every kind again', async () => {
+        const c = channel('kinds', { restricted: true, banner: 'https://x.example/b.png', supportedKinds: [9, 11] })
+        await store.create(community, c, pubkey('a'))
+        const node2 = await another()
+        expect((await node2.get(community, ['kinds'])).get('kinds')).toEqual({ ...c, deleted: false })
+        expect(await store.update(community, 'kinds', { name: 'renamed' })).toMatchObject({ supportedKinds: [9, 11], restricted: true })
+        expect(await store.update(community, 'kinds', { supportedKinds: [] })).toMatchObject({ supportedKinds: [] })
+        expect(await store.update(community, 'kinds', { restricted: false, banner: '' })).toMatchObject({
+          restricted: false,
+          banner: '',
+          supportedKinds: [],
+        })
+        expect(await store.update(community, 'kinds', { supportedKinds: null })).toMatchObject({ supportedKinds: null })
+        expect((await node2.get(community, ['kinds'])).get('kinds')).toMatchObject({ supportedKinds: null, restricted: false })
+        expect(await store.update(community, 'kinds', { supportedKinds: [30_023] })).toMatchObject({ supportedKinds: [30_023] })
+      })
+
+      it('keeps ids of any characters apart, case and punctuation included', async () => {
+        const ids = ['aB3xY9kLm2Qp', 'ab3xy9klm2qp', 'a:b', 'a%3ab', '🐝', "x'); --"]
+        for (const id of ids) expect(await store.create(community, channel(id, { name: id }), pubkey('a'))).toBe('created')
+        const got = await store.get(community, ids)
+        expect(ids.map((id) => got.get(id)?.name)).toEqual(ids)
+        await store.putMember(community, 'a:b', pubkey('b'), [])
+        expect(await store.memberChannels(community, [pubkey('b')])).toEqual(new Set(['a:b']))
       })
 
       it('updates neither an unknown nor a deleted channel', async () => {

@@ -26,7 +26,18 @@ describeChannelStoreContract('PostgreSQL', () => openPostgresChannelStore({ url:
 describeChannelInvitesContract('SQLite', async () => openSqliteChannelStore(join(dir, 'apiary.sqlite')))
 describeChannelInvitesContract('PostgreSQL', () => openPostgresChannelStore({ url: db.url }))
 
-const init = { name: 'n', about: '', picture: '', private: false, closed: true, hidden: false, createdAt: 1 }
+const init = {
+  name: 'n',
+  about: '',
+  picture: '',
+  banner: '',
+  private: false,
+  restricted: true,
+  closed: true,
+  hidden: false,
+  supportedKinds: null,
+  createdAt: 1,
+}
 const invite = { code: 'k', maxUses: 3, createdBy: 'a'.repeat(64), createdAt: 1 }
 
 describe('a deleted channel’s invite codes', () => {
@@ -126,7 +137,7 @@ describe('a channel_members table from before roles (admin or member)', () => {
       expect(await stores[1]!.redeemInvite('c', 'old', 'k', 'c'.repeat(64), 1)).toBe('joined')
       await Promise.all(stores.map((s) => s.close()))
       const [row] = await sql`SELECT version FROM apiary_schema WHERE component = 'channels'`
-      expect(row?.version).toBe(5)
+      expect(row?.version).toBe(6)
     } finally {
       await sql.end()
       await v3.drop()
@@ -149,6 +160,57 @@ describe('a SQLite channels table from before the hidden flag', () => {
       expect(await store.update('c', 'old', { hidden: true })).toMatchObject({ private: true, hidden: true })
     } finally {
       await store.close()
+    }
+  })
+})
+
+describe('a SQLite channels table from before the restricted flag', () => {
+  it('gains restricted, banner and supported_kinds on open: its channels stay members-only for writing', async () => {
+    const file = join(dir, 'before-restricted.sqlite')
+    const old = new Database(file)
+    old.exec(`CREATE TABLE channels (community TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL, about TEXT NOT NULL,
+      picture TEXT NOT NULL, private INTEGER NOT NULL, closed INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,
+      created_at INTEGER NOT NULL, hidden INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (community, id)) WITHOUT ROWID`)
+    old.prepare("INSERT INTO channels VALUES ('c', 'old', 'Old', '', '', 0, 0, 0, 1, 0)").run()
+    old.close()
+    const store = openSqliteChannelStore(file)
+    try {
+      expect((await store.get('c', ['old'])).get('old')).toMatchObject({ restricted: true, banner: '', supportedKinds: null })
+      expect(await store.update('c', 'old', { restricted: false })).toMatchObject({ restricted: false })
+    } finally {
+      await store.close()
+    }
+  })
+})
+
+describe('a PostgreSQL channels table from before the restricted flag', () => {
+  it('gains restricted, banner and supported_kinds by migration: its channels stay members-only for writing', async () => {
+    const own = await createTestDatabase()
+    const sql = postgres(own.url, { max: 1, onnotice: () => {} })
+    try {
+      // the schema as its third migration left it
+      await sql.unsafe(`CREATE TABLE apiary_schema (component TEXT PRIMARY KEY, version INTEGER NOT NULL);
+        INSERT INTO apiary_schema VALUES ('channels', 3);
+        CREATE TABLE channels (community TEXT COLLATE "C" NOT NULL, id TEXT COLLATE "C" NOT NULL, name TEXT NOT NULL,
+          about TEXT NOT NULL, picture TEXT NOT NULL, private BOOLEAN NOT NULL, closed BOOLEAN NOT NULL,
+          deleted BOOLEAN NOT NULL DEFAULT false, created_at BIGINT NOT NULL, hidden BOOLEAN NOT NULL DEFAULT false,
+          PRIMARY KEY (community, id));
+        CREATE TABLE channel_members (community TEXT COLLATE "C" NOT NULL, channel TEXT COLLATE "C" NOT NULL,
+          pubkey TEXT COLLATE "C" NOT NULL, role TEXT NOT NULL, PRIMARY KEY (community, channel, pubkey));
+        INSERT INTO channels VALUES ('c', 'old', 'Old', '', '', false, false, false, 1, false);`)
+      const store = await openPostgresChannelStore({ url: own.url })
+      try {
+        expect((await store.get('c', ['old'])).get('old')).toMatchObject({ restricted: true, banner: '', supportedKinds: null })
+        expect(await store.update('c', 'old', { restricted: false, supportedKinds: [9] })).toMatchObject({
+          restricted: false,
+          supportedKinds: [9],
+        })
+      } finally {
+        await store.close()
+      }
+    } finally {
+      await sql.end()
+      await own.drop()
     }
   })
 })

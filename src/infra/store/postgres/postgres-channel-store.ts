@@ -45,13 +45,20 @@ ALTER TABLE channel_members ADD COLUMN roles TEXT[] NOT NULL DEFAULT '{}';
 UPDATE channel_members SET roles = ARRAY['admin'] WHERE role = 'admin';
 ALTER TABLE channel_members DROP COLUMN role`
 
-const COLUMNS = 'id, name, about, picture, private, closed, hidden, deleted, created_at'
+// NIP-29 `restricted`, `banner`, `supported_kinds` (null: every kind). Channels from before them stay
+// writable by members only, as every channel was until the flag existed.
+const CHANNELS_V5 = `
+ALTER TABLE channels ADD COLUMN restricted BOOLEAN NOT NULL DEFAULT true;
+ALTER TABLE channels ADD COLUMN banner TEXT NOT NULL DEFAULT '';
+ALTER TABLE channels ADD COLUMN supported_kinds INTEGER[]`
+
+const COLUMNS = 'id, name, about, picture, banner, private, restricted, closed, hidden, supported_kinds, deleted, created_at'
 
 // one statement: the creator's admin row exists exactly when this call inserted the channel
 const CREATE = `
 WITH created AS (
-  INSERT INTO channels (community, id, name, about, picture, private, closed, created_at, hidden)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $10) ON CONFLICT (community, id) DO NOTHING RETURNING id
+  INSERT INTO channels (community, id, name, about, picture, private, closed, created_at, hidden, banner, restricted, supported_kinds)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $10, $11, $12, $13::int[]) ON CONFLICT (community, id) DO NOTHING RETURNING id
 )
 INSERT INTO channel_members (community, channel, pubkey, roles) SELECT $1, id, $9::text, ARRAY['admin'] FROM created
 ON CONFLICT (community, channel, pubkey) DO UPDATE SET roles = ARRAY['admin']
@@ -65,9 +72,12 @@ INSERT INTO channel_members (community, channel, pubkey, roles) SELECT $1, $2, $
 ON CONFLICT (community, channel, pubkey) DO UPDATE SET roles = excluded.roles WHERE channel_members.roles <> excluded.roles
 RETURNING (xmax = 0) AS added`
 
+// supported_kinds may be set to null (every kind): $11 says whether the patch carries it
 const UPDATE = `
 UPDATE channels SET name = coalesce($3, name), about = coalesce($4, about), picture = coalesce($5, picture),
-  private = coalesce($6::bool, private), closed = coalesce($7::bool, closed), hidden = coalesce($8::bool, hidden)
+  private = coalesce($6::bool, private), closed = coalesce($7::bool, closed), hidden = coalesce($8::bool, hidden),
+  banner = coalesce($9, banner), restricted = coalesce($10::bool, restricted),
+  supported_kinds = CASE WHEN $11::bool THEN $12::int[] ELSE supported_kinds END
 WHERE community = $1 AND id = $2 AND NOT deleted RETURNING ${COLUMNS}`
 
 type Row = Record<string, unknown>
@@ -77,9 +87,12 @@ const toRecord = (r: Row): ChannelRecord => ({
   name: r.name as string,
   about: r.about as string,
   picture: r.picture as string,
+  banner: r.banner as string,
   private: r.private as boolean,
+  restricted: r.restricted as boolean,
   closed: r.closed as boolean,
   hidden: r.hidden as boolean,
+  supportedKinds: (r.supported_kinds as number[] | null) ?? null,
   deleted: r.deleted as boolean,
   createdAt: r.created_at as number,
 })
@@ -96,7 +109,21 @@ function channelWrites(inTransaction: <T>(work: (q: Query, tx: Sql) => Promise<T
   return {
     create: (community, c, creator) =>
       inTransaction(async (q) => {
-        const rows = await q(CREATE, [community, c.id, c.name, c.about, c.picture, c.private, c.closed, c.createdAt, creator, c.hidden])
+        const rows = await q(CREATE, [
+          community,
+          c.id,
+          c.name,
+          c.about,
+          c.picture,
+          c.private,
+          c.closed,
+          c.createdAt,
+          creator,
+          c.hidden,
+          c.banner,
+          c.restricted,
+          c.supportedKinds,
+        ])
         return rows.length > 0 ? 'created' : 'exists'
       }),
     update: (community, id, p) =>
@@ -110,6 +137,10 @@ function channelWrites(inTransaction: <T>(work: (q: Query, tx: Sql) => Promise<T
           p.private ?? null,
           p.closed ?? null,
           p.hidden ?? null,
+          p.banner ?? null,
+          p.restricted ?? null,
+          p.supportedKinds !== undefined,
+          p.supportedKinds ?? null,
         ]
         const [row] = await q(UPDATE, params)
         return row && toRecord(row)
@@ -140,7 +171,7 @@ export async function openPostgresChannelStore(opts: { url: string }): Promise<C
   // read on cache misses of the access gate and written by moderation events: a small pool is plenty
   const sql = connectPostgres(opts.url, 4)
   try {
-    await migrate(sql, 'channels', [CHANNELS_V1, CHANNELS_V2, CHANNELS_V3, CHANNELS_V4, INVITES_V1])
+    await migrate(sql, 'channels', [CHANNELS_V1, CHANNELS_V2, CHANNELS_V3, CHANNELS_V4, INVITES_V1, CHANNELS_V5])
     await migrate(sql, 'mesh', SESSION_FENCE_MIGRATIONS)
   } catch (err) {
     await sql.end({ timeout: 1 })

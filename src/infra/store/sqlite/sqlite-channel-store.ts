@@ -21,6 +21,9 @@ CREATE TABLE IF NOT EXISTS channels (
   deleted INTEGER NOT NULL DEFAULT 0,
   created_at INTEGER NOT NULL,
   hidden INTEGER NOT NULL DEFAULT 0,
+  restricted INTEGER NOT NULL DEFAULT 1,
+  banner TEXT NOT NULL DEFAULT '',
+  supported_kinds TEXT,
   PRIMARY KEY (community, id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS channel_members (
@@ -48,23 +51,30 @@ interface ChannelRow {
   name: string
   about: string
   picture: string
+  banner: string
   private: number
+  restricted: number
   closed: number
   hidden: number
+  /** a JSON array of kinds; null: every kind */
+  supported_kinds: string | null
   deleted: number
   created_at: number
 }
 
-const COLUMNS = 'id, name, about, picture, private, closed, hidden, deleted, created_at'
+const COLUMNS = 'id, name, about, picture, banner, private, restricted, closed, hidden, supported_kinds, deleted, created_at'
 
 const toRecord = (r: ChannelRow): ChannelRecord => ({
   id: r.id,
   name: r.name,
   about: r.about,
   picture: r.picture,
+  banner: r.banner,
   private: r.private === 1,
+  restricted: r.restricted === 1,
   closed: r.closed === 1,
   hidden: r.hidden === 1,
+  supportedKinds: r.supported_kinds === null ? null : (JSON.parse(r.supported_kinds) as number[]),
   deleted: r.deleted === 1,
   createdAt: r.created_at,
 })
@@ -77,29 +87,43 @@ interface MemberRow {
 
 // booleans travel as 0/1 (better-sqlite3 binds no booleans); null leaves the column as it is
 const bit = (b: boolean | undefined) => (b === undefined ? null : b ? 1 : 0)
+const kindsText = (kinds: readonly number[] | null | undefined) => (kinds == null ? null : JSON.stringify(kinds))
+
+/**
+ * Columns added after the first release, with what a channel of an older file reads as: not hidden, and
+ * restricted, since every channel was writable by its members only until the flag existed.
+ */
+const ADDED_COLUMNS: readonly [string, string][] = [
+  ['hidden', 'hidden INTEGER NOT NULL DEFAULT 0'],
+  ['restricted', 'restricted INTEGER NOT NULL DEFAULT 1'],
+  ['banner', "banner TEXT NOT NULL DEFAULT ''"],
+  ['supported_kinds', 'supported_kinds TEXT'],
+]
 
 export function openSqliteChannelStore(file: string): ChannelStore {
   const db = new Database(file)
   db.pragma('journal_mode = WAL')
   db.pragma('busy_timeout = 5000')
   db.exec(SCHEMA)
-  // added after the first release: files created before it get the column here (not hidden, as they were)
   const columns = db.prepare('SELECT name FROM pragma_table_info(?)').pluck().all('channels') as string[]
-  if (!columns.includes('hidden')) db.exec('ALTER TABLE channels ADD COLUMN hidden INTEGER NOT NULL DEFAULT 0')
+  for (const [name, definition] of ADDED_COLUMNS) if (!columns.includes(name)) db.exec(`ALTER TABLE channels ADD COLUMN ${definition}`)
   migrateMemberRoles(db)
   const invites = prepareInviteStatements(db)
   const insertChannel = db.prepare(
-    `INSERT INTO channels (community, id, name, about, picture, private, closed, hidden, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    `INSERT INTO channels (community, id, name, about, picture, banner, private, restricted, closed, hidden, supported_kinds, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
   )
   const selectSome = db.prepare(`SELECT ${COLUMNS} FROM channels WHERE community = ? AND id IN (SELECT value FROM json_each(?))`)
   const selectLive = db.prepare(`SELECT ${COLUMNS} FROM channels WHERE community = ? AND deleted = 0 ORDER BY id`)
   const selectRestricted = db.prepare(
     `SELECT ${COLUMNS} FROM channels WHERE community = ? AND (private = 1 OR hidden = 1 OR deleted = 1) ORDER BY id`,
   )
+  // supported_kinds may be set to null (every kind): a flag says whether the patch carries it
   const update = db.prepare(
     `UPDATE channels SET name = coalesce(?, name), about = coalesce(?, about), picture = coalesce(?, picture),
-       private = coalesce(?, private), closed = coalesce(?, closed), hidden = coalesce(?, hidden)
+       banner = coalesce(?, banner), private = coalesce(?, private), restricted = coalesce(?, restricted),
+       closed = coalesce(?, closed), hidden = coalesce(?, hidden),
+       supported_kinds = CASE WHEN ? THEN ? ELSE supported_kinds END
      WHERE community = ? AND id = ? AND deleted = 0 RETURNING ${COLUMNS}`,
   )
   const markDeleted = db.prepare('UPDATE channels SET deleted = 1 WHERE community = ? AND id = ? AND deleted = 0')
@@ -130,9 +154,12 @@ export function openSqliteChannelStore(file: string): ChannelStore {
       c.name,
       c.about,
       c.picture,
+      c.banner,
       bit(c.private),
+      bit(c.restricted),
       bit(c.closed),
       bit(c.hidden),
+      kindsText(c.supportedKinds),
       c.createdAt,
     )
     if (changes === 0) return 'exists'
@@ -173,9 +200,13 @@ export function openSqliteChannelStore(file: string): ChannelStore {
           p.name ?? null,
           p.about ?? null,
           p.picture ?? null,
+          p.banner ?? null,
           bit(p.private),
+          bit(p.restricted),
           bit(p.closed),
           bit(p.hidden),
+          bit(p.supportedKinds !== undefined),
+          kindsText(p.supportedKinds),
           community,
           id,
         )
