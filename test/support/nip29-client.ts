@@ -125,3 +125,13 @@ export async function authAsAgent(c: TestClient, agent: TestKeys, owner: TestKey
   const f = await c.ok(e.event.id)
   return { accepted: f[2] as boolean, message: f[3] as string, prefix: prefixOf(f[3] as string) }
 }
+
+/** kind 9010: the whole pin list of `channel`, as `e` (event id) and `a` (address) tags in order. */
+export const updatePins = (c: TestClient, keys: TestKeys, channel: string, pins: string[][]) => channelEvent(c, keys, channel, 9010, pins)
+
+/** The relay's 39005 of `channel` (undefined when none is stored or this reader may not see it). */
+export async function pinsOf(c: TestClient, channel: string): Promise<NostrEvent | undefined> {
+  const found = await reqEvents(c, [{ kinds: [39005], '#d': [channel] }])
+  if (found.length > 1) throw new Error(`more than one kind 39005 for channel ${channel}`)
+  return found[0]
+}

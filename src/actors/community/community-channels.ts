@@ -1,5 +1,5 @@
 // NIP-29 channels inside a community actor: decide a channel event before it is stored (plan), change the
-// channel rows after it is (apply), and keep the relay-signed 39000–39002 current. The rows are the truth
+// channel rows after it is (apply), and keep the relay-signed 39000–39002 and 39005 current. The rows are the truth
 // every node reads; each change drops the matching cache keys here and, by broadcast, on every other node.
 import type { Logger } from '../../infra/log.js'
 import type { ChannelStore } from '../../infra/store/channel-store.js'
@@ -19,6 +19,7 @@ import {
   RELAY_ONLY_KINDS,
   type Verdict,
 } from '../../protocols/nip29.js'
+import { KIND_UPDATE_PINS, parsePins, pinsTemplate } from '../../protocols/nip29-pins.js'
 import { reason } from '../../protocols/reasons.js'
 import { err, ok, type Result } from '../../protocols/result.js'
 import type { ChannelReads } from './channel-reads.js'
@@ -100,6 +101,9 @@ export async function applyChannelPlan(plan: ChannelPlan, event: NostrEvent, d: 
     case 'delete-group':
       await deleteChannel(action.channel, d)
       return []
+    case 'update-pins':
+      if (!(await publishPins(d, action.channel, out, event))) d.defer(action.channel, { pins: true })
+      return out
     case 'post':
       return []
   }
@@ -168,6 +172,8 @@ export async function applyChannelPlanLogged(plan: ChannelPlan, event: NostrEven
 export interface StateWanted {
   metadata?: boolean
   members?: boolean
+  /** 39005, from the channel's newest 9010 */
+  pins?: boolean
 }
 
 /**
@@ -178,17 +184,30 @@ export interface StateWanted {
  */
 export async function publishState(d: ChannelDeps, channel: string, out: RelayEvent[], what: StateWanted): Promise<void> {
   const late: StateWanted = {}
-  if (what.metadata) {
-    const c = (await d.channels.get(d.community, [channel])).get(channel)
-    if (c && !c.deleted && !(await saveRelayEvent(d, metadataTemplate(c), out))) late.metadata = true
-  }
+  const c = what.metadata || what.pins ? (await d.channels.get(d.community, [channel])).get(channel) : undefined
+  const live = c !== undefined && !c.deleted
+  if (what.metadata && live && !(await saveRelayEvent(d, metadataTemplate(c), out))) late.metadata = true
+  if (what.pins && live && !(await publishPins(d, channel, out))) late.pins = true
   if (what.members) {
     const members = await d.channels.members(d.community, channel)
     const admins = await saveRelayEvent(d, adminsTemplate(channel, members), out)
     const all = await saveRelayEvent(d, membersTemplate(channel, members), out)
     if (!admins || !all) late.members = true
   }
-  if (late.metadata || late.members) d.defer(channel, late)
+  if (late.metadata || late.members || late.pins) d.defer(channel, late)
+}
+
+/**
+ * 39005 mirrors the channel's newest 9010 by created_at (NIP-29 state is rebuilt from its events in order), so
+ * an older list arriving late never replaces a newer one; `applied`, the one just stored, wins a tie: of two
+ * lists sent in the same second, the later one stays. false: dated too far ahead, not signed (see publishState).
+ */
+async function publishPins(d: ChannelDeps, channel: string, out: RelayEvent[], applied?: NostrEvent): Promise<boolean> {
+  const filter = { kinds: [KIND_UPDATE_PINS], tags: { h: [channel] }, limit: 1 }
+  const [newest] = await d.events.query(d.community, [filter], { now: d.nowSeconds() })
+  const source = applied && (!newest || newest.event.created_at <= applied.created_at) ? applied : newest?.event
+  const pins = source && parsePins(source.tags)
+  return pins?.ok ? saveRelayEvent(d, pinsTemplate(channel, pins.value), out) : true
 }
 
 // Clients and other relays refuse events dated far ahead (15 min is common); a few seconds is harmless.
@@ -230,7 +249,7 @@ export class DeferredState {
 
   add(channel: string, what: StateWanted): void {
     const p = this.pending.get(channel)
-    this.pending.set(channel, { metadata: p?.metadata || what.metadata, members: p?.members || what.members })
+    this.pending.set(channel, { metadata: p?.metadata || what.metadata, members: p?.members || what.members, pins: p?.pins || what.pins })
     this.timer ??= setTimeout(() => this.flush(), 1_000)
   }
 

@@ -17,7 +17,7 @@ export interface ChannelRecord {
   private: boolean
   /** NIP-29 `closed`: join requests wait for an admin instead of being accepted */
   closed: boolean
-  /** NIP-29 `hidden`: its relay-signed state (39000–39003) is served to its members only */
+  /** NIP-29 `hidden`: its relay-signed state (39000–39005) is served to its members only */
   hidden: boolean
   /** deleted channels keep their row (an id is never reused) but serve nothing and accept nothing */
   deleted: boolean
