@@ -135,3 +135,11 @@ export async function pinsOf(c: TestClient, channel: string): Promise<NostrEvent
   if (found.length > 1) throw new Error(`more than one kind 39005 for channel ${channel}`)
   return found[0]
 }
+
+/** kind 9 to `channel` carrying `refs` as one `previous` tag (NIP-29 timeline references). */
+export const postAfter = (c: TestClient, keys: TestKeys, channel: string, refs: string[], created_at?: number) =>
+  channelEvent(c, keys, channel, 9, refs.length > 0 ? [['previous', ...refs]] : [], created_at)
+
+/** The ids of the channel's latest events, newest first, as the relay orders them. */
+export const latestIds = async (c: TestClient, channel: string, limit: number) =>
+  (await reqEvents(c, [{ '#h': [channel], limit }])).map((e) => e.id)

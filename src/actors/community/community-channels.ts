@@ -20,6 +20,7 @@ import {
   type Verdict,
 } from '../../protocols/nip29.js'
 import { KIND_UPDATE_PINS, parsePins, pinsTemplate } from '../../protocols/nip29-pins.js'
+import { checkLatePublication, checkPrevious, type LatePublication, parsePrevious } from '../../protocols/nip29-timeline.js'
 import { reason } from '../../protocols/reasons.js'
 import { err, ok, type Result } from '../../protocols/result.js'
 import type { ChannelReads } from './channel-reads.js'
@@ -39,6 +40,8 @@ export interface ChannelDeps {
   /** drop the keys here and tell every other node (best effort: the cache TTL bounds a lost broadcast) */
   invalidate: (op: CacheInvalidationOp) => Promise<void>
   nowSeconds: () => number
+  /** how old a channel event may arrive (NIP-29 late publication) */
+  latePublication: LatePublication
   log: Logger
 }
 
@@ -63,21 +66,32 @@ export function planChannelEventNow(event: NostrEvent, d: Pick<ChannelDeps, 'rel
   if (RELAY_ONLY_KINDS.has(event.kind) && event.pubkey !== d.relayPubkey)
     return err(reason('restricted', `kind ${event.kind} is published by the relay only`))
   const parsed = parseChannelAction(event)
-  return !parsed.ok || parsed.value === undefined ? (parsed as Result<undefined>) : undefined
+  if (!parsed.ok || parsed.value === undefined) return parsed as Result<undefined>
+  const refs = parsePrevious(event)
+  return refs.ok ? undefined : refs
 }
 
 /**
  * Before storing: is this a channel event, and may its author send it? Writes read the rows fresh (never the
- * membership cache): a removed member must not post on the strength of a cached answer.
+ * membership cache): a removed member must not post on the strength of a cached answer. Its `previous`
+ * references are looked up in the same read, among the channel's latest events in the store every node shares.
  */
 export async function planChannelEvent(event: NostrEvent, d: ChannelDeps): Promise<Result<ChannelPlan | undefined>> {
   const now = planChannelEventNow(event, d)
   if (now !== undefined) return now
   const action = (parseChannelAction(event) as { value: ChannelAction }).value
-  const { channel, role } = await d.reads.read(action.channel, event.pubkey)
+  // by this node's clock, which under the mesh is the channel owner's for a change: forwarding adds milliseconds
+  const late = checkLatePublication(event, d.nowSeconds(), d.latePublication)
+  if (!late.ok) return late
+  const refs = (parsePrevious(event) as { value: string[] }).value
+  const { channel, role, recent } = await d.reads.read(action.channel, event.pubkey, refs.length > 0)
   const verdict = authorize(action, { channel, role, moderator: d.isModerator(event.pubkey) })
-  return verdict.ok ? ok({ action, verdict: verdict.value }) : verdict
+  if (!verdict.ok) return verdict
+  const known = checkPrevious(refs, recent ?? NO_REFS)
+  return known.ok ? ok({ action, verdict: verdict.value }) : known
 }
+
+const NO_REFS: ReadonlySet<string> = new Set()
 
 /** After the event is stored: change the rows, sign and store the relay's own events, invalidate caches. */
 export async function applyChannelPlan(plan: ChannelPlan, event: NostrEvent, d: ChannelDeps): Promise<RelayEvent[]> {
