@@ -5,7 +5,7 @@
 // one turn for one channel go out together, after the turn: one `get`, one `rolesOf` for all their authors and
 // at most one query of the latest ids, side by side.
 import type { ChannelRecord, ChannelRole, ChannelStore } from '../../infra/store/channel-store.js'
-import type { EventStore } from '../../infra/store/event-store.js'
+import { type EventStore, StoreError } from '../../infra/store/event-store.js'
 import { toPreviousRefs } from '../../protocols/nip29-timeline.js'
 
 export interface ChannelRows {
@@ -13,12 +13,18 @@ export interface ChannelRows {
   channel: ChannelRecord | undefined
   /** absent when the author is not a member */
   role: ChannelRole | undefined
-  /** what a `previous` reference may name: the first 8 characters of the channel's latest ids (when asked) */
+  /**
+   * what a `previous` reference may name: the first 8 characters of the channel's latest ids; absent when not
+   * asked, or when the store refused that read for its cost
+   */
   recent?: ReadonlySet<string>
 }
 
-/** The ids of a channel's latest events, newest first: the window its `previous` references may name. */
-export type LatestIds = (channel: string) => Promise<readonly string[]>
+/**
+ * The ids of a channel's latest events, newest first: the window its `previous` references may name.
+ * undefined: the store refused the read for its cost (a full read queue, the read budget), which is no outage.
+ */
+export type LatestIds = (channel: string) => Promise<readonly string[] | undefined>
 
 /**
  * LatestIds from an event store: the channel's `windowEvents` newest events by its `h` tag (the tag index
@@ -31,8 +37,14 @@ export function latestIdsOf(
   nowSeconds: () => number,
 ): LatestIds {
   return async (channel) => {
-    const rows = await events.query(community, [{ tags: { h: [channel] }, limit: windowEvents }], { now: nowSeconds() })
-    return rows.map((r) => r.id)
+    try {
+      const rows = await events.query(community, [{ tags: { h: [channel] }, limit: windowEvents }], { now: nowSeconds() })
+      return rows.map((r) => r.id)
+    } catch (error) {
+      // a read refused for its cost answers the writes `error:`; only an outage goes on to supervision
+      if (error instanceof StoreError && error.overloaded) return undefined
+      throw error
+    }
   }
 }
 

@@ -76,7 +76,10 @@ export function planChannelEventNow(event: NostrEvent, d: Pick<ChannelDeps, 'rel
  * membership cache): a removed member must not post on the strength of a cached answer. Its `previous`
  * references are looked up in the same read, among the channel's latest events in the store every node shares.
  */
-export async function planChannelEvent(event: NostrEvent, d: ChannelDeps): Promise<Result<ChannelPlan | undefined>> {
+export async function planChannelEvent(
+  event: NostrEvent,
+  d: Pick<ChannelDeps, 'relayPubkey' | 'reads' | 'isModerator' | 'nowSeconds' | 'latePublication'>,
+): Promise<Result<ChannelPlan | undefined>> {
   const now = planChannelEventNow(event, d)
   if (now !== undefined) return now
   const action = (parseChannelAction(event) as { value: ChannelAction }).value
@@ -86,12 +89,11 @@ export async function planChannelEvent(event: NostrEvent, d: ChannelDeps): Promi
   const refs = (parsePrevious(event) as { value: string[] }).value
   const { channel, role, recent } = await d.reads.read(action.channel, event.pubkey, refs.length > 0)
   const verdict = authorize(action, { channel, role, moderator: d.isModerator(event.pubkey) })
-  if (!verdict.ok) return verdict
-  const known = checkPrevious(refs, recent ?? NO_REFS)
+  if (!verdict.ok || refs.length === 0) return verdict.ok ? ok({ action, verdict: verdict.value }) : verdict
+  if (recent === undefined) return err(reason('error', 'the previous references could not be checked now, retry shortly'))
+  const known = checkPrevious(refs, recent)
   return known.ok ? ok({ action, verdict: verdict.value }) : known
 }
-
-const NO_REFS: ReadonlySet<string> = new Set()
 
 /** After the event is stored: change the rows, sign and store the relay's own events, invalidate caches. */
 export async function applyChannelPlan(plan: ChannelPlan, event: NostrEvent, d: ChannelDeps): Promise<RelayEvent[]> {

@@ -2,8 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ChannelReads, type LatestIds } from '../../../src/actors/community/channel-reads'
+import { ChannelReads, type LatestIds, latestIdsOf } from '../../../src/actors/community/channel-reads'
 import type { ChannelInit, ChannelStore } from '../../../src/infra/store/channel-store'
+import { type EventStore, StoreError } from '../../../src/infra/store/event-store'
 import { openSqliteChannelStore } from '../../../src/infra/store/sqlite/sqlite-channel-store'
 
 const community = 'c'
@@ -20,11 +21,11 @@ const channel = (id: string): ChannelInit => ({
 })
 
 /** Latest ids that count their calls: per channel, ids made of one repeated character. */
-function latestIds(byChannel: Record<string, string[]> = {}) {
+function latestIds(byChannel: Record<string, string[] | undefined> = {}) {
   const calls: string[] = []
   const read: LatestIds = async (ch) => {
     calls.push(ch)
-    return byChannel[ch] ?? []
+    return ch in byChannel ? byChannel[ch] : []
   }
   return { calls, read }
 }
@@ -130,5 +131,26 @@ describe('ChannelReads: the fresh reads channel writes are decided on, batched p
     // a turn whose writes carry no references reads no ids
     await Promise.all([reads.read('open', pubkey('a')), reads.read('gone', pubkey('a'))])
     expect(latest.calls).toEqual(['open'])
+  })
+
+  it('answers without `recent`, failing no read, when the store refused the latest ids for their cost', async () => {
+    const reads = new ChannelReads(counting(store).store, community, latestIds({ open: undefined }).read)
+    const rows = await reads.read('open', pubkey('a'), true)
+    expect(rows.role).toBe('admin')
+    expect(rows.recent).toBeUndefined()
+  })
+
+  it('reads the latest ids through the event store, turning a refusal for cost into no answer and letting an outage through', async () => {
+    const answering = (error?: StoreError): Pick<EventStore, 'query'> => ({
+      query: async (_c, filters) => {
+        if (error) throw error
+        expect(filters).toEqual([{ tags: { h: ['open'] }, limit: 50 }])
+        return []
+      },
+    })
+    expect(await latestIdsOf(answering(), community, 50, () => 1)('open')).toEqual([])
+    const overloaded = new StoreError('too many reads waiting', { overloaded: true })
+    expect(await latestIdsOf(answering(overloaded), community, 50, () => 1)('open')).toBeUndefined()
+    await expect(latestIdsOf(answering(new StoreError('disk gone')), community, 50, () => 1)('open')).rejects.toThrow('disk gone')
   })
 })
