@@ -58,6 +58,7 @@ const SECTIONS: { title: string; keys: string[] }[] = [
   { title: 'Rate limits', keys: ['rateLimits'] },
   { title: 'Timeouts', keys: ['timeouts'] },
   { title: 'Store', keys: ['store'] },
+  { title: 'Channels (NIP-29)', keys: ['channels'] },
   { title: 'Communities', keys: ['communities'] },
 ]
 

@@ -86,4 +86,10 @@ export const CONFIG_REASONS: Record<string, string> = {
     'Reads get connections of their own, so a commit never queues behind them; four keep several slow reads apart while the commit pool (10) keeps most of what the server’s max_connections allows.',
   'store.queryTimeoutMs':
     'The backstop behind `limits.readBudgetMs`, which stops a read cleanly at its next row: a SQLite reader still inside one read after 5 s is stuck between rows, and is terminated rather than waited out.',
+  'channels.timelineWindowEvents':
+    'NIP-29’s figure: a reference names "any event in the last 50 events seen by the user in the relay". A client picks among what it saw, and others posting while it writes push its oldest references along: raise it for channels that busy. Each write with references costs one read of this many ids per channel and turn.',
+  'channels.maxModerationAgeSeconds':
+    'relay29’s window. A channel change is signed when someone acts and sent at once; one older than a minute is a replay (from a relay hosting a fork of the channel, or held back) acting for them now. Join and leave requests change who is in the channel as a 9000 or 9001 does, so they are held to it too.',
+  'channels.maxPostAgeSeconds':
+    'NIP-29 asks relays to refuse messages "with a timestamp from days or even hours ago". An agent’s offline queue, sent after a reconnect, is minutes old: an hour lets it through and refuses what the NIP names. 0 for a channel moved here with its history.',
 }

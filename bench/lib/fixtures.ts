@@ -129,6 +129,12 @@ export function ingestEvents(count: number): BenchEvent[] {
   })
 }
 
+/**
+ * Apiary's settings for a run that replays pre-signed NIP-29 channel history (signed before any clock starts,
+ * or cached across runs): its late-publication windows would refuse changes and posts signed that long before.
+ */
+export const PRESIGNED_CHANNEL_CONFIG = { channels: { maxModerationAgeSeconds: 31_536_000, maxPostAgeSeconds: 0 } }
+
 /** The channel every `channelPostEvents` post goes to (a fresh relay or database each run, so no clash). */
 export const INGEST_CHANNEL_ID = 'bench-ingest'
 /** Authors of `channelPostEvents`, as many as `ingestEvents` has: authors[0] creates the channel. */

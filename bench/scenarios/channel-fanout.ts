@@ -5,7 +5,7 @@
 // the clock). The ratios are the cost of the NIP-29 write check per post and of the access gate per delivery.
 import { connectAuthed, setUpChannel } from '../lib/channel-setup'
 import { cpuPerUnitUs, median, outcomeNotes, rowsOf } from '../lib/figures'
-import { type BenchEvent, benchKeys, ingestEvents, signEvent } from '../lib/fixtures'
+import { type BenchEvent, benchKeys, ingestEvents, PRESIGNED_CHANNEL_CONFIG, signEvent } from '../lib/fixtures'
 import { type FanoutResult, fanout } from '../lib/load/fanout'
 import { withRelay } from '../lib/relay-process'
 import { type SpanHooks, type Spanned, withRelaySpan } from '../lib/relay-span'
@@ -140,6 +140,11 @@ export const scenario = defineScenario({
   sides: () => CHANNEL_VARIANTS,
   prepare: async (ctx) => channelFixtures(sizeOf(ctx)),
   measure: (variant: ChannelVariant, _round, fx, ctx): Promise<Spanned<ChannelFanoutResult>> =>
-    withRelay('apiary', ctx.freshDir('apiary'), (relay) => withRelaySpan(relay, (hooks) => channelFanout(relay.url, variant, fx, hooks))),
+    withRelay(
+      'apiary',
+      ctx.freshDir('apiary'),
+      (relay) => withRelaySpan(relay, (hooks) => channelFanout(relay.url, variant, fx, hooks)),
+      PRESIGNED_CHANNEL_CONFIG,
+    ),
   report: (results, fx) => report(results, fx),
 })

@@ -9,7 +9,7 @@ import { BENCH_HOST, cpuProbe, embeddedConfig, openClusterEnv, withNodes } from 
 import { corpusEvents } from '../lib/corpus'
 import { corpusSize } from '../lib/corpus-ingest'
 import { cpuPerUnitUs, median, outcomeNotes, rowsOf } from '../lib/figures'
-import { type BenchEvent, channelIngestKeys, channelPostEvents } from '../lib/fixtures'
+import { type BenchEvent, channelIngestKeys, channelPostEvents, PRESIGNED_CHANNEL_CONFIG } from '../lib/fixtures'
 import { type IngestResult, ingestPipelined } from '../lib/load/ingest'
 import { type Context, defineScenario, type Report, type Results } from '../lib/scenario'
 
@@ -45,7 +45,9 @@ async function ingestOnBackend(
 ): Promise<BackendIngestResult> {
   const env = variant === 'sqlite' ? undefined : await openClusterEnv()
   try {
-    return await withNodes(1, env?.config ?? embeddedConfig(), opts.dir, async ([node]) => {
+    // every variant alike, so the kind-9 one differs from the others only in its events
+    const config = { ...(env?.config ?? embeddedConfig()), ...PRESIGNED_CHANNEL_CONFIG }
+    return await withNodes(1, config, opts.dir, async ([node]) => {
       const url = node!.url
       let setupMs = 0
       let openConnection: ((i: number) => Promise<WebSocket>) | undefined

@@ -93,6 +93,12 @@ export interface Config {
     queryTimeoutMs: number
     postgresReadPoolSize: number
   }
+  /** NIP-29 timeline references and late publication */
+  channels: {
+    timelineWindowEvents: number
+    maxModerationAgeSeconds: number
+    maxPostAgeSeconds: number
+  }
   communities: {
     id: string
     name?: string
@@ -110,7 +116,10 @@ type RateTierInput = { [K in keyof RateTier]?: Partial<RateRule> }
  */
 export interface ConfigInput
   extends Partial<
-    Omit<Config, 'authRequired' | 'trustForwardedProto' | 'threads' | 'limits' | 'rateLimits' | 'timeouts' | 'store' | 'communities'>
+    Omit<
+      Config,
+      'authRequired' | 'trustForwardedProto' | 'threads' | 'limits' | 'rateLimits' | 'timeouts' | 'store' | 'channels' | 'communities'
+    >
   > {
   authRequired?: boolean | string
   trustForwardedProto?: boolean | string
@@ -128,6 +137,7 @@ export interface ConfigInput
   }
   timeouts?: Partial<Config['timeouts']>
   store?: Partial<Omit<Config['store'], 'writerThread'>> & { writerThread?: boolean | string }
+  channels?: Partial<Config['channels']>
   communities?: {
     id: string
     name?: string

@@ -436,6 +436,36 @@ export const configSchema = z
           .describe('PostgreSQL connections for REQ/COUNT reads, apart from those that commit writes'),
       })
       .prefault({}),
+    channels: z
+      .object({
+        // NIP-29: a `previous` reference names "any event in the last 50 events seen by the user in the relay".
+        // A client picks among what it saw; while it writes, others may post, so one of its oldest references
+        // may have slid past 50 here: raise this for channels that busy (it is one read of this many ids).
+        timelineWindowEvents: z
+          .number()
+          .int()
+          .min(1)
+          .max(500)
+          .default(50)
+          .describe('how many of a channel\'s latest events a `previous` reference may name; an unknown one is refused "invalid:"'),
+        // relay29's window: a moderation event is signed by a click and sent at once; one older than a minute
+        // is a replay (from another relay hosting a fork of the group, or held back) acting for someone now.
+        maxModerationAgeSeconds: z
+          .number()
+          .int()
+          .min(1)
+          .default(60)
+          .describe('how old a NIP-29 channel change (kinds 9000-9022, join and leave included) may be when it arrives, seconds'),
+        // NIP-29 asks relays to refuse messages "with a timestamp from days or even hours ago". An agent's offline
+        // queue sent after a reconnect is minutes old; one hour lets it through and refuses what the NIP names.
+        maxPostAgeSeconds: z
+          .number()
+          .int()
+          .nonnegative()
+          .default(3_600)
+          .describe('how old any other event sent to a channel (h tag) may be when it arrives, seconds; 0 = only the created_at window'),
+      })
+      .prefault({}),
     communities: z
       .array(
         z.object({

@@ -2,13 +2,14 @@ import { isHex64 } from './ids.js'
 import type { NostrEvent } from './nip01/event.js'
 import type { EventTemplate } from './nip01/sign.js'
 import { type InviteRequest, joinCodeOf, parseCreateInvite } from './nip29-invites.js'
+import { KIND_GROUP_PINS, KIND_UPDATE_PINS, type Pin, parsePins } from './nip29-pins.js'
 import { type ChannelRole, isPrivileged, type MemberRoles, parseMemberRoles, SUPPORTED_ROLES } from './nip29-roles.js'
 import { type Reason, reason } from './reasons.js'
 import { err, ok, type Result } from './result.js'
 
 /*
  * NIP-29 channels inside a community: the `h` tag, the moderation and user events that change a channel, and
- * the relay-signed events (39000–39003) that describe it, with who may read them. Pure: the community actor looks the channel up,
+ * the relay-signed events (39000–39005) that describe it, with who may read them. Pure: the community actor looks the channel up,
  * asks `authorize`, applies the action to the ChannelStore, then publishes what `*Template` builds.
  */
 
@@ -25,16 +26,25 @@ export const KIND_GROUP_METADATA = 39_000
 export const KIND_GROUP_ADMINS = 39_001
 export const KIND_GROUP_MEMBERS = 39_002
 export const KIND_GROUP_ROLES = 39_003
+/** NIP-29 LiveKit participants: Apiary publishes none, and takes none from anyone else. */
+export const KIND_LIVEKIT_PARTICIPANTS = 39_004
 
 /** NIP-29: "MUST be created by the relay master key only"; anyone else's are refused. */
-export const RELAY_ONLY_KINDS: ReadonlySet<number> = new Set([KIND_GROUP_METADATA, KIND_GROUP_ADMINS, KIND_GROUP_MEMBERS, KIND_GROUP_ROLES])
+export const RELAY_ONLY_KINDS: ReadonlySet<number> = new Set([
+  KIND_GROUP_METADATA,
+  KIND_GROUP_ADMINS,
+  KIND_GROUP_MEMBERS,
+  KIND_GROUP_ROLES,
+  KIND_LIVEKIT_PARTICIPANTS,
+  KIND_GROUP_PINS,
+])
 /** The relay-signed state a `hidden` channel shows its members only (NIP-29: "hide group metadata from non-members"). */
-export const GROUP_STATE_KINDS: readonly number[] = [KIND_GROUP_METADATA, KIND_GROUP_ADMINS, KIND_GROUP_MEMBERS, KIND_GROUP_ROLES]
+export const GROUP_STATE_KINDS: readonly number[] = [...RELAY_ONLY_KINDS]
 /** Who is in a channel: members only for a `private` channel, unless the community opens them (publicMemberLists). */
 export const MEMBER_LIST_KINDS: readonly number[] = [KIND_GROUP_ADMINS, KIND_GROUP_MEMBERS]
 /**
  * NIP-29 moderation and user management events (9000–9022, `h`-tagged): the group state "can be fully
- * reconstructed" from them, so a `hidden` channel shows them to its members only, as it does its 39000–39003.
+ * reconstructed" from them, so a `hidden` channel shows them to its members only, as it does its 39000–39005.
  */
 export const GROUP_MANAGEMENT_KINDS: readonly number[] = Array.from(
   { length: KIND_LEAVE_REQUEST - KIND_PUT_USER + 1 },
@@ -96,6 +106,8 @@ export type ChannelAction =
   | { type: 'edit-metadata'; channel: string; metadata: ChannelMetadata }
   | { type: 'delete-event'; channel: string; ids: string[] }
   | { type: 'delete-group'; channel: string }
+  /** the whole pin list, in order (NIP-29 9010): the relay mirrors it in its 39005 */
+  | { type: 'update-pins'; channel: string; pins: Pin[] }
   /** `code`: an invite code (NIP-29: "to preauthorize acceptance") */
   | { type: 'join'; channel: string; code?: string }
   | ({ type: 'create-invite'; channel: string } & InviteRequest)
@@ -160,7 +172,7 @@ export function channelTagOf(event: Pick<NostrEvent, 'tags'>): string | undefine
 }
 
 /**
- * The channel whose rules decide who reads `event`: its `h` tag, or for the relay-signed state (39000–39003,
+ * The channel whose rules decide who reads `event`: its `h` tag, or for the relay-signed state (39000–39005,
  * which carries the channel in `d`) its `d` tag. Undefined: no channel's business.
  */
 export function readChannelOf(event: Pick<NostrEvent, 'kind' | 'tags'>): string | undefined {
@@ -217,6 +229,10 @@ export function parseChannelAction(event: NostrEvent): Result<ChannelAction | un
     }
     case KIND_DELETE_GROUP:
       return ok({ type: 'delete-group', channel })
+    case KIND_UPDATE_PINS: {
+      const pins = parsePins(event.tags)
+      return pins.ok ? ok({ type: 'update-pins', channel, pins: pins.value }) : pins
+    }
     case KIND_CREATE_INVITE: {
       const invite = parseCreateInvite(event)
       return invite.ok ? ok({ type: 'create-invite', channel, ...invite.value }) : invite
@@ -242,6 +258,7 @@ const isChannelKind = (kind: number) =>
     KIND_CREATE_GROUP,
     KIND_DELETE_GROUP,
     KIND_CREATE_INVITE,
+    KIND_UPDATE_PINS,
     KIND_JOIN_REQUEST,
     KIND_LEAVE_REQUEST,
   ].includes(kind)
@@ -344,6 +361,7 @@ export function authorize(action: ChannelAction, f: ChannelFacts): Result<Verdic
     case 'edit-metadata':
     case 'delete-event':
     case 'delete-group':
+    case 'update-pins':
       return admin
         ? ok({ effect: 'apply' })
         : err(reason('restricted', `only the channel's admins may send kind ${kindOfAction(action.type)}`))
@@ -392,7 +410,9 @@ function checkSupportedKind(kind: number, supported: readonly number[] | null): 
 }
 
 const kindOfAction = (t: ChannelAction['type']) =>
-  ({ 'put-user': 9000, 'remove-user': 9001, 'edit-metadata': 9002, 'delete-event': 9005, 'delete-group': 9008 })[t as 'put-user']
+  ({ 'put-user': 9000, 'remove-user': 9001, 'edit-metadata': 9002, 'delete-event': 9005, 'delete-group': 9008, 'update-pins': 9010 })[
+    t as 'put-user'
+  ]
 
 export interface ChannelView extends Record<ChannelFlag, boolean> {
   id: string

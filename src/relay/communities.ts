@@ -98,6 +98,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
       accessCacheTtlMs: config.accessCacheTtlMs,
       maxHeldLiveBytes: config.limits.maxPendingOutboundBytes,
       limits: config.limits,
+      channelRules: config.channels,
       nowSeconds,
       // cache TTLs and stuck-write ages are elapsed time (monotonic): a backward wall-clock step must not stretch them
       nowMs: () => performance.now(),

@@ -413,6 +413,7 @@ export function openMesh(o: OpenMeshDeps): Promise<Mesh> {
     invalidate: async (community, op) =>
       tellCommunity(community, { type: 'InvalidateCache', op, broadcast: true }, 'mesh: a cache invalidation never reached its community'),
     nowSeconds: o.nowSeconds,
+    channelRules: o.config.channels,
     log: o.log,
   }
   return startMesh({

@@ -233,7 +233,13 @@ describe('the relay mesh under faults (three processes)', () => {
     // must be kept), renewed often so that three renewals fit in well under a second.
     const stepper = join(process.cwd(), 'test', 'support', 'clock-step.cjs')
     const renewMs = 300
-    const env = { NODE_OPTIONS: `--require ${stepper}`, APIARY_MESH_LEASE_RENEW_MS: String(renewMs) }
+    // The writers sign by the real clock, an hour behind the stepped owner's: NIP-29's late-publication window,
+    // judged by the owner's clock, would refuse every change they send after the step (the leases are the subject)
+    const env = {
+      NODE_OPTIONS: `--require ${stepper}`,
+      APIARY_MESH_LEASE_RENEW_MS: String(renewMs),
+      APIARY_CHANNELS_MAX_MODERATION_AGE_SECONDS: '7200',
+    }
     cluster = await startMeshCluster(3, { redisUrl: redis.url, databaseUrl: db.url, env })
     const c = cluster
     const { owner, ...made } = await setupChannel(c)

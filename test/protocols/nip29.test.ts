@@ -160,6 +160,7 @@ describe('parsing what a channel event asks for', () => {
     { kind: 9008, tags: [h('c')], want: { type: 'delete-group' } },
     { kind: 9021, tags: [h('c')], want: { type: 'join' } },
     { kind: 9022, tags: [h('c')], want: { type: 'leave' } },
+    { kind: 9010, tags: [h('c'), ['e', 'e'.repeat(64)]], want: { type: 'update-pins', pins: [['e', 'e'.repeat(64)]] } },
     { kind: 9, tags: [h('c')], want: { type: 'post', kind: 9 } },
   ])('reads kind $kind with $tags.length tags as $want.type', ({ kind, tags, want }) => {
     const r = parseChannelAction(shapeEvent({ kind, tags }))
@@ -186,6 +187,8 @@ describe('parsing what a channel event asks for', () => {
     { name: 'put-user without a p tag', kind: 9000, tags: [h('c')] },
     { name: 'put-user with a short pubkey', kind: 9000, tags: [h('c'), ['p', 'abc']] },
     { name: 'delete-event without an e tag', kind: 9005, tags: [h('c')] },
+    { name: 'update-pins without an h tag', kind: 9010, tags: [['e', 'e'.repeat(64)]] },
+    { name: 'update-pins with a malformed pin', kind: 9010, tags: [h('c'), ['e', 'abc']] },
     { name: 'a name of 129 characters', kind: 9002, tags: [h('c'), ['name', 'n'.repeat(129)]] },
     {
       name: `${MAX_MEMBER_ROLES + 1} roles`,
@@ -376,6 +379,13 @@ describe('deciding who may do what in a channel', () => {
       f: { channel: { ...open, deleted: true }, moderator: true },
       want: 'restricted',
     },
+    {
+      what: 'a channel admin updating the pins',
+      type: 'update-pins',
+      f: { channel: open, role: 'admin', moderator: false },
+      want: 'apply',
+    },
+    { what: 'a member updating the pins', type: 'update-pins', f: { channel: open, role: 'member', moderator: false }, want: 'restricted' },
   ])('$what: $want', ({ type, f, want }) => {
     expect(decide(type, f as ChannelFacts)).toBe(want)
   })
@@ -492,6 +502,7 @@ describe('deciding who reads an event of a channel', () => {
   it('names the channel by `h`, and by `d` for the relay-signed state', () => {
     expect(readChannelOf({ kind: 9, tags: [h('c')] })).toBe('c')
     expect(readChannelOf({ kind: 39002, tags: [['d', 'c']] })).toBe('c')
+    expect(readChannelOf({ kind: 39005, tags: [['d', 'c']] })).toBe('c')
     expect(readChannelOf({ kind: 30023, tags: [['d', 'c']] })).toBeUndefined()
   })
 
@@ -510,6 +521,9 @@ describe('deciding who reads an event of a channel', () => {
     { kind: 39002, channel: flags(), lists: false, want: 'all' },
     { kind: 39000, channel: flags({ hidden: true }), lists: true, want: 'members' },
     { kind: 39003, channel: flags({ hidden: true }), lists: false, want: 'members' },
+    { kind: 39004, channel: flags({ hidden: true }), lists: false, want: 'members' },
+    { kind: 39005, channel: flags({ hidden: true }), lists: true, want: 'members' },
+    { kind: 39005, channel: flags({ private: true }), lists: false, want: 'all' },
   ] as const)('kind $kind of $channel (publicMemberLists $lists): $want', ({ kind, channel, lists, want }) => {
     expect(audienceOf(kind, channel, lists)).toBe(want)
   })

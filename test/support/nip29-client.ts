@@ -145,3 +145,21 @@ export async function authAsAgent(c: TestClient, agent: TestKeys, owner: TestKey
   const f = await c.ok(e.event.id)
   return { accepted: f[2] as boolean, message: f[3] as string, prefix: prefixOf(f[3] as string) }
 }
+
+/** kind 9010: the whole pin list of `channel`, as `e` (event id) and `a` (address) tags in order. */
+export const updatePins = (c: TestClient, keys: TestKeys, channel: string, pins: string[][]) => channelEvent(c, keys, channel, 9010, pins)
+
+/** The relay's 39005 of `channel` (undefined when none is stored or this reader may not see it). */
+export async function pinsOf(c: TestClient, channel: string): Promise<NostrEvent | undefined> {
+  const found = await reqEvents(c, [{ kinds: [39005], '#d': [channel] }])
+  if (found.length > 1) throw new Error(`more than one kind 39005 for channel ${channel}`)
+  return found[0]
+}
+
+/** kind 9 to `channel` carrying `refs` as one `previous` tag (NIP-29 timeline references). */
+export const postAfter = (c: TestClient, keys: TestKeys, channel: string, refs: string[], created_at?: number) =>
+  channelEvent(c, keys, channel, 9, refs.length > 0 ? [['previous', ...refs]] : [], created_at)
+
+/** The ids of the channel's latest events, newest first, as the relay orders them. */
+export const latestIds = async (c: TestClient, channel: string, limit: number) =>
+  (await reqEvents(c, [{ '#h': [channel], limit }])).map((e) => e.id)

@@ -7,7 +7,7 @@
 // back as a message, so reads never wait behind writes, nor writes behind reads.
 import { assertNever } from '../../protocols/result.js'
 import { type ActorDef, type TypedRef, tell, tellUntilTaken } from '../kernel/index.js'
-import { ChannelReads } from './channel-reads.js'
+import { ChannelReads, latestIdsOf } from './channel-reads.js'
 import { broadcastLogged, onControl, onInvalidateCache } from './cluster-control.js'
 import { type ChannelDeps, DeferredState } from './community-channels.js'
 import { onDisconnect, onJoin, onStats, onUnsubscribe, registerSender } from './community-connections.js'
@@ -161,7 +161,7 @@ function channelDepsOf(s: CommunitySurvivors, deferred: DeferredState, deps: Com
   return {
     community: id,
     channels: deps.channels,
-    reads: new ChannelReads(deps.channels, id),
+    reads: new ChannelReads(deps.channels, id, latestIdsOf(deps.store, id, deps.channelRules.timelineWindowEvents, deps.nowSeconds)),
     events: deps.store,
     relayPubkey: deps.cluster.relayPubkey,
     isModerator: (pubkey) => pubkey === deps.cluster.relayPubkey || s.current.record.admins.includes(pubkey),
@@ -172,6 +172,7 @@ function channelDepsOf(s: CommunitySurvivors, deferred: DeferredState, deps: Com
       return broadcastLogged(deps, 'cache-invalidation', op)
     },
     nowSeconds: deps.nowSeconds,
+    latePublication: deps.channelRules,
     log: deps.log,
   }
 }

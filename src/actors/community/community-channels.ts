@@ -1,5 +1,5 @@
 // NIP-29 channels inside a community actor: decide a channel event before it is stored (plan), change the
-// channel rows after it is (apply), and keep the relay-signed 39000–39003 current. The rows are the truth
+// channel rows after it is (apply), and keep the relay-signed 39000–39003 and 39005 current. The rows are the truth
 // every node reads; each change drops the matching cache keys here and, by broadcast, on every other node.
 import type { Logger } from '../../infra/log.js'
 import type { ChannelInit, ChannelStore } from '../../infra/store/channel-store.js'
@@ -20,7 +20,9 @@ import {
   rolesTemplate,
   type Verdict,
 } from '../../protocols/nip29.js'
+import { KIND_UPDATE_PINS, parsePins, pinsTemplate } from '../../protocols/nip29-pins.js'
 import { standingOf } from '../../protocols/nip29-roles.js'
+import { checkLatePublication, checkPrevious, type LatePublication, parsePrevious } from '../../protocols/nip29-timeline.js'
 import { reason } from '../../protocols/reasons.js'
 import { err, ok, type Result } from '../../protocols/result.js'
 import type { ChannelReads } from './channel-reads.js'
@@ -40,6 +42,8 @@ export interface ChannelDeps {
   /** drop the keys here and tell every other node (best effort: the cache TTL bounds a lost broadcast) */
   invalidate: (op: CacheInvalidationOp) => Promise<void>
   nowSeconds: () => number
+  /** how old a channel event may arrive (NIP-29 late publication) */
+  latePublication: LatePublication
   log: Logger
 }
 
@@ -64,24 +68,37 @@ export function planChannelEventNow(event: NostrEvent, d: Pick<ChannelDeps, 'rel
   if (RELAY_ONLY_KINDS.has(event.kind) && event.pubkey !== d.relayPubkey)
     return err(reason('restricted', `kind ${event.kind} is published by the relay only`))
   const parsed = parseChannelAction(event)
-  return !parsed.ok || parsed.value === undefined ? (parsed as Result<undefined>) : undefined
+  if (!parsed.ok || parsed.value === undefined) return parsed as Result<undefined>
+  const refs = parsePrevious(event)
+  return refs.ok ? undefined : refs
 }
 
 /**
  * Before storing: is this a channel event, and may its author send it? Writes read the rows fresh (never the
- * membership cache): a removed member must not post on the strength of a cached answer.
+ * membership cache): a removed member must not post on the strength of a cached answer. Its `previous`
+ * references are looked up in the same read, among the channel's latest events in the store every node shares.
  */
-export async function planChannelEvent(event: NostrEvent, d: ChannelDeps): Promise<Result<ChannelPlan | undefined>> {
+export async function planChannelEvent(
+  event: NostrEvent,
+  d: Pick<ChannelDeps, 'relayPubkey' | 'reads' | 'isModerator' | 'nowSeconds' | 'latePublication'>,
+): Promise<Result<ChannelPlan | undefined>> {
   const now = planChannelEventNow(event, d)
   if (now !== undefined) return now
   const action = (parseChannelAction(event) as { value: ChannelAction }).value
+  // by this node's clock, which under the mesh is the channel owner's for a change: forwarding adds milliseconds
+  const late = checkLatePublication(event, d.nowSeconds(), d.latePublication)
+  if (!late.ok) return late
+  const refs = (parsePrevious(event) as { value: string[] }).value
   // a remove-user's target is read in the same batch: a moderator removes plain members only
-  const [{ channel, role }, target] = await Promise.all([
-    d.reads.read(action.channel, event.pubkey),
+  const [{ channel, role, recent }, target] = await Promise.all([
+    d.reads.read(action.channel, event.pubkey, refs.length > 0),
     action.type === 'remove-user' ? d.reads.read(action.channel, action.pubkey) : undefined,
   ])
   const verdict = authorize(action, { channel, role, target: target?.role, moderator: d.isModerator(event.pubkey) })
-  return verdict.ok ? ok({ action, verdict: verdict.value }) : verdict
+  if (!verdict.ok || refs.length === 0) return verdict.ok ? ok({ action, verdict: verdict.value }) : verdict
+  if (recent === undefined) return err(reason('error', 'the previous references could not be checked now, retry shortly'))
+  const known = checkPrevious(refs, recent)
+  return known.ok ? ok({ action, verdict: verdict.value }) : known
 }
 
 /** After the event is stored: change the rows, sign and store the relay's own events, invalidate caches. */
@@ -106,6 +123,9 @@ export async function applyChannelPlan(plan: ChannelPlan, event: NostrEvent, d: 
     case 'delete-group':
       await deleteChannel(action.channel, d)
       return []
+    case 'update-pins':
+      if (!(await publishPins(d, action.channel, out, event))) d.defer(action.channel, { pins: true })
+      return out
     case 'post':
     case 'create-invite':
       return []
@@ -210,6 +230,8 @@ export async function applyChannelPlanLogged(plan: ChannelPlan, event: NostrEven
 export interface StateWanted {
   metadata?: boolean
   members?: boolean
+  /** 39005, from the channel's newest 9010 */
+  pins?: boolean
 }
 
 /**
@@ -220,10 +242,10 @@ export interface StateWanted {
  */
 export async function publishState(d: ChannelDeps, channel: string, out: RelayEvent[], what: StateWanted): Promise<void> {
   const late: StateWanted = {}
-  if (what.metadata) {
-    const c = (await d.channels.get(d.community, [channel])).get(channel)
-    if (c && !c.deleted && !(await saveRelayEvent(d, metadataTemplate(c), out))) late.metadata = true
-  }
+  const c = what.metadata || what.pins ? (await d.channels.get(d.community, [channel])).get(channel) : undefined
+  const live = c !== undefined && !c.deleted
+  if (what.metadata && live && !(await saveRelayEvent(d, metadataTemplate(c), out))) late.metadata = true
+  if (what.pins && live && !(await publishPins(d, channel, out))) late.pins = true
   if (what.members) {
     const members = await d.channels.members(d.community, channel)
     const admins = await saveRelayEvent(d, adminsTemplate(channel, members), out)
@@ -231,7 +253,20 @@ export async function publishState(d: ChannelDeps, channel: string, out: RelayEv
     if (!admins || !all) late.members = true
   }
   await publishRolesIfStale(d, channel, out)
-  if (late.metadata || late.members) d.defer(channel, late)
+  if (late.metadata || late.members || late.pins) d.defer(channel, late)
+}
+
+/**
+ * 39005 mirrors the channel's newest 9010 by created_at (NIP-29 state is rebuilt from its events in order), so
+ * an older list arriving late never replaces a newer one; `applied`, the one just stored, wins a tie: of two
+ * lists sent in the same second, the later one stays. false: dated too far ahead, not signed (see publishState).
+ */
+async function publishPins(d: ChannelDeps, channel: string, out: RelayEvent[], applied?: NostrEvent): Promise<boolean> {
+  const filter = { kinds: [KIND_UPDATE_PINS], tags: { h: [channel] }, limit: 1 }
+  const [newest] = await d.events.query(d.community, [filter], { now: d.nowSeconds() })
+  const source = applied && (!newest || newest.event.created_at <= applied.created_at) ? applied : newest?.event
+  const pins = source && parsePins(source.tags)
+  return pins?.ok ? saveRelayEvent(d, pinsTemplate(channel, pins.value), out) : true
 }
 
 /**
@@ -288,7 +323,7 @@ export class DeferredState {
 
   add(channel: string, what: StateWanted): void {
     const p = this.pending.get(channel)
-    this.pending.set(channel, { metadata: p?.metadata || what.metadata, members: p?.members || what.members })
+    this.pending.set(channel, { metadata: p?.metadata || what.metadata, members: p?.members || what.members, pins: p?.pins || what.pins })
     this.timer ??= setTimeout(() => this.flush(), 1_000)
   }
 

@@ -1,5 +1,6 @@
 // The types the parts of a community actor share: what it is given (CommunityDeps), what it keeps across
 // restarts (CommunitySurvivors) and its state. Apart from the actor, so that no part of it imports the actor.
+import type { Config } from '../../infra/config-types.js'
 import type { Logger } from '../../infra/log.js'
 import type { Metrics } from '../../infra/metrics.js'
 import type { ChannelStore } from '../../infra/store/channel-store.js'
@@ -48,6 +49,8 @@ export interface CommunityDeps {
   /** how long a membership answer is reused: what bounds a lost invalidation broadcast */
   accessCacheTtlMs: number
   limits: Limits
+  /** NIP-29 `previous` window and late publication (config `channels`) */
+  channelRules: Config['channels']
   nowSeconds: () => number
   nowMs: () => number
   metrics: Metrics

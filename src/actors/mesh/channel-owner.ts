@@ -2,6 +2,7 @@
 // on fresh rows, store it (unless it is a command: channel-commands.ts), change the rows, sign and store 39000–39003 — every write fenced by the session's
 // generation in the database (infra/store/session-fence.ts), and none begun once the lease is no longer
 // believed held. The decisions are the community's own (community-channels.ts); only the sinks differ.
+import type { Config } from '../../infra/config-types.js'
 import type { Logger } from '../../infra/log.js'
 import type { ChannelStore, ChannelWrites } from '../../infra/store/channel-store.js'
 import type { EventStore, SaveOutcome } from '../../infra/store/event-store.js'
@@ -13,7 +14,7 @@ import type { NostrEvent, VerifiedEvent } from '../../protocols/nip01/event.js'
 import type { EventTemplate } from '../../protocols/nip01/sign.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import { runChannelCommand } from '../community/channel-commands.js'
-import { ChannelReads } from '../community/channel-reads.js'
+import { ChannelReads, latestIdsOf } from '../community/channel-reads.js'
 import {
   applyChannelPlan,
   type ChannelDeps,
@@ -41,6 +42,8 @@ export interface OwnerSinks {
   /** drop the cache keys on every node (the local community and the bus) */
   invalidate: (community: string, op: CacheInvalidationOp) => Promise<void>
   nowSeconds: () => number
+  /** NIP-29 `previous` window and late publication, judged here by the owner's clock (config `channels`) */
+  channelRules: Config['channels']
   log: Logger
 }
 
@@ -172,7 +175,11 @@ function channelDeps(fence: SessionFence, sinks: OwnerSinks, lease: OwnerLease):
   return {
     community,
     channels,
-    reads: new ChannelReads(sinks.channels, community),
+    reads: new ChannelReads(
+      sinks.channels,
+      community,
+      latestIdsOf(sinks.events, community, sinks.channelRules.timelineWindowEvents, sinks.nowSeconds),
+    ),
     events,
     relayPubkey: sinks.relayPubkey,
     isModerator: (pubkey) => sinks.isModerator(community, pubkey),
@@ -182,6 +189,7 @@ function channelDeps(fence: SessionFence, sinks: OwnerSinks, lease: OwnerLease):
     defer: (_channel, what) => lease.defer(what),
     invalidate: (op) => sinks.invalidate(community, op),
     nowSeconds: sinks.nowSeconds,
+    latePublication: sinks.channelRules,
     log: sinks.log,
   }
 }

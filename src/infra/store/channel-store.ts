@@ -21,7 +21,7 @@ export interface ChannelRecord {
   restricted: boolean
   /** NIP-29 `closed`: join requests wait for an admin instead of being accepted */
   closed: boolean
-  /** NIP-29 `hidden`: its relay-signed state (39000–39003) is served to its members only */
+  /** NIP-29 `hidden`: its relay-signed state (39000–39005) is served to its members only */
   hidden: boolean
   /** NIP-29 `supported_kinds`: the only kinds it takes besides 9000–9022; null: every kind */
   supportedKinds: readonly number[] | null

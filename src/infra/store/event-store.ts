@@ -62,7 +62,7 @@ export interface QueryOptions {
   hiddenChannels?: readonly string[]
   /**
    * NIP-29 channel state this reader may not see: for each rule, events of `kinds` whose `tag` names one of
-   * `channels` are left out (a hidden channel's 39000–39003 by `d` and 9000–9022 by `h`, a private channel's
+   * `channels` are left out (a hidden channel's 39000–39005 by `d` and 9000–9022 by `h`, a private channel's
    * member lists by `d`).
    */
   hiddenChannelState?: readonly ChannelStateRule[]

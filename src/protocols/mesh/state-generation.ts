@@ -6,7 +6,7 @@ import { RELAY_ONLY_KINDS } from '../nip29.js'
 export const GENERATION_TAG = 'generation'
 
 /**
- * Channel state versions (39000–39003 signed by the relay key) delivered on one node, newest generation per
+ * Channel state versions (39000–39005 signed by the relay key) delivered on one node, newest generation per
  * channel. With the mesh on, an owner stopped (SIGSTOP, a long pause) between storing a version and publishing
  * it publishes it when it wakes, after its successor's versions have gone out: a subscriber must not see the
  * channel's state go back to an older owner's (test/faults/mesh.test.ts, the SIGSTOPped owner). Without the

@@ -224,7 +224,7 @@ describe('the access gate deciding who receives a channel event', () => {
     expect(await rules(conn('admin', ADMIN))).toEqual([])
     const management = Array.from({ length: 23 }, (_, i) => 9000 + i)
     const outside = [
-      { tag: 'd', kinds: [39000, 39001, 39002, 39003], channels: ['den'] },
+      { tag: 'd', kinds: [39000, 39001, 39002, 39003, 39004, 39005], channels: ['den'] },
       { tag: 'h', kinds: management, channels: ['den'] },
       { tag: 'd', kinds: [39001, 39002], channels: ['secret'] },
     ]
