@@ -161,8 +161,8 @@ function channelDepsOf(s: CommunitySurvivors, deferred: DeferredState, deps: Com
     channels: deps.channels,
     reads: new ChannelReads(deps.channels, id),
     events: deps.store,
-    relayPubkey: deps.cluster.relayPubkey,
-    isModerator: (pubkey) => pubkey === deps.cluster.relayPubkey || s.current.record.admins.includes(pubkey),
+    relayPubkey: deps.communityPubkey,
+    isModerator: (pubkey) => pubkey === deps.communityPubkey || s.current.record.admins.includes(pubkey),
     sign: deps.sign,
     defer: (channel, what) => deferred.add(channel, what),
     invalidate: (op) => {
