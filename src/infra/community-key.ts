@@ -24,6 +24,8 @@ export function deriveCommunityKey(relaySecretKey: Uint8Array, id: string): Sign
 export interface CommunityKeys {
   /** the key that signs for community `id` */
   of(id: string): SigningKey
+  /** keys that may have signed for `id` before: the relay key, and the derived key when a configured one replaced it */
+  formerOf(id: string): string[]
 }
 
 /**
@@ -42,6 +44,11 @@ export function createCommunityKeys(relayKey: SigningKey, configured: readonly {
         keys.set(id, key)
       }
       return key
+    },
+    formerOf(id) {
+      const current = this.of(id).pubkey
+      const former = [relayKey.pubkey, ...(explicit.has(id) ? [deriveCommunityKey(relayKey.secretKey, id).pubkey] : [])]
+      return former.filter((pubkey) => pubkey !== current)
     },
   }
 }

@@ -99,6 +99,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
       channels: d.backends.channels,
       communities: d.backends.communities,
       communityPubkey: key.pubkey,
+      formerPubkeys: d.communityKeys.formerOf(record.id),
       sign: (t, createdAt) => signAsRelay(key, t, createdAt),
       authRequired: config.authRequired,
       accessCacheTtlMs: config.accessCacheTtlMs,

@@ -1,11 +1,15 @@
 import { randomBytes } from 'node:crypto'
-import { describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { ConfigInput } from '../../src/infra/config'
+import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { keysFromHex, makeKeys } from '../support/events'
+import { eventually } from '../support/eventually'
 import { httpGet } from '../support/http'
-import { channelState, createChannel } from '../support/nip29-client'
+import { channelState, createChannel, join, tagValues } from '../support/nip29-client'
+import { createTestDatabase, type TestDatabase } from '../support/postgres'
 import type { TestRelay } from '../support/relay'
-import { client } from '../support/relay-client'
-import { useCluster, useRelays } from '../support/relay-fixtures'
+import { client, reqEvents } from '../support/relay-client'
+import { REDIS_URL, useCluster, useRelays } from '../support/relay-fixtures'
 
 const NOSTR_JSON = { Accept: 'application/nostr+json' }
 const selfOn = async (r: TestRelay, host: string) =>
@@ -46,5 +50,55 @@ describe('a community’s key across the nodes of a cluster', () => {
     const { metadata } = await channelState(await client(b, host), 'shared')
     expect(metadata?.pubkey).toBe(await selfOn(b, host))
     expect(b.relay.communityPubkey(id)).toBe(metadata?.pubkey)
+  })
+})
+
+let db: TestDatabase | undefined
+beforeAll(async () => {
+  db = await createTestDatabase()
+})
+afterAll(async () => {
+  await db?.drop()
+})
+
+const backends: [string, () => ConfigInput][] = [
+  ['SQLite', () => ({})],
+  ['PostgreSQL', () => ({ databaseUrl: (db as TestDatabase).url, redisUrl: REDIS_URL })],
+]
+
+describe.each(backends)('channel state stored before communities had their own keys (%s)', (_, backend) => {
+  const relays = useRelays()
+
+  it('is signed again with the community’s key on start, and the versions the relay key signed are deleted', async () => {
+    const relaySecretKey = randomBytes(32).toString('hex')
+    const { id, host } = newCommunity()
+    const owner = makeKeys()
+    const member = makeKeys()
+    // the relay key named as the community's: what every version before per-community keys signed with
+    const before = await relays.start({ ...backend(), relaySecretKey, communities: [{ id, hosts: [host], secretKey: relaySecretKey }] })
+    const c = await client(before, host)
+    await createChannel(c, owner, 'old-room', { name: 'Old room', flags: ['open'] })
+    await join(c, member, 'old-room')
+    const old = await reqEvents(c, [{ kinds: [39000, 39001, 39002], '#d': ['old-room'] }])
+    expect(old.map((e) => e.pubkey)).toEqual([before.relay.pubkey, before.relay.pubkey, before.relay.pubkey])
+    c.close()
+    relays.forget(before)
+    await before.close({ keepData: true })
+
+    const after = await relays.start({ ...backend(), relaySecretKey, communities: [{ id, hosts: [host] }] }, before.dataDir)
+    const own = after.relay.communityPubkey(id)
+    expect(own).not.toBe(after.relay.pubkey)
+    const reader = await client(after, host)
+    const state = await eventually(
+      () => reqEvents(reader, [{ kinds: [39000, 39001, 39002], '#d': ['old-room'] }]),
+      (events: NostrEvent[]) => events.length === 3 && events.every((e) => e.pubkey === own),
+      'only the community’s own key’s state stored',
+    )
+    const byKind = (kind: number) => state.find((e) => e.kind === kind)
+    expect(tagValues(byKind(39000), 'name')).toEqual(['Old room'])
+    expect(tagValues(byKind(39001), 'p')).toEqual([owner.pubkey])
+    expect(tagValues(byKind(39002), 'p').sort()).toEqual([owner.pubkey, member.pubkey].sort())
+    expect(await reqEvents(reader, [{ ids: old.map((e) => e.id) }])).toEqual([])
+    expect(await selfOn(after, host)).toBe(own)
   })
 })

@@ -42,14 +42,16 @@ describe('a community’s key', () => {
     expect([event.pubkey, verifyEventNoble(event)]).toEqual([key.pubkey, 'ok'])
   })
 
-  it('is the configured one when a community names its own', () => {
+  it('is the configured one when a community names its own, and the derived one is then a former key', () => {
     const own = keysFromHex('cd'.repeat(32))
     const keys = createCommunityKeys(relayKey, [
       { id: 'moved', secretKey: 'cd'.repeat(32) },
       { id: 'plain', secretKey: '' },
     ])
     expect(keys.of('moved').pubkey).toBe(own.pubkey)
+    expect(keys.formerOf('moved')).toEqual([relayKey.pubkey, deriveCommunityKey(RELAY_SECRET, 'moved').pubkey])
     expect(keys.of('plain').pubkey).toBe(deriveCommunityKey(RELAY_SECRET, 'plain').pubkey)
+    expect(keys.formerOf('plain')).toEqual([relayKey.pubkey])
   })
 
   it('is refused in the config unless it is 64 lowercase hex characters', () => {

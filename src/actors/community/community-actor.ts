@@ -24,6 +24,7 @@ import { onPresenceWritten } from './presence-writes.js'
 import { RecentIds } from './recent-ids.js'
 import { onAnnounce, onPublishChannelState } from './relay-events.js'
 import { onRemoteEvent } from './remote-events.js'
+import { startStateRekey } from './state-rekey.js'
 import { onApplied, onSaved } from './write-commit.js'
 
 export const communityPath = (id: string) => `community/${id}`
@@ -92,6 +93,7 @@ function initialState(ctx: Ctx, survivors: CommunitySurvivors, deps: CommunityDe
     ),
   )
   const channels = channelDepsOf(survivors, deferred, deps)
+  startStateRekey(ctx, survivors, channels, deps)
   return { ...survivors, recent: new RecentIds(RECENT_IDS), accepted: 0, deferred, channels }
 }
 

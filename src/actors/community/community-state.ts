@@ -44,6 +44,8 @@ export interface CommunityDeps {
   communities: Pick<CommunityStore, 'allowedAmong' | 'bannedAmong' | 'listBannedEvents'>
   /** the key the relay signs for this community with (infra/community-key.ts): NIP-11 `self` on its hosts */
   communityPubkey: string
+  /** keys that signed for it before (CommunityKeys.formerOf): their channel state is signed again on start (state-rekey.ts) */
+  formerPubkeys: readonly string[]
   /** sign with the community's key (channel state 39000–39002, the relay's answers to joins and leaves, departures) */
   sign: (t: EventTemplate, createdAt: number) => NostrEvent
   /** the relay-wide AUTH requirement (each community may add its own) */
