@@ -37,13 +37,13 @@ const next = async (match) => {
 client.send(JSON.stringify(['REQ', 'notes', { kinds: [1] }]))
 await next((f) => f[0] === 'EOSE' && f[1] === 'notes')
 
-// ... the host program publishes a relay-signed note into the `default` community ...
+// ... the host program publishes a note into the `default` community, signed with that community's key ...
 const outcome = await relay.publish('default', { kind: 1, content: 'hello from the program that embeds the relay' })
 console.log(`published: accepted=${outcome.accepted}`)
 
 // ... and the client receives it live.
 const [, , event] = await next((f) => f[0] === 'EVENT' && f[1] === 'notes')
-console.log(`received: ${event.content} (signed by the relay: ${event.pubkey === relay.pubkey})`)
+console.log(`received: ${event.content} (signed by the relay: ${event.pubkey === relay.communityPubkey('default')})`)
 
 // Typed messages straight to a community actor: here Stats, answered through a reply callback.
 const stats = await ask(relay.community('default'), (reply) => ({ type: 'Stats', reply }), 1000)

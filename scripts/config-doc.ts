@@ -70,14 +70,16 @@ Every setting of the relay, with its environment variable, type, default and mea
 it is when that is not obvious. Precedence: defaults ← \`--config\` JSON file ← \`APIARY_*\` environment ←
 command-line flags (\`--port\`, \`--host\`, \`--data-dir\`). An env name derives from the setting's path
 (\`limits.maxEventBytes\` → \`APIARY_LIMITS_MAX_EVENT_BYTES\`); lists take JSON, booleans \`true\` or \`false\`.
-\`apiary config print\` shows the effective configuration, with the secret key redacted. Nothing else reads the
+\`apiary config print\` shows the effective configuration, with the secret keys redacted. Nothing else reads the
 environment.`
 
-const COMMUNITIES_NOTE = `\`communities\` takes an array of \`{ id, name?, hosts, agents?, admins? }\`: \`id\` is lowercase letters,
-digits and dashes (at most 63), \`hosts\` the hostnames (optionally \`:port\`) it answers on, \`agents\` its roster
-(\`{ pubkey, tier }\`, tier \`standard\`, \`elevated\` or \`platform\`) and \`admins\` the hex pubkeys that may call
-NIP-86 for it. They are added to the communities in the database (\`apiary community add\`, NIP-86
-\`createcommunity\`).`
+const COMMUNITIES_NOTE = `\`communities\` takes an array of \`{ id, name?, hosts, agents?, admins?, secretKey? }\`: \`id\` is lowercase
+letters, digits and dashes (at most 63), \`hosts\` the hostnames (optionally \`:port\`) it answers on, \`agents\` its
+roster (\`{ pubkey, tier }\`, tier \`standard\`, \`elevated\` or \`platform\`) and \`admins\` the hex pubkeys that may call
+NIP-86 for it. \`secretKey\` (hex) is the key that signs for the community (its NIP-29 group state, NIP-11 \`self\`):
+set it only to keep an identity the community already has, such as a group moved here from another relay;
+empty, the key is derived from the relay key ([channels.md](channels.md)). They are added to the communities in
+the database (\`apiary community add\`, NIP-86 \`createcommunity\`).`
 
 function schemaNodes(): (path: string[]) => JsonSchemaNode | undefined {
   const root = z.toJSONSchema(configSchema, { io: 'input', unrepresentable: 'any' }) as JsonSchemaNode

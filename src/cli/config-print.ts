@@ -1,4 +1,4 @@
-// `apiary config print`: the effective config as JSON (the relay secret key redacted).
+// `apiary config print`: the effective config as JSON (the secret keys redacted).
 import { redactUrl } from '../infra/startup.js'
 import { configFrom, parseCommon, usageError } from './options.js'
 
@@ -14,10 +14,11 @@ export async function runConfig(argv: string[], env: Record<string, string | und
   }
   if (positionals.length !== 1 || positionals[0] !== 'print') return usageError('config', 'the only subcommand is print', USAGE)
   const c = configFrom(values, env)
-  // secrets never leave in the output: the relay key, and the passwords in the backend URLs
+  // secrets never leave in the output: the relay key, the communities' own keys, the passwords in the backend URLs
   const shown = {
     ...c,
     relaySecretKey: c.relaySecretKey ? '<set>' : '',
+    communities: c.communities.map((community) => ({ ...community, secretKey: community.secretKey ? '<set>' : '' })),
     redisUrl: redactUrl(c.redisUrl),
     databaseUrl: redactUrl(c.databaseUrl),
   }

@@ -105,6 +105,8 @@ export interface Config {
     hosts: string[]
     agents: { pubkey: string; tier: AgentTier }[]
     admins: string[]
+    /** the key that signs for this community, hex; empty = derived from the relay key (community-key.ts) */
+    secretKey: string
   }[]
 }
 
@@ -144,5 +146,6 @@ export interface ConfigInput
     hosts: string[]
     agents?: { pubkey: string; tier: AgentTier }[]
     admins?: string[]
+    secretKey?: string
   }[]
 }

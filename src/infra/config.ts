@@ -235,7 +235,7 @@ export const configSchema = z
       .describe('NIP-11 contact: an administrative alternate contact, a URI (mailto:, https:); empty = omitted'),
     relayContactPubkey: hex64OrEmpty
       .default('')
-      .describe("NIP-11 pubkey: the administrative contact's pubkey, hex; empty = omitted (the relay's own key is NIP-11 self)"),
+      .describe("NIP-11 pubkey: the administrative contact's pubkey, hex; empty = the community's own key, as in NIP-11 self"),
     relaySecretKey: hex64OrEmpty.default('').describe('relay secret key, hex; empty = generate on first start into <dataDir>/relay.key'),
     // The agent client's gradient, heartbeat 15 s / lease 45 s / session 90 s. Presence (the lease)
     // lives 3 heartbeats, so two lost heartbeats in a row don't show someone offline. Decimals allow sub-second tests.
@@ -475,6 +475,8 @@ export const configSchema = z
           agents: z.array(z.object({ pubkey: hex64, tier: z.enum(['standard', 'elevated', 'platform']) })).default([]),
           // NIP-86 callers for this community only (bans, agent tiers); operators manage every community
           admins: z.array(hex64).default([]),
+          // a community moved here keeps the identity its group addresses (naddr) name; empty = derived from the relay key
+          secretKey: hex64OrEmpty.default(''),
         }),
       )
       .default([])

@@ -22,5 +22,5 @@ export function loadRelayKey(dataDir: string, configuredHex: string): RelayKey {
   return toSigningKey(hexToBytes(hex))
 }
 
-/** Sign an event as the relay (control messages, relay-authored notes published by an embedding program). */
+/** Sign an event as the relay: with its own key (control payloads) or a community's (community-key.ts). */
 export const signAsRelay = (key: RelayKey, t: EventTemplate, nowSeconds: number): NostrEvent => signTemplate(key, t, nowSeconds)

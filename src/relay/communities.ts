@@ -10,6 +10,7 @@ import { ask, createLagReporter, type Kernel, type LagReporter, tell } from '../
 import type { RegistryDeps } from '../actors/registry/agent-tracking.js'
 import type { RegistryAnnounce, RegistryMsg } from '../actors/registry/messages.js'
 import { registryActor, registryPath } from '../actors/registry/registry-actor.js'
+import type { CommunityKeys } from '../infra/community-key.js'
 import type { Config } from '../infra/config.js'
 import type { Tenants } from '../infra/http/tenants.js'
 import type { Logger } from '../infra/log.js'
@@ -26,7 +27,10 @@ export interface CommunitiesDeps {
   config: Config
   backends: Backends
   verifier: Verifier
+  /** signs the control payloads between the nodes */
   relayKey: RelayKey
+  /** sign what the relay publishes for each community */
+  communityKeys: CommunityKeys
   tenants: Tenants
   metrics: Metrics
   log: Logger
@@ -88,12 +92,15 @@ export function createCommunities(d: CommunitiesDeps): Communities {
 
   function communityDeps(record: CommunityRecord, link: CommunityLink, lag: LagReporter): CommunityDeps {
     const { config, metrics, log, nowSeconds } = d
+    const key = d.communityKeys.of(record.id)
     return {
       record,
       store: d.backends.events,
       channels: d.backends.channels,
       communities: d.backends.communities,
-      sign: (t, createdAt) => signAsRelay(d.relayKey, t, createdAt),
+      communityPubkey: key.pubkey,
+      formerPubkeys: d.communityKeys.formerOf(record.id),
+      sign: (t, createdAt) => signAsRelay(key, t, createdAt),
       authRequired: config.authRequired,
       accessCacheTtlMs: config.accessCacheTtlMs,
       maxHeldLiveBytes: config.limits.maxPendingOutboundBytes,

@@ -19,6 +19,7 @@ import {
   spawnMembership,
 } from '../actors/mesh/membership-actor.js'
 import { type SessionAnswer, type SessionDeps, type SessionMsg, type SessionView, spawnSession } from '../actors/mesh/session-actor.js'
+import type { CommunityKeys } from '../infra/community-key.js'
 import type { Config } from '../infra/config.js'
 import type { Tenants } from '../infra/http/tenants.js'
 import { ConfigError } from '../infra/load-config.js'
@@ -365,6 +366,8 @@ export interface OpenMeshDeps {
   kernel: Kernel
   backends: Backends
   key: RelayKey
+  /** what the owner of a channel signs its state with */
+  communityKeys: CommunityKeys
   tenants: Tenants
   verifier: Verifier
   metrics: Metrics
@@ -375,7 +378,7 @@ export interface OpenMeshDeps {
 
 /** The mesh on this node's backends: the owner's writes go to PostgreSQL fenced, its effects to the community actors. */
 export function openMesh(o: OpenMeshDeps): Promise<Mesh> {
-  const { backends: b, kernel, key, tenants } = o
+  const { backends: b, kernel, key, communityKeys, tenants } = o
   if (b.mode !== 'cluster' || !b.redis || !b.postgresEvents)
     throw new Error('the relay mesh needs cluster mode with the PostgreSQL event store')
   // offered again while the community is full or respawning, as its own I/O results are (REDELIVER)
@@ -389,7 +392,7 @@ export function openMesh(o: OpenMeshDeps): Promise<Mesh> {
     gate: (record) => gateOf(record),
     banOf: createBanLookup(b.communities, o.nowSeconds),
     authRequired: o.config.authRequired,
-    relayPubkey: key.pubkey,
+    relayPubkey: (community) => communityKeys.of(community).pubkey,
     nowSeconds: o.nowSeconds,
   }
   // membership answered fresh from the store (no cache: a forwarded channel change is rare, a stale yes is not)
@@ -405,9 +408,10 @@ export function openMesh(o: OpenMeshDeps): Promise<Mesh> {
   const sinks: OwnerSinks = {
     events: b.postgresEvents,
     channels: b.channels,
-    relayPubkey: key.pubkey,
-    sign: (t, createdAt) => signAsRelay(key, t, createdAt),
-    isModerator: (community, pubkey) => pubkey === key.pubkey || (tenants.byId(community)?.admins.includes(pubkey) ?? false),
+    relayPubkey: (community) => communityKeys.of(community).pubkey,
+    sign: (community, t, createdAt) => signAsRelay(communityKeys.of(community), t, createdAt),
+    isModerator: (community, pubkey) =>
+      pubkey === communityKeys.of(community).pubkey || (tenants.byId(community)?.admins.includes(pubkey) ?? false),
     judgeForwarded: (community, event, auth) => judgeForwardedWrite(community, event, auth, forwardedDeps),
     // never taken: this node's caches and the other nodes' fall back on their TTL (accessCacheTtlMs)
     invalidate: async (community, op) =>

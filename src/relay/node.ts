@@ -10,6 +10,7 @@ import type { CommunityMsg } from '../actors/community/messages.js'
 import { type Kernel, tell } from '../actors/kernel/index.js'
 import { openSupervisedVerifier } from '../actors/node/verifier-actor.js'
 import { createBusMac, deriveBusMacKey } from '../infra/bus/bus-mac.js'
+import { type CommunityKeys, createCommunityKeys } from '../infra/community-key.js'
 import type { Config } from '../infra/config.js'
 import { createMemoryRateLimiter } from '../infra/gates/memory-rate-limit.js'
 import { createClientAddressing } from '../infra/http/client-ip.js'
@@ -60,6 +61,8 @@ export interface NodeDeps {
 export interface RunningNode {
   url: string
   key: RelayKey
+  /** what the relay signs for each community with (NIP-11 `self` on its hosts) */
+  communityKeys: CommunityKeys
   backends: Backends
   communities: Communities
   /** the relay mesh, when on (cluster mode, APIARY_MESH=on) */
@@ -81,6 +84,7 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
   try {
     mkdirSync(config.dataDir, { recursive: true })
     const key = loadRelayKey(config.dataDir, config.relaySecretKey)
+    const communityKeys = createCommunityKeys(key, config.communities)
     const deadlineMs = Date.now() + config.startupTimeoutSeconds * 1000
     const b = await openBackends(config, log, {
       eventStore: d.eventStore,
@@ -109,10 +113,34 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     let clients = () => 0
     const mesh =
       config.mesh === 'on'
-        ? await openMesh({ config, kernel, backends: b, key, tenants, verifier, metrics, log, nowSeconds, load: () => clients() })
+        ? await openMesh({
+            config,
+            kernel,
+            backends: b,
+            key,
+            communityKeys,
+            tenants,
+            verifier,
+            metrics,
+            log,
+            nowSeconds,
+            load: () => clients(),
+          })
         : undefined
     if (mesh) undo.push(() => mesh.close())
-    const communities = createCommunities({ kernel, config, backends: b, verifier, relayKey: key, tenants, metrics, log, nowSeconds, mesh })
+    const communities = createCommunities({
+      kernel,
+      config,
+      backends: b,
+      verifier,
+      relayKey: key,
+      communityKeys,
+      tenants,
+      metrics,
+      log,
+      nowSeconds,
+      mesh,
+    })
     undo.push(() => kernel.stopPrefix('community/'))
     // each community's agent registry stops before it (undone in reverse): what it announces needs its community
     undo.push(() => kernel.stopPrefix('registry/'))
@@ -178,7 +206,10 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
         handleHttp(req, res, {
           metrics,
           isKnownHost: (h) => tenants.resolve(h, 'http') !== undefined,
-          relayInfo: (h) => relayInfoFor(config, key.pubkey, tenants.resolve(h, 'http')?.record),
+          relayInfo: (h) => {
+            const record = tenants.resolve(h, 'http')?.record
+            return relayInfoFor(config, record && communityKeys.of(record.id).pubkey, record)
+          },
           // readiness: every backend answers and no permanent actor is in backoff or down (waiting to be respawned)
           health: async () => {
             const degraded = [...(await b.unhealthy()), ...kernel.unhealthy()]
@@ -227,7 +258,7 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     if (mesh) undo.push(() => mesh.drain())
     const url = await listenOn(http, config)
     log.info({ url, mode: b.mode, node: b.nodeId, communities: records.map((r) => r.id) }, 'apiary listening')
-    return { url, key, backends: b, communities, mesh, verifier, close: unwind }
+    return { url, key, communityKeys, backends: b, communities, mesh, verifier, close: unwind }
   } catch (error) {
     await unwind()
     throw error

@@ -10,7 +10,8 @@ export const SUPPORTED_NIPS = [1, 9, 11, 29, 40, 42, 45, 70, 86, 98]
 // src/relay and dist/relay are both two levels below the package root
 const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version
 
-export function relayInfoFor(config: Config, relayPubkey: string, record: CommunityRecord | undefined): RelayInfo {
+/** `signingPubkey`: the key the relay signs the community's group state with (infra/community-key.ts). */
+export function relayInfoFor(config: Config, signingPubkey: string | undefined, record: CommunityRecord | undefined): RelayInfo {
   // the community's own (changerelayname/-description/-icon), else the relay-wide values; the seeded
   // default community's name is its id, which tells a client nothing until someone renames it
   const named = record && !(record.id === 'default' && record.name === 'default')
@@ -18,9 +19,11 @@ export function relayInfoFor(config: Config, relayPubkey: string, record: Commun
     name: named ? record.name : config.relayName,
     description: record?.settings.description || config.relayDescription,
     icon: record?.settings.icon || undefined,
-    // NIP-11: `pubkey` is the administrative contact; `self` is the relay's own key (it signs channel state)
-    pubkey: config.relayContactPubkey || undefined,
-    self: relayPubkey || undefined,
+    // NIP-11: `self` is the relay's own key, the one that signs group state (NIP-29). `pubkey` is the
+    // administrative contact, but nostr-tools' and relay29's group clients take the relay's key from it: unless
+    // an operator names a contact, it is the same key
+    pubkey: config.relayContactPubkey || signingPubkey || undefined,
+    self: signingPubkey || undefined,
     contact: config.relayContact || undefined,
     supportedNips: SUPPORTED_NIPS,
     software: 'https://www.npmjs.com/package/apiary-relay',

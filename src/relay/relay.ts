@@ -4,6 +4,7 @@ import type { Observable } from 'rxjs'
 import { communityPath } from '../actors/community/community-actor.js'
 import type { CommunityMsg, CommunityStats, PublishOutcome } from '../actors/community/messages.js'
 import { ask, createKernel, type Kernel, type SupervisionEvent, type TypedRef, tell } from '../actors/kernel/index.js'
+import type { CommunityKeys } from '../infra/community-key.js'
 import type { Config, ConfigInput } from '../infra/config-types.js'
 import { Tenants } from '../infra/http/tenants.js'
 import { loadConfig } from '../infra/load-config.js'
@@ -32,6 +33,7 @@ export interface Relay {
   readonly config: Config
   /** ws://host:port once listening */
   readonly url: string
+  /** the relay key's pubkey: the key of the node and its cluster (NIP-98 operator calls, the mesh, control payloads) */
   readonly pubkey: string
   readonly supervision$: Observable<SupervisionEvent>
   /**
@@ -45,7 +47,12 @@ export interface Relay {
   communityIds(): string[]
   /** the community's actor, for the messages a host may send it; undefined when it is not served here */
   community(id: string): TypedRef<HostMsg> | undefined
-  /** sign `template` with the relay key and publish it in `communityId` (stored, fanned out) */
+  /**
+   * The key the relay signs for `communityId` with (its group state, `publish`): NIP-11 `self` on its hosts.
+   * Derived from the relay key unless the config names one; APIARY_RELAY_NOT_LISTENING before the first listen().
+   */
+  communityPubkey(communityId: string): string
+  /** sign `template` with the community's key (communityPubkey) and publish it in `communityId` (stored, fanned out) */
   publish(communityId: string, template: EventTemplate): Promise<PublishOutcome>
   /**
    * Publish an event signed with another key once it passes the checks of a client's EVENT that keep stored
@@ -80,6 +87,7 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
   let node: RunningNode | undefined
   // kept after close: a program may still want to know which key signed what this relay stored
   let pubkey = ''
+  let communityKeys: CommunityKeys | undefined
   let closed = false
 
   const communityRef = (id: string) => kernel.lookup<CommunityMsg>(communityPath(id))
@@ -111,6 +119,7 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
       banPubkey,
     })
     pubkey = node.key.pubkey
+    communityKeys = node.communityKeys
     return node.url
   }
 
@@ -123,7 +132,7 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
 
   async function publish(communityId: string, template: EventTemplate): Promise<PublishOutcome> {
     const ref = servedCommunity(communityId)
-    const event = asVerified(signAsRelay(running().key, template, nowSeconds()))
+    const event = asVerified(signAsRelay(running().communityKeys.of(communityId), template, nowSeconds()))
     return ask(ref, (reply) => ({ type: 'Publish', event, raw: JSON.stringify(event), reply }), 30_000)
   }
 
@@ -150,6 +159,10 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
     },
     supervision$: kernel.supervision$,
     listen,
+    communityPubkey(communityId) {
+      if (!communityKeys) throw new RelayError('APIARY_RELAY_NOT_LISTENING', 'relay not listening')
+      return communityKeys.of(communityId).pubkey
+    },
     close: async () => {
       closed = true
       const n = node

@@ -37,7 +37,7 @@ describe('apiary channel', { timeout: 60_000 }, () => {
     const c = await client(relay)
     try {
       const { metadata, admins, members } = await channelState(c, 'hive')
-      expect(metadata?.pubkey).toBe(relay.relay.pubkey)
+      expect(metadata?.pubkey).toBe(relay.relay.communityPubkey('default'))
       expect(tagValues(metadata, 'name')).toEqual(['The Hive'])
       expect(tagValues(metadata, 'about')).toEqual(['bees only'])
       expect(hasFlag(metadata, 'closed')).toBe(true)

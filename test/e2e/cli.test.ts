@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { apiary } from '../support/cli'
+import { apiary, cleanEnv } from '../support/cli'
 import { startTestRelay } from '../support/relay'
 import { connect } from '../support/ws-client'
 
@@ -49,6 +49,23 @@ describe('the apiary CLI', () => {
     const config = JSON.parse(stdout)
     expect(config.port).toBe(7777)
     expect(config.limits.maxSubscriptions).toBeGreaterThan(0)
+  })
+
+  it('prints the config with the relay key and every community’s own key redacted', async () => {
+    const secret = 'cd'.repeat(32)
+    const env = cleanEnv({
+      APIARY_RELAY_SECRET_KEY: secret,
+      APIARY_COMMUNITIES: JSON.stringify([
+        { id: 'moved', hosts: ['moved.test'], secretKey: secret },
+        { id: 'plain', hosts: ['plain.test'] },
+      ]),
+    })
+    const { code, stdout } = await apiary(['config', 'print'], { env })
+    expect(code).toBe(0)
+    expect(stdout).not.toContain(secret)
+    const config = JSON.parse(stdout)
+    expect(config.relaySecretKey).toBe('<set>')
+    expect(config.communities.map((c: { secretKey: string }) => c.secretKey)).toEqual(['<set>', ''])
   })
 
   it('generates a keypair with keygen', async () => {

@@ -12,25 +12,27 @@ import { useRelays } from '../support/relay-fixtures'
 describe('embedding the relay in a program', () => {
   const relays = useRelays()
 
-  it('publishes with relay.publish, signed by relay.pubkey, to live subscribers and to storage', async () => {
+  it('publishes with relay.publish, signed by the community’s key, to live subscribers and to storage', async () => {
     const r = await relays.start()
     const c = await client(r)
-    await reqEvents(c, [{ authors: [r.relay.pubkey] }], 'from-relay')
+    const signer = r.relay.communityPubkey('default')
+    await reqEvents(c, [{ authors: [signer] }], 'from-relay')
     const outcome = await r.relay.publish('default', { kind: 1, content: 'hello from the host program' })
     expect(outcome).toEqual({ accepted: true, message: '' })
     const f = await c.next((x) => x[0] === 'EVENT' && x[1] === 'from-relay')
     const e = f[2] as NostrEvent
-    expect(e.pubkey).toBe(r.relay.pubkey)
+    expect(e.pubkey).toBe(signer)
     expect(e.content).toBe('hello from the host program')
     expect(verifyEventNoble(e)).toBe('ok')
-    expect(idsOf(await reqEvents(await client(r), [{ authors: [r.relay.pubkey] }]))).toEqual([e.id])
+    expect(idsOf(await reqEvents(await client(r), [{ authors: [signer] }]))).toEqual([e.id])
   })
 
   it('publishes into the named community only', async () => {
     const r = await relays.start({ communities: [{ id: 'beta', hosts: ['beta.test'] }] })
     await r.relay.publish('beta', { kind: 1, content: 'beta only' })
-    expect(await reqEvents(await client(r), [{ authors: [r.relay.pubkey] }])).toEqual([])
-    expect(await reqEvents(await client(r, 'beta.test'), [{ authors: [r.relay.pubkey] }])).toHaveLength(1)
+    const signer = r.relay.communityPubkey('beta')
+    expect(await reqEvents(await client(r), [{ kinds: [1] }])).toEqual([])
+    expect(await reqEvents(await client(r, 'beta.test'), [{ authors: [signer] }])).toHaveLength(1)
     await expect(r.relay.publish('nowhere', { kind: 1, content: 'x' })).rejects.toThrow()
   })
 
@@ -120,6 +122,7 @@ describe("the embedding API's errors and host ref", () => {
       await expect(relay.stats('default')).rejects.toMatchObject(notListening)
       await expect(relay.banPubkey('default', 'a'.repeat(64), 'spam')).rejects.toMatchObject(notListening)
       await expect(relay.archiveCommunity('default')).rejects.toBeInstanceOf(RelayError)
+      expect(() => relay.communityPubkey('default')).toThrow(expect.objectContaining(notListening))
       await relay.close()
       await expect(relay.listen()).rejects.toMatchObject({ code: 'APIARY_RELAY_CLOSED' })
       await expect(relay.publishSigned('default', signEvent(makeKeys()).event)).rejects.toMatchObject({ code: 'APIARY_RELAY_CLOSED' })

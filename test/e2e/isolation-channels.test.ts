@@ -50,7 +50,7 @@ describe('channels of communities on one relay are isolated', () => {
     return { r, def, beta, alice, bob }
   }
 
-  it('lets each community create a channel of the same id, each described by its own relay-signed 39000–39002', async () => {
+  it('lets each community create a channel of the same id, each described by its own 39000–39002 signed by its own key', async () => {
     const { r, beta, alice, bob } = await setup()
     // default's channel is private: its admin list is read by a member
     const inDefault = await channelState(await authed(r, alice), 'general')
@@ -61,9 +61,10 @@ describe('channels of communities on one relay are isolated', () => {
     expect([hasFlag(inDefault.metadata, 'closed'), hasFlag(inBeta.metadata, 'closed')]).toEqual([true, false])
     expect(tagValues(inDefault.admins, 'p')).toEqual([alice.pubkey])
     expect(tagValues(inBeta.admins, 'p')).toEqual([bob.pubkey])
-    // same author (the relay), kind and d tag in both: two addressable events, one per community
-    expect(inDefault.metadata?.pubkey).toBe(r.relay.pubkey)
-    expect(inBeta.metadata?.pubkey).toBe(r.relay.pubkey)
+    // one relay, two identities: nothing the relay signs links one community to the other
+    expect(inDefault.metadata?.pubkey).toBe(r.relay.communityPubkey('default'))
+    expect(inBeta.metadata?.pubkey).toBe(r.relay.communityPubkey('beta'))
+    expect(new Set([inDefault.metadata?.pubkey, inBeta.metadata?.pubkey, r.relay.pubkey]).size).toBe(3)
     expect(inDefault.metadata?.id).not.toBe(inBeta.metadata?.id)
   })
 

@@ -26,17 +26,23 @@ describe('relay information document (NIP-11)', () => {
     expect(info.name).toBe('Test Hive')
     expect(info.contact).toBe('ops@example.test')
     expect(info.supported_nips).toEqual([1, 9, 11, 29, 40, 42, 45, 70, 86, 98])
-    // NIP-11: `self` is the relay's own key; `pubkey` (an admin contact) is left out until one is configured
-    expect(info.self).toBe(r.relay.pubkey)
-    expect(Object.keys(info)).not.toContain('pubkey')
   })
 
-  it('names the configured admin contact as pubkey and omits empty fields such as contact', async () => {
+  it('names the key that signs group state as both self and pubkey when no admin contact is configured', async () => {
+    const r = await relays.start()
+    const info = JSON.parse((await httpGet(r, '/', NOSTR_JSON)).body)
+    // NIP-29 clients (nostr-tools, relay29's) look the relay's key up in `pubkey`; NIP-11 names it `self`
+    expect(info.self).toBe(r.relay.communityPubkey('default'))
+    expect(info.pubkey).toBe(info.self)
+    expect(info.self).not.toBe(r.relay.pubkey)
+  })
+
+  it('names the configured admin contact as pubkey, self still the signing key, and omits empty fields such as contact', async () => {
     const admin = 'ab'.repeat(32)
     const r = await relays.start({ relayContactPubkey: admin })
     const info = JSON.parse((await httpGet(r, '/', NOSTR_JSON)).body)
     expect(info.pubkey).toBe(admin)
-    expect(info.self).toBe(r.relay.pubkey)
+    expect(info.self).toBe(r.relay.communityPubkey('default'))
     expect(Object.keys(info)).not.toContain('contact')
     expect(info.software).toBe('https://www.npmjs.com/package/apiary-relay')
     expect(info.version).toMatch(/^\d+\.\d+\.\d+/)
@@ -88,10 +94,14 @@ describe('relay information document (NIP-11)', () => {
     expect(info.limitation.auth_required).toBe(false)
   })
 
-  it('serves each community its own document by Host', async () => {
+  it('serves each community its own document by Host, with its own key as self and pubkey', async () => {
     const r = await relays.start({ communities: [{ id: 'beta', name: 'Beta Hive', hosts: ['beta.test'] }] })
     const beta = JSON.parse((await httpGet(r, '/', { ...NOSTR_JSON, Host: `beta.test:${r.port}` })).body)
+    const home = JSON.parse((await httpGet(r, '/', NOSTR_JSON)).body)
     expect(beta.name).toBe('Beta Hive')
+    expect([beta.self, beta.pubkey]).toEqual([r.relay.communityPubkey('beta'), r.relay.communityPubkey('beta')])
+    expect(home.self).toBe(r.relay.communityPubkey('default'))
+    expect(beta.self).not.toBe(home.self)
   })
 
   it('answers a plain GET / with a short text, not the document', async () => {

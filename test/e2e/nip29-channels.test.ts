@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { hexToBytes } from '@noble/hashes/utils.js'
 import { getPublicKey } from 'nostr-tools/pure'
 import { describe, expect, it } from 'vitest'
+import { deriveCommunityKey } from '../../src/infra/community-key'
 import { makeKeys, type TestKeys } from '../support/events'
 import { eventually } from '../support/eventually'
 import {
@@ -33,7 +34,7 @@ describe('NIP-29 channels', () => {
   }
 
   describe('creating a channel (kind 9007)', () => {
-    it('answers OK true and publishes 39000, 39001 and 39002 signed by the relay key with the channel state', async () => {
+    it('answers OK true and publishes 39000, 39001 and 39002 signed by the community’s key with the channel state', async () => {
       const { r, c, admin } = await setup()
       const created = await createChannel(c, admin, 'bees', {
         name: 'Bees',
@@ -46,7 +47,7 @@ describe('NIP-29 channels', () => {
       expect((await auth(c, admin, relayUrlOf(r))).accepted).toBe(true)
       const { metadata, admins, members } = await channelState(c, 'bees')
       for (const e of [metadata, admins, members]) {
-        expect(e?.pubkey).toBe(r.relay.pubkey)
+        expect(e?.pubkey).toBe(r.relay.communityPubkey('default'))
         expect(tagValues(e, 'd')).toEqual(['bees'])
       }
       expect(tagValues(metadata, 'name')).toEqual(['Bees'])
@@ -127,7 +128,7 @@ describe('NIP-29 channels', () => {
       expect(message.ok.accepted).toBe(true)
       expect(idsOf(await reqEvents(c, [{ kinds: [9], '#h': [id] }]))).toEqual([message.event.id])
       const { metadata, members } = await channelState(c, id)
-      expect(metadata?.pubkey).toBe(r.relay.pubkey)
+      expect(metadata?.pubkey).toBe(r.relay.communityPubkey('default'))
       expect(tagValues(metadata, 'name')).toEqual(['NDK'])
       expect(tagValues(members, 'p').sort()).toEqual([admin.pubkey, alice.pubkey].sort())
       expect(tagValues((await channelState(c, id.toLowerCase())).members, 'p')).toEqual([alice.pubkey])
@@ -181,7 +182,9 @@ describe('NIP-29 channels', () => {
       expect((await join(c, alice, 'open-room')).ok).toEqual({ accepted: true, message: '', prefix: undefined })
       expect((await post(c, alice, 'open-room')).ok.accepted).toBe(true)
       expect(tagValues((await channelState(c, 'open-room')).members, 'p').sort()).toEqual([admin.pubkey, alice.pubkey].sort())
-      const added = await reqEvents(c, [{ kinds: [9000], authors: [r.relay.pubkey], '#h': ['open-room'], '#p': [alice.pubkey] }])
+      const added = await reqEvents(c, [
+        { kinds: [9000], authors: [r.relay.communityPubkey('default')], '#h': ['open-room'], '#p': [alice.pubkey] },
+      ])
       expect(added).toHaveLength(1)
     })
 
@@ -194,7 +197,7 @@ describe('NIP-29 channels', () => {
       expect(idsOf(await reqEvents(c, [{ kinds: [9021], '#h': ['club'] }]))).toEqual([request.event.id])
       expect((await post(c, alice, 'club')).ok).toMatchObject({ accepted: false, prefix: 'restricted' })
       expect(tagValues((await channelState(c, 'club')).members, 'p')).toEqual([admin.pubkey])
-      expect(await reqEvents(c, [{ kinds: [9000], authors: [r.relay.pubkey], '#h': ['club'] }])).toEqual([])
+      expect(await reqEvents(c, [{ kinds: [9000], authors: [r.relay.communityPubkey('default')], '#h': ['club'] }])).toEqual([])
       expect((await putUser(c, admin, 'club', alice.pubkey)).ok.accepted).toBe(true)
       expect((await post(c, alice, 'club')).ok.accepted).toBe(true)
     })
@@ -220,7 +223,7 @@ describe('NIP-29 channels', () => {
       await join(c, alice, 'exit')
       expect((await post(c, alice, 'exit')).ok.accepted).toBe(true)
       expect((await leave(c, alice, 'exit')).ok).toEqual({ accepted: true, message: '', prefix: undefined })
-      const removed = await reqEvents(c, [{ kinds: [9001], authors: [r.relay.pubkey], '#h': ['exit'] }])
+      const removed = await reqEvents(c, [{ kinds: [9001], authors: [r.relay.communityPubkey('default')], '#h': ['exit'] }])
       expect(removed).toHaveLength(1)
       expect(tagValues(removed[0], 'p')).toEqual([alice.pubkey])
       expect(tagValues((await channelState(c, 'exit')).members, 'p')).toEqual([admin.pubkey])
@@ -375,7 +378,7 @@ describe('NIP-29 channels', () => {
     })
   })
 
-  describe('community admins and the relay key moderate every channel', () => {
+  describe('community admins and the community’s key moderate every channel', () => {
     const boss = makeKeys()
     const relaySecretKey = randomBytes(32).toString('hex')
     const relayKeys: TestKeys = { secretKey: hexToBytes(relaySecretKey), pubkey: getPublicKey(hexToBytes(relaySecretKey)) }
@@ -414,13 +417,17 @@ describe('NIP-29 channels', () => {
       expect((await putUser(def, boss, 'comb', alice.pubkey)).ok).toMatchObject({ accepted: false, prefix: 'restricted' })
     })
 
-    it('lets the relay key put a user in a channel it is not in', async () => {
+    it('lets the community’s key put a user in a channel it is not in; the relay key, which is no community’s, may not', async () => {
       const { r, c } = await hive()
       expect(r.relay.pubkey).toBe(relayKeys.pubkey)
+      const hiveKeys = deriveCommunityKey(hexToBytes(relaySecretKey), 'hive')
+      expect(r.relay.communityPubkey('hive')).toBe(hiveKeys.pubkey)
       const owner = makeKeys()
       const alice = makeKeys()
+      const bob = makeKeys()
       await createChannel(c, owner, 'cell')
-      expect((await putUser(c, relayKeys, 'cell', alice.pubkey)).ok.accepted).toBe(true)
+      expect((await putUser(c, relayKeys, 'cell', bob.pubkey)).ok).toMatchObject({ accepted: false, prefix: 'restricted' })
+      expect((await putUser(c, hiveKeys, 'cell', alice.pubkey)).ok.accepted).toBe(true)
       expect((await post(c, alice, 'cell')).ok.accepted).toBe(true)
     })
   })

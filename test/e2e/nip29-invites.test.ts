@@ -48,7 +48,9 @@ describe('NIP-29 invite codes', () => {
       const alice = makeKeys()
       expect((await createInvite(c, admin, 'club', 'welcome')).ok).toEqual({ accepted: true, message: '', prefix: undefined })
       expect((await join(c, alice, 'club', 'welcome')).ok).toEqual({ accepted: true, message: '', prefix: undefined })
-      expect(await reqEvents(c, [{ kinds: [9000], authors: [r.relay.pubkey], '#h': ['club'], '#p': [alice.pubkey] }])).toHaveLength(1)
+      expect(
+        await reqEvents(c, [{ kinds: [9000], authors: [r.relay.communityPubkey('hive')], '#h': ['club'], '#p': [alice.pubkey] }]),
+      ).toHaveLength(1)
       expect(await memberKeys(c)).toContain(alice.pubkey)
       expect((await post(c, alice, 'club')).ok.accepted).toBe(true)
     })
@@ -204,7 +206,7 @@ describe('NIP-29 invite codes', () => {
       const added = watcher.frames.filter(
         (f) => f[0] === 'EVENT' && f[1] === subId && (f[2] as { kind: number; pubkey: string }).kind === 9000,
       )
-      expect(added.map((f) => (f[2] as { pubkey: string }).pubkey)).toEqual([r.relay.pubkey])
+      expect(added.map((f) => (f[2] as { pubkey: string }).pubkey)).toEqual([r.relay.communityPubkey('hive')])
     })
 
     it('answers a resent 9009 "duplicate:" (OK true), as for a stored event', async () => {

@@ -40,7 +40,7 @@ describe('NIP-29 pinned events', () => {
     ])
     expect(first.ok).toMatchObject({ accepted: true })
     const pins = await pinsOf(c, 'hive')
-    expect(pins?.pubkey).toBe(r.relay.pubkey)
+    expect(pins?.pubkey).toBe(r.relay.communityPubkey('default'))
     expect(pins?.tags[0]).toEqual(['d', 'hive'])
     expect(pinsIn(pins)).toEqual([
       ['e', b.event.id],

@@ -140,7 +140,7 @@ describe('NIP-29 channel roles', () => {
     it('publishes 39003, signed by the relay, naming admin and moderator with what each may do, when the channel is created', async () => {
       const { r, c } = await setup()
       const { roles } = await channelState(c, 'room')
-      expect(roles?.pubkey).toBe(r.relay.pubkey)
+      expect(roles?.pubkey).toBe(r.relay.communityPubkey('default'))
       expect(tagValues(roles, 'd')).toEqual(['room'])
       expect(roles?.tags.filter((t) => t[0] === 'role').map((t) => [t[1], (t[2] ?? '').length > 0])).toEqual([
         ['admin', true],
@@ -166,7 +166,7 @@ describe('NIP-29 channel roles', () => {
       expect((await channelState(c, 'room')).roles).toBeUndefined()
       expect((await putUser(c, admin, 'room', makeKeys().pubkey)).ok.accepted).toBe(true)
       const after = (await channelState(c, 'room')).roles
-      expect(after?.pubkey).toBe(r.relay.pubkey)
+      expect(after?.pubkey).toBe(r.relay.communityPubkey('default'))
       expect(after?.tags.filter((t) => t[0] === 'role').map((t) => t[1])).toEqual(['admin', 'moderator'])
     })
   })

@@ -24,6 +24,7 @@ import { onPresenceWritten } from './presence-writes.js'
 import { RecentIds } from './recent-ids.js'
 import { onAnnounce, onPublishChannelState } from './relay-events.js'
 import { onRemoteEvent } from './remote-events.js'
+import { startStateRekey } from './state-rekey.js'
 import { onApplied, onCommanded, onSaved } from './write-commit.js'
 
 export const communityPath = (id: string) => `community/${id}`
@@ -92,6 +93,7 @@ function initialState(ctx: Ctx, survivors: CommunitySurvivors, deps: CommunityDe
     ),
   )
   const channels = channelDepsOf(survivors, deferred, deps)
+  startStateRekey(ctx, survivors, channels, deps)
   return { ...survivors, recent: new RecentIds(RECENT_IDS), accepted: 0, deferred, channels }
 }
 
@@ -163,8 +165,8 @@ function channelDepsOf(s: CommunitySurvivors, deferred: DeferredState, deps: Com
     channels: deps.channels,
     reads: new ChannelReads(deps.channels, id, latestIdsOf(deps.store, id, deps.channelRules.timelineWindowEvents, deps.nowSeconds)),
     events: deps.store,
-    relayPubkey: deps.cluster.relayPubkey,
-    isModerator: (pubkey) => pubkey === deps.cluster.relayPubkey || s.current.record.admins.includes(pubkey),
+    relayPubkey: deps.communityPubkey,
+    isModerator: (pubkey) => pubkey === deps.communityPubkey || s.current.record.admins.includes(pubkey),
     sign: deps.sign,
     defer: (channel, what) => deferred.add(channel, what),
     invalidate: (op) => {

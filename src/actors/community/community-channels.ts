@@ -33,6 +33,7 @@ export interface ChannelDeps {
   /** the fresh reads a write is decided on, batched per turn */
   reads: ChannelReads
   events: EventStore
+  /** the key `sign` signs with: the community's own (infra/community-key.ts), the only author of its 39000–39003 */
   relayPubkey: string
   /** community admins (and the relay) moderate every channel */
   isModerator: (pubkey: string) => boolean

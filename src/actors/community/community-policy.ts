@@ -29,7 +29,10 @@ const isExemptKind = (kind: number) => kind === KIND_DELETION || kind === KIND_P
 /** Who writes: the pubkeys a connection authenticated as, and each agent's owner (ConnView's, or a forwarded write's). */
 export type WriterView = Pick<ConnView, 'authed' | 'owners'>
 
-/** What no community accepts from anyone: an AUTH event stored, an expired event, the relay's own kinds. */
+/**
+ * What no community accepts from anyone: an AUTH event stored, an expired event, the relay's own kinds.
+ * `relayPubkey`: the key the relay signs for this community with (infra/community-key.ts).
+ */
 export function checkEventRules(event: NostrEvent, relayPubkey: string, nowSeconds: number): Reason | null {
   // NIP-42: AUTH events travel in AUTH messages only and are never stored or relayed.
   if (event.kind === KIND_AUTH) return reason('invalid', 'kind 22242 is only accepted in AUTH messages')

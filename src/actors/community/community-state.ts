@@ -29,6 +29,7 @@ import type { WriteOrder } from './write-order.js'
 export interface ClusterDeps {
   link: CommunityLink
   verifier: Verifier
+  /** the relay key every node shares: it signs the control payloads between them */
   relayPubkey: string
   nowSeconds: () => number
   log: { warn(o: object, m: string): void }
@@ -42,7 +43,11 @@ export interface CommunityDeps {
   store: EventStore
   channels: ChannelStore
   communities: Pick<CommunityStore, 'allowedAmong' | 'bannedAmong' | 'listBannedEvents'>
-  /** sign with the relay key (channel state events 39000–39002, the relay's answers to joins and leaves) */
+  /** the key the relay signs for this community with (infra/community-key.ts): NIP-11 `self` on its hosts */
+  communityPubkey: string
+  /** keys that signed for it before (CommunityKeys.formerOf): their channel state is signed again on start (state-rekey.ts) */
+  formerPubkeys: readonly string[]
+  /** sign with the community's key (channel state 39000–39002, the relay's answers to joins and leaves, departures) */
   sign: (t: EventTemplate, createdAt: number) => NostrEvent
   /** the relay-wide AUTH requirement (each community may add its own) */
   authRequired: boolean

@@ -46,7 +46,7 @@ export function createCommunitySurvivors(deps: CommunityDeps): CommunitySurvivor
 
 function liveFeedOf(index: SubscriptionIndex, gate: AccessGate, deps: CommunityDeps): LiveFeed {
   const id = deps.record.id
-  const generations = new StateGenerations(deps.cluster.relayPubkey)
+  const generations = new StateGenerations(deps.communityPubkey)
   return new LiveFeed({
     community: id,
     stale: (event) => {

@@ -25,7 +25,7 @@ const STALE_PREPARED_MS = 25_000
 
 export function onPublish(state: CommunityState, msg: PublishMsg, ctx: Ctx, deps: CommunityDeps): CommunityState {
   const { event, reply } = msg
-  const broken = checkEventRules(event, deps.cluster.relayPubkey, deps.nowSeconds())
+  const broken = checkEventRules(event, deps.communityPubkey, deps.nowSeconds())
   if (broken) return refuse(state, reply, broken)
   const order = state.writes.admit(msg, channelTagOf(event))
   if (order === 'held') return state

@@ -39,8 +39,8 @@ export function onRemoteEvent(
 ): CommunityState {
   const remote = parseRemoteEvent(msg.raw, deps.cluster)
   if (!remote) return state
-  // a departure is the relay's word (docs/agent-registry.md): from the bus too, only under the relay key
-  if (remote.event.kind === KIND_DEPARTURE && remote.event.pubkey !== deps.cluster.relayPubkey) {
+  // a departure is the relay's word (docs/agent-registry.md): from the bus too, only under the community's key
+  if (remote.event.kind === KIND_DEPARTURE && remote.event.pubkey !== deps.communityPubkey) {
     deps.cluster.rejected('remote-departure-signer')
     return state
   }

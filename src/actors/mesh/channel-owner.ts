@@ -33,8 +33,9 @@ export interface OwnerSinks {
     deleteEventsFenced(community: string, ids: readonly string[], fence: SessionFence): Promise<string[]>
   }
   channels: ChannelStore
-  relayPubkey: string
-  sign: (t: EventTemplate, createdAt: number) => NostrEvent
+  /** the key the relay signs for `community` with (infra/community-key.ts) */
+  relayPubkey: (community: string) => string
+  sign: (community: string, t: EventTemplate, createdAt: number) => NostrEvent
   /** a write a peer forwarded, judged as a local client's would be (forwarded-write.ts): its refusal, or null */
   judgeForwarded: (community: string, event: VerifiedEvent, auth: ForwardedAuth) => Promise<Reason | null>
   /** community admins and the relay moderate every channel */
@@ -181,11 +182,11 @@ function channelDeps(fence: SessionFence, sinks: OwnerSinks, lease: OwnerLease):
       latestIdsOf(sinks.events, community, sinks.channelRules.timelineWindowEvents, sinks.nowSeconds),
     ),
     events,
-    relayPubkey: sinks.relayPubkey,
+    relayPubkey: sinks.relayPubkey(community),
     isModerator: (pubkey) => sinks.isModerator(community, pubkey),
     // every state version says which owner wrote it under which generation: the fault checker reads it back
     sign: (t, createdAt) =>
-      sinks.sign({ ...t, tags: [...(t.tags ?? []), [GENERATION_TAG, String(fence.generation), fence.owner]] }, createdAt),
+      sinks.sign(community, { ...t, tags: [...(t.tags ?? []), [GENERATION_TAG, String(fence.generation), fence.owner]] }, createdAt),
     defer: (_channel, what) => lease.defer(what),
     invalidate: (op) => sinks.invalidate(community, op),
     nowSeconds: sinks.nowSeconds,

@@ -16,7 +16,8 @@ export interface ForwardedWriteDeps {
   gate(record: CommunityRecord): MembershipAnswers
   banOf(community: string, pubkey: string): Promise<{ reason: string } | undefined>
   authRequired: boolean
-  relayPubkey: string
+  /** the key the relay signs for `community` with (infra/community-key.ts) */
+  relayPubkey(community: string): string
   nowSeconds(): number
 }
 
@@ -30,7 +31,7 @@ export async function judgeForwardedWrite(
   const record = d.record(community)
   if (!record) return reason('blocked', 'this community is not served here')
   // a host program's write has no client to judge: as on its own node, only the event's own rules apply
-  if (auth.host) return checkEventRules(event, d.relayPubkey, d.nowSeconds())
+  if (auth.host) return checkEventRules(event, d.relayPubkey(community), d.nowSeconds())
   const writer = { authed: new Set(auth.pubkeys), owners: new Map(auth.owners) }
   if (d.authRequired && writer.authed.size === 0) return reason('auth-required', 'this relay requires authentication to publish')
   const prot = checkProtected(event, writer.authed)
@@ -40,5 +41,8 @@ export async function judgeForwardedWrite(
   const owner = writer.owners.get(event.pubkey)
   const ownerBan = owner === undefined ? undefined : await d.banOf(community, owner)
   if (ownerBan) return reason('blocked', `the owner of this agent is banned: ${ownerBan.reason}`)
-  return checkEventRules(event, d.relayPubkey, d.nowSeconds()) ?? (await checkWrite(record, event, writer, d.gate(record), d.authRequired))
+  return (
+    checkEventRules(event, d.relayPubkey(community), d.nowSeconds()) ??
+    (await checkWrite(record, event, writer, d.gate(record), d.authRequired))
+  )
 }

@@ -21,7 +21,7 @@ function deps(banned: readonly string[] = []): ForwardedWriteDeps {
     gate: () => ({ isMemberNow: () => false, isMember: async () => false }),
     banOf: async (_community, pubkey) => (banned.includes(pubkey) ? { reason: 'spam' } : undefined),
     authRequired: true,
-    relayPubkey: RELAY.pubkey,
+    relayPubkey: () => RELAY.pubkey,
     nowSeconds: () => Math.floor(Date.now() / 1000),
   }
 }

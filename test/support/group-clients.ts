@@ -1,0 +1,99 @@
+import NDK, { NDKPrivateKeySigner, NDKRelaySet, NDKSimpleGroup } from '@nostr-dev-kit/ndk'
+import * as nip19 from 'nostr-tools/nip19'
+import { SimplePool, useWebSocketImplementation } from 'nostr-tools/pool'
+import { type EventTemplate, finalizeEvent, generateSecretKey, getPublicKey, type NostrEvent } from 'nostr-tools/pure'
+import { Relay } from 'nostr-tools/relay'
+import { afterEach } from 'vitest'
+import WebSocket from 'ws'
+import type { ConfigInput } from '../../src/infra/config'
+import type { TestRelay } from './relay'
+import { useRelays } from './relay-fixtures'
+
+useWebSocketImplementation(WebSocket)
+globalThis.WebSocket ??= WebSocket as unknown as typeof globalThis.WebSocket
+
+export interface GroupUser {
+  secretKey: Uint8Array
+  pubkey: string
+}
+
+export interface RelayDocument {
+  pubkey?: string
+  self?: string
+  supported_nips?: number[]
+}
+
+export interface GroupRelay {
+  relay: TestRelay
+  url: string
+  pool: SimplePool
+  document(): Promise<RelayDocument>
+  naddrOf(groupId: string, pubkey: string): string
+  publish(user: GroupUser, template: Omit<EventTemplate, 'created_at'> & { created_at?: number }): Promise<NostrEvent>
+  ndk(user?: GroupUser): Promise<NDK>
+  ndkGroup(ndk: NDK, groupId: string): NDKSimpleGroup
+}
+
+export const newGroupUser = (): GroupUser => {
+  const secretKey = generateSecretKey()
+  return { secretKey, pubkey: getPublicKey(secretKey) }
+}
+
+const nowSeconds = () => Math.floor(Date.now() / 1000)
+
+export function useGroupClients() {
+  const relays = useRelays()
+  const closers: (() => unknown)[] = []
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close()
+  })
+
+  async function start(overrides: ConfigInput = {}): Promise<GroupRelay> {
+    const relay = await relays.start(overrides)
+    const url = relay.url
+    const pool = new SimplePool()
+    closers.push(() => pool.destroy())
+    const writers = new Map<string, Relay>()
+    const writerFor = async (user: GroupUser) => {
+      let writer = writers.get(user.pubkey)
+      if (!writer) {
+        writer = await Relay.connect(url)
+        writers.set(user.pubkey, writer)
+        const opened = writer
+        closers.push(() => opened.close())
+      }
+      return writer
+    }
+    return {
+      relay,
+      url,
+      pool,
+      async document() {
+        const res = await fetch(url.replace(/^ws/, 'http'), { headers: { Accept: 'application/nostr+json' } })
+        return (await res.json()) as RelayDocument
+      },
+      naddrOf: (groupId, pubkey) => nip19.naddrEncode({ identifier: groupId, pubkey, kind: 39000, relays: [url] }),
+      async publish(user, template) {
+        const event = finalizeEvent({ created_at: nowSeconds(), ...template }, user.secretKey)
+        await (await writerFor(user)).publish(event)
+        return event
+      },
+      async ndk(user) {
+        const ndk = new NDK({
+          explicitRelayUrls: [url],
+          enableOutboxModel: false,
+          autoConnectUserRelays: false,
+          signer: user ? new NDKPrivateKeySigner(user.secretKey) : undefined,
+        })
+        closers.push(() => {
+          for (const r of ndk.pool.relays.values()) r.disconnect()
+        })
+        await ndk.connect(5_000)
+        return ndk
+      },
+      ndkGroup: (ndk, groupId) => new NDKSimpleGroup(ndk, NDKRelaySet.fromRelayUrls([url], ndk), groupId),
+    }
+  }
+
+  return { start }
+}
