@@ -8,7 +8,7 @@
 // Workers that die before reporting Ready `MAX_START_FAILURES` times in a row make the pool give up
 // (`usable` false): the store then reads on the main thread again, as with readWorkers 0.
 import { Worker } from 'node:worker_threads'
-import { type ReadOverBudget, StoreError } from '../event-store.js'
+import { overBudgetError, type ReadOverBudget, StoreError } from '../event-store.js'
 import { FairQueue } from '../fair-queue.js'
 // Extension needed: plain JS shared with the read worker, which runs without a TypeScript loader.
 import type { ReadBatch } from './sqlite-read-core.mjs'
@@ -94,6 +94,7 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
   let startFailures = 0
   let budgetExceeded = 0
   let respawns = 0
+  const boundOf = (over: ReadOverBudget) => (over.reason === 'rows' ? `${opts.budget.maxRows} rows` : `${opts.budget.ms} ms`)
 
   function spawn(index: number): void {
     // a plain .mjs worker: no TypeScript loader needed (and none inherited)
@@ -123,7 +124,7 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
     if (msg.ok) req.resolve(msg.results)
     else if (msg.over) {
       budgetExceeded++
-      req.reject(new StoreError(`event store ${req.what} over its read budget (${msg.over.reason})`, { over: msg.over }))
+      req.reject(overBudgetError(req.what, msg.over, boundOf(msg.over)))
     } else req.reject(new StoreError(`event store ${req.what} failed`, { cause: new Error(msg.message) }))
     pump()
   }
@@ -180,7 +181,7 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
       { what: req.what, queryTimeoutMs, statements: req.batch.statements.length, sql: req.batch.statements[0]?.sql },
       'event store: read passed its budget; its worker was stopped and replaced',
     )
-    req.reject(new StoreError(`event store ${req.what} exceeded its budget of ${queryTimeoutMs} ms`, { over: { reason: 'time', rows: 0 } }))
+    req.reject(overBudgetError(req.what, { reason: 'time', rows: 0 }, `${queryTimeoutMs} ms`))
     if (closed) return
     respawns++
     spawn(slot.index)

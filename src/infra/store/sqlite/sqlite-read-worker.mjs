@@ -6,7 +6,8 @@
 import { createRequire } from 'node:module'
 import { parentPort, workerData } from 'node:worker_threads'
 import { lowerThreadPriority } from '../../thread-priority.mjs'
-import { createReadRunner, ReadBudgetExceeded } from './sqlite-read-core.mjs'
+import { ReadBudgetExceeded } from '../read-budget.mjs'
+import { createReadRunner } from './sqlite-read-core.mjs'
 
 const priorityError = lowerThreadPriority(workerData.nice)
 const require = createRequire(import.meta.url)
@@ -30,7 +31,7 @@ parentPort.on('message', (msg) => {
       } catch (error) {
         const message = String(error?.message ?? error)
         // a read stopped by its own budget frees this worker at once: no terminate, no respawn
-        const over = error instanceof ReadBudgetExceeded ? { reason: error.reason, rows: error.rows } : undefined
+        const over = error instanceof ReadBudgetExceeded ? error.toOver() : undefined
         parentPort.postMessage({ type: 'Answer', id: msg.id, ok: false, message, over })
       }
       return
