@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import { makeKeys, type SignedEvent } from '../support/events'
 import { signEventFast } from '../support/fast-sign'
@@ -140,6 +141,47 @@ describe('the read budget', () => {
     expect(await answerOf(c, 'one')).toEqual(['COUNT', 'one', { count: 1_000 }])
     c.send(['REQ', 'page', { '#t': ['common'], limit: 10 }])
     expect((await answerOf(c, 'page'))[0]).toBe('EOSE')
+  }, 120_000)
+
+  it('refuses COUNTs queued behind a busy read worker at their time budget, not at store.queryTimeoutMs, counted as time', async () => {
+    const readBudgetMs = 100
+    const queryTimeoutMs = 1_000
+    // rows far past the table's: time is what stops these reads, however fast the machine scans
+    const limits = { readBudgetMs, maxRowsExamined: 100_000_000 }
+    const r = await relays.start(withGenerousRates({ limits, store: { readWorkers: 1, queryTimeoutMs } }))
+    // rows straight into the relay's file (a second connection, as WAL allows): counting them takes seconds
+    const db = new Database(join(r.dataDir, 'apiary.sqlite'))
+    db.prepare(
+      `WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n LIMIT 200000)
+       INSERT INTO events (community, id, pubkey, kind, created_at, raw)
+       SELECT 'default', printf('%064x', x), printf('%064x', x % 1000), 1, 1700000000 - x, '{}' FROM n`,
+    ).run()
+    db.close()
+    const c = await connect(r.url)
+    // five unlimited filters over every row, each COUNT one read: one runs on the worker, the rest wait
+    const heavy = [
+      { kinds: [1] },
+      { kinds: [1], since: 0 },
+      { kinds: [1], until: 2_000_000_000 },
+      { kinds: [1], since: 1 },
+      { kinds: [1], since: 2 },
+    ]
+    const reads = 20
+    const started = performance.now()
+    for (let i = 0; i < reads; i++) c.send(['COUNT', `heavy${i}`, ...heavy])
+    const answers = await Promise.all(Array.from({ length: reads }, (_, i) => answerOf(c, `heavy${i}`)))
+    const ms = performance.now() - started
+    console.log(`${reads} heavy COUNTs behind one read worker, ${readBudgetMs} ms budget: all answered after ${ms.toFixed(0)} ms`)
+    for (const f of answers) {
+      expect(f[0]).toBe('CLOSED')
+      expect(f[2]).toMatch(/^error: query too expensive: /)
+    }
+    // each over its own time, waiting included: none left to wait out queryTimeoutMs, which is not counted so
+    expect(await labelledMetric(r, 'apiary_reads_refused_total', { reason: 'time' })).toBe(reads)
+    expect(ms).toBeLessThan(queryTimeoutMs)
+    // the worker is free again: a light read is answered
+    c.send(['COUNT', 'light', { ids: ['0'.repeat(64)] }])
+    expect(await answerOf(c, 'light')).toEqual(['COUNT', 'light', { count: 0 }])
   }, 120_000)
 
   /** A relay holding 3,000 events (1,000 tagged "common"), a 2,000-row read budget, and a reader with 10 REQ tokens. */
