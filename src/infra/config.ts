@@ -211,14 +211,17 @@ export const configSchema = z
       .transform((s) => Math.min(300, Math.max(1, Math.round(s))))
       .describe('how often a node re-reads the community list (archived ones are closed, new ones served); clamped to 1-300'),
     // A removed member keeps receiving a private channel on a node that missed the invalidation broadcast for
-    // at most this long; every membership read within it costs nothing. 5 s: a chat message or two, at worst.
+    // at most this long (and a blocked address may open a socket there); every membership or block-list read
+    // within it costs nothing. 5 s: a chat message or two, at worst.
     accessCacheTtlMs: z
       .number()
       .int()
       .min(0)
       .max(60_000)
       .default(5_000)
-      .describe('how long a channel-membership or community-membership answer is reused (0 = never); bounds a lost invalidation, ms'),
+      .describe(
+        'how long a channel-membership or community-membership answer, or a community blocked-IP list, is reused (0 = never); bounds a lost invalidation, ms',
+      ),
     // A database or Redis started beside the relay (one systemd target, one compose file) may take a few
     // seconds to answer; half a minute covers a cold PostgreSQL start without hiding a wrong URL for long.
     startupTimeoutSeconds: z
@@ -424,7 +427,7 @@ export const configSchema = z
           .positive()
           .default(5_000)
           .describe(
-            'SQLite: the backstop that terminates a reader stuck in one read, ms; above limits.readBudgetMs, which bounds a read\'s wait for a worker',
+            "SQLite: the backstop that terminates a reader stuck in one read, ms; above limits.readBudgetMs, which bounds a read's wait for a worker",
           ),
         // Reads get connections of their own, so a commit never queues behind them; four keep several slow
         // reads apart while the commit pool (10) still holds most of what a server's max_connections allows.
