@@ -18,7 +18,7 @@ export const CONFIG_REASONS: Record<string, string> = {
   revalidateSeconds:
     'The durable backstop when a broadcast is lost (an archived community, a new host): every node re-reads the community list this often.',
   accessCacheTtlMs:
-    'A removed member keeps receiving a private channel on a node that missed the invalidation broadcast for at most this long, while every membership read within it costs nothing: a chat message or two, at worst.',
+    'A removed member keeps receiving a private channel on a node that missed the invalidation broadcast for at most this long (and an address just blocked may still open a socket there), while every membership or block-list read within it costs nothing: a chat message or two, at worst.',
   startupTimeoutSeconds:
     'A database or Redis started beside the relay (one systemd target, one compose file) may take a few seconds to answer; half a minute covers a cold PostgreSQL start without hiding a wrong URL for long.',
   presenceHeartbeatSeconds:

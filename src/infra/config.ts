@@ -80,7 +80,7 @@ const limits = z
       .positive()
       .default(2_000)
       .describe(
-        'longest one REQ/COUNT may take in the store, waiting for a connection included; past it CLOSED "error: query too expensive: ..."',
+        'longest one REQ/COUNT may take in the store, from when it is asked for (waiting for a read worker or connection included); past it CLOSED "error: query too expensive: ..."',
       ),
     // NIP-01 recommends sub ids stay short; 64 fits any UUID/hex id a client makes.
     maxSubidLength: z.number().int().positive().default(64).describe('longest subscription id, characters'),
@@ -211,14 +211,17 @@ export const configSchema = z
       .transform((s) => Math.min(300, Math.max(1, Math.round(s))))
       .describe('how often a node re-reads the community list (archived ones are closed, new ones served); clamped to 1-300'),
     // A removed member keeps receiving a private channel on a node that missed the invalidation broadcast for
-    // at most this long; every membership read within it costs nothing. 5 s: a chat message or two, at worst.
+    // at most this long (and a blocked address may open a socket there); every membership or block-list read
+    // within it costs nothing. 5 s: a chat message or two, at worst.
     accessCacheTtlMs: z
       .number()
       .int()
       .min(0)
       .max(60_000)
       .default(5_000)
-      .describe('how long a channel-membership or community-membership answer is reused (0 = never); bounds a lost invalidation, ms'),
+      .describe(
+        'how long a channel-membership or community-membership answer, or a community blocked-IP list, is reused (0 = never); bounds a lost invalidation, ms',
+      ),
     // A database or Redis started beside the relay (one systemd target, one compose file) may take a few
     // seconds to answer; half a minute covers a cold PostgreSQL start without hiding a wrong URL for long.
     startupTimeoutSeconds: z
@@ -415,15 +418,16 @@ export const configSchema = z
           .or(z.boolean())
           .default(true)
           .describe('SQLite: commit writes on a writer thread; false commits on the main thread'),
-        // The backstop behind limits.readBudgetMs (which stops a read cleanly at its next row): a SQLite reader
-        // still inside one read after 5 s is stuck between rows, and is terminated rather than waited out.
+        // The backstop behind limits.readBudgetMs (which stops a read cleanly at its next row, and refuses one
+        // that spent it waiting): a SQLite reader still inside one read after 5 s is stuck between rows, and is
+        // terminated rather than waited out.
         queryTimeoutMs: z
           .number()
           .int()
           .positive()
           .default(5_000)
           .describe(
-            'SQLite: longest a REQ/COUNT read may wait for a read worker, and the backstop that terminates a reader stuck in one read; above limits.readBudgetMs',
+            "SQLite: the backstop that terminates a reader stuck in one read, ms; above limits.readBudgetMs, which bounds a read's wait for a worker",
           ),
         // Reads get connections of their own, so a commit never queues behind them; four keep several slow
         // reads apart while the commit pool (10) still holds most of what a server's max_connections allows.

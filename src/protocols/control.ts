@@ -21,6 +21,8 @@ export type CacheInvalidationOp =
   | { op: 'InvalidateVisibility'; channel: string }
   | { op: 'ChannelDeleted'; channel: string }
   | { op: 'InvalidateAll' }
+  /** the community's blockip list changed: each node reads it again */
+  | { op: 'InvalidateBlockedIps' }
 
 export type ControlChannel = 'conn-control' | 'cache-invalidation'
 
@@ -62,6 +64,7 @@ function parseOp(channel: ControlChannel, v: unknown): ConnControlOp | CacheInva
     return { op: o.op, channel: o.channel as string }
   }
   if (o.op === 'InvalidateAll') return { op: 'InvalidateAll' }
+  if (o.op === 'InvalidateBlockedIps') return { op: 'InvalidateBlockedIps' }
   return undefined
 }
 

@@ -115,6 +115,7 @@ export async function openBackends(config: Config, log: Logger, opts: OpenBacken
       groupCommitMaxDelayMs: config.store.groupCommitMaxDelayMs,
       readPoolSize: config.store.postgresReadPoolSize,
       readBudgetMs: config.limits.readBudgetMs,
+      maxRowsExamined: config.limits.maxRowsExamined,
     }
     const events =
       opts.eventStore ??

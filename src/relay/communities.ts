@@ -35,6 +35,8 @@ export interface CommunitiesDeps {
   metrics: Metrics
   log: Logger
   nowSeconds: () => number
+  /** drop this node's copy of a community's blocked IPs (node.ts keeps them, blocked-ips.ts) */
+  blockListChanged: (community: string) => void
   /** the relay mesh, when on: channel changes go to each channel's owner node */
   mesh?: {
     moderate(community: string, channel: string, event: VerifiedEvent, raw: string, auth: ForwardedAuth): Promise<PublishOutcome>
@@ -119,6 +121,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
         log,
         rejected: (why: string) => metrics.controlRejected.inc({ reason: why }),
         revalidate: () => void reconcile(),
+        blockListChanged: () => d.blockListChanged(record.id),
       },
       presence: { community: record.id, store: d.backends.presence, ttlSeconds: 3 * config.presenceHeartbeatSeconds, log },
       registry: () => d.kernel.lookup<RegistryMsg>(registryPath(record.id)),

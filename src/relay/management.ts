@@ -14,8 +14,13 @@ export interface ManagementOpsDeps {
   operators: ReadonlySet<string>
   /** the relay's ban path (relay/relay.ts): the row, then the pubkey's sockets closed on every node */
   banPubkey(community: string, pubkey: string, reason: string, untilSeconds?: number): Promise<void>
-  /** close the sockets from `range` open on every node (the community's DisconnectIp, broadcast) */
+  /**
+   * a blockip is in the store: close the sockets from `range` open on every node (the community's DisconnectIp,
+   * broadcast), and drop every node's copy of the block list (the DisconnectIp carries that too)
+   */
   disconnectIp(community: string, range: string, reason: string): void
+  /** an unblockip is in the store: drop this node's copy of the block list now, and every other node's */
+  blockListChanged(community: string): void
   /** config.ipv6PrefixLength: an IPv6 block is never narrower than the network a principal is counted as */
   ipv6PrefixLength: number
   nowSeconds(): number
@@ -81,7 +86,10 @@ export function createManagementOps(d: ManagementOpsDeps): ManagementOps {
       await store.blockIp(community, range, reason)
       d.disconnectIp(community, range, reason === '' ? 'this address is blocked' : reason)
     },
-    unblockIp: async (community, ip) => void (await store.unblockIp(community, blockedRange(ip, d.ipv6PrefixLength))),
+    async unblockIp(community, ip) {
+      await store.unblockIp(community, blockedRange(ip, d.ipv6PrefixLength))
+      d.blockListChanged(community)
+    },
     listBlockedIps: (community) => store.listBlockedIps(community),
     async setAgentTier(community, pubkey, tier) {
       // read-modify-write of one roster: two admins changing it at the same instant may lose one change

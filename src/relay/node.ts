@@ -23,6 +23,7 @@ import type { Logger } from '../infra/log.js'
 import type { Metrics } from '../infra/metrics.js'
 import { loadRelayKey, type RelayKey } from '../infra/relay-key.js'
 import { createBanLookup } from '../infra/store/ban-lookup.js'
+import { createBlockedIps } from '../infra/store/blocked-ips.js'
 import { type CommunityStore, seedDefaultCommunity } from '../infra/store/community-store.js'
 import type { EventStore } from '../infra/store/event-store.js'
 import type { PostgresEventStore } from '../infra/store/postgres/postgres-event-store.js'
@@ -33,7 +34,6 @@ import type { Verifier } from '../infra/verify/verifier.js'
 import { createVerifierPool } from '../infra/verify/verifier-pool.js'
 // Extension needed: verify-core is plain JS so worker threads can load it without a TypeScript loader.
 import { loadSchnorr } from '../infra/verify/verify-core.mjs'
-import { isInBlockedRanges } from '../protocols/address-range.js'
 import { KIND_ANNOUNCEMENT } from '../protocols/agent-registry.js'
 import type { NostrEvent } from '../protocols/nip01/event.js'
 import { KIND_AUTH, KIND_PRESENCE } from '../protocols/nip01/kinds.js'
@@ -128,6 +128,10 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
           })
         : undefined
     if (mesh) undo.push(() => mesh.close())
+    // NIP-86 blockip entries (addresses and CIDR ranges), checked at every upgrade and NIP-86 call: kept per community
+    // until a blockip or unblockip here or on another node (a control payload), at most accessCacheTtlMs
+    const blockedIps = createBlockedIps(b.communities, { ttlMs: config.accessCacheTtlMs, nowMs: () => performance.now() })
+    const isIpBlocked = (community: string, ip: string) => blockedIps.isBlocked(community, ip)
     const communities = createCommunities({
       kernel,
       config,
@@ -140,6 +144,7 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       log,
       nowSeconds,
       mesh,
+      blockListChanged: (community) => blockedIps.invalidate(community),
     })
     undo.push(() => kernel.stopPrefix('community/'))
     // each community's agent registry stops before it (undone in reverse): what it announces needs its community
@@ -152,14 +157,10 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     const admission = createAdmission({ kernel, config, tenants, limiter: b.limiter, readFallback })
     const operators = new Set([...config.operatorPubkeys, key.pubkey])
     const addressing = createClientAddressing(config)
-    // NIP-86 blockip entries are addresses and CIDR ranges: matched in memory against the community's list
-    const isIpBlocked = async (community: string, ip: string) =>
-      isInBlockedRanges(
-        ip,
-        (await b.communities.listBlockedIps(community)).map((e) => e.value),
-      )
-    // the sockets of a blocked range close here and, through the community's conn-control broadcast, on every node
+    // the sockets of a blocked range close here and, through the community's conn-control broadcast, on every node,
+    // where the DisconnectIp also drops the block list (cluster-control.ts); here it is dropped at once
     const disconnectIp = (community: string, range: string, reason: string) => {
+      blockedIps.invalidate(community)
       const ref = kernel.lookup<CommunityMsg>(communityPath(community))
       if (ref) tell(ref, { type: 'DisconnectIp', range, reason, broadcast: true })
     }
@@ -180,6 +181,12 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
         operators,
         banPubkey: d.banPubkey,
         disconnectIp,
+        // here at once, on the other nodes through the community's cache-invalidation broadcast
+        blockListChanged: (community) => {
+          blockedIps.invalidate(community)
+          const ref = kernel.lookup<CommunityMsg>(communityPath(community))
+          if (ref) tell(ref, { type: 'InvalidateCache', op: { op: 'InvalidateBlockedIps' }, broadcast: true })
+        },
         ipv6PrefixLength: config.ipv6PrefixLength,
         nowSeconds,
       }),

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import type { CommunityStore } from '../../src/infra/store/community-store'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys, type TestKeys } from '../support/events'
 import { eventually } from '../support/eventually'
@@ -73,22 +74,88 @@ describe('moderation over NIP-86 on a cluster of nodes', () => {
     expect((await onB.closed).code).toBe(1008)
   })
 
-  it('closes on B the socket from an address range blocked through A, and refuses it on both', async () => {
+  /** each node's reads of the block lists, through a wrapper of its community store */
+  function countingListReads() {
+    const reads = [0, 0]
+    const opts = (i: number) => ({
+      wrapCommunityStore: (store: CommunityStore): CommunityStore => ({
+        ...store,
+        listBlockedIps: (community) => {
+          reads[i]!++
+          return store.listBlockedIps(community)
+        },
+      }),
+    })
+    return { reads, opts }
+  }
+
+  it('closes on B the socket from an address range blocked through A, refuses it on both, and lets it in again once unblocked', async () => {
+    const counted = countingListReads()
     const {
       host,
       nodes: [a, b],
-    } = await cluster.nodes(2, {
-      operatorPubkeys: [operator.pubkey],
-      rateLimits: { human: { api: GENEROUS } },
-      trustedProxies: ['127.0.0.1'],
-    })
+    } = await cluster.nodes(
+      2,
+      {
+        operatorPubkeys: [operator.pubkey],
+        rateLimits: { human: { api: GENEROUS } },
+        trustedProxies: ['127.0.0.1'],
+        // a list kept a minute: only the invalidations that travel with blockip and unblockip explain what B does
+        accessCacheTtlMs: 60_000,
+      },
+      counted.opts,
+    )
     const ip = testClientIp()
     const range = `${ip.split(':').slice(0, 4).join(':')}::/64`
+    const upgradeOn = (node: TestRelay) => upgradeStatus(node, { 'X-Forwarded-For': ip, Host: `${host}:${node.port}` })
     const onB = await viaProxy(b!, ip, host)
     expect((await call(a!, operator, host, 'blockip', [range, 'abuse'])).json).toEqual({ result: true })
     expect(prefixOf(String((await onB.next((f) => f[0] === 'NOTICE'))[1]))).toBe('blocked')
     expect((await onB.closed).code).toBe(1008)
-    for (const node of [a!, b!]) expect(await upgradeStatus(node, { 'X-Forwarded-For': ip, Host: `${host}:${node.port}` })).toBe(403)
+    for (const node of [a!, b!]) expect(await upgradeOn(node)).toBe(403)
+    expect((await call(a!, operator, host, 'unblockip', [range])).json).toEqual({ result: true })
+    expect(await upgradeOn(a!)).toBe(101)
+    expect(
+      await eventually(
+        () => upgradeOn(b!),
+        (status) => status === 101,
+        'B lets the range in again',
+        { timeoutMs: 2_000, intervalMs: 50 },
+      ),
+    ).toBe(101)
+  })
+
+  it('reads the block list once for many upgrades on a node, until a blockip through another node changes it', async () => {
+    const counted = countingListReads()
+    const {
+      host,
+      nodes: [a, b],
+    } = await cluster.nodes(
+      2,
+      {
+        operatorPubkeys: [operator.pubkey],
+        rateLimits: { human: { api: GENEROUS } },
+        trustedProxies: ['127.0.0.1'],
+        accessCacheTtlMs: 60_000,
+      },
+      counted.opts,
+    )
+    const upgradeFrom = (ip: string) => upgradeStatus(b!, { 'X-Forwarded-For': ip, Host: `${host}:${b!.port}` })
+    for (let i = 0; i < 10; i++) expect(await upgradeFrom(testClientIp())).toBe(101)
+    expect(counted.reads[1]).toBe(1)
+    const blocked = testClientIp()
+    expect((await call(a!, operator, host, 'blockip', [blocked, 'abuse'])).json).toEqual({ result: true })
+    // B hears of it (the blockip's DisconnectIp) and reads the list once more, at its next upgrade
+    expect(
+      await eventually(
+        () => upgradeFrom(blocked),
+        (status) => status === 403,
+        'B refuses the new block',
+        { timeoutMs: 2_000, intervalMs: 50 },
+      ),
+    ).toBe(403)
+    for (let i = 0; i < 10; i++) expect(await upgradeFrom(testClientIp())).toBe(101)
+    expect(counted.reads[1]).toBe(2)
   })
 
   it("spends one api budget per caller across the nodes: A's calls count on B", async () => {

@@ -48,6 +48,19 @@ describe('relay management over HTTP (NIP-86 with NIP-98 auth)', () => {
     expect(prefixOfAnswer(a)).toBe('invalid')
   })
 
+  it('answers 401 when the Host and the u tag name a port this node does not serve, as for a wrong host', async () => {
+    const r = await start()
+    const body = rpc('supportedmethods')
+    const elsewhere = r.port + 1
+    // the port a client (or another node's token) made up: the URL it names is not this node's
+    const a = await postNip86(r, body, nip98Header(operator, `http://127.0.0.1:${elsewhere}/`, body), '127.0.0.1', elsewhere)
+    expect(a.status).toBe(401)
+    expect(prefixOfAnswer(a)).toBe('invalid')
+    // the port it serves, and the binding without a port, are its URLs
+    expect((await postNip86(r, body, nip98Header(operator, managementUrl(r), body))).status).toBe(200)
+    expect((await postNip86(r, body, nip98Header(operator, 'http://127.0.0.1/', body), '127.0.0.1', 80)).status).toBe(200)
+  })
+
   it('answers 401 for an auth event created 120 s ago', async () => {
     const r = await start()
     const body = rpc('supportedmethods')

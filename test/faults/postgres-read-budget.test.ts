@@ -6,7 +6,7 @@ import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys, type SignedEvent } from '../support/events'
 import { eventually } from '../support/eventually'
 import { type HttpAnswer, httpGet } from '../support/http'
-import { metric } from '../support/metrics'
+import { labelledMetric, metric } from '../support/metrics'
 import { createTestDatabase, type TestDatabase } from '../support/postgres'
 import { startTestRelay, type TestRelay } from '../support/relay'
 import { client, fresh, newSubId, type Ok, publish, reqEvents } from '../support/relay-client'
@@ -15,11 +15,11 @@ import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy'
 import type { Frame, TestClient } from '../support/ws-client'
 
 /**
- * Reads on PostgreSQL run within limits.readBudgetMs, on connections of their own: a read that passes it,
- * because its path to the server stalls or because it is crafted to count a whole table, is answered
- * `CLOSED "error: query too expensive: ..."` and counted, while the community, its writes and the node's
- * readiness go on. Before, such a read waited out the store's 10 s deadline on the pool the commits use, and
- * its failure crashed the community actor as an outage.
+ * Reads on PostgreSQL run within limits.readBudgetMs and limits.maxRowsExamined, on connections of their own:
+ * a read that passes either, because its path to the server stalls, because it is crafted to count a whole
+ * table, or to examine more rows than a read may, is answered `CLOSED "error: query too expensive: ..."` and
+ * counted, while the community, its writes and the node's readiness go on. Before, such a read waited out the
+ * store's 10 s deadline on the pool the commits use, and its failure crashed the community actor as an outage.
  */
 
 // well above what an indexed REQ takes on a loaded machine, far below what the crafted COUNT takes (seconds)
@@ -235,7 +235,8 @@ describe('a COUNT crafted to read a whole large table, on PostgreSQL', () => {
         redisUrl: REDIS_URL,
         databaseUrl: db.url,
         communities: [{ id: community, hosts: [host] }],
-        limits: { readBudgetMs: BUDGET_MS },
+        // rows far past the table's: the time budget is what stops these COUNTs
+        limits: { readBudgetMs: BUDGET_MS, maxRowsExamined: 100 * BIG_TABLE_ROWS },
       }),
     )
     // the relay created the schema; rows go in by SQL, far faster than as signed events
@@ -302,5 +303,101 @@ describe('a COUNT crafted to read a whole large table, on PostgreSQL', () => {
     expect(observed.write.value.accepted).toBe(true)
     expect(observed.write.ms).toBeLessThan(DUE_MS)
     expect(observed.readyAfter.status).toBe(200)
+  })
+})
+
+/** The row budget of the next tests: far below the tables, and a read at it still takes well under its time. */
+const MAX_ROWS = 10_000
+/** Events tagged `t=common`, and as many tagged `p` with one of P_VALUES: no event carries both. */
+const HALF_ROWS = 30_000
+const FIRST_CREATED_AT = 1_700_000_000
+const P_VALUES = Array.from({ length: 17 }, (_, i) => `${i}`.padStart(2, '0').repeat(32))
+
+describe('reads crafted to examine more rows than limits.maxRowsExamined, on PostgreSQL', () => {
+  let db: TestDatabase
+  let relay: TestRelay
+  let c: TestClient
+  const community = `c-${randomBytes(5).toString('hex')}`
+  const host = `${community}.test`
+  const refused = (reason: 'rows' | 'time') => labelledMetric(relay, 'apiary_reads_refused_total', { reason })
+  /** the `t=common` events created in [first, last]: the 2i-th event is the i-th of them (created_at + 2i) */
+  const commonBetween = (first: number, n: number) => ({
+    since: FIRST_CREATED_AT + 2 * first,
+    until: FIRST_CREATED_AT + 2 * (first + n - 1),
+  })
+
+  beforeAll(async () => {
+    db = await createTestDatabase()
+    relay = await startTestRelay(
+      withGenerousRates({
+        redisUrl: REDIS_URL,
+        databaseUrl: db.url,
+        communities: [{ id: community, hosts: [host] }],
+        // time far past what any of these reads takes: the rows are what stop them
+        limits: { maxRowsExamined: MAX_ROWS, readBudgetMs: 30_000 },
+        store: { queryTimeoutMs: 60_000 },
+      }),
+    )
+    const sql = postgres(db.url, { max: 1, onnotice: () => {} })
+    try {
+      await sql.unsafe(
+        `INSERT INTO events (community, id, pubkey, kind, created_at, raw)
+         SELECT $1, md5(i::text) || md5((-i)::text), md5((i % 1000)::text) || md5((i % 1000)::text), 1, $2::bigint + i, '{}'
+         FROM generate_series(1, ${2 * HALF_ROWS}) AS i`,
+        [community, FIRST_CREATED_AT],
+      )
+      // even seqs (even created_at offsets) tagged t=common, odd ones p=one of P_VALUES
+      await sql.unsafe(
+        `INSERT INTO tags (event_seq, name, value, community, kind, created_at)
+         SELECT seq, CASE WHEN seq % 2 = 0 THEN 't' ELSE 'p' END,
+           CASE WHEN seq % 2 = 0 THEN 'common' ELSE ($2::text[])[1 + seq % 17] END, community, kind, created_at
+         FROM events WHERE community = $1`,
+        [community, P_VALUES],
+      )
+      await sql.unsafe('ANALYZE events; ANALYZE tags')
+      // the seqs start at 1 in a fresh database: event i has seq i and created_at FIRST_CREATED_AT + i
+      const [row] = await sql.unsafe(`SELECT min(created_at) AS first FROM tags WHERE community = $1 AND name = 't'`, [community])
+      expect(Number(row!.first)).toBe(FIRST_CREATED_AT + 2)
+    } finally {
+      await sql.end()
+    }
+    c = await client(relay, host)
+  }, 120_000)
+
+  afterAll(async () => {
+    c?.close()
+    await relay?.close()
+    await db?.drop()
+  })
+
+  it('answers a REQ whose tags never meet (#t common, #p 17 values) with CLOSED "error: query too expensive", counted as rows', async () => {
+    const before = await refused('rows')
+    const f = await answer(c, 'REQ', 'crafted', [{ '#t': ['common'], '#p': P_VALUES }])
+    expect(isTooExpensive(f), JSON.stringify(f)).toBe(true)
+    expect(await refused('rows')).toBe(before + 1)
+    expect(await refused('time')).toBe(0)
+  })
+
+  it('answers a COUNT without a limit over every t=common event with CLOSED "error: query too expensive", counted as rows', async () => {
+    const before = await refused('rows')
+    const f = await answer(c, 'COUNT', 'every', [{ '#t': ['common'] }])
+    expect(isTooExpensive(f), JSON.stringify(f)).toBe(true)
+    expect(await refused('rows')).toBe(before + 1)
+    expect(await refused('time')).toBe(0)
+  })
+
+  it('counts a COUNT that examines exactly limits.maxRowsExamined rows, and refuses one that examines one more', async () => {
+    expect(await answer(c, 'COUNT', 'at', [{ '#t': ['common'], ...commonBetween(1, MAX_ROWS) }])).toEqual([
+      'COUNT',
+      'at',
+      { count: MAX_ROWS },
+    ])
+    const over = await answer(c, 'COUNT', 'over', [{ '#t': ['common'], ...commonBetween(1, MAX_ROWS + 1) }])
+    expect(isTooExpensive(over), JSON.stringify(over)).toBe(true)
+  })
+
+  it('serves the crafted REQ narrowed to fewer candidate rows than the budget: EOSE, nothing matches', async () => {
+    const narrowed = { '#t': ['common'], '#p': P_VALUES, ...commonBetween(HALF_ROWS - MAX_ROWS / 2, MAX_ROWS / 2) }
+    expect(await answerIds(c, [narrowed])).toEqual([])
   })
 })

@@ -29,6 +29,16 @@ describe('cluster control payloads', () => {
     expect(parsed).toEqual({ ok: true, value: inv })
   })
 
+  it('round-trips the block list invalidation on the cache channel, and refuses it on conn-control', () => {
+    const op = { op: 'InvalidateBlockedIps' as const }
+    const onCache = { ...expect0, channel: 'cache-invalidation' as const }
+    expect(parseControlEvent(asEvent(toControlTemplate('hive', 'cache-invalidation', op)), onCache)).toEqual({ ok: true, value: op })
+    expect(parseControlEvent(asEvent(toControlTemplate('hive', 'conn-control', op)), expect0)).toEqual({
+      ok: false,
+      error: 'unknown or malformed op',
+    })
+  })
+
   const refusals: [string, NostrEvent, string][] = [
     ['a foreign signer', asEvent(toControlTemplate('hive', 'conn-control', disconnect), { pubkey: 'e'.repeat(64) }), 'foreign signer'],
     ['another community', asEvent(toControlTemplate('other', 'conn-control', disconnect)), 'wrong community or channel'],

@@ -88,7 +88,8 @@ export function useCluster(relays: ReturnType<typeof useRelays>) {
   return {
     relaySecretKey,
     databaseUrl,
-    async nodes(n: number, extra: ConfigInput = {}) {
+    /** `opts(i)`: node i's relay options (a wrapped store, say) */
+    async nodes(n: number, extra: ConfigInput = {}, opts: (i: number) => RelayOptions = () => ({})) {
       const id = `c-${randomBytes(5).toString('hex')}`
       const host = `${id}.test`
       const config: ConfigInput = {
@@ -99,7 +100,7 @@ export function useCluster(relays: ReturnType<typeof useRelays>) {
         ...extra,
       }
       const started: TestRelay[] = []
-      for (let i = 0; i < n; i++) started.push(await relays.start(config))
+      for (let i = 0; i < n; i++) started.push(await relays.start(config, undefined, opts(i)))
       return { id, host, nodes: started }
     },
   }

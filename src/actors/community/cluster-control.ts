@@ -19,6 +19,8 @@ export function onControl(state: CommunityState, msg: Msg<'Control'>, ctx: Ctx, 
       // an archive, a new community or a roster change on another node: re-read the community list now
       // rather than at the next revalidation
       if (op.op === 'DisconnectCommunity' || op.op === 'InvalidateAll') deps.cluster.revalidate()
+      // a DisconnectIp is a blockip, an InvalidateBlockedIps an unblockip: the list is read again at the next check
+      if (op.op === 'DisconnectIp' || op.op === 'InvalidateBlockedIps') deps.cluster.blockListChanged()
       tellUntilTaken(ctx.self, toLocalMessage(op), {
         ...REDELIVER,
         // the backstops cover it: the ban row at every AUTH and write, the caches' TTL, revalidation

@@ -36,6 +36,8 @@ export interface ClusterDeps {
   rejected: (why: string) => void
   /** re-read the community list now (another node archived one) */
   revalidate: () => void
+  /** drop this node's copy of the community's blocked IPs (a blockip or unblockip on another node, or one lost) */
+  blockListChanged: () => void
 }
 
 export interface CommunityDeps {

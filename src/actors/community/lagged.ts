@@ -39,8 +39,11 @@ export function actOnLag(s: CommunitySurvivors, stream: LinkStream, lag: Lag<str
       return
     case 'cache-invalidation':
       s.gate.invalidate({ op: 'InvalidateAll' })
+      deps.cluster.blockListChanged()
       return
     case 'conn-control':
+      // a lost DisconnectIp was a blockip: the block list is read again, so the range's next socket is refused
+      deps.cluster.blockListChanged()
       deps.log.warn(
         { community: deps.record.id, skipped: lag.skipped },
         'disconnect orders lost: bans take effect at the next AUTH or write',

@@ -154,7 +154,6 @@ export interface CommunityStore {
   /** false when it was not blocked */
   unblockIp(community: string, ip: string): Promise<boolean>
   listBlockedIps(community: string): Promise<ListedEntry[]>
-  isIpBlocked(community: string, ip: string): Promise<boolean>
   close(): Promise<void>
 }
 

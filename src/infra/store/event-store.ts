@@ -1,5 +1,9 @@
 import type { NostrEvent, VerifiedEvent } from '../../protocols/nip01/event.js'
 import type { Filter } from '../../protocols/nip01/filter.js'
+// Extension needed: plain JS shared with the SQLite read worker, which runs without a TypeScript loader.
+import type { ReadBudgetExceeded, ReadOverBudget } from './read-budget.mjs'
+
+export type { ReadOverBudget }
 
 /**
  * An event as stored: the exact raw JSON (frames reuse the string) and its kind. `event` parses `raw` on
@@ -99,12 +103,6 @@ export interface EventStore {
   close(): Promise<void>
 }
 
-/** Which bound of its read budget (docs/architecture.md §6.4) a read passed: rows examined or time. */
-export interface ReadOverBudget {
-  reason: 'rows' | 'time'
-  rows: number
-}
-
 /** A backend outage (disk full, database gone). Inside actors it goes to supervision; at the edge `error:`. */
 export class StoreError extends Error {
   readonly code = 'APIARY_STORE_UNAVAILABLE'
@@ -128,4 +126,13 @@ export class StoreError extends Error {
     this.late = options?.late
     this.late?.catch(() => {})
   }
+}
+
+/**
+ * The StoreError of a read its budget stopped (ReadBudgetExceeded, or the same bounds met outside the reader:
+ * a wait for a reader, a terminated worker): the reader hears CLOSED "error: query too expensive" for the bound
+ * it passed, and the community goes on. `bound` names the budget for the log (`100000 rows`, `2000 ms`).
+ */
+export function overBudgetError(what: string, over: ReadOverBudget, bound: string, cause?: ReadBudgetExceeded): StoreError {
+  return new StoreError(`event store ${what} exceeded its budget of ${bound}`, { cause, over: { reason: over.reason, rows: over.rows } })
 }

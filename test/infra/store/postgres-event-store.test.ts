@@ -1,6 +1,6 @@
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { EventStore } from '../../../src/infra/store/event-store'
+import { type EventStore, StoreError } from '../../../src/infra/store/event-store'
 import { openPostgresEventStore, type PostgresEventStore } from '../../../src/infra/store/postgres/postgres-event-store'
 import { EVENT_MIGRATIONS } from '../../../src/infra/store/postgres/postgres-schema'
 import { makeKeys, signEvent } from '../../support/events'
@@ -15,9 +15,10 @@ beforeAll(async () => {
 afterAll(() => db?.drop())
 
 // the contract's reads of 40,000-value filters (more than a client frame can carry) check answers, not the
-// read budget: on a loaded machine they take longer than the relay's default 2 s
+// read budget: on a loaded machine they take longer than the relay's default 2 s. Rows are counted, as the relay
+// always has them counted (limits.maxRowsExamined), so the statements checked are the ones it sends.
 const open = (groupCommitMaxEvents = 64) =>
-  openPostgresEventStore({ url: db.url, groupCommitMaxEvents, groupCommitMaxDelayMs: 2, readBudgetMs: 60_000 })
+  openPostgresEventStore({ url: db.url, groupCommitMaxEvents, groupCommitMaxDelayMs: 2, readBudgetMs: 60_000, maxRowsExamined: 10_000_000 })
 
 /** A real failure: a trigger installed through another connection aborts any insert carrying the marker. */
 async function openWithWriteFault(marker: string): Promise<EventStore> {
@@ -114,6 +115,38 @@ describe('PostgreSQL event store', () => {
       await store.close()
       expect(await sql`SELECT conname FROM pg_constraint WHERE conrelid = 'tags'::regclass AND contype = 'f'`).toHaveLength(0)
       expect((await sql`SELECT value FROM tags WHERE name = 't' ORDER BY value`).map((r) => r.value)).toEqual(['kept', 'new'])
+      const [row] = await sql`SELECT version FROM apiary_schema WHERE component = 'events'`
+      await sql.end()
+      expect(row?.version).toBe(EVENT_MIGRATIONS.length)
+    } finally {
+      await fresh.drop()
+    }
+  })
+
+  it('adds the rows budget function to a version-3 database when it opens it, and counts its reads with it', async () => {
+    const fresh = await createTestDatabase()
+    try {
+      const events = Array.from({ length: 5 }, (_, i) => signEvent(alice, { kind: 1, created_at: NOW - i, tags: [['t', 'x']] }))
+      const first = await openPostgresEventStore({ url: fresh.url, groupCommitMaxEvents: 8, groupCommitMaxDelayMs: 0 })
+      for (const e of events) await first.save('c', e.event, e.raw)
+      await first.close()
+      // what version 3 left: no function, and version 3
+      const sql = postgres(fresh.url, { max: 1, onnotice: () => {} })
+      await sql`DROP FUNCTION apiary_within_budget(BIGINT, BIGINT)`
+      await sql`UPDATE apiary_schema SET version = 3 WHERE component = 'events'`
+      const store = await openPostgresEventStore({ url: fresh.url, groupCommitMaxEvents: 8, groupCommitMaxDelayMs: 0, maxRowsExamined: 5 })
+      try {
+        // at the bound: the five tag rows; with a sixth the count is refused, with the rows it examined
+        expect(await store.count('c', [{ tags: { t: ['x'] } }], { now: NOW })).toBe(5)
+        const sixth = signEvent(alice, { kind: 1, created_at: NOW - 5, tags: [['t', 'x']] })
+        await store.save('c', sixth.event, sixth.raw)
+        const over = await store.count('c', [{ tags: { t: ['x'] } }], { now: NOW }).catch((e: unknown) => e)
+        expect(over).toBeInstanceOf(StoreError)
+        expect((over as StoreError).over).toEqual({ reason: 'rows', rows: 6 })
+        expect(store.stats().readBudgetExceeded).toBe(1)
+      } finally {
+        await store.close()
+      }
       const [row] = await sql`SELECT version FROM apiary_schema WHERE component = 'events'`
       await sql.end()
       expect(row?.version).toBe(EVENT_MIGRATIONS.length)

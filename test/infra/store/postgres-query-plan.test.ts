@@ -43,6 +43,8 @@ afterAll(async () => {
 })
 
 const pk = (c: string) => c.repeat(64)
+/** limits.maxRowsExamined: every read statement counts its rows, so the plans are checked with the count in */
+const MAX_ROWS = 100_000
 const shapes: Record<string, Filter> = {
   ids: { ids: [pk('a'), pk('b')] },
   authors: { authors: [pk('a'), pk('b')] },
@@ -89,16 +91,24 @@ describe('PostgreSQL query plans', () => {
           { now: 100, authorOnly: { kinds: [4, 1059], readers: [pk('r')] } },
         ],
       ] as const) {
-        const q = toQuerySql('c1', f, opts)!
+        const q = toQuerySql('c1', [f], opts, MAX_ROWS)!
         expect(await scansOf(q.sql, q.params), q.sql).toEqual([])
       }
     })
   }
 
+  it('reads every shape at once, as the one statement a REQ is, without a sequential scan', async () => {
+    for (const limit of [undefined, 20]) {
+      const filters = Object.values(shapes).map((f) => ({ ...f, limit }))
+      const q = toQuerySql('c1', filters, { now: 100 }, MAX_ROWS)!
+      expect(await scansOf(q.sql, q.params), q.sql).toEqual([])
+    }
+  })
+
   it('counts every shape at once without a sequential scan, with or without limits', async () => {
     for (const limit of [undefined, 20]) {
       const filters = Object.values(shapes).map((f) => ({ ...f, limit }))
-      const q = toCountSql('c1', filters, { now: 100, authorOnly: { kinds: [4], readers: [] } })!
+      const q = toCountSql('c1', filters, { now: 100, authorOnly: { kinds: [4], readers: [] } }, MAX_ROWS)!
       expect(await scansOf(q.sql, q.params), q.sql).toEqual([])
     }
   })

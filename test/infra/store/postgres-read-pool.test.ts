@@ -1,6 +1,7 @@
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { openReadPool, ReadBudgetError } from '../../../src/infra/store/postgres/postgres-read-pool'
+import { openReadPool } from '../../../src/infra/store/postgres/postgres-read-pool'
+import { ReadBudgetExceeded } from '../../../src/infra/store/read-budget.mjs'
 import { eventually } from '../../support/eventually'
 import { createTestDatabase, type TestDatabase } from '../../support/postgres'
 import { startTcpProxy } from '../../support/tcp-proxy'
@@ -13,6 +14,7 @@ import { startTcpProxy } from '../../support/tcp-proxy'
  */
 
 const BUDGET_MS = 300
+const BUDGET = { ms: BUDGET_MS, maxRows: Number.POSITIVE_INFINITY }
 
 let db: TestDatabase
 beforeAll(async () => {
@@ -36,12 +38,13 @@ async function running(marker: string): Promise<number> {
 }
 
 describe('the PostgreSQL read pool', () => {
-  it('rejects a read past its budget with ReadBudgetError, and the server stops the statement (statement_timeout)', async () => {
-    const pool = openReadPool(db.url, 2, BUDGET_MS)
+  it('rejects a read past its budget with ReadBudgetExceeded (time), and the server stops the statement (statement_timeout)', async () => {
+    const pool = openReadPool(db.url, 2, BUDGET)
     try {
       const started = performance.now()
       const slow = pool.values('c', [{ sql: "SELECT pg_sleep(5), 'slow-marker'", params: [] }])
-      await expect(slow).rejects.toBeInstanceOf(ReadBudgetError)
+      await expect(slow).rejects.toMatchObject({ name: 'ReadBudgetExceeded', reason: 'time' })
+      await expect(slow).rejects.toBeInstanceOf(ReadBudgetExceeded)
       expect(performance.now() - started).toBeLessThan(BUDGET_MS + 1_000)
       // without statement_timeout the sleep would run on for 5 s after the caller gave up
       await eventually(
@@ -60,7 +63,7 @@ describe('the PostgreSQL read pool', () => {
   })
 
   it('answers statements within the budget, each with its rows as arrays', async () => {
-    const pool = openReadPool(db.url, 2, BUDGET_MS)
+    const pool = openReadPool(db.url, 2, BUDGET)
     try {
       const pages = await pool.values<[number]>('c', [
         { sql: 'SELECT generate_series(1, $1::int)', params: [3] },
@@ -74,7 +77,7 @@ describe('the PostgreSQL read pool', () => {
   })
 
   it("serves another community's statement at the next free connection while one community's statements fill them all", async () => {
-    const pool = openReadPool(db.url, 2, 10_000)
+    const pool = openReadPool(db.url, 2, { ms: 10_000, maxRows: Number.POSITIVE_INFINITY })
     try {
       // both connections open, so what is measured is the queue
       await Promise.all([0, 1].map(() => pool.values('a', [{ sql: 'SELECT 1', params: [] }])))
@@ -97,12 +100,15 @@ describe('the PostgreSQL read pool on a stalled path', () => {
     const proxy = await startTcpProxy(Number(new URL(db.url).port))
     const viaProxy = new URL(db.url)
     viaProxy.port = String(proxy.port)
-    const pool = openReadPool(viaProxy.toString(), 1, BUDGET_MS)
+    const pool = openReadPool(viaProxy.toString(), 1, BUDGET)
     try {
       expect(await pool.values<[number]>('c', [{ sql: 'SELECT 1', params: [] }])).toEqual([[[1]]])
       const opened = proxy.accepted
       proxy.stall()
-      await expect(pool.values('c', [{ sql: 'SELECT 2', params: [] }])).rejects.toBeInstanceOf(ReadBudgetError)
+      await expect(pool.values('c', [{ sql: 'SELECT 2', params: [] }])).rejects.toMatchObject({
+        name: 'ReadBudgetExceeded',
+        reason: 'time',
+      })
       // once the silent connection is dropped (budget + 1 s), a read is sent on a new one; kept, it would
       // hold the pool's only slot for as long as the path stalls
       await eventually(

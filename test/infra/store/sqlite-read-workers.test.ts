@@ -153,6 +153,24 @@ describe('SQLite reads on worker threads', () => {
     expect(await store.count('c', [{ kinds: [7] }], { now: NOW })).toBe(10)
   })
 
+  it('refuses reads that spent their time budget waiting for a busy worker at that budget, not at queryTimeoutMs', async () => {
+    const budgetMs = 100
+    const queryTimeoutMs = 1_000
+    const store = open(file, { readWorkers: 1, queryTimeoutMs, readBudget: { maxRows: Number.MAX_SAFE_INTEGER, ms: budgetMs } })
+    await ready(store, 1)
+    // one runs past its budget; the rest wait behind it, more of them than queryTimeoutMs holds budgets
+    const reads = 20
+    const started = performance.now()
+    const outcomes = await Promise.all(Array.from({ length: reads }, () => heavyCount(store).catch((e: unknown) => e as StoreError)))
+    const ms = performance.now() - started
+    console.log(`${reads} heavy reads behind one worker, ${budgetMs} ms budget: all answered after ${ms.toFixed(0)} ms`)
+    // each read's clock ran from when it was asked for: every one is over its time, none waited for a fresh budget
+    expect(outcomes.map((e) => (e as StoreError).over?.reason)).toEqual(Array(reads).fill('time'))
+    expect(ms).toBeLessThan(queryTimeoutMs)
+    expect(store.stats()).toMatchObject({ readBudgetExceeded: reads, readWorkersReady: 1, readsWaiting: 0 })
+    expect(await store.count('c', [{ kinds: [7] }], { now: NOW })).toBe(10)
+  })
+
   it('replaces a worker that dies, failing only the read it held, with StoreError', async () => {
     const errors: string[] = []
     const store = open(file, { readWorkers: 1, log: { error: (_o, m) => void errors.push(m) } })

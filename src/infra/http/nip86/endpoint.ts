@@ -17,7 +17,7 @@ import type { Logger } from '../../log.js'
 import type { CommunityRecord } from '../../store/community-store.js'
 import type { Verifier, VerifyVerdict } from '../../verify/verifier.js'
 import type { ClientAddressing } from '../client-ip.js'
-import type { Tenants } from '../tenants.js'
+import { relayHostOf, type Tenants } from '../tenants.js'
 import { type Caller, callMethod, canManage, isAllowed, type ManagementOps } from './methods.js'
 
 export interface ManagementDeps extends ManagementOps {
@@ -63,14 +63,18 @@ export function isManagementRequest(req: IncomingMessage): boolean {
 type Refusal = { status: 401 | 403 | 429 | 500 | 503; why: Reason; headers?: Record<string, string> }
 
 export function createManagement(d: ManagementDeps): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
-  /** The community bound to the Host the client used, and the URL it addressed (as the NIP-42 relay URL). */
+  /**
+   * The community bound to the Host the client used, and the URL its NIP-98 `u` must name: the NIP-42 relay
+   * URL's rule (relayHostOf), so a Host with a port this node does not serve names the binding alone, and a
+   * token signed for another port (another node's, or one made up) is refused as a wrong host is.
+   */
   function target(req: IncomingMessage) {
     const forwarded = d.addressing.forwardedHeadersTrusted(req)
     const secure = (req.socket as { encrypted?: boolean }).encrypted || (forwarded && req.headers['x-forwarded-proto'] === 'https')
     const scheme = secure ? 'https' : 'http'
     const host = forwarded ? ((req.headers['x-forwarded-host'] as string | undefined) ?? req.headers.host) : req.headers.host
     const tenant = d.tenants.resolve(host, scheme)
-    return tenant && { record: tenant.record, url: `${scheme}://${tenant.host}${req.url ?? '/'}` }
+    return tenant && { record: tenant.record, url: `${scheme}://${relayHostOf(tenant, req.socket.localPort)}${req.url ?? '/'}` }
   }
 
   async function authenticate(req: IncomingMessage, url: string, record: CommunityRecord, body: Buffer): Promise<Result<Caller, Refusal>> {

@@ -230,7 +230,6 @@ export async function openPostgresCommunityStore(opts: { url: string }): Promise
     blockIp: (community, ip, reason) => blockedIps.add(community, ip, reason),
     unblockIp: (community, ip) => blockedIps.remove(community, ip),
     listBlockedIps: (community) => blockedIps.list(community),
-    isIpBlocked: (community, ip) => blockedIps.has(community, ip),
     async close() {
       await sql.end({ timeout: 5 })
     },

@@ -1,10 +1,13 @@
 import type { VerifiedEvent } from '../../../protocols/nip01/event.js'
 import { kindClass } from '../../../protocols/nip01/kinds.js'
-import { type EventStore, type SaveOutcome, type StoredEvent, StoreError, storedEvent } from '../event-store.js'
+import { type EventStore, overBudgetError, type SaveOutcome, type StoredEvent, StoreError, storedEvent } from '../event-store.js'
+import { canMatch } from '../filter-plan.js'
 import { createGroupCommit } from '../group-commit.js'
+// Extension needed: plain JS shared with the SQLite read worker, which runs without a TypeScript loader.
+import { ReadBudgetExceeded } from '../read-budget.mjs'
 import { FencedError, type SessionFence } from '../session-fence.js'
 import { toCountSql, toQuerySql } from './postgres-query.js'
-import { openReadPool, ReadBudgetError } from './postgres-read-pool.js'
+import { openReadPool } from './postgres-read-pool.js'
 import { commitBatch, deleteEvents } from './postgres-save.js'
 import type { SaveRequest } from './postgres-save-run.js'
 import { connectPostgres, DeadlineError, EVENT_MIGRATIONS, migrate, withDeadline } from './postgres-schema.js'
@@ -19,6 +22,8 @@ export interface PostgresEventStoreOptions {
   readPoolSize?: number
   /** longest one query() or count() may take, waiting for a connection included (config limits.readBudgetMs); default 2,000 */
   readBudgetMs?: number
+  /** candidate rows one query() or count() may examine (config limits.maxRowsExamined); default: not counted */
+  maxRowsExamined?: number
   groupCommitMaxEvents: number
   groupCommitMaxDelayMs: number
   log?: { error(obj: object, msg: string): void }
@@ -29,7 +34,7 @@ export interface PostgresEventStoreStats {
   transactions: number
   /** events in committed write transactions */
   events: number
-  /** reads stopped at their budget (limits.readBudgetMs) */
+  /** reads stopped at their budget (limits.readBudgetMs, limits.maxRowsExamined) */
   readBudgetExceeded: number
 }
 
@@ -68,7 +73,8 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
     await sql.end({ timeout: 1 })
     throw new StoreError('event store migration failed', { cause })
   }
-  const reads = openReadPool(opts.readUrl ?? opts.url, opts.readPoolSize ?? 4, opts.readBudgetMs ?? 2_000)
+  const budget = { ms: opts.readBudgetMs ?? 2_000, maxRows: opts.maxRowsExamined ?? Number.POSITIVE_INFINITY }
+  const reads = openReadPool(opts.readUrl ?? opts.url, opts.readPoolSize ?? 4, budget)
   let readBudgetExceeded = 0
   const writes = createGroupCommit<SaveRequest, SaveOutcome>({
     maxItems: opts.groupCommitMaxEvents,
@@ -100,9 +106,9 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
     try {
       return await body()
     } catch (cause) {
-      if (!(cause instanceof ReadBudgetError)) throw new StoreError(`event store ${what} failed`, { cause })
+      if (!(cause instanceof ReadBudgetExceeded)) throw new StoreError(`event store ${what} failed`, { cause })
       readBudgetExceeded++
-      throw new StoreError(`event store ${what} exceeded its budget of ${cause.budgetMs} ms`, { cause, over: { reason: 'time', rows: 0 } })
+      throw overBudgetError(what, cause.toOver(), cause.reason === 'rows' ? `${budget.maxRows} rows` : `${budget.ms} ms`, cause)
     }
   }
 
@@ -117,16 +123,12 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
     },
     query: (community, filters, o) =>
       read('query', async () => {
-        const planned = filters.flatMap((f) => {
-          const q = toQuerySql(community, f, o)
-          return q ? [{ limited: f.limit !== undefined, q }] : []
-        })
-        const pages = await reads.values<Row>(
-          community,
-          planned.map((p) => p.q),
-        )
+        const q = toQuerySql(community, filters, o, budget.maxRows)
+        if (!q) return []
+        const [page] = await reads.values<Row>(community, [q])
         // one limited filter's page is already exact; a tag filter without a limit repeats an event per value
-        const rows = planned.length === 1 && planned[0]!.limited ? pages[0]! : merge(pages)
+        const live = filters.filter(canMatch)
+        const rows = live.length === 1 && live[0]!.limit !== undefined ? page! : merge(page!)
         return rows.map((r): StoredEvent => storedEvent(r[0], r[3], r[1]))
       }),
     async saveFenced(requests, fence) {
@@ -159,7 +161,7 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
     },
     count: (community, filters, o) =>
       read('count', async () => {
-        const q = toCountSql(community, filters, o)
+        const q = toCountSql(community, filters, o, budget.maxRows)
         if (!q) return 0
         const [rows] = await reads.values<[n: number]>(community, [q])
         return rows![0]![0]
@@ -186,8 +188,9 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
   }
 }
 
-function merge(pages: Row[][]): Row[] {
+/** The filters' rows of one read, each event once, in NIP-01 order. */
+function merge(rows: Row[]): Row[] {
   const byId = new Map<string, Row>()
-  for (const page of pages) for (const r of page) byId.set(r[1], r)
+  for (const r of rows) byId.set(r[1], r)
   return [...byId.values()].sort(newestFirst)
 }

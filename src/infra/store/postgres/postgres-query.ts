@@ -1,6 +1,7 @@
 import type { Filter } from '../../../protocols/nip01/filter.js'
 import type { QueryOptions } from '../event-store.js'
 import { type Access, accessOf, canMatch, drivingTagOf, MAX_PAIR_ARMS } from '../filter-plan.js'
+import { withinRowsBudget } from './postgres-read-budget.js'
 import { toIndexText } from './postgres-schema.js'
 
 /**
@@ -15,6 +16,10 @@ import { toIndexText } from './postgres-schema.js'
  *
  * Driving list, most selective first: ids, authors (+kinds), the tag with fewest values, kinds,
  * time. The planner may still choose otherwise with its statistics; the query-plan test checks the shapes.
+ *
+ * A read is one statement, whatever its number of filters (their selects joined by UNION ALL), and its rows
+ * are counted together against limits.maxRowsExamined (postgres-read-budget.ts), as SQLite counts a read's
+ * statements together: the rows each select's driving index yields, and the tag rows its tag conditions read.
  */
 
 export interface PgQuery {
@@ -24,6 +29,13 @@ export interface PgQuery {
 
 class Params {
   readonly list: unknown[] = []
+  /** the placeholder of the read's rows budget; undefined: the read is not counted */
+  rowsBound: string | undefined
+
+  constructor(maxRows: number | undefined) {
+    if (maxRows !== undefined && Number.isFinite(maxRows)) this.rowsBound = this.add(maxRows)
+  }
+
   add(value: unknown): string {
     this.list.push(value)
     return `$${this.list.length}`
@@ -98,6 +110,8 @@ function toSelectSql(p: Params, community: string, f: Filter, opts: QueryOptions
   const driving = access === 'tag' ? drivingTagOf(f)! : undefined
   const c = p.add(community)
   const where: string[] = [...(arms?.where ?? [])]
+  // each row the driving index yields, before any other condition can reject it
+  if (p.rowsBound) where.push(withinRowsBudget(driving !== undefined ? 't.event_seq' : 'e.seq', p.rowsBound))
   let from = 'events e'
   if (driving !== undefined) {
     from = 'tags t JOIN events e ON e.seq = t.event_seq'
@@ -141,10 +155,12 @@ function toSelectSql(p: Params, community: string, f: Filter, opts: QueryOptions
 /**
  * The event has one of `values` in tag `name`. The community term is redundant for correctness but lets the
  * planner answer the EXISTS from the value index (as a hashed subplan) instead of scanning every tag row.
+ * The tag rows it reads count against the read's rows: the planner may drive the whole read from them.
  */
 function tagCondition(p: Params, c: string, alias: string, name: string, values: readonly string[]): string {
+  const counted = p.rowsBound ? ` AND ${withinRowsBudget(`${alias}.event_seq`, p.rowsBound)}` : ''
   return `EXISTS (SELECT 1 FROM tags ${alias} WHERE ${alias}.event_seq = e.seq AND ${alias}.community = ${c}
-    AND ${alias}.name = ${name} AND ${alias}.value = ANY(${p.tagValues(values)}))`
+    AND ${alias}.name = ${name} AND ${alias}.value = ANY(${p.tagValues(values)})${counted})`
 }
 
 /** Author-only kinds (DMs, gift wraps) only for their author or a `p`-tagged reader. */
@@ -155,21 +171,28 @@ function authorOnlyCondition(p: Params, c: string, rule: NonNullable<QueryOption
   return `(NOT ${hidden} OR e.pubkey = ANY(${readers}) OR ${tagCondition(p, c, 'y', "'p'", rule.readers)})`
 }
 
-/** A query for one filter; undefined when it can match nothing. */
-export function toQuerySql(community: string, f: Filter, opts: QueryOptions): PgQuery | undefined {
-  if (!canMatch(f)) return undefined
-  const p = new Params()
-  return { sql: toSelectSql(p, community, f, opts, 'rows'), params: p.list }
+/**
+ * One statement for all of a read's filters, each its own select (limited and ordered when it has a limit)
+ * and its rows `raw, id, created_at, kind`; the caller merges them (an event can match several filters, or a
+ * tag filter without a limit once per value). `maxRows`: limits.maxRowsExamined, none when absent. undefined
+ * when no filter can match.
+ */
+export function toQuerySql(community: string, filters: readonly Filter[], opts: QueryOptions, maxRows?: number): PgQuery | undefined {
+  const p = new Params(maxRows)
+  // parenthesized: a member of a UNION may only carry its own ORDER BY and LIMIT inside parentheses
+  const parts = filters.filter(canMatch).map((f) => toSelectSql(p, community, f, opts, 'rows'))
+  if (parts.length === 0) return undefined
+  return { sql: parts.length === 1 ? parts[0]! : parts.map((s) => `(${s})`).join(' UNION ALL '), params: p.list }
 }
 
 /**
  * NIP-45: distinct events matching any filter, each filter counting at most its `limit` (the caller clamps,
  * so a COUNT reads no further than the REQ with the same filters would): several filters count the union of
- * their pages, each the newest `limit` as REQ returns them, as in sqlite-query.ts. undefined when no filter
- * can match.
+ * their pages, each the newest `limit` as REQ returns them, as in sqlite-query.ts. `maxRows` as for
+ * toQuerySql. undefined when no filter can match.
  */
-export function toCountSql(community: string, filters: readonly Filter[], opts: QueryOptions): PgQuery | undefined {
-  const p = new Params()
+export function toCountSql(community: string, filters: readonly Filter[], opts: QueryOptions, maxRows?: number): PgQuery | undefined {
+  const p = new Params(maxRows)
   // parenthesized: a member of a UNION may only carry its own ORDER BY and LIMIT inside parentheses
   const parts = filters.filter(canMatch).map((f) => `(${toSelectSql(p, community, f, opts, 'seqs')})`)
   if (parts.length === 0) return undefined

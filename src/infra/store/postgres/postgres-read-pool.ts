@@ -1,11 +1,15 @@
 import { createConnection, type Socket } from 'node:net'
 import { FairQueue } from '../fair-queue.js'
+// Extension needed: plain JS shared with the SQLite read worker, which runs without a TypeScript loader.
+import { ReadBudgetExceeded } from '../read-budget.mjs'
 import type { PgQuery } from './postgres-query.js'
+import { isRowsExceeded } from './postgres-read-budget.js'
 import { connectPostgres, type Sql } from './postgres-schema.js'
 
 /**
  * The event store's read connections (REQ, COUNT), apart from the ones that commit: a commit never queues
- * behind a read, and one read's cost is bounded three ways (docs/architecture.md §9):
+ * behind a read. A read's rows are bounded in its statement (postgres-read-budget.ts); its time three ways
+ * (docs/architecture.md §9):
  * - on the server: `statement_timeout` is the budget, so PostgreSQL stops a statement there itself (SQLSTATE
  *   57014) rather than running on after the client gave up;
  * - for the caller: the whole read, its wait for a connection included, ends at the budget, and its
@@ -17,36 +21,34 @@ import { connectPostgres, type Sql } from './postgres-schema.js'
 /** what the network may add to a statement's budget before its silence counts as a stalled path */
 const STALL_SLACK_MS = 1_000
 
-/** A read stopped at its budget, on the server (57014) or by the caller's clock. */
-export class ReadBudgetError extends Error {
-  constructor(
-    readonly budgetMs: number,
-    options?: { cause?: unknown },
-  ) {
-    super(`read exceeded its budget of ${budgetMs} ms`, options)
-    this.name = 'ReadBudgetError'
-  }
-}
-
 export interface ReadPool {
-  /** each statement's rows as arrays, all within one budget; rejects with ReadBudgetError past it */
+  /**
+   * each statement's rows as arrays, all within one budget; rejects with ReadBudgetExceeded past it: `time`
+   * past `budget.ms`, `rows` when a statement's rows budget function stopped it
+   */
   values<Row>(community: string, statements: readonly PgQuery[]): Promise<Row[][]>
   end(): Promise<void>
 }
 
-export function openReadPool(url: string, size: number, budgetMs: number): ReadPool {
+/** What one read may cost: `ms` (limits.readBudgetMs), `maxRows` (limits.maxRowsExamined, counted in its statement). */
+export interface PgReadBudget {
+  ms: number
+  maxRows: number
+}
+
+export function openReadPool(url: string, size: number, budget: PgReadBudget): ReadPool {
   const sql = connectPostgres(url, size, {
-    connection: { statement_timeout: budgetMs },
+    connection: { statement_timeout: budget.ms },
     // one statement per connection: a read never waits behind another's slow statement on a connection
     max_pipeline: 0,
     // the driver's backoff grows to 20 s after a run of failed connects (each stalled one dropped here counts):
     // capped, the pool is back within a second of the path coming back
     backoff: (attempts: number) => Math.min(3 ** attempts / 100, 1),
-    ...stallWatch(budgetMs + STALL_SLACK_MS),
+    ...stallWatch(budget.ms + STALL_SLACK_MS),
   })
   const turns = new Turns(size)
   return {
-    values: (community, statements) => valuesWithin(sql, turns, community, statements, budgetMs),
+    values: (community, statements) => valuesWithin(sql, turns, community, statements, budget),
     end: () => sql.end({ timeout: 5 }),
   }
 }
@@ -98,7 +100,13 @@ class Turns {
   }
 }
 
-function valuesWithin<Row>(sql: Sql, turns: Turns, community: string, statements: readonly PgQuery[], budgetMs: number): Promise<Row[][]> {
+function valuesWithin<Row>(
+  sql: Sql,
+  turns: Turns,
+  community: string,
+  statements: readonly PgQuery[],
+  budget: PgReadBudget,
+): Promise<Row[][]> {
   let over = false
   const send = (q: PgQuery) => sql.unsafe(q.sql, q.params as never[], { prepare: true }).values() as unknown as Promise<Row[]>
   const all = Promise.all(
@@ -116,12 +124,15 @@ function valuesWithin<Row>(sql: Sql, turns: Turns, community: string, statements
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       over = true
-      reject(new ReadBudgetError(budgetMs))
-    }, budgetMs)
+      reject(new ReadBudgetExceeded('time'))
+    }, budget.ms)
   })
   return Promise.race([all, late])
     .catch((error: unknown) => {
-      throw isCancelled(error) ? new ReadBudgetError(budgetMs, { cause: error }) : error
+      if (isCancelled(error)) throw new ReadBudgetExceeded('time')
+      // the function raises on the first row past the bound
+      if (isRowsExceeded(error)) throw new ReadBudgetExceeded('rows', budget.maxRows + 1)
+      throw error
     })
     .finally(() => clearTimeout(timer))
 }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import postgres from 'postgres'
+import { ROWS_BUDGET_FUNCTION } from './postgres-read-budget.js'
 
 /**
  * Schema of the cluster event store. Every row is scoped by `community` and every lookup index starts with
@@ -90,8 +91,11 @@ const EVENTS_V2 = 'DROP INDEX IF EXISTS tags_by_value_kind;'
  */
 const EVENTS_V3 = 'ALTER TABLE tags DROP CONSTRAINT IF EXISTS tags_event_seq_fkey;'
 
+/** The function every read statement counts its candidate rows with (postgres-read-budget.ts). */
+const EVENTS_V4 = ROWS_BUDGET_FUNCTION
+
 /** EVENT_MIGRATIONS[i] takes the event schema from version i to i + 1. Append only. */
-export const EVENT_MIGRATIONS: readonly string[] = [EVENTS_V1, EVENTS_V2, EVENTS_V3]
+export const EVENT_MIGRATIONS: readonly string[] = [EVENTS_V1, EVENTS_V2, EVENTS_V3, EVENTS_V4]
 
 export type Sql = postgres.Sql
 

@@ -186,7 +186,6 @@ export function openSqliteCommunityStore(file: string): CommunityStore {
     blockIp: async (community, ip, reason) => blockedIps.add(community, ip, reason),
     unblockIp: async (community, ip) => blockedIps.remove(community, ip),
     listBlockedIps: async (community) => blockedIps.list(community),
-    isIpBlocked: async (community, ip) => blockedIps.has(community, ip),
     async close() {
       db.close()
     },

@@ -1,11 +1,13 @@
 import Database from 'better-sqlite3'
 import type { VerifiedEvent } from '../../../protocols/nip01/event.js'
 import { kindClass } from '../../../protocols/nip01/kinds.js'
-import { type EventStore, type SaveOutcome, StoreError } from '../event-store.js'
+import { type EventStore, overBudgetError, type SaveOutcome, StoreError } from '../event-store.js'
 import { createGroupCommit, type GroupCommit } from '../group-commit.js'
-import { planCount, planQuery, type ReadBatch, type ReadPlan } from './sqlite-read.js'
 // Extension needed: plain JS shared with the read worker, which runs without a TypeScript loader.
-import { createReadRunner, ReadBudgetExceeded } from './sqlite-read-core.mjs'
+import { ReadBudgetExceeded } from '../read-budget.mjs'
+import { planCount, planQuery, type ReadBatch, type ReadPlan } from './sqlite-read.js'
+// Extension needed: as above.
+import { createReadRunner } from './sqlite-read-core.mjs'
 import { createSqliteReadPool } from './sqlite-read-pool.js'
 import { savePlan } from './sqlite-save.js'
 import { applyPragmas, migrate } from './sqlite-schema.js'
@@ -49,7 +51,7 @@ export interface SqliteEventStoreStats {
   events: number
   /** reads waiting for a read worker */
   readsWaiting: number
-  /** reads that failed for passing queryTimeoutMs */
+  /** reads stopped or refused for passing their read budget (or queryTimeoutMs), running or waiting */
   readBudgetExceeded: number
   /** read workers able to take a read; 0 when reading on the main thread */
   readWorkersReady: number
@@ -140,11 +142,7 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
         { what, ms, reason: err.reason, rows: err.rows, sql: batch.statements[0]?.sql },
         'event store: read passed its budget on the main thread; stopped',
       )
-      const bound = err.reason === 'rows' ? `${budget.maxRows} rows` : `${ms} ms`
-      throw new StoreError(`event store ${what} exceeded its budget of ${bound}`, {
-        cause: err,
-        over: { reason: err.reason, rows: err.rows },
-      })
+      throw overBudgetError(what, err.toOver(), err.reason === 'rows' ? `${budget.maxRows} rows` : `${ms} ms`, err)
     }
   }
 

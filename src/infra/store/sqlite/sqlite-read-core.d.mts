@@ -20,15 +20,6 @@ export type Row = [raw: string, id: string, created_at: number, kind: number]
 
 export const BUDGET_FUNCTION: string
 
-export type BudgetReason = 'rows' | 'time'
-
-export class ReadBudgetExceeded extends Error {
-  constructor(reason?: BudgetReason, rows?: number)
-  readonly reason: BudgetReason
-  /** candidate rows the read had examined when it stopped */
-  readonly rows: number
-}
-
 /** What one read may cost: candidate rows examined by all its statements, and a deadline (epoch ms). */
 export interface ReadBudget {
   deadlineMs: number
@@ -36,7 +27,7 @@ export interface ReadBudget {
 }
 
 export interface ReadRunner {
-  /** one result per statement; throws ReadBudgetExceeded once the read passes its budget (none: unbounded) */
+  /** one result per statement; throws ReadBudgetExceeded (read-budget.mjs) once the read passes its budget (none: unbounded) */
   run(batch: ReadBatch, budget?: ReadBudget): unknown[]
 }
 

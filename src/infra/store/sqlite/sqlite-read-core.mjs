@@ -1,6 +1,7 @@
 // Plain JavaScript on purpose: sqlite-read-worker.mjs imports this in a bare worker thread, where no TypeScript
 // loader runs. The main-thread reader (sqlite-read.ts) imports the same module, so a read answers alike on
 // either side. Types live in sqlite-read-core.d.mts.
+import { ReadBudgetExceeded } from '../read-budget.mjs'
 
 /**
  * The SQL function every read statement calls once per candidate row (sqlite-query.ts puts it first in each
@@ -11,19 +12,6 @@
  */
 export const BUDGET_FUNCTION = 'apiary_within_budget'
 
-/**
- * Thrown by BUDGET_FUNCTION past the read's budget; better-sqlite3 ends the statement and rethrows it.
- * `reason`: `rows` (more candidate rows than the budget allows) or `time` (past the deadline).
- */
-export class ReadBudgetExceeded extends Error {
-  constructor(reason = 'time', rows = 0) {
-    super(`read budget exceeded: ${reason}`)
-    this.name = 'ReadBudgetExceeded'
-    this.reason = reason
-    this.rows = rows
-  }
-}
-
 const UNBOUNDED = { deadlineMs: Number.POSITIVE_INFINITY, maxRows: Number.POSITIVE_INFINITY }
 
 /** Prepared statements by SQL text; the text depends only on the filter's shape, so few shapes recur. */
@@ -33,6 +21,7 @@ export function createReadRunner(db) {
   let budget = UNBOUNDED
   // candidate rows of the whole read, every statement of it together: what one REQ/COUNT costs the store
   let rows = 0
+  // past the budget it throws ReadBudgetExceeded: better-sqlite3 ends the statement and rethrows it
   db.function(BUDGET_FUNCTION, { directOnly: true }, () => {
     if (++rows > budget.maxRows) throw new ReadBudgetExceeded('rows', rows)
     if (Date.now() > budget.deadlineMs) throw new ReadBudgetExceeded('time', rows)

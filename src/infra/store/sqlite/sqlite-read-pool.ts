@@ -8,14 +8,17 @@
 // Workers that die before reporting Ready `MAX_START_FAILURES` times in a row make the pool give up
 // (`usable` false): the store then reads on the main thread again, as with readWorkers 0.
 import { Worker } from 'node:worker_threads'
-import { type ReadOverBudget, StoreError } from '../event-store.js'
+import { overBudgetError, type ReadOverBudget, StoreError } from '../event-store.js'
 import { FairQueue } from '../fair-queue.js'
 // Extension needed: plain JS shared with the read worker, which runs without a TypeScript loader.
-import type { ReadBatch } from './sqlite-read-core.mjs'
+import type { ReadBatch, ReadBudget } from './sqlite-read-core.mjs'
 
 /** Messages the pool sends to a worker (sqlite-read-worker.mjs). */
-type WorkerInbox = { type: 'Read'; id: number; batch: ReadBatch; budget: PoolReadBudget } | { type: 'CrashOnNextRead' }
-/** A read's budget as the worker applies it: its clock starts when the worker takes the read. */
+type WorkerInbox = { type: 'Read'; id: number; batch: ReadBatch; budget: ReadBudget } | { type: 'CrashOnNextRead' }
+/**
+ * What one read may cost. Its clock starts when the read is asked for, not when a worker takes it: time spent
+ * waiting for a worker is part of the budget, so a read behind a busy pool is refused at its budget, not later.
+ */
 export interface PoolReadBudget {
   ms: number
   maxRows: number
@@ -29,7 +32,7 @@ type WorkerOutbox =
 export interface SqliteReadPoolOptions {
   file: string
   workers: number
-  /** longest a read may run on a worker, and, separately, wait for one: the backstop past the read budget */
+  /** longest a read may run on a worker (the backstop past the read budget), and wait for one when it has no budget */
   queryTimeoutMs: number
   /** what one read may cost on its worker, which stops it itself */
   budget: PoolReadBudget
@@ -66,6 +69,8 @@ type Request = {
   batch: ReadBatch
   what: string
   community: string
+  /** limits.readBudgetMs from when the read was asked for (Date.now(), the clock every thread shares) */
+  deadlineMs: number
   resolve: (results: unknown[]) => void
   reject: (err: StoreError) => void
   timer?: ReturnType<typeof setTimeout>
@@ -94,6 +99,7 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
   let startFailures = 0
   let budgetExceeded = 0
   let respawns = 0
+  const boundOf = (over: ReadOverBudget) => (over.reason === 'rows' ? `${opts.budget.maxRows} rows` : `${opts.budget.ms} ms`)
 
   function spawn(index: number): void {
     // a plain .mjs worker: no TypeScript loader needed (and none inherited)
@@ -123,7 +129,7 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
     if (msg.ok) req.resolve(msg.results)
     else if (msg.over) {
       budgetExceeded++
-      req.reject(new StoreError(`event store ${req.what} over its read budget (${msg.over.reason})`, { over: msg.over }))
+      req.reject(overBudgetError(req.what, msg.over, boundOf(msg.over)))
     } else req.reject(new StoreError(`event store ${req.what} failed`, { cause: new Error(msg.message) }))
     pump()
   }
@@ -180,7 +186,7 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
       { what: req.what, queryTimeoutMs, statements: req.batch.statements.length, sql: req.batch.statements[0]?.sql },
       'event store: read passed its budget; its worker was stopped and replaced',
     )
-    req.reject(new StoreError(`event store ${req.what} exceeded its budget of ${queryTimeoutMs} ms`, { over: { reason: 'time', rows: 0 } }))
+    req.reject(overBudgetError(req.what, { reason: 'time', rows: 0 }, `${queryTimeoutMs} ms`))
     if (closed) return
     respawns++
     spawn(slot.index)
@@ -194,29 +200,40 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
   function dispatch(slot: Slot, req: Request): void {
     slot.current = req
     req.timer = setTimeout(() => stopOverBudget(slot, req), queryTimeoutMs)
-    slot.worker.postMessage({ type: 'Read', id: req.id, batch: req.batch, budget: opts.budget } satisfies WorkerInbox)
+    const budget: ReadBudget = { deadlineMs: req.deadlineMs, maxRows: opts.budget.maxRows }
+    slot.worker.postMessage({ type: 'Read', id: req.id, batch: req.batch, budget } satisfies WorkerInbox)
   }
 
   function pump(): void {
     for (let slot = idleWorker(); slot && waiting.length > 0; slot = idleWorker()) {
       const req = waiting.shift(holding)!
       clearTimeout(req.timer)
-      dispatch(slot, req)
+      // its budget spent waiting (its timer not run yet): refused here rather than sent to be refused there
+      if (Date.now() > req.deadlineMs) refuseWaiting(req)
+      else dispatch(slot, req)
     }
   }
 
   function enqueue(req: Request): void {
     waiting.push(req)
+    // at its read budget, or without one at queryTimeoutMs (limits.readBudgetMs is below it: config.ts)
+    const waitMs = Math.min(req.deadlineMs - Date.now(), queryTimeoutMs)
     req.timer = setTimeout(() => {
       waiting.remove(req)
-      budgetExceeded++
-      log?.error({ what: req.what, queryTimeoutMs, waiting: waiting.length }, 'event store: read passed its budget waiting for a worker')
-      req.reject(
-        new StoreError(`event store ${req.what} exceeded its budget of ${queryTimeoutMs} ms waiting for a read worker`, {
-          overloaded: true,
-        }),
-      )
-    }, queryTimeoutMs)
+      refuseWaiting(req)
+    }, waitMs)
+  }
+
+  /** A read still waiting for a worker at its budget is over its time; one with no budget, only overloaded. */
+  function refuseWaiting(req: Request): void {
+    budgetExceeded++
+    log?.error({ what: req.what, queryTimeoutMs, waiting: waiting.length }, 'event store: read passed its budget waiting for a worker')
+    if (Number.isFinite(opts.budget.ms)) {
+      req.reject(overBudgetError(`${req.what} waiting for a read worker`, { reason: 'time', rows: 0 }, `${opts.budget.ms} ms`))
+      return
+    }
+    const message = `event store ${req.what} exceeded its budget of ${queryTimeoutMs} ms waiting for a read worker`
+    req.reject(new StoreError(message, { overloaded: true }))
   }
 
   function run(batch: ReadBatch, what: string, community: string): Promise<unknown[]> {
@@ -235,6 +252,7 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
         batch,
         what,
         community,
+        deadlineMs: Date.now() + opts.budget.ms,
         resolve: (results) => {
           settled()
           resolve(results)

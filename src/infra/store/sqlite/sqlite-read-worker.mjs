@@ -6,7 +6,8 @@
 import { createRequire } from 'node:module'
 import { parentPort, workerData } from 'node:worker_threads'
 import { lowerThreadPriority } from '../../thread-priority.mjs'
-import { createReadRunner, ReadBudgetExceeded } from './sqlite-read-core.mjs'
+import { ReadBudgetExceeded } from '../read-budget.mjs'
+import { createReadRunner } from './sqlite-read-core.mjs'
 
 const priorityError = lowerThreadPriority(workerData.nice)
 const require = createRequire(import.meta.url)
@@ -15,7 +16,8 @@ const Database = require('better-sqlite3')
 const db = new Database(workerData.file, { readonly: true })
 // a reader meets a lock only briefly (WAL recovery, another process's exclusive lock); same wait as the writer
 db.pragma('busy_timeout = 5000')
-// each read carries its budget (rows, ms); the pool's timer is the backstop: it terminates the thread
+// each read carries its budget (rows, and a deadline the pool set when the read was asked for: Date.now() is
+// one clock for every thread); the pool's timer is the backstop: it terminates the thread
 const runner = createReadRunner(db)
 let crashOnNextRead = false
 
@@ -25,12 +27,13 @@ parentPort.on('message', (msg) => {
       // test hook: dies holding a read in flight, so the pool's crash path is exercised for real
       if (crashOnNextRead) process.exit(70)
       try {
-        const budget = { deadlineMs: Date.now() + msg.budget.ms, maxRows: msg.budget.maxRows }
-        parentPort.postMessage({ type: 'Answer', id: msg.id, ok: true, results: runner.run(msg.batch, budget) })
+        // a read that spent its budget waiting for this worker is refused without running
+        if (Date.now() > msg.budget.deadlineMs) throw new ReadBudgetExceeded('time', 0)
+        parentPort.postMessage({ type: 'Answer', id: msg.id, ok: true, results: runner.run(msg.batch, msg.budget) })
       } catch (error) {
         const message = String(error?.message ?? error)
         // a read stopped by its own budget frees this worker at once: no terminate, no respawn
-        const over = error instanceof ReadBudgetExceeded ? { reason: error.reason, rows: error.rows } : undefined
+        const over = error instanceof ReadBudgetExceeded ? error.toOver() : undefined
         parentPort.postMessage({ type: 'Answer', id: msg.id, ok: false, message, over })
       }
       return
