@@ -155,9 +155,9 @@ describe('a burst of REQs with long driving lists from one socket', () => {
       // garbage in before the GC catches up: the bound fails growth with the number of REQs (docs/performance.md
       // has the figures), not the relay's working set.
       expect(b.rssMiB.peak - b.rssMiB.before).toBeLessThan(256)
-      // the other client's REQ waits behind the burst's in the same community (16 run at once): the bound
-      // fails only a client left unanswered, not a slow machine
-      expect(p99(b.latencies)).toBeLessThan(30_000)
+      // the burst holds at most 4 of the community's 16 read places and the other client's REQ takes the next
+      // free one: the bound fails a client left waiting behind the whole burst, not a slow machine
+      expect(p99(b.latencies)).toBeLessThan(5_000)
     })
   }, 240_000)
 })

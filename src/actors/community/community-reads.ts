@@ -51,7 +51,7 @@ export function onSubscribe<S extends ReadState>(state: S, msg: Extract<Communit
   const filters = msg.filters.map((f) => ({ ...f, limit: effectiveLimit(f, deps.limits) }))
   // live first: what is decided from now on is held for this subscription until its page is sent
   const sub = state.index.add(conn, subId, msg.filters, true)
-  const slot = state.reads.take()
+  const slot = state.reads.take(conn.id)
   if (!slot) {
     lose(state.index, [sub], TOO_MANY_READS)
     return state
@@ -167,7 +167,7 @@ function sendPage(state: ReadState, sub: Subscription, { stored, presence, live 
 }
 
 export function onCount<S extends ReadState>(state: S, msg: Extract<CommunityMsg, { type: 'Count' }>, ctx: Ctx, deps: ReadDeps): S {
-  const slot = state.reads.take()
+  const slot = state.reads.take(msg.conn.id)
   if (!slot) {
     msg.reply(TOO_MANY_READS)
     return state

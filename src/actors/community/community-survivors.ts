@@ -16,6 +16,8 @@ const MAX_HELD_WRITES = 10_000
 /** Reads (REQ, COUNT) of one community running at once, and waiting; past both, `error:`. */
 const MAX_RUNNING_READS = 16
 const MAX_WAITING_READS = 1_000
+/** A connection's share of the running reads: a quarter, so one socket's burst leaves most places to the others. */
+const MAX_RUNNING_READS_PER_CONNECTION = 4
 const DEFAULT_MAX_HELD_LIVE_BYTES = 4 * 1024 * 1024
 
 export function createCommunitySurvivors(deps: CommunityDeps): CommunitySurvivors {
@@ -37,7 +39,7 @@ export function createCommunitySurvivors(deps: CommunityDeps): CommunitySurvivor
     current,
     gate,
     feed: liveFeedOf(index, gate, deps),
-    reads: new ReadSlots(MAX_RUNNING_READS, MAX_WAITING_READS),
+    reads: new ReadSlots(MAX_RUNNING_READS, MAX_WAITING_READS, MAX_RUNNING_READS_PER_CONNECTION),
     writes: new WriteOrder(MAX_HELD_WRITES),
     inflight: { effects: 0 },
     replays: new ControlReplayMemory(),
