@@ -141,7 +141,8 @@ export interface CommunityStore {
   allowPubkey(community: string, pubkey: string, reason: string): Promise<void>
   /** false when it was not listed */
   disallowPubkey(community: string, pubkey: string): Promise<boolean>
-  listAllowedPubkeys(community: string): Promise<ListedEntry[]>
+  /** by pubkey; at most `limit` when given (a 13534 names a bounded number of members) */
+  listAllowedPubkeys(community: string, limit?: number): Promise<ListedEntry[]>
   /** those among `pubkeys` on the allowed list */
   allowedAmong(community: string, pubkeys: readonly string[]): Promise<Set<string>>
   /** NIP-86 banevent: remembered so a resubmission is refused (the caller deletes the stored event) */
