@@ -25,7 +25,7 @@ describe('relay information document (NIP-11)', () => {
     const info = JSON.parse(res.body)
     expect(info.name).toBe('Test Hive')
     expect(info.contact).toBe('ops@example.test')
-    expect(info.supported_nips).toEqual([1, 9, 11, 29, 40, 42, 45, 70, 86, 98])
+    expect(info.supported_nips).toEqual([1, 9, 11, 29, 40, 42, 43, 45, 70, 86, 98])
     // NIP-11: `self` is the relay's own key; `pubkey` (an admin contact) is left out until one is configured
     expect(info.self).toBe(r.relay.pubkey)
     expect(Object.keys(info)).not.toContain('pubkey')

@@ -19,6 +19,7 @@ import { answerHeldWrites, onModerated, onPrepared, onPublish, onWriteDone } fro
 import { onDisconnectOrder } from './disconnects.js'
 import { onDropped } from './dropped-messages.js'
 import { actOnLag, onLagged } from './lagged.js'
+import { createMemberList, onMembersChanged, onMembershipSettled } from './membership-changes.js'
 import { type CommunityMsg, REDELIVER } from './messages.js'
 import { onPresenceWritten } from './presence-writes.js'
 import { RecentIds } from './recent-ids.js'
@@ -92,7 +93,10 @@ function initialState(ctx: Ctx, survivors: CommunitySurvivors, deps: CommunityDe
     ),
   )
   const channels = channelDepsOf(survivors, deferred, deps)
-  return { ...survivors, recent: new RecentIds(RECENT_IDS), accepted: 0, deferred, channels }
+  const memberList = createMemberList(ctx.self, survivors, deps)
+  // a start finds the list the members it names: a database from before NIP-43, a roster changed meanwhile
+  memberList.refresh()
+  return { ...survivors, recent: new RecentIds(RECENT_IDS), accepted: 0, deferred, channels, memberList }
 }
 
 function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: CommunityDeps): CommunityState {
@@ -144,6 +148,10 @@ function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: Commun
       return onPublishChannelState(state, msg, ctx, deps)
     case 'RecordChanged':
       return onRecordChanged(state, msg, ctx, deps)
+    case 'MembersChanged':
+      return onMembersChanged(state, msg, ctx, deps)
+    case 'MembershipSettled':
+      return onMembershipSettled(state, msg, deps)
     case 'BannedEventsRead':
       return onBannedEventsRead(state, msg, ctx, deps)
     case 'Sweep':

@@ -5,6 +5,7 @@ import type { Metrics } from '../../infra/metrics.js'
 import type { ChannelStore } from '../../infra/store/channel-store.js'
 import type { CommunityRecord, CommunityStore } from '../../infra/store/community-store.js'
 import type { EventStore } from '../../infra/store/event-store.js'
+import type { InviteStore } from '../../infra/store/invite-store.js'
 import type { Verifier } from '../../infra/verify/verifier.js'
 import type { Limits } from '../../protocols/limits.js'
 import type { ForwardedAuth } from '../../protocols/mesh/session-frames.js'
@@ -18,6 +19,7 @@ import type { CommunityLink } from './community-link.js'
 import type { PresenceDeps, PresenceHolds } from './community-presence.js'
 import type { ControlReplayMemory } from './control-replay.js'
 import type { LiveFeed } from './live-feed.js'
+import type { MemberList } from './member-list.js'
 import type { CommunityMsg, PublishOutcome } from './messages.js'
 import type { ReadSlots } from './read-slots.js'
 import type { RecentIds } from './recent-ids.js'
@@ -40,8 +42,10 @@ export interface CommunityDeps {
   record: CommunityRecord
   store: EventStore
   channels: ChannelStore
-  communities: Pick<CommunityStore, 'allowedAmong' | 'bannedAmong' | 'listBannedEvents'>
-  /** sign with the relay key (channel state events 39000–39002, the relay's answers to joins and leaves) */
+  communities: Pick<CommunityStore, 'allowedAmong' | 'bannedAmong' | 'listBannedEvents' | 'listAllowedPubkeys' | 'disallowPubkey'>
+  /** NIP-43 invite codes: made for a 28935 request, used by a 28934 join */
+  invites: Pick<InviteStore, 'create' | 'redeem'>
+  /** sign with the relay key (channel state events 39000–39002, the relay's answers to joins and leaves, NIP-43's lists) */
   sign: (t: EventTemplate, createdAt: number) => NostrEvent
   /** the relay-wide AUTH requirement (each community may add its own) */
   authRequired: boolean
@@ -107,6 +111,8 @@ export interface CommunityState extends CommunitySurvivors {
   channels: ChannelDeps
   /** channel state waiting for the clock */
   deferred: DeferredState
+  /** the NIP-43 member list (13534), republished beside the actor */
+  memberList: MemberList
 }
 
 export type Ctx = ActorContext<CommunityMsg>

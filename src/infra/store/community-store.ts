@@ -20,8 +20,13 @@ export interface CommunitySettings {
    */
   roleRules: RoleRule[]
   channelRoles: ChannelRoles[]
-  /** a private channel's admin and member lists (39001/39002) readable by anyone, not its members only */
+  /**
+   * member lists readable by anyone the read policy lets read, not by members only: a private channel's admin
+   * and member lists (39001/39002) and the community's NIP-43 member list and changes (13534, 8000, 8001)
+   */
   publicMemberLists: boolean
+  /** NIP-43: members, not only admins, may ask for an invite code (kind 28935) */
+  membersInvite: boolean
 }
 
 export const DEFAULT_SETTINGS: CommunitySettings = {
@@ -33,6 +38,7 @@ export const DEFAULT_SETTINGS: CommunitySettings = {
   roleRules: [],
   channelRoles: [],
   publicMemberLists: false,
+  membersInvite: false,
 }
 
 /**
