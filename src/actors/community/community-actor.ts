@@ -19,6 +19,7 @@ import { answerHeldWrites, onModerated, onPrepared, onPublish, onWriteDone } fro
 import { onDisconnectOrder } from './disconnects.js'
 import { onDropped } from './dropped-messages.js'
 import { actOnLag, onLagged } from './lagged.js'
+import type { MemberList } from './member-list.js'
 import { createMemberList, onMembersChanged, onMembershipSettled } from './membership-changes.js'
 import { type CommunityMsg, REDELIVER } from './messages.js'
 import { onPresenceWritten } from './presence-writes.js'
@@ -43,6 +44,7 @@ export function communityActor(
 ): ActorDef<CommunityState, CommunityMsg> {
   let self: TypedRef<CommunityMsg> | undefined
   let sweepTimer: ReturnType<typeof setInterval> | undefined
+  let memberList: MemberList | undefined
   deps.cluster.link.onLagLost((stream, lag) => actOnLag(survivors, stream, lag, deps))
   return {
     kind: 'community',
@@ -52,7 +54,13 @@ export function communityActor(
       // set once for the def, not per restart; a tick the actor cannot take (full, down) is skipped: the next one sweeps
       sweepTimer ??= setInterval(() => tell(ctx.self, { type: 'Sweep' }), deps.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS)
       sweepTimer.unref?.()
-      return initialState(ctx, survivors, deps)
+      // once for the def too: a republish in flight or waiting outlives a restart, and only a spawn (not a
+      // crash) may find the list stale: a database from before NIP-43, admins or a roster changed meanwhile
+      if (!memberList) {
+        memberList = createMemberList(ctx.self, survivors, deps)
+        memberList.refresh()
+      }
+      return initialState(ctx, survivors, deps, memberList)
     },
     handle: (state, msg, ctx) => {
       try {
@@ -80,7 +88,7 @@ export function communityActor(
 }
 
 /** What a (re)started community builds afresh (the duplicate guard, counters, channel deps); the banned ids are re-read. */
-function initialState(ctx: Ctx, survivors: CommunitySurvivors, deps: CommunityDeps): CommunityState {
+function initialState(ctx: Ctx, survivors: CommunitySurvivors, deps: CommunityDeps, memberList: MemberList): CommunityState {
   loadBannedEvents(ctx, deps)
   const deferred = new DeferredState((channel, what) =>
     tellUntilTaken(
@@ -93,9 +101,6 @@ function initialState(ctx: Ctx, survivors: CommunitySurvivors, deps: CommunityDe
     ),
   )
   const channels = channelDepsOf(survivors, deferred, deps)
-  const memberList = createMemberList(ctx.self, survivors, deps)
-  // a start finds the list the members it names: a database from before NIP-43, a roster changed meanwhile
-  memberList.refresh()
   return { ...survivors, recent: new RecentIds(RECENT_IDS), accepted: 0, deferred, channels, memberList }
 }
 

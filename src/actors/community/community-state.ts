@@ -111,7 +111,7 @@ export interface CommunityState extends CommunitySurvivors {
   channels: ChannelDeps
   /** channel state waiting for the clock */
   deferred: DeferredState
-  /** the NIP-43 member list (13534), republished beside the actor */
+  /** the NIP-43 member list (13534), republished beside the actor; one for the def, kept across restarts */
   memberList: MemberList
 }
 
