@@ -29,7 +29,8 @@ export const ADMIN_USAGE = `usage: apiary admin <method> [args...] --url <http(s
   apiary admin changerelaydescription <text...>          ("" goes back to the relay's description)
   apiary admin changerelayicon <http(s) url>              ("" for no icon)
   apiary admin setcommunitypolicy [--read P] [--write P] [--auth-required true|false] [--public-member-lists true|false]
-                                                          (P: public|authenticated|members)
+                                  [--members-invite true|false]   (P: public|authenticated|members)
+  apiary admin createinvite [seconds] [uses]              (a NIP-43 invite code; default one use for a day)
   apiary admin createcommunity <id> --host <host> [--host <host> ...] [--name NAME] [--admin <pubkey> ...]
   apiary admin archivecommunity <id>
   apiary admin listcommunities
@@ -52,6 +53,7 @@ type Flags = {
   write?: string
   'auth-required'?: string
   'public-member-lists'?: string
+  'members-invite'?: string
 }
 /** The method's params from its positional args and flags, or what is wrong with them. */
 type ToParams = (args: string[], flags: Flags) => unknown[] | string
@@ -118,8 +120,8 @@ const METHODS: Partial<Record<Nip86Method, ToParams>> = {
   },
   unblockip: (args) => (args.length === 1 && args[0] !== '' ? [args[0]] : 'needs one IP address'),
   setcommunitypolicy: (args, flags) => {
-    if (args.length > 0) return 'takes flags only: --read, --write, --auth-required, --public-member-lists'
-    const policy: { readPolicy?: string; writePolicy?: string; authRequired?: boolean; publicMemberLists?: boolean } = {}
+    if (args.length > 0) return 'takes flags only: --read, --write, --auth-required, --public-member-lists, --members-invite'
+    const policy: Record<string, string | boolean> = {}
     for (const [flag, field] of [
       ['read', 'readPolicy'],
       ['write', 'writePolicy'],
@@ -132,13 +134,16 @@ const METHODS: Partial<Record<Nip86Method, ToParams>> = {
     for (const [flag, field] of [
       ['auth-required', 'authRequired'],
       ['public-member-lists', 'publicMemberLists'],
+      ['members-invite', 'membersInvite'],
     ] as const) {
       const value = flags[flag]
       if (value === undefined) continue
       if (value !== 'true' && value !== 'false') return `--${flag} must be true or false`
       policy[field] = value === 'true'
     }
-    return Object.keys(policy).length === 0 ? 'needs at least one of --read, --write, --auth-required, --public-member-lists' : [policy]
+    return Object.keys(policy).length === 0
+      ? 'needs at least one of --read, --write, --auth-required, --public-member-lists, --members-invite'
+      : [policy]
   },
   createcommunity: (args, flags) => {
     const [id] = args
@@ -152,6 +157,10 @@ const METHODS: Partial<Record<Nip86Method, ToParams>> = {
     if (flags.name !== undefined || admins.length > 0) params.push(flags.name ?? id)
     if (admins.length > 0) params.push(admins)
     return params
+  },
+  createinvite: (args) => {
+    if (args.length > 2 || args.some((a) => !/^[1-9]\d*$/.test(a))) return 'takes [seconds] [uses], whole numbers'
+    return args.map(Number)
   },
   archivecommunity: (args) => (args.length === 1 && args[0] && isCommunityId(args[0]) ? [args[0]] : 'needs one community id'),
   listroledomains: noArgs,
@@ -224,6 +233,7 @@ function parseAdminArgs(argv: string[]) {
       write: { type: 'string' },
       'auth-required': { type: 'string' },
       'public-member-lists': { type: 'string' },
+      'members-invite': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   })

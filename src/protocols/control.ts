@@ -20,6 +20,8 @@ export type CacheInvalidationOp =
   | { op: 'InvalidateMembership'; channel: string; pubkey?: string }
   | { op: 'InvalidateVisibility'; channel: string }
   | { op: 'ChannelDeleted'; channel: string }
+  /** the community's members (its allowed list) changed: drop every community-membership answer */
+  | { op: 'InvalidateMembers' }
   | { op: 'InvalidateAll' }
   /** the community's blockip list changed: each node reads it again */
   | { op: 'InvalidateBlockedIps' }
@@ -63,7 +65,7 @@ function parseOp(channel: ControlChannel, v: unknown): ConnControlOp | CacheInva
       return { op: o.op, channel: o.channel as string, ...(str('pubkey') ? { pubkey: o.pubkey as string } : {}) }
     return { op: o.op, channel: o.channel as string }
   }
-  if (o.op === 'InvalidateAll') return { op: 'InvalidateAll' }
+  if (o.op === 'InvalidateAll' || o.op === 'InvalidateMembers') return { op: o.op }
   if (o.op === 'InvalidateBlockedIps') return { op: 'InvalidateBlockedIps' }
   return undefined
 }

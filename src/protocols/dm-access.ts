@@ -10,7 +10,11 @@ export const isAuthorOnlyKind = (kind: number): boolean => kind === KIND_DM || k
 
 /** Whether a connection authenticated as `authedPubkeys` may receive this event. */
 export function canRead(e: Pick<NostrEvent, 'kind' | 'pubkey' | 'tags'>, authedPubkeys: ReadonlySet<string>): boolean {
-  if (!isAuthorOnlyKind(e.kind)) return true
-  if (authedPubkeys.has(e.pubkey)) return true
-  return e.tags.some((t) => t[0] === 'p' && t[1] !== undefined && authedPubkeys.has(t[1]))
+  return !isAuthorOnlyKind(e.kind) || isPartyTo(e, authedPubkeys)
+}
+
+/** One of `pubkeys` wrote the event or is `p`-tagged in it: the store's `authorOnly` rule, for live events. */
+export function isPartyTo(e: Pick<NostrEvent, 'pubkey' | 'tags'>, pubkeys: ReadonlySet<string>): boolean {
+  if (pubkeys.has(e.pubkey)) return true
+  return e.tags.some((t) => t[0] === 'p' && t[1] !== undefined && pubkeys.has(t[1]))
 }

@@ -30,12 +30,15 @@ import { BackendUnavailableError, redactUrl, retryAtStartup, rootMessage } from 
 import type { ChannelStore } from '../infra/store/channel-store.js'
 import type { CommunityStore } from '../infra/store/community-store.js'
 import type { EventStore } from '../infra/store/event-store.js'
+import type { InviteStore } from '../infra/store/invite-store.js'
 import { openPostgresChannelStore } from '../infra/store/postgres/postgres-channel-store.js'
 import { openPostgresCommunityStore } from '../infra/store/postgres/postgres-community-store.js'
 import { openPostgresEventStore, type PostgresEventStore } from '../infra/store/postgres/postgres-event-store.js'
+import { openPostgresInviteStore } from '../infra/store/postgres/postgres-invite-store.js'
 import { openSqliteChannelStore } from '../infra/store/sqlite/sqlite-channel-store.js'
 import { openSqliteCommunityStore } from '../infra/store/sqlite/sqlite-community-store.js'
 import { openSqliteEventStore } from '../infra/store/sqlite/sqlite-event-store.js'
+import { openSqliteInviteStore } from '../infra/store/sqlite/sqlite-invite-store.js'
 
 export interface Backends {
   mode: 'embedded' | 'cluster'
@@ -45,6 +48,8 @@ export interface Backends {
   communities: CommunityStore
   /** NIP-29 channels and their members: in the communities' SQLite file embedded, in PostgreSQL in a cluster */
   channels: ChannelStore
+  /** NIP-43 invite codes, beside the communities (their use writes the allowed list) */
+  invites: InviteStore
   limiter: RateLimiter
   /** NIP-98 auth event ids already used (NIP-86 management): per node embedded, shared in a cluster */
   replayGuard: ReplayGuard
@@ -125,6 +130,9 @@ export async function openBackends(config: Config, log: Logger, opts: OpenBacken
     opened.push(communities)
     const channels = await retryAtStartup('PostgreSQL', pg, () => openPostgresChannelStore({ url: config.databaseUrl }), retry)
     opened.push(channels)
+    // after the communities: its schema sits beside theirs (a redemption writes the allowed list)
+    const invites = await retryAtStartup('PostgreSQL', pg, () => openPostgresInviteStore({ url: config.databaseUrl }), retry)
+    opened.push(invites)
     if (!opts.busMac) throw new Error('cluster mode needs the bus MAC (derived from the relay key)')
     const bus: RedisBus = createRedisBus({
       publisher: redis,
@@ -145,6 +153,7 @@ export async function openBackends(config: Config, log: Logger, opts: OpenBacken
       postgresEvents: 'saveFenced' in events ? (events as PostgresEventStore) : undefined,
       communities,
       channels,
+      invites,
       limiter: createRedisRateLimiter({ redis, log }),
       replayGuard: createRedisReplayGuard({ redis }),
       presence: createRedisPresenceStore({ redis }),
@@ -160,6 +169,7 @@ export async function openBackends(config: Config, log: Logger, opts: OpenBacken
         await events.close()
         await communities.close()
         await channels.close()
+        await invites.close()
         await connectionSlots.close()
         redis.disconnect()
       },
@@ -270,6 +280,8 @@ function embedded(
   const events = eventStore ?? own!
   const communities = wrap(openSqliteCommunityStore(file))
   const channels = openSqliteChannelStore(file)
+  // after the communities: a redemption writes their allowed list
+  const invites = openSqliteInviteStore(file)
   const limiter = createMemoryRateLimiter()
   const bus = createLocalBus({ nodeId })
   return {
@@ -278,6 +290,7 @@ function embedded(
     events,
     communities,
     channels,
+    invites,
     limiter,
     replayGuard: createMemoryReplayGuard(),
     presence: createMemoryPresenceStore(),
@@ -294,6 +307,7 @@ function embedded(
       await events.close()
       await communities.close()
       await channels.close()
+      await invites.close()
       await limiter.close()
     },
   }

@@ -5,7 +5,7 @@ import { type CommunityLink, createCommunityLink } from '../actors/community/com
 import { pubkeysHeld } from '../actors/community/community-presence.js'
 import type { CommunityDeps, CommunitySurvivors } from '../actors/community/community-state.js'
 import { createCommunitySurvivors } from '../actors/community/community-survivors.js'
-import type { CommunityMsg, PublishOutcome } from '../actors/community/messages.js'
+import type { CommunityMsg, MembersChange, PublishOutcome } from '../actors/community/messages.js'
 import { ask, createLagReporter, type Kernel, type LagReporter, tell } from '../actors/kernel/index.js'
 import type { RegistryDeps } from '../actors/registry/agent-tracking.js'
 import type { RegistryAnnounce, RegistryMsg } from '../actors/registry/messages.js'
@@ -54,6 +54,11 @@ export interface Communities {
    * every node serving `via` hears it). Best effort: a lost broadcast waits for the next revalidation.
    */
   announce(via: string): Promise<void>
+  /**
+   * The allowed list changed (NIP-86): this node's community publishes the NIP-43 8000/8001 and member list;
+   * resolves once they are stored. Best effort: a failure is logged, the list follows at the next change.
+   */
+  membersChanged(id: string, change: MembersChange): Promise<void>
 }
 
 export function createCommunities(d: CommunitiesDeps): Communities {
@@ -103,6 +108,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
       communityPubkey: key.pubkey,
       formerPubkeys: d.communityKeys.formerOf(record.id),
       sign: (t, createdAt) => signAsRelay(key, t, createdAt),
+      invites: d.backends.invites,
       authRequired: config.authRequired,
       accessCacheTtlMs: config.accessCacheTtlMs,
       maxHeldLiveBytes: config.limits.maxPendingOutboundBytes,
@@ -205,6 +211,13 @@ export function createCommunities(d: CommunitiesDeps): Communities {
         .catch((error: unknown) => d.log.warn({ err: error, community: via }, 'InvalidateAll broadcast failed'))
     },
     reconcile,
+    async membersChanged(id, change) {
+      const ref = refOf(id)
+      if (!ref) return
+      await ask<CommunityMsg, void>(ref, (done) => ({ type: 'MembersChanged', ...change, done }), 30_000).catch((error: unknown) =>
+        d.log.warn({ err: error, community: id }, 'NIP-43 member events not published'),
+      )
+    },
     async archive(id) {
       if (!(await d.backends.communities.archive(id, d.nowSeconds()))) return false
       // close here and tell every other node now; each node's revalidation is the backstop if that is lost

@@ -3,6 +3,7 @@
 import type { ManagementOps } from '../infra/http/nip86/methods.js'
 import type { CommunityStore } from '../infra/store/community-store.js'
 import type { EventStore } from '../infra/store/event-store.js'
+import { type InviteStore, newInviteCode } from '../infra/store/invite-store.js'
 import { toBlockedRange } from '../protocols/address-range.js'
 import { type ChannelRoles, type RoleRule, withChannelRoles, withRule } from '../protocols/role-domains.js'
 import type { Communities } from './communities.js'
@@ -10,6 +11,7 @@ import type { Communities } from './communities.js'
 export interface ManagementOpsDeps {
   store: CommunityStore
   events: EventStore
+  invites: Pick<InviteStore, 'create'>
   communities: Communities
   operators: ReadonlySet<string>
   /** the relay's ban path (relay/relay.ts): the row, then the pubkey's sockets closed on every node */
@@ -33,10 +35,11 @@ export function createManagementOps(d: ManagementOpsDeps): ManagementOps {
     isOperator: (pubkey) => d.operators.has(pubkey),
     async banPubkey(community, pubkey, reason) {
       // NIP-86: "Should automatically remove the pubkey from the allow list" (a timeout keeps it: it ends)
-      await store.disallowPubkey(community, pubkey)
+      const removed = await store.disallowPubkey(community, pubkey)
       await d.banPubkey(community, pubkey, reason)
       // the allow list changed: every node's membership answers are dropped (AccessGate caches them)
       await d.communities.announce(community)
+      if (removed) await d.communities.membersChanged(community, { added: [], removed: [pubkey] })
     },
     async timeoutPubkey(community, pubkey, reason, seconds) {
       const until = d.nowSeconds() + seconds
@@ -49,12 +52,16 @@ export function createManagementOps(d: ManagementOpsDeps): ManagementOps {
     async allowPubkey(community, pubkey, reason) {
       // NIP-86: "Should automatically remove the pubkey from the ban list"
       await store.unbanPubkey(community, pubkey)
+      // a new reason for a listed pubkey is no new member (NIP-43's 8000)
+      const listed = (await store.allowedAmong(community, [pubkey])).size > 0
       await store.allowPubkey(community, pubkey, reason)
       await d.communities.announce(community)
+      if (!listed) await d.communities.membersChanged(community, { added: [pubkey], removed: [] })
     },
     async unallowPubkey(community, pubkey) {
-      await store.disallowPubkey(community, pubkey)
+      const removed = await store.disallowPubkey(community, pubkey)
       await d.communities.announce(community)
+      if (removed) await d.communities.membersChanged(community, { added: [], removed: [pubkey] })
     },
     listAllowedPubkeys: (community) => store.listAllowedPubkeys(community),
     async banEvent(community, id, reason) {
@@ -135,6 +142,12 @@ export function createManagementOps(d: ManagementOpsDeps): ManagementOps {
     async rolePolicy(community) {
       const settings = (await recordOf(community))?.settings
       return settings && { rules: settings.roleRules, channels: settings.channelRoles }
+    },
+    async createInvite(community, by, seconds, uses) {
+      const code = newInviteCode()
+      const now = d.nowSeconds()
+      await d.invites.create(community, { code, createdBy: by, expiresAtSeconds: now + seconds, uses }, now)
+      return { code, expiresAt: now + seconds }
     },
     async createCommunity(record, via) {
       const created = await store.put(record, { create: true })

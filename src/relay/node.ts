@@ -177,6 +177,7 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       ...createManagementOps({
         store: b.communities,
         events: b.events,
+        invites: b.invites,
         communities,
         operators,
         banPubkey: d.banPubkey,

@@ -5,7 +5,7 @@ import type { Config } from '../infra/config-types.js'
 import type { CommunityRecord } from '../infra/store/community-store.js'
 import { buildRelayInfo, type RelayInfo } from '../protocols/nip11.js'
 
-export const SUPPORTED_NIPS = [1, 9, 11, 29, 40, 42, 45, 70, 86, 98]
+export const SUPPORTED_NIPS = [1, 9, 11, 29, 40, 42, 43, 45, 70, 86, 98]
 
 // src/relay and dist/relay are both two levels below the package root
 const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version

@@ -25,7 +25,7 @@ describe('relay information document (NIP-11)', () => {
     const info = JSON.parse(res.body)
     expect(info.name).toBe('Test Hive')
     expect(info.contact).toBe('ops@example.test')
-    expect(info.supported_nips).toEqual([1, 9, 11, 29, 40, 42, 45, 70, 86, 98])
+    expect(info.supported_nips).toEqual([1, 9, 11, 29, 40, 42, 43, 45, 70, 86, 98])
   })
 
   it('names the key that signs group state as both self and pubkey when no admin contact is configured', async () => {

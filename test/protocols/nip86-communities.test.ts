@@ -1,8 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import {
   maxHostsPerCommunity,
+  maxInviteSeconds,
+  maxInviteUses,
+  minInviteSeconds,
   parseCommunityIdParam,
   parseCreateCommunityParams,
+  parseCreateInviteParams,
   parseSetAgentTierParams,
 } from '../../src/protocols/nip86/community-params'
 import { prefixOf } from '../../src/protocols/reasons'
@@ -59,5 +63,27 @@ describe('parsing archivecommunity params', () => {
     expect(parseCommunityIdParam(['hive'])).toEqual({ ok: true, value: 'hive' })
     expect(refusal(parseCommunityIdParam([]))).toBe('invalid')
     expect(refusal(parseCommunityIdParam(['../x']))).toBe('invalid')
+  })
+})
+
+describe('parsing createinvite params', () => {
+  it('defaults to one use for a day, and keeps what is given within the bounds', () => {
+    expect(parseCreateInviteParams([])).toEqual({ ok: true, value: { seconds: 86_400, uses: 1 } })
+    expect(parseCreateInviteParams([minInviteSeconds, maxInviteUses])).toEqual({
+      ok: true,
+      value: { seconds: minInviteSeconds, uses: maxInviteUses },
+    })
+    expect(parseCreateInviteParams([maxInviteSeconds])).toEqual({ ok: true, value: { seconds: maxInviteSeconds, uses: 1 } })
+  })
+
+  it.each([
+    ['seconds one under the least', [minInviteSeconds - 1]],
+    ['seconds one over the most', [maxInviteSeconds + 1]],
+    ['uses one over the most', [3600, maxInviteUses + 1]],
+    ['no use at all', [3600, 0]],
+    ['a fraction of a second', [90.5]],
+    ['seconds as a string', ['3600']],
+  ])('refuses %s with invalid:', (_, params) => {
+    expect(refusal(parseCreateInviteParams(params))).toBe('invalid')
   })
 })

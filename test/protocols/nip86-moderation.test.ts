@@ -173,6 +173,7 @@ describe('parsing setcommunitypolicy params', () => {
     ['a read policy alone', { readPolicy: 'public' }],
     ['a write policy alone', { writePolicy: 'members' }],
     ['authRequired false alone', { authRequired: false }],
+    ['the two member-list flags', { publicMemberLists: true, membersInvite: false }],
   ])('accepts %s', (_, patch) => {
     expect(parseCommunityPolicyParams([patch])).toEqual({ ok: true, value: patch })
   })
@@ -184,6 +185,7 @@ describe('parsing setcommunitypolicy params', () => {
     ['an unknown policy', [{ readPolicy: 'friends' }]],
     ['a capitalised policy', [{ writePolicy: 'Public' }]],
     ['authRequired as a string', [{ authRequired: 'true' }]],
+    ['membersInvite as a number', [{ membersInvite: 1 }]],
     ['an unknown field', [{ readPolicy: 'public', paid: true }]],
     ['null', [null]],
   ])('refuses %s with invalid:', (_, params) => {

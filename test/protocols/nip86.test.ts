@@ -47,7 +47,7 @@ describe('parsing a NIP-86 request body', () => {
 })
 
 describe('the methods this relay answers', () => {
-  it("are NIP-86's, then Apiary's timed ban, access policy and community methods", () => {
+  it("are NIP-86's, then Apiary's timed ban, access policy, invite and community methods", () => {
     expect([...NIP86_METHODS]).toEqual([
       'supportedmethods',
       'banpubkey',
@@ -77,6 +77,7 @@ describe('the methods this relay answers', () => {
       'setroledomain',
       'setchannelroles',
       'listroledomains',
+      'createinvite',
       'createcommunity',
       'archivecommunity',
       'listcommunities',

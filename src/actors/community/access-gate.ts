@@ -6,8 +6,9 @@ import type { ChannelRecord, ChannelRole, ChannelStore } from '../../infra/store
 import type { CommunityRecord } from '../../infra/store/community-store.js'
 import type { ChannelStateRule, QueryOptions } from '../../infra/store/event-store.js'
 import type { CacheInvalidationOp } from '../../protocols/control.js'
-import { AUTHOR_ONLY_KINDS, canRead } from '../../protocols/dm-access.js'
+import { AUTHOR_ONLY_KINDS, canRead, isPartyTo } from '../../protocols/dm-access.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
+import type { Filter } from '../../protocols/nip01/filter.js'
 import {
   audienceOf,
   type ChannelReadFlags,
@@ -17,6 +18,7 @@ import {
   readChannelOf,
 } from '../../protocols/nip29.js'
 import { standingOf } from '../../protocols/nip29-roles.js'
+import { isRelayMemberListKind, mayAskForMemberLists, RELAY_MEMBER_LIST_KINDS } from '../../protocols/nip43.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import { readPolicyOf } from './community-policy.js'
 import type { ConnView, Subscription } from './subscription-index.js'
@@ -69,8 +71,11 @@ export class AccessGate {
     return null
   }
 
-  /** The store options for this reader: author-only kinds and hidden channels decided inside the query. */
-  async readOptions(conn: ConnView, nowSeconds: number): Promise<QueryOptions> {
+  /**
+   * The store options for this reader: author-only kinds and hidden channels decided inside the query.
+   * `filters`: what the reader asks for (the reader's community membership is looked up only when it matters).
+   */
+  async readOptions(conn: ConnView, nowSeconds: number, filters: readonly Filter[] = [{}]): Promise<QueryOptions> {
     const readers = [...conn.authed]
     const epoch = this.epoch
     const channels = await this.d.channels.restricted(this.d.community)
@@ -83,9 +88,11 @@ export class AccessGate {
         ? await this.d.channels.memberChannels(this.d.community, readers)
         : new Set<string>()
     const outside = channels.filter((c) => c.deleted || (!admin && !mine.has(c.id)))
+    // NIP-43's lists to a non-member only where they are public; the 8000/8001 naming the reader always
+    const lists = this.d.record().settings.publicMemberLists || !mayAskForMemberLists(filters) || (await this.isMember(readers))
     return {
       now: nowSeconds,
-      authorOnly: { kinds: AUTHOR_ONLY_KINDS, readers },
+      authorOnly: { kinds: lists ? AUTHOR_ONLY_KINDS : [...AUTHOR_ONLY_KINDS, ...RELAY_MEMBER_LIST_KINDS], readers },
       hiddenChannels: outside.filter((c) => c.deleted || c.private).map((c) => c.id),
       hiddenChannelState: this.stateRules(outside),
     }
@@ -118,11 +125,12 @@ export class AccessGate {
     const audience = this.audience(event, visibility)
     const out: Subscription[] = []
     if (audience === 'none') return out
+    const membersOnly = this.isMembersOnly(event)
     for (const sub of subs) {
       const authed = sub.conn.authed
       if (!canRead(event, authed)) continue
       if (policy !== 'public' && authed.size === 0) continue
-      if (policy === 'members') {
+      if (policy === 'members' || (membersOnly && !isPartyTo(event, authed))) {
         const member = this.isMemberNow([...authed])
         if (member === undefined) return undefined
         if (!member) continue
@@ -144,15 +152,33 @@ export class AccessGate {
     const out: Subscription[] = []
     const audience = this.audience(event, channel === undefined ? 'unknown' : await this.visibility(channel))
     if (audience === 'none') return out
+    const membersOnly = this.isMembersOnly(event)
     for (const sub of subs) {
       const authed = sub.conn.authed
       if (!canRead(event, authed)) continue
       if (policy !== 'public' && authed.size === 0) continue
-      if (policy === 'members' && !(await this.isMember([...authed]))) continue
+      if ((policy === 'members' || (membersOnly && !isPartyTo(event, authed))) && !(await this.isMember([...authed]))) continue
       if (audience === 'members' && !(await this.isChannelMember(channel as string, [...authed]))) continue
       out.push(sub)
     }
     return out
+  }
+
+  /** A NIP-43 list (13534, 8000, 8001) in a community that keeps its member lists to its members. */
+  private isMembersOnly(event: NostrEvent): boolean {
+    return isRelayMemberListKind(event.kind) && !this.d.record().settings.publicMemberLists
+  }
+
+  /**
+   * NIP-43: the first of `pubkeys` who may be given an invite (kind 28935): a community admin, or a member
+   * where the community lets its members invite (`membersInvite`).
+   */
+  async inviterAmong(pubkeys: readonly string[]): Promise<string | undefined> {
+    const r = this.d.record()
+    const admin = pubkeys.find((p) => r.admins.includes(p))
+    if (admin !== undefined || !r.settings.membersInvite) return admin
+    for (const p of pubkeys) if (await this.isMember([p])) return p
+    return undefined
   }
 
   private audience(event: NostrEvent, v: Visibility): ReturnType<typeof audienceOf> {
@@ -214,7 +240,7 @@ export class AccessGate {
   }
 
   /** The cache-invalidation channel's ops (and this node's own changes): drop the keys at once. */
-  invalidate(op: CacheInvalidationOp | { op: 'InvalidateMembers' }): void {
+  invalidate(op: CacheInvalidationOp): void {
     this.epoch++
     switch (op.op) {
       case 'InvalidateMembership':

@@ -19,6 +19,8 @@ import { answerHeldWrites, onModerated, onPrepared, onPublish, onWriteDone } fro
 import { onDisconnectOrder } from './disconnects.js'
 import { onDropped } from './dropped-messages.js'
 import { actOnLag, onLagged } from './lagged.js'
+import type { MemberList } from './member-list.js'
+import { createMemberList, onMembersChanged, onMembershipSettled } from './membership-changes.js'
 import { type CommunityMsg, REDELIVER } from './messages.js'
 import { onPresenceWritten } from './presence-writes.js'
 import { RecentIds } from './recent-ids.js'
@@ -43,6 +45,7 @@ export function communityActor(
 ): ActorDef<CommunityState, CommunityMsg> {
   let self: TypedRef<CommunityMsg> | undefined
   let sweepTimer: ReturnType<typeof setInterval> | undefined
+  let memberList: MemberList | undefined
   deps.cluster.link.onLagLost((stream, lag) => actOnLag(survivors, stream, lag, deps))
   return {
     kind: 'community',
@@ -52,7 +55,13 @@ export function communityActor(
       // set once for the def, not per restart; a tick the actor cannot take (full, down) is skipped: the next one sweeps
       sweepTimer ??= setInterval(() => tell(ctx.self, { type: 'Sweep' }), deps.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS)
       sweepTimer.unref?.()
-      return initialState(ctx, survivors, deps)
+      // once for the def too: a republish in flight or waiting outlives a restart, and only a spawn (not a
+      // crash) may find the list stale: a database from before NIP-43, admins or a roster changed meanwhile
+      if (!memberList) {
+        memberList = createMemberList(ctx.self, survivors, deps)
+        memberList.refresh()
+      }
+      return initialState(ctx, survivors, deps, memberList)
     },
     handle: (state, msg, ctx) => {
       try {
@@ -80,7 +89,7 @@ export function communityActor(
 }
 
 /** What a (re)started community builds afresh (the duplicate guard, counters, channel deps); the banned ids are re-read. */
-function initialState(ctx: Ctx, survivors: CommunitySurvivors, deps: CommunityDeps): CommunityState {
+function initialState(ctx: Ctx, survivors: CommunitySurvivors, deps: CommunityDeps, memberList: MemberList): CommunityState {
   loadBannedEvents(ctx, deps)
   const deferred = new DeferredState((channel, what) =>
     tellUntilTaken(
@@ -94,7 +103,7 @@ function initialState(ctx: Ctx, survivors: CommunitySurvivors, deps: CommunityDe
   )
   const channels = channelDepsOf(survivors, deferred, deps)
   startStateRekey(ctx, survivors, channels, deps)
-  return { ...survivors, recent: new RecentIds(RECENT_IDS), accepted: 0, deferred, channels }
+  return { ...survivors, recent: new RecentIds(RECENT_IDS), accepted: 0, deferred, channels, memberList }
 }
 
 function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: CommunityDeps): CommunityState {
@@ -148,6 +157,10 @@ function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: Commun
       return onPublishChannelState(state, msg, ctx, deps)
     case 'RecordChanged':
       return onRecordChanged(state, msg, ctx, deps)
+    case 'MembersChanged':
+      return onMembersChanged(state, msg, ctx, deps)
+    case 'MembershipSettled':
+      return onMembershipSettled(state, msg, deps)
     case 'BannedEventsRead':
       return onBannedEventsRead(state, msg, ctx, deps)
     case 'Sweep':

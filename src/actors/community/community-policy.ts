@@ -6,6 +6,7 @@ import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { KIND_AUTH, KIND_DELETION, KIND_PRESENCE } from '../../protocols/nip01/kinds.js'
 import { isManagementKind } from '../../protocols/nip29.js'
 import { isExpired } from '../../protocols/nip40.js'
+import { RELAY_MEMBERSHIP_KINDS } from '../../protocols/nip43.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import { checkRoleDomains } from '../../protocols/role-domains.js'
 import type { ConnView } from './subscription-index.js'
@@ -40,6 +41,9 @@ export function checkEventRules(event: NostrEvent, relayPubkey: string, nowSecon
   // a departure is the relay's word that an agent left: nobody else may say it (docs/agent-registry.md)
   if (event.kind === KIND_DEPARTURE && event.pubkey !== relayPubkey)
     return reason('restricted', `kind ${KIND_DEPARTURE} is published by the relay only`)
+  // NIP-43: the member list, its changes and invites are signed by the relay
+  if (RELAY_MEMBERSHIP_KINDS.has(event.kind) && event.pubkey !== relayPubkey)
+    return reason('restricted', `kind ${event.kind} is published by the relay only`)
   return null
 }
 

@@ -13,6 +13,7 @@ import { lapsedAnnouncements, readLeaseAware } from '../registry/lease-reads.js'
 import type { AccessGate } from './access-gate.js'
 import { queryPresence } from './community-presence.js'
 import type { CommunityDeps } from './community-state.js'
+import { mintInvite } from './invite-requests.js'
 import { isOpen, type LiveFeed, lose } from './live-feed.js'
 import { type CommunityMsg, type Page, REDELIVER } from './messages.js'
 import type { ReadSlots } from './read-slots.js'
@@ -29,7 +30,7 @@ export interface ReadState {
 
 export type ReadDeps = Pick<
   CommunityDeps,
-  'record' | 'store' | 'limits' | 'metrics' | 'cluster' | 'presence' | 'nowSeconds' | 'nowMs' | 'log'
+  'record' | 'store' | 'limits' | 'metrics' | 'cluster' | 'presence' | 'nowSeconds' | 'nowMs' | 'log' | 'sign' | 'invites'
 >
 type Ctx = ActorContext<CommunityMsg>
 
@@ -85,15 +86,17 @@ function overloadReason(error: unknown, conn: ConnView, deps: ReadDeps): Reason 
   return OVER_BUDGET[over.reason]
 }
 
-/** Beside the actor: policy, access options, the store and the presence store. */
+/** Beside the actor: policy, access options, the store and the presence store, and an invite when one is asked for. */
 async function readPage(gate: AccessGate, conn: ConnView, filters: Filter[], deps: ReadDeps): Promise<Page | Reason> {
   const refused = await gate.checkRead(conn).catch(() => reason('error', 'could not check access'))
   if (refused) return refused
+  const minted = await mintInvite(filters, conn, gate, deps)
+  if (typeof minted === 'string') return minted
   // live events from other nodes must start arriving before the query, or one could fall in between
   const live = await deps.cluster.link.ensureInterest()
   const end = deps.metrics.storeLatency.startTimer({ op: 'query' })
   try {
-    const options = await gate.readOptions(conn, deps.nowSeconds())
+    const options = await gate.readOptions(conn, deps.nowSeconds(), filters)
     // kind 20001 is never stored: its current presence comes from the presence store (docs/architecture.md §8), through
     // the same rule as the store: nothing from a channel this reader may not see
     // an announcement (31990) is served only while its author's lease is live (docs/agent-registry.md)
@@ -102,7 +105,7 @@ async function readPage(gate: AccessGate, conn: ConnView, filters: Filter[], dep
       readLeaseAware(filters, read, deps.presence.store, deps.record.id, leaseScanMaxEvents(deps)),
       queryPresence(filters, deps.presence, options.hiddenChannels),
     ])
-    return { stored, presence, live }
+    return { stored, presence, minted, live }
   } finally {
     end()
   }
@@ -143,7 +146,7 @@ function readFailed<S extends ReadState>(state: S, { sub, outcome }: Extract<Com
 }
 
 /** The stored page, EOSE, then the live events held meanwhile that the page did not carry: the subscription is live. */
-function sendPage(state: ReadState, sub: Subscription, { stored, presence, live }: Page, deps: ReadDeps): void {
+function sendPage(state: ReadState, sub: Subscription, { stored, presence, minted, live }: Page, deps: ReadDeps): void {
   const held = sub.held?.events ?? []
   sub.held = undefined
   // only ids whose live copy may still come need remembering: a save in flight, an event waiting in the
@@ -152,7 +155,7 @@ function sendPage(state: ReadState, sub: Subscription, { stored, presence, live 
     stored.length > 0 && (held.length > 0 || state.inflight.effects > 0 || state.feed.waiting > 0 || deps.cluster.link.clustered)
   const ids = remember ? new Set(stored.map((s) => s.id)) : undefined
   const page = stored.map((s) => eventFrame(sub.subId, s.raw))
-  for (const raw of presence) page.push(eventFrame(sub.subId, raw))
+  for (const raw of [...presence, ...minted]) page.push(eventFrame(sub.subId, raw))
   page.push(eoseFrame(sub.subId))
   sub.conn.queue.pushPage(page)
   // without the bus there is no gap-free live feed: the stored page, then the truth
@@ -177,7 +180,7 @@ export function onCount<S extends ReadState>(state: S, msg: Extract<CommunityMsg
   const counted = slot.run(async () => {
     const refused = await state.gate.checkRead(msg.conn).catch(() => reason('error', 'could not check access'))
     if (refused) return refused
-    const options = await state.gate.readOptions(msg.conn, deps.nowSeconds())
+    const options = await state.gate.readOptions(msg.conn, deps.nowSeconds(), filters)
     const counted = deps.store.count(deps.record.id, filters, options)
     if (!canMatchAnnouncements(filters)) return counted
     // announcements count only while their author's lease is live: the stored ones without one come off

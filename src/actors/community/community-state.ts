@@ -6,6 +6,7 @@ import type { Metrics } from '../../infra/metrics.js'
 import type { ChannelStore } from '../../infra/store/channel-store.js'
 import type { CommunityRecord, CommunityStore } from '../../infra/store/community-store.js'
 import type { EventStore } from '../../infra/store/event-store.js'
+import type { InviteStore } from '../../infra/store/invite-store.js'
 import type { Verifier } from '../../infra/verify/verifier.js'
 import type { Limits } from '../../protocols/limits.js'
 import type { ForwardedAuth } from '../../protocols/mesh/session-frames.js'
@@ -19,6 +20,7 @@ import type { CommunityLink } from './community-link.js'
 import type { PresenceDeps, PresenceHolds } from './community-presence.js'
 import type { ControlReplayMemory } from './control-replay.js'
 import type { LiveFeed } from './live-feed.js'
+import type { MemberList } from './member-list.js'
 import type { CommunityMsg, PublishOutcome } from './messages.js'
 import type { ReadSlots } from './read-slots.js'
 import type { RecentIds } from './recent-ids.js'
@@ -44,12 +46,14 @@ export interface CommunityDeps {
   record: CommunityRecord
   store: EventStore
   channels: ChannelStore
-  communities: Pick<CommunityStore, 'allowedAmong' | 'bannedAmong' | 'listBannedEvents'>
+  communities: Pick<CommunityStore, 'allowedAmong' | 'bannedAmong' | 'listBannedEvents' | 'listAllowedPubkeys' | 'disallowPubkey'>
+  /** NIP-43 invite codes: made for a 28935 request, used by a 28934 join */
+  invites: Pick<InviteStore, 'create' | 'redeem'>
   /** the key the relay signs for this community with (infra/community-key.ts): NIP-11 `self` on its hosts */
   communityPubkey: string
   /** keys that signed for it before (CommunityKeys.formerOf): their channel state is signed again on start (state-rekey.ts) */
   formerPubkeys: readonly string[]
-  /** sign with the community's key (channel state 39000–39002, the relay's answers to joins and leaves, departures) */
+  /** sign with the community's key (channel state 39000–39005, the relay's answers to joins and leaves, departures, NIP-43's lists) */
   sign: (t: EventTemplate, createdAt: number) => NostrEvent
   /** the relay-wide AUTH requirement (each community may add its own) */
   authRequired: boolean
@@ -117,6 +121,8 @@ export interface CommunityState extends CommunitySurvivors {
   channels: ChannelDeps
   /** channel state waiting for the clock */
   deferred: DeferredState
+  /** the NIP-43 member list (13534), republished beside the actor; one for the def, kept across restarts */
+  memberList: MemberList
 }
 
 export type Ctx = ActorContext<CommunityMsg>

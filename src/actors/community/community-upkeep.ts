@@ -1,11 +1,13 @@
 // A community actor's housekeeping: the record it serves (replaced on RecordChanged), the banned event ids
 // (loaded beside the actor, before any write is judged), and the sweep that forgets connections whose
 // Disconnect never arrived and channel writes that never came back.
+import type { CommunityRecord } from '../../infra/store/community-store.js'
 import { reason } from '../../protocols/reasons.js'
 import { pipeTo } from '../kernel/index.js'
 import { forget } from './community-connections.js'
 import type { CommunityDeps, CommunityState, Ctx } from './community-state.js'
 import { republish } from './community-writes.js'
+import { isNamedMember } from './membership-changes.js'
 import { type CommunityMsg, REDELIVER } from './messages.js'
 
 type Msg<T extends CommunityMsg['type']> = Extract<CommunityMsg, { type: T }>
@@ -48,11 +50,19 @@ export function onBannedEventsRead(state: CommunityState, msg: Msg<'BannedEvents
 }
 
 export function onRecordChanged(state: CommunityState, msg: Msg<'RecordChanged'>, ctx: Ctx, deps: CommunityDeps): CommunityState {
+  const before = state.current.record
   state.current.record = msg.record
+  // an admin or a roster agent came or went: the NIP-43 member list names them
+  if (namedMembersDiffer(before, msg.record)) state.memberList.refresh()
   // roster, admins or the allowed list may have changed: community membership answers are re-read
   state.gate.invalidate({ op: 'InvalidateMembers' })
   loadBannedEvents(ctx, deps)
   return state
+}
+
+function namedMembersDiffer(a: CommunityRecord, b: CommunityRecord): boolean {
+  const named = (r: CommunityRecord) => [...r.admins, ...r.agents.map((x) => x.pubkey)]
+  return named(a).length !== named(b).length || named(a).some((p) => !isNamedMember(b, p))
 }
 
 /** Connections that closed without their Disconnect reaching us (a full mailbox, a restart) are forgotten. */

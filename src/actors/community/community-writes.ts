@@ -8,12 +8,14 @@ import { HOST_WRITE } from '../../protocols/mesh/session-frames.js'
 import type { VerifiedEvent } from '../../protocols/nip01/event.js'
 import { kindClass } from '../../protocols/nip01/kinds.js'
 import { channelTagOf, parseChannelAction } from '../../protocols/nip29.js'
+import { isMembershipRequest } from '../../protocols/nip43.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import type { Result } from '../../protocols/result.js'
 import { pipeTo, tell } from '../kernel/index.js'
 import { type ChannelPlan, planChannelEvent, planChannelEventNow } from './community-channels.js'
 import { checkEventRules, checkWrite, checkWriteNow } from './community-policy.js'
 import type { CommunityDeps, CommunityState, Ctx } from './community-state.js'
+import { onMembershipRequest } from './membership-requests.js'
 import { type CommunityMsg, type PublishMsg, REDELIVER, type SavedMsg } from './messages.js'
 import { writeEphemeral } from './presence-writes.js'
 import { DUPLICATE, NOT_PROCESSED, NOT_STORED, refuse, storedAnswer } from './write-answers.js'
@@ -27,6 +29,8 @@ export function onPublish(state: CommunityState, msg: PublishMsg, ctx: Ctx, deps
   const { event, reply } = msg
   const broken = checkEventRules(event, deps.communityPubkey, deps.nowSeconds())
   if (broken) return refuse(state, reply, broken)
+  // NIP-43 joins and leaves are the relay's to decide: never stored, relayed, or held behind a channel
+  if (isMembershipRequest(event.kind)) return onMembershipRequest(state, msg, ctx, deps)
   const order = state.writes.admit(msg, channelTagOf(event))
   if (order === 'held') return state
   if (order === 'full') return refuse(state, reply, reason('error', 'too many writes waiting in this community, retry shortly'))

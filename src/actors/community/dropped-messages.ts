@@ -13,6 +13,7 @@ import type { CommunityDeps, CommunitySurvivors } from './community-state.js'
 import { disconnectHere } from './disconnects.js'
 import { actOnLag } from './lagged.js'
 import { lose, loseMatching } from './live-feed.js'
+import { lostSettled } from './membership-changes.js'
 import { type CommunityMsg, REDELIVER } from './messages.js'
 import { tellRegistry } from './registry-tells.js'
 import { lostAnnounce } from './relay-events.js'
@@ -43,6 +44,17 @@ export function onDropped(msg: CommunityMsg, self: TypedRef<CommunityMsg>, s: Co
       return
     case 'Announce':
       again(msg, () => lostAnnounce(s, msg, deps))
+      return
+    case 'MembershipSettled': {
+      // its asker hears now; its events are delivered after the respawn
+      msg.reply?.(msg.outcome.ok ? msg.outcome.value.answer : { accepted: false, message: NOT_PROCESSED })
+      msg.done?.()
+      const later = { ...msg, reply: undefined, done: undefined }
+      again(later, () => lostSettled(s, later, deps))
+      return
+    }
+    case 'MembersChanged':
+      again(msg, () => msg.done?.())
       return
     case 'ReadResult':
       again(msg, () => {

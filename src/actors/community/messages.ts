@@ -19,6 +19,8 @@ export type LinkStream = 'events' | ControlChannel
 export interface Page {
   stored: StoredEvent[]
   presence: string[]
+  /** relay events made for this REQ, never stored (a NIP-43 invite) */
+  minted: string[]
   /** false: the bus could not give live events from other nodes; the subscription ends after EOSE */
   live: boolean
 }
@@ -52,6 +54,18 @@ export type StatsMsg = { type: 'Stats'; reply: (s: CommunityStats) => void }
  * from forging it.
  */
 export type CommunityHostMsg = HostPublishMsg | DisconnectPubkeyMsg | DisconnectCommunityMsg | StatsMsg
+
+/** A change of the community's members: who became one, who stopped being one. */
+export interface MembersChange {
+  added: string[]
+  removed: string[]
+}
+
+/** What a membership change beside the actor ends with: the answer its asker gets, the relay events it stored. */
+export interface MembershipOutcome {
+  answer: PublishOutcome
+  events: RelayEvent[]
+}
 
 /** A store write's outcome. Without `reply` its writer was answered already: the commit landed late. */
 export type SavedMsg = {
@@ -108,11 +122,23 @@ export type CommunityMsg =
   /** drop these cache keys here; `broadcast`: a change on this node (its mesh channel owner), so on every other node too */
   | { type: 'InvalidateCache'; op: CacheInvalidationOp; broadcast: boolean }
   /**
-   * The relay's own events, to deliver here and publish to the other nodes: channel state published beside
-   * the actor (an effect in flight until handled), a mesh channel owner's stored events on this node (their
+   * The relay's own events, to deliver here and publish to the other nodes: channel state or the NIP-43 member
+   * list published beside the actor (an effect in flight until handled), a mesh channel owner's stored events on this node (their
    * ids join the duplicate guard), or the agent registry's arrivals and departures.
    */
-  | { type: 'Announce'; events: RelayEvent[]; from: 'channel-state' | 'mesh' | 'registry' }
+  | { type: 'Announce'; events: RelayEvent[]; from: 'channel-state' | 'member-list' | 'mesh' | 'registry' }
+  /** the host changed the allowed list (NIP-86): publish the NIP-43 8000/8001 and member list; `done` once stored */
+  | ({ type: 'MembersChanged'; done?: () => void } & MembersChange)
+  /**
+   * A membership change (a NIP-43 join or leave, or MembersChanged) came back from beside the actor: its 8000/8001
+   * are stored (an effect in flight until handled); deliver them, then answer its asker.
+   */
+  | {
+      type: 'MembershipSettled'
+      outcome: Settled<MembershipOutcome>
+      reply?: (o: PublishOutcome) => void
+      done?: () => void
+    }
   /** the checks that read before a write (membership, the channel's rows), done beside the actor */
   | { type: 'Prepared'; publish: PublishMsg; ordered?: string; sinceMs: number; outcome: Settled<Result<ChannelPlan | undefined>> }
   /** the channel's owner node decided a moderation event (the relay mesh): answer its writer */

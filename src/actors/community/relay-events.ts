@@ -18,7 +18,7 @@ export function announce(state: Pick<CommunityState, 'feed'>, events: RelayEvent
 }
 
 export function onAnnounce(state: CommunityState, msg: Msg<'Announce'>, deps: CommunityDeps): CommunityState {
-  if (msg.from === 'channel-state') effectDone(state)
+  if (msg.from === 'channel-state' || msg.from === 'member-list') effectDone(state)
   // stored by this node's channel owner, the writer's event among them: a resend is a duplicate
   if (msg.from === 'mesh') for (const e of msg.events) state.recent.add(e.event.id)
   announce(state, msg.events, deps)
@@ -51,6 +51,6 @@ export function onPublishChannelState(
 /** Relay events that never reached their community: delivered to the other nodes, closed here. */
 export function lostAnnounce(state: Pick<CommunitySurvivors, 'index' | 'inflight'>, msg: CommunityMsg, deps: CommunityDeps): void {
   if (msg.type !== 'Announce') return
-  if (msg.from === 'channel-state') effectDone(state)
+  if (msg.from === 'channel-state' || msg.from === 'member-list') effectDone(state)
   lostEvents(state, msg.events, deps)
 }

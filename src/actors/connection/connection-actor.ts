@@ -102,7 +102,7 @@ function preparationOf(m: ClientMessage, deps: ConnectionDeps): Promise<Prepared
       return prepareEvent(m, deps)
     case 'REQ':
     case 'COUNT':
-      return prepareRead(m.filters, deps)
+      return prepareRead(m.filters, deps, m.type === 'REQ')
     case 'AUTH':
       return prepareAuth(m, deps)
     case 'CLOSE':

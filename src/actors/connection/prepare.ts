@@ -6,6 +6,7 @@
 import { conditionsAllowKind } from '../../protocols/nip-oa.js'
 import type { ClientMessage } from '../../protocols/nip01/client-message.js'
 import { checkAuthEvent } from '../../protocols/nip42.js'
+import { asksForInvite } from '../../protocols/nip43.js'
 import { checkProtected } from '../../protocols/nip70.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import { err, ok } from '../../protocols/result.js'
@@ -52,15 +53,20 @@ async function admitEvent(principal: string, deps: ConnectionDeps): Promise<Admi
   return answers.find((a) => !a.allowed) ?? answers[0]
 }
 
-/** REQ and COUNT: who may read what, then the reader's `reqs` budget. */
-export async function prepareRead(filters: { kinds?: number[] }[], deps: ConnectionDeps): Promise<Prepared> {
+/** REQ and COUNT: who may read what, then the reader's `reqs` budget (and `events`, for a REQ that may mint an invite). */
+export async function prepareRead(filters: { kinds?: number[] }[], deps: ConnectionDeps, req = false): Promise<Prepared> {
   if (deps.authRequired && deps.view.authed.size === 0)
     return refused(reason('auth-required', 'this relay requires authentication to read'))
   if (deps.view.authed.size === 0 && isAuthorOnlyRequest(filters))
     return refused(reason('auth-required', 'direct messages are served only to their author or recipient'))
   const principal = principalOf(deps)
-  const admission = await deps.admit(principal, 'reqs', deps.view.lifted.has(principal))
-  return admission.allowed ? GO : refused(admissionReason(admission, deps.metrics, 'reqs'))
+  const lifted = deps.view.lifted.has(principal)
+  const admission = await deps.admit(principal, 'reqs', lifted)
+  if (!admission.allowed) return refused(admissionReason(admission, deps.metrics, 'reqs'))
+  // a NIP-43 invite is a stored code and a signature: its REQ also spends what an EVENT does
+  if (!req || !asksForInvite(filters)) return GO
+  const minting = await deps.admit(principal, 'events', lifted)
+  return minting.allowed ? GO : refused(admissionReason(minting, deps.metrics, 'events'))
 }
 
 export async function prepareAuth(m: Extract<ClientMessage, { type: 'AUTH' }>, deps: ConnectionDeps): Promise<Prepared> {

@@ -20,8 +20,13 @@ export interface CommunitySettings {
    */
   roleRules: RoleRule[]
   channelRoles: ChannelRoles[]
-  /** a private channel's admin and member lists (39001/39002) readable by anyone, not its members only */
+  /**
+   * member lists readable by anyone the read policy lets read, not by members only: a private channel's admin
+   * and member lists (39001/39002) and the community's NIP-43 member list and changes (13534, 8000, 8001)
+   */
   publicMemberLists: boolean
+  /** NIP-43: members, not only admins, may ask for an invite code (kind 28935) */
+  membersInvite: boolean
 }
 
 export const DEFAULT_SETTINGS: CommunitySettings = {
@@ -33,6 +38,7 @@ export const DEFAULT_SETTINGS: CommunitySettings = {
   roleRules: [],
   channelRoles: [],
   publicMemberLists: false,
+  membersInvite: false,
 }
 
 /**
@@ -141,7 +147,8 @@ export interface CommunityStore {
   allowPubkey(community: string, pubkey: string, reason: string): Promise<void>
   /** false when it was not listed */
   disallowPubkey(community: string, pubkey: string): Promise<boolean>
-  listAllowedPubkeys(community: string): Promise<ListedEntry[]>
+  /** by pubkey; at most `limit` when given (a 13534 names a bounded number of members) */
+  listAllowedPubkeys(community: string, limit?: number): Promise<ListedEntry[]>
   /** those among `pubkeys` on the allowed list */
   allowedAmong(community: string, pubkeys: readonly string[]): Promise<Set<string>>
   /** NIP-86 banevent: remembered so a resubmission is refused (the caller deletes the stored event) */

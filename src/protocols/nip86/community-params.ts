@@ -2,6 +2,7 @@
 // the operator's community lifecycle. Untrusted input in, Result out; never throws.
 import { normalizeHost } from '../host.js'
 import { isCommunityId, isHex64 } from '../ids.js'
+import { DEFAULT_INVITE_SECONDS } from '../nip43.js'
 import { ok, type Result } from '../result.js'
 import { invalid } from './methods.js'
 
@@ -54,6 +55,29 @@ export function parseCreateCommunityParams(params: unknown[]): Result<CreateComm
     return invalid(`admins must be a list of at most ${maxAdminsPerCommunity} hex pubkeys`)
   return ok({ id, hosts: [...new Set(normalized)], name: typeof name === 'string' && name !== '' ? name : undefined, admins: admins ?? [] })
 }
+
+// An invite is passed on by hand within days; past a month it is a standing door, which is what a `public`
+// write policy is for. A minute is the least time to paste it.
+export const minInviteSeconds = 60
+export const maxInviteSeconds = 30 * 86_400
+// Enough for a meetup's room; past it, a code is a public link and the community's policy should say so.
+export const maxInviteUses = 10_000
+
+export interface CreateInviteParams {
+  seconds: number
+  uses: number
+}
+
+/** `createinvite` params: `[<seconds>?, <uses>?]`, a day and one use unless given. */
+export function parseCreateInviteParams(params: unknown[]): Result<CreateInviteParams> {
+  const [seconds = DEFAULT_INVITE_SECONDS, uses = 1] = params
+  if (!isWholeIn(seconds, minInviteSeconds, maxInviteSeconds))
+    return invalid(`seconds must be a whole number from ${minInviteSeconds} to ${maxInviteSeconds}`)
+  if (!isWholeIn(uses, 1, maxInviteUses)) return invalid(`uses must be a whole number from 1 to ${maxInviteUses}`)
+  return ok({ seconds, uses })
+}
+
+const isWholeIn = (v: unknown, min: number, max: number): v is number => Number.isInteger(v) && (v as number) >= min && (v as number) <= max
 
 /** `archivecommunity` params: `["<id>"]`. */
 export function parseCommunityIdParam(params: unknown[]): Result<string> {

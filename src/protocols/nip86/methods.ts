@@ -46,6 +46,8 @@ export const NIP86_METHODS = [
   'setroledomain',
   'setchannelroles',
   'listroledomains',
+  // NIP-43 invite codes (docs/nip43.md)
+  'createinvite',
   'createcommunity',
   'archivecommunity',
   'listcommunities',

@@ -25,6 +25,7 @@ export interface CommunityPolicyParams {
   writePolicy?: AccessPolicyParam
   authRequired?: boolean
   publicMemberLists?: boolean
+  membersInvite?: boolean
 }
 
 // Same bound as createcommunity's name: a title for a client's relay list, not a sentence.
@@ -106,28 +107,36 @@ export function parseKindParam(params: unknown[]): Result<number> {
   return ok(kind)
 }
 
-const POLICY_FIELDS = ['readPolicy', 'writePolicy', 'authRequired', 'publicMemberLists']
+const POLICY_FIELDS = ['readPolicy', 'writePolicy', 'authRequired', 'publicMemberLists', 'membersInvite']
+const FLAG_FIELDS = ['authRequired', 'publicMemberLists', 'membersInvite'] as const
 
-/** setcommunitypolicy `[{"readPolicy"?, "writePolicy"?, "authRequired"?, "publicMemberLists"?}]`: at least one, nothing else. */
+/**
+ * setcommunitypolicy `[{"readPolicy"?, "writePolicy"?, "authRequired"?, "publicMemberLists"?, "membersInvite"?}]`:
+ * at least one, nothing else.
+ */
 export function parseCommunityPolicyParams(params: unknown[]): Result<CommunityPolicyParams> {
   const [patch] = params
   if (typeof patch !== 'object' || patch === null || Array.isArray(patch))
-    return invalid('params must be [{readPolicy?, writePolicy?, authRequired?, publicMemberLists?}]')
+    return invalid('params must be [{readPolicy?, writePolicy?, authRequired?, publicMemberLists?, membersInvite?}]')
   const fields = patch as Record<string, unknown>
   const keys = Object.keys(fields)
   const unknown = keys.find((k) => !POLICY_FIELDS.includes(k))
   if (unknown !== undefined) return invalid(`unknown policy field ${unknown.slice(0, 32)}`)
   if (keys.length === 0) return invalid(`set at least one of ${POLICY_FIELDS.join(', ')}`)
-  const { readPolicy, writePolicy, authRequired, publicMemberLists } = fields
+  const { readPolicy, writePolicy } = fields
   if (readPolicy !== undefined && !isPolicy(readPolicy)) return invalid('readPolicy must be public, authenticated or members')
   if (writePolicy !== undefined && !isPolicy(writePolicy)) return invalid('writePolicy must be public, authenticated or members')
-  if (authRequired !== undefined && typeof authRequired !== 'boolean') return invalid('authRequired must be true or false')
-  if (publicMemberLists !== undefined && typeof publicMemberLists !== 'boolean') return invalid('publicMemberLists must be true or false')
+  const flags: Pick<CommunityPolicyParams, (typeof FLAG_FIELDS)[number]> = {}
+  for (const field of FLAG_FIELDS) {
+    const value = fields[field]
+    if (value === undefined) continue
+    if (typeof value !== 'boolean') return invalid(`${field} must be true or false`)
+    flags[field] = value
+  }
   return ok({
     ...(readPolicy !== undefined && { readPolicy }),
     ...(writePolicy !== undefined && { writePolicy }),
-    ...(authRequired !== undefined && { authRequired }),
-    ...(publicMemberLists !== undefined && { publicMemberLists }),
+    ...flags,
   })
 }
 

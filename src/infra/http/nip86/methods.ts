@@ -4,6 +4,7 @@
 import {
   parseCommunityIdParam,
   parseCreateCommunityParams,
+  parseCreateInviteParams,
   parseSetAgentTierParams,
   type SetAgentTierParams,
 } from '../../../protocols/nip86/community-params.js'
@@ -49,6 +50,8 @@ export interface ManagementOps extends ModerationOps {
     change: { rule: RoleRule } | { channel: ChannelRoles },
   ): Promise<Result<{ rules: RoleRule[]; channels: ChannelRoles[] }> | false>
   rolePolicy(community: string): Promise<{ rules: RoleRule[]; channels: ChannelRoles[] } | undefined>
+  /** a new NIP-43 invite code of `uses` uses, made by `by`, for `seconds` from now; its code and end */
+  createInvite(community: string, by: string, seconds: number, uses: number): Promise<{ code: string; expiresAt: number }>
   /** a new id only; served on this node at once, on the others when they hear of it */
   createCommunity(record: CommunityInput, via: string): Promise<{ ok: true } | { ok: false; error: string }>
   archiveCommunity(id: string): Promise<boolean>
@@ -132,6 +135,14 @@ export async function callMethod(
     case 'listroledomains': {
       const policy = await ops.rolePolicy(community)
       return toNip86Result(policy ?? { rules: [], channels: [] })
+    }
+    case 'createinvite': {
+      const p = parseCreateInviteParams(params)
+      if (!p.ok) return toNip86Error(p.error)
+      const { code, expiresAt } = await ops.createInvite(community, by, p.value.seconds, p.value.uses)
+      // the code itself stays out of the log: it admits whoever holds it
+      log.info({ community, by, uses: p.value.uses, expiresAt }, 'nip86: invite created')
+      return toNip86Result({ code, expires_at: expiresAt, uses: p.value.uses })
     }
     case 'createcommunity': {
       const p = parseCreateCommunityParams(params)

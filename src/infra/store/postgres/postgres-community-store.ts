@@ -209,7 +209,7 @@ export async function openPostgresCommunityStore(opts: { url: string }): Promise
     },
     allowPubkey: (community, pubkey, reason) => allowed.add(community, pubkey, reason),
     disallowPubkey: (community, pubkey) => allowed.remove(community, pubkey),
-    listAllowedPubkeys: (community) => allowed.list(community),
+    listAllowedPubkeys: (community, limit) => allowed.list(community, limit),
     async allowedAmong(community, pubkeys) {
       if (pubkeys.length === 0) return new Set()
       // on reads under a `members` policy: bounded like the ban lookup
@@ -257,11 +257,15 @@ function listTable(sql: Sql, table: string, key: string) {
       const rows = await sql.unsafe(`DELETE FROM ${table} WHERE community = $1 AND ${key} = $2 RETURNING 1`, [community, value])
       return rows.length > 0
     },
-    async list(community: string): Promise<ListedEntry[]> {
+    async list(community: string, limit?: number): Promise<ListedEntry[]> {
       // the blocked ranges are read on every connect (matched in memory): bounded like the lookups below
       const rows = await withDeadline(
         `${table} list`,
-        sql.unsafe(`SELECT ${key} AS value, reason FROM ${table} WHERE community = $1 ORDER BY ${key}`, [community]),
+        // LIMIT NULL: every row
+        sql.unsafe(`SELECT ${key} AS value, reason FROM ${table} WHERE community = $1 ORDER BY ${key} LIMIT $2`, [
+          community,
+          limit ?? null,
+        ]),
       )
       return rows.map((r) => ({ value: r.value as string, reason: r.reason as string }))
     },

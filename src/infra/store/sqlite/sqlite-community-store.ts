@@ -174,7 +174,7 @@ export function openSqliteCommunityStore(file: string): CommunityStore {
     },
     allowPubkey: async (community, pubkey, reason) => allowed.add(community, pubkey, reason),
     disallowPubkey: async (community, pubkey) => allowed.remove(community, pubkey),
-    listAllowedPubkeys: async (community) => allowed.list(community),
+    listAllowedPubkeys: async (community, limit) => allowed.list(community, limit),
     async allowedAmong(community, pubkeys) {
       if (pubkeys.length === 0) return new Set()
       return new Set(allowedAmong.all(community, JSON.stringify(pubkeys)) as string[])
@@ -198,12 +198,13 @@ function prepareList(db: Database.Database, table: string, key: string) {
     `INSERT INTO ${table} (community, ${key}, reason) VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET reason = excluded.reason`,
   )
   const remove = db.prepare(`DELETE FROM ${table} WHERE community = ? AND ${key} = ?`)
-  const list = db.prepare(`SELECT ${key} AS value, reason FROM ${table} WHERE community = ? ORDER BY ${key}`)
+  // LIMIT -1: every row
+  const list = db.prepare(`SELECT ${key} AS value, reason FROM ${table} WHERE community = ? ORDER BY ${key} LIMIT ?`)
   const has = db.prepare(`SELECT 1 FROM ${table} WHERE community = ? AND ${key} = ?`).pluck()
   return {
     add: (community: string, value: string, reason: string): void => void add.run(community, value, reason),
     remove: (community: string, value: string): boolean => remove.run(community, value).changes > 0,
-    list: (community: string): ListedEntry[] => list.all(community) as ListedEntry[],
+    list: (community: string, limit = -1): ListedEntry[] => list.all(community, limit) as ListedEntry[],
     has: (community: string, value: string): boolean => has.get(community, value) !== undefined,
   }
 }
