@@ -8,6 +8,7 @@ import type { ChannelStore } from '../../../src/infra/store/channel-store'
 import { openSqliteChannelStore } from '../../../src/infra/store/sqlite/sqlite-channel-store'
 import type { NostrEvent } from '../../../src/protocols/nip01/event'
 import { prefixOf } from '../../../src/protocols/reasons'
+import { channelRow } from '../../support/channel-rows'
 
 const community = 'c'
 const NOW = 1_700_000_000
@@ -31,20 +32,7 @@ describe('planning a channel event: timeline references and late publication', (
   let channels: ChannelStore
   beforeAll(async () => {
     channels = openSqliteChannelStore(join(dir, 'apiary.sqlite'))
-    const row = {
-      id: 'hive',
-      name: 'hive',
-      about: '',
-      picture: '',
-      banner: '',
-      private: false,
-      restricted: false,
-      closed: false,
-      hidden: false,
-      supportedKinds: null,
-      createdAt: 1,
-    }
-    await channels.create(community, row, ADMIN)
+    await channels.create(community, channelRow('hive'), ADMIN)
   })
   afterAll(async () => {
     await channels.close()

@@ -6,22 +6,11 @@ import { ChannelReads, type LatestIds, latestIdsOf } from '../../../src/actors/c
 import type { ChannelInit, ChannelStore } from '../../../src/infra/store/channel-store'
 import { type EventStore, StoreError } from '../../../src/infra/store/event-store'
 import { openSqliteChannelStore } from '../../../src/infra/store/sqlite/sqlite-channel-store'
+import { channelRow } from '../../support/channel-rows'
 
 const community = 'c'
 const pubkey = (c: string) => c.repeat(64)
-const channel = (id: string): ChannelInit => ({
-  id,
-  name: id,
-  about: '',
-  picture: '',
-  banner: '',
-  private: false,
-  restricted: true,
-  closed: false,
-  hidden: false,
-  supportedKinds: null,
-  createdAt: 1,
-})
+const channel = (id: string): ChannelInit => channelRow(id, { restricted: true })
 
 /** Latest ids that count their calls: per channel, ids made of one repeated character. */
 function latestIds(byChannel: Record<string, string[] | undefined> = {}) {

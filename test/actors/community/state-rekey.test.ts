@@ -14,6 +14,7 @@ import { openSqliteChannelStore } from '../../../src/infra/store/sqlite/sqlite-c
 import { openSqliteEventStore } from '../../../src/infra/store/sqlite/sqlite-event-store'
 import { dTagOf } from '../../../src/protocols/nip01/kinds'
 import { type SigningKey, signTemplate } from '../../../src/protocols/nip01/sign'
+import { channelRow } from '../../support/channel-rows'
 import { makeKeys } from '../../support/events'
 import { createTestDatabase, type TestDatabase } from '../../support/postgres'
 
@@ -96,19 +97,7 @@ describe.each(backends)('channel state a former key signed (%s)', (_, open) => {
     async function channel(id: string, members: string[]) {
       await stores.channels.create(
         community,
-        {
-          id,
-          name: `Room ${id}`,
-          about: '',
-          picture: '',
-          banner: '',
-          private: false,
-          restricted: true,
-          closed: false,
-          hidden: false,
-          supportedKinds: null,
-          createdAt: nowSeconds(),
-        },
+        channelRow(id, { name: `Room ${id}`, restricted: true, createdAt: nowSeconds() }),
         members[0] as string,
       )
       for (const m of members.slice(1)) await stores.channels.putMember(community, id, m, [])

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { ChannelStore, InviteInit } from '../../../src/infra/store/channel-store'
 import { MAX_INVITES_PER_CHANNEL } from '../../../src/protocols/nip29-invites'
+import { channelRow } from '../../support/channel-rows'
 
 /**
  * The invite codes of the ChannelStore contract, run against every backend. `open` may be called several
@@ -26,23 +27,12 @@ export function describeChannelInvitesContract(name: string, open: () => Promise
       createdAt: NOW,
       ...over,
     })
-    const row = {
-      name: 'room',
-      about: '',
-      picture: '',
-      banner: '',
-      private: false,
-      restricted: true,
-      closed: true,
-      hidden: false,
-      supportedKinds: null,
-      createdAt: NOW,
-    }
+    const row = channelRow('room', { restricted: true, closed: true, createdAt: NOW })
 
     beforeEach(async () => {
       store = await open()
       community = `c-${randomUUID().slice(0, 8)}`
-      await store.create(community, { id: 'room', ...row }, pubkey('a'))
+      await store.create(community, row, pubkey('a'))
     })
     afterEach(async () => {
       await Promise.all([store, ...others.splice(0)].map((s) => s.close()))
@@ -51,7 +41,7 @@ export function describeChannelInvitesContract(name: string, open: () => Promise
     it('creates a code once per channel: the same code again is exists, in another channel it is another code', async () => {
       expect(await store.createInvite(community, 'room', invite('k1'), NOW)).toBe('created')
       expect(await (await another()).createInvite(community, 'room', invite('k1', { maxUses: 5 }), NOW)).toBe('exists')
-      await store.create(community, { id: 'other', ...row }, pubkey('a'))
+      await store.create(community, { ...row, id: 'other' }, pubkey('a'))
       expect(await store.createInvite(community, 'other', invite('k1'), NOW)).toBe('created')
       expect(await store.createInvite(`${community}-x`, 'room', invite('k1'), NOW)).toBe('no-channel')
     })

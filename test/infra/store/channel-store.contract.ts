@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { ChannelInit, ChannelStore } from '../../../src/infra/store/channel-store'
+import { channelRow } from '../../support/channel-rows'
 
 /**
  * The ChannelStore contract, run against every backend. `open` may be called several times: each call is
@@ -17,20 +18,8 @@ export function describeChannelStoreContract(name: string, open: () => Promise<C
     }
     let community: string
     const pubkey = (c: string) => c.repeat(64)
-    const channel = (id: string, over: Partial<ChannelInit> = {}): ChannelInit => ({
-      id,
-      name: `channel ${id}`,
-      about: '',
-      picture: '',
-      banner: '',
-      private: false,
-      restricted: false,
-      closed: false,
-      hidden: false,
-      supportedKinds: null,
-      createdAt: 1_700_000_000,
-      ...over,
-    })
+    const channel = (id: string, over: Partial<ChannelInit> = {}): ChannelInit =>
+      channelRow(id, { name: `channel ${id}`, createdAt: 1_700_000_000, ...over })
 
     beforeEach(async () => {
       store = await open()

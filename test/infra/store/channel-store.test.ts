@@ -6,6 +6,7 @@ import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openPostgresChannelStore } from '../../../src/infra/store/postgres/postgres-channel-store'
 import { openSqliteChannelStore } from '../../../src/infra/store/sqlite/sqlite-channel-store'
+import { channelRow } from '../../support/channel-rows'
 import { createTestDatabase, type TestDatabase } from '../../support/postgres'
 import { describeChannelInvitesContract } from './channel-invites.contract'
 import { describeChannelStoreContract } from './channel-store.contract'
@@ -26,18 +27,7 @@ describeChannelStoreContract('PostgreSQL', () => openPostgresChannelStore({ url:
 describeChannelInvitesContract('SQLite', async () => openSqliteChannelStore(join(dir, 'apiary.sqlite')))
 describeChannelInvitesContract('PostgreSQL', () => openPostgresChannelStore({ url: db.url }))
 
-const init = {
-  name: 'n',
-  about: '',
-  picture: '',
-  banner: '',
-  private: false,
-  restricted: true,
-  closed: true,
-  hidden: false,
-  supportedKinds: null,
-  createdAt: 1,
-}
+const init = channelRow('x', { name: 'n', restricted: true, closed: true })
 const invite = { code: 'k', maxUses: 3, createdBy: 'a'.repeat(64), createdAt: 1 }
 
 describe('a deleted channel’s invite codes', () => {
@@ -45,7 +35,7 @@ describe('a deleted channel’s invite codes', () => {
     const file = join(dir, 'dropped-codes.sqlite')
     const store = openSqliteChannelStore(file)
     try {
-      await store.create('c', { id: 'x', ...init }, 'a'.repeat(64))
+      await store.create('c', init, 'a'.repeat(64))
       expect(await store.createInvite('c', 'x', invite, 1)).toBe('created')
       expect(await store.remove('c', 'x')).toBe(true)
     } finally {
@@ -60,7 +50,7 @@ describe('a deleted channel’s invite codes', () => {
     const store = await openPostgresChannelStore({ url: db.url })
     const sql = postgres(db.url, { max: 1, onnotice: () => {} })
     try {
-      await store.create('dropped-codes', { id: 'x', ...init }, 'a'.repeat(64))
+      await store.create('dropped-codes', init, 'a'.repeat(64))
       expect(await store.createInvite('dropped-codes', 'x', invite, 1)).toBe('created')
       expect(await store.remove('dropped-codes', 'x')).toBe(true)
       const [row] = await sql`SELECT count(*)::int AS n FROM channel_invites WHERE community = 'dropped-codes'`
