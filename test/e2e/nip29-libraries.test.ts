@@ -1,7 +1,10 @@
-import type { NDKEvent } from '@nostr-dev-kit/ndk'
+import { NDKEvent } from '@nostr-dev-kit/ndk'
 import { generateCreateGroupEventTemplate, loadGroup, loadGroupFromCode } from 'nostr-tools/nip29'
 import { describe, expect, it } from 'vitest'
-import { newGroupUser, useGroupClients } from '../support/group-clients'
+import { ndkAnswer, ndkPublish, newGroupUser, useGroupClients } from '../support/group-clients'
+import { hasTag, pTags, STATE_KINDS } from '../support/group-watch'
+import { tagValues } from '../support/nip29-client'
+import { reqEvents } from '../support/relay-client'
 
 /** Group clients as published, against a real relay: they find the relay's key through NIP-11. */
 describe('NIP-29 client libraries', () => {
@@ -68,6 +71,150 @@ describe('NIP-29 client libraries', () => {
       expect(latest?.pubkey).toBe(self)
       expect([latest?.tagValue('d'), latest?.tagValue('about')]).toEqual(['hive', 'bees only'])
       expect((await group.getMetadata()).name).toBe('The Hive')
+    })
+
+    it('creates a group under NDK’s own mixed-case id and edits it with setMetadata, which keeps it private', async () => {
+      const g = await clients.start()
+      const owner = newGroupUser()
+      const group = g.ndkGroup(await g.ndk(owner))
+      expect(group.groupId).toMatch(/^[A-Za-z0-9]{24}$/)
+      const w = await g.watch(group.groupId)
+      await group.createGroup()
+      const created = await w.changed(39000, () => true)
+      // a 9007 without a name is named after its id
+      expect(created.tags).toEqual([
+        ['d', group.groupId],
+        ['name', group.groupId],
+      ])
+      expect(pTags(await w.changed(39001, (e) => pTags(e).length === 1))).toEqual([[owner.pubkey, 'admin']])
+      expect(pTags(await w.changed(39002, (e) => pTags(e).length === 1))).toEqual([[owner.pubkey, 'admin']])
+      const roles = await w.changed(39003, () => true)
+      expect(roles.tags.filter((t) => t[0] === 'role').map((t) => t[1])).toEqual(expect.arrayContaining(['admin', 'moderator']))
+
+      expect(await ndkPublish(group, 9002, [['private']])).toEqual({ accepted: true })
+      await w.changed(39000, (e) => hasTag(e, ['private']))
+      expect(
+        await ndkAnswer(group.setMetadata({ name: 'Night Bees', about: 'after dark', picture: 'https://bees.example/n.png' })),
+      ).toEqual({
+        accepted: true,
+      })
+      const edited = await w.changed(39000, (e) => tagValues(e, 'name')[0] === 'Night Bees')
+      expect(edited.tags).toEqual([
+        ['d', group.groupId],
+        ['name', 'Night Bees'],
+        ['about', 'after dark'],
+        ['picture', 'https://bees.example/n.png'],
+        ['private'],
+      ])
+      const metadata = await group.getMetadata()
+      expect([metadata.name, metadata.about, metadata.picture]).toEqual(['Night Bees', 'after dark', 'https://bees.example/n.png'])
+    })
+
+    it('adds a member with a role through addUser, and removes one', async () => {
+      const g = await clients.start()
+      const owner = newGroupUser()
+      const [keeper, visitor] = [newGroupUser(), newGroupUser()]
+      const group = g.ndkGroup(await g.ndk(owner))
+      await group.createGroup()
+      const w = await g.watch(group.groupId)
+      // NDK's addUser returns an unsigned 9000 without roles: the role goes after the pubkey, as NIP-29 says
+      const put = await group.addUser(group.ndk.getUser({ pubkey: keeper.pubkey }))
+      put.tags = put.tags.map((t) => (t[0] === 'p' ? [...t, 'moderator'] : t))
+      expect(await ndkAnswer(put.publish(group.relaySet))).toEqual({ accepted: true })
+      expect(pTags(await w.changed(39001, (e) => pTags(e).length === 2))).toContainEqual([keeper.pubkey, 'moderator'])
+      await w.changed(39002, (e) => pTags(e).some(([pk, role]) => pk === keeper.pubkey && role === 'moderator'))
+
+      const plain = await group.addUser(group.ndk.getUser({ pubkey: visitor.pubkey }))
+      expect(await ndkAnswer(plain.publish(group.relaySet))).toEqual({ accepted: true })
+      await w.changed(39002, (e) => pTags(e).some(([pk, ...roles]) => pk === visitor.pubkey && roles.length === 0))
+      expect((await group.getMembers()).map((u) => u.pubkey).sort()).toEqual([owner.pubkey, keeper.pubkey, visitor.pubkey].sort())
+
+      expect(await ndkPublish(group, 9001, [['p', visitor.pubkey]])).toEqual({ accepted: true })
+      const after = await w.changed(39002, (e) => !pTags(e).some(([pk]) => pk === visitor.pubkey))
+      expect(
+        pTags(after)
+          .map(([pk]) => pk)
+          .sort(),
+      ).toEqual([owner.pubkey, keeper.pubkey].sort())
+    })
+
+    it('chats in a group and deletes a message with a 9005', async () => {
+      const g = await clients.start()
+      const owner = newGroupUser()
+      const group = g.ndkGroup(await g.ndk(owner))
+      await group.createGroup()
+      const reader = await g.watch(group.groupId)
+      const chat = new NDKEvent(group.ndk, { kind: 9, content: 'hello hive', tags: [['h', group.groupId]] })
+      expect(await ndkAnswer(chat.publish(group.relaySet))).toEqual({ accepted: true })
+      const heard = await reqEvents(reader.client, [{ kinds: [9], '#h': [group.groupId] }])
+      expect(heard.map((e) => [e.id, e.content])).toEqual([[chat.id, 'hello hive']])
+
+      expect(await ndkPublish(group, 9005, [['e', chat.id]])).toEqual({ accepted: true })
+      expect(await reqEvents(reader.client, [{ kinds: [9], '#h': [group.groupId] }])).toEqual([])
+    })
+
+    it('joins an open group with requestToJoin and leaves it, each answered by the relay’s own 9000 and 9001', async () => {
+      const g = await clients.start()
+      const owner = newGroupUser()
+      const joiner = newGroupUser()
+      const group = g.ndkGroup(await g.ndk(owner))
+      await group.createGroup()
+      const w = await g.watch(group.groupId)
+      const theirs = g.ndkGroup(await g.ndk(joiner), group.groupId)
+      expect(await ndkAnswer(theirs.requestToJoin(joiner.pubkey))).toEqual({ accepted: true })
+      const added = await w.live(9000, (e) => pTags(e)[0]?.[0] === joiner.pubkey)
+      expect(pTags(added)).toEqual([[joiner.pubkey]])
+      await w.changed(39002, (e) => pTags(e).some(([pk]) => pk === joiner.pubkey))
+
+      // another content, so not the same event id (which a relay answers OK true, "duplicate:")
+      expect(await ndkAnswer(theirs.requestToJoin(joiner.pubkey, 'again'))).toMatchObject({
+        accepted: false,
+        reason: expect.stringMatching(/^duplicate:/),
+      })
+      expect(await ndkPublish(theirs, 9022)).toEqual({ accepted: true })
+      await w.live(9001, (e) => pTags(e)[0]?.[0] === joiner.pubkey)
+      await w.changed(39002, (e) => !pTags(e).some(([pk]) => pk === joiner.pubkey))
+    })
+
+    it('asks to join a closed group: pending as restricted:, then admitted with an invite code', async () => {
+      const g = await clients.start()
+      const owner = newGroupUser()
+      const joiner = newGroupUser()
+      const group = g.ndkGroup(await g.ndk(owner))
+      await group.createGroup()
+      const w = await g.watch(group.groupId)
+      expect(await ndkPublish(group, 9002, [['closed']])).toEqual({ accepted: true })
+      await w.changed(39000, (e) => hasTag(e, ['closed']))
+      expect((await group.getMetadata()).access).toBe('closed')
+
+      const theirs = g.ndkGroup(await g.ndk(joiner), group.groupId)
+      expect(await ndkAnswer(theirs.requestToJoin(joiner.pubkey, 'let me in'))).toMatchObject({
+        accepted: false,
+        reason: expect.stringMatching(/^restricted: .*pending/),
+      })
+      expect(pTags(await w.now(39002)).map(([pk]) => pk)).toEqual([owner.pubkey])
+
+      expect(await ndkPublish(group, 9009, [['code', 'honey-123']])).toEqual({ accepted: true })
+      // NDK's requestToJoin carries no code: the 9021 is built as NIP-29 shows it
+      expect(await ndkPublish(theirs, 9021, [['code', 'honey-123']])).toEqual({ accepted: true })
+      await w.live(9000, (e) => pTags(e)[0]?.[0] === joiner.pubkey)
+      await w.changed(39002, (e) => pTags(e).some(([pk]) => pk === joiner.pubkey))
+    })
+
+    it('deletes a group with a 9008: its state is gone and it takes no more events', async () => {
+      const g = await clients.start()
+      const owner = newGroupUser()
+      const group = g.ndkGroup(await g.ndk(owner))
+      await group.createGroup()
+      const w = await g.watch(group.groupId)
+      expect(await w.now(39000)).toBeDefined()
+      expect(await ndkPublish(group, 9008)).toEqual({ accepted: true })
+      for (const kind of STATE_KINDS) expect(await w.now(kind)).toBeUndefined()
+      const late = new NDKEvent(group.ndk, { kind: 9, content: 'anyone?', tags: [['h', group.groupId]] })
+      expect(await ndkAnswer(late.publish(group.relaySet))).toMatchObject({
+        accepted: false,
+        reason: expect.stringMatching(/^restricted:/),
+      })
     })
   })
 })
