@@ -1,8 +1,26 @@
 import { NDKEvent } from '@nostr-dev-kit/ndk'
-import { generateCreateGroupEventTemplate, loadGroup, loadGroupFromCode } from 'nostr-tools/nip29'
+import {
+  generateCreateGroupEventTemplate,
+  generateCreateInviteEventTemplate,
+  generateDeleteEventEventTemplate,
+  generateDeleteGroupEventTemplate,
+  generateEditGroupMetadataEventTemplate,
+  generateGroupJoinRequestEventTemplate,
+  generateGroupLeaveRequestEventTemplate,
+  generatePutUserEventTemplate,
+  generateRemoveUserEventTemplate,
+  generateUpdatePinListEventTemplate,
+  loadGroup,
+  loadGroupFromCode,
+  parseGroupAdminsEvent,
+  parseGroupMetadataEvent,
+  parseGroupPinnedEventsEvent,
+  parseGroupRolesEvent,
+} from 'nostr-tools/nip29'
+import type { NostrEvent } from 'nostr-tools/pure'
 import { describe, expect, it } from 'vitest'
 import { ndkAnswer, ndkPublish, newGroupUser, useGroupClients } from '../support/group-clients'
-import { hasTag, pTags, STATE_KINDS } from '../support/group-watch'
+import { expectSpecShape, hasTag, pTags, STATE_KINDS } from '../support/group-watch'
 import { tagValues } from '../support/nip29-client'
 import { reqEvents } from '../support/relay-client'
 
@@ -40,6 +58,101 @@ describe('NIP-29 client libraries', () => {
       const group = await loadGroupFromCode(g.pool, g.naddrOf('bees', self as string))
       expect(group.metadata).toMatchObject({ id: 'bees', pubkey: self })
       expect(group.members?.map((m) => m.pubkey)).toEqual([owner.pubkey])
+    })
+    it('loads a closed group from an naddr carrying ?invite= and joins it with the code', async () => {
+      const g = await clients.start()
+      const [owner, joiner] = [newGroupUser(), newGroupUser()]
+      await g.publish(owner, generateCreateGroupEventTemplate('hive'))
+      await g.publish(owner, { kind: 9002, tags: [['h', 'hive'], ['closed']], content: '' })
+      await g.publish(owner, generateCreateInviteEventTemplate('hive', 'queen-bee'))
+      const w = await g.watch('hive')
+      const { self } = await g.document()
+      const link = `${g.naddrOf('hive', self as string)}?invite=queen-bee`
+      // parseGroupCode takes no suffix: the part before `?` is the naddr, as NIP-29 lets a client read it
+      const [naddr, query] = link.split('?')
+      const code = new URLSearchParams(query).get('invite') ?? ''
+      const group = await loadGroupFromCode(g.pool, naddr as string)
+      expect(group.metadata).toMatchObject({ id: 'hive', isClosed: true, pubkey: self })
+      await g.publish(joiner, generateGroupJoinRequestEventTemplate(group.metadata.id, code))
+      expect(pTags(await w.live(9000, (e) => pTags(e)[0]?.[0] === joiner.pubkey))).toEqual([[joiner.pubkey]])
+      await w.changed(39002, (e) => pTags(e).some(([pk]) => pk === joiner.pubkey))
+      expect((await loadGroupFromCode(g.pool, naddr as string)).members?.map((m) => m.pubkey).sort()).toEqual(
+        [owner.pubkey, joiner.pubkey].sort(),
+      )
+    })
+
+    it('receives every group’s 39000 on the filter subscribeRelayGroupsMetadataEvents builds, stored and live', async () => {
+      const g = await clients.start()
+      const owner = newGroupUser()
+      await g.publish(owner, generateCreateGroupEventTemplate('bees'))
+      const { pubkey } = await g.document()
+      const seen: NostrEvent[] = []
+      let renamed!: () => void
+      const arrived = new Promise<void>((resolve) => (renamed = resolve))
+      // the helper prepares this subscription and never fires it (nostr-tools 2.25): the same REQ, sent
+      const sub = g.pool.subscribe(
+        [g.url],
+        { kinds: [39000], limit: 50, authors: [pubkey as string] },
+        {
+          onevent: (e) => {
+            seen.push(e)
+            if (parseGroupMetadataEvent(e).name === 'Wasps') renamed()
+          },
+        },
+      )
+      await g.publish(owner, generateCreateGroupEventTemplate('wasps'))
+      await g.publish(
+        owner,
+        generateEditGroupMetadataEventTemplate({
+          relay: g.url,
+          reference: { id: 'wasps', host: g.url },
+          metadata: { id: 'wasps', pubkey: '', name: 'Wasps' },
+        }),
+      )
+      await arrived
+      sub.close()
+      for (const e of seen) expectSpecShape(e, e.tags[0]?.[1] as string, pubkey as string)
+      expect(new Set(seen.map((e) => parseGroupMetadataEvent(e).id))).toEqual(new Set(['bees', 'wasps']))
+    })
+
+    it('publishes every moderation and user template the module exports, each accepted and reflected in the state', async () => {
+      const g = await clients.start()
+      const [owner, helper, guest] = [newGroupUser(), newGroupUser(), newGroupUser()]
+      const w = await g.watch('comb')
+      await g.publish(owner, generateCreateGroupEventTemplate('comb', 'a new comb'))
+      await w.changed(39000, () => true)
+      const group = await loadGroup({ pool: g.pool, groupReference: { id: 'comb', host: g.url } })
+      group.metadata = { ...group.metadata, name: 'Comb', about: 'wax', isRestricted: true, supportedKinds: ['9', '11'] }
+      await g.publish(owner, generateEditGroupMetadataEventTemplate(group))
+      const edited = await w.changed(39000, (e) => tagValues(e, 'name')[0] === 'Comb')
+      expect(parseGroupMetadataEvent(edited)).toMatchObject({ name: 'Comb', about: 'wax', isRestricted: true, supportedKinds: ['9', '11'] })
+
+      await g.publish(owner, generatePutUserEventTemplate('comb', helper.pubkey, ['moderator']))
+      const admins = await w.changed(39001, (e) => pTags(e).length === 2)
+      expect(parseGroupAdminsEvent(admins)).toContainEqual({ pubkey: helper.pubkey, label: 'moderator', permissions: [] })
+      const roles = parseGroupRolesEvent((await w.now(39003)) as NostrEvent).map((r) => r.name)
+      expect(roles).toEqual(expect.arrayContaining(['admin', 'moderator']))
+
+      const chat = await g.publish(helper, { kind: 9, tags: [['h', 'comb']], content: 'buzz' })
+      const refs = [chat.id.slice(0, 8)]
+      await g.publish(owner, generateUpdatePinListEventTemplate('comb', [{ type: 'e', value: chat.id }], 'pin it', refs))
+      const pins = await w.changed(39005, (e) => hasTag(e, ['e', chat.id]))
+      expect(parseGroupPinnedEventsEvent(pins)).toEqual([{ type: 'e', value: chat.id }])
+
+      await g.publish(guest, generateGroupJoinRequestEventTemplate('comb', undefined, 'hello', refs))
+      await w.live(9000, (e) => pTags(e)[0]?.[0] === guest.pubkey)
+      await w.changed(39002, (e) => pTags(e).some(([pk]) => pk === guest.pubkey))
+      await g.publish(guest, generateGroupLeaveRequestEventTemplate('comb', 'bye'))
+      await w.live(9001, (e) => pTags(e)[0]?.[0] === guest.pubkey)
+      await w.changed(39002, (e) => !pTags(e).some(([pk]) => pk === guest.pubkey))
+
+      await g.publish(helper, generateDeleteEventEventTemplate('comb', chat.id))
+      expect(await reqEvents(w.client, [{ kinds: [9], '#h': ['comb'] }])).toEqual([])
+      await g.publish(owner, generateRemoveUserEventTemplate('comb', helper.pubkey))
+      await w.changed(39001, (e) => pTags(e).length === 1)
+      await g.publish(owner, generateDeleteGroupEventTemplate('comb'))
+      expect(await w.now(39000)).toBeUndefined()
+      expect(w.received.length).toBeGreaterThan(0)
     })
   })
 
