@@ -154,6 +154,22 @@ describe('NIP-29 client libraries', () => {
       expect(await w.now(39000)).toBeUndefined()
       expect(w.received.length).toBeGreaterThan(0)
     })
+    it('keeps the flags when its edit template carries none, and turns the last one off on an explicit public', async () => {
+      const g = await clients.start()
+      const owner = newGroupUser()
+      await g.publish(owner, generateCreateGroupEventTemplate('cell'))
+      const w = await g.watch('cell')
+      const group = await loadGroup({ pool: g.pool, groupReference: { id: 'cell', host: g.url } })
+      group.metadata = { ...group.metadata, isPrivate: true }
+      await g.publish(owner, generateEditGroupMetadataEventTemplate(group))
+      await w.changed(39000, (e) => hasTag(e, ['private']))
+      group.metadata = { ...group.metadata, name: 'Cell', isPrivate: false }
+      await g.publish(owner, generateEditGroupMetadataEventTemplate(group))
+      expect(await w.changed(39000, (e) => tagValues(e, 'name')[0] === 'Cell')).toSatisfy((e: NostrEvent) => hasTag(e, ['private']))
+      const template = generateEditGroupMetadataEventTemplate(group)
+      await g.publish(owner, { ...template, tags: [...template.tags, ['public']] })
+      await w.changed(39000, (e) => !hasTag(e, ['private']))
+    })
   })
 
   describe('NDK', () => {
