@@ -72,8 +72,8 @@ export function useGroupClients() {
     for (const close of closers.splice(0).reverse()) await close()
   })
 
-  async function start(overrides: ConfigInput = {}): Promise<GroupRelay> {
-    const relay = await relays.start(overrides)
+  /** A relay this process started, served as community `communityId` at its 127.0.0.1 URL. */
+  function attach(relay: TestRelay, communityId = 'default'): GroupRelay {
     const url = relay.url
     const pool = new SimplePool()
     closers.push(() => pool.destroy())
@@ -117,7 +117,7 @@ export function useGroupClients() {
       },
       ndkGroup: (ndk, groupId) => new NDKSimpleGroup(ndk, NDKRelaySet.fromRelayUrls([url], ndk), groupId),
       async watch(groupId) {
-        const self = relay.relay.communityPubkey('default')
+        const self = relay.relay.communityPubkey(communityId)
         const w = await watchGroup(url, groupId, self)
         closers.push(() => w.close())
         return w
@@ -125,5 +125,9 @@ export function useGroupClients() {
     }
   }
 
-  return { start }
+  async function start(overrides: ConfigInput = {}): Promise<GroupRelay> {
+    return attach(await relays.start(overrides))
+  }
+
+  return { start, attach }
 }
