@@ -78,7 +78,7 @@ export async function watchGroup(url: string, groupId: string, self: string): Pr
   await reqEvents(client, filters, subId)
   const eose = client.frames.findIndex((f) => f[0] === 'EOSE' && f[1] === subId)
   const isLive = (f: Frame) => f[0] === 'EVENT' && f[1] === subId && client.frames.indexOf(f) > eose
-  return {
+  const watch: GroupWatch = {
     client,
     received,
     async live(kind, pred = () => true, timeoutMs = 5000) {
@@ -95,12 +95,13 @@ export async function watchGroup(url: string, groupId: string, self: string): Pr
       return found[0]
     },
     async changed(kind, pred) {
-      const stored = await this.now(kind)
+      const stored = await watch.now(kind)
       expect(stored && pred(stored), `kind ${kind} read at once is the new state`).toBe(true)
-      return this.live(kind, pred)
+      return watch.live(kind, pred)
     },
     close: () => client.close(),
   }
+  return watch
 }
 
 /** The pubkeys of an event's `p` tags, each with the values after it. */
