@@ -1,4 +1,4 @@
-import NDK, { NDKPrivateKeySigner, NDKRelaySet, NDKSimpleGroup } from '@nostr-dev-kit/ndk'
+import NDK, { NDKEvent, NDKPrivateKeySigner, NDKPublishError, NDKRelaySet, NDKSimpleGroup } from '@nostr-dev-kit/ndk'
 import * as nip19 from 'nostr-tools/nip19'
 import { SimplePool, useWebSocketImplementation } from 'nostr-tools/pool'
 import { type EventTemplate, finalizeEvent, generateSecretKey, getPublicKey, type NostrEvent } from 'nostr-tools/pure'
@@ -6,6 +6,7 @@ import { Relay } from 'nostr-tools/relay'
 import { afterEach } from 'vitest'
 import WebSocket from 'ws'
 import type { ConfigInput } from '../../src/infra/config'
+import { type GroupWatch, watchGroup } from './group-watch'
 import type { TestRelay } from './relay'
 import { useRelays } from './relay-fixtures'
 
@@ -31,7 +32,30 @@ export interface GroupRelay {
   naddrOf(groupId: string, pubkey: string): string
   publish(user: GroupUser, template: Omit<EventTemplate, 'created_at'> & { created_at?: number }): Promise<NostrEvent>
   ndk(user?: GroupUser): Promise<NDK>
-  ndkGroup(ndk: NDK, groupId: string): NDKSimpleGroup
+  /** without `groupId`, NDK picks its own (24 random letters and digits) */
+  ndkGroup(ndk: NDK, groupId?: string): NDKSimpleGroup
+  /** a raw connection watching `groupId` (group-watch.ts), closed after the test */
+  watch(groupId: string): Promise<GroupWatch>
+}
+
+/** The relay's answer to an event NDK published: OK true, or the OK false reason NDK rejected with. */
+export type NdkAnswer = { accepted: true } | { accepted: false; reason: string }
+
+export async function ndkAnswer(published: Promise<unknown>): Promise<NdkAnswer> {
+  try {
+    await published
+    return { accepted: true }
+  } catch (error) {
+    if (!(error instanceof NDKPublishError)) throw error
+    const [reason] = [...error.errors.values()].map((e) => e.message)
+    return { accepted: false, reason: reason ?? error.message }
+  }
+}
+
+/** An event NDK has no group method for, signed by `ndk`'s signer and published to the relay set. */
+export function ndkPublish(group: NDKSimpleGroup, kind: number, tags: string[][] = [], content = ''): Promise<NdkAnswer> {
+  const event = new NDKEvent(group.ndk, { kind, content, tags: [['h', group.groupId], ...tags] })
+  return ndkAnswer(event.publish(group.relaySet))
 }
 
 export const newGroupUser = (): GroupUser => {
@@ -48,8 +72,8 @@ export function useGroupClients() {
     for (const close of closers.splice(0).reverse()) await close()
   })
 
-  async function start(overrides: ConfigInput = {}): Promise<GroupRelay> {
-    const relay = await relays.start(overrides)
+  /** A relay this process started, served as community `communityId` at its 127.0.0.1 URL. */
+  function attach(relay: TestRelay, communityId = 'default'): GroupRelay {
     const url = relay.url
     const pool = new SimplePool()
     closers.push(() => pool.destroy())
@@ -92,8 +116,18 @@ export function useGroupClients() {
         return ndk
       },
       ndkGroup: (ndk, groupId) => new NDKSimpleGroup(ndk, NDKRelaySet.fromRelayUrls([url], ndk), groupId),
+      async watch(groupId) {
+        const self = relay.relay.communityPubkey(communityId)
+        const w = await watchGroup(url, groupId, self)
+        closers.push(() => w.close())
+        return w
+      },
     }
   }
 
-  return { start }
+  async function start(overrides: ConfigInput = {}): Promise<GroupRelay> {
+    return attach(await relays.start(overrides))
+  }
+
+  return { start, attach }
 }
