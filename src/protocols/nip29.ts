@@ -3,7 +3,7 @@ import type { NostrEvent } from './nip01/event.js'
 import type { EventTemplate } from './nip01/sign.js'
 import { type InviteRequest, joinCodeOf, parseCreateInvite } from './nip29-invites.js'
 import { KIND_GROUP_PINS, KIND_UPDATE_PINS, type Pin, parsePins } from './nip29-pins.js'
-import { type ChannelRole, isPrivileged, type MemberRoles, parseMemberRoles, SUPPORTED_ROLES } from './nip29-roles.js'
+import { type ChannelRole, isPrivileged, type MemberRoles, parseMemberRoles, SUPPORTED_ROLES, standingOf } from './nip29-roles.js'
 import { type Reason, reason } from './reasons.js'
 import { err, ok, type Result } from './result.js'
 
@@ -440,9 +440,13 @@ export function metadataTemplate(c: ChannelView): EventTemplate {
   return { kind: KIND_GROUP_METADATA, tags, content: '' }
 }
 
-/** kind 39001: every member holding a role that grants something, with all its roles (NIP-29: "one or more"). */
+/**
+ * kind 39001: every member holding a role that grants something, with the strongest such role. NIP-29 allows
+ * "one or more"; one keeps nostr-tools' `loadGroup` working, which takes any further role for a permission
+ * name and throws on others. Every role a member holds, privileged or not, shows in 39002.
+ */
 export function adminsTemplate(channel: string, members: readonly { pubkey: string; roles: MemberRoles }[]): EventTemplate {
-  const tags = [['d', channel], ...members.filter((m) => isPrivileged(m.roles)).map((m) => ['p', m.pubkey, ...m.roles])]
+  const tags = [['d', channel], ...members.filter((m) => isPrivileged(m.roles)).map((m) => ['p', m.pubkey, standingOf(m.roles)])]
   return { kind: KIND_GROUP_ADMINS, tags, content: '' }
 }
 

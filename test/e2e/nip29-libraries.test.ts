@@ -57,6 +57,27 @@ describe('NIP-29 client libraries', () => {
       expect(group.members?.map((m) => m.pubkey)).toEqual([owner.pubkey])
     })
 
+    it('loads a group whose moderator also holds a role the relay does not know', async () => {
+      const g = await clients.start()
+      const owner = newGroupUser()
+      const mod = newGroupUser()
+      await g.publish(owner, generateCreateGroupEventTemplate('bees'))
+      await g.publish(owner, {
+        kind: 9000,
+        tags: [
+          ['h', 'bees'],
+          ['p', mod.pubkey, 'gardener', 'moderator'],
+        ],
+        content: '',
+      })
+      const group = await loadGroup({ pool: g.pool, groupReference: { id: 'bees', host: g.url } })
+      expect(group.admins?.map((a) => [a.pubkey, a.label])).toEqual([
+        [owner.pubkey, 'admin'],
+        [mod.pubkey, 'moderator'],
+      ])
+      expect(group.members?.map((m) => m.pubkey).sort()).toEqual([owner.pubkey, mod.pubkey].sort())
+    })
+
     it('loads a group from its naddr code, which names the relay’s self key', async () => {
       const g = await clients.start()
       const owner = newGroupUser()
