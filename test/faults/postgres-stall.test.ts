@@ -143,6 +143,8 @@ describe('a cluster node whose PostgreSQL path stalls', () => {
         dataDir: aDir,
         logLevel: 'silent',
         verifyThreads: 1,
+        // the block list read at the first upgrades stays the node's copy through the stall, however slow the run
+        accessCacheTtlMs: 60_000,
       }),
       { eventStore: stalling.store },
     )
@@ -271,9 +273,11 @@ describe('a cluster node whose PostgreSQL path stalls', () => {
     expect(observed.readyAfter).toBe(200)
   })
 
-  it('refuses a new connection while stalled with HTTP 503 within the store deadline (its IP-block lookup cannot answer)', () => {
-    expect(observed.newConnection.value).toBe('HTTP 503')
-    expect(observed.newConnection.ms).toBeLessThan(ANSWER_DUE_MS)
+  it('opens a new connection while stalled without waiting for the store: the block list it checks is the node’s copy', () => {
+    // the connections opened before the stall read the community's block list; it is kept for accessCacheTtlMs,
+    // so the upgrade does not wait for PostgreSQL (a cold copy would: test/infra/store/blocked-ips.test.ts)
+    expect(observed.newConnection.value).toBe('open')
+    expect(observed.newConnection.ms).toBeLessThan(STORE_DEADLINE_MS)
   })
 
   it('accepts writes again after the path resumes, and every OK-true event is stored', () => {
