@@ -134,7 +134,8 @@ describe('apiary channel', { timeout: 60_000 }, () => {
     const c = await client(relay)
     try {
       const { admins, members } = await channelState(c, 'guild')
-      expect(admins?.tags.filter((t) => t[0] === 'p')).toContainEqual(['p', member.pubkey, 'moderator', 'gardener'])
+      expect(admins?.tags.filter((t) => t[0] === 'p')).toContainEqual(['p', member.pubkey, 'moderator'])
+      expect(members?.tags.filter((t) => t[0] === 'p')).toContainEqual(['p', member.pubkey, 'moderator', 'gardener'])
       expect(tagValues(members, 'p')).toContain(joiner.pubkey)
     } finally {
       c.close()
