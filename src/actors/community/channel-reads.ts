@@ -1,9 +1,8 @@
 // The fresh reads a channel write is decided on (community-channels.ts): the channel's row, the author's role
 // in it and, for a write with NIP-29 `previous` references, the ids of the channel's latest events. Writes are
-// prepared beside the community actor, many in one turn; asked one by one, each kind 9 cost two store round
-// trips in sequence (on PostgreSQL, two statements and a wake of the server per post). Here the reads asked in
-// one turn for one channel go out together, after the turn: one `get`, one `rolesOf` for all their authors and
-// at most one query of the latest ids, side by side.
+// prepared beside the community actor, many in one turn, and a post must not cost store round trips of its
+// own: the reads asked in one turn for one channel go out together, after the turn: one `get`, one `rolesOf`
+// for all their authors and at most one query of the latest ids, side by side.
 import type { ChannelRecord, ChannelRole, ChannelStore } from '../../infra/store/channel-store.js'
 import { type EventStore, StoreError } from '../../infra/store/event-store.js'
 import { standingOf } from '../../protocols/nip29-roles.js'

@@ -56,7 +56,7 @@ export function communityActor(
       sweepTimer ??= setInterval(() => tell(ctx.self, { type: 'Sweep' }), deps.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS)
       sweepTimer.unref?.()
       // once for the def too: a republish in flight or waiting outlives a restart, and only a spawn (not a
-      // crash) may find the list stale: a database from before NIP-43, admins or a roster changed meanwhile
+      // crash) may find the stored list stale (admins or the roster changed while no actor ran)
       if (!memberList) {
         memberList = createMemberList(ctx.self, survivors, deps)
         memberList.refresh()

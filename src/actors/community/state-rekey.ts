@@ -1,5 +1,5 @@
-// Channel state (39000–39003) that a former key of the community signed: the relay key, before each community
-// signed with its own (infra/community-key.ts), or the derived key a configured one replaced. Left stored, a
+// Channel state (39000–39005) that a former key of the community signed: the relay key, which signs for no
+// community (infra/community-key.ts), or the derived key a configured one replaced. Left stored, a
 // REQ for a channel's 39000 would return a version per key and a client could not tell which is the relay's.
 // On start each community signs such a channel's state again with its own key, then deletes the old versions:
 // beside the actor, one page at a time, and what it stored comes back to the actor as an Announce.
