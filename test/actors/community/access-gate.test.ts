@@ -8,6 +8,7 @@ import type { ChannelStore } from '../../../src/infra/store/channel-store'
 import { type CommunityRecord, DEFAULT_SETTINGS } from '../../../src/infra/store/community-store'
 import { openSqliteChannelStore } from '../../../src/infra/store/sqlite/sqlite-channel-store'
 import type { NostrEvent } from '../../../src/protocols/nip01/event'
+import { channelRow } from '../../support/channel-rows'
 
 const A = 'a'.repeat(64)
 const B = 'b'.repeat(64)
@@ -207,17 +208,7 @@ describe('the access gate deciding who receives a channel event', () => {
   })
 
   it('keeps a hidden channel’s state and a private channel’s member lists from non-members, inside the store query', async () => {
-    const base = {
-      name: '',
-      about: '',
-      picture: '',
-      banner: '',
-      restricted: true,
-      supportedKinds: null,
-      closed: false,
-      createdAt: 1,
-      private: false,
-    }
+    const base = channelRow('', { name: '', restricted: true })
     await channels.create('c1', { ...base, id: 'den', hidden: true }, A)
     const rules = async (c: ConnView) => (await gate.readOptions(c, 1)).hiddenChannelState
     expect(await rules(conn('member', A))).toEqual([])
@@ -237,17 +228,7 @@ describe('the access gate deciding who receives a channel event', () => {
   })
 
   it('delivers a hidden channel’s state live to its members and community admins only', async () => {
-    const base = {
-      name: '',
-      about: '',
-      picture: '',
-      banner: '',
-      restricted: true,
-      supportedKinds: null,
-      closed: false,
-      createdAt: 1,
-      private: false,
-    }
+    const base = channelRow('', { name: '', restricted: true })
     await channels.create('c1', { ...base, id: 'den', hidden: true }, A)
     const state = { ...inChannel('x', 39000), tags: [['d', 'den']] }
     const readers = [sub(conn('member', A)), sub(conn('admin', ADMIN)), sub(conn('outsider', B)), sub(conn('anon'))]
