@@ -31,7 +31,7 @@ export function templateVariables() {
     type: 'query',
     datasource: DATASOURCE,
     definition: INSTANCES_QUERY,
-    query: { qryType: 1, query: INSTANCES_QUERY, refId: 'PrometheusVariableQueryEditor-VariableQuery' },
+    query: { query: INSTANCES_QUERY, refId: 'PrometheusVariableQueryEditor-VariableQuery' },
     includeAll: true,
     multi: true,
     // a regex for All rather than every instance spelled out in each query
