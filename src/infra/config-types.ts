@@ -124,7 +124,16 @@ export interface ConfigInput
   extends Partial<
     Omit<
       Config,
-      'authRequired' | 'trustForwardedProto' | 'threads' | 'limits' | 'rateLimits' | 'timeouts' | 'store' | 'channels' | 'console' | 'communities'
+      | 'authRequired'
+      | 'trustForwardedProto'
+      | 'threads'
+      | 'limits'
+      | 'rateLimits'
+      | 'timeouts'
+      | 'store'
+      | 'channels'
+      | 'console'
+      | 'communities'
     >
   > {
   authRequired?: boolean | string

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { apiary } from '../support/cli'
-import { startConsoleServer } from '../support/console-server'
+import { jsonOf, startConsoleServer } from '../support/console-server'
 import { createFakeConsoleSource } from '../support/console-source'
 import { httpGet } from '../support/http'
 import { startTestRelay } from '../support/relay'
@@ -47,7 +47,7 @@ describe('apiary console login', () => {
       const post = () => fetch(`${server.origin}/console/api/session`, { method: 'POST', body: JSON.stringify({ token }) })
       const res = await post()
       expect(res.status).toBe(200)
-      expect(await res.json()).toMatchObject({ pubkey: relay.relay.pubkey, role: 'operator' })
+      expect(await jsonOf(res)).toMatchObject({ pubkey: relay.relay.pubkey, role: 'operator' })
       expect((await post()).status).toBe(401)
     } finally {
       await server.close()

@@ -9,11 +9,11 @@ import { createClientAddressing } from '../../src/infra/http/client-ip'
 import { loadConsoleAssets } from '../../src/infra/http/console/console-assets'
 import { type ConsoleRoutes, createConsoleRoutes } from '../../src/infra/http/console/console-routes'
 import type { StreamLimits } from '../../src/infra/http/console/console-stream'
-import { createMemoryConsoleSessions } from '../../src/infra/http/console/sessions'
 import { handleHttp } from '../../src/infra/http/http-routes'
 import { createOperatorAuth } from '../../src/infra/http/operator-auth'
 import { createLogger } from '../../src/infra/log'
 import { createMetrics, type Metrics } from '../../src/infra/metrics'
+import { createMemoryConsoleSessions } from '../../src/infra/sessions/console-sessions'
 import { createInlineVerifier } from '../../src/infra/verify/inline-verifier'
 import type { ConsoleIdentity } from '../../src/protocols/console'
 import type { FakeConsoleSource } from './console-source'
@@ -180,3 +180,7 @@ export async function openStream(origin: string, cookie: string, query: string):
   }
   return { status: res.status, headers: res.headers, next, close: () => abort.abort() }
 }
+
+/** A console answer's JSON, read loosely: each test asserts the shape it needs. */
+// biome-ignore lint/suspicious/noExplicitAny: the tests read fields of answers whose shape they are checking
+export const jsonOf = async (res: Response): Promise<any> => res.json()

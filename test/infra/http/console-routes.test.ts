@@ -1,7 +1,7 @@
 import { bytesToHex } from '@noble/hashes/utils.js'
 import { afterEach, describe, expect, it } from 'vitest'
 import { operatorGetAuthorization } from '../../../src/client/admin-client'
-import { type ConsoleServer, newSigner, signedIn, startConsoleServer } from '../../support/console-server'
+import { type ConsoleServer, jsonOf, newSigner, signedIn, startConsoleServer } from '../../support/console-server'
 import { createFakeConsoleSource, type FakeConsoleSource } from '../../support/console-source'
 
 const operator = newSigner()
@@ -74,9 +74,9 @@ describe('moderation from the console', () => {
       })
     const ban = await call('banpubkey', [target, 'spam'])
     expect(ban.status).toBe(200)
-    expect(await ban.json()).toEqual({ result: true })
+    expect(await jsonOf(ban)).toEqual({ result: true })
     expect(source.calls[0]).toMatchObject({ community: 'rt-alpha', pubkey: admin.pubkey, request: { method: 'banpubkey' } })
-    const list = await (await call('listbannedpubkeys', [])).json()
+    const list = await jsonOf(await call('listbannedpubkeys', []))
     expect(list.result.map((b: { pubkey: string }) => b.pubkey)).toEqual([target])
     expect(s.logs.find((l) => l.msg === 'console: moderation')).toMatchObject({
       by: admin.pubkey,
@@ -95,12 +95,12 @@ describe('moderation from the console', () => {
     expect(noCsrf.status).toBe(403)
     const elsewhere = await call({ community: 'rt-beta', method: 'banpubkey', params: [target] })
     expect(elsewhere.status).toBe(403)
-    expect((await elsewhere.json()).error).toMatch(/^restricted:/)
+    expect((await jsonOf(elsewhere)).error).toMatch(/^restricted:/)
     const archive = await call({ community: 'rt-alpha', method: 'archivecommunity', params: ['rt-alpha'] })
     expect(archive.status).toBe(403)
     const other = await call({ community: 'rt-alpha', method: 'setagenttier', params: [target, 'platform'] })
     expect(other.status).toBe(400)
-    expect((await other.json()).error).toMatch(/^invalid:/)
+    expect((await jsonOf(other)).error).toMatch(/^invalid:/)
     const crossSite = await fetch(`${s.origin}/console/api/moderate`, {
       method: 'POST',
       headers: { cookie, 'X-Apiary-CSRF': identity.csrf, Origin: 'https://evil.example' },
@@ -120,15 +120,15 @@ describe('the console JSON endpoints for scripts', () => {
       Authorization: operatorGetAuthorization(sk, `${s.origin}/console/api/hot?ranking=inBytesPerSecond`),
     })
     expect(hot.status).toBe(200)
-    const body = await hot.json()
+    const body = await jsonOf(hot)
     expect(body.node).toBe('n1')
     expect(new Set(body.rows.map((r: { community: string }) => r.community))).toEqual(new Set(['rt-alpha', 'rt-beta']))
     const agents = await get('/console/api/agents?state=ACTIVE', {
       Authorization: operatorGetAuthorization(sk, `${s.origin}/console/api/agents?state=ACTIVE`),
     })
-    expect((await agents.json()).total).toBe(2)
+    expect((await jsonOf(agents)).total).toBe(2)
     const { cookie } = await signedIn(s.origin, admin)
-    const nodes = await (await get('/console/api/nodes', { cookie })).json()
+    const nodes = await jsonOf(await get('/console/api/nodes', { cookie }))
     expect(nodes.nodes[0].status.communities.map((c: { id: string }) => c.id)).toEqual(['rt-alpha'])
     expect((await get('/console/api/hot', {})).status).toBe(401)
     const stranger = await get('/console/api/hot', {

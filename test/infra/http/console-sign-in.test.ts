@@ -5,6 +5,7 @@ import { toSigningKey } from '../../../src/protocols/nip01/sign'
 import {
   type ConsoleServer,
   cookieFrom,
+  jsonOf,
   newSigner,
   type Signer,
   signedIn,
@@ -46,11 +47,11 @@ describe('signing in to the console', () => {
     expect(res.status).toBe(200)
     const cookie = res.headers.get('set-cookie') ?? ''
     expect(cookie).toMatch(/^apiary_console=[A-Za-z0-9_-]{43}; HttpOnly; SameSite=Strict; Path=\/console; Max-Age=1800$/)
-    const identity = await res.json()
+    const identity = await jsonOf(res)
     expect(identity).toMatchObject({ pubkey: operator.pubkey, role: 'operator', communities: ['si-alpha', 'si-beta'] })
     const me = await fetch(`${s.origin}/console/api/me`, { headers: { cookie: cookieFrom(res) } })
     expect(me.status).toBe(200)
-    expect(await me.json()).toEqual(identity)
+    expect(await jsonOf(me)).toEqual(identity)
     expect(await signInCount(s, 'ok')).toBe(1)
   })
 
@@ -59,10 +60,10 @@ describe('signing in to the console', () => {
     const token = linkToken(s.origin, operator)
     const first = await postSession(s.origin, { token })
     expect(first.status).toBe(200)
-    expect((await first.json()).role).toBe('operator')
+    expect((await jsonOf(first)).role).toBe('operator')
     const again = await postSession(s.origin, { token })
     expect(again.status).toBe(401)
-    expect((await again.json()).error).toMatch(/^invalid:/)
+    expect((await jsonOf(again)).error).toMatch(/^invalid:/)
     expect(await signInCount(s, 'invalid')).toBe(1)
   })
 
@@ -70,7 +71,7 @@ describe('signing in to the console', () => {
     const s = await start()
     const res = await signInWithExtension(s.origin, newSigner())
     expect(res.status).toBe(403)
-    expect((await res.json()).error).toMatch(/^restricted:/)
+    expect((await jsonOf(res)).error).toMatch(/^restricted:/)
     expect(res.headers.get('set-cookie')).toBeNull()
     expect(await signInCount(s, 'restricted')).toBe(1)
     expect(s.logs.some((l) => l.msg === 'console: sign-in refused')).toBe(true)
@@ -79,7 +80,7 @@ describe('signing in to the console', () => {
   it("gives a community's admin that community only", async () => {
     const s = await start()
     const { cookie } = await signedIn(s.origin, admin)
-    const me = await (await fetch(`${s.origin}/console/api/me`, { headers: { cookie } })).json()
+    const me = await jsonOf(await fetch(`${s.origin}/console/api/me`, { headers: { cookie } }))
     expect(me).toMatchObject({ pubkey: admin.pubkey, role: 'admin', communities: ['si-alpha'] })
   })
 
@@ -87,31 +88,31 @@ describe('signing in to the console', () => {
     const s = await start()
     const none = await fetch(`${s.origin}/console/api/me`)
     expect(none.status).toBe(401)
-    expect((await none.json()).error).toMatch(/^auth-required:/)
+    expect((await jsonOf(none)).error).toMatch(/^auth-required:/)
     const forged = await fetch(`${s.origin}/console/api/me`, { headers: { cookie: `apiary_console=${'A'.repeat(43)}` } })
     expect(forged.status).toBe(401)
   })
 
   it('answers "invalid:" to a challenge used twice, a made-up challenge, a wrong URL and a stale event', async () => {
     const s = await start()
-    const { challenge } = await (await fetch(`${s.origin}/console/api/challenge`, { method: 'POST' })).json()
+    const { challenge } = await jsonOf(await fetch(`${s.origin}/console/api/challenge`, { method: 'POST' }))
     expect((await postSession(s.origin, { event: signSessionEvent(s.origin, operator, challenge) })).status).toBe(200)
     const reused = await postSession(s.origin, {
       event: signSessionEvent(s.origin, operator, challenge, Math.floor(Date.now() / 1000) - 1),
     })
     const madeUp = await postSession(s.origin, { event: signSessionEvent(s.origin, operator, bytesToHex(new Uint8Array(32))) })
-    const fresh = async () => (await (await fetch(`${s.origin}/console/api/challenge`, { method: 'POST' })).json()).challenge as string
+    const fresh = async () => (await jsonOf(await fetch(`${s.origin}/console/api/challenge`, { method: 'POST' }))).challenge as string
     const wrongUrl = await postSession(s.origin, { event: signSessionEvent('http://elsewhere.example', operator, await fresh()) })
     const stale = await postSession(s.origin, {
       event: signSessionEvent(s.origin, operator, await fresh(), Math.floor(Date.now() / 1000) - 120),
     })
     for (const res of [reused, madeUp, wrongUrl, stale]) {
       expect(res.status).toBe(401)
-      expect((await res.json()).error).toMatch(/^invalid:/)
+      expect((await jsonOf(res)).error).toMatch(/^invalid:/)
     }
     const garbage = await postSession(s.origin, { nothing: true })
     expect(garbage.status).toBe(400)
-    expect((await garbage.json()).error).toMatch(/^invalid:/)
+    expect((await jsonOf(garbage)).error).toMatch(/^invalid:/)
   })
 
   it('answers 429 "rate-limited:" once the client IP spent its api budget', async () => {
@@ -120,14 +121,14 @@ describe('signing in to the console', () => {
     expect(res.status).toBe(200)
     const over = await fetch(`${s.origin}/console/api/challenge`, { method: 'POST' })
     expect(over.status).toBe(429)
-    expect((await over.json()).error).toMatch(/^rate-limited:/)
+    expect((await jsonOf(over)).error).toMatch(/^rate-limited:/)
   })
 
   it('refuses a POST whose Origin names another host with 403 "restricted: cross-site request"', async () => {
     const s = await start()
     const res = await fetch(`${s.origin}/console/api/challenge`, { method: 'POST', headers: { Origin: 'https://evil.example' } })
     expect(res.status).toBe(403)
-    expect((await res.json()).error).toBe('restricted: cross-site request')
+    expect((await jsonOf(res)).error).toBe('restricted: cross-site request')
     const same = await fetch(`${s.origin}/console/api/challenge`, { method: 'POST', headers: { Origin: s.origin } })
     expect(same.status).toBe(200)
   })
@@ -137,7 +138,7 @@ describe('signing in to the console', () => {
     const { cookie, identity } = await signedIn(s.origin, operator)
     const noCsrf = await fetch(`${s.origin}/console/api/session`, { method: 'DELETE', headers: { cookie } })
     expect(noCsrf.status).toBe(403)
-    expect((await noCsrf.json()).error).toMatch(/^restricted:/)
+    expect((await jsonOf(noCsrf)).error).toMatch(/^restricted:/)
     const wrong = await fetch(`${s.origin}/console/api/session`, { method: 'DELETE', headers: { cookie, 'X-Apiary-CSRF': 'x'.repeat(43) } })
     expect(wrong.status).toBe(403)
     const out = await fetch(`${s.origin}/console/api/session`, { method: 'DELETE', headers: { cookie, 'X-Apiary-CSRF': identity.csrf } })

@@ -12,12 +12,12 @@ import { err, ok, type Result } from '../../../protocols/result.js'
 import type { Admission } from '../../gates/rate-limit.js'
 import { type ReplayGuard, replayClaimTtlSeconds } from '../../gates/replay-guard.js'
 import type { Logger } from '../../log.js'
+import { type ConsoleSessions, newChallengeHex, newSessionToken } from '../../sessions/console-sessions.js'
 import type { Verifier, VerifyVerdict } from '../../verify/verifier.js'
 import type { ClientAddressing } from '../client-ip.js'
 import { readJsonBody, requestOrigin, SESSION_COOKIE, sendJson, sendRefusal } from './console-http.js'
 import type { ConsoleSource } from './console-source.js'
 import { accessOf } from './scope.js'
-import { type ConsoleSessions, newChallengeHex, newSessionToken } from './sessions.js'
 
 export interface SignInDeps {
   addressing: ClientAddressing

@@ -1,9 +1,9 @@
 // Console sessions for a cluster: one Redis key per sign-in and per challenge, each set with its expiry in the
 // same command, so nothing outlives its TTL. A challenge is taken by DEL: exactly one caller sees it removed.
-import { callRedis, checkFailsFast } from '../../gates/redis-gate-client.js'
-import type { RedisClient } from '../../redis/connect.js'
-import { consoleChallengeKey, consoleSessionKey } from '../../redis/keys.js'
-import { type ConsoleSessions, type StoredSession, tokenHashHex } from './sessions.js'
+import { callRedis, checkFailsFast } from '../gates/redis-gate-client.js'
+import type { RedisClient } from '../redis/connect.js'
+import { consoleChallengeKey, consoleSessionKey } from '../redis/keys.js'
+import { type ConsoleSessions, type StoredSession, tokenHashHex } from './console-sessions.js'
 
 const WHO = 'redis console sessions'
 

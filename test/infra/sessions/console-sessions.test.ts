@@ -1,14 +1,14 @@
 import type { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createRedisConsoleSessions } from '../../../src/infra/http/console/redis-sessions'
+import { consoleSessionKey } from '../../../src/infra/redis/keys'
 import {
   type ConsoleSessions,
   createMemoryConsoleSessions,
   newChallengeHex,
   newSessionToken,
   tokenHashHex,
-} from '../../../src/infra/http/console/sessions'
-import { consoleSessionKey } from '../../../src/infra/redis/keys'
+} from '../../../src/infra/sessions/console-sessions'
+import { createRedisConsoleSessions } from '../../../src/infra/sessions/redis-console-sessions'
 import { connectRedis } from '../redis/connect'
 
 let redis: Redis
