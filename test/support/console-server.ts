@@ -34,13 +34,19 @@ export interface ConsoleServerOptions {
   /** sign-in calls the client IP may make (its `api` budget); unlimited when absent */
   apiBudget?: number
   nowMs?: () => number
+  /** X-Forwarded-Proto and X-Forwarded-Host count (from any peer: no trustedProxies listed) */
+  trustForwardedProto?: boolean
 }
 
 export async function startConsoleServer(source: FakeConsoleSource, o: ConsoleServerOptions = {}): Promise<ConsoleServer> {
   const logs: Record<string, unknown>[] = []
   const log = createLogger('info', { write: (s: string) => void logs.push(JSON.parse(s) as Record<string, unknown>) })
   const metrics = createMetrics()
-  const addressing = createClientAddressing({ trustedProxies: [], trustForwardedProto: false, ipv6PrefixLength: 64 })
+  const addressing = createClientAddressing({
+    trustedProxies: [],
+    trustForwardedProto: o.trustForwardedProto ?? false,
+    ipv6PrefixLength: 64,
+  })
   const verifier = createInlineVerifier()
   const replayGuard = createMemoryReplayGuard()
   let budget = o.apiBudget ?? Number.POSITIVE_INFINITY

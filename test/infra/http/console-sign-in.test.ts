@@ -115,6 +115,18 @@ describe('signing in to the console', () => {
     expect((await jsonOf(garbage)).error).toMatch(/^invalid:/)
   })
 
+  it('marks the cookie Secure when a trusted proxy says the page came over https, and checks the https URL', async () => {
+    const s = await start({ trustForwardedProto: true })
+    const proxied = { 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'console.example' }
+    const { challenge } = await jsonOf(await fetch(`${s.origin}/console/api/challenge`, { method: 'POST', headers: proxied }))
+    const plainUrl = await postSession(s.origin, { event: signSessionEvent(s.origin, operator, challenge) }, proxied)
+    expect(plainUrl.status).toBe(401)
+    const again = await jsonOf(await fetch(`${s.origin}/console/api/challenge`, { method: 'POST', headers: proxied }))
+    const res = await postSession(s.origin, { event: signSessionEvent('https://console.example', operator, again.challenge) }, proxied)
+    expect(res.status).toBe(200)
+    expect(res.headers.get('set-cookie')).toMatch(/; Secure$/)
+  })
+
   it('answers 429 "rate-limited:" once the client IP spent its api budget', async () => {
     const s = await start({ apiBudget: 2 })
     const res = await signInWithExtension(s.origin, operator) // challenge + session: the whole budget
