@@ -58,7 +58,7 @@ export function scopeNodeView(view: NodeView, scope: Scope): NodeView {
   return { ...view, status }
 }
 
-/** A node-level actor's path (no community) names nothing an admin may not see only for operators. */
+/** Whether `scope` may see an event of this actor: a node-level actor's (no community in its path) is operators' only. */
 export function isPathInScope(path: string, scope: Scope): boolean {
   const c = communityOfPath(path)
   return c !== undefined && inScope(scope, c)
