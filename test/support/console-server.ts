@@ -38,7 +38,8 @@ export interface ConsoleServerOptions {
   trustForwardedProto?: boolean
 }
 
-export async function startConsoleServer(source: FakeConsoleSource, o: ConsoleServerOptions = {}): Promise<ConsoleServer> {
+/** `source` undefined: a node that has no console source (the API answers 503). */
+export async function startConsoleServer(source: FakeConsoleSource | undefined, o: ConsoleServerOptions = {}): Promise<ConsoleServer> {
   const logs: Record<string, unknown>[] = []
   const log = createLogger('info', { write: (s: string) => void logs.push(JSON.parse(s) as Record<string, unknown>) })
   const metrics = createMetrics()
@@ -57,7 +58,7 @@ export async function startConsoleServer(source: FakeConsoleSource, o: ConsoleSe
     verifier,
     replayGuard,
     admitApiIp,
-    isOperator: (p) => source.isOperator(p),
+    isOperator: (p) => source?.isOperator(p) ?? false,
     metrics: { signatureChecks: metrics.nip86SignatureChecks, refused: metrics.operatorRequestsRefused },
     nowSeconds: () => Math.floor(nowMs() / 1000),
     log,

@@ -48,6 +48,14 @@ describe('the console page and its files', () => {
     expect(hooks).not.toMatch(/from\s*["']preact["']/)
   })
 
+  it('serves the page but answers 503 "error: console unavailable" from the API while the node has no source', async () => {
+    server = await startConsoleServer(undefined)
+    expect((await fetch(`${server.origin}/console/`)).status).toBe(200)
+    const me = await fetch(`${server.origin}/console/api/me`)
+    expect(me.status).toBe(503)
+    expect(await jsonOf(me)).toEqual({ error: 'error: console unavailable' })
+  })
+
   it('answers 404 for a file outside the allow-list, a path that climbs out, and the page by another name', async () => {
     const { s } = await start()
     for (const path of [
