@@ -1,6 +1,6 @@
 // `npm run build` (and `prepare`, so `npm ci` in a clone and `npm pack` both build): tsc compiles src/ to
 // dist/ with declarations; the plain-JS worker modules (and their .d.mts) are copied beside their callers,
-// which load them by URL relative to their own compiled file. The build goes to a fresh folder that replaces
+// which load them by URL relative to their own compiled file, and the console's ui/ folder beside its server. The build goes to a fresh folder that replaces
 // dist/ only once it is complete: a failed build leaves the previous dist/ as it was.
 import { execFileSync } from 'node:child_process'
 import { cpSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
@@ -31,6 +31,9 @@ const walk = (dir) =>
 for (const file of walk(src).filter((f) => f.endsWith('.mjs') || f.endsWith('.d.mts'))) {
   cpSync(file, join(next, relative(src, file)))
 }
+// the console's page, scripts and styles ship in the package: the relay serves them, nothing comes from a CDN
+const ui = join('infra', 'http', 'console', 'ui')
+cpSync(join(src, ui), join(next, ui), { recursive: true })
 // what test/support/build.ts compares src/ against to know whether dist/ is current
 writeFileSync(join(next, '.built'), `${new Date().toISOString()}\n`)
 rmSync(dist, { recursive: true, force: true })

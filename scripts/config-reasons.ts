@@ -70,6 +70,8 @@ export const CONFIG_REASONS: Record<string, string> = {
     'Every AUTH costs a signature check and may bring a new key’s budget: twice the connection burst lets a NAT’s reconnect storm authenticate an agent and its owner on each socket, not mint keys by the hundred. Global per node, so addressing several communities does not multiply it.',
   'rateLimits.freshKeySeconds':
     'A key nobody in the community knows (not an admin, on the roster or the allowed list, nor attested by one) may be one of many minted by one client: for this long its EVENTs also spend its IP’s budget, so fresh keys write no more than an unauthenticated client from that IP could. A minute covers a newcomer’s first posts; neighbours behind one NAT share the IP’s budget only for that minute.',
+  'console.sessionTtlSeconds':
+    'An operator’s view, not a workspace: half an hour covers an incident, and a cookie left in a browser stops working soon after. Sessions are never extended.',
   'timeouts.pingIntervalMs': 'NIP-01 says nothing; 30 s keeps NAT mappings and proxies (typically 60 s idle) alive.',
   'timeouts.headersTimeoutMs':
     'A real client sends its request headers in one packet: 10 s is generous for a mobile link, while node’s own 60 s, checked every 30 s, let slow-header senders hold a socket up to 90 s each.',

@@ -13,6 +13,7 @@ export const USAGE = `usage:
   apiary channel <command> [args...] --url <ws(s)://host[:port]> [--key <secret hex>]   (apiary channel --help)
   apiary agent attest <agent pubkey> [--conditions C] --key <owner secret hex>        (apiary agent --help)
   apiary mesh status --url <http(s)://host[:port]/> [--key <secret hex>] [--json]     (apiary mesh --help)
+  apiary console login --url <http(s)://host[:port]> [--key <secret hex>] [--data-dir DIR]   (apiary console --help)
   apiary --help
 `
 
@@ -27,6 +28,7 @@ const COMMANDS: Record<string, (argv: string[], env: Env) => Promise<number>> = 
   channel: async (argv, env) => (await import('./channel.js')).runChannel(argv, env),
   agent: async (argv, env) => (await import('./agent.js')).runAgent(argv, env),
   mesh: async (argv, env) => (await import('./mesh.js')).runMesh(argv, env),
+  console: async (argv, env) => (await import('./console.js')).runConsole(argv, env),
 }
 
 export async function main(argv: string[], env: Env): Promise<number> {

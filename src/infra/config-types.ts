@@ -99,6 +99,10 @@ export interface Config {
     maxModerationAgeSeconds: number
     maxPostAgeSeconds: number
   }
+  console: {
+    enabled: boolean
+    sessionTtlSeconds: number
+  }
   communities: {
     id: string
     name?: string
@@ -120,7 +124,16 @@ export interface ConfigInput
   extends Partial<
     Omit<
       Config,
-      'authRequired' | 'trustForwardedProto' | 'threads' | 'limits' | 'rateLimits' | 'timeouts' | 'store' | 'channels' | 'communities'
+      | 'authRequired'
+      | 'trustForwardedProto'
+      | 'threads'
+      | 'limits'
+      | 'rateLimits'
+      | 'timeouts'
+      | 'store'
+      | 'channels'
+      | 'console'
+      | 'communities'
     >
   > {
   authRequired?: boolean | string
@@ -140,6 +153,7 @@ export interface ConfigInput
   timeouts?: Partial<Config['timeouts']>
   store?: Partial<Omit<Config['store'], 'writerThread'>> & { writerThread?: boolean | string }
   channels?: Partial<Config['channels']>
+  console?: { enabled?: boolean | string; sessionTtlSeconds?: number }
   communities?: {
     id: string
     name?: string

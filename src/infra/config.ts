@@ -470,6 +470,20 @@ export const configSchema = z
           .describe('how old any other event sent to a channel (h tag) may be when it arrives, seconds; 0 = only the created_at window'),
       })
       .prefault({}),
+    console: z
+      .object({
+        enabled: z.stringbool().or(z.boolean()).default(true).describe('serve the operator console at /console; false answers 404 there'),
+        // An operator's view, not a workspace: half an hour covers an incident, and a cookie left in a browser
+        // stops working soon after. Sessions are never extended; signing in again is one click or one command.
+        sessionTtlSeconds: z
+          .number()
+          .int()
+          .min(60)
+          .max(86_400)
+          .default(1_800)
+          .describe('how long a console sign-in lasts, seconds (the cookie and the session behind it)'),
+      })
+      .prefault({}),
     communities: z
       .array(
         z.object({

@@ -221,6 +221,12 @@ export function createMetrics() {
       labelNames: ['prefix'],
       registers: r,
     }),
+    consoleSignIns: new Counter({
+      name: 'apiary_console_sign_ins_total',
+      help: 'console sign-ins, by outcome: ok, or the prefix of the refusal (invalid, restricted, rate-limited, error)',
+      labelNames: ['outcome'],
+      registers: r,
+    }),
     busRejected: new Counter({
       name: 'apiary_bus_rejected_total',
       help: 'messages from the Redis bus dropped before delivery: mac (not signed with the cluster key), malformed (no origin)',

@@ -40,6 +40,7 @@ import { KIND_AUTH, KIND_PRESENCE } from '../protocols/nip01/kinds.js'
 import { createAdmission, createKnownLookup } from './admission.js'
 import { type Backends, openBackends } from './backends.js'
 import { type Communities, createCommunities } from './communities.js'
+import { openConsoleHttp } from './console-http.js'
 import { acceptConnections } from './gateway.js'
 import { createManagementOps } from './management.js'
 import { type Mesh, openMesh } from './mesh.js'
@@ -204,6 +205,17 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       nowSeconds,
       log,
     })
+    const consoleHttp = openConsoleHttp({
+      config,
+      redis: b.redis,
+      verifier,
+      replayGuard: b.replayGuard,
+      admitApiIp: admission.admitApiIp,
+      addressing,
+      operator,
+      metrics,
+      log,
+    })
     const http = createServer(
       {
         headersTimeout: config.timeouts.headersTimeoutMs,
@@ -226,6 +238,7 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
           manage,
           meshStatus: mesh ? () => mesh.status() : undefined,
           operator,
+          console: consoleHttp,
         }).catch((error: unknown) => {
           log.error({ err: error }, 'http handler failed')
           if (!res.headersSent) res.writeHead(500).end()
@@ -261,6 +274,8 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     })
     clients = () => gateway.connections
     undo.push(() => closeHttp(http))
+    // before the server's close, which waits for every response: a console stream never ends by itself
+    if (consoleHttp) undo.push(() => consoleHttp.close())
     undo.push(() => gateway.close())
     // the first step of a close: the mesh hands its sessions over while this node still serves its clients
     if (mesh) undo.push(() => mesh.drain())

@@ -1,6 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { MESH_STATUS_DISABLED, type MeshStatus } from '../../protocols/mesh/status.js'
 import type { Metrics } from '../metrics.js'
+import type { ConsoleRoutes } from './console/console-routes.js'
+import { isConsolePath } from './console/console-routes.js'
+import type { ConsoleSource } from './console/console-source.js'
 import { isManagementRequest } from './nip86/endpoint.js'
 import type { OperatorAuth } from './operator-auth.js'
 
@@ -18,6 +21,10 @@ export interface HttpSurface {
   meshStatus?: () => MeshStatus
   /** whether a request carries an operator's NIP-98 (operator-auth.ts): the node's detail is theirs only */
   operator: OperatorAuth
+  /** the operator console (console/console-routes.ts); undefined when `console.enabled` is off: /console is 404 */
+  console?: ConsoleRoutes
+  /** what the console shows; undefined until the node provides one: the console's API answers 503 */
+  consoleSource?: ConsoleSource
 }
 
 const CORS = {
@@ -35,12 +42,12 @@ const send = (res: ServerResponse, status: number, type: string, body: string, e
 const json = (value: unknown) => `${JSON.stringify(value)}\n`
 
 /**
- * GET / (NIP-11 or a short text), POST / (NIP-86), /metrics, /mesh/status, /health/live, /health/ready.
- * The node's own endpoints (health, metrics, mesh status) answer on any host; for the rest an unknown host ⇒ 404.
+ * GET / (NIP-11 or a short text), POST / (NIP-86), /metrics, /mesh/status, /health/live, /health/ready, /console.
+ * The node's own endpoints (health, metrics, mesh status, the console) answer on any host; for the rest an unknown host ⇒ 404.
  * What names communities or sessions (mesh status, what is degraded) is served to operators only.
  */
 export async function handleHttp(req: IncomingMessage, res: ServerResponse, s: HttpSurface): Promise<void> {
-  const path = (req.url ?? '/').split('?')[0]
+  const path = (req.url ?? '/').split('?')[0] ?? '/'
   if (path === '/health/live') return send(res, 200, 'text/plain', 'ok\n')
   if (path === '/health/ready') {
     const health = await s.health().catch(() => ({ ready: false, degraded: ['health check failed'] }))
@@ -58,6 +65,7 @@ export async function handleHttp(req: IncomingMessage, res: ServerResponse, s: H
     if (!operator.ok) return send(res, operator.error.status, 'application/json', json({ error: operator.error.why }))
     return send(res, 200, 'application/json', json(s.meshStatus()))
   }
+  if (isConsolePath(path)) return s.console ? s.console.handle(req, res, s.consoleSource) : send(res, 404, 'text/plain', 'not found\n')
   if (!s.isKnownHost(req.headers.host)) return send(res, 404, 'text/plain', 'not found\n')
   if (req.method === 'OPTIONS') {
     res.writeHead(204, CORS)

@@ -145,6 +145,19 @@ export function meshReadyKey(runtime: string): string {
 /** Every readiness key starts with this (SCAN's MATCH is it plus `*`). */
 export const MESH_READY_PREFIX = `${ROOT}:mesh:ready:`
 
+/**
+ * `apiary:console:session:<sha256 of the cookie>` — a console sign-in (JSON), expiring with it. Global: any node
+ * accepts a session made on another. The key holds the cookie's hash, so reading Redis yields no usable cookie.
+ */
+export function consoleSessionKey(tokenSha256Hex: string): string {
+  return `${ROOT}:console:session:${checkHex64(tokenSha256Hex, 'session hash')}`
+}
+
+/** `apiary:console:challenge:<hex>` — a NIP-07 sign-in challenge not yet used, expiring unused. */
+export function consoleChallengeKey(challengeHex: string): string {
+  return `${ROOT}:console:challenge:${checkHex64(challengeHex, 'challenge')}`
+}
+
 const CHANNEL_NAME = /^apiary:\{([^{}]*)\}:(.*)$/
 
 /**
