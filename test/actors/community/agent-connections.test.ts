@@ -33,9 +33,10 @@ function table() {
     for (const v of await values('apiary_agent_departures_total')) out[String(v.labels.cause)] = v.value
     return out
   }
-  const heartbeatAges = async () =>
-    (await values('apiary_agent_heartbeat_age_seconds')).filter((v) => v.metricName === 'apiary_agent_heartbeat_age_seconds_count')[0]
-      ?.value
+  const heartbeatAges = async () => {
+    const text = await metrics.registry.getSingleMetricAsString('apiary_agent_heartbeat_age_seconds')
+    return Number(/^apiary_agent_heartbeat_age_seconds_count (\S+)$/m.exec(text)?.[1])
+  }
   const after = (ms: number) => {
     clock.ms += ms
     clock.wall += ms
