@@ -133,3 +133,66 @@ describe('agent connections have a state on the relay', () => {
     expect(await gauge(r, 'ZOMBIE')).toBe(0)
   })
 })
+
+describe('renewal stays isolated from bulk work on the same connection', () => {
+  const relays = useRelays()
+
+  it('applies every heartbeat on time while the connection floods the relay with events near limits.maxEventBytes', {
+    timeout: 60_000,
+  }, async () => {
+    const heartbeatMs = 1_000
+    // the content may fill the event: each event is as large as the relay takes one
+    const r = await relays.start({
+      presenceHeartbeatSeconds: heartbeatMs / 1000,
+      agentOrphanScanSeconds: 0.05,
+      limits: { maxContentBytes: 131_072 },
+    })
+    const agent = makeKeys()
+    const c = await authed(r, agent)
+    const { maxEventBytes } = r.relay.config.limits
+    const bigEvent = (i: number) => signEvent(agent, { kind: 1, content: `${i} ${'x'.repeat(maxEventBytes - 1_000)}` })
+    const sample = bigEvent(0)
+    expect(sample.raw.length).toBeLessThanOrEqual(maxEventBytes)
+    expect(sample.raw.length).toBeGreaterThan(maxEventBytes - 1_100)
+
+    // back to back: the next event goes as soon as one is answered, eight (a whole maxInboundBytesInFlight) on
+    // the wire at all times, until the heartbeats are done
+    const BEATS = 6
+    let sent = 0
+    let done = false
+    const flood = async () => {
+      while (!done) {
+        const e = bigEvent(++sent)
+        c.send(['EVENT', e.event])
+        const answer = await c.ok(e.event.id)
+        if (answer[2] !== true) throw new Error(`refused: ${String(answer[3])}`)
+      }
+    }
+    const flooding = Promise.all(Array.from({ length: 8 }, flood))
+
+    // a heartbeat is recorded before its OK is sent, so the relay's gap between two records is at most the
+    // time from one's send to the next one's OK
+    const beats: { sentMs: number; okMs: number }[] = []
+    let suspectSeen = 0
+    while (beats.length < BEATS) {
+      await new Promise((resolve) =>
+        setTimeout(resolve, beats.length === 0 ? 200 : heartbeatMs - (performance.now() - beats.at(-1)!.sentMs)),
+      )
+      const hb = heartbeat(agent)
+      const sentMs = performance.now()
+      c.send(['EVENT', hb.event])
+      expect((await c.ok(hb.event.id))[2]).toBe(true)
+      beats.push({ sentMs, okMs: performance.now() })
+      suspectSeen += (await gauge(r, 'SUSPECT')) + (await gauge(r, 'ZOMBIE'))
+    }
+    done = true
+    await flooding
+
+    // the flood really ran beside them: dozens of maximal events a heartbeat
+    expect(sent).toBeGreaterThan(BEATS * 20)
+    const gapsMs = beats.slice(1).map((b, i) => b.okMs - beats[i]!.sentMs)
+    expect(Math.max(...gapsMs)).toBeLessThanOrEqual(1.5 * heartbeatMs)
+    expect(suspectSeen).toBe(0)
+    expect(await gauge(r, 'ACTIVE')).toBe(1)
+  })
+})
