@@ -37,6 +37,10 @@ export interface CommunitiesDeps {
   metrics: Metrics
   log: Logger
   nowSeconds: () => number
+  /** elapsed time for cache TTLs and heartbeat ages; default performance.now() (tests bring their own) */
+  nowMs?: () => number
+  /** epoch ms, for when an agent connection registered; default Date.now() */
+  wallMs?: () => number
   /** drop this node's copy of a community's blocked IPs (node.ts keeps them, blocked-ips.ts) */
   blockListChanged: (community: string) => void
   /** the relay mesh, when on: channel changes go to each channel's owner node */
@@ -69,6 +73,9 @@ export interface Communities {
 }
 
 export function createCommunities(d: CommunitiesDeps): Communities {
+  // cache TTLs, stuck-write and heartbeat ages are elapsed time (monotonic): a backward wall-clock step must not stretch them
+  const nowMs = d.nowMs ?? (() => performance.now())
+  const wallMs = d.wallMs ?? (() => Date.now())
   const running = new Set<string>()
   const links = new Map<string, CommunityLink>()
   const agents = new Map<string, AgentConnectionsView>()
@@ -84,7 +91,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
     const deps = communityDeps(record, link, lag)
     // the registry reads the community's presence holds: both are given the same survivors
     const survivors = createCommunitySurvivors(deps)
-    agents.set(record.id, readOnlyAgents(survivors.agents, deps.nowMs))
+    agents.set(record.id, readOnlyAgents(survivors.agents, nowMs, wallMs))
     d.kernel.spawn(registryPath(record.id), registryActor(registryDeps(deps, survivors)))
     d.kernel.spawn(path, communityActor(deps, survivors))
   }
@@ -124,8 +131,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
       limits: config.limits,
       channelRules: config.channels,
       nowSeconds,
-      // cache TTLs and stuck-write ages are elapsed time (monotonic): a backward wall-clock step must not stretch them
-      nowMs: () => performance.now(),
+      nowMs,
       metrics,
       log,
       cluster: {
@@ -142,7 +148,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
       agents: {
         timing: agentTimingOf(config.presenceHeartbeatSeconds, config.agentSessionTimeoutSeconds),
         scanIntervalMs: config.agentOrphanScanSeconds * 1000,
-        wallMs: () => Date.now(),
+        wallMs,
       },
       registry: () => d.kernel.lookup<RegistryMsg>(registryPath(record.id)),
       mesh: d.mesh,
@@ -249,8 +255,8 @@ export function createCommunities(d: CommunitiesDeps): Communities {
  * The table read on the console's clock (epoch ms), translated to the community's monotonic one; only the
  * reading methods, so a caller cannot move an agent along.
  */
-function readOnlyAgents(table: AgentConnectionsView, monotonicMs: () => number): AgentConnectionsView {
-  const here = (epochMs: number) => monotonicMs() + (epochMs - Date.now())
+function readOnlyAgents(table: AgentConnectionsView, monotonicMs: () => number, wallMs: () => number): AgentConnectionsView {
+  const here = (epochMs: number) => monotonicMs() + (epochMs - wallMs())
   return {
     rows: (nowMs) => table.rows(here(nowMs)),
     counts: (nowMs) => table.counts(here(nowMs)),

@@ -67,7 +67,8 @@ export function onPresenceWritten(
   const connId = publish.conn?.id
   if (hold !== undefined) {
     tellRegistry(deps, { type: 'Heartbeat', pubkey })
-    if (connId !== undefined) state.agents.heartbeat(connId, pubkey)
+    // a heartbeat whose connection left meanwhile must not bring it back as an agent nobody will close
+    if (connId !== undefined && state.conns.has(connId)) state.agents.heartbeat(connId, pubkey)
   } else {
     deps.metrics.agentByes.inc()
     if (connId !== undefined) state.agents.goodbye(connId)
