@@ -132,7 +132,7 @@ export class AgentConnections implements AgentConnectionsView {
       heartbeatAgeMs,
       leaseRemainingMs: leaseRemainingMs(e.lastHeartbeatMs, nowMs, this.deps.timing),
       connectedSinceMs: e.connectedSinceMs,
-      // honest even though the state is computed here: a caller's clock behind ours would show it
+      // the rule, not a constant: a row decided here never trips it, a row carried elsewhere and aged there can
       flagged: state === 'ACTIVE' && heartbeatAgeMs > this.deps.timing.leaseMs,
     }
   }
