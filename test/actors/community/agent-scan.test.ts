@@ -123,7 +123,7 @@ async function start() {
   /** the console's clock: epoch ms */
   const epochNow = () => clock.wall
   const metricText = () => metrics.registry.metrics()
-  return { ref, view, presence, join: joinAs, send, heartbeat, stats, scan, after, epochNow, metricText }
+  return { ref, view, communities, presence, join: joinAs, send, heartbeat, stats, scan, after, epochNow, metricText }
 }
 
 /** The presence store, with heartbeats (`set`) that wait while held, and a promise of the next one arriving. */
@@ -263,5 +263,15 @@ describe('a community moves its agent connections along and reaps the dead', () 
     await answered
     await t.stats()
     expect(t.view.rows(t.epochNow())).toEqual([])
+  })
+
+  it('removes its gauge series and its view when the community stops', async () => {
+    const t = await start()
+    const agent = makeKeys()
+    await t.heartbeat(t.join('c1', agent), agent)
+    expect(await t.metricText()).toContain('apiary_agent_connections{community="default",state="ACTIVE"} 1')
+    expect(await t.communities.archive('default')).toBe(true)
+    expect(await t.metricText()).not.toContain('apiary_agent_connections{community="default"')
+    expect(t.communities.agentConnectionsOf('default')).toBeUndefined()
   })
 })
