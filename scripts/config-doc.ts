@@ -52,7 +52,10 @@ const SECTIONS: { title: string; keys: string[] }[] = [
   },
   { title: 'Relay information (NIP-11)', keys: ['relayName', 'relayDescription', 'relayContact', 'relayContactPubkey'] },
   { title: 'Access and proxies', keys: ['authRequired', 'trustForwardedProto', 'trustedProxies', 'ipv6PrefixLength', 'operatorPubkeys'] },
-  { title: 'Agents and presence', keys: ['presenceHeartbeatSeconds', 'leaseSweepSeconds'] },
+  {
+    title: 'Agents and presence',
+    keys: ['presenceHeartbeatSeconds', 'leaseSweepSeconds', 'agentOrphanScanSeconds', 'agentSessionTimeoutSeconds'],
+  },
   { title: 'Signature verification and threads', keys: ['verifyThreads', 'verifyBackend', 'threads'] },
   { title: 'Limits', keys: ['limits'] },
   { title: 'Rate limits', keys: ['rateLimits'] },

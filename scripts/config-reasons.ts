@@ -25,6 +25,10 @@ export const CONFIG_REASONS: Record<string, string> = {
     'The agent client’s gradient is heartbeat 15 s, lease 45 s, session 90 s: a presence lives three heartbeats, so two lost in a row don’t show someone offline.',
   leaseSweepSeconds:
     'A departure (kind 21990 "expired") is heard within one sweep of the lease’s end; each sweep reads the presence of every agent the community tracks.',
+  agentOrphanScanSeconds:
+    'The registry’s sweep runs as often: an agent’s state is at most one scan stale, and each scan looks at every agent connection of the community once.',
+  agentSessionTimeoutSeconds:
+    'The agent client gives up on a session 90 s after its last heartbeat (lease 45 s + 45 s); the relay waits a little longer, so a client that is only slow reconnects on its own before the relay closes it.',
   trustedProxies: 'Empty: the socket’s peer is the client, and an X-Forwarded-For a client sends changes nothing.',
   verifyBackend:
     'Verification is most of an event’s CPU, and the native addon (libsecp256k1 built at install by the optional dependency bcrypto) is several times faster than the WASM build every install has. `auto` takes the addon when it loads and logs a warning when it falls back; `native` refuses to start without it.',

@@ -46,6 +46,8 @@ export interface Config {
   relaySecretKey: string
   presenceHeartbeatSeconds: number
   leaseSweepSeconds: number
+  agentOrphanScanSeconds: number
+  agentSessionTimeoutSeconds: number
   authRequired: boolean
   trustForwardedProto: boolean
   trustedProxies: string[]

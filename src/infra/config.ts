@@ -256,6 +256,20 @@ export const configSchema = z
       .describe(
         'how often the agent registry of each community looks for agents whose lease lapsed (a kind 21990 "expired" is then sent), seconds',
       ),
+    // Each community's scan of its agent connections (docs/agent-registry.md#agent-connection-states): a state
+    // shown is at most one scan stale, and a ZOMBIE is reaped within one scan of its session timeout.
+    agentOrphanScanSeconds: z
+      .number()
+      .positive()
+      .default(30)
+      .describe('how often each community moves its agent connections along (SUSPECT, ZOMBIE) and reaps the dead, seconds'),
+    // Lease + this (105 s) outlasts the agent client's own session (90 s), so a client that is only slow gives up
+    // and reconnects first; a socket silent that long holds subscriptions and a routing entry for nobody.
+    agentSessionTimeoutSeconds: z
+      .number()
+      .positive()
+      .default(60)
+      .describe('how long an agent connection may stay open past its lapsed lease without a heartbeat before it is closed, seconds'),
     authRequired: z.stringbool().or(z.boolean()).default(false).describe('require NIP-42 AUTH before any REQ/EVENT'),
     trustForwardedProto: z
       .stringbool()

@@ -204,6 +204,25 @@ export function createMetrics() {
       registers: r,
     }),
     agentByes: new Counter({ name: 'apiary_agent_byes_total', help: 'presence goodbyes (a kind 20001 "offline") answered', registers: r }),
+    agentConnections: new Gauge({
+      name: 'apiary_agent_connections',
+      help: 'agent connections on this node by community and state (ACTIVE, SUSPECT, ZOMBIE), as of the last scan or transition',
+      labelNames: ['community', 'state'],
+      registers: r,
+    }),
+    agentHeartbeatAge: new Histogram({
+      name: 'apiary_agent_heartbeat_age_seconds',
+      help: "at each agent heartbeat, the time since that connection's previous one",
+      // around the default 15 s heartbeat: on time, suspect (22.5 s), lapsed (45 s) and beyond
+      buckets: [1, 2, 5, 10, 15, 20, 22.5, 30, 45, 60, 90, 120],
+      registers: r,
+    }),
+    agentDepartures: new Counter({
+      name: 'apiary_agent_departures_total',
+      help: 'agent connections closed, by cause: goodbye, lease_lapsed, socket_closed, reaped',
+      labelNames: ['cause'],
+      registers: r,
+    }),
     authShaped: new Counter({
       name: 'apiary_auth_shaped_total',
       help: 'AUTH messages answered "rate-limited:" because limits.maxConcurrentAuth verifications were already in flight',

@@ -18,6 +18,8 @@ import type { Metrics } from '../infra/metrics.js'
 import { type RelayKey, signAsRelay } from '../infra/relay-key.js'
 import type { CommunityRecord } from '../infra/store/community-store.js'
 import type { Verifier } from '../infra/verify/verifier.js'
+import { agentTimingOf } from '../protocols/agent-connection-state.js'
+import type { AgentConnectionsView } from '../protocols/console.js'
 import type { ForwardedAuth } from '../protocols/mesh/session-frames.js'
 import type { VerifiedEvent } from '../protocols/nip01/event.js'
 import type { Backends } from './backends.js'
@@ -35,6 +37,10 @@ export interface CommunitiesDeps {
   metrics: Metrics
   log: Logger
   nowSeconds: () => number
+  /** elapsed time for cache TTLs and heartbeat ages; default performance.now() (tests bring their own) */
+  nowMs?: () => number
+  /** epoch ms, for when an agent connection registered; default Date.now() */
+  wallMs?: () => number
   /** drop this node's copy of a community's blocked IPs (node.ts keeps them, blocked-ips.ts) */
   blockListChanged: (community: string) => void
   /** the relay mesh, when on: channel changes go to each channel's owner node */
@@ -59,11 +65,20 @@ export interface Communities {
    * resolves once they are stored. Best effort: a failure is logged, the list follows at the next change.
    */
   membersChanged(id: string, change: MembersChange): Promise<void>
+  /**
+   * This node's agent connections of a running community, to read (never to change): its `nowMs` is epoch ms
+   * (Date.now()), the console's clock. Undefined for a community not served here.
+   */
+  agentConnectionsOf(id: string): AgentConnectionsView | undefined
 }
 
 export function createCommunities(d: CommunitiesDeps): Communities {
+  // cache TTLs, stuck-write and heartbeat ages are elapsed time (monotonic): a backward wall-clock step must not stretch them
+  const nowMs = d.nowMs ?? (() => performance.now())
+  const wallMs = d.wallMs ?? (() => Date.now())
   const running = new Set<string>()
   const links = new Map<string, CommunityLink>()
+  const agents = new Map<string, AgentConnectionsView>()
   const refOf = (id: string) => d.kernel.lookup<CommunityMsg>(communityPath(id))
 
   function spawn(record: CommunityRecord) {
@@ -76,6 +91,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
     const deps = communityDeps(record, link, lag)
     // the registry reads the community's presence holds: both are given the same survivors
     const survivors = createCommunitySurvivors(deps)
+    agents.set(record.id, readOnlyAgents(survivors.agents, nowMs, wallMs))
     d.kernel.spawn(registryPath(record.id), registryActor(registryDeps(deps, survivors)))
     d.kernel.spawn(path, communityActor(deps, survivors))
   }
@@ -115,8 +131,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
       limits: config.limits,
       channelRules: config.channels,
       nowSeconds,
-      // cache TTLs and stuck-write ages are elapsed time (monotonic): a backward wall-clock step must not stretch them
-      nowMs: () => performance.now(),
+      nowMs,
       metrics,
       log,
       cluster: {
@@ -130,6 +145,11 @@ export function createCommunities(d: CommunitiesDeps): Communities {
         blockListChanged: () => d.blockListChanged(record.id),
       },
       presence: { community: record.id, store: d.backends.presence, ttlSeconds: 3 * config.presenceHeartbeatSeconds, log },
+      agents: {
+        timing: agentTimingOf(config.presenceHeartbeatSeconds, config.agentSessionTimeoutSeconds),
+        scanIntervalMs: config.agentOrphanScanSeconds * 1000,
+        wallMs,
+      },
       registry: () => d.kernel.lookup<RegistryMsg>(registryPath(record.id)),
       mesh: d.mesh,
       lagged: (skipped) => {
@@ -177,6 +197,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
       if (active.has(id)) continue
       running.delete(id)
       links.delete(id)
+      agents.delete(id)
       const ref = refOf(id)
       if (!ref) continue
       await ask<CommunityMsg, void>(
@@ -218,6 +239,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
         d.log.warn({ err: error, community: id }, 'NIP-43 member events not published'),
       )
     },
+    agentConnectionsOf: (id) => agents.get(id),
     async archive(id) {
       if (!(await d.backends.communities.archive(id, d.nowSeconds()))) return false
       // close here and tell every other node now; each node's revalidation is the backstop if that is lost
@@ -226,5 +248,18 @@ export function createCommunities(d: CommunitiesDeps): Communities {
       await reconcile()
       return true
     },
+  }
+}
+
+/**
+ * The table read on the console's clock (epoch ms), translated to the community's monotonic one; only the
+ * reading methods, so a caller cannot move an agent along.
+ */
+function readOnlyAgents(table: AgentConnectionsView, monotonicMs: () => number, wallMs: () => number): AgentConnectionsView {
+  const here = (epochMs: number) => monotonicMs() + (epochMs - wallMs())
+  return {
+    rows: (nowMs) => table.rows(here(nowMs)),
+    counts: (nowMs) => table.counts(here(nowMs)),
+    stateOf: (conn, nowMs) => table.stateOf(conn, here(nowMs)),
   }
 }

@@ -7,6 +7,7 @@
 // back as a message, so reads never wait behind writes, nor writes behind reads.
 import { assertNever } from '../../protocols/result.js'
 import { type ActorDef, type TypedRef, tell, tellUntilTaken } from '../kernel/index.js'
+import { onAgentScan } from './agent-scan.js'
 import { ChannelReads, latestIdsOf } from './channel-reads.js'
 import { broadcastLogged, onControl, onInvalidateCache } from './cluster-control.js'
 import { type ChannelDeps, DeferredState } from './community-channels.js'
@@ -45,6 +46,7 @@ export function communityActor(
 ): ActorDef<CommunityState, CommunityMsg> {
   let self: TypedRef<CommunityMsg> | undefined
   let sweepTimer: ReturnType<typeof setInterval> | undefined
+  let agentScanTimer: ReturnType<typeof setInterval> | undefined
   let memberList: MemberList | undefined
   deps.cluster.link.onLagLost((stream, lag) => actOnLag(survivors, stream, lag, deps))
   return {
@@ -55,6 +57,8 @@ export function communityActor(
       // set once for the def, not per restart; a tick the actor cannot take (full, down) is skipped: the next one sweeps
       sweepTimer ??= setInterval(() => tell(ctx.self, { type: 'Sweep' }), deps.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS)
       sweepTimer.unref?.()
+      agentScanTimer ??= setInterval(() => tell(ctx.self, { type: 'AgentScan' }), deps.agents.scanIntervalMs)
+      agentScanTimer.unref?.()
       // once for the def too: a republish in flight or waiting outlives a restart, and only a spawn (not a
       // crash) may find the stored list stale (admins or the roster changed while no actor ran)
       if (!memberList) {
@@ -80,6 +84,8 @@ export function communityActor(
     },
     afterStop: (state) => {
       clearInterval(sweepTimer)
+      clearInterval(agentScanTimer)
+      survivors.agents.dispose()
       state?.deferred.stop()
       deps.cluster.link.close()
     },
@@ -165,6 +171,8 @@ function handle(state: CommunityState, msg: CommunityMsg, ctx: Ctx, deps: Commun
       return onBannedEventsRead(state, msg, ctx, deps)
     case 'Sweep':
       return onSweep(state, deps)
+    case 'AgentScan':
+      return onAgentScan(state, deps)
     default:
       return assertNever(msg)
   }

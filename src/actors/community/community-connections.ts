@@ -1,6 +1,6 @@
 // The connections a community serves on this node: registered on Join (or with their first request), their
-// subscriptions ended by Unsubscribe, forgotten with their presence holds on Disconnect (or by the sweep,
-// community-upkeep.ts), and counted by Stats.
+// subscriptions ended by Unsubscribe, forgotten with their presence holds and agent state on Disconnect (or
+// by the sweep, community-upkeep.ts, or reaped by the agent scan, agent-scan.ts), and counted by Stats.
 import { releasePresence } from './community-presence.js'
 import type { CommunityDeps, CommunityState } from './community-state.js'
 import type { CommunityMsg } from './messages.js'
@@ -32,10 +32,11 @@ export function onDisconnect(state: CommunityState, msg: Msg<'Disconnect'>, deps
   return state
 }
 
-/** A connection gone: its subscriptions, its registry entry and its presence holds. */
+/** A connection gone: its subscriptions, its registry entry, its agent state and its presence holds. */
 export function forget(state: CommunityState, connId: string, deps: CommunityDeps): void {
   state.index.removeConnection(connId)
   state.conns.delete(connId)
+  state.agents.left(connId)
   // best effort, beside the actor: a lost release leaves the presence to expire with its TTL
   void releasePresence(state.presenceHolds, connId, deps.presence)
 }

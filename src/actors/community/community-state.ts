@@ -8,6 +8,7 @@ import type { CommunityRecord, CommunityStore } from '../../infra/store/communit
 import type { EventStore } from '../../infra/store/event-store.js'
 import type { InviteStore } from '../../infra/store/invite-store.js'
 import type { Verifier } from '../../infra/verify/verifier.js'
+import type { AgentTiming } from '../../protocols/agent-connection-state.js'
 import type { Limits } from '../../protocols/limits.js'
 import type { ForwardedAuth } from '../../protocols/mesh/session-frames.js'
 import type { NostrEvent, VerifiedEvent } from '../../protocols/nip01/event.js'
@@ -15,6 +16,7 @@ import type { EventTemplate } from '../../protocols/nip01/sign.js'
 import type { ActorContext, TypedRef } from '../kernel/index.js'
 import type { RegistryMsg } from '../registry/messages.js'
 import type { AccessGate } from './access-gate.js'
+import type { AgentConnections } from './agent-connections.js'
 import type { ChannelDeps, DeferredState } from './community-channels.js'
 import type { CommunityLink } from './community-link.js'
 import type { PresenceDeps, PresenceHolds } from './community-presence.js'
@@ -74,6 +76,8 @@ export interface CommunityDeps {
   maxHeldLiveBytes?: number
   /** how often connections that closed without a Disconnect are forgotten; default 10 s */
   sweepIntervalMs?: number
+  /** agent connection states (agent-connections.ts): the thresholds, the scan's interval, the wall clock rows show */
+  agents: { timing: AgentTiming; scanIntervalMs: number; wallMs: () => number }
   /** this community's agent registry (src/actors/registry/), told of heartbeats, announcements and goodbyes; looked up per message */
   registry: () => TypedRef<RegistryMsg> | undefined
   /** the relay mesh (cluster mode, APIARY_MESH=on): channel changes are decided by each channel's owner node */
@@ -94,6 +98,8 @@ export interface CommunitySurvivors {
   conns: ConnectionRegistry
   /** who holds which presence here: a hold forgotten would never be released (a presence count leaked) */
   presenceHolds: PresenceHolds
+  /** the agent connections and when each last heartbeat: a restart must not give a silent one a fresh start */
+  agents: AgentConnections
   /** the current record (replaced on RecordChanged: a restart must not fall back to the one spawned with) and the banned ids */
   current: { record: CommunityRecord; bannedEvents: Set<string>; bannedLoaded: boolean }
   /** the access gate the live feed decides with; its caches are bounded by their TTL and the invalidations, not by crashes */

@@ -3,6 +3,7 @@
 import { StateGenerations } from '../../protocols/mesh/state-generation.js'
 import { liveLeases } from '../registry/lease-reads.js'
 import { AccessGate } from './access-gate.js'
+import { AgentConnections } from './agent-connections.js'
 import type { PresenceHolds } from './community-presence.js'
 import type { CommunityDeps, CommunitySurvivors } from './community-state.js'
 import { ControlReplayMemory } from './control-replay.js'
@@ -36,6 +37,13 @@ export function createCommunitySurvivors(deps: CommunityDeps): CommunitySurvivor
     index,
     conns: new Map() as ConnectionRegistry,
     presenceHolds: new Map() as PresenceHolds,
+    agents: new AgentConnections({
+      community: id,
+      timing: deps.agents.timing,
+      nowMs: deps.nowMs,
+      wallMs: deps.agents.wallMs,
+      metrics: deps.metrics,
+    }),
     current,
     gate,
     feed: liveFeedOf(index, gate, deps),

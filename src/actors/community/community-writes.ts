@@ -121,7 +121,7 @@ export function onPrepared(
     command(state, publish, plan, ordered, ctx, deps)
     return state
   }
-  save(state, { type: 'Saved', event, raw, outcome: { status: 'error' }, plan, ordered, reply }, ctx, deps)
+  save(state, { type: 'Saved', event, raw, outcome: { status: 'error' }, plan, ordered, reply, from: publish.conn?.id }, ctx, deps)
   return state
 }
 

@@ -3,7 +3,7 @@
 // other nodes to do the same (cluster-control.ts).
 import { isInBlockedRanges } from '../../protocols/address-range.js'
 import { noticeFrame } from '../../protocols/nip01/relay-message.js'
-import { reason } from '../../protocols/reasons.js'
+import { type Reason, reason } from '../../protocols/reasons.js'
 import { broadcastLogged } from './cluster-control.js'
 import type { CommunityDeps, CommunityState } from './community-state.js'
 import type { DisconnectCommunityMsg, DisconnectIpMsg, DisconnectPubkeyMsg } from './messages.js'
@@ -53,6 +53,11 @@ function disconnectPubkey(conns: ConnectionRegistry, pubkey: string, why: string
 
 /** Tell the client why, then close: NIP-01 clients see a `blocked:` NOTICE before the socket ends. */
 function closeFor(conn: ConnView, why: string) {
-  conn.queue.pushControl(noticeFrame(reason('blocked', why)))
-  conn.queue.closeAfterFlush(CLOSE_POLICY, `blocked: ${why}`.slice(0, 120))
+  closeWith(conn, reason('blocked', why))
+}
+
+/** The NOTICE first, then close 1008 with the same reason (a close reason is at most 123 bytes: RFC 6455 §5.5). */
+export function closeWith(conn: ConnView, why: Reason): void {
+  conn.queue.pushControl(noticeFrame(why))
+  conn.queue.closeAfterFlush(CLOSE_POLICY, why.slice(0, 120))
 }

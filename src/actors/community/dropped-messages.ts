@@ -99,8 +99,9 @@ export function onDropped(msg: CommunityMsg, self: TypedRef<CommunityMsg>, s: Co
     case 'Disconnect':
     case 'Unsubscribe':
     case 'Sweep':
+    case 'AgentScan':
     case 'RecordChanged':
-      // covered by the next request's registration, the sweep, the connection's own set and the next
+      // covered by the next request's registration, the sweep (or scan), the connection's own set and the next
       // revalidation
       return
     default:

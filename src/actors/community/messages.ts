@@ -79,6 +79,8 @@ export type SavedMsg = {
   /** the channel whose later writes wait for this one (write-order.ts) */
   ordered?: string
   reply?: (o: PublishOutcome) => void
+  /** the publishing connection's id: an announcement registers it as an agent connection */
+  from?: string
 }
 
 /** A stored event's channel change was applied (`changes`: the relay's own events to deliver): it takes effect now. */
@@ -89,6 +91,8 @@ export type AppliedMsg = {
   removedIds: string[]
   changes: RelayEvent[]
   ordered?: string
+  /** the publishing connection's id (SavedMsg) */
+  from?: string
   /** absent for a late commit: its writer was answered already */
   reply?: (o: PublishOutcome) => void
   /** came back from the channel change beside the actor (counted as an effect in flight until handled) */
@@ -157,6 +161,8 @@ export type CommunityMsg =
   | { type: 'BannedEventsRead'; outcome: Settled<string[]> }
   /** forget connections that closed without a Disconnect, and writes that never came back (periodic) */
   | { type: 'Sweep' }
+  /** move the agent connections along and reap the dead (periodic, agentOrphanScanSeconds; agent-connections.ts) */
+  | { type: 'AgentScan' }
   /** publish a channel's relay-signed state now (deferred while a burst of changes was ahead of the clock) */
   | { type: 'PublishChannelState'; channel: string; what: StateWanted }
 

@@ -1,7 +1,7 @@
 // Ephemeral writes: delivered live and published to the other nodes, never stored. A presence heartbeat
 // (kind 20001) takes its hold in the handler and is recorded in the presence store beside the actor first; a
-// goodbye clears the presence there first (community-presence.ts). Either comes back as PresenceWritten,
-// and the agent registry hears of it (docs/agent-registry.md).
+// goodbye clears the presence there first (community-presence.ts). Either comes back as PresenceWritten; the
+// agent registry hears of it, and the connection's agent state follows it (agent-connections.ts).
 import { BYE_STATUS } from '../../protocols/agent-registry.js'
 import { KIND_PRESENCE } from '../../protocols/nip01/kinds.js'
 import { pipeTo } from '../kernel/index.js'
@@ -64,8 +64,15 @@ export function onPresenceWritten(
     if (hold !== undefined) unholdPresence(state.presenceHolds, hold)
     return refuse(state, publish.reply, PRESENCE_NOT_RECORDED)
   }
-  if (hold !== undefined) tellRegistry(deps, { type: 'Heartbeat', pubkey })
-  else deps.metrics.agentByes.inc()
+  const connId = publish.conn?.id
+  if (hold !== undefined) {
+    tellRegistry(deps, { type: 'Heartbeat', pubkey })
+    // a heartbeat whose connection left meanwhile must not bring it back as an agent nobody will close
+    if (connId !== undefined && state.conns.has(connId)) state.agents.heartbeat(connId, pubkey)
+  } else {
+    deps.metrics.agentByes.inc()
+    if (connId !== undefined) state.agents.goodbye(connId)
+  }
   return deliverEphemeral(state, publish, deps)
 }
 

@@ -24,7 +24,7 @@ export function onSaved(state: CommunityState, msg: SavedMsg, ctx: Ctx, deps: Co
     deps.log.warn({ community: deps.record.id, eventId: event.id, status: outcome.status }, 'a commit takes effect late')
   // a stored event ends its place in the write order when it has taken effect (onApplied), not here
   if (outcome.status === 'saved') {
-    applyThen(state, { event, raw, removedIds: outcome.removedIds, plan: msg.plan, ordered, reply }, ctx, deps)
+    applyThen(state, { event, raw, removedIds: outcome.removedIds, plan: msg.plan, ordered, reply, from: msg.from }, ctx, deps)
     return state
   }
   try {
@@ -98,7 +98,12 @@ export function onApplied(state: CommunityState, msg: AppliedMsg, ctx: Ctx, deps
   state.feed.offer(event, raw)
   deps.cluster.link.publishEvent(raw)
   announce(state, changes, deps)
-  if (event.kind === KIND_ANNOUNCEMENT) tellRegistry(deps, { type: 'Announced', pubkey: event.pubkey })
+  if (event.kind === KIND_ANNOUNCEMENT) {
+    tellRegistry(deps, { type: 'Announced', pubkey: event.pubkey })
+    // only a connection authenticated as its author becomes that agent's connection
+    const from = msg.from !== undefined && state.conns.get(msg.from)?.authed.has(event.pubkey) ? msg.from : undefined
+    state.agents.announced(from, event.pubkey, event.tags)
+  }
   reply?.(answer ?? { accepted: true, message: '' })
   if (ordered !== undefined) release(state, ordered, ctx, deps)
   return state
