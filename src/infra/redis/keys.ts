@@ -145,6 +145,27 @@ export function meshReadyKey(runtime: string): string {
 /** Every readiness key starts with this (SCAN's MATCH is it plus `*`). */
 export const MESH_READY_PREFIX = `${ROOT}:mesh:ready:`
 
+// The console's status board (infra/console/redis-status-board.ts): global, one hash slot (`{board}`) so one
+// MGET reads every node's status in cluster mode; no community key starts `apiary:console:`.
+const CONSOLE_BOARD = `${ROOT}:console:{board}`
+const NODE_ID = /^[0-9a-z-]{1,64}$/
+
+/** `apiary:console:{board}:node:<node>` — a node's latest status (JSON), expiring unless it publishes again. */
+export function consoleNodeKey(node: string): string {
+  return `${CONSOLE_BOARD}:node:${checkNodeId(node)}`
+}
+
+/** `apiary:console:{board}:agents:<node>` — a node's agent rows, published only while a console watches agents. */
+export function consoleAgentsKey(node: string): string {
+  return `${CONSOLE_BOARD}:agents:${checkNodeId(node)}`
+}
+
+/** `apiary:console:{board}:nodes` — every node that published, scored by when it last did (ms since the epoch). */
+export const CONSOLE_NODES_KEY = `${CONSOLE_BOARD}:nodes`
+
+/** `apiary:console:{board}:watch-agents` — set while some console shows agents; expires a few seconds after. */
+export const CONSOLE_WATCH_AGENTS_KEY = `${CONSOLE_BOARD}:watch-agents`
+
 const CHANNEL_NAME = /^apiary:\{([^{}]*)\}:(.*)$/
 
 /**
@@ -169,6 +190,11 @@ export function parseChannel(name: string): Result<ParsedChannel> {
 
 function scoped(community: string, ...parts: string[]): string {
   return `${ROOT}:{${checkCommunityId(community)}}:${parts.join(':')}`
+}
+
+function checkNodeId(node: string): string {
+  if (!NODE_ID.test(node)) throw new RangeError(`not a node id: ${JSON.stringify(node.slice(0, 80))}`)
+  return node
 }
 
 function checkSessionId(session: string): string {
