@@ -54,6 +54,8 @@ export interface Config {
   verifyThreads: number
   verifyBackend: 'auto' | 'native' | 'wasm'
   threads: { writePathNice: number; readNice: number }
+  /** the operator console's status board */
+  console: { statusIntervalMs: number }
   /** the protocol's limits (advertised in NIP-11) and the edge's own */
   limits: Limits & {
     maxPendingOutboundBytes: number
@@ -120,12 +122,22 @@ export interface ConfigInput
   extends Partial<
     Omit<
       Config,
-      'authRequired' | 'trustForwardedProto' | 'threads' | 'limits' | 'rateLimits' | 'timeouts' | 'store' | 'channels' | 'communities'
+      | 'authRequired'
+      | 'trustForwardedProto'
+      | 'threads'
+      | 'console'
+      | 'limits'
+      | 'rateLimits'
+      | 'timeouts'
+      | 'store'
+      | 'channels'
+      | 'communities'
     >
   > {
   authRequired?: boolean | string
   trustForwardedProto?: boolean | string
   threads?: Partial<Config['threads']>
+  console?: Partial<Config['console']>
   limits?: Partial<Config['limits']>
   rateLimits?: {
     human?: RateTierInput

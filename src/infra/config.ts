@@ -323,6 +323,20 @@ export const configSchema = z
           .describe('added to the nice value of the SQLite read workers and WAL checkpoint thread: reads yield to writes'),
       })
       .prefault({}),
+    // The operator console's status board: every node publishes its figures this often and a node is shown
+    // gone after three missed publications. 2 s keeps the console's header live at about 1 KB per node each
+    // time; the charts hold 10 minutes of these points.
+    console: z
+      .object({
+        statusIntervalMs: z
+          .number()
+          .int()
+          .min(250)
+          .max(60_000)
+          .default(2_000)
+          .describe('how often each node publishes its status to the console status board, in ms'),
+      })
+      .prefault({}),
     limits,
     rateLimits: z
       .object({
