@@ -23,6 +23,8 @@ import { keepSupervision } from './supervision-ring.js'
 
 export interface NodeConsoleDeps {
   config: Config
+  /** the relay key's pubkey: the nodes sharing it are one cluster, one board */
+  cluster: string
   kernel: Kernel
   backends: Pick<Backends, 'nodeId' | 'mode' | 'redis'>
   connections: () => Iterable<MeteredConnection>
@@ -67,7 +69,7 @@ export function startNodeConsole(d: NodeConsoleDeps): NodeConsole {
     monotonicMs,
   })
   const statusBoard =
-    d.backends.mode === 'cluster' && d.backends.redis ? createRedisStatusBoard(d.backends.redis) : createMemoryStatusBoard()
+    d.backends.mode === 'cluster' && d.backends.redis ? createRedisStatusBoard(d.backends.redis, d.cluster) : createMemoryStatusBoard()
   const board = new ClusterBoard({
     board: statusBoard,
     node,

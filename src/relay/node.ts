@@ -276,6 +276,7 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     undo.push(() => gateway.close())
     const nodeConsole = startNodeConsole({
       config,
+      cluster: key.pubkey,
       kernel,
       backends: b,
       connections: gateway.metered,

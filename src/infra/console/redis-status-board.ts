@@ -3,24 +3,29 @@
 // of a node under a key of their own, and the watch flag. Every key expires.
 import type { AgentRow, NodeStatus } from '../../protocols/console.js'
 import type { RedisClient } from '../redis/connect.js'
-import { CONSOLE_NODES_KEY, CONSOLE_WATCH_AGENTS_KEY, consoleAgentsKey, consoleNodeKey } from '../redis/keys.js'
+import { consoleAgentsKey, consoleNodeKey, consoleNodesKey, consoleWatchAgentsKey } from '../redis/keys.js'
 import type { StatusBoard } from './status-board.js'
 
-export function createRedisStatusBoard(redis: RedisClient): StatusBoard {
+/** `cluster`: the relay key's pubkey, which every node of one cluster shares */
+export function createRedisStatusBoard(redis: RedisClient, cluster: string): StatusBoard {
+  const nodesKey = consoleNodesKey(cluster)
+  const watchKey = consoleWatchAgentsKey(cluster)
+  const nodeKey = (node: string) => consoleNodeKey(cluster, node)
+  const agentsKey = (node: string) => consoleAgentsKey(cluster, node)
   return {
     async publish(status, agents, ttlMs) {
       const m = redis.multi()
-      m.set(consoleNodeKey(status.node), JSON.stringify(status), 'PX', ttlMs)
-      m.zadd(CONSOLE_NODES_KEY, status.publishedAtMs, status.node)
-      m.zremrangebyscore(CONSOLE_NODES_KEY, '-inf', `(${status.publishedAtMs - ttlMs}`)
-      m.pexpire(CONSOLE_NODES_KEY, ttlMs)
-      if (agents) m.set(consoleAgentsKey(status.node), JSON.stringify(agents), 'PX', ttlMs)
+      m.set(nodeKey(status.node), JSON.stringify(status), 'PX', ttlMs)
+      m.zadd(nodesKey, status.publishedAtMs, status.node)
+      m.zremrangebyscore(nodesKey, '-inf', `(${status.publishedAtMs - ttlMs}`)
+      m.pexpire(nodesKey, ttlMs)
+      if (agents) m.set(agentsKey(status.node), JSON.stringify(agents), 'PX', ttlMs)
       await m.exec()
     },
     async statuses(sinceMs) {
-      const nodes = await redis.zrangebyscore(CONSOLE_NODES_KEY, sinceMs, '+inf')
+      const nodes = await redis.zrangebyscore(nodesKey, sinceMs, '+inf')
       if (nodes.length === 0) return []
-      const values = await redis.mget(nodes.map(consoleNodeKey))
+      const values = await redis.mget(nodes.map(nodeKey))
       const out: NodeStatus[] = []
       for (const v of values) {
         const s = v === null ? undefined : parseJson<NodeStatus>(v)
@@ -31,7 +36,7 @@ export function createRedisStatusBoard(redis: RedisClient): StatusBoard {
     async agents(nodes) {
       const out = new Map<string, AgentRow[]>()
       if (nodes.length === 0) return out
-      const values = await redis.mget(nodes.map(consoleAgentsKey))
+      const values = await redis.mget(nodes.map(agentsKey))
       for (const [i, v] of values.entries()) {
         const rows = v === null ? undefined : parseJson<AgentRow[]>(v)
         if (Array.isArray(rows)) out.set(nodes[i]!, rows)
@@ -39,10 +44,10 @@ export function createRedisStatusBoard(redis: RedisClient): StatusBoard {
       return out
     },
     async watchAgents(ttlMs) {
-      await redis.set(CONSOLE_WATCH_AGENTS_KEY, '1', 'PX', ttlMs)
+      await redis.set(watchKey, '1', 'PX', ttlMs)
     },
     async agentsWatched() {
-      return (await redis.exists(CONSOLE_WATCH_AGENTS_KEY)) === 1
+      return (await redis.exists(watchKey)) === 1
     },
   }
 }

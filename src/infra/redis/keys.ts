@@ -145,26 +145,31 @@ export function meshReadyKey(runtime: string): string {
 /** Every readiness key starts with this (SCAN's MATCH is it plus `*`). */
 export const MESH_READY_PREFIX = `${ROOT}:mesh:ready:`
 
-// The console's status board (infra/console/redis-status-board.ts): global, one hash slot (`{board}`) so one
-// MGET reads every node's status in cluster mode; no community key starts `apiary:console:`.
-const CONSOLE_BOARD = `${ROOT}:console:{board}`
+// The console's status board (infra/console/redis-status-board.ts): global, scoped by the cluster (the relay
+// key's pubkey every node of it shares, so two clusters on one Redis keep apart), in one hash slot so one
+// MGET reads every node's status in cluster mode. No community key starts `apiary:console:`.
+const consoleBoard = (cluster: string) => `${ROOT}:console:{${checkHex64(cluster, 'cluster key')}}`
 const NODE_ID = /^[0-9a-z-]{1,64}$/
 
-/** `apiary:console:{board}:node:<node>` — a node's latest status (JSON), expiring unless it publishes again. */
-export function consoleNodeKey(node: string): string {
-  return `${CONSOLE_BOARD}:node:${checkNodeId(node)}`
+/** `apiary:console:{<cluster>}:node:<node>` — a node's latest status (JSON), expiring unless it publishes again. */
+export function consoleNodeKey(cluster: string, node: string): string {
+  return `${consoleBoard(cluster)}:node:${checkNodeId(node)}`
 }
 
-/** `apiary:console:{board}:agents:<node>` — a node's agent rows, published only while a console watches agents. */
-export function consoleAgentsKey(node: string): string {
-  return `${CONSOLE_BOARD}:agents:${checkNodeId(node)}`
+/** `apiary:console:{<cluster>}:agents:<node>` — a node's agent rows, published only while a console watches agents. */
+export function consoleAgentsKey(cluster: string, node: string): string {
+  return `${consoleBoard(cluster)}:agents:${checkNodeId(node)}`
 }
 
-/** `apiary:console:{board}:nodes` — every node that published, scored by when it last did (ms since the epoch). */
-export const CONSOLE_NODES_KEY = `${CONSOLE_BOARD}:nodes`
+/** `apiary:console:{<cluster>}:nodes` — every node that published, scored by when it last did (ms since the epoch). */
+export function consoleNodesKey(cluster: string): string {
+  return `${consoleBoard(cluster)}:nodes`
+}
 
-/** `apiary:console:{board}:watch-agents` — set while some console shows agents; expires a few seconds after. */
-export const CONSOLE_WATCH_AGENTS_KEY = `${CONSOLE_BOARD}:watch-agents`
+/** `apiary:console:{<cluster>}:watch-agents` — set while some console shows agents; expires a few seconds after. */
+export function consoleWatchAgentsKey(cluster: string): string {
+  return `${consoleBoard(cluster)}:watch-agents`
+}
 
 const CHANNEL_NAME = /^apiary:\{([^{}]*)\}:(.*)$/
 

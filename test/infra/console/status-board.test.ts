@@ -64,7 +64,7 @@ const backends: Backend[] = [
     open: () => {
       const redis = new Redis(REDIS_URL, { keyPrefix: `test-board-${randomBytes(4).toString('hex')}:` })
       redisClients.push(redis)
-      return createRedisStatusBoard(redis)
+      return createRedisStatusBoard(redis, randomBytes(32).toString('hex'))
     },
   },
 ]
