@@ -33,6 +33,7 @@ export class ClusterBoard {
   private watchSentAtMs = 0
   private timer: ReturnType<typeof setInterval> | undefined
   private running: Promise<void> | undefined
+  private failing = false
 
   constructor(private readonly d: ClusterBoardDeps) {}
 
@@ -50,7 +51,16 @@ export class ClusterBoard {
   /** one interval's publish and read; a tick still running when the next is due is not doubled */
   tick(): Promise<void> {
     this.running ??= this.publishAndRead()
-      .catch((error: unknown) => this.d.log.warn({ err: error }, 'console status board unavailable'))
+      .then(
+        () => {
+          this.failing = false
+        },
+        (error: unknown) => {
+          // once per outage, not every interval of it
+          if (!this.failing) this.d.log.warn({ err: error }, 'console status board unavailable')
+          this.failing = true
+        },
+      )
       .finally(() => {
         this.running = undefined
       })
