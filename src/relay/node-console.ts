@@ -50,7 +50,8 @@ export function startNodeConsole(d: NodeConsoleDeps): NodeConsole {
   const monotonicMs = () => performance.now()
   const hot = new HotConnections({
     node,
-    agentStateOf: (community, conn, at) => d.agentConnectionsOf?.(community)?.stateOf(conn, at),
+    // the agent views take wall-clock time, as their rows' times are (the meters' clock is monotonic)
+    agentStateOf: (community, conn) => d.agentConnectionsOf?.(community)?.stateOf(conn, nowMs()),
   })
   const telemetry = new NodeTelemetry({
     node,

@@ -66,6 +66,30 @@ export class NodeTelemetry {
     this.lastCollectMs = now
     const health = await d.health()
     const wallMs = d.nowMs()
+    const { communities, node } = this.communitiesOver(seconds, wallMs)
+    const mesh = d.mesh ? await this.meshStatus(d.mesh.status()) : undefined
+    return {
+      node: d.node,
+      publishedAtMs: wallMs,
+      startedAtMs: d.startedAtMs,
+      ready: health.ready,
+      degraded: health.degraded,
+      connections: node.connections,
+      subscriptions: node.subscriptions,
+      eventsInPerSecond: round(node.eventsIn),
+      eventsOutPerSecond: round(node.eventsOut),
+      refusalsPerSecondByPrefix: node.refusals,
+      ...d.process.sample(),
+      communities,
+      hot: d.hot.union(),
+      supervision: d.supervision.rows(),
+      ...(mesh && { mesh }),
+    }
+  }
+
+  /** each community's figures over the last `seconds`, and the node's sums of them */
+  private communitiesOver(seconds: number, wallMs: number) {
+    const d = this.d
     const load = d.hot.communities()
     const communities: CommunityStatus[] = []
     const node = { connections: 0, subscriptions: 0, eventsIn: 0, eventsOut: 0, refusals: {} as Record<string, number> }
@@ -86,24 +110,7 @@ export class NodeTelemetry {
       node.eventsOut += r.eventsOutPerSecond
       for (const [prefix, n] of Object.entries(r.refusalsPerSecondByReason)) node.refusals[prefix] = (node.refusals[prefix] ?? 0) + n
     }
-    const mesh = d.mesh ? await this.meshStatus(d.mesh.status()) : undefined
-    return {
-      node: d.node,
-      publishedAtMs: wallMs,
-      startedAtMs: d.startedAtMs,
-      ready: health.ready,
-      degraded: health.degraded,
-      connections: node.connections,
-      subscriptions: node.subscriptions,
-      eventsInPerSecond: round(node.eventsIn),
-      eventsOutPerSecond: round(node.eventsOut),
-      refusalsPerSecondByPrefix: node.refusals,
-      ...d.process.sample(),
-      communities,
-      hot: d.hot.union(),
-      supervision: d.supervision.rows(),
-      ...(mesh && { mesh }),
-    }
+    return { communities, node }
   }
 
   private async meshStatus(s: MeshStatus): Promise<MeshConsoleStatus> {
