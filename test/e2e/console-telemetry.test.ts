@@ -1,10 +1,15 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { consoleOf } from '../../src/relay/relay'
 import { makeKeys } from '../support/events'
 import { eventually } from '../support/eventually'
+import { openFailingSqliteStore } from '../support/failing-event-store'
 import type { TestRelay } from '../support/relay'
 import { auth, client, fresh, publish, relayUrlOf } from '../support/relay-client'
 import { useCluster, useRelays } from '../support/relay-fixtures'
+import { connect } from '../support/ws-client'
 
 // fast publications, so a node shows up (and turns gone) within a second or two
 const STATUS_INTERVAL_MS = 250
@@ -61,6 +66,38 @@ describe("a node's status and hot connections", () => {
     expect(views[0]!.status.eventsInPerSecond).toBeGreaterThan(0)
     expect(views[0]!.status.rssBytes).toBeGreaterThan(0)
     expect(sourceOf(r).samples(0)[sourceOf(r).node]!.length).toBeGreaterThan(0)
+  })
+})
+
+describe("a node's supervision events on its status", () => {
+  const relays = useRelays()
+
+  it('shows a community that crashed within 2 s, and a REQ refused with CLOSED "invalid:" among the refusals', async () => {
+    const faults = openFailingSqliteStore(join(mkdtempSync(join(tmpdir(), 'apiary-console-')), 'events.sqlite'))
+    const r = await relays.start({ console: { statusIntervalMs: STATUS_INTERVAL_MS } }, undefined, { eventStore: faults.store })
+    const c = await connect(r.url)
+    faults.failNext('query', 1)
+    c.send(['REQ', 'broken', { kinds: [1] }])
+    expect(String((await c.next((f) => f[0] === 'CLOSED' && f[1] === 'broken'))[2])).toMatch(/^error: /)
+    c.send(['REQ', 'malformed', { kinds: 'x' }])
+    expect(String((await c.next((f) => f[0] === 'CLOSED' && f[1] === 'malformed'))[2])).toMatch(/^invalid: /)
+    const crashedAtMs = Date.now()
+    // a rate lasts one interval: remember having seen it
+    let refusedSeen = false
+    const views = await eventually(
+      () => {
+        const v = sourceOf(r).nodes()
+        refusedSeen ||= (v[0]?.status.refusalsPerSecondByPrefix.invalid ?? 0) > 0
+        return v
+      },
+      (v) => refusedSeen && v[0]?.status.supervision.some((row) => row.type === 'crashed' && row.path === 'community/default') === true,
+      'the crash and the refusal on the board',
+      { timeoutMs: 2_000 },
+    )
+    const crash = views[0]!.status.supervision.find((row) => row.type === 'crashed')!
+    expect(crash).toMatchObject({ node: sourceOf(r).node, supervisor: 'root/community' })
+    expect(crash.atMs).toBeGreaterThanOrEqual(crashedAtMs - 1_000)
+    expect(crash.detail).toContain('StoreError')
   })
 })
 
