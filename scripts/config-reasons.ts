@@ -31,7 +31,7 @@ export const CONFIG_REASONS: Record<string, string> = {
   'threads.writePathNice':
     'The event loop holds every connection, so its lateness is every client’s latency, while worker threads do bulk work that can wait a few milliseconds. Linux only (elsewhere a thread’s priority is the whole process’s); 0 for both when the relay has its cores to itself.',
   'console.statusIntervalMs':
-    'A console shows each node within one interval and calls it gone after three missed, so 6 s; each publication is about a kilobyte per node, whether or not anyone looks.',
+    'A console shows each node within one interval and calls it gone after three missed, so 6 s; each publication is one status per node (a few kilobytes; tens with full hot-connection and supervision lists), whether or not anyone looks.',
   'threads.readNice': 'Reads yield to writes, and both to the event loop, when every core is busy. Linux only.',
   'limits.maxMessageBytes': 'strfry’s default (maxWebsocketPayloadSize); the kind 3 contact lists of heavy users reach about 100 KB.',
   'limits.maxSubscriptions': 'strfry allows 20 per connection; agents multiplex many channels on one connection.',

@@ -324,7 +324,7 @@ export const configSchema = z
       })
       .prefault({}),
     // The operator console's status board: every node publishes its figures this often and a node is shown
-    // gone after three missed publications. 2 s keeps the console's header live at about 1 KB per node each
+    // gone after three missed publications. 2 s keeps the console's header live for one status per node each
     // time; the charts hold 10 minutes of these points.
     console: z
       .object({
