@@ -34,6 +34,8 @@ export const CONFIG_REASONS: Record<string, string> = {
     'Verification is most of an event’s CPU, and the native addon (libsecp256k1 built at install by the optional dependency bcrypto) is several times faster than the WASM build every install has. `auto` takes the addon when it loads and logs a warning when it falls back; `native` refuses to start without it.',
   'threads.writePathNice':
     'The event loop holds every connection, so its lateness is every client’s latency, while worker threads do bulk work that can wait a few milliseconds. Linux only (elsewhere a thread’s priority is the whole process’s); 0 for both when the relay has its cores to itself.',
+  'console.statusIntervalMs':
+    'A console shows each node within one interval and calls it gone after three missed, so 6 s; each publication is one status per node (a few kilobytes; tens with full hot-connection and supervision lists), whether or not anyone looks.',
   'threads.readNice': 'Reads yield to writes, and both to the event loop, when every core is busy. Linux only.',
   'limits.maxMessageBytes': 'strfry’s default (maxWebsocketPayloadSize); the kind 3 contact lists of heavy users reach about 100 KB.',
   'limits.maxSubscriptions': 'strfry allows 20 per connection; agents multiplex many channels on one connection.',

@@ -101,9 +101,11 @@ export interface Config {
     maxModerationAgeSeconds: number
     maxPostAgeSeconds: number
   }
+  /** the operator console: its HTTP side and the status board every node publishes to */
   console: {
     enabled: boolean
     sessionTtlSeconds: number
+    statusIntervalMs: number
   }
   communities: {
     id: string
@@ -155,7 +157,7 @@ export interface ConfigInput
   timeouts?: Partial<Config['timeouts']>
   store?: Partial<Omit<Config['store'], 'writerThread'>> & { writerThread?: boolean | string }
   channels?: Partial<Config['channels']>
-  console?: { enabled?: boolean | string; sessionTtlSeconds?: number }
+  console?: { enabled?: boolean | string; sessionTtlSeconds?: number; statusIntervalMs?: number }
   communities?: {
     id: string
     name?: string

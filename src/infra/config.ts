@@ -496,6 +496,15 @@ export const configSchema = z
           .max(86_400)
           .default(1_800)
           .describe('how long a console sign-in lasts, seconds (the cookie and the session behind it)'),
+        // every node publishes its figures this often and a node is shown gone after three missed publications;
+        // 2 s keeps the console's header live, one status per node each time, and 10 minutes of chart points
+        statusIntervalMs: z
+          .number()
+          .int()
+          .min(250)
+          .max(60_000)
+          .default(2_000)
+          .describe('how often each node publishes its status to the console status board, in ms'),
       })
       .prefault({}),
     communities: z

@@ -12,6 +12,7 @@ import type { RegistryAnnounce, RegistryMsg } from '../actors/registry/messages.
 import { registryActor, registryPath } from '../actors/registry/registry-actor.js'
 import type { CommunityKeys } from '../infra/community-key.js'
 import type { Config } from '../infra/config.js'
+import type { ConsoleCounters } from '../infra/console/community-counters.js'
 import type { Tenants } from '../infra/http/tenants.js'
 import type { Logger } from '../infra/log.js'
 import type { Metrics } from '../infra/metrics.js'
@@ -35,6 +36,8 @@ export interface CommunitiesDeps {
   communityKeys: CommunityKeys
   tenants: Tenants
   metrics: Metrics
+  /** the console's per-community counts (infra/console/community-counters.ts) */
+  counters?: ConsoleCounters
   log: Logger
   nowSeconds: () => number
   /** elapsed time for cache TTLs and heartbeat ages; default performance.now() (tests bring their own) */
@@ -133,6 +136,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
       nowSeconds,
       nowMs,
       metrics,
+      counters: d.counters?.of(record.id),
       log,
       cluster: {
         link,

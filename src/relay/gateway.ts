@@ -11,6 +11,8 @@ import type { MutableConnView } from '../actors/connection/connection-deps.js'
 import { type Kernel, MailboxFullError, type TypedRef, tell } from '../actors/kernel/index.js'
 import { type AdmissionAnswer, ipPrincipalOf, type LimitType } from '../actors/principal/principal-actor.js'
 import type { Config } from '../infra/config.js'
+import type { ConsoleCounters } from '../infra/console/community-counters.js'
+import type { MeteredConnection } from '../infra/console/hot-connections.js'
 import type { ConnectionSlots } from '../infra/gates/connection-slots.js'
 import type { ClientAddressing } from '../infra/http/client-ip.js'
 import { relayHostOf, type Tenants } from '../infra/http/tenants.js'
@@ -21,6 +23,7 @@ import type { Verifier } from '../infra/verify/verifier.js'
 import { startHeartbeat, type Watched, watch } from '../infra/ws/heartbeat.js'
 import { createInboundFlow } from '../infra/ws/inbound-flow.js'
 import { createOutboundQueue } from '../infra/ws/outbound-queue.js'
+import { TrafficMeter } from '../infra/ws/traffic-meter.js'
 import { authFrame, closedFrame } from '../protocols/nip01/relay-message.js'
 import { isNamedBy } from './admission.js'
 
@@ -51,6 +54,8 @@ export interface GatewayDeps {
   log: Logger
   nowSeconds: () => number
   communityRef: (id: string) => TypedRef<CommunityMsg> | undefined
+  /** the console's per-community counts of accepted events and refusals */
+  counters?: ConsoleCounters
 }
 
 const monotonicMs = () => performance.now()
@@ -63,6 +68,8 @@ function refuseUpgrade(socket: Duplex, status: number, text: string) {
 
 export function acceptConnections(d: GatewayDeps) {
   const live = new Map<string, Watched>()
+  // the same connections as the console's hot-connections sampler reads them
+  const metered = new Map<string, MeteredConnection>()
   // node-wide: what a reconnect storm of every socket at once may put in front of admission, the AUTH
   // signature check and the ban lookup
   const authSlots = createAuthSlots(d.config.limits.maxConcurrentAuth)
@@ -165,7 +172,9 @@ export function acceptConnections(d: GatewayDeps) {
     const path = connectionPath(id)
     d.metrics.connectionsTotal.inc()
     d.metrics.connectionsActive.inc()
+    const meter = new TrafficMeter(openedAtMs)
     const queue = createOutboundQueue(ws, {
+      meter,
       maxPendingBytes: d.config.limits.maxPendingOutboundBytes,
       graceMs: d.config.limits.slowConsumerGraceMs,
       // the queue closes the socket itself (close frame, then destroy if the peer doesn't read up to it)
@@ -213,6 +222,7 @@ export function acceptConnections(d: GatewayDeps) {
         authWindowSeconds: d.config.timeouts.authWindowSeconds,
         nowSeconds: d.nowSeconds,
         metrics: d.metrics,
+        counters: d.counters?.of(record.id),
         log: d.log,
         onSubscriptionCount: (n) => {
           subsOpen = n
@@ -236,6 +246,7 @@ export function acceptConnections(d: GatewayDeps) {
     // idleness is elapsed time: monotonic, so a wall-clock step can't close every quiet socket at once
     const watched = watch(ws, monotonicMs, () => view.authed.size > 0 || subsOpen > 0)
     live.set(id, watched)
+    metered.set(id, { id, community: record.id, ip, meter, authed: view.authed, subs: view.subs })
     tell(community, { type: 'Join', conn: view })
     queue.pushControl(authFrame(challenge))
     ws.on('message', (data, isBinary) => {
@@ -245,6 +256,7 @@ export function acceptConnections(d: GatewayDeps) {
       const text = isBinary || typeof data !== 'string' ? Buffer.from(raw).toString('utf8') : data
       // the bytes bound pauses the socket long before the mailbox could fill; a refusal is a stopped actor
       const bytes = flow.charge(typeof data === 'string' ? Buffer.byteLength(data) : raw.length)
+      meter.frameIn(bytes)
       if (!tell(ref, { type: 'Frame', text, bytes })) {
         flow.release(bytes)
         ws.close(1011, 'error: connection is closing')
@@ -254,6 +266,7 @@ export function acceptConnections(d: GatewayDeps) {
     ws.on('error', (error) => d.log.debug({ err: error, conn: id }, 'socket error'))
     ws.on('close', () => {
       live.delete(id)
+      metered.delete(id)
       d.metrics.connectionsActive.dec()
       void d.kernel.stop(path)
     })
@@ -271,6 +284,8 @@ export function acceptConnections(d: GatewayDeps) {
     get connections() {
       return live.size
     },
+    /** the open connections with their traffic meters (the console's hot connections) */
+    metered: (): Iterable<MeteredConnection> => metered.values(),
     /** Stop accepting, say goodbye with 1001 (going away), and wait for every connection actor to stop. */
     async close() {
       closing = true

@@ -12,8 +12,10 @@ import { openSupervisedVerifier } from '../actors/node/verifier-actor.js'
 import { createBusMac, deriveBusMacKey } from '../infra/bus/bus-mac.js'
 import { type CommunityKeys, createCommunityKeys } from '../infra/community-key.js'
 import type { Config } from '../infra/config.js'
+import { ConsoleCounters } from '../infra/console/community-counters.js'
 import { createMemoryRateLimiter } from '../infra/gates/memory-rate-limit.js'
 import { createClientAddressing } from '../infra/http/client-ip.js'
+import type { ConsoleSource } from '../infra/http/console/console-source.js'
 import { handleHttp } from '../infra/http/http-routes.js'
 import { createManagement } from '../infra/http/nip86/endpoint.js'
 import { createOperatorAuth } from '../infra/http/operator-auth.js'
@@ -44,6 +46,7 @@ import { openConsoleHttp } from './console-http.js'
 import { acceptConnections } from './gateway.js'
 import { createManagementOps } from './management.js'
 import { type Mesh, openMesh } from './mesh.js'
+import { startNodeConsole } from './node-console.js'
 import { relayInfoFor } from './relay-info.js'
 
 export interface NodeDeps {
@@ -70,6 +73,8 @@ export interface RunningNode {
   mesh?: Mesh
   /** checks the events a host publishes with a key of its own, as it checks clients' */
   verifier: Verifier
+  /** what the operator console reads: the cluster's status board, the hot connections, NIP-86 on behalf of a signed-in identity */
+  console: ConsoleSource
   /** graceful: stop accepting, close sockets with 1001, flush commits, release backends */
   close(): Promise<void>
 }
@@ -133,7 +138,10 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
     // until a blockip or unblockip here or on another node (a control payload), at most accessCacheTtlMs
     const blockedIps = createBlockedIps(b.communities, { ttlMs: config.accessCacheTtlMs, nowMs: () => performance.now() })
     const isIpBlocked = (community: string, ip: string) => blockedIps.isBlocked(community, ip)
+    // the console's per-community counts, bumped by the connections and the communities (node-console.ts reads them)
+    const counters = new ConsoleCounters()
     const communities = createCommunities({
+      counters,
       kernel,
       config,
       backends: b,
@@ -165,6 +173,28 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       const ref = kernel.lookup<CommunityMsg>(communityPath(community))
       if (ref) tell(ref, { type: 'DisconnectIp', range, reason, broadcast: true })
     }
+    const ops = createManagementOps({
+      store: b.communities,
+      events: b.events,
+      invites: b.invites,
+      communities,
+      operators,
+      banPubkey: d.banPubkey,
+      disconnectIp,
+      // here at once, on the other nodes through the community's cache-invalidation broadcast
+      blockListChanged: (community) => {
+        blockedIps.invalidate(community)
+        const ref = kernel.lookup<CommunityMsg>(communityPath(community))
+        if (ref) tell(ref, { type: 'InvalidateCache', op: { op: 'InvalidateBlockedIps' }, broadcast: true })
+      },
+      ipv6PrefixLength: config.ipv6PrefixLength,
+      nowSeconds,
+    })
+    // readiness: every backend answers and no permanent actor is in backoff or down (waiting to be respawned)
+    const health = async () => {
+      const degraded = [...(await b.unhealthy()), ...kernel.unhealthy()]
+      return { ready: degraded.length === 0, degraded }
+    }
     const manage = createManagement({
       tenants,
       isIpBlocked,
@@ -175,23 +205,7 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       admitApi: admission.admitApi,
       admitApiIp: admission.admitApiIp,
       metrics: { signatureChecks: metrics.nip86SignatureChecks, admissionRejections: metrics.admissionRejections },
-      ...createManagementOps({
-        store: b.communities,
-        events: b.events,
-        invites: b.invites,
-        communities,
-        operators,
-        banPubkey: d.banPubkey,
-        disconnectIp,
-        // here at once, on the other nodes through the community's cache-invalidation broadcast
-        blockListChanged: (community) => {
-          blockedIps.invalidate(community)
-          const ref = kernel.lookup<CommunityMsg>(communityPath(community))
-          if (ref) tell(ref, { type: 'InvalidateCache', op: { op: 'InvalidateBlockedIps' }, broadcast: true })
-        },
-        ipv6PrefixLength: config.ipv6PrefixLength,
-        nowSeconds,
-      }),
+      ...ops,
       nowSeconds,
       log,
     })
@@ -216,6 +230,8 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       metrics,
       log,
     })
+    // set once the node's console has started (after the gateway): until then the console answers 503
+    let consoleSource: ConsoleSource | undefined
     const http = createServer(
       {
         headersTimeout: config.timeouts.headersTimeoutMs,
@@ -230,15 +246,12 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
             const record = tenants.resolve(h, 'http')?.record
             return relayInfoFor(config, record && communityKeys.of(record.id).pubkey, record)
           },
-          // readiness: every backend answers and no permanent actor is in backoff or down (waiting to be respawned)
-          health: async () => {
-            const degraded = [...(await b.unhealthy()), ...kernel.unhealthy()]
-            return { ready: degraded.length === 0, degraded }
-          },
+          health,
           manage,
           meshStatus: mesh ? () => mesh.status() : undefined,
           operator,
           console: consoleHttp,
+          consoleSource,
         }).catch((error: unknown) => {
           log.error({ err: error }, 'http handler failed')
           if (!res.headersSent) res.writeHead(500).end()
@@ -271,17 +284,36 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
       log,
       nowSeconds,
       communityRef: (id) => kernel.lookup<CommunityMsg>(communityPath(id)),
+      counters,
     })
     clients = () => gateway.connections
     undo.push(() => closeHttp(http))
     // before the server's close, which waits for every response: a console stream never ends by itself
     if (consoleHttp) undo.push(() => consoleHttp.close())
     undo.push(() => gateway.close())
+    const nodeConsole = startNodeConsole({
+      config,
+      cluster: key.pubkey,
+      kernel,
+      backends: b,
+      connections: gateway.metered,
+      counters,
+      tenants,
+      operators,
+      health,
+      mesh,
+      agentConnectionsOf: (id) => communities.agentConnectionsOf(id),
+      ops,
+      metrics,
+      log,
+    })
+    undo.push(() => nodeConsole.stop())
+    consoleSource = nodeConsole.source
     // the first step of a close: the mesh hands its sessions over while this node still serves its clients
     if (mesh) undo.push(() => mesh.drain())
     const url = await listenOn(http, config)
     log.info({ url, mode: b.mode, node: b.nodeId, communities: records.map((r) => r.id) }, 'apiary listening')
-    return { url, key, communityKeys, backends: b, communities, mesh, verifier, close: unwind }
+    return { url, key, communityKeys, backends: b, communities, mesh, verifier, console: nodeConsole.source, close: unwind }
   } catch (error) {
     await unwind()
     throw error

@@ -6,6 +6,7 @@ import type { CommunityMsg, CommunityStats, PublishOutcome } from '../actors/com
 import { ask, createKernel, type Kernel, type SupervisionEvent, type TypedRef, tell } from '../actors/kernel/index.js'
 import type { CommunityKeys } from '../infra/community-key.js'
 import type { Config, ConfigInput } from '../infra/config-types.js'
+import type { ConsoleSource } from '../infra/http/console/console-source.js'
 import { Tenants } from '../infra/http/tenants.js'
 import { loadConfig } from '../infra/load-config.js'
 import { createLogger, type Logger } from '../infra/log.js'
@@ -149,7 +150,7 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
     return ask(ref, (reply) => ({ type: 'Stats', reply }), 10_000)
   }
 
-  return {
+  const relay: Relay = {
     config,
     get url() {
       return node?.url ?? ''
@@ -178,4 +179,14 @@ export function createRelay(input: ConfigInput = {}, opts: RelayOptions = {}): R
     banPubkey,
     archiveCommunity: async (communityId) => running().communities.archive(communityId),
   }
+  consoles.set(relay, () => node?.console)
+  return relay
+}
+
+// Beside the embedding API rather than in it: what the operator console reads of a listening relay.
+const consoles = new WeakMap<Relay, () => ConsoleSource | undefined>()
+
+/** the console source of a listening relay (its status board, hot connections, NIP-86 on behalf of a pubkey) */
+export function consoleOf(relay: Relay): ConsoleSource | undefined {
+  return consoles.get(relay)?.()
 }

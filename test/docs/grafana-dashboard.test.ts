@@ -14,14 +14,6 @@ type Panel = { id: number; type: string; title: string; datasource?: { type: str
 type Variable = { name: string; type: string; query: string | { query: string } }
 type Dashboard = { uid: string; schemaVersion: number; panels: Panel[]; templating: { list: Variable[] } }
 
-// They come with the agent connection states and the console; until those register them they are named here.
-const ARRIVING = new Set([
-  'apiary_agent_connections',
-  'apiary_agent_heartbeat_age_seconds',
-  'apiary_agent_departures_total',
-  'apiary_console_sign_ins_total',
-])
-
 const HISTOGRAM_SERIES = /_(bucket|sum|count)$/
 
 /** The registered metrics (apiary_ and prom-client's process_/nodejs_ defaults), each with its type. */
@@ -34,9 +26,9 @@ function registeredTypes(): Map<string, string> {
 function unknownMetrics(exprs: string[], registered: Map<string, string>): string[] {
   const names = exprs.flatMap((e) => [...e.matchAll(/\b(?:apiary|process|nodejs)_[a-z0-9_]+/g)].map((m) => m[0]))
   const known = (name: string) => {
-    if (registered.has(name) || ARRIVING.has(name)) return true
+    if (registered.has(name)) return true
     const series = name.replace(HISTOGRAM_SERIES, '')
-    return series !== name && (registered.get(series) === 'histogram' || ARRIVING.has(series))
+    return series !== name && registered.get(series) === 'histogram'
   }
   return [...new Set(names)].filter((n) => !known(n))
 }

@@ -30,7 +30,7 @@ export interface ReadState {
 
 export type ReadDeps = Pick<
   CommunityDeps,
-  'record' | 'store' | 'limits' | 'metrics' | 'cluster' | 'presence' | 'nowSeconds' | 'nowMs' | 'log' | 'sign' | 'invites'
+  'record' | 'store' | 'limits' | 'metrics' | 'counters' | 'cluster' | 'presence' | 'nowSeconds' | 'nowMs' | 'log' | 'sign' | 'invites'
 >
 type Ctx = ActorContext<CommunityMsg>
 
@@ -165,7 +165,10 @@ function sendPage(state: ReadState, sub: Subscription, { stored, presence, minte
   }
   let delivered = 0
   for (const h of held) if (!ids?.has(h.id) && sub.conn.queue.push(eventFrame(sub.subId, h.raw))) delivered++
-  if (delivered) deps.metrics.fanoutDeliveries.inc(delivered)
+  if (delivered) {
+    deps.metrics.fanoutDeliveries.inc(delivered)
+    deps.counters?.deliveredOut(delivered)
+  }
   if (ids) sub.sent = { ids, untilMs: deps.nowMs() + SENT_MEMORY_MS }
 }
 

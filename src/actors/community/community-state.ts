@@ -1,6 +1,7 @@
 // The types the parts of a community actor share: what it is given (CommunityDeps), what it keeps across
 // restarts (CommunitySurvivors) and its state. Apart from the actor, so that no part of it imports the actor.
 import type { Config } from '../../infra/config-types.js'
+import type { CommunityCounters } from '../../infra/console/community-counters.js'
 import type { Logger } from '../../infra/log.js'
 import type { Metrics } from '../../infra/metrics.js'
 import type { ChannelStore } from '../../infra/store/channel-store.js'
@@ -67,6 +68,8 @@ export interface CommunityDeps {
   nowSeconds: () => number
   nowMs: () => number
   metrics: Metrics
+  /** the console's counts of this community's deliveries (infra/console/community-counters.ts) */
+  counters?: CommunityCounters
   log: Logger
   cluster: ClusterDeps
   presence: PresenceDeps

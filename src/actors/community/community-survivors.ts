@@ -67,6 +67,7 @@ function liveFeedOf(index: SubscriptionIndex, gate: AccessGate, deps: CommunityD
     gate,
     index,
     metrics: deps.metrics,
+    counters: deps.counters,
     log: deps.log,
     // A 31990 goes live only while its author's lease is (the presence store decides, on every node). The
     // check is here, not in the agent registry: it waits in the feed's order, as an access lookup does, so

@@ -2,6 +2,7 @@
 // sequence, never by blocking the mailbox). Most events are decided at once from the access gate's caches;
 // one that needs I/O first (a cache miss, a remote event's signature) is decided beside the actor, and every
 // event after it waits in this queue until it is: the actor returns at once either way.
+import type { CommunityCounters } from '../../infra/console/community-counters.js'
 import type { Metrics } from '../../infra/metrics.js'
 import { KIND_ANNOUNCEMENT } from '../../protocols/agent-registry.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
@@ -15,6 +16,8 @@ export interface LiveFeedDeps {
   gate: AccessGate
   index: SubscriptionIndex
   metrics: Pick<Metrics, 'fanoutDeliveries' | 'accessLookupFailures' | 'subscriptionsLost'>
+  /** the console's count of this community's deliveries */
+  counters?: Pick<CommunityCounters, 'deliveredOut'>
   log: { error(o: object, m: string): void }
   /** live events held for one subscription while its page is read, in bytes; past it the subscription is closed */
   maxHeldBytes: number
@@ -123,7 +126,10 @@ export class LiveFeed {
       // pushes to a closed socket fail; the sweep forgets those connections
       if (sub.conn.queue.push(eventFrame(sub.subId, item.raw))) delivered++
     }
-    if (delivered) this.d.metrics.fanoutDeliveries.inc(delivered)
+    if (delivered) {
+      this.d.metrics.fanoutDeliveries.inc(delivered)
+      this.d.counters?.deliveredOut(delivered)
+    }
   }
 
   private hold(sub: Subscription, id: string, raw: string) {

@@ -14,8 +14,18 @@ import type { Prepared } from './messages.js'
 const ASK_TIMEOUT_MS = 30_000
 
 export function sendOk(deps: ConnectionDeps, id: string, message: '' | Reason, accepted: boolean): void {
-  if (!accepted) deps.metrics.eventsRejected.inc({ reason: prefixOf(message) ?? 'unknown' })
+  if (!accepted) {
+    const prefix = prefixOf(message) ?? 'unknown'
+    deps.metrics.eventsRejected.inc({ reason: prefix })
+    deps.counters?.refused(prefix)
+  }
   deps.view.queue.pushControl(okFrame(id, accepted, message))
+}
+
+/** a CLOSED that refuses a REQ or COUNT, counted by its prefix for the console */
+function sendClosed(deps: ConnectionDeps, subId: string, why: Reason): void {
+  deps.counters?.refused(prefixOf(why) ?? 'unknown')
+  deps.view.queue.pushControl(closedFrame(subId, why))
 }
 
 /** CLOSED names a subscription id: one open under it is closed too, or it would go on delivering. */
@@ -33,7 +43,7 @@ export function applyMalformed(e: ClientMessageError, deps: ConnectionDeps): voi
   else {
     if (e.refusal) deps.metrics.readsRefused.inc({ reason: e.refusal })
     dropSubscription(e.subId, deps)
-    deps.view.queue.pushControl(closedFrame(e.subId, e.reason))
+    sendClosed(deps, e.subId, e.reason)
   }
 }
 
@@ -52,7 +62,10 @@ export function applyEvent(m: Extract<ClientMessage, { type: 'EVENT' }>, p: Prep
   )
     .then(
       (outcome) => {
-        if (outcome.accepted) deps.metrics.eventsAccepted.inc()
+        if (outcome.accepted) {
+          deps.metrics.eventsAccepted.inc()
+          deps.counters?.accepted(event.kind)
+        }
         sendOk(deps, event.id, outcome.message, outcome.accepted)
       },
       (error: unknown) => {
@@ -66,12 +79,12 @@ export function applyEvent(m: Extract<ClientMessage, { type: 'EVENT' }>, p: Prep
 export function applyReq(m: Extract<ClientMessage, { type: 'REQ' }>, p: Prepared, deps: ConnectionDeps): void {
   const { subs, queue } = deps.view
   if (!subs.has(m.subId) && subs.size >= deps.limits.maxSubscriptions) {
-    queue.pushControl(closedFrame(m.subId, reason('blocked', `too many subscriptions (max ${deps.limits.maxSubscriptions})`)))
+    sendClosed(deps, m.subId, reason('blocked', `too many subscriptions (max ${deps.limits.maxSubscriptions})`))
     return
   }
   if (p.kind === 'refused') {
     dropSubscription(m.subId, deps)
-    queue.pushControl(closedFrame(m.subId, p.reason))
+    sendClosed(deps, m.subId, p.reason)
     return
   }
   subs.add(m.subId)
@@ -87,7 +100,7 @@ export function applyReq(m: Extract<ClientMessage, { type: 'REQ' }>, p: Prepared
 export function applyCount(m: Extract<ClientMessage, { type: 'COUNT' }>, p: Prepared, deps: ConnectionDeps): void {
   const { queue } = deps.view
   if (p.kind === 'refused') {
-    queue.pushControl(closedFrame(m.subId, p.reason))
+    sendClosed(deps, m.subId, p.reason)
     return
   }
   void ask<CommunityMsg, number | Reason>(

@@ -2,6 +2,7 @@
 // of the connection it shares with its community. Its own module so the actor and the helpers that prepare
 // and apply frames can all name it without importing one another.
 import type { WebSocket } from 'ws'
+import type { CommunityCounters } from '../../infra/console/community-counters.js'
 import type { Logger } from '../../infra/log.js'
 import type { Metrics } from '../../infra/metrics.js'
 import type { Verifier } from '../../infra/verify/verifier.js'
@@ -55,6 +56,8 @@ export interface ConnectionDeps {
   authWindowSeconds: number
   nowSeconds: () => number
   metrics: Metrics
+  /** the console's counts of this community's accepted events and refusals (infra/console/community-counters.ts) */
+  counters?: CommunityCounters
   log: Logger
   /** tells the edge how many subscriptions are open (an idle socket with subscriptions is not idle) */
   onSubscriptionCount: (n: number) => void

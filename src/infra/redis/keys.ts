@@ -158,6 +158,32 @@ export function consoleChallengeKey(challengeHex: string): string {
   return `${ROOT}:console:challenge:${checkHex64(challengeHex, 'challenge')}`
 }
 
+// The console's status board (infra/console/redis-status-board.ts): global, scoped by the cluster (the relay
+// key's pubkey every node of it shares, so two clusters on one Redis keep apart), in one hash slot so one
+// MGET reads every node's status in cluster mode. No community key starts `apiary:console:`.
+const consoleBoard = (cluster: string) => `${ROOT}:console:{${checkHex64(cluster, 'cluster key')}}`
+const NODE_ID = /^[0-9a-z-]{1,64}$/
+
+/** `apiary:console:{<cluster>}:node:<node>` — a node's latest status (JSON), expiring unless it publishes again. */
+export function consoleNodeKey(cluster: string, node: string): string {
+  return `${consoleBoard(cluster)}:node:${checkNodeId(node)}`
+}
+
+/** `apiary:console:{<cluster>}:agents:<node>` — a node's agent rows, published only while a console watches agents. */
+export function consoleAgentsKey(cluster: string, node: string): string {
+  return `${consoleBoard(cluster)}:agents:${checkNodeId(node)}`
+}
+
+/** `apiary:console:{<cluster>}:nodes` — every node that published, scored by when it last did (ms since the epoch). */
+export function consoleNodesKey(cluster: string): string {
+  return `${consoleBoard(cluster)}:nodes`
+}
+
+/** `apiary:console:{<cluster>}:watch-agents` — set while some console shows agents; expires a few seconds after. */
+export function consoleWatchAgentsKey(cluster: string): string {
+  return `${consoleBoard(cluster)}:watch-agents`
+}
+
 const CHANNEL_NAME = /^apiary:\{([^{}]*)\}:(.*)$/
 
 /**
@@ -182,6 +208,11 @@ export function parseChannel(name: string): Result<ParsedChannel> {
 
 function scoped(community: string, ...parts: string[]): string {
   return `${ROOT}:{${checkCommunityId(community)}}:${parts.join(':')}`
+}
+
+function checkNodeId(node: string): string {
+  if (!NODE_ID.test(node)) throw new RangeError(`not a node id: ${JSON.stringify(node.slice(0, 80))}`)
+  return node
 }
 
 function checkSessionId(session: string): string {

@@ -1,5 +1,6 @@
 import type { WebSocket } from 'ws'
 import { Fifo } from '../fifo.js'
+import type { TrafficMeter } from './traffic-meter.js'
 
 /**
  * One connection's outbound lane (architecture §6.6). Producers (its own actor, the community's fan-out) push ready
@@ -47,6 +48,8 @@ export interface OutboundQueueOptions {
   graceMs: number
   /** told once, after the queue has started closing the socket as a slow consumer */
   onSlowConsumer: (close: SlowConsumerClose) => void
+  /** counts what is handed to the socket (the console's hot connections) */
+  meter?: Pick<TrafficMeter, 'bytesOut'>
 }
 
 /** Memory bound per connection: beyond this multiple of maxPendingBytes no grace is given. */
@@ -143,6 +146,7 @@ export function createOutboundQueue(ws: WebSocket, opts: OutboundQueueOptions): 
         queuedBytes -= f.length
         writtenTotal += f.length
         batch += f.length
+        opts.meter?.bytesOut(f.length)
         ws.send(f)
       }
       socket?.uncork()

@@ -3,6 +3,10 @@ import { describe, expect, it } from 'vitest'
 import {
   cacheInvalidationChannel,
   connControlChannel,
+  consoleAgentsKey,
+  consoleNodeKey,
+  consoleNodesKey,
+  consoleWatchAgentsKey,
   eventsChannel,
   ipApiKey,
   ipAuthKey,
@@ -52,6 +56,10 @@ describe('Redis key and channel names', () => {
     [sessionLeaseKey('acme', 'channel:dev_ops-2'), 'apiary:{acme}:session:channel:dev_ops-2:lease'],
     [sessionGenerationKey('acme', 'channel:general'), 'apiary:{acme}:session:channel:general:generation'],
     [meshReadyKey(PK), `apiary:mesh:ready:${PK}`],
+    [consoleNodeKey(PK, 'a1b2-c3'), `apiary:console:{${PK}}:node:a1b2-c3`],
+    [consoleAgentsKey(PK, 'a1b2-c3'), `apiary:console:{${PK}}:agents:a1b2-c3`],
+    [consoleNodesKey(PK), `apiary:console:{${PK}}:nodes`],
+    [consoleWatchAgentsKey(PK), `apiary:console:{${PK}}:watch-agents`],
   ])('formats %s', (got, want) => {
     expect(got).toBe(want)
   })
@@ -91,6 +99,12 @@ describe('Redis key and channel names', () => {
     ['an uppercase runtime id', () => meshReadyKey(PK.toUpperCase())],
   ])('refuses to format a key from %s (a bug, so RangeError)', (_what, format) => {
     expect(format).toThrow(RangeError)
+  })
+
+  it('refuses a console node id that is not lowercase, or a cluster that is not a key', () => {
+    expect(() => consoleNodeKey(PK, 'Node-A')).toThrow(RangeError)
+    expect(() => consoleNodeKey(PK, 'a:b')).toThrow(RangeError)
+    expect(() => consoleNodesKey('acme')).toThrow(RangeError)
   })
 
   it('accepts a channel id of exactly 64 characters', () => {
