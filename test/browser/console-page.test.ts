@@ -56,4 +56,118 @@ describe('the console page', () => {
     await screenshot(page, 'overview')
     expect(problems).toEqual([])
   })
+
+  it('lists one page of 10,000 agents, pages and filters through the stream, and highlights a flagged agent', async () => {
+    const { page, problems } = await signedIn(operator)
+    await page.getByTestId('tab-agents').click()
+    await page.getByTestId('agent-range').filter({ hasText: '1–100 of 10000' }).waitFor()
+    await expect(page.getByTestId('agent-row').count()).resolves.toBe(100)
+    await expect(page.locator('tr.flagged').getAttribute('data-pubkey')).resolves.toBe(world.agents[0]!.pubkey)
+    await screenshot(page, 'agents')
+
+    const startedMs = Date.now()
+    await page.getByRole('button', { name: 'next' }).click()
+    await page.getByTestId('agent-range').filter({ hasText: '101–200 of 10000' }).waitFor()
+    expect(Date.now() - startedMs).toBeLessThan(1000)
+    expect(stub.streams.at(-1)?.get('offset')).toBe('100')
+
+    await page.getByTestId('agent-state-filter').selectOption('ZOMBIE')
+    await page.getByTestId('agent-range').filter({ hasText: '1–100 of 2000' }).waitFor()
+    const states = await page.getByTestId('agent-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-state')))
+    expect(new Set(states)).toEqual(new Set(['ZOMBIE']))
+    expect(stub.streams.at(-1)?.get('state')).toBe('ZOMBIE')
+    expect(problems).toEqual([])
+  })
+
+  it('shows communities, hot connections by the ranking chosen, and the mesh', async () => {
+    const { page, problems } = await signedIn(operator)
+    await page.getByTestId('tab-communities').click()
+    await expect(
+      page.getByTestId('community-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-community'))),
+    ).resolves.toEqual(['alpha', 'beta'])
+    await screenshot(page, 'communities')
+    await page.getByTestId('tab-hot').click()
+    await page.getByTestId('hot-row').nth(19).waitFor()
+    await page.getByTestId('hot-ranking').selectOption('outBytesPerSecond')
+    await expect.poll(() => stub.streams.at(-1)?.get('ranking')).toBe('outBytesPerSecond')
+    await screenshot(page, 'hot')
+    await page.getByTestId('tab-mesh').click()
+    await expect(page.getByTestId('mesh-node').textContent()).resolves.toContain('leases lost 1')
+    await screenshot(page, 'mesh')
+    expect(problems).toEqual([])
+  })
+
+  it('shows a supervision event within 2 s of the relay having it, newest first, filterable by type and path', async () => {
+    const { page, problems } = await signedIn(operator)
+    await page.getByTestId('tab-supervision').click()
+    await page.getByTestId('stream-status').filter({ hasText: 'live' }).waitFor()
+    const row = (seq: number, type: 'crashed' | 'restarted') => ({
+      node: 'node-a',
+      seq,
+      atMs: Date.now(),
+      type,
+      path: `/communities/alpha/channel-${seq}`,
+      supervisor: '/communities',
+      detail: 'Error: boom',
+    })
+    world.supervision.push(row(1, 'crashed'), row(2, 'restarted'))
+    await page.getByTestId('supervision-row').nth(1).waitFor({ timeout: 2000 })
+    await expect(page.getByTestId('supervision-row').first().getAttribute('data-type')).resolves.toBe('restarted')
+    await page.getByTestId('supervision-type-filter').selectOption('crashed')
+    await expect(page.getByTestId('supervision-row').count()).resolves.toBe(1)
+    await page.getByTestId('supervision-type-filter').selectOption('')
+    await page.getByTestId('supervision-path-filter').fill('channel-2')
+    await expect(page.getByTestId('supervision-row').getAttribute('data-type')).resolves.toBe('restarted')
+    await page.getByTestId('supervision-path-filter').fill('')
+    await screenshot(page, 'supervision')
+    expect(problems).toEqual([])
+  })
+
+  it('bans a pubkey only after confirming the exact call, with the CSRF header, and shows the NIP-86 result', async () => {
+    const { page, problems } = await signedIn(operator)
+    await page.getByTestId('tab-moderation').click()
+    const form = page.getByTestId('form-banpubkey')
+    await form.getByLabel('pubkey (hex)').fill(stranger.pubkey)
+    await form.getByLabel('reason (optional)').fill('spam')
+    await form.getByRole('button', { name: 'Ban a pubkey' }).click()
+    await expect(page.getByTestId('confirm-text').textContent()).resolves.toBe(`banpubkey("${stranger.pubkey}", "spam") in alpha`)
+    await screenshot(page, 'moderation')
+    await page.getByRole('button', { name: 'Cancel' }).click()
+    expect(stub.calls).toEqual([])
+
+    await form.getByRole('button', { name: 'Ban a pubkey' }).click()
+    await page.getByTestId('confirm-yes').click()
+    await page.getByTestId('moderation-result').filter({ hasText: 'result true' }).waitFor()
+    expect(stub.calls).toEqual([{ by: operator.pubkey, community: 'alpha', method: 'banpubkey', params: [stranger.pubkey, 'spam'] }])
+    expect(problems).toEqual([])
+  })
+
+  it("shows a community's admin their community only, and no archiving", async () => {
+    const { page } = await signedIn(admin)
+    await page.getByTestId('who').filter({ hasText: 'admin' }).waitFor()
+    await page.getByTestId('tab-communities').click()
+    await expect(
+      page.getByTestId('community-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-community'))),
+    ).resolves.toEqual(['beta'])
+    await page.getByTestId('tab-agents').click()
+    await page.getByTestId('agent-range').filter({ hasText: 'of 5000' }).waitFor()
+    await page.getByTestId('tab-mesh').click()
+    await page.getByTestId('mesh-off').waitFor()
+    await page.getByTestId('tab-moderation').click()
+    await page.getByTestId('form-banpubkey').waitFor()
+    await expect(page.getByTestId('form-archivecommunity').count()).resolves.toBe(0)
+    await expect(page.locator('#banpubkey-community option').allTextContents()).resolves.toEqual(['beta'])
+  })
+
+  it('refuses someone who is neither operator nor admin, and a link used twice, showing the reason with its prefix', async () => {
+    const { page } = await signedIn(stranger)
+    await expect(page.getByTestId('sign-in-error').textContent()).resolves.toMatch(/^restricted: /)
+    const link = consoleLoginLink(stub.url, operator.secretKey)
+    await page.goto(link)
+    await page.getByTestId('view-overview').waitFor()
+    const again = await openPage(browser)
+    await again.page.goto(link)
+    await expect(again.page.getByTestId('sign-in-error').textContent()).resolves.toMatch(/^invalid: /)
+    await screenshot(again.page, 'sign-in')
+  })
 })

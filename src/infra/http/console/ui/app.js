@@ -87,7 +87,7 @@ function Console({ identity, onExpired }) {
 }
 
 function App() {
-  const [token] = useState(takeLoginToken)
+  const [token, setToken] = useState(takeLoginToken)
   const [identity, setIdentity] = useState(null)
   const [checking, setChecking] = useState(!token)
   const [notice, setNotice] = useState('')
@@ -99,13 +99,25 @@ function App() {
       .finally(() => setChecking(false))
   }, [])
 
+  // a link pasted into a tab already on the console changes only the hash: the page is not loaded again
+  useEffect(() => {
+    const onHash = () => {
+      const fresh = takeLoginToken()
+      if (!fresh) return
+      setIdentity(null)
+      setNotice('')
+      setToken(fresh)
+    }
+    addEventListener('hashchange', onHash)
+    return () => removeEventListener('hashchange', onHash)
+  }, [])
+
   const expired = () => {
     setIdentity(null)
     setNotice('auth-required: the session ended, sign in again')
   }
   if (checking) return html`<p class="muted">Loading the console…</p>`
-  if (!identity)
-    return html`<${SignIn} token=${identity === null && !notice ? token : undefined} notice=${notice} onSignedIn=${setIdentity} />`
+  if (!identity) return html`<${SignIn} token=${notice ? undefined : token} notice=${notice} onSignedIn=${setIdentity} />`
   return html`<${Console} identity=${identity} onExpired=${expired} />`
 }
 
