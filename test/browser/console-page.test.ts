@@ -1,9 +1,11 @@
 // The console page in headless Chromium against a stand-in of the relay's console routes with fixed documents:
 // every view renders, filters and pages reopen the stream, moderation asks first and sends the CSRF header,
 // an admin sees their community only, and nothing breaks the strict CSP.
+
+import { finalizeEvent } from 'nostr-tools/pure'
 import type { Browser } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { launchChromium, openPage, screenshot } from '../support/browser'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { launchChromium, openPage, screenshot, type WatchedPage } from '../support/browser'
 import { consoleLoginLink } from '../support/console-login'
 import { type ConsoleStub, startConsoleStub } from '../support/console-stub'
 import { type ConsoleWorld, makeConsoleWorld } from '../support/console-world'
@@ -37,8 +39,19 @@ afterAll(async () => {
   await stub?.close()
 })
 
-async function signedIn(keys: { secretKey: Uint8Array }) {
+const pages: WatchedPage[] = []
+afterEach(async () => {
+  await Promise.all(pages.splice(0).map((p) => p.close()))
+})
+
+async function watchedPage() {
   const watched = await openPage(browser)
+  pages.push(watched)
+  return watched
+}
+
+async function signedIn(keys: { secretKey: Uint8Array }) {
+  const watched = await watchedPage()
   await watched.page.goto(consoleLoginLink(stub.url, keys.secretKey))
   return watched
 }
@@ -54,6 +67,22 @@ describe('the console page', () => {
     await expect(page.locator('[data-node="node-c"]').textContent()).resolves.toContain('gone')
     await expect(page.locator('[data-node="node-a"] .uplot').count()).resolves.toBe(5)
     await screenshot(page, 'overview')
+    expect(problems).toEqual([])
+  })
+
+  it("signs in through a NIP-07 extension that signs the relay's challenge", async () => {
+    const { page, problems } = await watchedPage()
+    await page.exposeFunction('signAsOperator', (template: Parameters<typeof finalizeEvent>[0]) =>
+      finalizeEvent(template, operator.secretKey),
+    )
+    await page.addInitScript((pubkey) => {
+      const signer = globalThis as unknown as { signAsOperator(t: unknown): Promise<unknown>; nostr: unknown }
+      signer.nostr = { getPublicKey: async () => pubkey, signEvent: (t: unknown) => signer.signAsOperator(t) }
+    }, operator.pubkey)
+    await page.goto(`${stub.url}/console`)
+    await page.getByRole('button', { name: 'Sign in with extension' }).click()
+    await page.getByTestId('view-overview').waitFor()
+    await expect(page.getByTestId('who').textContent()).resolves.toContain('operator')
     expect(problems).toEqual([])
   })
 
@@ -120,7 +149,20 @@ describe('the console page', () => {
     await expect(page.getByTestId('supervision-row').getAttribute('data-type')).resolves.toBe('restarted')
     await page.getByTestId('supervision-path-filter').fill('')
     await screenshot(page, 'supervision')
+
+    for (let seq = 3; seq <= 1_200; seq++) world.supervision.push(row(seq, 'restarted'))
+    await page.locator('caption', { hasText: '(1000 of 1000)' }).waitFor()
+    await expect(page.getByTestId('supervision-row').first().textContent()).resolves.toContain('channel-1200')
     expect(problems).toEqual([])
+  })
+
+  it('goes back to sign-in, saying why, when the session ends', async () => {
+    const expiring = makeKeys()
+    world.operators.add(expiring.pubkey)
+    const { page } = await signedIn(expiring)
+    await page.getByTestId('stream-status').filter({ hasText: 'live' }).waitFor()
+    stub.expire(expiring.pubkey)
+    await expect(page.getByTestId('sign-in-error').textContent()).resolves.toMatch(/^auth-required: /)
   })
 
   it('bans a pubkey only after confirming the exact call, with the CSRF header, and shows the NIP-86 result', async () => {
@@ -165,7 +207,7 @@ describe('the console page', () => {
     const link = consoleLoginLink(stub.url, operator.secretKey)
     await page.goto(link)
     await page.getByTestId('view-overview').waitFor()
-    const again = await openPage(browser)
+    const again = await watchedPage()
     await again.page.goto(link)
     await expect(again.page.getByTestId('sign-in-error').textContent()).resolves.toMatch(/^invalid: /)
     await screenshot(again.page, 'sign-in')

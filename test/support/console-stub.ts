@@ -1,6 +1,7 @@
 // A stand-in for the relay's console routes, written from their documented contract (docs/operating.md#the-console)
 // and fed fixed documents, so the page can be driven in a browser on its own: sign-in by one-time link, the
 // session cookie, the CSRF header, the live stream and moderation. The end-to-end tests use a real relay.
+import { randomBytes } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { verifyEvent } from 'nostr-tools/pure'
@@ -22,6 +23,8 @@ export interface ConsoleStub {
   calls: ModerationCall[]
   /** the query of every stream opened, in order */
   streams: URLSearchParams[]
+  /** ends every session of `pubkey`: its streams get `event: expired` */
+  expire(pubkey: string): void
   close(): Promise<void>
 }
 
@@ -43,15 +46,18 @@ async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> 
   }
 }
 
+type SignedHttpAuth = { id: string; pubkey: string; kind: number; tags: string[][] }
+
 const tag = (tags: string[][], name: string) => tags.find((t) => t[0] === name)?.[1]
 
 export async function startConsoleStub(world: ConsoleWorld): Promise<ConsoleStub> {
   const { page, assets } = loadConsoleAssets()
   const sessions = new Map<string, ConsoleIdentity>()
   const usedTokens = new Set<string>()
+  const challenges = new Set<string>()
   const calls: ModerationCall[] = []
   const streams: URLSearchParams[] = []
-  const open = new Set<ServerResponse>()
+  const open = new Map<ServerResponse, ConsoleIdentity>()
   let url = ''
 
   const identityOf = (req: IncomingMessage) => {
@@ -59,16 +65,23 @@ export async function startConsoleStub(world: ConsoleWorld): Promise<ConsoleStub
     return cookie ? sessions.get(cookie) : undefined
   }
 
-  function signIn(body: Record<string, unknown>, res: ServerResponse) {
-    let event: { id: string; pubkey: string; kind: number; tags: string[][] }
+  /** the event of a one-time link (`token`) or of an extension's answer to a challenge (`event`), if it holds */
+  function signedEvent(body: Record<string, unknown>): SignedHttpAuth | undefined {
     try {
-      event = JSON.parse(Buffer.from(String(body.token), 'base64url').toString('utf8'))
+      const fromLink = body.token !== undefined
+      const event: SignedHttpAuth = fromLink ? JSON.parse(Buffer.from(String(body.token), 'base64url').toString('utf8')) : body.event
+      const [path, method] = fromLink ? ['/console/login', 'GET'] : ['/console/api/session', 'POST']
+      const fits = event.kind === HTTP_AUTH_KIND && tag(event.tags, 'u') === `${url}${path}` && tag(event.tags, 'method') === method
+      const challenged = fromLink || challenges.delete(tag(event.tags, 'challenge') ?? '')
+      return fits && challenged && verifyEvent(event as never) && !usedTokens.has(event.id) ? event : undefined
     } catch {
-      return send(res, 400, { error: 'invalid: the token is not an event' })
+      return undefined
     }
-    const fits = event.kind === HTTP_AUTH_KIND && tag(event.tags, 'u') === `${url}/console/login` && tag(event.tags, 'method') === 'GET'
-    if (!fits || !verifyEvent(event as never) || usedTokens.has(event.id))
-      return send(res, 401, { error: 'invalid: not a valid login token' })
+  }
+
+  function signIn(body: Record<string, unknown>, res: ServerResponse) {
+    const event = signedEvent(body)
+    if (!event) return send(res, 401, { error: 'invalid: not a valid sign-in event' })
     usedTokens.add(event.id)
     const operator = world.operators.has(event.pubkey)
     const theirs = world.admins.get(event.pubkey)
@@ -77,10 +90,10 @@ export async function startConsoleStub(world: ConsoleWorld): Promise<ConsoleStub
       pubkey: event.pubkey,
       role: operator ? 'operator' : 'admin',
       communities: operator ? world.communities : theirs!,
-      csrf: Math.random().toString(36).slice(2),
+      csrf: randomBytes(16).toString('hex'),
       expiresAtMs: Date.now() + SESSION_TTL_MS,
     }
-    const cookie = Math.random().toString(36).slice(2) + Math.random().toString(36).slice(2)
+    const cookie = randomBytes(32).toString('base64url')
     sessions.set(cookie, identity)
     send(res, 200, identity, { 'Set-Cookie': `apiary_console=${cookie}; HttpOnly; SameSite=Strict; Path=/console` })
   }
@@ -88,9 +101,10 @@ export async function startConsoleStub(world: ConsoleWorld): Promise<ConsoleStub
   function stream(req: IncomingMessage, res: ServerResponse, identity: ConsoleIdentity, query: URLSearchParams) {
     streams.push(query)
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', 'Content-Security-Policy': CONSOLE_CSP })
-    open.add(res)
+    open.set(res, identity)
     let first = true
     const tick = () => {
+      if (res.writableEnded) return
       const snapshot: ConsoleSnapshot = world.snapshot(query.get('view') as ConsoleView, query, identity, first)
       first = false
       res.write(`event: snapshot\ndata: ${JSON.stringify(snapshot)}\n\n`)
@@ -127,12 +141,30 @@ export async function startConsoleStub(world: ConsoleWorld): Promise<ConsoleStub
       return res.end(asset.body)
     }
     if (req.method === 'POST' && u.pathname === '/console/api/session') return signIn(await readJson(req), res)
+    if (req.method === 'POST' && u.pathname === '/console/api/challenge') {
+      const challenge = randomBytes(16).toString('hex')
+      challenges.add(challenge)
+      return send(res, 200, { challenge, expiresAtMs: Date.now() + 120_000 })
+    }
     const identity = identityOf(req)
     if (!identity) return send(res, 401, { error: 'auth-required: sign in first' })
     if (req.method === 'GET' && u.pathname === '/console/api/me') return send(res, 200, identity)
+    if (req.method === 'DELETE' && u.pathname === '/console/api/session') {
+      expire(identity.pubkey)
+      return send(res, 200, {})
+    }
     if (req.method === 'GET' && u.pathname === '/console/api/stream') return stream(req, res, identity, u.searchParams)
     if (req.method === 'POST' && u.pathname === '/console/api/moderate') return moderate(req, res, identity)
     send(res, 404, { error: 'invalid: no such path' })
+  }
+
+  function expire(pubkey: string) {
+    for (const [cookie, identity] of sessions) if (identity.pubkey === pubkey) sessions.delete(cookie)
+    for (const [res, identity] of open) {
+      if (identity.pubkey !== pubkey) continue
+      res.end('event: expired\ndata: {}\n\n')
+      open.delete(res)
+    }
   }
 
   const server = createServer((req, res) => void route(req, res))
@@ -142,8 +174,9 @@ export async function startConsoleStub(world: ConsoleWorld): Promise<ConsoleStub
     url,
     calls,
     streams,
+    expire,
     async close() {
-      for (const res of open) res.destroy()
+      for (const res of open.keys()) res.destroy()
       await new Promise<void>((resolve) => server.close(() => resolve()))
     },
   }

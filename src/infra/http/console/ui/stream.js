@@ -37,7 +37,11 @@ export function useStream(query, onExpired) {
 
   useEffect(() => {
     const source = new EventSource(`/console/api/stream?${params}`)
+    // every (re)connection starts with a full snapshot: the charts and the supervision list start over
     let first = true
+    source.onopen = () => {
+      first = true
+    }
     source.addEventListener('snapshot', (e) => {
       const snap = JSON.parse(e.data)
       if (snap.samples) setSamples((kept) => mergeSamples(kept, snap.samples, first))
