@@ -108,9 +108,12 @@ describe('the console page', () => {
     expect(problems).toEqual([])
   })
 
-  it('shows communities, hot connections by the ranking chosen, and the mesh', async () => {
+  it('shows communities, hot connections by the ranking chosen, and the mesh; the tabs follow the arrow keys', async () => {
     const { page, problems } = await signedIn(operator)
-    await page.getByTestId('tab-communities').click()
+    await page.getByTestId('tab-overview').focus()
+    await page.keyboard.press('ArrowRight')
+    await page.getByTestId('view-communities').waitFor()
+    await expect(page.getByTestId('tab-communities').evaluate((tab) => tab === tab.ownerDocument.activeElement)).resolves.toBe(true)
     await expect(
       page.getByTestId('community-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-community'))),
     ).resolves.toEqual(['alpha', 'beta'])

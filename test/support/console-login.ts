@@ -1,5 +1,6 @@
 // The one-time link `apiary console login` prints: a kind 27235 event (NIP-98's shape) for GET <url>/console/login,
 // its JSON base64url-encoded after `#login=`. Signed here with nostr-tools, as the CLI signs it.
+import { randomBytes } from 'node:crypto'
 import { finalizeEvent } from 'nostr-tools/pure'
 
 export const HTTP_AUTH_KIND = 27235
@@ -13,6 +14,8 @@ export function consoleLoginToken(baseUrl: string, secretKey: Uint8Array, create
       tags: [
         ['u', `${baseUrl}/console/login`],
         ['method', 'GET'],
+        // two links signed in one second would otherwise be one event, which the relay accepts once
+        ['nonce', randomBytes(8).toString('hex')],
       ],
     },
     secretKey,

@@ -29,7 +29,10 @@ function Tabs({ view, setView }) {
   const keys = (e) => {
     const i = TABS.findIndex(([id]) => id === view)
     const step = e.key === 'ArrowRight' ? 1 : e.key === 'ArrowLeft' ? -1 : 0
-    if (step) setView(TABS[(i + step + TABS.length) % TABS.length][0])
+    if (!step) return
+    const next = TABS[(i + step + TABS.length) % TABS.length][0]
+    setView(next)
+    document.querySelector(`[data-testid="tab-${next}"]`)?.focus()
   }
   return html`<nav role="tablist" aria-label="views" onKeyDown=${keys}>
     ${TABS.map(
