@@ -139,6 +139,20 @@ describe.skipIf(!served)('the console on a cluster', () => {
   const relays = useRelays()
   const cluster = useCluster(relays)
 
+  it('shows the three nodes of a cluster on any node, and marks one gone once it stops publishing', async () => {
+    const { nodes } = await cluster.nodes(3, { operatorPubkeys: [operator.pubkey] })
+    const { page } = await signIn(nodes[1]!, operator)
+    await page.getByTestId('node-card').nth(2).waitFor()
+    await expect(page.getByTestId('node-card').count()).resolves.toBe(3)
+    const stopped = nodes[2]!
+    relays.forget(stopped)
+    await stopped.close()
+    // a node is gone once it missed three publications (2 s apart)
+    await page.locator('[data-testid="node-card"].is-gone').waitFor({ timeout: 10_000 })
+    await expect(page.locator('[data-testid="node-card"].is-gone').count()).resolves.toBe(1)
+    await screenshot(page, 'relay-cluster-overview')
+  }, 40_000)
+
   it("closes the banned pubkey's socket on another node when banned from the console", async () => {
     const {
       id,

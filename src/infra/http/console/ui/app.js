@@ -25,17 +25,20 @@ const TABS = [
   ['moderation', 'Moderation'],
 ]
 
-function Tabs({ view, setView }) {
+// an admin's snapshot carries no mesh: the mesh spans every community
+const tabsOf = (role) => (role === 'operator' ? TABS : TABS.filter(([id]) => id !== 'mesh'))
+
+function Tabs({ tabs, view, setView }) {
   const keys = (e) => {
-    const i = TABS.findIndex(([id]) => id === view)
+    const i = tabs.findIndex(([id]) => id === view)
     const step = e.key === 'ArrowRight' ? 1 : e.key === 'ArrowLeft' ? -1 : 0
     if (!step) return
-    const next = TABS[(i + step + TABS.length) % TABS.length][0]
+    const next = tabs[(i + step + tabs.length) % tabs.length][0]
     setView(next)
     document.querySelector(`[data-testid="tab-${next}"]`)?.focus()
   }
   return html`<nav role="tablist" aria-label="views" onKeyDown=${keys}>
-    ${TABS.map(
+    ${tabs.map(
       ([id, label]) => html`<button type="button" role="tab" key=${id} data-testid=${`tab-${id}`} aria-selected=${view === id}
         tabindex=${view === id ? 0 : -1} onClick=${() => setView(id)}>${label}</button>`,
     )}
@@ -82,7 +85,7 @@ function Console({ identity, onExpired }) {
   const signOut = () => deleteSession(identity.csrf).finally(onExpired)
   return html`<div class="console">
     <${StatusLine} identity=${identity} status=${live.status} snapshot=${live.snapshot} onSignOut=${signOut} />
-    <${Tabs} view=${view} setView=${setView} />
+    <${Tabs} tabs=${tabsOf(identity.role)} view=${view} setView=${setView} />
     <main role="tabpanel" aria-label=${view}>
       <${View} view=${view} identity=${identity} live=${live} query=${query} setQuery=${setQuery} />
     </main>
