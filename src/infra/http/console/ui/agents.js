@@ -1,6 +1,6 @@
 // The agent connections, one page at a time: the relay filters and pages, so 10,000 agents cost the page no
 // more than the 100 it shows.
-import { clock, duration, rate, shortKey } from './format.js'
+import { clock, duration, rate, shortKey, shortNode } from './format.js'
 import { html } from './html.js'
 import { useState } from './vendor/hooks.mjs'
 
@@ -59,7 +59,7 @@ function AgentRow({ row }) {
     <td>${duration(row.heartbeatAgeMs)}</td>
     <td>${duration(row.leaseRemainingMs)}</td>
     <td>${row.load === undefined ? '–' : rate(row.load)}</td>
-    <td>${row.node}</td>
+    <td title=${row.node}>${shortNode(row.node)}</td>
     <td>${row.community}</td>
     <td>${clock(row.connectedSinceMs)}</td>
   </tr>`

@@ -1,5 +1,8 @@
 // How numbers, times and keys read on the page.
 
+/** a node id (a UUID) by its first 8 characters: enough to tell a cluster's nodes apart in a table */
+export const shortNode = (id) => (id && id.length > 12 ? id.slice(0, 8) : id || '')
+
 export const shortKey = (hex) => (hex && hex.length > 16 ? `${hex.slice(0, 8)}…${hex.slice(-4)}` : hex || '')
 
 export function duration(ms) {

@@ -1,5 +1,5 @@
 // The cluster's 20 busiest connections over the last 10 s, by the ranking chosen.
-import { bytes, rate, shortKey } from './format.js'
+import { bytes, rate, shortKey, shortNode } from './format.js'
 import { html } from './html.js'
 
 const RANKINGS = [
@@ -26,7 +26,7 @@ export function Hot({ snapshot, query, setQuery }) {
       <tbody>
         ${rows.map(
           (r) => html`<tr key=${`${r.node}/${r.conn}`} data-testid="hot-row">
-            <td>${r.node}</td><td>${r.conn}</td><td>${r.community}</td>
+            <td title=${r.node}>${shortNode(r.node)}</td><td>${r.conn}</td><td>${r.community}</td>
             <td>${r.pubkeys.map((k) => html`<code title=${k}>${shortKey(k)}</code> `)}</td>
             <td>${r.ip}</td><td>${r.subscriptions}</td>
             <td>${r.agentState ? html`<span class=${`state state-${r.agentState}`}>${r.agentState}</span>` : '–'}</td>

@@ -1,6 +1,6 @@
 // The supervision events of every node as they happen, newest first, filtered here (the stream keeps the
 // last 1,000 of them).
-import { clock } from './format.js'
+import { clock, shortNode } from './format.js'
 import { html } from './html.js'
 import { useState } from './vendor/hooks.mjs'
 
@@ -31,7 +31,7 @@ export function Supervision({ rows }) {
       <tbody>
         ${shown.map(
           (r) => html`<tr key=${`${r.node}/${r.seq}`} data-testid="supervision-row" data-type=${r.type}>
-            <td>${clock(r.atMs)}</td><td>${r.node}</td><td><span class=${`sup sup-${r.type}`}>${r.type}</span></td>
+            <td>${clock(r.atMs)}</td><td title=${r.node}>${shortNode(r.node)}</td><td><span class=${`sup sup-${r.type}`}>${r.type}</span></td>
             <td><code>${r.path}</code></td><td><code>${r.supervisor}</code></td><td>${r.detail}</td>
           </tr>`,
         )}
