@@ -10,7 +10,7 @@ import { consoleLoginLink } from '../support/console-login'
 import { makeKeys, type TestKeys } from '../support/events'
 import { openFailingSqliteStore } from '../support/failing-event-store'
 import { startTestRelay, type TestRelay } from '../support/relay'
-import { auth, client, relayUrlOf } from '../support/relay-client'
+import { auth, client, publishNew, relayUrlOf } from '../support/relay-client'
 import { useCluster, useRelays } from '../support/relay-fixtures'
 
 const httpUrlOf = (r: TestRelay) => `http://127.0.0.1:${r.port}`
@@ -107,6 +107,21 @@ describe.skipIf(!served)('the console against a relay', () => {
       'community/default',
     )
     await screenshot(page, 'relay-supervision')
+    c.close()
+  })
+
+  it('ranks a publishing connection first among the hot connections, and says the mesh is off', async () => {
+    const r = await relays.start({ operatorPubkeys: [operator.pubkey] })
+    const busy = makeKeys()
+    const c = await client(r)
+    expect((await auth(c, busy, relayUrlOf(r))).accepted).toBe(true)
+    const { page } = await signIn(r, operator)
+    await page.getByTestId('tab-hot').click()
+    for (let i = 0; i < 30; i++) await publishNew(c, busy, { kind: 1, content: `busy ${i}` })
+    await page.getByTestId('hot-row').first().locator(`code[title="${busy.pubkey}"]`).waitFor({ timeout: 5_000 })
+    await screenshot(page, 'relay-hot')
+    await page.getByTestId('tab-mesh').click()
+    await page.getByTestId('mesh-off').waitFor()
     c.close()
   })
 
