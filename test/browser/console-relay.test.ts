@@ -1,6 +1,9 @@
 // The console in headless Chromium against real relays: sign-in by one-time link, agents seen by the relay
 // as their processes are frozen and killed, a crash in the supervision view, a ban from the console closing
 // a socket on another node, an admin's scope. Screenshots go to test-artifacts/console/relay-<view>.png.
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { ConfigInput } from '../../src/infra/config'
@@ -63,11 +66,11 @@ describe.skipIf(!served)('the console against a relay', () => {
   })
 
   it('shows an agent ACTIVE, SUSPECT and ZOMBIE as its process is stopped, and drops it when killed or gone', async () => {
-    // agentSessionTimeoutSeconds and agentOrphanScanSeconds belong to the agent connection states: a ZOMBIE
-    // stays listed long enough to be seen, and the relay scans often enough for a 1 s snapshot to show each state
-    const short = { presenceHeartbeatSeconds: 0.5, agentSessionTimeoutSeconds: 30, agentOrphanScanSeconds: 0.1 } as ConfigInput
+    // heartbeats every 2 s: SUSPECT from 3 s of silence, ZOMBIE past the 6 s lease (three heartbeats), so each
+    // state lasts several of the page's 1 s snapshots. The session timeout keeps a ZOMBIE listed until it is killed.
+    const short = { presenceHeartbeatSeconds: 2, agentSessionTimeoutSeconds: 30, agentOrphanScanSeconds: 0.1 } as ConfigInput
     const r = await relays.start({ ...short, operatorPubkeys: [operator.pubkey] })
-    const options = { heartbeatSeconds: 0.5, leaseSeconds: 1.5, capability: 'translate' }
+    const options = { heartbeatSeconds: 2, leaseSeconds: 6, capability: 'translate' }
     const [killed, leaving] = await Promise.all([startAgentProcess(r.url, options), startAgentProcess(r.url, options)])
     agents.push(killed!, leaving!)
     const { page } = await signIn(r, operator)
@@ -76,14 +79,14 @@ describe.skipIf(!served)('the console against a relay', () => {
     await agentRow(page, leaving!.pubkey, 'ACTIVE').waitFor()
 
     killed!.signal('SIGSTOP')
-    await agentRow(page, killed!.pubkey, 'SUSPECT').waitFor({ timeout: 5_000 })
-    await agentRow(page, killed!.pubkey, 'ZOMBIE').waitFor({ timeout: 5_000 })
+    await agentRow(page, killed!.pubkey, 'SUSPECT').waitFor({ timeout: 8_000 })
+    await agentRow(page, killed!.pubkey, 'ZOMBIE').waitFor({ timeout: 8_000 })
     await screenshot(page, 'relay-agents')
     killed!.signal('SIGKILL')
     await agentRow(page, killed!.pubkey).waitFor({ state: 'detached', timeout: 5_000 })
 
     leaving!.signal('SIGSTOP')
-    await agentRow(page, leaving!.pubkey, 'SUSPECT').waitFor({ timeout: 5_000 })
+    await agentRow(page, leaving!.pubkey, 'SUSPECT').waitFor({ timeout: 8_000 })
     leaving!.signal('SIGCONT')
     leaving!.signal('SIGTERM')
     await agentRow(page, leaving!.pubkey).waitFor({ state: 'detached', timeout: 5_000 })
@@ -91,7 +94,7 @@ describe.skipIf(!served)('the console against a relay', () => {
   }, 60_000)
 
   it('shows a crash injected in a community in the supervision view within 2 s', async () => {
-    const failing = openFailingSqliteStore(`${process.env.TMPDIR ?? '/tmp'}/apiary-console-crash-${Date.now()}.sqlite`)
+    const failing = openFailingSqliteStore(join(mkdtempSync(join(tmpdir(), 'apiary-console-crash-')), 'events.sqlite'))
     const r = await relays.start({ operatorPubkeys: [operator.pubkey] }, undefined, { eventStore: failing.store })
     const { page } = await signIn(r, operator)
     await page.getByTestId('tab-supervision').click()
