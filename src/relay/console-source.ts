@@ -8,7 +8,7 @@ import type { AgentQuery, ConsoleSource } from '../infra/http/console/console-so
 import { callMethod, canManage, isAllowed, type ManagementOps } from '../infra/http/nip86/methods.js'
 import type { Tenants } from '../infra/http/tenants.js'
 import type { Logger } from '../infra/log.js'
-import type { AgentConnectionsView, AgentRow, HotConnectionRow, HotRanking } from '../protocols/console.js'
+import type { AgentConnectionsView, AgentRow, HotConnectionRow, HotRanking, NodeView, SupervisionRow } from '../protocols/console.js'
 import { toNip86Error } from '../protocols/nip86/methods.js'
 import { reason } from '../protocols/reasons.js'
 
@@ -20,6 +20,11 @@ export interface ConsoleSourceDeps {
   operators: ReadonlySet<string>
   /** a community's agent connections on this node, when it tracks them */
   agentConnectionsOf?: (community: string) => AgentConnectionsView | undefined
+  /**
+   * this node's supervision events as they happen: its published status is up to an interval old, and a crash
+   * should reach a console on this node within a second
+   */
+  supervisionHere?: () => SupervisionRow[]
   ops: ManagementOps
   log: Logger
   /** ms since the epoch */
@@ -41,7 +46,7 @@ export function createConsoleSource(d: ConsoleSourceDeps): ConsoleSource & { age
 
   return {
     node: d.node,
-    nodes: () => d.board.nodes(),
+    nodes: () => withLiveSupervision(d.board.nodes(), d.node, d.supervisionHere),
     samples: (afterMs) => d.board.samples(afterMs),
     agentRowsHere,
     agents(q: AgentQuery) {
@@ -78,4 +83,10 @@ export function createConsoleSource(d: ConsoleSourceDeps): ConsoleSource & { age
       return callMethod(d.ops, d.log, community, caller, request)
     },
   }
+}
+
+/** The board's nodes with this node's supervision rows as they are now. */
+function withLiveSupervision(nodes: NodeView[], here: string, rows: (() => SupervisionRow[]) | undefined): NodeView[] {
+  if (rows === undefined) return nodes
+  return nodes.map((v) => (v.status.node === here ? { ...v, status: { ...v.status, supervision: rows() } } : v))
 }

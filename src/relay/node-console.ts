@@ -53,13 +53,14 @@ export function startNodeConsole(d: NodeConsoleDeps): NodeConsole {
     // the agent views take wall-clock time, as their rows' times are (the meters' clock is monotonic)
     agentStateOf: (community, conn) => d.agentConnectionsOf?.(community)?.stateOf(conn, nowMs()),
   })
+  const supervision = keepSupervision(d.kernel.supervision$, node, nowMs)
   const telemetry = new NodeTelemetry({
     node,
     startedAtMs: nowMs(),
     hot,
     connections: d.connections,
     counters: d.counters,
-    supervision: keepSupervision(d.kernel.supervision$, node, nowMs),
+    supervision,
     process: startProcessSampler(monotonicMs),
     health: d.health,
     communityIds: () => d.tenants.ids(),
@@ -88,6 +89,7 @@ export function startNodeConsole(d: NodeConsoleDeps): NodeConsole {
     tenants: d.tenants,
     operators: d.operators,
     agentConnectionsOf: d.agentConnectionsOf,
+    supervisionHere: () => supervision.rows(),
     ops: d.ops,
     log: d.log,
     nowMs,
