@@ -97,3 +97,14 @@ function toCanonicalOr(ip: string): string {
   const c = toCanonicalIp(ip)
   return c.ok ? c.value : ip
 }
+
+/** The scheme and host the client addressed: what a NIP-98 `u` names and what an `Origin` must match. */
+export function requestOrigin(
+  req: IncomingMessage,
+  addressing: Pick<ClientAddressing, 'forwardedHeadersTrusted'>,
+): { secure: boolean; host: string } {
+  const forwarded = addressing.forwardedHeadersTrusted(req)
+  const secure = Boolean((req.socket as { encrypted?: boolean }).encrypted) || (forwarded && req.headers['x-forwarded-proto'] === 'https')
+  const host = forwarded ? ((req.headers['x-forwarded-host'] as string | undefined) ?? req.headers.host) : req.headers.host
+  return { secure, host: host ?? '' }
+}

@@ -9,7 +9,7 @@ import type { Admission } from '../gates/rate-limit.js'
 import { type ReplayGuard, replayClaimTtlSeconds } from '../gates/replay-guard.js'
 import type { Logger } from '../log.js'
 import type { Verifier, VerifyVerdict } from '../verify/verifier.js'
-import type { ClientAddressing } from './client-ip.js'
+import { type ClientAddressing, requestOrigin } from './client-ip.js'
 
 export interface OperatorAuthDeps {
   addressing: ClientAddressing
@@ -74,8 +74,6 @@ export function createOperatorAuth(d: OperatorAuthDeps): OperatorAuth {
 
 /** The absolute URL the client addressed, as NIP-98's `u` must name it (a trusted proxy's view when it has one). */
 function requestUrl(req: IncomingMessage, addressing: ClientAddressing): string {
-  const forwarded = addressing.forwardedHeadersTrusted(req)
-  const secure = (req.socket as { encrypted?: boolean }).encrypted || (forwarded && req.headers['x-forwarded-proto'] === 'https')
-  const host = forwarded ? ((req.headers['x-forwarded-host'] as string | undefined) ?? req.headers.host) : req.headers.host
-  return `${secure ? 'https' : 'http'}://${host ?? ''}${req.url ?? '/'}`
+  const { secure, host } = requestOrigin(req, addressing)
+  return `${secure ? 'https' : 'http'}://${host}${req.url ?? '/'}`
 }

@@ -2,7 +2,7 @@
 // client addressed (a trusted proxy's view when it has one), and whether a call comes from another site.
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Reason } from '../../../protocols/reasons.js'
-import type { ClientAddressing } from '../client-ip.js'
+import { type ClientAddressing, requestOrigin } from '../client-ip.js'
 
 // Nothing from elsewhere: the page, its scripts, styles and data all come from this origin (the package ships
 // them), so an injected string can neither load code nor send what it read anywhere.
@@ -42,14 +42,6 @@ export function cookieOf(req: IncomingMessage, name: string): string | undefined
   return undefined
 }
 
-/** The scheme and host the client addressed: what a NIP-98 `u` names and what an `Origin` must match. */
-export function requestOrigin(req: IncomingMessage, addressing: ClientAddressing): { secure: boolean; host: string } {
-  const forwarded = addressing.forwardedHeadersTrusted(req)
-  const secure = Boolean((req.socket as { encrypted?: boolean }).encrypted) || (forwarded && req.headers['x-forwarded-proto'] === 'https')
-  const host = forwarded ? ((req.headers['x-forwarded-host'] as string | undefined) ?? req.headers.host) : req.headers.host
-  return { secure, host: host ?? '' }
-}
-
 /** A browser names the page's origin in `Origin` on every POST and DELETE; another host's is a cross-site call. */
 export function isCrossSite(req: IncomingMessage, addressing: ClientAddressing): boolean {
   const origin = req.headers.origin
@@ -61,29 +53,4 @@ export function isCrossSite(req: IncomingMessage, addressing: ClientAddressing):
     return true // `null` (a sandboxed frame, a file) or garbage: not this page
   }
   return host.toLowerCase() !== requestOrigin(req, addressing).host.toLowerCase()
-}
-
-/** The body as JSON, or undefined when it is larger than `maxBytes` or not JSON. */
-export function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<unknown> {
-  return new Promise((resolve) => {
-    if (Number(req.headers['content-length'] ?? 0) > maxBytes) return resolve(undefined)
-    const chunks: Buffer[] = []
-    let size = 0
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length
-      if (size > maxBytes) {
-        req.removeAllListeners('data')
-        req.pause()
-        resolve(undefined)
-      } else chunks.push(chunk)
-    })
-    req.on('end', () => {
-      try {
-        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')))
-      } catch {
-        resolve(undefined)
-      }
-    })
-    req.on('error', () => resolve(undefined))
-  })
 }

@@ -14,8 +14,9 @@ import { type ReplayGuard, replayClaimTtlSeconds } from '../../gates/replay-guar
 import type { Logger } from '../../log.js'
 import { type ConsoleSessions, newChallengeHex, newSessionToken } from '../../sessions/console-sessions.js'
 import type { Verifier, VerifyVerdict } from '../../verify/verifier.js'
-import type { ClientAddressing } from '../client-ip.js'
-import { readJsonBody, requestOrigin, SESSION_COOKIE, sendJson, sendRefusal } from './console-http.js'
+import { type ClientAddressing, requestOrigin } from '../client-ip.js'
+import { readJsonBody } from '../request-body.js'
+import { SESSION_COOKIE, sendJson, sendRefusal } from './console-http.js'
 import type { ConsoleSource } from './console-source.js'
 import { accessOf } from './scope.js'
 

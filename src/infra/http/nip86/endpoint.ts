@@ -17,6 +17,7 @@ import type { Logger } from '../../log.js'
 import type { CommunityRecord } from '../../store/community-store.js'
 import type { Verifier, VerifyVerdict } from '../../verify/verifier.js'
 import type { ClientAddressing } from '../client-ip.js'
+import { readBody } from '../request-body.js'
 import { relayHostOf, type Tenants } from '../tenants.js'
 import { type Caller, callMethod, canManage, isAllowed, type ManagementOps } from './methods.js'
 
@@ -177,23 +178,4 @@ export function createManagement(d: ManagementDeps): (req: IncomingMessage, res:
 function send(res: ServerResponse, status: number, body: Nip86Response, extra: Record<string, string> = {}): void {
   res.writeHead(status, { ...HEADERS, ...extra })
   res.end(JSON.stringify(body))
-}
-
-/** The whole body, or undefined once it passes `maxBytes` (the rest is not read). */
-function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | undefined> {
-  return new Promise((resolve, reject) => {
-    if (Number(req.headers['content-length'] ?? 0) > maxBytes) return resolve(undefined)
-    const chunks: Buffer[] = []
-    let size = 0
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length
-      if (size > maxBytes) {
-        req.removeAllListeners('data')
-        req.pause()
-        resolve(undefined)
-      } else chunks.push(chunk)
-    })
-    req.on('end', () => resolve(Buffer.concat(chunks)))
-    req.on('error', reject)
-  })
 }
