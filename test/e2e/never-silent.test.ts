@@ -249,13 +249,20 @@ function useTwoNodes() {
     const b = await relays.start(config, undefined, { eventStore: pg.store })
     const takeDownOnB = async () => {
       const gaveUp = firstValueFrom(b.relay.supervision$.pipe(filter((x) => x.type === 'gave-up' && x.path === `community/${community}`)))
-      pg.failNext('query', 6)
+      // every read fails until the community gives up: its own reads beside the actor (the NIP-43 member list
+      // at spawn) may take some of the failures, so no fixed number of REQs is enough
+      pg.failNext('query', 1_000)
+      let down = false
+      void gaveUp.then(() => {
+        down = true
+      })
       const prober = await client(b, host)
-      for (let i = 0; i < 6; i++) {
+      for (let i = 0; !down && i < 100; i++) {
         prober.send(['REQ', `p${i}`, { kinds: [1] }])
         await prober.next((f) => f[0] === 'CLOSED' && f[1] === `p${i}`, 15_000)
       }
       await gaveUp
+      pg.failNext('query', 0)
     }
     return { community, host, a, b, takeDownOnB }
   }
