@@ -27,6 +27,9 @@ export interface OpenStream {
   close(): StreamFigures
 }
 
+// the stream sends its first snapshot at once; a relay that has not within this is not serving the console
+const FIRST_SNAPSHOT_TIMEOUT_MS = 10_000
+
 /** `ws://host:port` → `http://host:port`, the origin the console answers on and the link is signed for */
 export const httpOriginOf = (relayUrl: string) => new URL(relayUrl.replace(/^ws/, 'http')).origin
 
@@ -56,8 +59,15 @@ export async function openStream(origin: string, cookie: string, view: string): 
   let lastAt: number | undefined
   let buffered = ''
   let markReady: () => void = () => {}
-  const ready = new Promise<void>((r) => {
-    markReady = r
+  const ready = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`no console snapshot within ${FIRST_SNAPSHOT_TIMEOUT_MS} ms`)),
+      FIRST_SNAPSHOT_TIMEOUT_MS,
+    )
+    markReady = () => {
+      clearTimeout(timer)
+      resolve()
+    }
   })
   const onSnapshot = (data: string) => {
     const now = performance.now()
