@@ -37,6 +37,8 @@ export interface ConsoleCostResult {
   overviewCores: number
   /** the agents view's streams, over all its windows */
   interval: Latency
+  /** the same intervals by the relay's clock (the snapshots' atMs) */
+  relayInterval: Latency
   bytesP50: number
   firstBytes: number
   snapshots: number

@@ -6,13 +6,15 @@ import { readFileSync } from 'node:fs'
 import { type IncomingMessage, request } from 'node:http'
 import { join } from 'node:path'
 import { consoleLoginLink, toSigningKey } from '../internal'
-import { type Latency, latency } from './load/latency'
+import { latency } from './load/latency'
 
 export interface StreamFigures {
   /** snapshots received after the first (which is sent at once on opening) */
   snapshots: number
   /** the time between consecutive snapshots: the page's update interval */
   intervalsMs: number[]
+  /** the same by the relay's clock (each snapshot's `atMs`): without this process's own delays */
+  relayIntervalsMs: number[]
   /** the data of each snapshot after the first, bytes */
   bytes: number[]
   /** the first snapshot carries the charts' whole 10 minutes */
@@ -55,8 +57,9 @@ export async function signIn(origin: string, dataDir: string): Promise<string> {
 export async function openStream(origin: string, cookie: string, view: string): Promise<OpenStream> {
   const res = await send(`${origin}/console/api/stream?view=${view}`, { method: 'GET', headers: { Cookie: cookie } })
   if (res.statusCode !== 200) throw new Error(`console stream refused (${res.statusCode}): ${(await readAll(res)).slice(0, 200)}`)
-  const figures: StreamFigures = { snapshots: 0, intervalsMs: [], bytes: [], firstBytes: 0, agentsTotal: 0 }
+  const figures: StreamFigures = { snapshots: 0, intervalsMs: [], relayIntervalsMs: [], bytes: [], firstBytes: 0, agentsTotal: 0 }
   let lastAt: number | undefined
+  let lastRelayAtMs = 0
   let buffered = ''
   let markReady: () => void = () => {}
   const ready = new Promise<void>((resolve, reject) => {
@@ -72,14 +75,17 @@ export async function openStream(origin: string, cookie: string, view: string): 
   const onSnapshot = (data: string) => {
     const now = performance.now()
     const bytes = Buffer.byteLength(data)
+    const snapshot = JSON.parse(data) as { atMs: number; agents?: { total: number } }
     if (lastAt === undefined) figures.firstBytes = bytes
     else {
       figures.snapshots++
       figures.intervalsMs.push(now - lastAt)
+      figures.relayIntervalsMs.push(snapshot.atMs - lastRelayAtMs)
       figures.bytes.push(bytes)
     }
     lastAt = now
-    figures.agentsTotal = (JSON.parse(data) as { agents?: { total: number } }).agents?.total ?? 0
+    lastRelayAtMs = snapshot.atMs
+    figures.agentsTotal = snapshot.agents?.total ?? 0
     markReady()
   }
   res.setEncoding('utf8')
@@ -113,9 +119,10 @@ function snapshotData(block: string): string | undefined {
 }
 
 /** Over the streams of several windows: the update interval's percentiles and the snapshots' size. */
-export function mergeStreams(streams: StreamFigures[]): { interval: Latency; bytesP50: number; firstBytes: number; snapshots: number } {
+export function mergeStreams(streams: StreamFigures[]) {
   return {
     interval: latency(streams.flatMap((s) => s.intervalsMs)),
+    relayInterval: latency(streams.flatMap((s) => s.relayIntervalsMs)),
     // latency() takes the nearest-rank quantiles of any samples
     bytesP50: latency(streams.flatMap((s) => s.bytes)).p50Ms,
     firstBytes: Math.max(0, ...streams.map((s) => s.firstBytes)),

@@ -36,6 +36,8 @@ function figures(runs: Outcome<ConsoleCostResult>[]) {
     stream('snapshot interval p50', 'ms', (r) => r.interval.p50Ms),
     stream('snapshot interval p99', 'ms', (r) => r.interval.p99Ms),
     stream('snapshot interval max', 'ms', (r) => r.interval.maxMs),
+    stream("snapshot interval p99, relay's clock", 'ms', (r) => r.relayInterval.p99Ms),
+    stream("snapshot interval max, relay's clock", 'ms', (r) => r.relayInterval.maxMs),
     stream('snapshot size p50', 'KiB', (r) => r.bytesP50 / 1024),
     stream('first snapshot size', 'KiB', (r) => r.firstBytes / 1024),
     stream('agents listed (snapshot total)', 'count', (r) => r.agentsShown),
