@@ -1,8 +1,10 @@
 // The relay's internals that the bench measures alone, without a relay around them: the verifiers (the ingest
-// ceiling), the SQLite and PostgreSQL stores (store cost), the admission gates and the mesh tunnel. The one
+// ceiling), the SQLite and PostgreSQL stores (store cost), the admission gates and the mesh tunnel; and the
+// console's one-time sign-in link, which the console scenario signs as `apiary console login` does. The one
 // door from bench/ into src/ beyond the package's public entry points (bench/built-package.ts).
 
 export { operatorGetAuthorization } from '../src/client/admin-client'
+export { consoleLoginLink } from '../src/client/console-login'
 export { createMemoryRateLimiter } from '../src/infra/gates/memory-rate-limit'
 export type { Admission, RateRule } from '../src/infra/gates/rate-limit'
 export type { AdmitRequest } from '../src/infra/gates/redis-rate-limit'

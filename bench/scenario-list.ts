@@ -5,6 +5,7 @@ import { scenario as agents } from './scenarios/agents'
 import { scenario as ceiling } from './scenarios/ceiling'
 import { scenario as channelFanout } from './scenarios/channel-fanout'
 import { scenario as clusterFanout } from './scenarios/cluster-fanout'
+import { scenario as consoleCost } from './scenarios/console'
 import { scenario as fanout } from './scenarios/fanout'
 import { scenario as idleMemory } from './scenarios/idle-memory'
 import { scenario as ingestClosed } from './scenarios/ingest-closed'
@@ -29,6 +30,7 @@ export const SCENARIOS: readonly AnyScenario[] = [
   ingestWithReads,
   idleMemory,
   agents,
+  consoleCost,
   clusterFanout,
   admission,
   ingestPg,

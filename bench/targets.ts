@@ -49,6 +49,10 @@ export const TARGETS: readonly Target[] = [
     atMost('agents', 'duplicates delivered', 0, storm),
     atMost('agents', 'deliveries missing', 0, storm),
   ]),
+  // the console's bars: what one open console adds to the relay's CPU, and a page updated at least once a second
+  atMost('console', 'added by the console, agents view', 2),
+  atMost('console', 'snapshot interval p99', 1_000),
+  atMost('console', 'snapshot interval max', 1_000),
   {
     scenario: 'ingest-pg',
     group: 'PostgreSQL + Redis vs SQLite',
