@@ -18,9 +18,15 @@ const SUSPECT_AFTER_INTERVALS = 1.5
 /** docs/presence.md: a presence lives three heartbeats, so two lost in a row don't lapse it. */
 const LEASE_INTERVALS = 3
 
+/** How long a presence (an agent's lease) lives after its heartbeat: the presence store's TTL, NIP-11's lease_seconds. */
+export const presenceLeaseSeconds = (heartbeatSeconds: number): number => LEASE_INTERVALS * heartbeatSeconds
+
 export function agentTimingOf(heartbeatSeconds: number, sessionTimeoutSeconds: number): AgentTiming {
-  const heartbeatMs = heartbeatSeconds * 1000
-  return { heartbeatMs, leaseMs: LEASE_INTERVALS * heartbeatMs, sessionTimeoutMs: sessionTimeoutSeconds * 1000 }
+  return {
+    heartbeatMs: heartbeatSeconds * 1000,
+    leaseMs: presenceLeaseSeconds(heartbeatSeconds) * 1000,
+    sessionTimeoutMs: sessionTimeoutSeconds * 1000,
+  }
 }
 
 /**

@@ -19,7 +19,7 @@ import type { Metrics } from '../infra/metrics.js'
 import { type RelayKey, signAsRelay } from '../infra/relay-key.js'
 import type { CommunityRecord } from '../infra/store/community-store.js'
 import type { Verifier } from '../infra/verify/verifier.js'
-import { agentTimingOf } from '../protocols/agent-connection-state.js'
+import { agentTimingOf, presenceLeaseSeconds } from '../protocols/agent-connection-state.js'
 import type { AgentConnectionsView } from '../protocols/console.js'
 import type { ForwardedAuth } from '../protocols/mesh/session-frames.js'
 import type { VerifiedEvent } from '../protocols/nip01/event.js'
@@ -148,7 +148,12 @@ export function createCommunities(d: CommunitiesDeps): Communities {
         revalidate: () => void reconcile(),
         blockListChanged: () => d.blockListChanged(record.id),
       },
-      presence: { community: record.id, store: d.backends.presence, ttlSeconds: 3 * config.presenceHeartbeatSeconds, log },
+      presence: {
+        community: record.id,
+        store: d.backends.presence,
+        ttlSeconds: presenceLeaseSeconds(config.presenceHeartbeatSeconds),
+        log,
+      },
       agents: {
         timing: agentTimingOf(config.presenceHeartbeatSeconds, config.agentSessionTimeoutSeconds),
         scanIntervalMs: config.agentOrphanScanSeconds * 1000,

@@ -2,7 +2,7 @@
 // connections, sampled once a second by one unref'd timer, and the NodeStatus the status board publishes
 // every interval. Everything is read from counters the edge and the actors keep, never asked of an actor
 // through its mailbox: an overloaded community must not delay the status that would show it.
-import { type ConsoleCounters, CounterRater } from '../infra/console/community-counters.js'
+import { type ConsoleCounters, CounterRater, round } from '../infra/console/community-counters.js'
 import type { HotConnections, MeteredConnection } from '../infra/console/hot-connections.js'
 import type { ProcessSampler } from '../infra/console/node-sampler.js'
 import type { Metrics } from '../infra/metrics.js'
@@ -136,4 +136,3 @@ async function total(counter: { get(): Promise<{ values: { value: number }[] }> 
 }
 
 const noAgents = () => Object.fromEntries(AGENT_CONNECTION_STATES.map((s) => [s, 0])) as Record<AgentConnectionState, number>
-const round = (n: number) => Math.round(n * 100) / 100

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module'
 import type { PrincipalTier } from '../actors/principal/principal-actor.js'
 import type { Config } from '../infra/config-types.js'
 import type { CommunityRecord } from '../infra/store/community-store.js'
+import { presenceLeaseSeconds } from '../protocols/agent-connection-state.js'
 import { buildRelayInfo, type RelayInfo } from '../protocols/nip11.js'
 
 export const SUPPORTED_NIPS = [1, 9, 11, 29, 40, 42, 43, 45, 70, 86, 98]
@@ -33,8 +34,13 @@ export function relayInfoFor(config: Config, signingPubkey: string | undefined, 
     authRequired: config.authRequired || (record?.settings.authRequired ?? false),
     restrictedWrites: config.authRequired || (record !== undefined && hasWriteRules(record)),
     paymentRequired: false,
-    // the lease is the presence TTL (community-presence.ts): 3 heartbeats
-    apiary: { presence: { heartbeat_seconds: config.presenceHeartbeatSeconds, lease_seconds: 3 * config.presenceHeartbeatSeconds } },
+    // the lease is the presence TTL (community-presence.ts)
+    apiary: {
+      presence: {
+        heartbeat_seconds: config.presenceHeartbeatSeconds,
+        lease_seconds: presenceLeaseSeconds(config.presenceHeartbeatSeconds),
+      },
+    },
   })
 }
 

@@ -80,4 +80,5 @@ export class CounterRater {
   }
 }
 
-const round = (n: number) => Math.round(n * 100) / 100
+/** a rate as the console shows it: two decimals */
+export const round = (n: number) => Math.round(n * 100) / 100
