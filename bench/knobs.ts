@@ -33,6 +33,8 @@ export const knobs = {
   allocationProfileKeep: allocationKeep(),
   /** a directory: two heap snapshots of the relay child, 3 s apart, 5 s into each measured span */
   heapSnapshotDir: text('BENCH_HEAP_SNAPSHOTS'),
+  /** a strfry binary (built outside this repository): strfry becomes a third relay in the comparisons */
+  strfryBin: text('STRFRY_BIN'),
   /** a directory: GC pauses and event-loop stalls with wall-clock times, and the probe's handshakes */
   timelineDir: text('BENCH_TIMELINE'),
 }

@@ -8,6 +8,7 @@ import { builtPackageMissing } from './built-package'
 import { dropBenchDatabases } from './lib/cluster-backends'
 import { unavailable } from './lib/needs'
 import type { AnyScenario, Context, Outcome, Results } from './lib/scenario'
+import { strfryMissing, strfryVersion } from './lib/strfry-relay'
 import { printTable, type Row, rowsOf } from './lib/table'
 import { ceilingOnCorpus } from './lib/verify-ceiling'
 import { SCENARIOS } from './scenario-list'
@@ -45,7 +46,7 @@ async function attempt<T>(fn: () => Promise<T>): Promise<Outcome<T>> {
 
 /** Each round runs every side once, A,B then B,A; a failed run is one failed outcome, not the end. */
 async function runRounds(s: AnyScenario, prepared: unknown): Promise<Results<string, unknown>> {
-  const sides = s.sides(ctx).filter((side) => !relays || !['apiary', 'baseline'].includes(side) || relays.includes(side))
+  const sides = s.sides(ctx).filter((side) => !relays || !['apiary', 'baseline', 'strfry'].includes(side) || relays.includes(side))
   const results: Results<string, unknown> = Object.fromEntries(sides.map((side) => [side, []]))
   for (let round = 0; round < rounds; round++) {
     for (const side of round % 2 === 0 ? sides : [...sides].reverse()) {
@@ -67,10 +68,12 @@ const machine = {
   date: new Date().toISOString(),
   mode: quick ? 'quick' : 'full',
   rounds,
+  strfry: strfryMissing() ?? strfryVersion(),
 }
 console.log(
   `machine: ${machine.cpu} × ${machine.cores} cores, ${machine.memoryGiB} GiB, node ${machine.node}, load ${machine.loadavg.join(' ')}`,
 )
+console.log(`strfry: ${machine.strfry}`)
 console.log(`${machine.date}, ${machine.mode} mode, ${rounds} round(s), scenarios: ${chosen.map((s) => s.name).join(', ')}`)
 const missingPackage = builtPackageMissing()
 if (missingPackage) throw new Error(missingPackage)
@@ -104,6 +107,7 @@ for (const s of chosen) {
   raw[s.name] = results
 }
 await dropBenchDatabases()
+if (strfryMissing() && rows.some((r) => r.strfry !== '')) notes.push(`strfry rows skipped: ${strfryMissing()}`)
 
 printTable(rows, rounds)
 if (notes.length) console.log(`\nnotes:\n${notes.map((n) => `  ${n}`).join('\n')}`)

@@ -15,6 +15,7 @@ import { scenario as ingestPipelined } from './scenarios/ingest-pipelined'
 import { scenario as ingestWithReads } from './scenarios/ingest-with-reads'
 import { scenario as mesh } from './scenarios/mesh'
 import { scenario as req } from './scenarios/req'
+import { scenario as reqBurst } from './scenarios/req-burst'
 import { scenario as store } from './scenarios/store'
 import { scenario as storePg } from './scenarios/store-pg'
 
@@ -27,6 +28,7 @@ export const SCENARIOS: readonly AnyScenario[] = [
   fanout,
   channelFanout,
   req,
+  reqBurst,
   ingestWithReads,
   idleMemory,
   agents,

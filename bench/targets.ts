@@ -9,11 +9,12 @@ export interface Target {
   figure: string
   direction: 'at least' | 'at most'
   bound: number
-  of?: { what: 'baseline'; name: string } | { what: 'ceiling' }
+  of?: { what: 'baseline'; name: string } | { what: 'strfry' } | { what: 'ceiling' }
 }
 
 const baseline = { what: 'baseline', name: 'baseline' } as const
 const ceiling = { what: 'ceiling' } as const
+const strfry = { what: 'strfry' } as const
 const atMost = (scenario: string, figure: string, bound: number, group?: string): Target => ({
   scenario,
   figure,
@@ -38,6 +39,24 @@ export const TARGETS: readonly Target[] = [
   atMost('req', 'sequential p99', 10),
   { scenario: 'req', figure: 'concurrent queries', direction: 'at least', bound: 2, of: baseline },
   atMost('ingest-with-reads', 'event-loop delay p99', 20),
+  // against strfry, in the same run: a relay people pick for speed is the anchor
+  { scenario: 'ingest-pinned', group: '4×16, relay pinned to one core', figure: 'accepted', direction: 'at least', bound: 1.5, of: strfry },
+  {
+    scenario: 'ingest-pinned',
+    group: '4×16 pinned, Apiary durable to power loss',
+    figure: 'accepted',
+    direction: 'at least',
+    bound: 1,
+    of: strfry,
+  },
+  { scenario: 'fanout', figure: 'deliveries', direction: 'at least', bound: 1, of: strfry },
+  { scenario: 'fanout', figure: 'publish→delivery p99', direction: 'at most', bound: 1, of: strfry },
+  { scenario: 'req', figure: 'concurrent queries', direction: 'at least', bound: 1, of: strfry },
+  { scenario: 'req', figure: 'concurrent p99', direction: 'at most', bound: 1.5, of: strfry },
+  atMost('req', 'concurrent p99', 10),
+  atMost('req-burst', 'REQs refused (CLOSED)', 0),
+  atMost('req-burst', 'REQ → EOSE p99', 50),
+  atMost('req-burst', 'heap+external per connection, REQ open', 16),
   atMost('idle-memory', 'heap+external per connection', 16),
   atMost('agents', 'agents not ACTIVE at the end', 0),
   atMost('agents', 'steady handshake start→ACTIVE p99', 25),
@@ -79,22 +98,23 @@ export const targetsOf = (scenario: string, f: Figure) =>
   TARGETS.filter((t) => t.scenario === scenario && t.figure === f.figure && (t.group === undefined || t.group === f.group))
 
 /** The bound in the row's unit, or undefined when what it is relative to was not measured. */
-function boundOf(t: Target, baselineCell: Cell | undefined, ceilingPerSec: number | undefined): number | undefined {
+function boundOf(t: Target, f: Figure, ceilingPerSec: number | undefined): number | undefined {
   if (!t.of) return t.bound
-  const base = t.of.what === 'ceiling' ? ceilingPerSec : baselineCell
+  const base = t.of.what === 'ceiling' ? ceilingPerSec : t.of.what === 'strfry' ? f.strfry : f.baseline
   return typeof base === 'number' ? t.bound * base : undefined
 }
 
 export function targetText(t: Target, ceilingPerSec: number | undefined, unit: string): string {
   const sign = t.direction === 'at least' ? '≥' : '≤'
   if (t.of?.what === 'baseline') return `${sign} ${t.bound}× ${t.of.name}`
+  if (t.of?.what === 'strfry') return `${sign} ${t.bound}× strfry`
   if (t.of?.what === 'ceiling') return `${sign} ${t.bound * 100}% of ceiling ${ceilingPerSec ?? '?'}`
   return `${sign} ${t.bound.toLocaleString('en-US')}${unit === 'count' ? '' : ` ${unit}`}`
 }
 
 /** Whether the row's Apiary figure meets `t`; false when it or its reference is not a number. */
 export function meets(t: Target, f: Figure, ceilingPerSec: number | undefined): boolean {
-  const bound = boundOf(t, f.baseline, ceilingPerSec)
+  const bound = boundOf(t, f, ceilingPerSec)
   if (typeof f.apiary !== 'number' || bound === undefined) return false
   return t.direction === 'at least' ? f.apiary >= bound : f.apiary <= bound
 }

@@ -3,7 +3,7 @@
 // Besides the rate and the OK latency it reads, from /proc over exactly the timed window, the relay's CPU per
 // accepted event (every thread: event loop, verifier pool, SQLite writer) and the event loop's share of it.
 import { corpusEvents } from './corpus'
-import { outcomeNotes, rowsOf } from './figures'
+import { outcomeNotes, relayRowsOf, rowsOf } from './figures'
 import type { BenchEvent } from './fixtures'
 import { type IngestResult, ingestPipelined } from './load/ingest'
 import type { LoopDelay } from './loop-delay'
@@ -102,19 +102,29 @@ export const corpusSize = (quick: boolean) => (quick ? { events: 4_000, maxSecon
 /** Signs (or loads the cached) corpus before any clock starts. */
 export const prepareCorpus = async (ctx: Context) => corpusEvents(corpusSize(ctx.quick).events)
 
-/** One run of `shape` on a fresh relay. */
-export function corpusRun(name: RelayName, events: BenchEvent[], shape: CorpusShape, ctx: Context): Promise<CorpusIngestResult> {
-  return withRelay(name, ctx.freshDir(name), (relay) => corpusIngest(relay, events, shape, corpusSize(ctx.quick).maxSeconds))
+/** One run of `shape` on a fresh relay; `config`: Apiary's settings for this run. */
+export function corpusRun(
+  name: RelayName,
+  events: BenchEvent[],
+  shape: CorpusShape,
+  ctx: Context,
+  config: Record<string, unknown> = {},
+): Promise<CorpusIngestResult> {
+  return withRelay(name, ctx.freshDir(name), (relay) => corpusIngest(relay, events, shape, corpusSize(ctx.quick).maxSeconds), config)
 }
 
-/** The figures of one shape, Apiary beside the baseline (or whatever the two columns compare). */
+/**
+ * The figures of one shape, Apiary beside the baseline (or whatever the two columns compare); a comparison of
+ * relays passes strfry's outcomes too (none where it did not run: its cells read 'skipped').
+ */
 export function corpusFigures(
   scenario: string,
   group: string,
   apiary?: Outcome<CorpusIngestResult>[],
   baseline?: Outcome<CorpusIngestResult>[],
+  strfry?: Outcome<CorpusIngestResult>[],
 ): Report {
-  const row = rowsOf(apiary, baseline, group)
+  const row = strfry ? relayRowsOf({ apiary, baseline, strfry }, group) : rowsOf(apiary, baseline, group)
   const figures: Figure[] = [
     row('accepted', 'ev/s', (r) => r.eventsPerSec),
     row('relay CPU per accepted event', 'µs', (r) => r.cpuPerEventUs),
@@ -127,6 +137,10 @@ export function corpusFigures(
   ]
   return {
     figures,
-    notes: [...outcomeNotes(`${scenario} ${group}, apiary`, apiary), ...outcomeNotes(`${scenario} ${group}, baseline`, baseline)],
+    notes: [
+      ...outcomeNotes(`${scenario} ${group}, apiary`, apiary),
+      ...outcomeNotes(`${scenario} ${group}, baseline`, baseline),
+      ...outcomeNotes(`${scenario} ${group}, strfry`, strfry),
+    ],
   }
 }

@@ -1,5 +1,6 @@
 // From the outcomes of a scenario's rounds to its report's figures: medians over the rounds that succeeded,
 // the failure text where none did, and the notes every load generator's outcome may carry.
+import type { RelayName } from './relay-types'
 import type { Cell, Figure, Outcome } from './scenario'
 
 export function median(xs: readonly number[]): number {
@@ -34,6 +35,12 @@ export function rowsOf<T>(apiary: readonly Outcome<T>[] | undefined, baseline?: 
     apiary: cell(apiary, get),
     ...(baseline ? { baseline: cell(baseline, get) } : {}),
   })
+}
+
+/** A row builder for a group that compares the relays: Apiary, the baseline, and strfry (skipped where it did not run). */
+export function relayRowsOf<T>(results: Partial<Record<RelayName, readonly Outcome<T>[]>>, group?: string) {
+  const row = rowsOf(results.apiary, results.baseline, group)
+  return (figure: string, unit: string, get: (v: T) => number): Figure => ({ ...row(figure, unit, get), strfry: cell(results.strfry, get) })
 }
 
 /** Outcomes a load generator counts apart: refusals by reason prefix, and a run that ended early. */

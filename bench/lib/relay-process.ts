@@ -1,30 +1,19 @@
 // The parent side of a relay in its own process: fork Apiary (bench/processes/serve-apiary.ts) or the baseline
-// (bench/processes/serve-baseline.ts), ask it over IPC, close it; and `measureInChild` for a measurement script
-// that wants a fresh process of its own.
+// (bench/processes/serve-baseline.ts) and ask it over IPC, or start strfry (bench/lib/strfry-relay.ts); close it;
+// and `measureInChild` for a measurement script that wants a fresh process of its own.
 import { type ChildProcess, execFile, fork } from 'node:child_process'
 import { createWriteStream, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { knobs } from '../knobs'
 import type { LoopDelay } from './loop-delay'
 import type { MemorySample, RelayReply } from './relay-ipc'
+import type { RelayName, RelayProcess } from './relay-types'
+import { spawnStrfry } from './strfry-relay'
 
-export type RelayName = 'apiary' | 'baseline'
-
-export interface RelayProcess {
-  url: string
-  pid: number
-  memory(): Promise<MemorySample>
-  /** CPU time the relay process has used so far (all threads), microseconds */
-  cpuMicros(): Promise<number>
-  /** starts a measured span: event-loop delay, GC pauses, and the profiling the knobs ask for */
-  spanStart(): Promise<void>
-  spanStop(): Promise<LoopDelay>
-  prefill(file: string, count: number): Promise<number>
-  close(): Promise<void>
-}
+export type { RelayName, RelayProcess }
 
 const here = (f: string) => fileURLToPath(new URL(f, import.meta.url))
-const CHILD_SCRIPTS: Record<RelayName, string> = {
+const CHILD_SCRIPTS: Record<Exclude<RelayName, 'strfry'>, string> = {
   apiary: here('../processes/serve-apiary.ts'),
   baseline: here('../processes/serve-baseline.ts'),
 }
@@ -66,6 +55,8 @@ export async function withRelay<T>(
 
 /** Forks a relay child; rejects with the child's own error (or its stderr's tail) if it does not come up. */
 export function spawnRelay(name: RelayName, dataDir: string, config: Record<string, unknown> = {}): Promise<RelayProcess> {
+  // strfry is a binary of its own, not a Node child: it takes no config of ours
+  if (name === 'strfry') return spawnStrfry(dataDir)
   const child: ChildProcess = fork(CHILD_SCRIPTS[name], [dataDir, JSON.stringify(config)], {
     execArgv: ['--expose-gc', '--import', 'tsx', ...START_NODE_FLAGS, ...knobs.childNodeArgs],
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],

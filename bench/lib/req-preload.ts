@@ -1,6 +1,7 @@
 // The REQ data set stored in each relay once per run: `req` queries it, `ingest-with-reads` copies Apiary's.
 // The baseline is filled through its repository's own upsert inside its process (over the wire it would take
-// minutes), and that file is cached in .bench-data/; Apiary is filled over the wire, the real write path.
+// minutes), and that file is cached in .bench-data/; strfry through its own `import`; Apiary over the wire, the
+// real write path.
 import { copyFileSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { BENCH_DATA_DIR, type Dataset, fixtureFile } from './fixtures'
@@ -14,7 +15,7 @@ const preloaded = new Map<RelayName, Promise<string>>()
 export function preloadOnce(name: RelayName, ds: Dataset, ctx: Context): Promise<string> {
   let dir = preloaded.get(name)
   if (!dir) {
-    dir = name === 'baseline' ? preloadBaseline(ds, ctx) : preloadApiary(ds, ctx)
+    dir = name === 'baseline' ? preloadBaseline(ds, ctx) : name === 'strfry' ? preloadStrfry(ds, ctx) : preloadApiary(ds, ctx)
     preloaded.set(name, dir)
   }
   return dir
@@ -31,6 +32,14 @@ async function preloadBaseline(ds: Dataset, ctx: Context): Promise<string> {
   ctx.log(`    baseline: ${stored} events written straight into its repository`)
   // the relay closed its database (WAL checkpointed), so the file alone is the data set
   copyFileSync(join(dir, 'baseline.sqlite'), cacheFile)
+  return dir
+}
+
+/** strfry's own `import`, without verifying (the fixtures are signed and checked when made) */
+async function preloadStrfry(ds: Dataset, ctx: Context): Promise<string> {
+  const dir = ctx.freshDir('strfry-req')
+  const stored = await withRelay('strfry', dir, (relay) => relay.prefill(fixtureFile('dataset'), ds.events.length))
+  ctx.log(`    strfry: ${stored} events imported`)
   return dir
 }
 

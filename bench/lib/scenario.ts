@@ -31,6 +31,8 @@ export interface Figure {
   unit: string
   apiary: Cell
   baseline?: Cell
+  /** strfry's figure, where the group compares the relays ('skipped' without STRFRY_BIN) */
+  strfry?: Cell
 }
 
 export interface Report {

@@ -12,6 +12,9 @@ export interface Row {
   baseline: Cell
   /** apiary ÷ baseline */
   ratio: number | null
+  strfry: Cell
+  /** apiary ÷ strfry */
+  strfryRatio: number | null
   target: string
   met: boolean | null
 }
@@ -20,7 +23,7 @@ export function rowsOf(scenario: string, report: Report, ceilingPerSec: number |
   return report.figures.map((f) => {
     const targets = targetsOf(scenario, f)
     const baseline = f.baseline ?? ''
-    const both = typeof f.apiary === 'number' && typeof baseline === 'number' && baseline !== 0
+    const strfry = f.strfry ?? ''
     return {
       scenario,
       group: f.group ?? '',
@@ -28,19 +31,25 @@ export function rowsOf(scenario: string, report: Report, ceilingPerSec: number |
       unit: f.unit,
       apiary: f.apiary,
       baseline,
-      ratio: both ? Math.round(((f.apiary as number) / (baseline as number)) * 100) / 100 : null,
+      ratio: ratioOf(f.apiary, baseline),
+      strfry,
+      strfryRatio: ratioOf(f.apiary, strfry),
       target: targets.map((t) => targetText(t, ceilingPerSec, f.unit)).join(', '),
       met: targets.length ? targets.every((t) => meets(t, f, ceilingPerSec)) : null,
     }
   })
 }
 
+const ratioOf = (a: Cell, b: Cell) => (typeof a === 'number' && typeof b === 'number' && b !== 0 ? Math.round((a / b) * 100) / 100 : null)
 const fmt = (v: Cell) => (typeof v === 'number' ? v.toLocaleString('en-US', { maximumFractionDigits: 2 }) : v)
 const WIDEST = 60
 
 export function printTable(rows: readonly Row[], rounds: number): void {
+  // strfry's columns only when some scenario compared with it
+  const withStrfry = rows.some((r) => r.strfry !== '')
+  const times = (x: number | null) => (x === null ? '' : `${x}×`)
   const table = [
-    ['scenario', 'group', 'figure', 'unit', 'Apiary', 'baseline', 'A/B', 'target', 'met'],
+    ['scenario', 'group', 'figure', 'unit', 'Apiary', 'baseline', 'A/B', ...(withStrfry ? ['strfry', 'A/S'] : []), 'target', 'met'],
     ...rows.map((r) => [
       r.scenario,
       r.group,
@@ -48,7 +57,8 @@ export function printTable(rows: readonly Row[], rounds: number): void {
       r.unit,
       fmt(r.apiary),
       fmt(r.baseline),
-      r.ratio === null ? '' : `${r.ratio}×`,
+      times(r.ratio),
+      ...(withStrfry ? [fmt(r.strfry), times(r.strfryRatio)] : []),
       r.target,
       r.met === null ? '' : r.met ? 'met' : 'NOT MET',
     ]),

@@ -1,12 +1,14 @@
 // `fanout`: 1,000 subscribers REQ one filter on an empty relay, one publisher sends events pipelined; every
 // event reaches every subscriber. Deliveries/s from the first publish to the last delivery, publish→delivery
-// latency (send times recorded per event id, one clock), and the relay's CPU per delivery, beside the baseline.
-import { cpuPerUnitUs, outcomeNotes, rowsOf } from '../lib/figures'
+// latency (send times recorded per event id, one clock), and the relay's CPU per delivery, beside the baseline
+// and strfry.
+import { cpuPerUnitUs, outcomeNotes, relayRowsOf } from '../lib/figures'
 import { ingestEvents } from '../lib/fixtures'
 import { type FanoutResult, fanout } from '../lib/load/fanout'
 import { type RelayName, withRelay } from '../lib/relay-process'
 import { type Spanned, withRelaySpan } from '../lib/relay-span'
 import { type Context, defineScenario } from '../lib/scenario'
+import { comparedRelays } from '../lib/strfry-relay'
 
 const sizeOf = (ctx: Context) => ({ subscribers: 1_000, events: ctx.quick ? 100 : 500 })
 
@@ -14,14 +16,14 @@ export const scenario = defineScenario({
   name: 'fanout',
   describe: 'live fan-out: 1,000 subscribers, one publisher',
   needs: ['baseline relay'],
-  sides: () => ['apiary', 'baseline'] as const,
+  sides: comparedRelays,
   prepare: async (ctx) => ingestEvents(sizeOf(ctx).events),
   measure: (side: RelayName, _round, events, ctx): Promise<Spanned<FanoutResult>> =>
     withRelay(side, ctx.freshDir(side), (relay) =>
       withRelaySpan(relay, (hooks) => fanout(relay.url, { subscribers: sizeOf(ctx).subscribers, events, ...hooks })),
     ),
   report: (results, events, ctx) => {
-    const row = rowsOf(results.apiary, results.baseline, `${sizeOf(ctx).subscribers} subscribers × ${events.length} events`)
+    const row = relayRowsOf(results, `${sizeOf(ctx).subscribers} subscribers × ${events.length} events`)
     return {
       figures: [
         row('deliveries', '/s', (r) => r.deliveriesPerSec),
@@ -33,7 +35,7 @@ export const scenario = defineScenario({
         row('relay CPU', 'cores', (r) => r.relayCores),
         row('load-generator CPU', 'cores', (r) => r.loadGenCores),
       ],
-      notes: [...outcomeNotes('fanout apiary', results.apiary), ...outcomeNotes('fanout baseline', results.baseline)],
+      notes: (['apiary', 'baseline', 'strfry'] as const).flatMap((side) => outcomeNotes(`fanout ${side}`, results[side])),
     }
   },
 })

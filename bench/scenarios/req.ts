@@ -2,12 +2,13 @@
 // one filter shape at a time: sequential from one socket, then concurrent from 8, closed loop. `limit` is
 // random in 20..60 so that queries are distinct filters (the baseline caches identical ones for a second).
 // "events per query" must match between the relays: a correctness cross-check.
-import { cpuPerUnitUs, rowsOf } from '../lib/figures'
+import { cpuPerUnitUs, relayRowsOf } from '../lib/figures'
 import { type Dataset, reqDataset } from '../lib/fixtures'
 import { REQ_SHAPES, type ReqShapeResult, reqLatency } from '../lib/load/req'
 import { type RelayName, withRelay } from '../lib/relay-process'
 import { preloadOnce } from '../lib/req-preload'
 import { type Context, defineScenario } from '../lib/scenario'
+import { comparedRelays } from '../lib/strfry-relay'
 
 const sizeOf = (ctx: Context) =>
   ctx.quick
@@ -34,12 +35,12 @@ export const scenario = defineScenario({
   name: 'req',
   describe: 'REQ → EOSE per filter shape on a stored data set, sequential and 8 sockets at once',
   needs: ['baseline relay'],
-  sides: () => ['apiary', 'baseline'] as const,
+  sides: comparedRelays,
   prepare: async (ctx) => reqDataset(sizeOf(ctx).stored),
   measure: (side: RelayName, _round, ds, ctx) => measure(side, ds, ctx),
   report: (results, ds, ctx) => ({
     figures: REQ_SHAPES.flatMap((shape) => {
-      const row = rowsOf(results.apiary, results.baseline, `${shape} (${ds.events.length} stored)`)
+      const row = relayRowsOf(results, `${shape} (${ds.events.length} stored)`)
       const of = (f: (r: ReqShapeResult) => number) => (rs: ReqShapeResult[]) => f(rs.find((r) => r.shape === shape)!)
       return [
         row(

@@ -35,6 +35,8 @@ export async function fanout(
     subscribers: number
     events: number | BenchEvent[]
     window?: number
+    /** an open loop: publish at this rate (events/s) whatever the OKs, instead of a window */
+    ratePerSec?: number
     settleSeconds?: number
     /** Host header name (port appended), to reach a community bound to that host */
     host?: string
@@ -104,18 +106,32 @@ export async function fanout(
     let inflight = 0
     const end = () => {
       clearInterval(stall)
+      clearInterval(pace)
       resolve()
     }
     const stall = setInterval(() => {
       if (performance.now() - lastProgress > 30_000) end()
     }, 500)
+    const send = () => {
+      const i = next++
+      inflight++
+      sentAt.set(events[i]!.id, performance.now())
+      pub.send(frames[i]!)
+    }
+    // open loop: every 5 ms, what the rate says is due by now
+    const pace = opts.ratePerSec
+      ? setInterval(() => {
+          const due = Math.min(frames.length, Math.floor(((performance.now() - t0) * opts.ratePerSec!) / 1000))
+          while (next < due) send()
+          if (next === frames.length) clearInterval(pace)
+        }, 5)
+      : undefined
     const fill = () => {
-      while (inflight < window && next < frames.length) {
-        const i = next++
-        inflight++
-        sentAt.set(events[i]!.id, performance.now())
-        pub.send(frames[i]!)
+      if (pace) {
+        if (acked === frames.length) end()
+        return
       }
+      while (inflight < window && next < frames.length) send()
       if (acked === frames.length) end()
     }
     pub.on('message', (data) => {

@@ -5,7 +5,7 @@ import { closeAll, openMany } from './connect'
 import { ingestPipelined } from './ingest'
 import { type Latency, latency, perSecond, round2 } from './latency'
 
-export const REQ_SHAPES = ['ids', 'authors', 'authors+kinds', 'kinds+until', '#p', '#t+kinds', 'since/until'] as const
+export const REQ_SHAPES = ['ids', 'authors', 'authors+kinds', '#e', '#p', '#t', 'kinds', 'kinds+until', '#t+kinds', 'since/until'] as const
 export type ReqShape = (typeof REQ_SHAPES)[number]
 
 /**
@@ -18,6 +18,7 @@ export function makeQueries(dataset: Dataset, shape: ReqShape, count: number, se
   const pick = <T>(xs: T[]) => xs[Math.floor(rand() * xs.length)]!
   const limit = () => 20 + Math.floor(rand() * 41)
   const time = () => dataset.since + Math.floor(rand() * (dataset.until - dataset.since))
+  const notes = dataset.events.filter((e) => e.kind === 1)
   return Array.from({ length: count }, (): Record<string, unknown> => {
     switch (shape) {
       case 'ids':
@@ -28,8 +29,15 @@ export function makeQueries(dataset: Dataset, shape: ReqShape, count: number, se
         return { authors: [pick(dataset.authors)], kinds: [rand() < 0.7 ? 1 : 7], limit: limit() }
       case 'kinds+until':
         return { kinds: [rand() < 0.7 ? 1 : 7], until: time(), limit: limit() }
+      case '#e':
+        // the reactions to one note
+        return { '#e': [pick(notes).id], limit: limit() }
       case '#p':
         return { '#p': [pick(dataset.authors)], limit: limit() }
+      case '#t':
+        return { '#t': [pick(dataset.topics)], limit: limit() }
+      case 'kinds':
+        return { kinds: [rand() < 0.7 ? 1 : 7], limit: limit() }
       case '#t+kinds':
         return { '#t': [pick(dataset.topics)], kinds: [1], limit: limit() }
       default: {
