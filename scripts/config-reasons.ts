@@ -90,6 +90,8 @@ export const CONFIG_REASONS: Record<string, string> = {
     'Two readers keep a heavy REQ or COUNT off the event loop while a second one is still served; each is a thread with its own connection and page cache (at most about 16 MB). SQLite only: PostgreSQL queries are asynchronous already.',
   'store.writerThread':
     'On its own thread a commit never holds the event loop; false commits on the main thread, for a platform where worker threads misbehave.',
+  'store.durability':
+    'A crash of the relay process is the failure most relays meet: `process` survives it while group commit keeps ingest fast, and `power` adds an fsync to every commit, on a disk that honours fsync (its cost in ingest rate: [performance.md](performance.md)). The relay leaves PostgreSQL’s `synchronous_commit` alone: off would lose commits to a crash of the database server itself.',
   'store.postgresReadPoolSize':
     'Reads get connections of their own, so a commit never queues behind them; four keep several slow reads apart while the commit pool (10) keeps most of what the server’s max_connections allows.',
   'store.queryTimeoutMs':

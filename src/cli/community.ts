@@ -70,7 +70,7 @@ function toHosts(given: string[]): string[] | string {
 async function withStore(config: Config, body: (store: CommunityStore) => Promise<number>): Promise<number> {
   const store = config.databaseUrl
     ? await openPostgresCommunityStore({ url: config.databaseUrl })
-    : openSqliteCommunityStore(join(mkdirp(config.dataDir), 'apiary.sqlite'))
+    : openSqliteCommunityStore(join(mkdirp(config.dataDir), 'apiary.sqlite'), config.store.durability)
   try {
     await seedDefaultCommunity(store)
     return await body(store)

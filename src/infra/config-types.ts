@@ -4,6 +4,7 @@
 // them live in the schema.
 
 import type { Limits } from '../protocols/limits.js'
+import type { Durability } from './store/event-store.js'
 
 interface RateRule {
   ratePerSecond: number
@@ -92,6 +93,8 @@ export interface Config {
     groupCommitMaxDelayMs: number
     readWorkers: number
     writerThread: boolean
+    /** what an acknowledged commit survives (SQLite; PostgreSQL follows its server's synchronous_commit) */
+    durability: Durability
     queryTimeoutMs: number
     postgresReadPoolSize: number
   }

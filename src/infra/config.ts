@@ -432,6 +432,16 @@ export const configSchema = z
           .or(z.boolean())
           .default(true)
           .describe('SQLite: commit writes on a writer thread; false commits on the main thread'),
+        // Group commit already shares one write among a batch, but an fsync per commit still costs ingest rate
+        // (docs/performance.md), and a process crash is the failure most relays meet, so 'process' by default.
+        // PostgreSQL is left to its server: with synchronous_commit on (its default) it already gives 'power';
+        // 'off' would lose commits to a crash of the database server itself, more than 'process' allows.
+        durability: z
+          .enum(['process', 'power'])
+          .default('process')
+          .describe(
+            "what an acknowledged write survives on SQLite: 'process' a crash of the relay process (synchronous=NORMAL), 'power' also a power loss or OS crash (synchronous=FULL, an fsync at every commit); PostgreSQL ignores it: its server's synchronous_commit decides, and on, its default, is 'power'",
+          ),
         // The backstop behind limits.readBudgetMs (which stops a read cleanly at its next row, and refuses one
         // that spent it waiting): a SQLite reader still inside one read after 5 s is stuck between rows, and is
         // terminated rather than waited out.

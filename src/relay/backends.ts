@@ -270,6 +270,7 @@ function embedded(
           groupCommitMaxDelayMs: config.store.groupCommitMaxDelayMs,
           readWorkers: config.store.readWorkers,
           writerThread: config.store.writerThread,
+          durability: config.store.durability,
           writerNice: config.threads.writePathNice,
           readerNice: config.threads.readNice,
           queryTimeoutMs: config.store.queryTimeoutMs,
@@ -278,10 +279,10 @@ function embedded(
         })
       : undefined
   const events = eventStore ?? own!
-  const communities = wrap(openSqliteCommunityStore(file))
-  const channels = openSqliteChannelStore(file)
+  const communities = wrap(openSqliteCommunityStore(file, config.store.durability))
+  const channels = openSqliteChannelStore(file, config.store.durability)
   // after the communities: a redemption writes their allowed list
-  const invites = openSqliteInviteStore(file)
+  const invites = openSqliteInviteStore(file, config.store.durability)
   const limiter = createMemoryRateLimiter()
   const bus = createLocalBus({ nodeId })
   return {

@@ -71,6 +71,12 @@ describe('configuration', () => {
     expect(() => loadConfig({ env: { APIARY_MESH_LEASE_TTL_MS: '3999', APIARY_MESH_LEASE_RENEW_MS: '2000' } })).toThrow(/at most half/)
   })
 
+  it('reads APIARY_STORE_DURABILITY, process (survives a relay crash) by default, and refuses other words', () => {
+    expect(loadConfig({ env: {} }).store.durability).toBe('process')
+    expect(loadConfig({ env: { APIARY_STORE_DURABILITY: 'power' } }).store.durability).toBe('power')
+    expect(() => loadConfig({ env: { APIARY_STORE_DURABILITY: 'disk' } })).toThrow(ConfigError)
+  })
+
   it('refuses a read budget that the reader backstop would cut short', () => {
     expect(loadConfig({ env: { APIARY_LIMITS_READ_BUDGET_MS: '4999' } }).limits.readBudgetMs).toBe(4_999)
     expect(() => loadConfig({ env: { APIARY_LIMITS_READ_BUDGET_MS: '5000' } })).toThrow(/must be below store.queryTimeoutMs/)

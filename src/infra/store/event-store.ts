@@ -54,6 +54,13 @@ export type SaveOutcome =
   | { status: 'superseded' }
   | { status: 'deleted' }
 
+/**
+ * store.durability: what an acknowledged commit survives. `process`: a crash of the relay process (on SQLite the
+ * commit reached the OS, which writes it out later); `power`: a power loss or kernel crash too (the commit
+ * reached the disk). SQLite only: PostgreSQL's commits are as durable as its server's `synchronous_commit` makes them.
+ */
+export type Durability = 'process' | 'power'
+
 export interface QueryOptions {
   /** unix seconds; events whose NIP-40 `expiration` is <= now are never returned */
   now: number

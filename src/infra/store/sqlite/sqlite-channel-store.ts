@@ -1,8 +1,11 @@
 import Database from 'better-sqlite3'
 import { compareMembers, ROLE_ADMIN } from '../../../protocols/nip29-roles.js'
 import type { ChannelInit, ChannelMember, ChannelRecord, ChannelStore, ChannelWrites, MemberRoles } from '../channel-store.js'
+import type { Durability } from '../event-store.js'
 import { FencedError, type SessionFence } from '../session-fence.js'
 import { prepareInviteStatements } from './sqlite-channel-invites.js'
+// Extension needed: plain JS shared with the writer thread, which runs without a TypeScript loader.
+import { applyDurability } from './sqlite-write-core.mjs'
 
 /**
  * NIP-29 channels on SQLite, in the communities' file. A deleted channel keeps its row with `deleted = 1`, so
@@ -100,9 +103,10 @@ const ADDED_COLUMNS: readonly [string, string][] = [
   ['supported_kinds', 'supported_kinds TEXT'],
 ]
 
-export function openSqliteChannelStore(file: string): ChannelStore {
+export function openSqliteChannelStore(file: string, durability: Durability = 'process'): ChannelStore {
   const db = new Database(file)
   db.pragma('journal_mode = WAL')
+  applyDurability(db, durability)
   db.pragma('busy_timeout = 5000')
   db.exec(SCHEMA)
   const columns = db.prepare('SELECT name FROM pragma_table_info(?)').pluck().all('channels') as string[]

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3'
 import type { VerifiedEvent } from '../../../protocols/nip01/event.js'
 import { kindClass } from '../../../protocols/nip01/kinds.js'
-import { type EventStore, overBudgetError, type SaveOutcome, StoreError } from '../event-store.js'
+import { type Durability, type EventStore, overBudgetError, type SaveOutcome, StoreError } from '../event-store.js'
 import { createGroupCommit, type GroupCommit } from '../group-commit.js'
 // Extension needed: plain JS shared with the read worker, which runs without a TypeScript loader.
 import { ReadBudgetExceeded } from '../read-budget.mjs'
@@ -37,6 +37,8 @@ export interface SqliteEventStoreOptions {
    * database always writes on the main thread.
    */
   writerThread?: boolean
+  /** store.durability: what an acknowledged commit survives, on every connection that commits. Default 'process' */
+  durability?: Durability
   /** threads.writePathNice: added to the writer thread's nice value (Linux). Default 0 */
   writerNice?: number
   /** threads.readNice: added to the read workers' and the checkpoint worker's nice value (Linux). Default 0 */
@@ -59,6 +61,8 @@ export interface SqliteEventStoreStats {
   writerThread: boolean
   /** writer threads replaced after a crash */
   writerRespawns: number
+  /** PRAGMA synchronous of the connection that commits events now (1 NORMAL, 2 FULL); undefined until a writer thread is Ready */
+  writerSynchronous: number | undefined
 }
 
 /** The embedded EventStore; `stats()` is for tests and metrics, not part of the port. */
@@ -82,8 +86,9 @@ const DEFAULT_QUERY_TIMEOUT_MS = 5_000
  * queryTimeoutMs: past it the statement stops at its next row (see sqlite-read-core.mjs).
  */
 export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEventStore {
+  const durability = opts.durability ?? 'process'
   const db = new Database(opts.file)
-  applyPragmas(db)
+  applyPragmas(db, durability)
   migrate(db)
   const inMemory = opts.file === ':memory:' || opts.file === ''
   // prepared on first use: with a writer thread, only once it kept failing to start
@@ -95,6 +100,7 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
       : createSqliteWriter({
           file: opts.file,
           autoCheckpointPages: AUTO_CHECKPOINT_PAGES,
+          durability,
           here: writeHere,
           nice: opts.writerNice,
           log: opts.log,
@@ -129,6 +135,7 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
   const here = createReadRunner(db)
   let budgetExceededHere = 0
   const ping = db.prepare('SELECT 1').pluck()
+  const synchronousHere = () => (db.open ? (db.pragma('synchronous', { simple: true }) as number) : undefined)
   let closing: Promise<void> | undefined
 
   function readHere(batch: ReadBatch, what: string): unknown[] {
@@ -215,6 +222,7 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
         readWorkersReady: pool?.usable ? r!.ready : 0,
         writerThread: thread?.onThread ?? false,
         writerRespawns: thread?.stats().respawns ?? 0,
+        writerSynchronous: thread?.onThread ? thread.stats().synchronous : synchronousHere(),
       }
     },
     crashReadWorkerOnNextReadForTest: () => pool?.crashWorkerOnNextReadForTest(),

@@ -1,5 +1,8 @@
 import Database from 'better-sqlite3'
+import type { Durability } from '../event-store.js'
 import { type InviteStore, joinedReason, type NewInvite, type Redemption } from '../invite-store.js'
+// Extension needed: plain JS shared with the writer thread, which runs without a TypeScript loader.
+import { applyDurability } from './sqlite-write-core.mjs'
 
 /**
  * NIP-43 invite codes on SQLite, in the communities' file: a redemption writes the community store's
@@ -19,9 +22,10 @@ CREATE TABLE IF NOT EXISTS community_invites (
 CREATE INDEX IF NOT EXISTS community_invites_by_creator ON community_invites (community, created_by, expires_at);
 `
 
-export function openSqliteInviteStore(file: string): InviteStore {
+export function openSqliteInviteStore(file: string, durability: Durability = 'process'): InviteStore {
   const db = new Database(file)
   db.pragma('journal_mode = WAL')
+  applyDurability(db, durability)
   db.pragma('busy_timeout = 5000')
   db.exec(SCHEMA)
   const dropExpired = db.prepare('DELETE FROM community_invites WHERE community = ? AND expires_at <= ?')

@@ -1,5 +1,5 @@
 import type { Database } from 'better-sqlite3'
-import type { SaveOutcome } from '../event-store.js'
+import type { Durability, SaveOutcome } from '../event-store.js'
 
 /** One event to save, as the write runner needs it: flat data that crosses to the writer thread cheaply. */
 export interface SavePlan {
@@ -44,7 +44,10 @@ export interface WriteRunner {
   deleteEvents(community: string, ids: readonly string[]): string[]
 }
 
+/** Sets `synchronous` for store.durability on a connection that commits (events, communities, channels, invites). */
+export function applyDurability(db: Database, durability: Durability): void
+
 /** The pragmas of every connection that writes events (the main thread's, the writer thread's). */
-export function applyPragmas(db: Database): void
+export function applyPragmas(db: Database, durability?: Durability): void
 
 export function createWriteRunner(db: Database): WriteRunner

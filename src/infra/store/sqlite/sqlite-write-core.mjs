@@ -51,14 +51,26 @@ function insertTagsSql(rows) {
  * grow again each cycle, and the writer's catch-up checkpoint (wal-checkpointer.ts) would take longer (fsync) */
 const WAL_SIZE_LIMIT_BYTES = 256 * 1024 * 1024
 
+/**
+ * store.durability as SQLite's `synchronous`, in WAL mode. NORMAL fsyncs the WAL only at checkpoints: a commit is
+ * in the WAL file the OS holds, so it survives a process crash, but the last ones before a power loss or kernel
+ * crash may be lost; it keeps group commit cheap. FULL fsyncs the WAL at every commit, before OK.
+ */
+const SYNCHRONOUS_OF = { process: 'NORMAL', power: 'FULL' }
+
+/** Sets `synchronous` for store.durability on a connection that commits (events, communities, channels, invites). */
+export function applyDurability(db, durability) {
+  const level = SYNCHRONOUS_OF[durability]
+  // SQLite takes an unknown level without complaint: a bad value would pass unnoticed
+  if (level === undefined) throw new Error(`unknown store durability: ${String(durability)}`)
+  db.pragma(`synchronous = ${level}`)
+}
+
 /** The pragmas of every connection that writes events (the main thread's, the writer thread's). */
-export function applyPragmas(db) {
-  // WAL lets readers run while one batch commits. synchronous=NORMAL in WAL mode fsyncs only at checkpoints:
-  // a committed transaction survives a process crash (it is in the WAL file the OS already has), but the
-  // last transactions before a power loss or kernel crash may be lost. We accept that trade for group-commit
-  // throughput; synchronous=FULL would fsync on every commit.
+export function applyPragmas(db, durability = 'process') {
+  // WAL lets readers run while one batch commits
   db.pragma('journal_mode = WAL')
-  db.pragma('synchronous = NORMAL')
+  applyDurability(db, durability)
   // another process (a CLI, a backup) may hold the write lock briefly; wait instead of failing at once
   db.pragma('busy_timeout = 5000')
   // the WAL file is cut back to this size when its writer restarts it; it kept its largest size before

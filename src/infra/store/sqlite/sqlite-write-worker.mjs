@@ -14,7 +14,7 @@ const priorityError = lowerThreadPriority(workerData.nice)
 const require = createRequire(import.meta.url)
 const Database = require('better-sqlite3')
 const db = new Database(workerData.file)
-applyPragmas(db)
+applyPragmas(db, workerData.durability)
 db.pragma(`wal_autocheckpoint = ${workerData.autoCheckpointPages}`)
 const runner = createWriteRunner(db)
 let crashOnNextCommit = false
@@ -60,5 +60,6 @@ parentPort.on('message', (msg) => {
   }
 })
 
-// after the connection opened: a thread that cannot open the file never counts as started
-parentPort.postMessage({ type: 'Ready', priorityError })
+// after the connection opened: a thread that cannot open the file never counts as started. `synchronous` is the
+// level its commits run at, read back from the connection, so the main thread reports what is in force.
+parentPort.postMessage({ type: 'Ready', priorityError, synchronous: db.pragma('synchronous', { simple: true }) })

@@ -11,7 +11,7 @@
 // tells its give-up listener; the node's store-writer actor (src/actors/node) backs off and asks for a new
 // thread (`retryThread`), which takes the writes back once it reports Ready.
 import { Worker } from 'node:worker_threads'
-import { type SaveOutcome, StoreError } from '../event-store.js'
+import { type Durability, type SaveOutcome, StoreError } from '../event-store.js'
 // Extension needed: plain JS shared with the writer thread, which runs without a TypeScript loader.
 import type { SavePlan, WriteRunner } from './sqlite-write-core.mjs'
 
@@ -24,7 +24,7 @@ type WorkerInbox =
   | { type: 'CrashOnNextCommit' }
 /** Messages the thread sends back. */
 type WorkerOutbox =
-  | { type: 'Ready'; priorityError?: string }
+  | { type: 'Ready'; priorityError?: string; synchronous: number }
   | { type: 'Done'; id: number; ok: true; result: unknown }
   | { type: 'Done'; id: number; ok: false; message: string; code?: string }
   | { type: 'CheckpointFailed'; message: string }
@@ -33,6 +33,8 @@ export interface SqliteWriterOptions {
   file: string
   /** the thread connection's wal_autocheckpoint (0 while a checkpoint worker does it) */
   autoCheckpointPages: number
+  /** store.durability: the thread connection's `synchronous` */
+  durability: Durability
   /** the main thread's runner, for when no thread could start */
   here: () => WriteRunner
   /** added to the thread's nice value (Linux; config threads.*Nice, see thread-priority.mjs); 0 or absent: none */
@@ -61,7 +63,8 @@ export interface SqliteWriter extends WriterLifecycle {
   setAutoCheckpoint(pages: number): void
   /** the thread checkpoints the WAL between two commits, so its next commit can restart it (wal-checkpointer.ts) */
   catchUpCheckpoint(): void
-  stats(): { respawns: number }
+  /** `synchronous` is the level the last thread to report Ready commits at (PRAGMA synchronous: 1 NORMAL, 2 FULL) */
+  stats(): { respawns: number; synchronous: number | undefined }
   /** Test hook: the thread calls process.exit when the next batch arrives, losing it. */
   crashOnNextCommitForTest(): void
   /** after the requests already accepted are answered (or CLOSE_DEADLINE_MS passed), ends the thread */
@@ -88,6 +91,7 @@ export function createSqliteWriter(opts: SqliteWriterOptions): SqliteWriter {
   let nextId = 0
   let startFailures = 0
   let respawns = 0
+  let synchronous: number | undefined
   let gaveUp = false
   let gaveUpListener: (() => void) | undefined
   let closed = false
@@ -99,7 +103,10 @@ export function createSqliteWriter(opts: SqliteWriterOptions): SqliteWriter {
     let worker: Worker
     try {
       // a plain .mjs worker: no TypeScript loader needed (and none inherited)
-      worker = new Worker(workerUrl, { workerData: { file, autoCheckpointPages, nice: opts.nice }, execArgv: [] })
+      worker = new Worker(workerUrl, {
+        workerData: { file, autoCheckpointPages, durability: opts.durability, nice: opts.nice },
+        execArgv: [],
+      })
     } catch (err) {
       // Node throws here when it cannot create a thread at all: a start failure like any other
       current = undefined
@@ -123,6 +130,7 @@ export function createSqliteWriter(opts: SqliteWriterOptions): SqliteWriter {
     if (msg.type === 'Ready') {
       if (msg.priorityError) log?.error({ err: msg.priorityError }, "event store: writer thread runs at the event loop's priority")
       thread.ready = true
+      synchronous = msg.synchronous
       startFailures = 0
       // after a give-up, a retried thread takes the writes back (apiary_store_writer_thread shows it)
       gaveUp = false
@@ -236,7 +244,7 @@ export function createSqliteWriter(opts: SqliteWriterOptions): SqliteWriter {
     catchUpCheckpoint() {
       if (current?.ready && !current.retired) current.worker.postMessage({ type: 'CatchUpCheckpoint' } satisfies WorkerInbox)
     },
-    stats: () => ({ respawns }),
+    stats: () => ({ respawns, synchronous }),
     crashOnNextCommitForTest: () => current?.worker.postMessage({ type: 'CrashOnNextCommit' } satisfies WorkerInbox),
     async close() {
       closed = true
