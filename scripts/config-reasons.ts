@@ -38,7 +38,8 @@ export const CONFIG_REASONS: Record<string, string> = {
     'A console shows each node within one interval and calls it gone after three missed, so 6 s; each publication is one status per node (a few kilobytes; tens with full hot-connection and supervision lists), whether or not anyone looks.',
   'threads.readNice': 'Reads yield to writes, and both to the event loop, when every core is busy. Linux only.',
   'limits.maxMessageBytes': 'strfry’s default (maxWebsocketPayloadSize); the kind 3 contact lists of heavy users reach about 100 KB.',
-  'limits.maxSubscriptions': 'strfry allows 20 per connection; agents multiplex many channels on one connection.',
+  'limits.maxSubscriptions':
+    'strfry allows 20 per connection; agents multiplex many channels on one connection. A client opening all its subscriptions at once has that many reads waiting at most, so a waiting bound per connection refuses only a socket that outruns its own reads, never a reconnect storm of many sockets.',
   'limits.maxReqValues':
     'A heavy user’s follow list (about 2,000 `p` tags) plus a few kinds fits in one REQ; each value is one index range read, and the read budget bounds what they read together.',
   'limits.maxRowsExamined':

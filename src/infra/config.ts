@@ -51,7 +51,12 @@ const limits = z
     maxEventBytes: z.number().int().positive().default(131_072).describe('largest serialized event accepted, bytes'),
     maxContentBytes: z.number().int().positive().default(65_536).describe('largest event content, bytes (UTF-8)'),
     // strfry: 20 subscriptions per connection; we allow more because agents multiplex many channels.
-    maxSubscriptions: z.number().int().positive().default(50).describe('open subscriptions per connection'),
+    maxSubscriptions: z
+      .number()
+      .int()
+      .positive()
+      .default(50)
+      .describe('open subscriptions per connection, and reads (REQ, COUNT) it may have waiting for its community'),
     maxFilters: z.number().int().positive().default(10).describe('filters per REQ/COUNT'),
     // A heavy user's follow list (maxEventTags: ~2,000 p tags) plus a few kinds fits in one REQ; a REQ's reads
     // cost per value, and the read budget (limits.maxRowsExamined) bounds what the values it allows may read.

@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
+import type { ConfigInput } from '../../src/infra/config'
 import { StoreError } from '../../src/infra/store/event-store'
 import { STORE_DEADLINE_MS } from '../../src/infra/store/postgres/postgres-schema'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
@@ -48,10 +49,10 @@ function useSlowRelays() {
       }),
     )
   })
-  return async (): Promise<Harness> => {
+  return async (overrides: ConfigInput = {}): Promise<Harness> => {
     const dir = mkdtempSync(join(tmpdir(), 'apiary-slow-read-'))
     const slow = openSlowSqliteStore(join(dir, 'events.sqlite'))
-    const relay = await startTestRelay(withGenerousRates({}), dir, { eventStore: slow.store })
+    const relay = await startTestRelay(withGenerousRates(overrides), dir, { eventStore: slow.store })
     const h = { relay, slow }
     open.push(h)
     return h
@@ -137,6 +138,32 @@ describe('a read held in the store, beside writes to its community', () => {
     hold.release()
     // asked after the release, the store counts the 20 written during the hold too
     expect(await reader.next((f) => (f[0] === 'COUNT' || f[0] === 'CLOSED') && f[1] === 'n', DUE_MS)).toEqual(['COUNT', 'n', { count: 22 }])
+  }, 30_000)
+
+  it('lets a connection holding its share of the reads have as many waiting as limits.maxSubscriptions, answers "rate-limited:" to one more, and serves another connection meanwhile', async () => {
+    const { relay, slow } = await start({ limits: { maxSubscriptions: 2 } })
+    const keys = makeKeys()
+    const [reader, other, writer] = [await client(relay), await client(relay), await client(relay)]
+    await publishNew(writer, keys, tagged())
+    const counted = { kinds: [1], '#t': [SLOW] }
+    const answerOf = (c: TestClient, subId: string) => c.next((f) => (f[0] === 'COUNT' || f[0] === 'CLOSED') && f[1] === subId, DUE_MS)
+    // its share of the community's running reads (4), each held in the store
+    const holds = Array.from({ length: 4 }, () => slow.hold('count', { when: hasTag(SLOW) }))
+    for (let i = 0; i < holds.length; i++) reader.send(['COUNT', `run${i}`, counted])
+    await Promise.all(holds.map((h) => h.entered))
+    // two wait, its bound; the third is refused, and the refusal is the reader's alone
+    for (let i = 0; i < 3; i++) reader.send(['COUNT', `wait${i}`, counted])
+    const refused = await answerOf(reader, 'wait2')
+    expect(refused[0]).toBe('CLOSED')
+    expect(prefixOf(String(refused[2]))).toBe('rate-limited')
+    other.send(['COUNT', 'other', counted])
+    expect(await answerOf(other, 'other')).toEqual(['COUNT', 'other', { count: 1 }])
+    expect(framesOf(reader, 'wait0')).toEqual([])
+
+    for (const h of holds) h.release()
+    for (const subId of ['run0', 'run1', 'run2', 'run3', 'wait0', 'wait1']) {
+      expect(await answerOf(reader, subId)).toEqual(['COUNT', subId, { count: 1 }])
+    }
   }, 30_000)
 
   it('answers CLOSED "error:" to a REQ whose held query fails, and answers the writes of its community while it is held and after', async () => {

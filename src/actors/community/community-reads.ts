@@ -43,7 +43,8 @@ const leaseScanMaxEvents = (deps: ReadDeps) => 10 * deps.limits.maxLimit
 /** How long the ids of a page are remembered against a live copy of the same event still on its way. */
 const SENT_MEMORY_MS = 10_000
 const LIVE_UNAVAILABLE = reason('error', 'live events from other nodes are unavailable right now; subscribe again shortly')
-const TOO_MANY_READS = reason('error', 'too many reads waiting in this community, retry shortly')
+// the connection's own reads fill its waiting places: it can fix that by waiting for their answers
+const TOO_MANY_READS = reason('rate-limited', 'too many reads waiting on this connection; wait for their answers')
 // the result of a read beside the actor is offered again while the actor is down, as writes' results are
 const PIPE = REDELIVER
 

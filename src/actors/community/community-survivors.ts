@@ -14,9 +14,8 @@ import { WriteOrder } from './write-order.js'
 
 /** Writes held at once (behind a channel change, or before the banned ids are loaded); past it, `error:`. */
 const MAX_HELD_WRITES = 10_000
-/** Reads (REQ, COUNT) of one community running at once, and waiting; past both, `error:`. */
+/** Reads (REQ, COUNT) of one community running at once; the rest wait, each connection behind its own. */
 const MAX_RUNNING_READS = 16
-const MAX_WAITING_READS = 1_000
 /** A connection's share of the running reads: a quarter, so one socket's burst leaves most places to the others. */
 const MAX_RUNNING_READS_PER_CONNECTION = 4
 const DEFAULT_MAX_HELD_LIVE_BYTES = 4 * 1024 * 1024
@@ -47,7 +46,10 @@ export function createCommunitySurvivors(deps: CommunityDeps): CommunitySurvivor
     current,
     gate,
     feed: liveFeedOf(index, gate, deps),
-    reads: new ReadSlots(MAX_RUNNING_READS, MAX_WAITING_READS, MAX_RUNNING_READS_PER_CONNECTION),
+    // A client that opens all its subscriptions at once has that many REQs waiting at most; one more waiting
+    // is a socket replacing REQs or piling COUNTs faster than they are read. Connections are bounded (slots,
+    // per IP), so the community's waiting reads are too.
+    reads: new ReadSlots(MAX_RUNNING_READS, MAX_RUNNING_READS_PER_CONNECTION, deps.limits.maxSubscriptions),
     writes: new WriteOrder(MAX_HELD_WRITES),
     inflight: { effects: 0 },
     replays: new ControlReplayMemory(),

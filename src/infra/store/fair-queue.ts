@@ -12,6 +12,11 @@ export class FairQueue<T extends { community: string }> {
     return this.count
   }
 
+  /** items of one community waiting */
+  lengthOf(community: string): number {
+    return this.byCommunity.get(community)?.length ?? 0
+  }
+
   push(item: T): void {
     const queue = this.byCommunity.get(item.community)
     if (queue) queue.push(item)

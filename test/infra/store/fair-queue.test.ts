@@ -25,6 +25,15 @@ describe('the fair queue of reads waiting for a reader', () => {
     expect(q.shift(() => 0)).toBeUndefined()
   })
 
+  it("counts each community's waiting items apart", () => {
+    const q = new FairQueue<{ community: string; n: number }>()
+    for (let n = 0; n < 3; n++) q.push(read('a', n))
+    q.push(read('b', 0))
+    expect([q.lengthOf('a'), q.lengthOf('b'), q.lengthOf('c'), q.length]).toEqual([3, 1, 0, 4])
+    q.shift(() => 0)
+    expect([q.lengthOf('a'), q.lengthOf('b')]).toEqual([2, 1])
+  })
+
   it('forgets a read removed while waiting, and drains the rest', () => {
     const q = new FairQueue<{ community: string; n: number }>()
     const gone = read('a', 0)

@@ -78,10 +78,14 @@ type Request = {
 type Slot = { index: number; worker: Worker; current?: Request; ready: boolean; retired: boolean }
 
 /**
- * Past this many reads waiting, a new one is refused at once. Their wait is already bounded by the budget;
- * this bounds their memory: each holds its SQL text and parameters (a few KB for typical filters).
+ * Past this many reads of one community waiting, its next one is refused at once. Their wait is already
+ * bounded by the budget; this bounds their memory: each holds its SQL text and parameters (a few KB for
+ * typical filters). A community's reads come through its read places (16 REQ/COUNT at once, each at most a
+ * statement per filter side by side) and its writes' channel reads, so only a caller past those bounds meets
+ * this one. Per community, not per node: a storm in every community at once (a node restarting) is served,
+ * and the node's total stays bounded by its communities, which only its operators create.
  */
-const MAX_WAITING_READS = 1_000
+const MAX_WAITING_READS_PER_COMMUNITY = 1_000
 // A worker that cannot even open the file (deleted, permissions) fails the same way every time.
 const MAX_START_FAILURES = 3
 
@@ -240,7 +244,7 @@ export function createSqliteReadPool(opts: SqliteReadPoolOptions): SqliteReadPoo
     if (closed) return Promise.reject(new StoreError('event store is closed'))
     if (gaveUp) return Promise.reject(new StoreError(`event store ${what} failed: no read worker could start`))
     const idle = idleWorker()
-    if (!idle && waiting.length >= MAX_WAITING_READS)
+    if (!idle && waiting.lengthOf(community) >= MAX_WAITING_READS_PER_COMMUNITY)
       return Promise.reject(new StoreError(`event store ${what} refused: too many reads waiting`, { overloaded: true }))
     pending++
     const settled = () => {
