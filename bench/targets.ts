@@ -1,7 +1,7 @@
 // Every target the bench checks, in one table: which scenario's figure, the bound, and its direction. A
 // target without a group holds for that figure in every group of its scenario. `of` makes the bound a
 // multiple of the row's baseline column or of the verifier pool's ceiling measured in the same run.
-import type { Cell, Figure } from './lib/scenario'
+import type { Figure } from './lib/scenario'
 
 export interface Target {
   scenario: string
