@@ -2,7 +2,10 @@
 // window or open-loop rate, optionally the relay pinned to one core and the load generator to the other).
 // Besides the rate and the OK latency it reads, from /proc over exactly the timed window, the relay's CPU per
 // accepted event (every thread: event loop, verifier pool, SQLite writer) and the event loop's share of it.
+import { existsSync } from 'node:fs'
+import { knobs } from '../knobs'
 import { corpusEvents } from './corpus'
+import { cpuByRole, MAIN_PARTS, type MainPart, mainThreadShares, ROLES, type Role } from './cpu-parts'
 import { outcomeNotes, relayRowsOf, rowsOf } from './figures'
 import type { BenchEvent } from './fixtures'
 import { type IngestResult, ingestPipelined } from './load/ingest'
@@ -30,6 +33,10 @@ export type CorpusIngestResult = IngestResult & {
   mainThreadShare: number
   /** CPU per accepted event of each relay thread that used any, µs, busiest first ("name/tid") */
   threadsUs: Record<string, number>
+  /** CPU per accepted event by thread role, µs */
+  byRole: Record<Role, number>
+  /** Apiary's event loop per accepted event by part of the write path, µs (with BENCH_CPU_PROFILE only) */
+  mainParts?: Record<MainPart, number>
 }
 
 export async function corpusIngest(
@@ -70,6 +77,8 @@ export async function corpusIngest(
     })
     // the event loop runs on the process's first thread, whose id is the pid
     const mainS = (threads1.get(relay.pid)?.seconds ?? Number.NaN) - (threads0.get(relay.pid)?.seconds ?? Number.NaN)
+    const used = new Map([...threads1].map(([tid, t]) => [tid, { name: t.name, seconds: t.seconds - (threads0.get(tid)?.seconds ?? 0) }]))
+    const mainParts = mainThreadParts(relay, (mainS * 1e6) / Math.max(1, r.accepted))
     return {
       ...r,
       loopDelay: figures.loopDelay!,
@@ -77,10 +86,21 @@ export async function corpusIngest(
       cpuPerEventUs: r.accepted > 0 ? Math.round((figures.cpuS * 1e6) / r.accepted) : Number.NaN,
       mainThreadShare: figures.cpuS > 0 ? Math.round((mainS / figures.cpuS) * 100) / 100 : Number.NaN,
       threadsUs: perThread(threads0, threads1, r.accepted),
+      byRole: cpuByRole(relay.name, relay.pid, used, r.accepted),
+      ...(mainParts ? { mainParts } : {}),
     }
   } finally {
     if (shape.pinned) pinToCpus(process.pid, allCpus())
   }
+}
+
+/** The event loop's µs per event split by its CPU profile's shares, where the span was profiled (Apiary). */
+function mainThreadParts(relay: RelayProcess, mainUsPerEvent: number): Record<MainPart, number> | undefined {
+  if (relay.name !== 'apiary') return undefined
+  const file = knobs.cpuProfileDir && `${knobs.cpuProfileDir}/cpu-${relay.pid}.cpuprofile`
+  if (!file || !existsSync(file)) return undefined
+  const shares = mainThreadShares(file)
+  return Object.fromEntries(MAIN_PARTS.map((p) => [p, Math.round(shares[p] * mainUsPerEvent)])) as Record<MainPart, number>
 }
 
 function perThread(
@@ -134,6 +154,10 @@ export function corpusFigures(
     row('OK latency p99', 'ms', (r) => r.okLatency.p99Ms),
     row('event-loop delay p99', 'ms', (r) => r.loopDelay.p99Ms),
     row('load-generator CPU', 'cores', (r) => r.loadGenCores),
+    ...ROLES.map((role) => row(`CPU per event: ${role}`, 'µs', (r) => r.byRole[role])),
+    ...(apiary?.some((o) => o.ok && o.value.mainParts)
+      ? MAIN_PARTS.map((part) => row(`event loop per event: ${part}`, 'µs', (r) => r.mainParts?.[part] ?? Number.NaN))
+      : []),
   ]
   return {
     figures,

@@ -78,6 +78,7 @@ export function spawnRelay(name: RelayName, dataDir: string, config: Record<stri
       clearTimeout(timer)
       if (m.type === 'failed') return reject(new Error(m.error.split('\n')[0]))
       resolve({
+        name,
         url: m.url,
         pid: child.pid!,
         memory: () => ipc.request<MemorySample>('mem', {}, 60_000),

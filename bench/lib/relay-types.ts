@@ -6,6 +6,7 @@ import type { MemorySample } from './relay-ipc'
 export type RelayName = 'apiary' | 'baseline' | 'strfry'
 
 export interface RelayProcess {
+  name: RelayName
   url: string
   pid: number
   memory(): Promise<MemorySample>

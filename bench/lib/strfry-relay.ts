@@ -87,6 +87,7 @@ export async function spawnStrfry(dir: string): Promise<RelayProcess> {
   const pid = child.pid!
   const cpu = relayCpu(pid)
   return {
+    name: 'strfry',
     url: `ws://127.0.0.1:${port}`,
     pid,
     memory: async (): Promise<MemorySample> => {

@@ -1,4 +1,4 @@
-// Lowers the calling worker thread's scheduling priority (docs/architecture.md §9). Plain .mjs so every
+// Lowers the calling worker thread's scheduling priority (docs/architecture.md §9), and names it. Plain .mjs so every
 // worker (verifier, SQLite writer, readers, checkpointer) loads it under tsx, vitest and bare node alike.
 //
 // Why: on a machine whose cores are all busy, the event loop shares a core with the workers on equal terms,
@@ -6,6 +6,7 @@
 // everything and holds every connection, so its lateness is every client's latency; the workers' work is
 // bulk that can wait a few milliseconds. Workers at nice +5 and readers at +10 shorten the event loop's delay
 // tail under ingest with reads (the trade-off is in config.ts at `threads`).
+import { writeFileSync } from 'node:fs'
 import os from 'node:os'
 
 /**
@@ -22,4 +23,16 @@ export function lowerThreadPriority(nice) {
   } catch (error) {
     return `could not lower the thread's priority by ${nice}: ${error?.message ?? error}`
   }
+}
+
+/**
+ * Names the calling thread for the operating system (`top -H`, `ps -L`, /proc/<pid>/task/<tid>/comm): every
+ * worker is otherwise "node", so a busy thread could not be told from another. Linux only (15 bytes at most);
+ * best effort: a name that cannot be written changes nothing else.
+ */
+export function nameThisThread(name) {
+  if (process.platform !== 'linux') return
+  try {
+    writeFileSync('/proc/thread-self/comm', name.slice(0, 15))
+  } catch {}
 }

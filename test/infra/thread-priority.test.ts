@@ -60,7 +60,27 @@ describe.runIf(process.platform === 'linux')('worker thread priority', () => {
     expect(at(9) - readers).toBe(3)
     expect(getPriority(0)).toBe(base)
   })
+
+  it('names each worker thread by its role, so top -H and the bench can tell them apart', async () => {
+    pool = await createVerifierPool({ threads: 2, nice: 0 })
+    const store = files.open(files.freshFile(), { readWorkers: 2, writerThread: true })
+    await eventually(() => store.stats().readWorkersReady === 2 && named('apiary-reader') === 2, 'two named read workers')
+    expect(named('apiary-verify')).toBe(2)
+    expect(named('apiary-writer')).toBe(1)
+    expect(named('apiary-ckpt')).toBe(1)
+  })
 })
+
+/** How many of this process's threads carry `name`. */
+function named(name: string): number {
+  let n = 0
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      if (readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() === name) n++
+    } catch {} // the thread ended meanwhile
+  }
+  return n
+}
 
 describe('worker thread priority settings', () => {
   it('default to +5 for the write path and +10 for reads, and take APIARY_THREADS_* from the environment', () => {

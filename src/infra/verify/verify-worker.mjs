@@ -4,10 +4,11 @@
 // Crash policy: none here; per-event errors become verdicts, and the pool replaces a worker that exits.
 // Plain .mjs so it loads in a bare worker under both tsx and vitest (see verify-core.mjs).
 import { parentPort, workerData } from 'node:worker_threads'
-import { lowerThreadPriority } from '../thread-priority.mjs'
+import { lowerThreadPriority, nameThisThread } from '../thread-priority.mjs'
 import { checkSigned, loadSchnorr } from './verify-core.mjs'
 
 const priorityError = lowerThreadPriority(workerData?.nice)
+nameThisThread('apiary-verify')
 // throws where the pool asked for 'native' and the addon does not load here: the pool sees a start failure
 const schnorr = loadSchnorr(workerData?.backend ?? 'wasm')
 

@@ -5,11 +5,12 @@
 // Plain .mjs so it loads in a bare worker under tsx, vitest and node alike (see sqlite-read-core.mjs).
 import { createRequire } from 'node:module'
 import { parentPort, workerData } from 'node:worker_threads'
-import { lowerThreadPriority } from '../../thread-priority.mjs'
+import { lowerThreadPriority, nameThisThread } from '../../thread-priority.mjs'
 import { ReadBudgetExceeded } from '../read-budget.mjs'
 import { createReadRunner } from './sqlite-read-core.mjs'
 
 const priorityError = lowerThreadPriority(workerData.nice)
+nameThisThread('apiary-reader')
 const require = createRequire(import.meta.url)
 const Database = require('better-sqlite3')
 // WAL: this connection reads while the main thread's connection commits; readonly, so it can never write

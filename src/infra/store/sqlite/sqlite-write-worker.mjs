@@ -7,10 +7,11 @@
 // Plain .mjs so it loads in a bare worker under tsx, vitest and node alike (see sqlite-write-core.mjs).
 import { createRequire } from 'node:module'
 import { parentPort, workerData } from 'node:worker_threads'
-import { lowerThreadPriority } from '../../thread-priority.mjs'
+import { lowerThreadPriority, nameThisThread } from '../../thread-priority.mjs'
 import { applyPragmas, createWriteRunner } from './sqlite-write-core.mjs'
 
 const priorityError = lowerThreadPriority(workerData.nice)
+nameThisThread('apiary-writer')
 const require = createRequire(import.meta.url)
 const Database = require('better-sqlite3')
 const db = new Database(workerData.file)

@@ -2,9 +2,10 @@
 // checkpoint never run on the event loop (automatic checkpoints there cost commit throughput dearly).
 import { createRequire } from 'node:module'
 import { parentPort, workerData } from 'node:worker_threads'
-import { lowerThreadPriority } from '../../thread-priority.mjs'
+import { lowerThreadPriority, nameThisThread } from '../../thread-priority.mjs'
 
 const priorityError = lowerThreadPriority(workerData.nice)
+nameThisThread('apiary-ckpt')
 if (priorityError) parentPort.postMessage({ type: 'priority', message: priorityError })
 const require = createRequire(import.meta.url)
 const Database = require('better-sqlite3')
