@@ -163,7 +163,7 @@ function ingestRows(three: Outcome<ClusterIngest>[], one: Outcome<ClusterIngest>
 
 function deliveryRows(three: Outcome<ClusterDelivery>[], one: Outcome<ClusterDelivery>[], ctx: Context) {
   const { subscribersPerNode, ratePerSecEach } = sizeOf(ctx)
-  const group = `delivery, ${ratePerSecEach * PUBLISHERS} ev/s to ${subscribersPerNode * PUBLISHERS} subscribers: three nodes vs one node`
+  const group = `delivery ${ratePerSecEach * PUBLISHERS} ev/s, ${subscribersPerNode * PUBLISHERS} subscribers: three nodes vs one node`
   const row = rowsOf(three, one, group)
   const threeOnly = rowsOf(three, undefined, group)
   // the compared latency: of deliveries crossing nodes on three nodes, of every delivery on one
@@ -217,7 +217,8 @@ function report(results: Results<Side, ClusterResult>, fx: Fixtures, ctx: Contex
     ],
     notes: [
       `cluster: the three nodes, Redis and PostgreSQL share this machine's cores; the Redis and PostgreSQL CPU rows count every client of those servers`,
-      `cluster ingest: ${fx.corpus.length} corpus events, dealt round robin over the nodes, ${connections} × ${window} in flight per node; the one node takes all of them in one such load`,
+      `cluster ingest: ${fx.corpus.length} corpus events, dealt round robin over the nodes, ${connections} × ${window} in flight per node; the one node takes all of them in one such load. Accepted ev/s: every node's accepted events over one window, from the common start to the last OK anywhere`,
+      'cluster ingest: an older version of a replaceable event that reaches its node after another node stored a newer one is answered "duplicate:" and not counted',
       `cluster delivery: ${PUBLISHERS} publishers × ${ratePerSecEach} ev/s for ${sizeOf(ctx).publishSeconds} s (offered ${offered} deliveries/s), ${subscribersPerNode} subscribers per node of three, or all on the one node with its three publishers`,
       ...SIDES.flatMap((side) => [
         ...nodeNotes(side, ingest(side), delivery(side)),
