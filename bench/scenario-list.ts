@@ -4,6 +4,7 @@ import { scenario as admission } from './scenarios/admission'
 import { scenario as agents } from './scenarios/agents'
 import { scenario as ceiling } from './scenarios/ceiling'
 import { scenario as channelFanout } from './scenarios/channel-fanout'
+import { scenario as cluster } from './scenarios/cluster'
 import { scenario as clusterFanout } from './scenarios/cluster-fanout'
 import { scenario as consoleCost } from './scenarios/console'
 import { scenario as fanout } from './scenarios/fanout'
@@ -34,6 +35,7 @@ export const SCENARIOS: readonly AnyScenario[] = [
   agents,
   consoleCost,
   clusterFanout,
+  cluster,
   admission,
   ingestPg,
   storePg,

@@ -1,5 +1,5 @@
 // Client sockets for the load generators: connecting (optionally to a community's host), many at a time, and
-// reading a refusal's reason prefix.
+// reading a refusal's reason prefix and adding up refusals counted by it.
 import WebSocket from 'ws'
 import { type BenchEvent, ingestEvents } from '../fixtures'
 
@@ -48,6 +48,13 @@ export function reasonPrefix(message: unknown): string {
   const s = typeof message === 'string' ? message : ''
   const i = s.indexOf(':')
   return i > 0 ? s.slice(0, i) : s || '(no reason)'
+}
+
+/** refusals counted by reason prefix, summed over several loads */
+export function mergeCounts(counts: readonly Record<string, number>[]): Record<string, number> {
+  const out: Record<string, number> = {}
+  for (const c of counts) for (const [k, n] of Object.entries(c)) out[k] = (out[k] ?? 0) + n
+  return out
 }
 
 export function resolveEvents(events: number | BenchEvent[]): BenchEvent[] {

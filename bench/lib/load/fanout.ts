@@ -1,8 +1,10 @@
 // Fan-out load: subscribers on an empty relay, one publisher, deliveries counted and timed per event id.
 import type WebSocket from 'ws'
 import type { BenchEvent } from '../fixtures'
-import { closeAll, connect, openEach, openMany, reasonPrefix, resolveEvents } from './connect'
+import { closeAll, connect, openEach, openMany, resolveEvents } from './connect'
 import { cores, type Latency, latency, perSecond } from './latency'
+import { eventFrames, publishEvents } from './publisher'
+import { awaitDeliveries, countDeliveries, subscribeEach } from './subscribers'
 
 export interface FanoutResult {
   subscribers: number
@@ -51,136 +53,51 @@ export async function fanout(
   },
 ): Promise<FanoutResult> {
   const events = resolveEvents(opts.events)
-  const frames = events.map((e) => `["EVENT",${JSON.stringify(e)}]`)
+  const frames = eventFrames(events)
   const sentAt = new Map<string, number>()
   const subs = opts.openSubscriber
     ? await openEach(opts.subscribers, 50, opts.openSubscriber)
     : await openMany(url, opts.subscribers, 50, opts.host)
-  const filter = opts.filter ?? { kinds: [1], '#t': ['bench'] }
-  const expectedPerSub = events.length
-  const lat = new Float64Array(opts.subscribers * expectedPerSub)
+  await subscribeEach(subs, opts.filter ?? { kinds: [1], '#t': ['bench'] })
+  const lat = new Float64Array(opts.subscribers * events.length)
   let nLat = 0
-  let deliveries = 0
-  let closedSubscribers = 0
-  let lastDelivery = 0
-  await Promise.all(
-    subs.map(
-      (ws, i) =>
-        new Promise<void>((resolve, reject) => {
-          const subId = `fan${i}`
-          const onEose = (data: WebSocket.RawData) => {
-            const s = data.toString()
-            if (s.startsWith('["EOSE"')) {
-              ws.off('message', onEose)
-              resolve()
-            } else if (s.startsWith('["CLOSED"')) reject(new Error(`subscription refused: ${s}`))
-          }
-          ws.on('message', onEose)
-          ws.send(JSON.stringify(['REQ', subId, filter]))
-        }),
-    ),
-  )
-  for (const ws of subs) {
-    ws.on('message', (data) => {
-      const s = data.toString()
-      if (!s.startsWith('["EVENT"')) return
-      const k = s.indexOf('"id":"')
-      const t = sentAt.get(s.slice(k + 6, k + 70))
-      lastDelivery = performance.now()
-      deliveries++
-      if (t !== undefined && nLat < lat.length) lat[nLat++] = lastDelivery - t
-    })
-    ws.once('close', () => closedSubscribers++)
-  }
+  const count = countDeliveries(subs, (_sub, id, atMs) => {
+    const t = sentAt.get(id)
+    if (t !== undefined && nLat < lat.length) lat[nLat++] = atMs - t
+  })
   const pub = await connect(opts.publisherUrl ?? url, 15_000, opts.host)
-  const window = opts.window ?? 200
-  let next = 0
-  let acked = 0
-  let accepted = 0
-  const rejected: Record<string, number> = {}
   await opts.onStart?.()
   const cpu0 = process.cpuUsage()
   const t0 = performance.now()
-  let lastProgress = t0
-  await new Promise<void>((resolve) => {
-    let inflight = 0
-    const end = () => {
-      clearInterval(stall)
-      clearInterval(pace)
-      resolve()
-    }
-    const stall = setInterval(() => {
-      if (performance.now() - lastProgress > 30_000) end()
-    }, 500)
-    const send = () => {
-      const i = next++
-      inflight++
-      sentAt.set(events[i]!.id, performance.now())
-      pub.send(frames[i]!)
-    }
-    // open loop: every 5 ms, what the rate says is due by now
-    const pace = opts.ratePerSec
-      ? setInterval(() => {
-          const due = Math.min(frames.length, Math.floor(((performance.now() - t0) * opts.ratePerSec!) / 1000))
-          while (next < due) send()
-          if (next === frames.length) clearInterval(pace)
-        }, 5)
-      : undefined
-    const fill = () => {
-      if (pace) {
-        if (acked === frames.length) end()
-        return
-      }
-      while (inflight < window && next < frames.length) send()
-      if (acked === frames.length) end()
-    }
-    pub.on('message', (data) => {
-      const s = data.toString()
-      if (!s.startsWith('["OK"')) return
-      const m = JSON.parse(s) as [string, string, boolean, string?]
-      inflight--
-      acked++
-      lastProgress = performance.now()
-      if (m[2] === true && !String(m[3] ?? '').startsWith('duplicate:')) accepted++
-      else {
-        const p = reasonPrefix(m[3])
-        rejected[p] = (rejected[p] ?? 0) + 1
-      }
-      fill()
-    })
-    pub.once('close', end)
-    fill()
+  const published = await publishEvents(pub, events, frames, {
+    window: opts.window ?? 200,
+    ...(opts.ratePerSec ? { ratePerSec: opts.ratePerSec } : {}),
+    onSend: (id) => sentAt.set(id, performance.now()),
   })
   // wait for the deliveries of every accepted event (or until they stop coming)
-  const expectedDeliveries = accepted * opts.subscribers
-  const settleMs = (opts.settleSeconds ?? 10) * 1000
-  let incomplete: string | undefined
-  await new Promise<void>((resolve) => {
-    const check = setInterval(() => {
-      const quiet = performance.now() - Math.max(lastDelivery, lastProgress)
-      if (deliveries >= expectedDeliveries || quiet > settleMs || closedSubscribers === opts.subscribers) {
-        clearInterval(check)
-        if (deliveries < expectedDeliveries) incomplete = `${expectedDeliveries - deliveries} deliveries missing`
-        resolve()
-      }
-    }, 20)
+  const expectedDeliveries = published.accepted * opts.subscribers
+  const incomplete = await awaitDeliveries(count, {
+    expected: expectedDeliveries,
+    subscribers: opts.subscribers,
+    lastPublishMs: published.lastProgressMs,
+    settleMs: (opts.settleSeconds ?? 10) * 1000,
   })
   const loadGenCores = cores(cpu0, t0)
   await opts.onEnd?.()
-  const elapsedMs = deliveries > 0 ? lastDelivery - t0 : 0
+  const elapsedMs = count.deliveries > 0 ? count.lastDeliveryMs - t0 : 0
   closeAll([...subs, pub])
   return {
     subscribers: opts.subscribers,
-    published: next,
-    accepted,
-    deliveries,
+    published: published.published,
+    accepted: published.accepted,
+    deliveries: count.deliveries,
     expectedDeliveries,
-    deliveriesPerSec: perSecond(deliveries, elapsedMs),
+    deliveriesPerSec: perSecond(count.deliveries, elapsedMs),
     elapsedMs: Math.round(elapsedMs),
     delivery: latency(lat, nLat),
     loadGenCores,
-    closedSubscribers,
-    rejected,
+    closedSubscribers: count.closed,
+    rejected: published.rejected,
     ...(incomplete ? { incomplete } : {}),
   }
 }
