@@ -92,6 +92,7 @@ export interface Config {
     groupCommitMaxEvents: number
     groupCommitMaxDelayMs: number
     readWorkers: number
+    inlineReadMaxRows: number
     writerThread: boolean
     /** what an acknowledged commit survives (SQLite; PostgreSQL follows its server's synchronous_commit) */
     durability: Durability

@@ -430,6 +430,18 @@ export const configSchema = z
           .max(64)
           .default(2)
           .describe('SQLite read worker threads; 0 reads on the main thread (an in-memory database always does)'),
+        // A read handed to a worker costs a message each way, a wake-up and a copy of its page: for an id
+        // lookup or an author's latest page that is most of its cost (bench `req`, readWorkers 0 against 2).
+        // A page of 500 rows is what ten pages of the default limit examine at most through an index; the
+        // event loop also gives the reads it tries at most 2 ms a turn, so a costly one moves out early.
+        inlineReadMaxRows: z
+          .number()
+          .int()
+          .min(0)
+          .default(500)
+          .describe(
+            'SQLite with read workers: rows a read may examine on the main thread before it moves to a worker (2 ms a turn of the event loop at most); 0 sends every read to the workers',
+          ),
         // The batch transactions run on a thread with its own connection, so a commit never holds the event
         // loop; false commits on the main thread (for a platform where worker threads misbehave).
         writerThread: z

@@ -269,6 +269,7 @@ function embedded(
           groupCommitMaxEvents: config.store.groupCommitMaxEvents,
           groupCommitMaxDelayMs: config.store.groupCommitMaxDelayMs,
           readWorkers: config.store.readWorkers,
+          inlineReadMaxRows: config.store.inlineReadMaxRows,
           writerThread: config.store.writerThread,
           durability: config.store.durability,
           writerNice: config.threads.writePathNice,

@@ -35,6 +35,7 @@ describe('SQLite reads on worker threads', () => {
   const alice = makeKeys()
   const bob = makeKeys()
   let file = ''
+  let someIds: string[] = []
   beforeAll(async () => {
     file = freshFile()
     const writer = open(file)
@@ -52,6 +53,7 @@ describe('SQLite reads on worker threads', () => {
       signEvent(bob, { kind: 4, created_at: NOW - 50, tags: [['p', alice.pubkey]] }),
     ]
     await Promise.all(events.map((e) => writer.save('c', e.event, e.raw)))
+    someIds = events.slice(0, 3).map((e) => e.event.id)
     fillHeavy(file)
   })
 
@@ -76,6 +78,38 @@ describe('SQLite reads on worker threads', () => {
     }
     // still both up: no read failed over to the main thread or cost a worker
     expect(onWorkers.stats()).toMatchObject({ readWorkersReady: 2, readBudgetExceeded: 0 })
+  })
+
+  it('answers a read within store.inlineReadMaxRows on the main thread, and moves one past it to a worker with the same answer', async () => {
+    const inline = open(file, { readWorkers: 2, inlineReadMaxRows: 2 })
+    const workersOnly = open(file, { readWorkers: 2 })
+    await Promise.all([ready(inline, 2), ready(workersOnly, 2)])
+    // an id is one candidate row
+    const atLimit: Filter[] = [{ ids: someIds.slice(0, 2) }]
+    const pastLimit: Filter[] = [{ ids: someIds.slice(0, 3) }]
+    expect(idsOf(await inline.query('c', atLimit, { now: NOW }))).toEqual(idsOf(await workersOnly.query('c', atLimit, { now: NOW })))
+    expect(inline.stats()).toMatchObject({ readsInline: 1, readsMovedToWorker: 0 })
+    const past = await inline.query('c', pastLimit, { now: NOW })
+    expect(past).toHaveLength(3)
+    expect(idsOf(past)).toEqual(idsOf(await workersOnly.query('c', pastLimit, { now: NOW })))
+    expect(inline.stats()).toMatchObject({ readsInline: 1, readsMovedToWorker: 1, readBudgetExceeded: 0 })
+    // 0 (the store's default): every read goes to a worker
+    expect(workersOnly.stats()).toMatchObject({ readsInline: 0, readsMovedToWorker: 0 })
+  })
+
+  it('moves a heavy count to a worker within a few milliseconds of the event loop, and keeps the loop turning', async () => {
+    const store = open(file, { readWorkers: 2, inlineReadMaxRows: HEAVY_ROWS * 10 })
+    await ready(store, 2)
+    let ticks = 0
+    const ticker = setInterval(() => ticks++, 1)
+    try {
+      expect(await heavyCount(store)).toBe(HEAVY_ROWS)
+    } finally {
+      clearInterval(ticker)
+    }
+    // the inline try stopped at its time cap (2 ms a turn), not at the rows, and the worker counted it all
+    expect(store.stats()).toMatchObject({ readsInline: 0, readsMovedToWorker: 1, readBudgetExceeded: 0 })
+    expect(ticks).toBeGreaterThan(0)
   })
 
   it('keeps the event loop turning while a worker runs a heavy count, and serves a light read beside it', async () => {

@@ -25,6 +25,12 @@ export interface SqliteEventStoreOptions {
    * read on the main thread. An in-memory database always reads there (no other connection can see it).
    */
   readWorkers?: number
+  /**
+   * store.inlineReadMaxRows: with read workers, a read first runs on the main thread while it examines at most
+   * this many rows (and within INLINE_READ_MS a turn of the event loop); past either it moves to a worker.
+   * 0 sends every read to the workers. Default 0.
+   */
+  inlineReadMaxRows?: number
   /** store.queryTimeoutMs: longest a read may run (and, on workers, wait for one). Default 5000. */
   queryTimeoutMs?: number
   /**
@@ -55,6 +61,10 @@ export interface SqliteEventStoreStats {
   readsWaiting: number
   /** reads stopped or refused for passing their read budget (or queryTimeoutMs), running or waiting */
   readBudgetExceeded: number
+  /** reads with read workers that were answered on the main thread, within the inline budget */
+  readsInline: number
+  /** reads that passed the inline budget and moved to a read worker */
+  readsMovedToWorker: number
   /** read workers able to take a read; 0 when reading on the main thread */
   readWorkersReady: number
   /** true while writes commit on the writer thread */
@@ -77,6 +87,8 @@ export interface SqliteEventStore extends EventStore {
 }
 
 const DEFAULT_QUERY_TIMEOUT_MS = 5_000
+/** how long reads tried on the main thread may hold one turn of the event loop, together */
+const INLINE_READ_MS = 2
 
 /**
  * Opens (creating or migrating) the database. better-sqlite3 is synchronous: batch commits run on the writer
@@ -153,6 +165,39 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
     }
   }
 
+  // Most reads (an id, an author's latest page) cost less than the round trip to a reader thread and back, so
+  // one is tried here first within a small budget; one that passes it moves to a reader, having cost the event
+  // loop that much at most. The time cap is per turn of the event loop, so a burst of reads cannot add up.
+  const inlineMaxRows = Math.min(opts.inlineReadMaxRows ?? 0, budget.maxRows)
+  let inlineSpentMs = 0
+  let inlineResetScheduled = false
+  let readsInline = 0
+  let readsMovedToWorker = 0
+
+  function readHereWithin(batch: ReadBatch): unknown[] | undefined {
+    const allowanceMs = INLINE_READ_MS - inlineSpentMs
+    if (inlineMaxRows === 0 || allowanceMs <= 0) return undefined
+    const t0 = performance.now()
+    try {
+      const results = here.run(batch, { deadlineMs: Date.now() + allowanceMs, maxRows: inlineMaxRows })
+      readsInline++
+      return results
+    } catch (err) {
+      if (!(err instanceof ReadBudgetExceeded)) throw err
+      readsMovedToWorker++
+      return undefined
+    } finally {
+      inlineSpentMs += performance.now() - t0
+      if (!inlineResetScheduled) {
+        inlineResetScheduled = true
+        setImmediate(() => {
+          inlineSpentMs = 0
+          inlineResetScheduled = false
+        })
+      }
+    }
+  }
+
   /** A closed store or a backend failure is an outage (StoreError), never a partial answer. */
   async function guarded<T>(what: string, body: () => T | Promise<T>): Promise<T> {
     if (closing) throw new StoreError('event store is closed')
@@ -168,7 +213,8 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
     guarded(what, async () => {
       const { batch, finish } = plan()
       if (batch.statements.length === 0) return finish([])
-      return finish(pool?.usable ? await pool.run(batch, what, community) : readHere(batch, what))
+      if (!pool?.usable) return finish(readHere(batch, what))
+      return finish(readHereWithin(batch) ?? (await pool.run(batch, what, community)))
     })
 
   return {
@@ -219,6 +265,8 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
         events: s.items,
         readsWaiting: r?.waiting ?? 0,
         readBudgetExceeded: budgetExceededHere + (r?.budgetExceeded ?? 0),
+        readsInline,
+        readsMovedToWorker,
         readWorkersReady: pool?.usable ? r!.ready : 0,
         writerThread: thread?.onThread ?? false,
         writerRespawns: thread?.stats().respawns ?? 0,
