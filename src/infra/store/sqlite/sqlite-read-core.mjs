@@ -37,10 +37,11 @@ export function createReadRunner(db) {
     }
     return stmt
   }
-  // one read transaction: every arm of a read sees the same snapshot, even while another connection commits
-  const runAll = db.transaction((batch) =>
-    batch.statements.map((q) => (batch.mode === 'rows' ? prepared(q.sql).all(...q.params) : prepared(q.sql).get(...q.params)[0])),
-  )
+  const runOne = (batch, q) => (batch.mode === 'rows' ? prepared(q.sql).all(...q.params) : prepared(q.sql).get(...q.params)[0])
+  // one read transaction: every arm of a read sees the same snapshot, even while another connection commits;
+  // a single statement is a snapshot by itself, without the BEGIN and COMMIT
+  const inOneTransaction = db.transaction((batch) => batch.statements.map((q) => runOne(batch, q)))
+  const runAll = (batch) => (batch.statements.length === 1 ? [runOne(batch, batch.statements[0])] : inOneTransaction(batch))
   return {
     run(batch, readBudget = UNBOUNDED) {
       budget = readBudget
