@@ -14,7 +14,7 @@ export const ROLES: readonly Role[] = ['connection thread', 'verify', 'store', '
  */
 function roleOf(relay: RelayName, name: string, isMain: boolean): Role {
   if (relay === 'strfry') {
-    if (/^Websocket/i.test(name) || isMain) return 'connection thread'
+    if (/^Websocket/.test(name)) return 'connection thread'
     if (/^Ingester/.test(name)) return 'verify'
     if (/^(Writer|Validator)/.test(name)) return 'store'
     if (/^ReqMonitor/.test(name)) return 'fan-out threads'
