@@ -68,6 +68,8 @@ export const TARGETS: readonly Target[] = [
   atMost('idle-memory', 'heap+external per connection', 16),
   atMost('agents', 'agents not ACTIVE at the end', 0),
   atMost('agents', 'steady handshake start→ACTIVE p99', 25),
+  // MiB: 20,000 agents on one node within 1.5 GiB
+  atMost('agents', 'relay RSS', 1_536),
   atMost('agents', 'traffic duplicates delivered', 0),
   atMost('agents', 'traffic deliveries missing', 0),
   ...STORMS.flatMap((storm) => [

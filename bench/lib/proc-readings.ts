@@ -1,6 +1,6 @@
 // What the bench reads of processes from /proc (Linux): CPU seconds of a process and of each of its threads
-// (no IPC to a relay busy with a storm), the local PostgreSQL server's, whether a process is alive, CPU
-// pinning, and this process's open-files limit.
+// (no IPC to a relay busy with a storm), a process's resident memory, the local PostgreSQL server's, whether a
+// process is alive, CPU pinning, and this process's open-files limit.
 import { execFileSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import os from 'node:os'
@@ -39,6 +39,18 @@ function statSeconds(file: string): number {
 /** CPU seconds (user + system, every thread) of a process from /proc/<pid>/stat: no IPC to a busy relay. */
 export function relayCpu(pid: number): { seconds: () => number } {
   return { seconds: () => statSeconds(`/proc/${pid}/stat`) }
+}
+
+/** resident memory of `pid` in bytes, from /proc/<pid>/status VmRSS (no IPC to a busy relay); NaN once it is gone */
+export function rssBytes(pid: number): number {
+  try {
+    const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('VmRSS:'))
+    return Number(line?.split(/\s+/)[1]) * 1024
+  } catch {
+    return Number.NaN
+  }
 }
 
 /** CPU seconds of each live thread of `pid` by thread id (the event loop's is `pid`), with its name. */

@@ -32,12 +32,12 @@ function fail(why: string): never {
 async function handle(s: ShardState, req: ShardRequest): Promise<ShardReplies[ShardRequest['type']]> {
   switch (req.type) {
     case 'Create':
-      s.fleet = await AgentFleet.create(req.url, req.count, req.first)
+      s.fleet = await AgentFleet.create(req.url, req.count, req.first, 'agents', fromAddress(req.localAddress))
       return null
     case 'StartInWaves':
       return startInWaves(fleetOf(s), req.waveSize, req.spacingMs)
     case 'Probe':
-      return probe(req.url, req.count, req.intervalMs)
+      return probe(req.url, req.count, req.intervalMs, req.localAddress)
     case 'MeasureStart':
       s.measure = startMeasure('shard')
       return null
@@ -73,6 +73,8 @@ async function handle(s: ShardState, req: ShardRequest): Promise<ShardReplies[Sh
       return req satisfies never
   }
 }
+
+const fromAddress = (localAddress: string | undefined) => (localAddress === undefined ? {} : { localAddress })
 
 /** `name`: what the timeline files call this process's GC pauses and stalls over the span */
 function startMeasure(name: string): NonNullable<ShardState['measure']> {
@@ -121,8 +123,8 @@ const PROBE_WARMUP = 5
  * by agents of their own key set; this process does nothing else, so its samples are the relay's and the
  * network's, and its loop delay says whether that held. The agents say goodbye after the measured span.
  */
-async function probe(url: string, count: number, intervalMs: number): Promise<ShardReplies['Probe']> {
-  const fleet = await AgentFleet.create(url, PROBE_WARMUP + count, 0, 'agents-probe')
+async function probe(url: string, count: number, intervalMs: number, localAddress?: string): Promise<ShardReplies['Probe']> {
+  const fleet = await AgentFleet.create(url, PROBE_WARMUP + count, 0, 'agents-probe', fromAddress(localAddress))
   for (const t of fleet.agents.slice(0, PROBE_WARMUP)) await fleet.start(t)
   const measured = fleet.agents.slice(PROBE_WARMUP)
   const m = startMeasure('probe')

@@ -3,29 +3,49 @@
 // waves; in the steady phase the probe's handshakes are timed while the fleet heartbeats and trades jobs;
 // then the relay is SIGKILLed and restarted on the same port and data directory under them (the storm), and
 // again with `limits.maxConcurrentAuth` lowered so shaping is seen at work. Nothing published may be lost,
-// missed or delivered twice. `--agent-shards K` sets the load processes (default 3).
+// missed or delivered twice. `--agents N` sets the fleet (default 3,000; quick 300), `--agent-shards K` the load
+// processes (default 3), each connecting from a loopback address of its own.
+
+import { openFilesNeeded, sourceAddress } from '../lib/agents/host-limits'
 import { type AgentsOptions, type AgentsResult, agentsStorm } from '../lib/agents/phases'
+import { MEAN_HEARTBEAT_MS } from '../lib/agents/shards'
 import type { StormFigures } from '../lib/agents/storm'
-import { rowsOf } from '../lib/figures'
+import { round2, rowsOf } from '../lib/figures'
 import { openFilesLimit } from '../lib/proc-readings'
 import { type Context, defineScenario, type Figure, nothingToPrepare, type Outcome, type Report } from '../lib/scenario'
 
 const SHAPED_MAX_CONCURRENT_AUTH = 32
+/** the fleet the start-up waves and the recovery timeout below were set for */
+const DEFAULT_AGENTS = 3_000
+/** a fleet that does not come back within this was not going to: it bounds a failed storm of a large fleet */
+const MAX_RECOVERY_TIMEOUT_MS = 600_000
+
+function agentsOf(ctx: Context): number {
+  const given = ctx.option('agents')
+  if (given === undefined) return ctx.quick ? 300 : DEFAULT_AGENTS
+  const n = Number(given)
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--agents: a positive whole number, not ${given}`)
+  return n
+}
 
 function optionsOf(ctx: Context): Omit<AgentsOptions, 'dir'> {
   const quick = ctx.quick
+  const agents = agentsOf(ctx)
+  // a larger fleet starts in larger, denser waves, so start-up stays near a minute where the relay keeps up
+  // (each shard awaits its part of a wave, so the rate offered never outruns the relay by more than a wave)
+  const scale = Math.max(1, agents / DEFAULT_AGENTS)
   return {
-    agents: quick ? 300 : 3_000,
+    agents,
     shards: Number(ctx.option('agent-shards') ?? 3),
-    waveSize: 50,
-    waveSpacingMs: 20,
+    waveSize: Math.round(50 * scale),
+    waveSpacingMs: 20 / scale,
     probeHandshakes: quick ? 60 : 600,
     probeIntervalMs: 100,
     subscribers: quick ? 20 : 50,
     trafficPublishers: quick ? 5 : 10,
     trafficIntervalMs: 2_000,
     stormPublishers: quick ? 30 : 100,
-    recoveryTimeoutMs: 180_000,
+    recoveryTimeoutMs: Math.min(MAX_RECOVERY_TIMEOUT_MS, 180_000 * scale),
     shapedMaxConcurrentAuth: SHAPED_MAX_CONCURRENT_AUTH,
   }
 }
@@ -59,6 +79,9 @@ function fleetFigures(runs: Outcome<AgentsResult>[], agents: number): Figure[] {
     steady('relay GC pause max', 'ms', (r) => r.relayLoopDelay.gc?.maxMs ?? 0),
     steady('relay CPU', 'cores', (r) => r.steady.relayCores),
     steady('relay CPU per agent', 'µs/s', (r) => (r.steady.relayCores * 1e6) / agents),
+    steady('relay CPU per agent heartbeat', 'µs', (r) => r.steady.relayCpuPerHeartbeatUs),
+    steady('agent heartbeats (from the schedule)', 'count', (r) => r.steady.heartbeats),
+    steady('relay RSS', 'MiB', (r) => r.steady.relayRssMaxBytes / 2 ** 20),
     steady('load-generator CPU', 'cores', (r) => r.steady.loadGenCores),
     steady('traffic deliveries', 'count', (r) => r.traffic.deliveries),
     steady('traffic duplicates delivered', 'count', (r) => r.traffic.duplicates),
@@ -178,10 +201,11 @@ export const scenario = defineScenario({
       stormReport(results.apiary, 'storm', (r) => r.storm),
       stormReport(results.apiary, `storm, maxConcurrentAuth ${SHAPED_MAX_CONCURRENT_AUTH}`, (r) => r.shapedStorm),
     ]
-    const setup = `agents: ${o.agents} agents over ${o.shards} load processes (open-files limit ${openFilesLimit()}) and a probe doing ${o.probeHandshakes} handshakes, one every ${o.probeIntervalMs} ms; ${o.subscribers} subscribers, a job every ${o.trafficIntervalMs} ms; ${o.stormPublishers} publish during each outage`
+    const setup = `agents: ${o.agents} agents over ${o.shards} load processes from ${sourceAddress(0)}–${sourceAddress(o.shards - 1)} (open-files limit ${openFilesLimit()}, the relay needs ${openFilesNeeded(o)}), started in waves of ${o.waveSize}, one start every ${round2(o.waveSpacingMs)} ms; a probe from ${sourceAddress(o.shards)} doing ${o.probeHandshakes} handshakes, one every ${o.probeIntervalMs} ms; ${o.subscribers} subscribers, a job every ${o.trafficIntervalMs} ms; ${o.stormPublishers} publish during each outage; recovery timeout ${o.recoveryTimeoutMs / 1000} s`
+    const perHeartbeat = `agents: relay CPU per agent heartbeat = relay CPU (every thread, /proc) over the steady window ÷ the heartbeats the fleet sent in it by the client's schedule (one every ${MEAN_HEARTBEAT_MS / 1000} s on average); the window also holds the probe's handshakes and the jobs, so it is an upper bound; relay RSS is the largest VmRSS of a sample a second over the window`
     return {
       figures: [...fleetFigures(results.apiary, o.agents), ...storms.flatMap((s) => s.figures)],
-      notes: [setup, ...storms.flatMap((s) => s.notes)],
+      notes: [setup, perHeartbeat, ...storms.flatMap((s) => s.notes)],
     }
   },
 })

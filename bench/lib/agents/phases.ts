@@ -2,15 +2,17 @@
 // coordinated from here over IPC) against an Apiary child on a fixed port, which is SIGKILLed and restarted on
 // the same port and data directory under them (bench/lib/agents/storm.ts). Returns figures and asserts
 // nothing. The steady handshake is measured by a probe process that does only handshakes while the fleet
-// heartbeats and trades jobs, so that the load processes' own work stays out of it.
+// heartbeats and trades jobs, so that the load processes' own work stays out of it. Each load process connects
+// from a loopback address of its own (sourceAddress).
 import { createServer } from 'node:net'
 import { knobs } from '../../knobs'
 import type { LoopDelay } from '../loop-delay'
-import { openFilesLimit } from '../proc-readings'
+import { openFilesLimit, relayCpu, rssBytes } from '../proc-readings'
 import type { MemorySample } from '../relay-ipc'
 import { bucketQuantile, histogramOf, scrapeMetrics } from '../relay-metrics'
 import { spawnRelay } from '../relay-process'
 import { deliveryFigures } from './fleet'
+import { checkFleetFitsHost, sourceAddress } from './host-limits'
 import type { ShardLoad } from './shard-protocol'
 import {
   askAll,
@@ -19,6 +21,7 @@ import {
   fleetStatus,
   forkShard,
   type HandshakeFigures,
+  MEAN_HEARTBEAT_MS,
   mergeHandshakes,
   nowEpochMs,
   round2,
@@ -76,7 +79,17 @@ export interface AgentsResult {
   /** per fleet shard: while the fleet started, and over the steady span (probe and traffic) */
   shardLoad: { startup: ShardLoad[]; steady: ShardLoad[] }
   memory: { before: MemorySample; after: MemorySample; rssPerAgent: number; heapPerAgent: number }
-  steady: { seconds: number; relayCores: number; loadGenCores: number }
+  steady: {
+    seconds: number
+    relayCores: number
+    loadGenCores: number
+    /** the relay's VmRSS, the largest of a sample every second */
+    relayRssMaxBytes: number
+    /** the fleet's heartbeats over the window, from the client's schedule (MEAN_HEARTBEAT_MS) */
+    heartbeats: number
+    /** the relay's CPU (every thread, /proc) over the window ÷ heartbeats: also carries the probe and the jobs */
+    relayCpuPerHeartbeatUs: number
+  }
   traffic: { published: number; deliveries: number; duplicates: number; missing: number }
   storm: StormFigures
   /** the same storm again with limits.maxConcurrentAuth = opts.shapedMaxConcurrentAuth */
@@ -102,6 +115,7 @@ function freePort(): Promise<number> {
 }
 
 export async function agentsStorm(opts: AgentsOptions): Promise<AgentsResult> {
+  checkFleetFitsHost(opts)
   const port = await freePort()
   // the port is fixed so the agents reconnect to the same URL after the restart; limits are replaced whole
   const config = (maxConcurrentAuth?: number) => ({
@@ -119,6 +133,7 @@ export async function agentsStorm(opts: AgentsOptions): Promise<AgentsResult> {
       url,
       first: Math.floor((k * opts.agents) / opts.shards),
       count: shareOf(opts.agents, k, opts.shards),
+      localAddress: sourceAddress(k),
     }))
     try {
       const s = await startFleet(bench)
@@ -196,6 +211,9 @@ async function runSteady(bench: AgentsRun, probe: Shard) {
   await askAll(shards, (k) => ({ type: 'Subscribe', count: shareOf(opts.subscribers, k, shards.length), filter: { ...JOB_FILTER, since } }))
   await sleep(1_000)
   const cpu0 = await current.relay.cpuMicros()
+  const procCpu = relayCpu(current.relay.pid)
+  const procCpu0 = procCpu.seconds()
+  const rss = watchRss(current.relay.pid)
   await askAll(shards, { type: 'MeasureStart' })
   const t0 = performance.now()
   let sent = 0
@@ -212,10 +230,15 @@ async function runSteady(bench: AgentsRun, probe: Shard) {
   clearInterval(timer)
   const steadyLoad = await askAll(shards, { type: 'MeasureStop' })
   const seconds = (performance.now() - t0) / 1000
+  const procCpuSeconds = procCpu.seconds() - procCpu0
+  const heartbeats = (opts.agents * seconds * 1000) / MEAN_HEARTBEAT_MS
   const steady = {
     seconds: round2(seconds),
     relayCores: round2(((await current.relay.cpuMicros()) - cpu0) / 1e6 / seconds),
     loadGenCores: round2(steadyLoad.reduce((s, l) => s + l.cores, 0) + (probed.probeLoad.cores * probed.probeSeconds) / seconds),
+    relayRssMaxBytes: rss.stop(),
+    heartbeats: Math.round(heartbeats),
+    relayCpuPerHeartbeatUs: round2((procCpuSeconds * 1e6) / heartbeats),
   }
   const ledger = await collectLedger(shards)
   const delivered = async () => deliveryFigures((await collectDeliveries(shards)).deliveries, ledger.all)
@@ -224,12 +247,36 @@ async function runSteady(bench: AgentsRun, probe: Shard) {
   return { ...probed, steady, traffic: { published: sent, ...traffic }, steadyLoad }
 }
 
+/** the relay's VmRSS from /proc every second until stopped (no IPC to a busy relay): the largest */
+function watchRss(pid: number): { stop(): number } {
+  let max = 0
+  const sample = () => {
+    const bytes = rssBytes(pid)
+    if (bytes > max) max = bytes
+  }
+  sample()
+  const timer = setInterval(sample, 1_000)
+  return {
+    stop() {
+      clearInterval(timer)
+      sample()
+      return max
+    },
+  }
+}
+
 async function runProbe(bench: AgentsRun, probe: Shard) {
   const { opts, current } = bench
   const before = histogramOf(await scrapeMetrics(current.relay.url), HANDSHAKE_HISTOGRAM)
   await current.relay.spanStart()
   const t0 = performance.now()
-  const probed = await probe.ask({ type: 'Probe', url: current.relay.url, count: opts.probeHandshakes, intervalMs: opts.probeIntervalMs })
+  const probed = await probe.ask({
+    type: 'Probe',
+    url: current.relay.url,
+    count: opts.probeHandshakes,
+    intervalMs: opts.probeIntervalMs,
+    localAddress: sourceAddress(opts.shards),
+  })
   const probeSeconds = (performance.now() - t0) / 1000
   const relayLoopDelay = await current.relay.spanStop()
   const after = histogramOf(await scrapeMetrics(current.relay.url), HANDSHAKE_HISTOGRAM)

@@ -3,9 +3,10 @@
 import type { LoopDelay } from '../loop-delay'
 
 export type ShardRequest =
-  | { type: 'Create'; url: string; first: number; count: number }
+  /** localAddress: the local IP this shard's agents connect from (the system's choice when absent) */
+  | { type: 'Create'; url: string; first: number; count: number; localAddress?: string }
   | { type: 'StartInWaves'; waveSize: number; spacingMs: number }
-  | { type: 'Probe'; url: string; count: number; intervalMs: number }
+  | { type: 'Probe'; url: string; count: number; intervalMs: number; localAddress?: string }
   | { type: 'MeasureStart' }
   | { type: 'MeasureStop' }
   | { type: 'Subscribe'; count: number; filter: Record<string, unknown> }

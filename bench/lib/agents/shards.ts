@@ -9,6 +9,11 @@ import type { HandshakeSamples, ShardAnswer, ShardMessage, ShardReplies, ShardRe
 
 /** the client's reconnect.stableMs default: backoff restarts at 1 s only for an agent ACTIVE that long */
 export const STABLE_MS = 30_000
+/**
+ * The mean time between an ACTIVE agent's heartbeats: the client's heartbeatSeconds default (15 s, which a
+ * relay's 45 s lease leaves as it is), each interval shortened by up to 10 % at random, uniformly.
+ */
+export const MEAN_HEARTBEAT_MS = 15_000 * 0.95
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 export const round2 = (x: number) => Math.round(x * 100) / 100
 /** epoch ms, as the shards report times */

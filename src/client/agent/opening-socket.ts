@@ -46,7 +46,7 @@ export class OpeningSocket {
       },
     }
     // async: `ws` throws at once for a URL it cannot parse, which then fails the attempt like a refused connection
-    this.socket = (async () => RelaySocket.open(url, o.clock, o.handshakeTimeoutMs, handlers))().catch((error: Error) => {
+    this.socket = (async () => RelaySocket.open(url, o.clock, o.handshakeTimeoutMs, handlers, o.localAddress))().catch((error: Error) => {
       throw new Transient(error.message)
     })
     // observed when the attempt gets to it; it must not go unhandled before (discovery failed, signing threw)

@@ -1,4 +1,5 @@
 // AgentClient options: every default with its unit and where it came from, validated once in the constructor.
+import { isIP } from 'node:net'
 import { schnorr } from '@noble/curves/secp256k1.js'
 import { hexToBytes } from '@noble/hashes/utils.js'
 import { isHex64IgnoringCase } from '../../protocols/ids.js'
@@ -45,6 +46,13 @@ export interface AgentClientOptions {
   random?: RandomSource
   /** defaults to the global fetch; NIP-11 discovery goes through it */
   fetch?: typeof fetch
+  /**
+   * The local IP address the WebSocket binds to (passed to `ws`, which gives it to `http.request`); the
+   * system's choice when absent. A host holding many agents spreads them over several addresses: one source
+   * address has about 28,000 ephemeral ports toward one relay, and a relay's per-IP limits count each address.
+   * NIP-11 discovery goes through `fetch`, which this does not bind. Not an IP address: RangeError.
+   */
+  localAddress?: string
 }
 
 export interface ResolvedOptions {
@@ -70,6 +78,7 @@ export interface ResolvedOptions {
   clock: AgentClock
   random: RandomSource
   fetch: typeof fetch
+  localAddress: string | undefined
 }
 
 /** Throws AgentError('auth-rejected') for a bad key and RangeError for inconsistent settings. */
@@ -83,6 +92,7 @@ export function resolveOptions(o: AgentClientOptions): ResolvedOptions {
   if (!(heartbeatSeconds > 0)) throw new RangeError('heartbeatSeconds must be positive')
   if (leaseSeconds < 2 * heartbeatSeconds) throw new RangeError('leaseSeconds must be at least 2 × heartbeatSeconds')
   if (!(sessionSeconds > leaseSeconds)) throw new RangeError('sessionSeconds must be greater than leaseSeconds')
+  if (o.localAddress !== undefined && isIP(o.localAddress) === 0) throw new RangeError(`localAddress: not an IP address: ${o.localAddress}`)
   return {
     relays: [...o.relays],
     key: toAgentKey(o.secretKey),
@@ -117,6 +127,7 @@ export function resolveOptions(o: AgentClientOptions): ResolvedOptions {
     clock: o.clock ?? systemClock,
     random: o.random ?? Math.random,
     fetch: o.fetch ?? ((...args) => fetch(...args)),
+    localAddress: o.localAddress,
   }
 }
 

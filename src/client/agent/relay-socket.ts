@@ -49,9 +49,12 @@ export class RelaySocket {
     ws.on('close', (code, why) => this.onSocketClose(code, why.toString()))
   }
 
-  /** Resolves once open; rejects on refusal, error or timeout (the socket is then terminated). */
-  static open(url: string, clock: AgentClock, timeoutMs: number, handlers: SocketHandlers): Promise<RelaySocket> {
-    const ws = new WebSocket(url, { handshakeTimeout: timeoutMs })
+  /**
+   * Resolves once open; rejects on refusal, error or timeout (the socket is then terminated). `localAddress`:
+   * the local IP the connection binds to (the system's choice when undefined).
+   */
+  static open(url: string, clock: AgentClock, timeoutMs: number, handlers: SocketHandlers, localAddress?: string): Promise<RelaySocket> {
+    const ws = new WebSocket(url, { handshakeTimeout: timeoutMs, ...(localAddress === undefined ? {} : { localAddress }) })
     return new Promise((resolve, reject) => {
       // frames that arrive with the open (the AUTH challenge) must not be missed: listen before resolving
       const socket = new RelaySocket(ws, clock, handlers)

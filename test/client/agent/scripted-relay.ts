@@ -14,7 +14,7 @@ import { makeKeys } from '../../support/events'
 export interface ScriptedRelay {
   url: string
   /** every connection's frames from the agent, in order, with when each arrived (Date.now()) */
-  connections: { at: number; frames: unknown[][]; frameAt: number[]; closeCode?: number; ws: WebSocket }[]
+  connections: { at: number; frames: unknown[][]; frameAt: number[]; closeCode?: number; ws: WebSocket; remoteAddress?: string }[]
   close(): Promise<void>
 }
 
@@ -35,8 +35,15 @@ export async function startScriptedRelay(
   })
   const wss = new WebSocketServer({ server })
   const connections: ScriptedRelay['connections'] = []
-  wss.on('connection', (ws) => {
-    const c: ScriptedRelay['connections'][number] = { at: Date.now(), frames: [], frameAt: [], closeCode: undefined, ws }
+  wss.on('connection', (ws, req) => {
+    const c: ScriptedRelay['connections'][number] = {
+      at: Date.now(),
+      frames: [],
+      frameAt: [],
+      closeCode: undefined,
+      ws,
+      remoteAddress: req.socket.remoteAddress,
+    }
     const index = connections.push(c) - 1
     ws.on('close', (code) => {
       c.closeCode = code
