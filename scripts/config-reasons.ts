@@ -90,7 +90,7 @@ export const CONFIG_REASONS: Record<string, string> = {
   'store.readWorkers':
     'Two readers keep a heavy REQ or COUNT off the event loop while a second one is still served; each is a thread with its own connection and page cache (at most about 16 MB). SQLite only: PostgreSQL queries are asynchronous already.',
   'store.inlineReadMaxRows':
-    'A read handed to a worker costs a message each way, a wake-up and a copy of its page: for an id lookup or an author’s latest page that is most of its cost. 500 rows is what ten pages of the default limit examine through an index; the event loop gives such reads at most 2 ms a turn, so a costly one moves to a worker early.',
+    'A read handed to a worker costs a message each way, a wake-up and a copy of its page: for an id lookup or an author’s latest page that is most of its cost. 500 rows is one page at `limits.maxLimit` through an index; the event loop gives such reads at most 2 ms a turn, so a costly one moves to a worker early.',
   'store.writerThread':
     'On its own thread a commit never holds the event loop; false commits on the main thread, for a platform where worker threads misbehave.',
   'store.durability':

@@ -4,6 +4,7 @@
 export type { CommunityStats, PublishOutcome } from './actors/community/messages.js'
 export { ask, KernelError, type SupervisionEvent, type TypedRef, tell } from './actors/kernel/index.js'
 export type { Config, ConfigInput } from './infra/config-types.js'
+export type { Durability } from './infra/store/event-store.js'
 export { ConfigError, loadConfig } from './infra/load-config.js'
 export { BackendUnavailableError } from './infra/startup.js'
 export type { Limits } from './protocols/limits.js'

@@ -2,6 +2,7 @@
 // config (a fresh database in the run's directory, loopback, a port of its own, this machine's open-files limit)
 // and reads its CPU and memory from /proc, since it has no IPC of ours. The bench never builds or downloads it.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { createReadStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { connect, createServer } from 'node:net'
 import { join } from 'node:path'
@@ -80,6 +81,10 @@ export async function spawnStrfry(dir: string): Promise<RelayProcess> {
   writeFileSync(config, configText(dir, port))
   const child: ChildProcess = spawn(bin, ['--config', config, 'relay'], { stdio: ['ignore', 'ignore', 'pipe'] })
   let stderr = ''
+  // a binary that cannot start (ENOENT, EACCES) fails the run, not the bench
+  child.once('error', (err) => {
+    stderr += `\n${err.message}`
+  })
   child.stderr?.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-4_000)
   })
@@ -106,7 +111,8 @@ export async function spawnStrfry(dir: string): Promise<RelayProcess> {
 async function waitForListening(child: ChildProcess, port: number, stderr: () => string): Promise<void> {
   const deadline = Date.now() + 30_000
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`strfry exited (${child.exitCode}): ${stderr().trim().split('\n').pop()}`)
+    if (child.exitCode !== null || child.pid === undefined)
+      throw new Error(`strfry exited (${child.exitCode}): ${stderr().trim().split('\n').pop()}`)
     if (await answers(port)) return
     await new Promise((r) => setTimeout(r, 50))
   }
@@ -126,30 +132,31 @@ function answers(port: number): Promise<boolean> {
 }
 
 /** `strfry import --no-verify` of a fixture file's first `count` events (its first line is the cache header). */
-function importFixture(bin: string, config: string, file: string, count: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const importer = spawn(bin, ['--config', config, 'import', '--no-verify'], { stdio: ['pipe', 'ignore', 'pipe'] })
-    let stderr = ''
-    importer.stderr.on('data', (d: Buffer) => {
-      stderr = (stderr + d.toString()).slice(-4_000)
-    })
-    importer.once('error', reject)
-    importer.once('exit', (code) => {
-      if (code !== 0) return reject(new Error(`strfry import exited ${code}: ${stderr.trim().split('\n').pop()}`))
-      // "Imported N events" (strfry's own count of what it stored)
-      const stored = /(\d+)\s+(?:events )?(?:added|imported)/i.exec(stderr) ?? /[Ii]mported\s+(\d+)/.exec(stderr)
-      resolve(stored ? Number(stored[1]) : count)
-    })
-    const lines = createInterface({ input: createReadStream(file) })
-    let n = -1
-    lines.on('line', (line) => {
-      n++
-      if (n === 0) return
-      if (n > count) return lines.close()
-      importer.stdin.write(`${line}\n`)
-    })
-    lines.once('close', () => importer.stdin.end())
+async function importFixture(bin: string, config: string, file: string, count: number): Promise<number> {
+  const importer = spawn(bin, ['--config', config, 'import', '--no-verify'], { stdio: ['pipe', 'ignore', 'pipe'] })
+  let stderr = ''
+  importer.stderr.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-4_000)
   })
+  const exited = new Promise<number | null>((resolve, reject) => {
+    importer.once('error', reject)
+    importer.once('exit', resolve)
+  })
+  // an importer that exits early breaks the pipe: its exit code says why
+  importer.stdin.on('error', () => {})
+  let n = -1
+  for await (const line of createInterface({ input: createReadStream(file) })) {
+    if (++n === 0) continue
+    if (n > count) break
+    if (!importer.stdin.write(`${line}\n`)) await once(importer.stdin, 'drain')
+  }
+  importer.stdin.end()
+  const code = await exited
+  if (code !== 0) throw new Error(`strfry import exited ${code}: ${stderr.trim().split('\n').pop()}`)
+  // strfry's own count of what it stored: "Done. Processed N lines. M added, R rejected, D dups"
+  const stored = /(\d+) added/.exec(stderr)
+  if (!stored) throw new Error(`strfry import: no count of stored events in its output: ${stderr.trim().split('\n').pop()}`)
+  return Number(stored[1])
 }
 
 async function stop(child: ChildProcess): Promise<void> {

@@ -432,8 +432,8 @@ export const configSchema = z
           .describe('SQLite read worker threads; 0 reads on the main thread (an in-memory database always does)'),
         // A read handed to a worker costs a message each way, a wake-up and a copy of its page: for an id
         // lookup or an author's latest page that is most of its cost (bench `req`, readWorkers 0 against 2).
-        // A page of 500 rows is what ten pages of the default limit examine at most through an index; the
-        // event loop also gives the reads it tries at most 2 ms a turn, so a costly one moves out early.
+        // 500 rows is one page at limits.maxLimit through an index; the event loop also gives the reads it
+        // tries at most 2 ms a turn, so a costly one moves out early.
         inlineReadMaxRows: z
           .number()
           .int()

@@ -37,6 +37,7 @@ export function forget(state: CommunityState, connId: string, deps: CommunityDep
   state.index.removeConnection(connId)
   state.conns.delete(connId)
   state.agents.left(connId)
+  state.reads.forget(connId)
   // best effort, beside the actor: a lost release leaves the presence to expire with its TTL
   void releasePresence(state.presenceHolds, connId, deps.presence)
 }

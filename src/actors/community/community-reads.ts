@@ -24,6 +24,8 @@ export interface ReadState {
   index: SubscriptionIndex
   feed: LiveFeed
   reads: ReadSlots
+  /** the connections this community holds: a read whose connection left is not run */
+  conns: { has(connId: string): boolean }
   /** stores started (saves, channel changes, channel state) whose effect this actor has not handled yet */
   inflight: { effects: number }
 }
@@ -182,6 +184,8 @@ export function onCount<S extends ReadState>(state: S, msg: Extract<CommunityMsg
   // NIP-45: a filter's own limit caps what it counts; without one the read budget (rows, time) bounds the count
   const filters = msg.filters
   const counted = slot.run(async () => {
+    // a COUNT whose connection closed while it waited is not read at all
+    if (!state.conns.has(msg.conn.id)) return GONE
     const refused = await state.gate.checkRead(msg.conn).catch(() => reason('error', 'could not check access'))
     if (refused) return refused
     const options = await state.gate.readOptions(msg.conn, deps.nowSeconds(), filters)

@@ -46,6 +46,22 @@ export class ReadSlots {
     return { run: (read) => turn.then(read).finally(free) }
   }
 
+  /**
+   * A connection gone: its waiting reads take their turn at once, past `maxRunning` for that moment, and end
+   * without reading (every caller checks the connection is still there first), so a socket that closes with
+   * its reads waiting leaves nothing in line in front of other clients.
+   */
+  forget(conn: string): void {
+    const w = this.waiters.get(conn)
+    if (!w) return
+    this.dequeue(w)
+    this.waiters.delete(conn)
+    for (const go of w.turns) {
+      this.start(conn)
+      go()
+    }
+  }
+
   private held(conn: string): number {
     return this.runningBy.get(conn) ?? 0
   }

@@ -19,3 +19,18 @@ describeQueryVsMatcher(
   async () => openSqliteEventStore({ file: join(dir, 'events.db'), groupCommitMaxEvents: 50, groupCommitMaxDelayMs: 0, readWorkers: 2 }),
   100,
 )
+
+// tried on the main thread first within a few rows, as the relay runs them: some reads answered there, the
+// rest moved to a worker partway, every answer the matcher's
+describeQueryVsMatcher(
+  'SQLite reads tried on the main thread first',
+  async () =>
+    openSqliteEventStore({
+      file: join(dir, 'inline.db'),
+      groupCommitMaxEvents: 50,
+      groupCommitMaxDelayMs: 0,
+      readWorkers: 2,
+      inlineReadMaxRows: 8,
+    }),
+  100,
+)

@@ -58,9 +58,10 @@ export function openReadPool(url: string, size: number, budget: PgReadBudget): R
  * queue, where one given up on would still run later (and cancelling one that a connection being opened has
  * taken leaves that connection unusable in postgres.js 3.4). A statement whose read passed its budget while
  * it waited here is never sent. The connections are the whole node's: the statements waiting are served fairly
- * across communities (fair-queue.ts). They need no bound of their own: they come from
- * the communities' read places, which let a new read in only as one ends (at its budget at the latest), so
- * they grow with the node's communities and how long a stall lasts, never with what a client sends.
+ * across communities (fair-queue.ts). They need no bound of their own: client reads come from the communities'
+ * read places, which let a new read in only as one ends (at its budget at the latest), and the relay's own
+ * reads (member lists, channel state) are a few per community, so they grow with the node's communities and
+ * how long a stall lasts, never with what a client sends.
  */
 class Turns {
   private free: number

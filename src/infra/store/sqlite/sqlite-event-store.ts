@@ -5,8 +5,9 @@ import { type Durability, type EventStore, overBudgetError, type SaveOutcome, St
 import { createGroupCommit, type GroupCommit } from '../group-commit.js'
 // Extension needed: plain JS shared with the read worker, which runs without a TypeScript loader.
 import { ReadBudgetExceeded } from '../read-budget.mjs'
-import { planCount, planQuery, type ReadBatch, type ReadPlan } from './sqlite-read.js'
 // Extension needed: as above.
+import { createInlineReads } from './sqlite-inline-reads.js'
+import { planCount, planQuery, type ReadBatch, type ReadPlan } from './sqlite-read.js'
 import { createReadRunner } from './sqlite-read-core.mjs'
 import { createSqliteReadPool } from './sqlite-read-pool.js'
 import { savePlan } from './sqlite-save.js'
@@ -27,8 +28,8 @@ export interface SqliteEventStoreOptions {
   readWorkers?: number
   /**
    * store.inlineReadMaxRows: with read workers, a read first runs on the main thread while it examines at most
-   * this many rows (and within INLINE_READ_MS a turn of the event loop); past either it moves to a worker.
-   * 0 sends every read to the workers. Default 0.
+   * this many rows (sqlite-inline-reads.ts: and within 2 ms a turn of the event loop); past either it moves to
+   * a worker. Default 0 here, every read to the workers; the relay's configuration turns it on.
    */
   inlineReadMaxRows?: number
   /** store.queryTimeoutMs: longest a read may run (and, on workers, wait for one). Default 5000. */
@@ -87,8 +88,6 @@ export interface SqliteEventStore extends EventStore {
 }
 
 const DEFAULT_QUERY_TIMEOUT_MS = 5_000
-/** how long reads tried on the main thread may hold one turn of the event loop, together */
-const INLINE_READ_MS = 2
 
 /**
  * Opens (creating or migrating) the database. better-sqlite3 is synchronous: batch commits run on the writer
@@ -165,38 +164,7 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
     }
   }
 
-  // Most reads (an id, an author's latest page) cost less than the round trip to a reader thread and back, so
-  // one is tried here first within a small budget; one that passes it moves to a reader, having cost the event
-  // loop that much at most. The time cap is per turn of the event loop, so a burst of reads cannot add up.
-  const inlineMaxRows = Math.min(opts.inlineReadMaxRows ?? 0, budget.maxRows)
-  let inlineSpentMs = 0
-  let inlineResetScheduled = false
-  let readsInline = 0
-  let readsMovedToWorker = 0
-
-  function readHereWithin(batch: ReadBatch): unknown[] | undefined {
-    const allowanceMs = INLINE_READ_MS - inlineSpentMs
-    if (inlineMaxRows === 0 || allowanceMs <= 0) return undefined
-    const t0 = performance.now()
-    try {
-      const results = here.run(batch, { deadlineMs: Date.now() + allowanceMs, maxRows: inlineMaxRows })
-      readsInline++
-      return results
-    } catch (err) {
-      if (!(err instanceof ReadBudgetExceeded)) throw err
-      readsMovedToWorker++
-      return undefined
-    } finally {
-      inlineSpentMs += performance.now() - t0
-      if (!inlineResetScheduled) {
-        inlineResetScheduled = true
-        setImmediate(() => {
-          inlineSpentMs = 0
-          inlineResetScheduled = false
-        })
-      }
-    }
-  }
+  const inlineReads = createInlineReads(here, Math.min(opts.inlineReadMaxRows ?? 0, budget.maxRows))
 
   /** A closed store or a backend failure is an outage (StoreError), never a partial answer. */
   async function guarded<T>(what: string, body: () => T | Promise<T>): Promise<T> {
@@ -214,7 +182,7 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
       const { batch, finish } = plan()
       if (batch.statements.length === 0) return finish([])
       if (!pool?.usable) return finish(readHere(batch, what))
-      return finish(readHereWithin(batch) ?? (await pool.run(batch, what, community)))
+      return finish(inlineReads.tryHere(batch) ?? (await pool.run(batch, what, community)))
     })
 
   return {
@@ -265,8 +233,8 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
         events: s.items,
         readsWaiting: r?.waiting ?? 0,
         readBudgetExceeded: budgetExceededHere + (r?.budgetExceeded ?? 0),
-        readsInline,
-        readsMovedToWorker,
+        readsInline: inlineReads.counts().inline,
+        readsMovedToWorker: inlineReads.counts().moved,
         readWorkersReady: pool?.usable ? r!.ready : 0,
         writerThread: thread?.onThread ?? false,
         writerRespawns: thread?.stats().respawns ?? 0,

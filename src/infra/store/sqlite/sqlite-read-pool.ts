@@ -80,9 +80,9 @@ type Slot = { index: number; worker: Worker; current?: Request; ready: boolean; 
 /**
  * Past this many reads of one community waiting, its next one is refused at once. Their wait is already
  * bounded by the budget; this bounds their memory: each holds its SQL text and parameters (a few KB for
- * typical filters). A community's reads come through its read places (16 REQ/COUNT at once, each at most a
- * statement per filter side by side) and its writes' channel reads, so only a caller past those bounds meets
- * this one. Per community, not per node: a storm in every community at once (a node restarting) is served,
+ * typical filters). A community's client reads come through its read places (16 REQ/COUNT at once, each at
+ * most a statement per filter side by side), and the relay's own (channel reads behind writes, member lists)
+ * are a few at a time, so only a caller past those bounds meets this one. Per community, not per node: a storm in every community at once (a node restarting) is served,
  * and the node's total stays bounded by its communities, which only its operators create.
  */
 const MAX_WAITING_READS_PER_COMMUNITY = 1_000
