@@ -112,6 +112,19 @@ describe('SQLite reads on worker threads', () => {
     expect(ticks).toBeGreaterThan(0)
   })
 
+  it('gives the reads tried on the main thread 2 ms a turn together: once one spends it, the next read of that turn goes to a worker', async () => {
+    const store = open(file, { readWorkers: 2, inlineReadMaxRows: HEAVY_ROWS * 10 })
+    await ready(store, 2)
+    // both asked in one turn: the heavy count spends the turn's allowance and moves; the light read is not tried
+    const heavy = heavyCount(store)
+    const light = store.count('c', [{ kinds: [7] }], { now: NOW })
+    expect(await Promise.all([heavy, light])).toEqual([HEAVY_ROWS, 10])
+    expect(store.stats()).toMatchObject({ readsInline: 0, readsMovedToWorker: 1 })
+    // a later turn has its allowance again
+    expect(await store.count('c', [{ kinds: [7] }], { now: NOW })).toBe(10)
+    expect(store.stats()).toMatchObject({ readsInline: 1, readsMovedToWorker: 1 })
+  })
+
   it('keeps the event loop turning while a worker runs a heavy count, and serves a light read beside it', async () => {
     const store = open(file, { readWorkers: 2 })
     await ready(store, 2)
