@@ -154,7 +154,7 @@ async function importFixture(bin: string, config: string, file: string, count: n
   const code = await exited
   if (code !== 0) throw new Error(`strfry import exited ${code}: ${stderr.trim().split('\n').pop()}`)
   // strfry's own count of what it stored: "Done. Processed N lines. M added, R rejected, D dups"
-  const stored = /(\d+) added/.exec(stderr)
+  const stored = /Done\. Processed \d+ lines\. (\d+) added/.exec(stderr)
   if (!stored) throw new Error(`strfry import: no count of stored events in its output: ${stderr.trim().split('\n').pop()}`)
   return Number(stored[1])
 }
