@@ -1,6 +1,7 @@
 // `req`: REQ → EOSE on a stored data set (300 authors, notes with topics and mentions, reactions, over 30 days),
-// one filter shape at a time: sequential from one socket, then concurrent from 8, closed loop. `limit` is
-// random in 20..60 so that queries are distinct filters (the baseline caches identical ones for a second).
+// one filter shape at a time, after a warm-up of every shape: sequential from one socket, then concurrent from 8,
+// closed loop. `limit` is random in 20..60 so that queries are distinct filters (the baseline caches identical
+// ones for a second).
 // "events per query" must match between the relays: a correctness cross-check.
 import { cpuPerUnitUs, relayRowsOf } from '../lib/figures'
 import { type Dataset, reqDataset } from '../lib/fixtures'
@@ -12,8 +13,8 @@ import { comparedRelays } from '../lib/strfry-relay'
 
 const sizeOf = (ctx: Context) =>
   ctx.quick
-    ? { stored: 10_000, queries: 50, concurrentQueries: 200, connections: 8 }
-    : { stored: 100_000, queries: 200, concurrentQueries: 800, connections: 8 }
+    ? { stored: 10_000, queries: 50, concurrentQueries: 200, connections: 8, warmupQueries: 100 }
+    : { stored: 100_000, queries: 200, concurrentQueries: 2_000, connections: 8, warmupQueries: 1_000 }
 
 async function measure(side: RelayName, ds: Dataset, ctx: Context): Promise<ReqShapeResult[]> {
   const size = sizeOf(ctx)

@@ -320,10 +320,16 @@ export async function startNode(d: NodeDeps): Promise<RunningNode> {
   }
 }
 
+/**
+ * Connections the kernel holds for accept: a reconnect storm brings thousands at once, and past node's default
+ * (511) their SYNs are dropped and retried after 1, 3 and 7 s. Linux caps it at net.core.somaxconn.
+ */
+const LISTEN_BACKLOG = 4_096
+
 async function listenOn(http: Server, config: Config): Promise<string> {
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject)
-    http.listen(config.port, config.host, () => {
+    http.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG }, () => {
       http.off('error', reject)
       resolve()
     })

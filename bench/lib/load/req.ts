@@ -80,6 +80,11 @@ export async function reqLatency(
     concurrentQueries?: number
     connections?: number
     shapes?: readonly ReqShape[]
+    /**
+     * queries of every shape sent first, untimed: a relay that compiles its hot paths as it runs (a JIT) is
+     * measured warm, as it runs after its first minutes, not in its first second
+     */
+    warmupQueries?: number
     /** called before each shape's concurrent phase; the function it returns is awaited after it */
     onConcurrent?: () => Promise<() => Promise<number>>
   },
@@ -93,6 +98,8 @@ export async function reqLatency(
   const sockets = await openMany(url, connections)
   const out: ReqShapeResult[] = []
   try {
+    if (opts.warmupQueries)
+      for (const shape of opts.shapes ?? REQ_SHAPES) await runQueries(sockets, makeQueries(dataset, shape, opts.warmupQueries, 3))
     // warm-up: page cache, JIT, prepared statements
     await runQueries(sockets.slice(0, 1), makeQueries(dataset, 'authors', 20, 99))
     for (const shape of opts.shapes ?? REQ_SHAPES) {
