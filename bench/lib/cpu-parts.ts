@@ -42,10 +42,19 @@ export function cpuByRole(
   return out
 }
 
-export type MainPart = 'parse' | 'admission' | 'store (event loop side)' | 'fan-out' | 'socket I/O' | 'GC' | 'actors and the rest'
+export type MainPart =
+  | 'parse'
+  | 'admission'
+  | 'hand-off to threads'
+  | 'store (event loop side)'
+  | 'fan-out'
+  | 'socket I/O'
+  | 'GC'
+  | 'actors and the rest'
 export const MAIN_PARTS: readonly MainPart[] = [
   'parse',
   'admission',
+  'hand-off to threads',
   'store (event loop side)',
   'fan-out',
   'socket I/O',
@@ -53,13 +62,18 @@ export const MAIN_PARTS: readonly MainPart[] = [
   'actors and the rest',
 ]
 
-// by the script a sample's function lives in (paths in the built package and in node's internals)
+// by the script a sample's function lives in (paths in the built package and in node's internals), first match
 const PART_OF: readonly [RegExp, MainPart][] = [
-  [/protocols\/nip01\/|protocols\/.*event|JSON\.parse|^parse$/, 'parse'],
-  [/relay\/admission|infra\/gates\/|actors\/principal\/|rate-limit|ban-lookup/, 'admission'],
+  [/protocols\/nip01\/|^RegExp: \^\[0-9a-f\]/, 'parse'],
+  [/relay\/admission|infra\/gates\/|actors\/principal\/|rate-limit|ban-lookup|recent-ids|ip-address/, 'admission'],
+  // the verifier pool and the SQLite writer: building their messages and posting them to their threads
+  [/^postMessage$|^dispatch$|internal\/worker|messageport|infra\/verify\/|sqlite-writer|group-commit/, 'hand-off to threads'],
   [/infra\/store\//, 'store (event loop side)'],
   [/subscription-index|live-feed|community-fanout|fan-?out/, 'fan-out'],
-  [/ws\/lib\/|infra\/ws\/|node:net|stream_base_commons|internal\/streams|^writev$|^writeUtf8String$|^writeBuffer$/, 'socket I/O'],
+  [
+    /ws\/lib\/|infra\/ws\/|node:net|stream_base_commons|internal\/streams|node:buffer|^writev$|^writeUtf8String$|^writeBuffer$/,
+    'socket I/O',
+  ],
   [/^\(garbage collector\)$/, 'GC'],
 ]
 
