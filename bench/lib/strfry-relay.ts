@@ -4,10 +4,11 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { createReadStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { connect, createServer } from 'node:net'
+import { connect } from 'node:net'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { knobs } from '../knobs'
+import { freePort } from './free-port'
 import type { LoopDelay } from './loop-delay'
 import { openFilesLimit, relayCpu } from './proc-readings'
 import type { MemorySample } from './relay-ipc'
@@ -48,17 +49,6 @@ relay {
   negentropy { enabled = false }
 }
 `
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
 }
 
 /** RSS of `pid` in bytes, from /proc (strfry has no managed heap: its RSS is all it holds). */

@@ -4,8 +4,9 @@
 // nothing. The steady handshake is measured by a probe process that does only handshakes while the fleet
 // heartbeats and trades jobs, so that the load processes' own work stays out of it. Each load process connects
 // from a loopback address of its own (sourceAddress).
-import { createServer } from 'node:net'
+
 import { knobs } from '../../knobs'
+import { freePort } from '../free-port'
 import type { LoopDelay } from '../loop-delay'
 import { openFilesLimit, relayCpu, rssBytes } from '../proc-readings'
 import type { MemorySample } from '../relay-ipc'
@@ -101,18 +102,6 @@ type AgentsRun = Omit<StormBench, 'opts'> & { opts: AgentsOptions }
 
 const HANDSHAKE_HISTOGRAM = 'apiary_handshake_seconds'
 const JOB_FILTER = { kinds: [5050], '#t': ['bench-agents'] }
-
-/** A port free now, for the relay to listen on across its restart. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number }
-      s.close(() => resolve(port))
-    })
-  })
-}
 
 export async function agentsStorm(opts: AgentsOptions): Promise<AgentsResult> {
   checkFleetFitsHost(opts)

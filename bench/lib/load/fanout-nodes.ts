@@ -4,18 +4,12 @@
 import type WebSocket from 'ws'
 import type { BenchEvent } from '../fixtures'
 import { closeAll, connect, mergeCounts, openMany } from './connect'
+import type { FanoutCounts } from './fanout'
 import { cores, type Latency, latency, perSecond } from './latency'
 import { eventFrames, type PublishResult, publishEvents } from './publisher'
 import { awaitDeliveries, countDeliveries, subscribeEach } from './subscribers'
 
-export interface NodesFanoutResult {
-  subscribers: number
-  published: number
-  accepted: number
-  deliveries: number
-  expectedDeliveries: number
-  deliveriesPerSec: number
-  elapsedMs: number
+export interface NodesFanoutResult extends FanoutCounts {
   /** deliveries to a subscriber on another node than the event's publisher */
   crossNode: Latency
   /** deliveries to a subscriber on the publisher's node */
@@ -24,10 +18,6 @@ export interface NodesFanoutResult {
   deliveriesByNode: number[]
   /** per publisher, in the order given: what it published and what was accepted */
   publishers: Pick<PublishResult, 'published' | 'accepted'>[]
-  loadGenCores: number
-  closedSubscribers: number
-  rejected: Record<string, number>
-  incomplete?: string
 }
 
 export interface NodesFanoutOptions {

@@ -6,7 +6,8 @@ import { cores, type Latency, latency, perSecond } from './latency'
 import { eventFrames, publishEvents } from './publisher'
 import { awaitDeliveries, countDeliveries, subscribeEach } from './subscribers'
 
-export interface FanoutResult {
+/** What every fan-out load counts, on one relay or across nodes. */
+export interface FanoutCounts {
   subscribers: number
   published: number
   accepted: number
@@ -14,13 +15,16 @@ export interface FanoutResult {
   expectedDeliveries: number
   deliveriesPerSec: number
   elapsedMs: number
-  delivery: Latency
   /** CPU the load generator used from first publish to last delivery, in cores */
   loadGenCores: number
   /** subscribers the relay closed during the run (e.g. as slow consumers) */
   closedSubscribers: number
   rejected: Record<string, number>
   incomplete?: string
+}
+
+export interface FanoutResult extends FanoutCounts {
+  delivery: Latency
 }
 
 /**
