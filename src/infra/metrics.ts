@@ -10,7 +10,15 @@ export function createMetrics() {
   const r = [registry]
   // the store's own counts (read pool, writer thread), read at scrape time (the store knows nothing of metrics);
   // each backend has the ones that apply to it
-  type StoreStats = Partial<{ readsWaiting: number; readBudgetExceeded: number; writerThread: boolean; writerRespawns: number }>
+  type StoreStats = Partial<{
+    readsWaiting: number
+    readBudgetExceeded: number
+    readsInline: number
+    readsMovedToWorker: number
+    writerThread: boolean
+    writerRespawns: number
+    writerSynchronous: number | undefined
+  }>
   const storeStats: { stats?: () => StoreStats } = {}
   /** a counter that mirrors one of the store's own running totals */
   const storeTotal = (name: string, help: string, pick: (s: StoreStats) => number | undefined) =>
@@ -43,6 +51,25 @@ export function createMetrics() {
       'store reads (REQ, COUNT) stopped at their time budget (SQLite store.queryTimeoutMs, PostgreSQL limits.readBudgetMs)',
       (s) => s.readBudgetExceeded,
     ),
+    storeReadsInline: storeTotal(
+      'apiary_store_reads_inline_total',
+      'SQLite with read workers: reads answered on the event loop, within store.inlineReadMaxRows',
+      (s) => s.readsInline,
+    ),
+    storeReadsMovedToWorker: storeTotal(
+      'apiary_store_reads_moved_to_worker_total',
+      'SQLite with read workers: reads that passed the inline budget on the event loop and moved to a read worker',
+      (s) => s.readsMovedToWorker,
+    ),
+    storeSynchronous: new Gauge({
+      name: 'apiary_store_synchronous',
+      help: "SQLite: the committing connection's PRAGMA synchronous (1 NORMAL: store.durability process; 2 FULL: power)",
+      registers: r,
+      collect() {
+        const s = storeStats.stats?.()
+        if (typeof s?.writerSynchronous === 'number') this.set(s.writerSynchronous)
+      },
+    }),
     storeWriterThread: new Gauge({
       name: 'apiary_store_writer_thread',
       help: 'SQLite: 1 while writes commit on the writer thread, 0 on the main thread',

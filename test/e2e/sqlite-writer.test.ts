@@ -46,4 +46,23 @@ describe('the SQLite writer thread, seen from a client', () => {
     expect(await metric(relay, 'apiary_store_writer_restarts_total')).toBe(1)
     expect(await metric(relay, 'apiary_store_writer_thread')).toBe(1)
   })
+
+  it('shows the durability in force and where reads ran in its metrics', async () => {
+    for (const [durability, synchronous] of [
+      ['process', 1],
+      ['power', 2],
+    ] as const) {
+      relay = await startTestRelay({ store: { durability } }, mkdtempSync(join(tmpdir(), 'apiary-durability-')))
+      expect(await metric(relay, 'apiary_store_synchronous')).toBe(synchronous)
+      const c = await connect(relay.url)
+      c.send(['REQ', 'one', { ids: ['0'.repeat(64)] }])
+      await c.collect('one')
+      // one id is one candidate row: answered on the event loop, not by a read worker
+      expect(await metric(relay, 'apiary_store_reads_inline_total')).toBeGreaterThanOrEqual(1)
+      expect(await metric(relay, 'apiary_store_reads_moved_to_worker_total')).toBe(0)
+      c.close()
+      await relay.close()
+      relay = undefined
+    }
+  })
 })
