@@ -67,7 +67,7 @@ const PART_OF: readonly [RegExp, MainPart][] = [
   [/protocols\/nip01\/|^RegExp: \^\[0-9a-f\]/, 'parse'],
   [/relay\/admission|infra\/gates\/|actors\/principal\/|rate-limit|ban-lookup|recent-ids|ip-address/, 'admission'],
   // the verifier pool and the SQLite writer: building their messages and posting them to their threads
-  [/^postMessage$|^dispatch$|internal\/worker|messageport|infra\/verify\/|sqlite-writer|group-commit/, 'hand-off to threads'],
+  [/^postMessage$|internal\/worker|messageport|infra\/verify\/|sqlite-writer|group-commit/, 'hand-off to threads'],
   [/infra\/store\//, 'store (event loop side)'],
   [/subscription-index|live-feed|community-fanout|fan-?out/, 'fan-out'],
   [
@@ -77,6 +77,8 @@ const PART_OF: readonly [RegExp, MainPart][] = [
   [/^\(garbage collector\)$/, 'GC'],
 ]
 
+const NOT_THE_RELAYS = new Set(['(idle)', '(program)', '(root)', 'dispatch'])
+
 interface ProfileNode {
   id: number
   callFrame: { functionName: string; url: string }
@@ -84,14 +86,16 @@ interface ProfileNode {
 
 /**
  * The event loop's busy samples of a V8 CPU profile (`.cpuprofile`), as shares (0..1) by part of the write path.
- * Each sample goes to the part of the function it was taken in (self time): `idle` and `(program)` are left out.
+ * Each sample goes to the part of the function it was taken in (self time). V8 samples the thread's wall time:
+ * a thread preempted inside a call (a postMessage that wakes a worker on a busy core) is charged for the wait.
  */
 export function mainThreadShares(profileFile: string): Record<MainPart, number> {
   const profile = JSON.parse(readFileSync(profileFile, 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] }
   const partOfNode = new Map<number, MainPart | undefined>()
   for (const n of profile.nodes) {
     const { functionName, url } = n.callFrame
-    if (functionName === '(idle)' || functionName === '(program)' || functionName === '(root)') partOfNode.set(n.id, undefined)
+    // idle time, and the profiler's own work (its inspector session's native dispatch), are not the relay's
+    if (NOT_THE_RELAYS.has(functionName) && url === '') partOfNode.set(n.id, undefined)
     else partOfNode.set(n.id, PART_OF.find(([re]) => re.test(url) || re.test(functionName))?.[1] ?? 'actors and the rest')
   }
   const us = Object.fromEntries(MAIN_PARTS.map((p) => [p, 0])) as Record<MainPart, number>
