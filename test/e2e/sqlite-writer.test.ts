@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { openSqliteEventStore } from '../../src/infra/store/sqlite/sqlite-event-store'
 import { makeKeys, signEvent } from '../support/events'
+import { eventually } from '../support/eventually'
 import { metric } from '../support/metrics'
 import { startTestRelay, type TestRelay } from '../support/relay'
 import { connect } from '../support/ws-client'
@@ -53,12 +54,26 @@ describe('the SQLite writer thread, seen from a client', () => {
       ['power', 2],
     ] as const) {
       relay = await startTestRelay({ store: { durability } }, mkdtempSync(join(tmpdir(), 'apiary-durability-')))
-      expect(await metric(relay, 'apiary_store_synchronous')).toBe(synchronous)
+      // the writer thread reports its connection's pragma once it has opened it
+      const r = relay
+      await eventually(
+        () => metric(r, 'apiary_store_synchronous'),
+        (n) => n === synchronous,
+        `apiary_store_synchronous ${synchronous}`,
+      )
       const c = await connect(relay.url)
-      c.send(['REQ', 'one', { ids: ['0'.repeat(64)] }])
-      await c.collect('one')
-      // one id is one candidate row: answered on the event loop, not by a read worker
-      expect(await metric(relay, 'apiary_store_reads_inline_total')).toBeGreaterThanOrEqual(1)
+      let n = 0
+      // one id is one candidate row: answered on the event loop once the read workers are up (before, every
+      // read is the main thread's anyway), never moved to a worker
+      await eventually(
+        async () => {
+          c.send(['REQ', `one-${++n}`, { ids: ['0'.repeat(64)] }])
+          await c.collect(`one-${n}`)
+          return metric(r, 'apiary_store_reads_inline_total')
+        },
+        (inline) => inline >= 1,
+        'a read answered on the event loop',
+      )
       expect(await metric(relay, 'apiary_store_reads_moved_to_worker_total')).toBe(0)
       c.close()
       await relay.close()
