@@ -5,7 +5,7 @@ import type { Durability } from '../event-store.js'
 import { FencedError, type SessionFence } from '../session-fence.js'
 import { prepareInviteStatements } from './sqlite-channel-invites.js'
 // Extension needed: plain JS shared with the writer thread, which runs without a TypeScript loader.
-import { applyDurability } from './sqlite-write-core.mjs'
+import { applyCommitPragmas } from './sqlite-write-core.mjs'
 
 /**
  * NIP-29 channels on SQLite, in the communities' file. A deleted channel keeps its row with `deleted = 1`, so
@@ -105,9 +105,7 @@ const ADDED_COLUMNS: readonly [string, string][] = [
 
 export function openSqliteChannelStore(file: string, durability: Durability = 'process'): ChannelStore {
   const db = new Database(file)
-  db.pragma('journal_mode = WAL')
-  applyDurability(db, durability)
-  db.pragma('busy_timeout = 5000')
+  applyCommitPragmas(db, durability)
   db.exec(SCHEMA)
   const columns = db.prepare('SELECT name FROM pragma_table_info(?)').pluck().all('channels') as string[]
   for (const [name, definition] of ADDED_COLUMNS) if (!columns.includes(name)) db.exec(`ALTER TABLE channels ADD COLUMN ${definition}`)

@@ -12,14 +12,12 @@ import {
 } from '../community-store.js'
 import type { Durability } from '../event-store.js'
 // Extension needed: plain JS shared with the writer thread, which runs without a TypeScript loader.
-import { applyDurability } from './sqlite-write-core.mjs'
+import { applyCommitPragmas } from './sqlite-write-core.mjs'
 
 /** Communities on SQLite: one row each, hosts unique across communities (a host picks exactly one tenant). */
 export function openSqliteCommunityStore(file: string, durability: Durability = 'process'): CommunityStore {
   const db = new Database(file)
-  db.pragma('journal_mode = WAL')
-  applyDurability(db, durability)
-  db.pragma('busy_timeout = 5000')
+  applyCommitPragmas(db, durability)
   db.exec(`
     CREATE TABLE IF NOT EXISTS communities (
       id TEXT PRIMARY KEY,

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3'
 import type { Durability } from '../event-store.js'
 import { type InviteStore, joinedReason, type NewInvite, type Redemption } from '../invite-store.js'
 // Extension needed: plain JS shared with the writer thread, which runs without a TypeScript loader.
-import { applyDurability } from './sqlite-write-core.mjs'
+import { applyCommitPragmas } from './sqlite-write-core.mjs'
 
 /**
  * NIP-43 invite codes on SQLite, in the communities' file: a redemption writes the community store's
@@ -24,9 +24,7 @@ CREATE INDEX IF NOT EXISTS community_invites_by_creator ON community_invites (co
 
 export function openSqliteInviteStore(file: string, durability: Durability = 'process'): InviteStore {
   const db = new Database(file)
-  db.pragma('journal_mode = WAL')
-  applyDurability(db, durability)
-  db.pragma('busy_timeout = 5000')
+  applyCommitPragmas(db, durability)
   db.exec(SCHEMA)
   const dropExpired = db.prepare('DELETE FROM community_invites WHERE community = ? AND expires_at <= ?')
   const openOf = db

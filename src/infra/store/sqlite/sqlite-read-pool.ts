@@ -82,8 +82,9 @@ type Slot = { index: number; worker: Worker; current?: Request; ready: boolean; 
  * bounded by the budget; this bounds their memory: each holds its SQL text and parameters (a few KB for
  * typical filters). A community's client reads come through its read places (16 REQ/COUNT at once, each at
  * most a statement per filter side by side), and the relay's own (channel reads behind writes, member lists)
- * are a few at a time, so only a caller past those bounds meets this one. Per community, not per node: a storm in every community at once (a node restarting) is served,
- * and the node's total stays bounded by its communities, which only its operators create.
+ * are a few at a time, so only a caller past those bounds meets this one. Per community, not per node: a storm
+ * in every community at once (a node restarting) is served, and the node's total stays bounded by its
+ * communities, which only its operators create.
  */
 const MAX_WAITING_READS_PER_COMMUNITY = 1_000
 // A worker that cannot even open the file (deleted, permissions) fails the same way every time.

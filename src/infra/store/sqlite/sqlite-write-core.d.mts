@@ -47,6 +47,9 @@ export interface WriteRunner {
 /** Sets `synchronous` for store.durability on a connection that commits (events, communities, channels, invites). */
 export function applyDurability(db: Database, durability: Durability): void
 
+/** The pragmas of every connection that commits to the file (events, communities, channels, invites). */
+export function applyCommitPragmas(db: Database, durability?: Durability): void
+
 /** The pragmas of every connection that writes events (the main thread's, the writer thread's). */
 export function applyPragmas(db: Database, durability?: Durability): void
 

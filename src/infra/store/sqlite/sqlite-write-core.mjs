@@ -66,13 +66,18 @@ export function applyDurability(db, durability) {
   db.pragma(`synchronous = ${level}`)
 }
 
-/** The pragmas of every connection that writes events (the main thread's, the writer thread's). */
-export function applyPragmas(db, durability = 'process') {
+/** The pragmas of every connection that commits to the file (events, communities, channels, invites). */
+export function applyCommitPragmas(db, durability = 'process') {
   // WAL lets readers run while one batch commits
   db.pragma('journal_mode = WAL')
   applyDurability(db, durability)
   // another process (a CLI, a backup) may hold the write lock briefly; wait instead of failing at once
   db.pragma('busy_timeout = 5000')
+}
+
+/** The pragmas of every connection that writes events (the main thread's, the writer thread's). */
+export function applyPragmas(db, durability = 'process') {
+  applyCommitPragmas(db, durability)
   // the WAL file is cut back to this size when its writer restarts it; it kept its largest size before
   db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`)
 }
