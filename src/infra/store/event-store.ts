@@ -1,5 +1,6 @@
 import type { NostrEvent, VerifiedEvent } from '../../protocols/nip01/event.js'
 import type { Filter } from '../../protocols/nip01/filter.js'
+import type { JobLedger, JobWrite } from './job-ledger.js'
 // Extension needed: plain JS shared with the SQLite read worker, which runs without a TypeScript loader.
 import type { ReadBudgetExceeded, ReadOverBudget } from './read-budget.mjs'
 
@@ -53,6 +54,8 @@ export type SaveOutcome =
   | { status: 'duplicate' }
   | { status: 'superseded' }
   | { status: 'deleted' }
+  /** its JobWrite was refused: the author is not the job's assignee at that generation, or the job ended (`why`) */
+  | { status: 'fenced'; why: string }
 
 /**
  * store.durability: what an acknowledged commit survives. `process`: a crash of the relay process (on SQLite the
@@ -90,9 +93,11 @@ export interface EventStore {
   /**
    * Queue one verified event for the next group commit. Resolves after its transaction committed.
    * Kind 5 (NIP-09) deletes the author's referenced events in the same transaction and remembers the
-   * deletion so a later arrival of a deleted event answers `deleted`. Ephemeral kinds must not be passed.
+   * deletion so a later arrival of a deleted event answers `deleted`; a deleted job request's job is
+   * cancelled. Ephemeral kinds must not be passed. `job`: what the event does to the jobs table, in the same
+   * transaction (docs/jobs.md); only on a store with `jobs`.
    */
-  save(community: string, event: VerifiedEvent, raw: string): Promise<SaveOutcome>
+  save(community: string, event: VerifiedEvent, raw: string, job?: JobWrite): Promise<SaveOutcome>
   /** Each filter's own `limit` applies to it (clamped by the caller); results merged, deduplicated,
    * ordered created_at desc, ties by lowest id first. */
   query(community: string, filters: Filter[], opts: QueryOptions): Promise<StoredEvent[]>
@@ -104,6 +109,8 @@ export interface EventStore {
    * reads further than the REQ with the same filters.
    */
   count(community: string, filters: Filter[], opts: QueryOptions): Promise<number>
+  /** the jobs table (docs/jobs.md); undefined on a backend without it, where dispatch is refused */
+  readonly jobs?: JobLedger
   /** true when the backend answers (readiness). */
   ping(): Promise<boolean>
   /** flush pending commits, then release the backend. */
