@@ -4,7 +4,7 @@
 // Pure: the queue lives in the dispatcher actor, the fence in the event store.
 import type { NostrEvent } from './nip01/event.js'
 import type { EventTemplate } from './nip01/sign.js'
-import { type Reason, reason } from './reasons.js'
+import { reason } from './reasons.js'
 import { err, ok, type Result } from './result.js'
 
 /** NIP-90: job requests, their results (request kind + 1000) and job feedback */
@@ -184,6 +184,3 @@ export function terminalErrorTemplate(a: {
     content: '',
   }
 }
-
-/** Why the store refused an assignee's report: it is not, or no longer, the job's assignee at that generation. */
-export const fencedReason = (job: string, why: string): Reason => reason('restricted', `job ${job.slice(0, 12)}: ${why}`)

@@ -51,6 +51,10 @@ function answerUnsaved(state: CommunityState, msg: SavedMsg, ctx: Ctx, deps: Com
     case 'deleted':
       refuse(state, reply, reason('blocked', 'this event was deleted by its author'))
       return
+    case 'fenced':
+      deps.metrics.jobReportsFenced.inc()
+      refuse(state, reply, reason('restricted', outcome.why))
+      return
     case 'error':
       // a commit that outlived its deadline may still land: then it takes effect after all (fan-out, the
       // channel change), and a resend is a duplicate
