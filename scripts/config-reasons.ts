@@ -34,6 +34,10 @@ export const CONFIG_REASONS: Record<string, string> = {
     'Verification is most of an event’s CPU, and the native addon (libsecp256k1 built at install by the optional dependency bcrypto) is several times faster than the WASM build every install has. `auto` takes the addon when it loads and logs a warning when it falls back; `native` refuses to start without it.',
   'threads.writePathNice':
     'The event loop holds every connection, so its lateness is every client’s latency, while worker threads do bulk work that can wait a few milliseconds. Linux only (elsewhere a thread’s priority is the whole process’s); 0 for both when the relay has its cores to itself.',
+  'jobs.maxQueuedPerCapability':
+    'A queue that grows without bound hides a fleet that stopped until memory runs out; a full one answers "rate-limited:" so requesters back off, and the operator sees it at once.',
+  'jobs.acceptTimeoutMs':
+    'A live agent accepts within a round trip; one that does not within 5 s is stuck or froze as it was chosen, and the job should not wait a whole lease for it.',
   'console.statusIntervalMs':
     'A console shows each node within one interval and calls it gone after three missed, so 6 s; each publication is one status per node (a few kilobytes; tens with full hot-connection and supervision lists), whether or not anyone looks.',
   'threads.readNice': 'Reads yield to writes, and both to the event loop, when every core is busy. Linux only.',

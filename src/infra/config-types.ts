@@ -105,6 +105,14 @@ export interface Config {
     maxModerationAgeSeconds: number
     maxPostAgeSeconds: number
   }
+  /** dispatched jobs (docs/jobs.md): the queue's bound, the accept deadline, reassignments, sizes */
+  jobs: {
+    maxQueuedPerCapability: number
+    acceptTimeoutMs: number
+    maxAttempts: number
+    maxRequestBytes: number
+    maxDeadlineMs: number
+  }
   /** the operator console: its HTTP side and the status board every node publishes to */
   console: {
     enabled: boolean
@@ -140,6 +148,7 @@ export interface ConfigInput
       | 'timeouts'
       | 'store'
       | 'channels'
+      | 'jobs'
       | 'console'
       | 'communities'
     >
@@ -161,6 +170,7 @@ export interface ConfigInput
   timeouts?: Partial<Config['timeouts']>
   store?: Partial<Omit<Config['store'], 'writerThread'>> & { writerThread?: boolean | string }
   channels?: Partial<Config['channels']>
+  jobs?: Partial<Config['jobs']>
   console?: { enabled?: boolean | string; sessionTtlSeconds?: number; statusIntervalMs?: number }
   communities?: {
     id: string

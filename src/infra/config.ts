@@ -511,6 +511,41 @@ export const configSchema = z
           .describe('how old any other event sent to a channel (h tag) may be when it arrives, seconds; 0 = only the created_at window'),
       })
       .prefault({}),
+    jobs: z
+      .object({
+        // the issue of a fleet that stopped: a queue that grows without bound hides it until memory runs out;
+        // a full queue answers "rate-limited:" so requesters back off and the operator sees it at once
+        maxQueuedPerCapability: z
+          .number()
+          .int()
+          .min(1)
+          .default(10_000)
+          .describe('open dispatched jobs of one capability in one community; one more is refused "rate-limited:"'),
+        // an agent that is alive answers its assignment within a round trip; one that does not within 5 s is
+        // stuck (or was chosen the moment it froze), and the job should not wait on it for a whole lease
+        acceptTimeoutMs: z
+          .number()
+          .int()
+          .min(100)
+          .default(5_000)
+          .describe('how long an agent has to accept an assignment (its "processing" feedback) before the job goes to another, ms'),
+        maxAttempts: z
+          .number()
+          .int()
+          .min(1)
+          .max(100)
+          .default(5)
+          .describe('assignments of one job (first and again) before it ends with the relay\'s error "exhausted"'),
+        // the assignment carries the whole request to the agent; results are bounded by limits.maxEventBytes
+        maxRequestBytes: z
+          .number()
+          .int()
+          .min(1_024)
+          .default(65_536)
+          .describe('largest dispatched job request (its serialized event), bytes; a larger one is refused "invalid:"'),
+        maxDeadlineMs: z.number().int().min(1_000).default(86_400_000).describe('longest deadline_ms a request may ask for, ms'),
+      })
+      .prefault({}),
     console: z
       .object({
         enabled: z.stringbool().or(z.boolean()).default(true).describe('serve the operator console at /console; false answers 404 there'),

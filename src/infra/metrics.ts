@@ -250,6 +250,34 @@ export function createMetrics() {
       labelNames: ['cause'],
       registers: r,
     }),
+    jobsQueued: new Counter({
+      name: 'apiary_jobs_queued_total',
+      help: 'dispatched job requests stored and queued (docs/jobs.md)',
+      registers: r,
+    }),
+    jobAssignments: new Counter({
+      name: 'apiary_job_assignments_total',
+      help: 'jobs handed to an agent: first (its first assignment) or again (after its agent left, lapsed, refused or did not accept)',
+      labelNames: ['attempt'],
+      registers: r,
+    }),
+    jobsEnded: new Counter({
+      name: 'apiary_jobs_ended_total',
+      help: "dispatched jobs ended, by outcome: success, error (the agent's), exhausted, deadline, cancelled",
+      labelNames: ['outcome'],
+      registers: r,
+    }),
+    jobAssignmentSeconds: new Histogram({
+      name: 'apiary_job_assignment_seconds',
+      help: 'from a job queued (or back in the queue) to its assignment sent to an agent',
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: r,
+    }),
+    jobReportsFenced: new Counter({
+      name: 'apiary_job_reports_fenced_total',
+      help: 'results, feedback and chunks refused "restricted:" because their sender was not the job\'s assignee at that generation',
+      registers: r,
+    }),
     authShaped: new Counter({
       name: 'apiary_auth_shaped_total',
       help: 'AUTH messages answered "rate-limited:" because limits.maxConcurrentAuth verifications were already in flight',

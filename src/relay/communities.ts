@@ -24,6 +24,7 @@ import type { AgentConnectionsView } from '../protocols/console.js'
 import type { ForwardedAuth } from '../protocols/mesh/session-frames.js'
 import type { VerifiedEvent } from '../protocols/nip01/event.js'
 import type { Backends } from './backends.js'
+import { communityJobsOf } from './community-jobs.js'
 
 export interface CommunitiesDeps {
   kernel: Kernel
@@ -92,8 +93,14 @@ export function createCommunities(d: CommunitiesDeps): Communities {
     const link = linkOf(record.id, path, lag)
     links.set(record.id, link)
     const deps = communityDeps(record, link, lag)
+    let survivors: CommunitySurvivors | undefined
+    const jobs = communityJobsOf({ kernel: d.kernel, config: d.config, wallMs }, deps, () => survivors!)
+    if (jobs) {
+      deps.jobs = jobs
+      deps.agents.changed = (conn, what) => ('active' in what ? jobs.agentActive(what.active) : jobs.agentGone(conn, what.gone))
+    }
     // the registry reads the community's presence holds: both are given the same survivors
-    const survivors = createCommunitySurvivors(deps)
+    survivors = createCommunitySurvivors(deps)
     agents.set(record.id, readOnlyAgents(survivors.agents, nowMs, wallMs))
     d.kernel.spawn(registryPath(record.id), registryActor(registryDeps(deps, survivors)))
     d.kernel.spawn(path, communityActor(deps, survivors))
@@ -214,8 +221,9 @@ export function createCommunities(d: CommunitiesDeps): Communities {
         (done) => ({ type: 'DisconnectCommunity', reason: 'community archived', broadcast: false, done }),
         10_000,
       ).catch(() => {})
-      // the registry first: what it announces meanwhile would find its community stopped
+      // the registry and the dispatchers first: what they announce meanwhile would find their community stopped
       await d.kernel.stop(registryPath(id))
+      await d.kernel.stopPrefix(`dispatcher/${id}/`)
       await d.kernel.stop(communityPath(id))
       d.log.info({ community: id }, 'community archived: closed and stopped')
     }

@@ -17,6 +17,8 @@ export interface AgentConnectionsDeps {
   /** epoch ms, only for when a connection registered (what the console shows) */
   wallMs: () => number
   metrics: Pick<Metrics, 'agentConnections' | 'agentHeartbeatAge' | 'agentDepartures'>
+  /** hears a connection become ACTIVE (with its capabilities) or leave ACTIVE for good (closed, or lapsed): job dispatch */
+  changed?: (conn: string, what: { active: readonly string[] } | { gone: 'closed' | 'lapsed' }) => void
 }
 
 interface AgentEntry {
@@ -29,6 +31,8 @@ interface AgentEntry {
   heartbeats: number
   capabilities: string[]
   load?: number
+  /** jobs it takes at once: its announcement's `concurrency` (docs/jobs.md), 1 without one */
+  concurrency: number
   /** as last counted in the gauge: moved by heartbeats and by the scan */
   counted: OpenState
 }
@@ -53,6 +57,7 @@ export class AgentConnections implements AgentConnectionsView {
     entry.lastHeartbeatMs = now
     entry.heartbeats++
     this.move(entry, 'ACTIVE')
+    this.deps.changed?.(conn, { active: entry.capabilities })
   }
 
   /**
@@ -63,11 +68,25 @@ export class AgentConnections implements AgentConnectionsView {
     if (conn !== undefined && !this.entries.has(conn)) this.register(conn, pubkey, this.deps.nowMs())
     const capabilities = tags.filter((t) => t[0] === 'c' && t[1] !== undefined).map((t) => t[1] as string)
     const load = loadOf(tags)
+    const concurrency = concurrencyOf(tags)
     for (const entry of this.entries.values()) {
       if (entry.pubkey !== pubkey) continue
       entry.capabilities = capabilities
       entry.load = load
+      entry.concurrency = concurrency
+      this.deps.changed?.(entry.conn, { active: capabilities })
     }
+  }
+
+  /** The ACTIVE connections offering `capability` now: who may get a job (docs/jobs.md#assignment). */
+  candidatesFor(capability: string): { conn: string; pubkey: string; load?: number; concurrency: number }[] {
+    const now = this.deps.nowMs()
+    const out: { conn: string; pubkey: string; load?: number; concurrency: number }[] = []
+    for (const e of this.entries.values()) {
+      if (!e.capabilities.includes(capability) || agentStateAt(e.lastHeartbeatMs, now, this.deps.timing) !== 'ACTIVE') continue
+      out.push({ conn: e.conn, pubkey: e.pubkey, concurrency: e.concurrency, ...(e.load === undefined ? {} : { load: e.load }) })
+    }
+    return out
   }
 
   /** Its goodbye was answered (the presence cleared). */
@@ -88,7 +107,9 @@ export class AgentConnections implements AgentConnectionsView {
     const now = this.deps.nowMs()
     const due: string[] = []
     for (const entry of this.entries.values()) {
-      this.move(entry, agentStateAt(entry.lastHeartbeatMs, now, this.deps.timing))
+      const state = agentStateAt(entry.lastHeartbeatMs, now, this.deps.timing)
+      if (state === 'ZOMBIE' && entry.counted !== 'ZOMBIE') this.deps.changed?.(entry.conn, { gone: 'lapsed' })
+      this.move(entry, state)
       if (isDueForReaping(entry.lastHeartbeatMs, now, this.deps.timing)) due.push(entry.conn)
     }
     this.publish()
@@ -145,6 +166,7 @@ export class AgentConnections implements AgentConnectionsView {
       lastHeartbeatMs: nowMs,
       heartbeats: 0,
       capabilities: [],
+      concurrency: 1,
       counted: 'ACTIVE',
     }
     this.entries.set(conn, entry)
@@ -166,6 +188,7 @@ export class AgentConnections implements AgentConnectionsView {
     const entry = this.entries.get(conn)
     if (!entry) return
     this.entries.delete(conn)
+    this.deps.changed?.(conn, { gone: 'closed' })
     this.tally[entry.counted]--
     this.deps.metrics.agentDepartures.inc({ cause })
     this.publish()
@@ -182,4 +205,14 @@ function loadOf(tags: readonly string[][]): number | undefined {
   if (raw === undefined) return undefined
   const load = Number(raw)
   return Number.isFinite(load) && load >= 0 && load <= 1 ? load : undefined
+}
+
+/** jobs one agent connection takes at once (docs/jobs.md): a whole number from 1 to 1000 */
+const MAX_CONCURRENCY = 1000
+
+/** The announcement's `concurrency` tag; 1 when absent or not a whole number in range. */
+function concurrencyOf(tags: readonly string[][]): number {
+  const raw = tags.find((t) => t[0] === 'concurrency')?.[1]
+  const n = raw === undefined ? 1 : Number(raw)
+  return Number.isInteger(n) && n >= 1 && n <= MAX_CONCURRENCY ? n : 1
 }

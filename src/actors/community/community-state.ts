@@ -1,5 +1,6 @@
 // The types the parts of a community actor share: what it is given (CommunityDeps), what it keeps across
 // restarts (CommunitySurvivors) and its state. Apart from the actor, so that no part of it imports the actor.
+
 import type { Config } from '../../infra/config-types.js'
 import type { CommunityCounters } from '../../infra/console/community-counters.js'
 import type { Logger } from '../../infra/log.js'
@@ -14,10 +15,11 @@ import type { Limits } from '../../protocols/limits.js'
 import type { ForwardedAuth } from '../../protocols/mesh/session-frames.js'
 import type { NostrEvent, VerifiedEvent } from '../../protocols/nip01/event.js'
 import type { EventTemplate } from '../../protocols/nip01/sign.js'
+import type { CommunityJobs } from '../jobs/community-jobs.js'
 import type { ActorContext, TypedRef } from '../kernel/index.js'
 import type { RegistryMsg } from '../registry/messages.js'
 import type { AccessGate } from './access-gate.js'
-import type { AgentConnections } from './agent-connections.js'
+import type { AgentConnections, AgentConnectionsDeps } from './agent-connections.js'
 import type { ChannelDeps, DeferredState } from './community-channels.js'
 import type { CommunityLink } from './community-link.js'
 import type { PresenceDeps, PresenceHolds } from './community-presence.js'
@@ -80,7 +82,9 @@ export interface CommunityDeps {
   /** how often connections that closed without a Disconnect are forgotten; default 10 s */
   sweepIntervalMs?: number
   /** agent connection states (agent-connections.ts): the thresholds, the scan's interval, the wall clock rows show */
-  agents: { timing: AgentTiming; scanIntervalMs: number; wallMs: () => number }
+  agents: { timing: AgentTiming; scanIntervalMs: number; wallMs: () => number; changed?: AgentConnectionsDeps['changed'] }
+  /** job dispatch (docs/jobs.md): undefined on a store without a jobs table, where dispatch requests are refused */
+  jobs?: CommunityJobs
   /** this community's agent registry (src/actors/registry/), told of heartbeats, announcements and goodbyes; looked up per message */
   registry: () => TypedRef<RegistryMsg> | undefined
   /** the relay mesh (cluster mode, APIARY_MESH=on): channel changes are decided by each channel's owner node */

@@ -42,6 +42,7 @@ export function createCommunitySurvivors(deps: CommunityDeps): CommunitySurvivor
       nowMs: deps.nowMs,
       wallMs: deps.agents.wallMs,
       metrics: deps.metrics,
+      changed: deps.agents.changed,
     }),
     current,
     gate,

@@ -4,6 +4,7 @@
 // Saved (write-commit.ts takes it from there). Many writes are in flight at once; where order matters (a
 // channel change and the writes to that channel behind it) write-order.ts keeps it by sequence (§7).
 import type { SaveOutcome } from '../../infra/store/event-store.js'
+import { isDispatchRequest } from '../../protocols/jobs.js'
 import { HOST_WRITE } from '../../protocols/mesh/session-frames.js'
 import type { VerifiedEvent } from '../../protocols/nip01/event.js'
 import { kindClass } from '../../protocols/nip01/kinds.js'
@@ -21,6 +22,8 @@ import { writeEphemeral } from './presence-writes.js'
 import { DUPLICATE, NOT_PROCESSED, NOT_STORED, refuse, storedAnswer } from './write-answers.js'
 import { command } from './write-commands.js'
 import { deliverLater, effectDone } from './write-effects.js'
+
+const NO_DISPATCH = reason('unsupported', 'this relay does not dispatch jobs on its store')
 
 /** A write whose checks came back later than this is not stored: its writer's ask (30 s) ended before. */
 const STALE_PREPARED_MS = 25_000
@@ -41,6 +44,8 @@ export function onPublish(state: CommunityState, msg: PublishMsg, ctx: Ctx, deps
     reply({ accepted: true, message: DUPLICATE })
     return state
   }
+  const notQueued = deps.jobs?.refuseRequest(event) ?? (isDispatchRequest(event) && !deps.jobs ? NO_DISPATCH : undefined)
+  if (notQueued) return refuse(state, reply, notQueued)
   // a channel change: later writes to this channel wait until it is applied (write-order.ts), from now on,
   // so a post right behind the 9000 that adds its author is decided on the rows the 9000 leaves
   const action = parseChannelAction(event)
@@ -121,7 +126,8 @@ export function onPrepared(
     command(state, publish, plan, ordered, ctx, deps)
     return state
   }
-  save(state, { type: 'Saved', event, raw, outcome: { status: 'error' }, plan, ordered, reply, from: publish.conn?.id }, ctx, deps)
+  const job = deps.jobs?.writeOf(event)
+  save(state, { type: 'Saved', event, raw, outcome: { status: 'error' }, plan, ordered, reply, from: publish.conn?.id, job }, ctx, deps)
   return state
 }
 
@@ -147,7 +153,7 @@ function save(state: CommunityState, template: SavedMsg & { reply: NonNullable<S
   const end = deps.metrics.storeLatency.startTimer({ op: 'save' })
   // counted until its effect is handled (the Saved, or the later Saved that stands for it)
   state.inflight.effects++
-  deps.store.save(deps.record.id, event, raw).then(
+  deps.store.save(deps.record.id, event, raw, template.job).then(
     (outcome) => {
       end()
       if (tell(ctx.self, { ...template, outcome })) return

@@ -2,6 +2,7 @@
 // traffic from the other nodes, and the results of its own I/O, which come back to it as messages (§6).
 import type { CommunityRecord } from '../../infra/store/community-store.js'
 import type { SaveOutcome, StoredEvent } from '../../infra/store/event-store.js'
+import type { JobWrite } from '../../infra/store/job-ledger.js'
 import type { CacheInvalidationOp, ControlChannel } from '../../protocols/control.js'
 import type { VerifiedEvent } from '../../protocols/nip01/event.js'
 import type { Filter } from '../../protocols/nip01/filter.js'
@@ -81,6 +82,8 @@ export type SavedMsg = {
   reply?: (o: PublishOutcome) => void
   /** the publishing connection's id: an announcement registers it as an agent connection */
   from?: string
+  /** what it did to the jobs table (docs/jobs.md), told to the dispatchers once it takes effect */
+  job?: JobWrite
 }
 
 /** A stored event's channel change was applied (`changes`: the relay's own events to deliver): it takes effect now. */
@@ -99,6 +102,8 @@ export type AppliedMsg = {
   piped?: boolean
   /** what its writer hears, when not OK true: a stored join request that waits for an admin (storedAnswer) */
   answer?: PublishOutcome
+  /** SavedMsg's */
+  job?: JobWrite
 }
 
 export type CommunityMsg =
@@ -130,7 +135,7 @@ export type CommunityMsg =
    * list published beside the actor (an effect in flight until handled), a mesh channel owner's stored events on this node (their
    * ids join the duplicate guard), or the agent registry's arrivals and departures.
    */
-  | { type: 'Announce'; events: RelayEvent[]; from: 'channel-state' | 'member-list' | 'mesh' | 'registry' }
+  | { type: 'Announce'; events: RelayEvent[]; from: 'channel-state' | 'member-list' | 'mesh' | 'registry' | 'jobs' }
   /** the host changed the allowed list (NIP-86): publish the NIP-43 8000/8001 and member list; `done` once stored */
   | ({ type: 'MembersChanged'; done?: () => void } & MembersChange)
   /**

@@ -14,7 +14,15 @@ import { NOT_PROCESSED, PRESENCE_NOT_RECORDED, refuse } from './write-answers.js
 /** An ephemeral event that passed its checks: delivered now, or once the presence store has it. */
 export function writeEphemeral(state: CommunityState, publish: PublishMsg, ctx: Ctx, deps: CommunityDeps): CommunityState {
   const { event, raw, reply } = publish
-  if (event.kind !== KIND_PRESENCE) return deliverEphemeral(state, publish, deps)
+  if (event.kind !== KIND_PRESENCE) {
+    // a job chunk is fenced here, as it is relayed: it is never stored (docs/jobs.md#chunks)
+    const fenced = deps.jobs?.refuseChunk(event)
+    if (fenced) {
+      deps.metrics.jobReportsFenced.inc()
+      return refuse(state, reply, fenced)
+    }
+    return deliverEphemeral(state, publish, deps)
+  }
   if (event.content === BYE_STATUS) return writeGoodbye(state, publish, ctx, deps)
   const hold = holdPresence(state.presenceHolds, state.conns, event, publish.conn)
   if (typeof hold === 'string') return refuse(state, reply, hold)

@@ -24,7 +24,12 @@ export function onSaved(state: CommunityState, msg: SavedMsg, ctx: Ctx, deps: Co
     deps.log.warn({ community: deps.record.id, eventId: event.id, status: outcome.status }, 'a commit takes effect late')
   // a stored event ends its place in the write order when it has taken effect (onApplied), not here
   if (outcome.status === 'saved') {
-    applyThen(state, { event, raw, removedIds: outcome.removedIds, plan: msg.plan, ordered, reply, from: msg.from }, ctx, deps)
+    applyThen(
+      state,
+      { event, raw, removedIds: outcome.removedIds, plan: msg.plan, ordered, reply, from: msg.from, job: msg.job },
+      ctx,
+      deps,
+    )
     return state
   }
   try {
@@ -61,7 +66,7 @@ function answerUnsaved(state: CommunityState, msg: SavedMsg, ctx: Ctx, deps: Com
       if (outcome.late) {
         state.inflight.effects++
         outcome.late.then(
-          (late) => deliverLater(state, { type: 'Saved', event, raw, outcome: late, plan: msg.plan }, ctx, deps),
+          (late) => deliverLater(state, { type: 'Saved', event, raw, outcome: late, plan: msg.plan, job: msg.job }, ctx, deps),
           () => effectDone(state),
         )
       }
@@ -102,6 +107,7 @@ export function onApplied(state: CommunityState, msg: AppliedMsg, ctx: Ctx, deps
   state.feed.offer(event, raw)
   deps.cluster.link.publishEvent(raw)
   announce(state, changes, deps)
+  deps.jobs?.stored(event, raw, msg.job, removedIds)
   if (event.kind === KIND_ANNOUNCEMENT) {
     tellRegistry(deps, { type: 'Announced', pubkey: event.pubkey })
     // only a connection authenticated as its author becomes that agent's connection

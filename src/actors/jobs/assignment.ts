@@ -1,0 +1,161 @@
+// Handing jobs out (docs/jobs.md#assignment): the next queued job to the best live agent, its generation
+// written to the store first (so the agent it replaces is fenced before the new one hears of it), then the
+// relay-signed assignment sent to that one connection. No step awaits: each store call comes back as a message.
+import { assignmentTemplate, type JobErrorCode, revocationTemplate } from '../../protocols/jobs.js'
+import { REDELIVER } from '../community/messages.js'
+import { pipeTo } from '../kernel/index.js'
+import { chooseAgent } from './agent-choice.js'
+import type { Ctx, DispatcherDeps, DispatcherState, JobEntry } from './dispatcher-state.js'
+import { closeJob, endJob } from './job-end.js'
+import type { DispatcherMsg } from './messages.js'
+
+type Msg<T extends DispatcherMsg['type']> = Extract<DispatcherMsg, { type: T }>
+
+/** Queued jobs go out while some agent has room, oldest first. */
+export function pump(state: DispatcherState, ctx: Ctx, deps: DispatcherDeps): void {
+  if (!state.ready) return
+  let candidates: ReturnType<DispatcherDeps['candidates']> | undefined
+  while (state.queue.length > 0) {
+    const entry = state.jobs.get(state.queue[0]!)
+    if (entry?.phase !== 'queued') {
+      state.queue.shift()
+      continue
+    }
+    candidates ??= deps.candidates()
+    // an agent that refused or failed this job gets it again only when no other has room
+    const agent = chooseAgent(candidates, state, entry.excluded) ?? chooseAgent(candidates, state, new Set())
+    if (agent === undefined) return
+    state.queue.shift()
+    assignTo(state, entry, agent, ctx, deps)
+  }
+}
+
+function assignTo(state: DispatcherState, entry: JobEntry, agent: { conn: string; pubkey: string }, ctx: Ctx, deps: DispatcherDeps) {
+  entry.phase = 'assigning'
+  entry.holder = { conn: agent.conn, pubkey: agent.pubkey }
+  state.held.set(agent.conn, (state.held.get(agent.conn) ?? 0) + 1)
+  state.lastAssignedMs.set(agent.conn, deps.nowMs())
+  writeAssignment(entry, agent.conn, agent.pubkey, ctx, deps)
+}
+
+function writeAssignment(entry: JobEntry, conn: string | null, pubkey: string | null, ctx: Ctx, deps: DispatcherDeps) {
+  const job = entry.job.id
+  pipeTo(
+    ctx.self,
+    deps.store.jobs.assign(deps.community, job, entry.generation, pubkey),
+    (outcome): DispatcherMsg => ({ type: 'Assigned', job, conn, pubkey, outcome }),
+    REDELIVER,
+  )
+}
+
+export function onAssigned(state: DispatcherState, msg: Msg<'Assigned'>, ctx: Ctx, deps: DispatcherDeps): DispatcherState {
+  const entry = state.jobs.get(msg.job)
+  if (!msg.outcome.ok) {
+    deps.log.error({ err: msg.outcome.error, community: deps.community, job: msg.job }, 'job assignment not stored; retrying')
+    if (entry?.phase === 'assigning') requeue(state, entry, deps)
+    return state
+  }
+  const outcome = msg.outcome.value
+  // cancelled or ended meanwhile: its row decides
+  if (entry === undefined || entry.phase !== 'assigning') return state
+  if (outcome.status === 'stale') {
+    release(state, entry)
+    const row = outcome.row
+    if (row === undefined || row.state === 'success' || row.state === 'error' || row.state === 'cancelled') {
+      endJob(state, entry, undefined, ctx, deps)
+      return state
+    }
+    entry.generation = row.generation
+    entry.attempts = row.attempts
+    requeue(state, entry, deps)
+    pump(state, ctx, deps)
+    return state
+  }
+  entry.generation = outcome.generation
+  entry.attempts = outcome.attempts
+  if (msg.conn === null || msg.pubkey === null) {
+    // back in the queue: whoever held it is fenced out now
+    deps.board.hold(entry.job.id, undefined)
+    requeue(state, entry, deps)
+    pump(state, ctx, deps)
+    return state
+  }
+  deps.board.hold(entry.job.id, { conn: msg.conn, pubkey: msg.pubkey, generation: entry.generation })
+  const event = deps.sign(
+    assignmentTemplate({
+      job: entry.job.id,
+      agent: msg.pubkey,
+      capability: deps.capability,
+      generation: entry.generation,
+      acceptMs: deps.limits.acceptTimeoutMs,
+      requestRaw: entry.job.raw,
+    }),
+    Math.floor(deps.wallMs() / 1000),
+  )
+  if (!deps.deliverTo(msg.conn, event, JSON.stringify(event))) {
+    // it left, or stopped listening, between the choice and now
+    reassign(state, entry, 'left before its assignment arrived', ctx, deps)
+    return state
+  }
+  entry.phase = 'assigned'
+  entry.acceptByMs = deps.nowMs() + deps.limits.acceptTimeoutMs
+  deps.metrics.jobAssignments.inc({ attempt: entry.attempts > 1 ? 'again' : 'first' })
+  deps.metrics.jobAssignmentSeconds.observe((deps.nowMs() - entry.waitingSinceMs) / 1000)
+  return state
+}
+
+/**
+ * Its agent left, lapsed, refused, failed it (retryably) or did not accept in time: to another agent under the
+ * next generation (the store fences the one it had), or back to the queue, or, past maxAttempts, ended
+ * `exhausted`. An agent still connected is told its assignment is revoked.
+ */
+export function reassign(state: DispatcherState, entry: JobEntry, why: string, ctx: Ctx, deps: DispatcherDeps): void {
+  const previous = entry.holder
+  release(state, entry)
+  if (previous) {
+    entry.excluded.add(previous.pubkey)
+    revoke(entry, previous, 'superseded', deps)
+  }
+  deps.log.info({ community: deps.community, job: entry.job.id, generation: entry.generation, why }, 'job goes to another agent')
+  if (entry.attempts >= deps.limits.maxAttempts) {
+    closeJob(state, entry, 'exhausted', `no agent finished the job in ${entry.attempts} assignments`, ctx, deps)
+    return
+  }
+  entry.waitingSinceMs = deps.nowMs()
+  const agent = chooseAgent(deps.candidates(), state, entry.excluded)
+  if (agent !== undefined) {
+    assignTo(state, entry, agent, ctx, deps)
+    return
+  }
+  // nobody else has room now: back to the queue under the next generation, which fences the one it had
+  entry.phase = 'assigning'
+  writeAssignment(entry, null, null, ctx, deps)
+}
+
+/** Tells `holder` its assignment of `entry` is over (best effort: a connection gone needs no telling). */
+export function revoke(entry: JobEntry, holder: { conn: string; pubkey: string }, code: JobErrorCode, deps: DispatcherDeps): void {
+  const event = deps.sign(
+    revocationTemplate({ job: entry.job.id, agent: holder.pubkey, generation: entry.generation, code }),
+    Math.floor(deps.wallMs() / 1000),
+  )
+  deps.deliverTo(holder.conn, event, JSON.stringify(event))
+}
+
+/** The job's connection no longer counts it. */
+export function release(state: DispatcherState, entry: JobEntry): void {
+  const conn = entry.holder?.conn
+  entry.holder = undefined
+  entry.acceptByMs = undefined
+  if (conn === undefined) return
+  const left = (state.held.get(conn) ?? 1) - 1
+  if (left > 0) state.held.set(conn, left)
+  else state.held.delete(conn)
+}
+
+function requeue(state: DispatcherState, entry: JobEntry, deps: DispatcherDeps): void {
+  release(state, entry)
+  entry.phase = 'queued'
+  entry.waitingSinceMs = deps.nowMs()
+  // ahead of newer jobs: it was queued before them
+  state.queue.unshift(entry.job.id)
+}

@@ -1,0 +1,122 @@
+// A community's side of job dispatch (docs/jobs.md): what its writes mean for the jobs table (the JobWrite
+// stored with each event), the checks it makes before storing or relaying (the queue's bound, a chunk's
+// fence), and what it tells the dispatchers once the store decided. One per community, made by the
+// composition root; the dispatchers are activated on first use, one per capability.
+import type { JobWrite } from '../../infra/store/job-ledger.js'
+import { endsJob, isDispatchRequest, jobReportOf, KIND_JOB_CHUNK, parseJobRequest } from '../../protocols/jobs.js'
+import type { NostrEvent } from '../../protocols/nip01/event.js'
+import { type Reason, reason } from '../../protocols/reasons.js'
+import { REDELIVER } from '../community/messages.js'
+import { type ActorDef, type Kernel, type TypedRef, tellUntilTaken } from '../kernel/index.js'
+import { dispatcherPath } from './dispatcher-actor.js'
+import type { JobBoard } from './job-board.js'
+import type { DispatcherMsg } from './messages.js'
+
+export interface CommunityJobs {
+  /** before a write is judged: a refusal for a dispatch request that cannot be queued, else undefined */
+  refuseRequest(event: NostrEvent): Reason | undefined
+  /** a chunk about to be relayed: a refusal unless its author holds the job at its generation now */
+  refuseChunk(event: NostrEvent): Reason | undefined
+  /** what storing `event` does to the jobs table, decided in the same transaction */
+  writeOf(event: NostrEvent): JobWrite | undefined
+  /** the store took `event` (and removed `removedIds`): the dispatchers hear what it means */
+  stored(event: NostrEvent, raw: string, write: JobWrite | undefined, removedIds: readonly string[]): void
+  /** an agent connection offering `capabilities` is ACTIVE (a heartbeat, an announcement) */
+  agentActive(capabilities: readonly string[]): void
+  /** an agent connection closed or lapsed: the jobs it holds go elsewhere */
+  agentGone(conn: string, why: 'closed' | 'lapsed'): void
+}
+
+export interface CommunityJobsDeps {
+  community: string
+  kernel: Pick<Kernel, 'getOrSpawn'>
+  board: JobBoard
+  /** the dispatcher of one capability, as the composition root builds it */
+  dispatcherOf: (capability: string) => ActorDef<unknown, DispatcherMsg>
+  maxQueuedPerCapability: number
+  maxRequestBytes: number
+  maxDeadlineMs: number
+  wallMs: () => number
+  log: { warn(o: object, m: string): void }
+}
+
+export function createCommunityJobs(d: CommunityJobsDeps): CommunityJobs {
+  const dispatcher = (capability: string): TypedRef<DispatcherMsg> =>
+    d.kernel.getOrSpawn(dispatcherPath(d.community, capability), d.dispatcherOf(capability))
+  const tellDispatcher = (capability: string, msg: DispatcherMsg) =>
+    tellUntilTaken(dispatcher(capability), msg, {
+      ...REDELIVER,
+      // the store has it: the dispatcher reads it back when it restarts
+      onGiveUp: () => d.log.warn({ community: d.community, capability, type: msg.type }, 'a job dispatcher did not take a message'),
+    })
+
+  return {
+    refuseRequest(event) {
+      if (!isDispatchRequest(event)) return undefined
+      const parsed = parseJobRequest(event, d.maxDeadlineMs)
+      if (!parsed.ok) return parsed.error
+      const size = JSON.stringify(event).length
+      if (size > d.maxRequestBytes) return reason('invalid', `a dispatched job request is at most ${d.maxRequestBytes} bytes`)
+      const { capability } = parsed.value
+      if (d.board.openCount(capability) >= d.maxQueuedPerCapability) {
+        return reason('rate-limited', `the queue of ${capability} is full (${d.maxQueuedPerCapability} jobs); retry later`)
+      }
+      return undefined
+    },
+    refuseChunk(event) {
+      if (event.kind !== KIND_JOB_CHUNK) return undefined
+      const report = jobReportOf(event)
+      if (!report.ok) return report.error
+      const holder = d.board.holderOf(report.value!.job)
+      if (holder === undefined || holder.pubkey !== event.pubkey || holder.generation !== report.value!.generation) {
+        return reason('restricted', 'not the assignee of this job at this generation')
+      }
+      return undefined
+    },
+    writeOf(event) {
+      if (isDispatchRequest(event)) {
+        const parsed = parseJobRequest(event, d.maxDeadlineMs)
+        if (!parsed.ok) return undefined
+        const now = d.wallMs()
+        const { deadlineMs } = parsed.value
+        return {
+          op: 'enqueue',
+          capability: parsed.value.capability,
+          queuedAtMs: now,
+          deadlineAtMs: deadlineMs === undefined ? null : now + deadlineMs,
+        }
+      }
+      const report = jobReportOf(event)
+      if (!report.ok || report.value === undefined || report.value.what === 'chunk') return undefined
+      const r = report.value
+      const ends = endsJob(r) ? (r.what === 'result' ? 'success' : 'error') : null
+      return { op: 'report', job: r.job, generation: r.generation ?? null, ends, accepts: r.what === 'processing' }
+    },
+    stored(event, raw, write, removedIds) {
+      for (const id of removedIds) {
+        const capability = d.board.capabilityOf(id)
+        if (capability !== undefined) tellDispatcher(capability, { type: 'Cancelled', jobs: [id] })
+      }
+      if (write?.op === 'enqueue') {
+        const deadlineAtMs = write.deadlineAtMs
+        const job = { id: event.id, requester: event.pubkey, kind: event.kind, raw, queuedAtMs: write.queuedAtMs, deadlineAtMs }
+        tellDispatcher(write.capability, { type: 'Enqueued', job })
+        return
+      }
+      if (write?.op !== 'report') return
+      const capability = d.board.capabilityOf(write.job)
+      const report = jobReportOf(event)
+      if (capability === undefined || !report.ok || report.value === undefined) return
+      tellDispatcher(capability, { type: 'Reported', pubkey: event.pubkey, report: report.value })
+    },
+    agentActive(capabilities) {
+      for (const capability of capabilities) {
+        if (d.board.openCount(capability) > 0) tellDispatcher(capability, { type: 'AgentReady' })
+      }
+    },
+    agentGone(conn, why) {
+      const capabilities = new Set(d.board.heldBy(conn).map((job) => d.board.capabilityOf(job)!))
+      for (const capability of capabilities) tellDispatcher(capability, { type: 'AgentGone', conn, why })
+    },
+  }
+}

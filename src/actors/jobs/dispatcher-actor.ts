@@ -1,0 +1,68 @@
+// State: one capability's queue and assignments in one community (dispatcher-state.ts), rebuilt from the store.
+// Messages: DispatcherMsg (messages.ts): from its community, from the agent connections, its own I/O, its timer.
+// Crash policy: permanent; a restart reads the open jobs back from the store, which holds every decision.
+//
+// The job dispatcher (docs/jobs.md) at `dispatcher/<community>/<capability>`: it hands each job to exactly
+// one live agent, under a generation the store writes first, and hands it on when that agent leaves, lapses,
+// refuses or does not accept in time. Whatever a superseded agent still sends is refused by the store
+// (a result, feedback) or by the community from the board (a chunk).
+import { assertNever } from '../../protocols/result.js'
+import { type ActorDef, tell } from '../kernel/index.js'
+import { onAssigned } from './assignment.js'
+import type { Ctx, DispatcherDeps, DispatcherState } from './dispatcher-state.js'
+import { onAgentGone, onCancelled, onClosed, onEnqueued, onReported, onTick } from './job-end.js'
+import type { DispatcherMsg } from './messages.js'
+import { onRebuilt, startRebuild } from './rebuild.js'
+
+export const dispatcherPath = (community: string, capability: string) => `dispatcher/${community}/${capability}`
+
+const DEFAULT_TICK_MS = 250
+// every stored request of its capability is told to it, at the community's ingest rate
+const MAILBOX_CAPACITY = 100_000
+
+export function dispatcherActor(deps: DispatcherDeps): ActorDef<DispatcherState, DispatcherMsg> {
+  let timer: ReturnType<typeof setInterval> | undefined
+  return {
+    kind: 'dispatcher',
+    init: (ctx) => {
+      // a tick the dispatcher cannot take is skipped: the next one looks again
+      timer ??= setInterval(() => tell(ctx.self, { type: 'Tick' }), deps.tickMs ?? DEFAULT_TICK_MS)
+      timer.unref?.()
+      deps.board.forget(deps.capability)
+      startRebuild(ctx, deps)
+      return { ready: false, jobs: new Map(), queue: [], held: new Map(), lastAssignedMs: new Map(), early: [] }
+    },
+    handle: (state, msg, ctx) => handle(state, msg, ctx, deps),
+    afterStop: () => {
+      clearInterval(timer)
+      deps.board.forget(deps.capability)
+    },
+    mailboxCapacity: MAILBOX_CAPACITY,
+    policy: { mode: 'permanent' },
+  }
+}
+
+function handle(state: DispatcherState, msg: DispatcherMsg, ctx: Ctx, deps: DispatcherDeps): DispatcherState {
+  switch (msg.type) {
+    case 'Enqueued':
+      return onEnqueued(state, msg, ctx, deps)
+    case 'Reported':
+      return onReported(state, msg, ctx, deps)
+    case 'Cancelled':
+      return onCancelled(state, msg, ctx, deps)
+    case 'AgentReady':
+      return onTick(state, ctx, deps)
+    case 'AgentGone':
+      return onAgentGone(state, msg, ctx, deps)
+    case 'Rebuilt':
+      return onRebuilt(state, msg, ctx, deps)
+    case 'Assigned':
+      return onAssigned(state, msg, ctx, deps)
+    case 'Closed':
+      return onClosed(state, msg, ctx, deps)
+    case 'Tick':
+      return onTick(state, ctx, deps)
+    default:
+      return assertNever(msg)
+  }
+}

@@ -1,0 +1,80 @@
+// The types a job dispatcher's parts share (docs/jobs.md), so that no part imports the actor.
+import type { Logger } from '../../infra/log.js'
+import type { Metrics } from '../../infra/metrics.js'
+import type { EventStore } from '../../infra/store/event-store.js'
+import type { JobLedger } from '../../infra/store/job-ledger.js'
+import type { JobErrorCode } from '../../protocols/jobs.js'
+import type { NostrEvent } from '../../protocols/nip01/event.js'
+import type { EventTemplate } from '../../protocols/nip01/sign.js'
+import type { ActorContext } from '../kernel/index.js'
+import type { AgentCandidate } from './agent-choice.js'
+import type { JobBoard } from './job-board.js'
+import type { DispatcherMsg, QueuedJob } from './messages.js'
+
+export interface JobLimits {
+  /** how long an agent has to accept an assignment (its `processing`) before the job goes to another */
+  acceptTimeoutMs: number
+  /** assignments of one job before it ends `exhausted` */
+  maxAttempts: number
+  /** open jobs of one capability; past it a request is answered `rate-limited:` */
+  maxQueuedPerCapability: number
+}
+
+export interface DispatcherDeps {
+  community: string
+  capability: string
+  store: Pick<EventStore, 'save' | 'query'> & { jobs: JobLedger }
+  board: JobBoard
+  /** this node's ACTIVE agent connections offering the capability, now */
+  candidates: () => AgentCandidate[]
+  /** sends `event` to that connection alone, on its subscription that matches it; false when none can take it */
+  deliverTo: (conn: string, event: NostrEvent, raw: string) => boolean
+  /** a relay event for the community to deliver live and to the other nodes */
+  announce: (event: NostrEvent, raw: string) => void
+  /** signs with the community's key */
+  sign: (t: EventTemplate, createdAt: number) => NostrEvent
+  limits: JobLimits
+  /** monotonic ms: accept deadlines, the assignment latency */
+  nowMs: () => number
+  /** epoch ms: a job's deadline is stored as one */
+  wallMs: () => number
+  metrics: Pick<Metrics, 'jobAssignments' | 'jobsEnded' | 'jobAssignmentSeconds'>
+  log: Pick<Logger, 'warn' | 'error' | 'info'>
+  /** how often accept deadlines and job deadlines are looked at; default 250 ms */
+  tickMs?: number
+}
+
+/** `unclosed`: its terminal error could not be stored; the timer tries again */
+export type JobPhase = 'queued' | 'assigning' | 'assigned' | 'running' | 'closing' | 'unclosed'
+
+export interface JobEntry {
+  job: QueuedJob
+  generation: number
+  attempts: number
+  phase: JobPhase
+  /** the connection it is assigned (or being assigned) to */
+  holder?: { conn: string; pubkey: string }
+  /** monotonic: an assignment not accepted by then goes to another agent */
+  acceptByMs?: number
+  /** monotonic: when it joined the queue (the assignment latency) */
+  waitingSinceMs: number
+  /** why it is being ended by the relay, once it is */
+  closing?: { code: JobErrorCode; text: string }
+  /** agents that refused it, failed it or let it lapse: tried last */
+  excluded: Set<string>
+}
+
+export interface DispatcherState {
+  /** false until the open jobs were read back from the store */
+  ready: boolean
+  jobs: Map<string, JobEntry>
+  /** ids in the order they go out; an id whose entry is not `queued` any more is skipped */
+  queue: string[]
+  /** jobs each connection holds from this dispatcher */
+  held: Map<string, number>
+  lastAssignedMs: Map<string, number>
+  /** stored before the open jobs were read: queued once they are */
+  early: QueuedJob[]
+}
+
+export type Ctx = ActorContext<DispatcherMsg>

@@ -1,0 +1,141 @@
+// How a dispatched job moves after its assignment and how it ends (docs/jobs.md#states): its agent's reports
+// (accepted, failed, finished), cancellation, the timer's accept and job deadlines, and the relay's own
+// terminal error, stored under the job's generation like any final answer.
+import { type JobErrorCode, terminalErrorTemplate } from '../../protocols/jobs.js'
+import { REDELIVER } from '../community/messages.js'
+import { pipeTo } from '../kernel/index.js'
+import { pump, reassign, release, revoke } from './assignment.js'
+import type { Ctx, DispatcherDeps, DispatcherState, JobEntry } from './dispatcher-state.js'
+import type { DispatcherMsg, QueuedJob } from './messages.js'
+
+type Msg<T extends DispatcherMsg['type']> = Extract<DispatcherMsg, { type: T }>
+
+export function onEnqueued(state: DispatcherState, msg: Msg<'Enqueued'>, ctx: Ctx, deps: DispatcherDeps): DispatcherState {
+  if (!state.ready) {
+    state.early.push(msg.job)
+    return state
+  }
+  queueJob(state, msg.job, deps)
+  pump(state, ctx, deps)
+  return state
+}
+
+/** A stored job joins the queue (once: a rebuild may have read it already). */
+export function queueJob(state: DispatcherState, job: QueuedJob, deps: DispatcherDeps, generation = 0, attempts = 0): JobEntry | undefined {
+  if (state.jobs.has(job.id)) return undefined
+  const entry: JobEntry = { job, generation, attempts, phase: 'queued', waitingSinceMs: deps.nowMs(), excluded: new Set() }
+  state.jobs.set(job.id, entry)
+  state.queue.push(job.id)
+  deps.board.add(job.id, deps.capability)
+  return entry
+}
+
+export function onReported(state: DispatcherState, msg: Msg<'Reported'>, ctx: Ctx, deps: DispatcherDeps): DispatcherState {
+  const { report, pubkey } = msg
+  const entry = state.jobs.get(report.job)
+  // the store checked the generation; one this dispatcher has moved past is news of an assignment it replaced
+  if (entry === undefined || report.generation !== entry.generation) return state
+  switch (report.what) {
+    case 'processing':
+      if (entry.phase === 'assigned' && entry.holder?.pubkey === pubkey) {
+        entry.phase = 'running'
+        entry.acceptByMs = undefined
+      }
+      return state
+    case 'result':
+      endJob(state, entry, 'success', ctx, deps)
+      return state
+    case 'error':
+      if (report.retry) reassign(state, entry, 'its agent refused it or failed it retryably', ctx, deps)
+      else endJob(state, entry, 'error', ctx, deps)
+      return state
+    default:
+      return state
+  }
+}
+
+export function onCancelled(state: DispatcherState, msg: Msg<'Cancelled'>, ctx: Ctx, deps: DispatcherDeps): DispatcherState {
+  for (const id of msg.jobs) {
+    const entry = state.jobs.get(id)
+    if (entry === undefined) continue
+    if (entry.holder) revoke(entry, entry.holder, 'cancelled', deps)
+    endJob(state, entry, 'cancelled', ctx, deps)
+  }
+  return state
+}
+
+export function onAgentGone(state: DispatcherState, msg: Msg<'AgentGone'>, ctx: Ctx, deps: DispatcherDeps): DispatcherState {
+  for (const entry of [...state.jobs.values()]) {
+    if (entry.holder?.conn !== msg.conn || (entry.phase !== 'assigned' && entry.phase !== 'running')) continue
+    reassign(state, entry, msg.why === 'closed' ? 'its agent connection closed' : "its agent's lease lapsed", ctx, deps)
+  }
+  state.held.delete(msg.conn)
+  state.lastAssignedMs.delete(msg.conn)
+  return state
+}
+
+/** Accept deadlines and job deadlines, then whatever can go out now. */
+export function onTick(state: DispatcherState, ctx: Ctx, deps: DispatcherDeps): DispatcherState {
+  if (!state.ready) return state
+  const now = deps.nowMs()
+  const wall = deps.wallMs()
+  for (const entry of [...state.jobs.values()]) {
+    if (entry.phase === 'assigning' || entry.phase === 'closing') continue
+    if (entry.phase === 'unclosed' && entry.closing) {
+      closeJob(state, entry, entry.closing.code, entry.closing.text, ctx, deps)
+      continue
+    }
+    const deadline = entry.job.deadlineAtMs
+    if (deadline !== null && wall >= deadline) {
+      if (entry.holder) revoke(entry, entry.holder, 'deadline', deps)
+      closeJob(state, entry, 'deadline', 'the job passed its deadline', ctx, deps)
+    } else if (entry.phase === 'assigned' && entry.acceptByMs !== undefined && now >= entry.acceptByMs) {
+      reassign(state, entry, 'its agent did not accept in time', ctx, deps)
+    }
+  }
+  pump(state, ctx, deps)
+  return state
+}
+
+/** The relay's terminal error, stored under the job's generation (the store refuses it if the job ended first). */
+export function closeJob(state: DispatcherState, entry: JobEntry, code: JobErrorCode, text: string, ctx: Ctx, deps: DispatcherDeps) {
+  release(state, entry)
+  deps.board.hold(entry.job.id, undefined)
+  entry.phase = 'closing'
+  entry.closing = { code, text }
+  const event = deps.sign(
+    terminalErrorTemplate({ job: entry.job.id, requester: entry.job.requester, generation: entry.generation, code, text }),
+    Math.floor(deps.wallMs() / 1000),
+  )
+  const raw = JSON.stringify(event)
+  const saved = deps.store.save(deps.community, event as Parameters<DispatcherDeps['store']['save']>[1], raw, {
+    op: 'close',
+    job: entry.job.id,
+    generation: entry.generation,
+  })
+  pipeTo(ctx.self, saved, (outcome): DispatcherMsg => ({ type: 'Closed', job: entry.job.id, code, event: { raw }, outcome }), REDELIVER)
+}
+
+export function onClosed(state: DispatcherState, msg: Msg<'Closed'>, ctx: Ctx, deps: DispatcherDeps): DispatcherState {
+  const entry = state.jobs.get(msg.job)
+  if (entry === undefined || entry.phase !== 'closing') return state
+  if (!msg.outcome.ok) {
+    deps.log.error({ err: msg.outcome.error, community: deps.community, job: msg.job }, "job's terminal error not stored; retrying")
+    entry.phase = 'unclosed'
+    return state
+  }
+  const outcome = msg.outcome.value
+  if (outcome.status === 'saved') deps.announce(JSON.parse(msg.event.raw), msg.event.raw)
+  // fenced: the job ended otherwise first (its result got in), and that is its one final answer
+  endJob(state, entry, outcome.status === 'saved' ? msg.code : undefined, ctx, deps)
+  return state
+}
+
+/** The job is over here; its agent has room again. `outcome` undefined: ended elsewhere, not counted here. */
+export function endJob(state: DispatcherState, entry: JobEntry, outcome: string | undefined, ctx: Ctx, deps: DispatcherDeps): void {
+  release(state, entry)
+  state.jobs.delete(entry.job.id)
+  deps.board.remove(entry.job.id)
+  if (outcome !== undefined) deps.metrics.jobsEnded.inc({ outcome })
+  pump(state, ctx, deps)
+}

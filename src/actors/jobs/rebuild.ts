@@ -1,0 +1,66 @@
+// A dispatcher's start (docs/jobs.md#recovery): the store is the truth, so the open jobs of its capability are
+// read back with their requests, beside the actor. A job whose agent is still connected here keeps it; any
+// other assigned job goes to another agent under the next generation, which fences the one it had.
+import type { JobRow } from '../../infra/store/job-ledger.js'
+import { REDELIVER } from '../community/messages.js'
+import { pipeTo } from '../kernel/index.js'
+import { pump, reassign } from './assignment.js'
+import type { Ctx, DispatcherDeps, DispatcherState } from './dispatcher-state.js'
+import { queueJob } from './job-end.js'
+import type { DispatcherMsg } from './messages.js'
+
+type Msg<T extends DispatcherMsg['type']> = Extract<DispatcherMsg, { type: T }>
+
+/** ids per read of the requests: one filter's list holds at most 1,000 values */
+const IDS_PER_READ = 500
+
+export function startRebuild(ctx: Ctx, deps: DispatcherDeps): void {
+  const read = async () => {
+    const rows = await deps.store.jobs.openJobs(deps.community, deps.capability, deps.limits.maxQueuedPerCapability)
+    const requests = []
+    for (let i = 0; i < rows.length; i += IDS_PER_READ) {
+      const ids = rows.slice(i, i + IDS_PER_READ).map((r) => r.id)
+      requests.push(...(await deps.store.query(deps.community, [{ ids, limit: ids.length }], { now: Math.floor(deps.wallMs() / 1000) })))
+    }
+    return { rows, requests }
+  }
+  pipeTo(ctx.self, read(), (outcome): DispatcherMsg => ({ type: 'Rebuilt', outcome }), REDELIVER)
+}
+
+export function onRebuilt(state: DispatcherState, msg: Msg<'Rebuilt'>, ctx: Ctx, deps: DispatcherDeps): DispatcherState {
+  // a store outage: supervision restarts the dispatcher, whose init reads again
+  if (!msg.outcome.ok) throw msg.outcome.error
+  const { rows, requests } = msg.outcome.value
+  const raws = new Map(requests.map((r) => [r.id, r.raw]))
+  const here = new Map(deps.candidates().map((c) => [c.pubkey, c.conn]))
+  state.ready = true
+  for (const row of rows) {
+    const raw = raws.get(row.id)
+    if (raw === undefined) {
+      deps.log.warn({ community: deps.community, job: row.id }, 'an open job has no stored request; left as it is')
+      continue
+    }
+    restore(state, row, raw, here, ctx, deps)
+  }
+  for (const job of state.early.splice(0)) queueJob(state, job, deps)
+  pump(state, ctx, deps)
+  return state
+}
+
+function restore(state: DispatcherState, row: JobRow, raw: string, here: Map<string, string>, ctx: Ctx, deps: DispatcherDeps) {
+  const job = { id: row.id, requester: row.requester, kind: row.kind, raw, queuedAtMs: row.queuedAtMs, deadlineAtMs: row.deadlineAtMs }
+  const entry = queueJob(state, job, deps, row.generation, row.attempts)
+  if (entry === undefined || row.state === 'queued' || row.assignee === null) return
+  const conn = here.get(row.assignee)
+  if (conn === undefined) {
+    // its agent is not connected here: the job goes on without it
+    entry.phase = 'running'
+    reassign(state, entry, 'its agent is gone since the dispatcher started', ctx, deps)
+    return
+  }
+  entry.phase = row.state === 'running' ? 'running' : 'assigned'
+  entry.holder = { conn, pubkey: row.assignee }
+  state.held.set(conn, (state.held.get(conn) ?? 0) + 1)
+  deps.board.hold(row.id, { conn, pubkey: row.assignee, generation: row.generation })
+  if (entry.phase === 'assigned') entry.acceptByMs = deps.nowMs() + deps.limits.acceptTimeoutMs
+}

@@ -1,0 +1,61 @@
+// Job dispatch for one community (docs/jobs.md), wired from what the node has: the event store's jobs table, the
+// community's agent connections and subscriptions (read, never changed), its key, and its actor to deliver the
+// relay's terminal errors. Undefined when the store has no jobs table: dispatch requests are then refused.
+
+import { communityPath } from '../actors/community/community-actor.js'
+import type { CommunityDeps, CommunitySurvivors } from '../actors/community/community-state.js'
+import { deliverToConnection } from '../actors/community/direct-delivery.js'
+import type { CommunityMsg } from '../actors/community/messages.js'
+import { type CommunityJobs, createCommunityJobs } from '../actors/jobs/community-jobs.js'
+import { dispatcherActor } from '../actors/jobs/dispatcher-actor.js'
+import { JobBoard } from '../actors/jobs/job-board.js'
+import type { DispatcherMsg } from '../actors/jobs/messages.js'
+import { type ActorDef, type Kernel, tell } from '../actors/kernel/index.js'
+import type { Config } from '../infra/config.js'
+import type { VerifiedEvent } from '../protocols/nip01/event.js'
+
+export interface CommunityJobsWiring {
+  kernel: Kernel
+  config: Pick<Config, 'jobs'>
+  wallMs: () => number
+}
+
+/** `survivors` is read when a dispatcher starts, after the community's survivors exist. */
+export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, survivors: () => CommunitySurvivors): CommunityJobs | undefined {
+  const jobs = c.store.jobs
+  if (jobs === undefined) return undefined
+  const community = c.record.id
+  const board = new JobBoard()
+  const limits = w.config.jobs
+  const dispatcherOf = (capability: string) =>
+    dispatcherActor({
+      community,
+      capability,
+      store: { save: c.store.save.bind(c.store), query: c.store.query.bind(c.store), jobs },
+      board,
+      candidates: () => survivors().agents.candidatesFor(capability),
+      deliverTo: (conn, event, raw) => deliverToConnection(survivors().index, conn, event, raw),
+      announce: (event, raw) => {
+        const ref = w.kernel.lookup<CommunityMsg>(communityPath(community))
+        // a community down misses delivering it live: the error is stored, and a REQ finds it
+        if (ref) tell(ref, { type: 'Announce', events: [{ event: event as VerifiedEvent, raw }], from: 'jobs' })
+      },
+      sign: c.sign,
+      limits,
+      nowMs: c.nowMs,
+      wallMs: w.wallMs,
+      metrics: c.metrics,
+      log: c.log,
+    }) as unknown as ActorDef<unknown, DispatcherMsg>
+  return createCommunityJobs({
+    community,
+    kernel: w.kernel,
+    board,
+    dispatcherOf,
+    maxQueuedPerCapability: limits.maxQueuedPerCapability,
+    maxRequestBytes: limits.maxRequestBytes,
+    maxDeadlineMs: limits.maxDeadlineMs,
+    wallMs: w.wallMs,
+    log: c.log,
+  })
+}
