@@ -1,6 +1,7 @@
 // Job dispatch for one community (docs/jobs.md), wired from what the node has: the event store's jobs table, the
 // community's agent connections and subscriptions (read, never changed), its key, and its actor to deliver the
-// relay's terminal errors. Undefined when the store has no jobs table: dispatch requests are then refused.
+// relay's terminal errors. Undefined when the store has no jobs table, or in a cluster (one owner per capability
+// is not built yet): dispatch requests are then refused `unsupported:`.
 
 import { communityPath } from '../actors/community/community-actor.js'
 import type { CommunityDeps, CommunitySurvivors } from '../actors/community/community-state.js'
@@ -16,6 +17,8 @@ import type { VerifiedEvent } from '../protocols/nip01/event.js'
 
 export interface CommunityJobsWiring {
   kernel: Kernel
+  /** several nodes: not yet (each capability needs one owner node, the mesh's job); dispatch is refused */
+  clustered: boolean
   config: Pick<Config, 'jobs'>
   wallMs: () => number
 }
@@ -23,7 +26,7 @@ export interface CommunityJobsWiring {
 /** `survivors` is read when a dispatcher starts, after the community's survivors exist. */
 export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, survivors: () => CommunitySurvivors): CommunityJobs | undefined {
   const jobs = c.store.jobs
-  if (jobs === undefined) return undefined
+  if (jobs === undefined || w.clustered) return undefined
   const community = c.record.id
   const board = new JobBoard()
   const limits = w.config.jobs

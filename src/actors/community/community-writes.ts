@@ -23,7 +23,7 @@ import { DUPLICATE, NOT_PROCESSED, NOT_STORED, refuse, storedAnswer } from './wr
 import { command } from './write-commands.js'
 import { deliverLater, effectDone } from './write-effects.js'
 
-const NO_DISPATCH = reason('unsupported', 'this relay does not dispatch jobs on its store')
+const NO_DISPATCH = reason('unsupported', 'this relay does not dispatch jobs here yet')
 
 /** A write whose checks came back later than this is not stored: its writer's ask (30 s) ended before. */
 const STALE_PREPARED_MS = 25_000
