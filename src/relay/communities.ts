@@ -104,6 +104,8 @@ export function createCommunities(d: CommunitiesDeps): Communities {
     agents.set(record.id, readOnlyAgents(survivors.agents, nowMs, wallMs))
     d.kernel.spawn(registryPath(record.id), registryActor(registryDeps(deps, survivors)))
     d.kernel.spawn(path, communityActor(deps, survivors))
+    // a store that cannot say now: the dispatchers start with the next request or agent of their capability
+    jobs?.start().catch((error: unknown) => d.log.error({ err: error, community: record.id }, 'job dispatchers not started'))
   }
 
   function linkOf(community: string, path: string, lag: LagReporter): CommunityLink {

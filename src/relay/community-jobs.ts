@@ -53,6 +53,7 @@ export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, surviv
   return createCommunityJobs({
     community,
     kernel: w.kernel,
+    store: jobs,
     board,
     dispatcherOf,
     maxQueuedPerCapability: limits.maxQueuedPerCapability,

@@ -2,7 +2,7 @@
 // stored with each event), the checks it makes before storing or relaying (the queue's bound, a chunk's
 // fence), and what it tells the dispatchers once the store decided. One per community, made by the
 // composition root; the dispatchers are activated on first use, one per capability.
-import type { JobWrite } from '../../infra/store/job-ledger.js'
+import type { JobLedger, JobWrite } from '../../infra/store/job-ledger.js'
 import { endsJob, isDispatchRequest, jobReportOf, KIND_JOB_CHUNK, parseJobRequest } from '../../protocols/jobs.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
@@ -25,11 +25,14 @@ export interface CommunityJobs {
   agentActive(capabilities: readonly string[]): void
   /** an agent connection closed or lapsed: the jobs it holds go elsewhere */
   agentGone(conn: string, why: 'closed' | 'lapsed'): void
+  /** the community started: the dispatchers of capabilities with open jobs start too (read beside the caller) */
+  start(): Promise<void>
 }
 
 export interface CommunityJobsDeps {
   community: string
   kernel: Pick<Kernel, 'getOrSpawn'>
+  store: Pick<JobLedger, 'openCapabilities'>
   board: JobBoard
   /** the dispatcher of one capability, as the composition root builds it */
   dispatcherOf: (capability: string) => ActorDef<unknown, DispatcherMsg>
@@ -113,6 +116,9 @@ export function createCommunityJobs(d: CommunityJobsDeps): CommunityJobs {
       for (const capability of capabilities) {
         if (d.board.openCount(capability) > 0) tellDispatcher(capability, { type: 'AgentReady' })
       }
+    },
+    async start() {
+      for (const capability of await d.store.openCapabilities(d.community)) dispatcher(capability)
     },
     agentGone(conn, why) {
       const capabilities = new Set(d.board.heldBy(conn).map((job) => d.board.capabilityOf(job)!))

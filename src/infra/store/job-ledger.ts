@@ -50,6 +50,8 @@ export interface JobLedger {
   assign(community: string, job: string, expected: number, assignee: string | null): Promise<AssignOutcome>
   /** the community's open jobs, oldest first (a dispatcher's queue rebuilt after a restart or takeover) */
   openJobs(community: string, capability: string, limit: number): Promise<JobRow[]>
+  /** the capabilities with open jobs in the community: whose dispatchers must start when the community does */
+  openCapabilities(community: string): Promise<string[]>
   /** one job's row, or undefined */
   job(community: string, job: string): Promise<JobRow | undefined>
 }
