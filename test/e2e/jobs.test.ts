@@ -58,12 +58,19 @@ async function requestJob(r: TestRelay, capability: string, input: string, extra
   return { keys, c, job, subId, ok }
 }
 
-const isEventOn = (subId: string, pred: (e: NostrEvent) => boolean = () => true) => (f: Frame) =>
-  f[0] === 'EVENT' && f[1] === subId && pred(f[2] as NostrEvent)
+const isEventOn =
+  (subId: string, pred: (e: NostrEvent) => boolean = () => true) =>
+  (f: Frame) =>
+    f[0] === 'EVENT' && f[1] === subId && pred(f[2] as NostrEvent)
 const tagOf = (e: NostrEvent, name: string) => e.tags.find((t) => t[0] === name)?.[1]
 
 async function nextAssignment(a: Agent, timeoutMs = 5_000): Promise<NostrEvent> {
-  return (await a.c.next(isEventOn(a.subId, (e) => tagOf(e, 'status') === 'assigned'), timeoutMs))[2] as NostrEvent
+  return (
+    await a.c.next(
+      isEventOn(a.subId, (e) => tagOf(e, 'status') === 'assigned'),
+      timeoutMs,
+    )
+  )[2] as NostrEvent
 }
 
 /** What the assignee sends: feedback or a result, with the generation it was given. */
@@ -105,7 +112,11 @@ describe('dispatched jobs on one relay', () => {
     // one final answer: a second result from the same assignee is refused
     const again = await publish(agent.c, report(agent, assignment, 6050, [], 'HELLO twice'))
     expect(again.prefix).toBe('restricted')
-    await eventually(() => ended(r, 'success'), (n) => n === 1, 'one job ended success')
+    await eventually(
+      () => ended(r, 'success'),
+      (n) => n === 1,
+      'one job ended success',
+    )
     expect(await metric(r, 'apiary_jobs_queued_total')).toBe(1)
   })
 
@@ -132,7 +143,7 @@ describe('dispatched jobs on one relay', () => {
     expect(results.map((e) => e.content)).toEqual(['done'])
   })
 
-  it('relays the assignee\'s chunks to the requester in order and refuses a chunk from anyone else', async () => {
+  it("relays the assignee's chunks to the requester in order and refuses a chunk from anyone else", async () => {
     const r = await relays.start(FAST)
     const agent = await agentOn(r, 'echo')
     const req = await requestJob(r, 'echo', 'stream')
@@ -143,14 +154,26 @@ describe('dispatched jobs on one relay', () => {
     const stranger = await agentOn(r, 'other')
     const forged = signEvent(stranger.keys, {
       kind: KIND_JOB_CHUNK,
-      tags: [['e', req.job.event.id], ['p', req.keys.pubkey], ['generation', '1'], ['seq', '5']],
+      tags: [
+        ['e', req.job.event.id],
+        ['p', req.keys.pubkey],
+        ['generation', '1'],
+        ['seq', '5'],
+      ],
       content: 'forged',
     })
     expect((await publish(stranger.c, forged)).prefix).toBe('restricted')
-    const wrongGeneration = report(agent, { ...a, tags: a.tags.map((t) => (t[0] === 'generation' ? ['generation', '2'] : t)) }, KIND_JOB_CHUNK, [['seq', '5']], 'x')
+    const wrongGeneration = report(
+      agent,
+      { ...a, tags: a.tags.map((t) => (t[0] === 'generation' ? ['generation', '2'] : t)) },
+      KIND_JOB_CHUNK,
+      [['seq', '5']],
+      'x',
+    )
     expect((await publish(agent.c, wrongGeneration)).prefix).toBe('restricted')
     const chunks: string[] = []
-    for (let i = 0; i < 5; i++) chunks.push(((await req.c.next(isEventOn(req.subId, (e) => e.kind === KIND_JOB_CHUNK)))[2] as NostrEvent).content)
+    for (let i = 0; i < 5; i++)
+      chunks.push(((await req.c.next(isEventOn(req.subId, (e) => e.kind === KIND_JOB_CHUNK)))[2] as NostrEvent).content)
     expect(chunks).toEqual(['part 0', 'part 1', 'part 2', 'part 3', 'part 4'])
   })
 
@@ -171,7 +194,11 @@ describe('dispatched jobs on one relay', () => {
     const terminal = (await req.c.next(isEventOn(req.subId, (e) => e.kind === 7000 && tagOf(e, 'code') === 'exhausted')))[2] as NostrEvent
     expect(terminal.pubkey).toBe(await selfOf(r))
     expect(tagOf(terminal, 'status')).toBe('error')
-    await eventually(() => ended(r, 'exhausted'), (n) => n === 1, 'one job ended exhausted')
+    await eventually(
+      () => ended(r, 'exhausted'),
+      (n) => n === 1,
+      'one job ended exhausted',
+    )
   })
 
   it('takes the job from an agent that does not accept within jobs.acceptTimeoutMs and revokes its assignment', async () => {
@@ -203,12 +230,23 @@ describe('dispatched jobs on one relay', () => {
     const agent = await agentOn(r, 'echo')
     const req = await requestJob(r, 'echo', 'x')
     const a = await nextAssignment(agent)
-    const deletion = signEvent(req.keys, { kind: 5, tags: [['e', req.job.event.id], ['k', '5050']], content: '' })
+    const deletion = signEvent(req.keys, {
+      kind: 5,
+      tags: [
+        ['e', req.job.event.id],
+        ['k', '5050'],
+      ],
+      content: '',
+    })
     expect((await publish(req.c, deletion)).accepted).toBe(true)
     const revoked = (await agent.c.next(isEventOn(agent.subId, (e) => tagOf(e, 'status') === 'revoked')))[2] as NostrEvent
     expect(tagOf(revoked, 'code')).toBe('cancelled')
     expect((await publish(agent.c, report(agent, a, 6050, [], 'too late'))).prefix).toBe('restricted')
-    await eventually(() => ended(r, 'cancelled'), (n) => n === 1, 'one job ended cancelled')
+    await eventually(
+      () => ended(r, 'cancelled'),
+      (n) => n === 1,
+      'one job ended cancelled',
+    )
   })
 
   it('answers "rate-limited:" at jobs.maxQueuedPerCapability + 1 and "invalid:" to a request without one capability', async () => {
@@ -230,7 +268,11 @@ describe('dispatched jobs on one relay', () => {
     const wide = await agentOn(r, 'echo', { concurrency: 2 })
     const narrow = await agentOn(r, 'echo')
     for (let i = 0; i < 4; i++) await requestJob(r, 'echo', `job ${i}`)
-    await eventually(() => labelledMetric(r, 'apiary_job_assignments_total', { attempt: 'first' }), (n) => n === 3, 'three first assignments')
+    await eventually(
+      () => labelledMetric(r, 'apiary_job_assignments_total', { attempt: 'first' }),
+      (n) => n === 3,
+      'three first assignments',
+    )
     const count = (a: Agent) => a.c.frames.filter(isEventOn(a.subId, (e) => tagOf(e, 'status') === 'assigned')).length
     expect(count(wide)).toBe(2)
     expect(count(narrow)).toBe(1)

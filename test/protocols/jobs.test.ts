@@ -55,15 +55,64 @@ describe('a dispatched job request', () => {
   })
 })
 
-describe("what an assignee sends about a job", () => {
+describe('what an assignee sends about a job', () => {
   it.each([
-    ['processing feedback', event(7000, [['e', JOB], ['status', 'processing'], ['generation', '3']]), { what: 'processing', generation: 3, retry: false }, false],
-    ['partial feedback', event(7000, [['e', JOB], ['status', 'partial'], ['generation', '1']]), { what: 'partial', generation: 1, retry: false }, false],
-    ['a final error', event(7000, [['e', JOB], ['status', 'error'], ['generation', '1']]), { what: 'error', generation: 1, retry: false }, true],
-    ['a retryable error', event(7000, [['e', JOB], ['status', 'error'], ['retry'], ['generation', '1']]), { what: 'error', generation: 1, retry: true }, false],
-    ['a result', event(resultKindOf(5050), [['e', JOB], ['generation', '2']]), { what: 'result', generation: 2, retry: false }, true],
+    [
+      'processing feedback',
+      event(7000, [
+        ['e', JOB],
+        ['status', 'processing'],
+        ['generation', '3'],
+      ]),
+      { what: 'processing', generation: 3, retry: false },
+      false,
+    ],
+    [
+      'partial feedback',
+      event(7000, [
+        ['e', JOB],
+        ['status', 'partial'],
+        ['generation', '1'],
+      ]),
+      { what: 'partial', generation: 1, retry: false },
+      false,
+    ],
+    [
+      'a final error',
+      event(7000, [
+        ['e', JOB],
+        ['status', 'error'],
+        ['generation', '1'],
+      ]),
+      { what: 'error', generation: 1, retry: false },
+      true,
+    ],
+    [
+      'a retryable error',
+      event(7000, [['e', JOB], ['status', 'error'], ['retry'], ['generation', '1']]),
+      { what: 'error', generation: 1, retry: true },
+      false,
+    ],
+    [
+      'a result',
+      event(resultKindOf(5050), [
+        ['e', JOB],
+        ['generation', '2'],
+      ]),
+      { what: 'result', generation: 2, retry: false },
+      true,
+    ],
     ['a result without generation', event(6001, [['e', JOB]]), { what: 'result', generation: undefined, retry: false }, true],
-    ['a chunk', event(KIND_JOB_CHUNK, [['e', JOB], ['generation', '1'], ['seq', '0']]), { what: 'chunk', generation: 1, retry: false, seq: 0 }, false],
+    [
+      'a chunk',
+      event(KIND_JOB_CHUNK, [
+        ['e', JOB],
+        ['generation', '1'],
+        ['seq', '0'],
+      ]),
+      { what: 'chunk', generation: 1, retry: false, seq: 0 },
+      false,
+    ],
   ])('reads %s', (_what, e, want, ends) => {
     const r = jobReportOf(e)
     expect(r).toEqual({ ok: true, value: { job: JOB, ...want } })
@@ -76,11 +125,41 @@ describe("what an assignee sends about a job", () => {
   })
 
   it.each([
-    ['a generation of 0', event(7000, [['e', JOB], ['generation', '0']])],
-    ['a generation that is not a number', event(6050, [['e', JOB], ['generation', 'x']])],
-    ['a chunk without a seq', event(KIND_JOB_CHUNK, [['e', JOB], ['generation', '1']])],
-    ['a chunk without a generation', event(KIND_JOB_CHUNK, [['e', JOB], ['seq', '0']])],
-    ['a chunk without a job', event(KIND_JOB_CHUNK, [['generation', '1'], ['seq', '0']])],
+    [
+      'a generation of 0',
+      event(7000, [
+        ['e', JOB],
+        ['generation', '0'],
+      ]),
+    ],
+    [
+      'a generation that is not a number',
+      event(6050, [
+        ['e', JOB],
+        ['generation', 'x'],
+      ]),
+    ],
+    [
+      'a chunk without a seq',
+      event(KIND_JOB_CHUNK, [
+        ['e', JOB],
+        ['generation', '1'],
+      ]),
+    ],
+    [
+      'a chunk without a generation',
+      event(KIND_JOB_CHUNK, [
+        ['e', JOB],
+        ['seq', '0'],
+      ]),
+    ],
+    [
+      'a chunk without a job',
+      event(KIND_JOB_CHUNK, [
+        ['generation', '1'],
+        ['seq', '0'],
+      ]),
+    ],
   ])('refuses %s with invalid:', (_what, e) => {
     const r = jobReportOf(e)
     expect(r.ok).toBe(false)
@@ -90,7 +169,14 @@ describe("what an assignee sends about a job", () => {
 
 describe('what the relay signs', () => {
   it('carries the request in the assignment and the generation in every template', () => {
-    const t = assignmentTemplate({ job: JOB, agent: 'p'.repeat(64), capability: 'echo', generation: 4, acceptMs: 5000, requestRaw: '{"x":1}' })
+    const t = assignmentTemplate({
+      job: JOB,
+      agent: 'p'.repeat(64),
+      capability: 'echo',
+      generation: 4,
+      acceptMs: 5000,
+      requestRaw: '{"x":1}',
+    })
     expect(t.content).toBe('{"x":1}')
     expect(t.tags).toContainEqual(['generation', '4'])
     expect(t.tags).toContainEqual(['status', 'assigned'])

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { type AgentCandidate, chooseAgent } from '../../../src/actors/jobs/agent-choice'
 
-const agent = (conn: string, extra: Partial<AgentCandidate> = {}): AgentCandidate => ({ conn, pubkey: `pk-${conn}`, concurrency: 1, ...extra })
+const agent = (conn: string, extra: Partial<AgentCandidate> = {}): AgentCandidate => ({
+  conn,
+  pubkey: `pk-${conn}`,
+  concurrency: 1,
+  ...extra,
+})
 const choice = (held: Record<string, number> = {}, last: Record<string, number> = {}) => ({
   held: new Map(Object.entries(held)),
   lastAssignedMs: new Map(Object.entries(last)),
