@@ -94,7 +94,11 @@ export function createCommunities(d: CommunitiesDeps): Communities {
     links.set(record.id, link)
     const deps = communityDeps(record, link, lag)
     let survivors: CommunitySurvivors | undefined
-    const jobs = communityJobsOf({ kernel: d.kernel, clustered: d.backends.mode === 'cluster', config: d.config, wallMs }, deps, () => survivors!)
+    const jobs = communityJobsOf(
+      { kernel: d.kernel, clustered: d.backends.mode === 'cluster', config: d.config, wallMs },
+      deps,
+      () => survivors!,
+    )
     if (jobs) {
       deps.jobs = jobs
       deps.agents.changed = (conn, what) => ('active' in what ? jobs.agentActive(what.active) : jobs.agentGone(conn, what.gone))
