@@ -331,19 +331,20 @@ async function pipelinedTransaction(
 ): Promise<SaveOutcome[]> {
   const tx = await sql.reserve()
   try {
-    // settled together at the end; marked handled now, as a stepped plan awaits in between
+    const run = (s: Statement): Promise<Row[]> => tx.unsafe(s.sql, s.params as never[], { prepare: true }).then((r) => r)
+    // settled together at the end; marked handled now, as a stepped plan awaits in between (a plan's own
+    // statements are handled by its Promise.all, or by its decide)
     const sent = <T>(p: Promise<T>): Promise<T> => {
       p.catch(() => {})
       return p
     }
-    const run = (s: Statement): Promise<Row[]> => sent(tx.unsafe(s.sql, s.params as never[], { prepare: true }).then((r) => r))
     // the driver's queries are lazy: `then` sends them, so each is sent here, in this order, in one write
     const body: Promise<unknown>[] = [sent(tx.unsafe('BEGIN').then(() => undefined))]
     /** each plan's outcomes, read once the transaction committed */
     const decided: Promise<() => SaveOutcome[]>[] = []
     let abandoned = false
     try {
-      body.push(run({ sql: LOCK_KEYS, params: [lockIds as string[]] }), ...claim.map(run))
+      body.push(sent(run({ sql: LOCK_KEYS, params: [lockIds as string[]] })), ...claim.map((c) => sent(run(c))))
       for (const p of plans) {
         if ('statements' in p) {
           decided.push(sent(Promise.all(p.statements.map(run)).then((rows) => () => p.outcomes(rows))))

@@ -3,7 +3,7 @@ import type { Database } from 'better-sqlite3'
 import { JOB_COLUMNS, OPEN_STATES_SQL, toJobRow } from '../job-fence.mjs'
 import type { AssignOutcome, JobLedger } from '../job-ledger.js'
 // Extension needed: as above.
-import type { AssignPlan } from './sqlite-write-core.mjs'
+import { type AssignPlan, SAVE_SQL } from './sqlite-write-core.mjs'
 
 /**
  * The jobs table of the embedded store (job-ledger.ts). An assignment is a write: it goes through group commit to
@@ -15,7 +15,8 @@ import type { AssignPlan } from './sqlite-write-core.mjs'
 export const JOB_READ_SQL = {
   openJobs: `SELECT ${JOB_COLUMNS} FROM jobs WHERE community = ? AND capability = ? AND state IN ${OPEN_STATES_SQL}
     ORDER BY queued_at_ms, id LIMIT ?`,
-  job: `SELECT ${JOB_COLUMNS} FROM jobs WHERE community = ? AND id = ?`,
+  // the statement the writer reads a stale assignment's row with
+  job: SAVE_SQL.wholeJob,
 } as const
 
 export interface SqliteJobLedgerDeps {
