@@ -7,6 +7,7 @@ import { connectPostgres, type Sql, toIndexText } from '../../../src/infra/store
 import { type EventTemplate, makeKeys, type SignedEvent, signEvent, type TestKeys } from '../../support/events'
 import { createTestDatabase, type TestDatabase } from '../../support/postgres'
 import { at, idsOf, NOW } from './contract-context'
+import { enqueue, report, request, requester } from './job-ledger.contract'
 
 /**
  * One group-commit batch mixing every kind of decision. Runs of regular events share one multi-row statement
@@ -276,6 +277,61 @@ describe('one PostgreSQL batch mixing regular, replaceable, addressable and dele
   })
 })
 
+describe('one PostgreSQL batch holding writes to the jobs table', () => {
+  it("decides a job's reports against its row as the events before them in the batch left it", async () => {
+    const community = `jobs-${randomUUID()}`
+    const agent = makeKeys()
+    const job = request({ content: 'assigned before the batch' })
+    expect(await store.save(community, job.event, job.raw, enqueue())).toEqual(saved)
+    expect(await store.jobs.assign(community, job.event.id, 0, agent.pubkey)).toMatchObject({ status: 'assigned', generation: 1 })
+    const fresh = request({ content: 'queued in the batch' })
+    const before = note(alice, { content: 'a note in the same run as nothing' })
+    const accepted = report(agent, job, 1, 'processing')
+    const intruder = report(bob, job, 1, 'result')
+    const result = report(agent, job, 1, 'result')
+    const late = report(agent, job, 1, 'partial')
+    // nobody holds the job queued earlier in the batch
+    const early = report(agent, fresh, 1, 'processing')
+    const cancels = deletion(requester, fresh)
+    const transactions = store.stats().transactions
+    const outcomes = await Promise.all(
+      (
+        [
+          [before, undefined],
+          [fresh, enqueue(1)],
+          [accepted.e, accepted.write],
+          [intruder.e, intruder.write],
+          [before, undefined],
+          [result.e, result.write],
+          [late.e, late.write],
+          [early.e, early.write],
+          [accepted.e, accepted.write],
+          [cancels, undefined],
+        ] as const
+      ).map(([e, write]) => store.save(community, e.event, e.raw, write)),
+    )
+    expect(store.stats().transactions - transactions).toBe(1)
+    expect(outcomes.map((o) => o.status)).toEqual([
+      'saved',
+      'saved',
+      'saved',
+      'fenced',
+      'duplicate',
+      'saved',
+      'fenced',
+      'fenced',
+      'duplicate',
+      'saved',
+    ])
+    expect(outcomes.at(-1)).toEqual({ status: 'saved', removedIds: [fresh.event.id] })
+    const stored = await store.query(community, [{ ids: [accepted, intruder, result, late, early].map((r) => r.e.event.id) }], { now: NOW })
+    expect(new Set(idsOf(stored))).toEqual(new Set([accepted.e.event.id, result.e.event.id]))
+    expect(await store.jobs.job(community, job.event.id)).toMatchObject({ state: 'success', generation: 1 })
+    // queued in the batch, and cancelled by its author's deletion later in it
+    expect(await store.jobs.job(community, fresh.event.id)).toMatchObject({ state: 'cancelled', generation: 1, queuedAtMs: 1 })
+  })
+})
+
 describe('a batch whose statement fails (BEGIN, statements and COMMIT leave together)', () => {
   it('rolls the whole batch back, rejects with the failing statement’s error, and leaves its connection clean', async () => {
     // one connection: the next batch must run on the very connection the failed one used
@@ -297,6 +353,31 @@ describe('a batch whose statement fails (BEGIN, statements and COMMIT leave toge
       expect(await stored()).toEqual([])
       expect(await commitBatch(one, [{ community, event: good.event, raw: good.raw }])).toEqual([saved])
       expect(await stored()).toEqual([good.event.id])
+    } finally {
+      await one.end()
+    }
+  })
+
+  it("rolls the whole batch back when a statement before a job's report fails, and decides the report again after", async () => {
+    const one = connectPostgres(db.url, 1)
+    try {
+      const community = randomUUID()
+      const agent = makeKeys()
+      const job = request({ content: 'for the rolled-back batch' })
+      await store.save(community, job.event, job.raw, enqueue())
+      await store.jobs.assign(community, job.event.id, 0, agent.pubkey)
+      const bad = note(bob, { content: 'nul' })
+      const badRaw = bad.raw.replace('"content":"nul"', '"content":"\u0000"')
+      const accepted = report(agent, job, 1, 'processing')
+      const reported = { community, event: accepted.e.event, raw: accepted.e.raw, job: accepted.write }
+      const error = (await commitBatch(one, [{ community, event: bad.event, raw: badRaw }, reported]).catch((e: unknown) => e)) as {
+        code?: string
+      }
+      expect(error).toBeInstanceOf(Error)
+      expect(error.code).not.toBe('25P02')
+      expect(await store.jobs.job(community, job.event.id)).toMatchObject({ state: 'assigned' })
+      expect(await commitBatch(one, [reported])).toEqual([saved])
+      expect(await store.jobs.job(community, job.event.id)).toMatchObject({ state: 'running' })
     } finally {
       await one.end()
     }

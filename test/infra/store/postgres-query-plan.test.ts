@@ -1,6 +1,7 @@
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openPostgresEventStore } from '../../../src/infra/store/postgres/postgres-event-store'
+import { JOB_LEDGER_SQL } from '../../../src/infra/store/postgres/postgres-job-ledger'
 import { toCountSql, toQuerySql } from '../../../src/infra/store/postgres/postgres-query'
 import { SAVE_SQL } from '../../../src/infra/store/postgres/postgres-save'
 import type { Filter } from '../../../src/protocols/nip01/filter'
@@ -9,7 +10,8 @@ import { createTestDatabase, type TestDatabase } from '../../support/postgres'
 /**
  * With statistics on enough rows, PostgreSQL must answer every common filter shape and every write step
  * through an index. A small table may rightly be scanned, so the rows are made in SQL (no signatures needed
- * to plan): 20 000 events in 4 communities, 200 authors, 5 kinds, e/p/t/d tags, tombstones and versions.
+ * to plan): 20 000 events in 4 communities, 200 authors, 5 kinds, e/p/t/d tags, tombstones, versions, and
+ * 5 000 jobs, most of them ended.
  */
 
 let db: TestDatabase
@@ -34,6 +36,9 @@ beforeAll(async () => {
     FROM events WHERE d_tag IS NOT NULL;
     INSERT INTO deleted_ids SELECT 'c' || (i % 4), md5('gone' || i), md5('pk' || i), 0 FROM generate_series(1, 5000) AS i;
     INSERT INTO deleted_addresses SELECT 'c' || (i % 4), 30023, md5('pk' || i), 'x' || i, 0 FROM generate_series(1, 5000) AS i;
+    INSERT INTO jobs SELECT 'c' || (i % 4), md5('job' || i) || md5('boj' || i), 'cap' || (i % 5), md5('pk' || (i % 200)), 5000,
+      (ARRAY['success', 'error', 'cancelled', 'success', 'queued', 'running'])[1 + i % 6], i % 3, NULL, i % 3, 1700000000000 + i, NULL
+    FROM generate_series(1, 5000) AS i;
     ANALYZE;
   `)
 })
@@ -62,7 +67,7 @@ const shapes: Record<string, Filter> = {
 }
 
 // a small constant table (unnest, VALUES) is fine; a sequential scan of a stored table is not
-const STORED = new Set(['events', 'tags', 'versions', 'deleted_ids', 'deleted_addresses'])
+const STORED = new Set(['events', 'tags', 'versions', 'deleted_ids', 'deleted_addresses', 'jobs'])
 type PlanNode = { 'Node Type': string; 'Relation Name'?: string; Plans?: PlanNode[] }
 const seqScans = (n: PlanNode): string[] => [
   ...(n['Node Type'] === 'Seq Scan' && STORED.has(n['Relation Name'] ?? '') ? [n['Relation Name']!] : []),
@@ -115,6 +120,9 @@ describe('PostgreSQL query plans', () => {
 
   const writeParams: Record<keyof typeof SAVE_SQL, unknown[]> = {
     SAVE_EVENT: ['c1', pk('a'), pk('b'), 30023, 1, 'slug', null, '{}', ['t'], ['x'], true],
+    SAVE_AND_ENQUEUE: ['c1', pk('a'), pk('b'), 5000, 1, null, null, '{}', ['c'], ['cap1'], true, 'cap1', 1, null],
+    SAVE_AND_MOVE: ['c1', pk('a'), pk('b'), 7000, 1, null, null, '{}', ['e'], [pk('j')], true, pk('j'), 'running'],
+    LOCK_JOB: ['c1', pk('a'), pk('j')],
     SAVE_REGULAR: [
       ['c1', 'c2'],
       [pk('a'), pk('c')],
@@ -138,4 +146,24 @@ describe('PostgreSQL query plans', () => {
       expect(await scansOf(text, writeParams[name as keyof typeof SAVE_SQL])).toEqual([])
     })
   }
+
+  const jobParams: Record<keyof typeof JOB_LEDGER_SQL, unknown[]> = {
+    ASSIGN: ['c1', pk('j'), 0, pk('a')],
+    JOB: ['c1', pk('j')],
+    OPEN_JOBS: ['c1', 'cap1', 100],
+  }
+  for (const [name, text] of Object.entries(JOB_LEDGER_SQL)) {
+    it(`runs the jobs table's ${name} through indexes`, async () => {
+      expect(await scansOf(text, jobParams[name as keyof typeof JOB_LEDGER_SQL])).toEqual([])
+    })
+  }
+
+  it("lists a capability's open jobs from the open-jobs index", async () => {
+    for (const mode of ['force_custom_plan', 'force_generic_plan']) {
+      await sql.unsafe(`SET plan_cache_mode = ${mode}`)
+      const rows = await sql.unsafe(`EXPLAIN ${JOB_LEDGER_SQL.OPEN_JOBS}`, ['c1', 'cap1', 100], { prepare: true })
+      // the planner may sort a few rows rather than read the index in order; either way only open rows are read
+      expect(rows.map((r) => r['QUERY PLAN'] as string).join(' | '), mode).toContain('jobs_open')
+    }
+  })
 })

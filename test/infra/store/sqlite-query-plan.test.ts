@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3'
 import { afterAll, describe, expect, it } from 'vitest'
+import { JOB_READ_SQL } from '../../../src/infra/store/sqlite/sqlite-job-ledger'
 import { toCountSql, toSelectSql, valueListsOf } from '../../../src/infra/store/sqlite/sqlite-query'
 import { createReadRunner } from '../../../src/infra/store/sqlite/sqlite-read-core.mjs'
 import { SAVE_SQL } from '../../../src/infra/store/sqlite/sqlite-save'
@@ -18,7 +19,7 @@ const planOf = (sql: string, params: unknown[]): string[] =>
   (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map((r) => r.detail)
 
 // a SCAN of a table (with or without an index) walks it whole; SEARCH seeks a range
-const fullScan = /^SCAN (e|t|x|events|tags|deleted_ids|deleted_addresses)\b/
+const fullScan = /^SCAN (e|t|x|events|tags|deleted_ids|deleted_addresses|jobs)\b/
 // a plan may sort only the tie-break (id) of rows the index already yields newest first
 const fullSort = 'USE TEMP B-TREE FOR ORDER BY'
 
@@ -123,5 +124,18 @@ describe('SQLite query plans', () => {
 
   it('finds the stored versions of a replaceable or addressable event by its address index', () => {
     expect(planOf(SAVE_SQL.versions, [1, 1, 1, 1]).join(' | ')).toContain('events_by_address')
+  })
+
+  it("reads and writes a job's row by its primary key", () => {
+    for (const sql of [SAVE_SQL.jobOf, SAVE_SQL.moveJob, SAVE_SQL.assignJob, SAVE_SQL.wholeJob, SAVE_SQL.cancelJob, JOB_READ_SQL.job]) {
+      const params = Array.from({ length: (sql.match(/\?/g) ?? []).length }, () => 1)
+      expect(planOf(sql, params).join(' | ')).toMatch(/SEARCH jobs USING PRIMARY KEY \(community=\? AND id=\?\)/)
+    }
+  })
+
+  it("lists a capability's open jobs oldest first from the open-jobs index, without sorting them", () => {
+    const plan = planOf(JOB_READ_SQL.openJobs, ['c', 'cap', 10])
+    expect(plan.join(' | ')).toContain('USING INDEX jobs_open (community=? AND capability=?)')
+    expect(plan.join(' | ')).not.toContain('TEMP B-TREE')
   })
 })

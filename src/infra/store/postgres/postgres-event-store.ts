@@ -3,9 +3,11 @@ import { kindClass } from '../../../protocols/nip01/kinds.js'
 import { type EventStore, overBudgetError, type SaveOutcome, type StoredEvent, StoreError, storedEvent } from '../event-store.js'
 import { canMatch } from '../filter-plan.js'
 import { createGroupCommit } from '../group-commit.js'
+import type { JobLedger, JobWrite } from '../job-ledger.js'
 // Extension needed: plain JS shared with the SQLite read worker, which runs without a TypeScript loader.
 import { ReadBudgetExceeded } from '../read-budget.mjs'
 import { FencedError, type SessionFence } from '../session-fence.js'
+import { createPostgresJobLedger } from './postgres-job-ledger.js'
 import { toCountSql, toQuerySql } from './postgres-query.js'
 import { openReadPool } from './postgres-read-pool.js'
 import { commitBatch, deleteEvents } from './postgres-save.js'
@@ -40,6 +42,7 @@ export interface PostgresEventStoreStats {
 
 /** The cluster EventStore; `stats()` is for tests and metrics, not part of the port. */
 export interface PostgresEventStore extends EventStore {
+  readonly jobs: JobLedger
   stats(): PostgresEventStoreStats
   /**
    * A mesh session's events, in one transaction of their own fenced for `fence`: a stale generation
@@ -113,13 +116,14 @@ export async function openPostgresEventStore(opts: PostgresEventStoreOptions): P
   }
 
   return {
-    save(community: string, event: VerifiedEvent, raw: string): Promise<SaveOutcome> {
+    jobs: createPostgresJobLedger(sql, () => closing !== undefined),
+    save(community: string, event: VerifiedEvent, raw: string, job?: JobWrite): Promise<SaveOutcome> {
       // a programming error, thrown at the call site rather than mistaken for an outage
       if (kindClass(event.kind) === 'ephemeral') {
         throw new Error(`ephemeral kind ${event.kind} must never reach the event store`)
       }
       if (closing) return Promise.reject(new StoreError('event store is closed'))
-      return writes.submit({ community, event, raw })
+      return writes.submit({ community, event, raw, job })
     },
     query: (community, filters, o) =>
       read('query', async () => {

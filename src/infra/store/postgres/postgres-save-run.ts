@@ -1,6 +1,7 @@
 import type { VerifiedEvent } from '../../../protocols/nip01/event.js'
 import { expirationOf } from '../../../protocols/nip40.js'
 import { forEachIndexedTag, type SaveOutcome } from '../event-store.js'
+import type { JobWrite } from '../job-ledger.js'
 import { toIndexText } from './postgres-schema.js'
 
 /**
@@ -15,6 +16,8 @@ export interface SaveRequest {
   community: string
   event: VerifiedEvent
   raw: string
+  /** what the event does to the jobs table (postgres-job-writes.ts) */
+  job?: JobWrite
 }
 
 // Regular events only (not kind 5, not replaceable or addressable): none in a run is a deletion, none has an
@@ -64,15 +67,26 @@ export type Row = Record<string, unknown>
 
 /** A stretch of the batch (one event, or a run of regular ones): its statements, the lock keys it needs, and
  * how to read the outcomes of its events, in order, from the statements' results. */
-export interface Plan {
+export interface PipelinedPlan {
   statements: Statement[]
   lockKeys: string[]
   outcomes(results: Row[][]): SaveOutcome[]
 }
 
+/**
+ * One event whose statements depend on what an earlier one read (postgres-job-writes.ts): `decide` sends them
+ * through `run` one round trip after another, and the batch sends what follows it only once it is decided.
+ */
+export interface SteppedPlan {
+  lockKeys: string[]
+  decide(run: (s: Statement) => Promise<Row[]>): Promise<SaveOutcome[]>
+}
+
+export type Plan = PipelinedPlan | SteppedPlan
+
 export const idLockKey = (community: string, id: string) => `e\0${community}\0${id}`
 
-export function planRegularRun(run: readonly SaveRequest[]): Plan {
+export function planRegularRun(run: readonly SaveRequest[]): PipelinedPlan {
   const events = run.map((r) => r.event)
   const tagEvents: number[] = []
   const names: string[] = []

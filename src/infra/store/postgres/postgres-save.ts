@@ -4,9 +4,12 @@ import { dTagOf, KIND_DELETION, kindClass } from '../../../protocols/nip01/kinds
 import { deletionTargets } from '../../../protocols/nip09.js'
 import { expirationOf } from '../../../protocols/nip40.js'
 import { forEachIndexedTag, type SaveOutcome } from '../event-store.js'
+import type { JobState } from '../job-ledger.js'
 import type { SessionFence } from '../session-fence.js'
+import { CANCEL_REMOVED_STEP, ENQUEUE_STEP, LOCK_JOB, MOVE_STEP, planJudgedSave } from './postgres-job-writes.js'
 import {
   idLockKey,
+  type PipelinedPlan,
   type Plan,
   planRegularRun,
   RAW_SEPARATOR,
@@ -28,7 +31,9 @@ import { asFenced, CLAIM_SESSION, claimParams } from './postgres-session-fence.j
  * runs in READ COMMITTED after those locks, so it sees whatever the other node committed.
  *
  * Each event's decision is a fixed list of statements that depend on earlier ones only through the database,
- * so the whole batch is pipelined: one round trip per batch, not per event. Each statement sees the writes of
+ * so the whole batch is pipelined: one round trip per batch, not per event. The exception is a job's report or
+ * close, judged in JavaScript against its job's row (postgres-job-writes.ts): the batch waits for that row and
+ * sends what follows once it is decided, a round trip or two more. Each statement sees the writes of
  * the statements before it, so events in one batch are decided in arrival order, as in SQLite. A run of
  * consecutive regular events shares one multi-row statement (SAVE_REGULAR): ingest is CPU-bound in the driver
  * and the server, and the per-statement cost is most of the per-event cost. A run holds no event that could
@@ -36,8 +41,8 @@ import { asFenced, CLAIM_SESSION, claimParams } from './postgres-session-fence.j
  */
 
 // NIP-01: the newer created_at wins; on a tie the lowest id wins. The upsert's WHERE is the whole rule.
-const SAVE_EVENT = `
-WITH blocked AS (
+const SAVE_STEPS = `
+blocked AS (
   SELECT $11::bool AND (
     EXISTS (SELECT 1 FROM deleted_ids WHERE community = $1 AND event_id = $2 AND pubkey = $3)
     OR ($6::text IS NOT NULL AND EXISTS (SELECT 1 FROM deleted_addresses
@@ -63,8 +68,12 @@ WITH blocked AS (
   INSERT INTO tags (event_seq, name, value, community, kind, created_at)
   SELECT inserted.seq, t.name, t.value, $1, $4, $5 FROM inserted, unnest($9::text[], $10::text[]) AS t (name, value)
   ON CONFLICT DO NOTHING
-)
-SELECT (SELECT yes FROM duplicate) AS duplicate, (SELECT yes FROM blocked) AS blocked, (SELECT seq FROM inserted) AS seq`
+)`
+const SAVED = 'SELECT (SELECT yes FROM duplicate) AS duplicate, (SELECT yes FROM blocked) AS blocked, (SELECT seq FROM inserted) AS seq'
+const SAVE_EVENT = `WITH ${SAVE_STEPS}\n${SAVED}`
+// a job's row goes in, or moves, with its event, and only when the statement stored it (postgres-job-writes.ts)
+const SAVE_AND_ENQUEUE = `WITH ${SAVE_STEPS}, ${ENQUEUE_STEP}\n${SAVED}`
+const SAVE_AND_MOVE = `WITH ${SAVE_STEPS}, ${MOVE_STEP}\n${SAVED}`
 
 // A separate statement, so its snapshot includes what other nodes committed while the upsert waited.
 // Deletes only while `versions` names this event: a superseded or duplicate save removes nothing.
@@ -89,7 +98,7 @@ removed AS (
   DELETE FROM events e USING target
   WHERE e.community = $1 AND e.id = target.id AND e.pubkey = $2 AND e.kind <> ${KIND_DELETION}
   RETURNING e.seq, e.id, e.kind, e.d_tag
-), ${UNTAG_REMOVED}, unversioned AS (
+), ${UNTAG_REMOVED}, ${CANCEL_REMOVED_STEP}, unversioned AS (
   DELETE FROM versions v USING removed
   WHERE v.community = $1 AND v.pubkey = $2 AND v.kind = removed.kind AND v.d = removed.d_tag AND v.event_id = removed.id
 ), remembered AS (
@@ -121,7 +130,7 @@ const DELETE_EVENTS = `
 WITH removed AS (
   DELETE FROM events WHERE community = $1 AND id = ANY($2::text[])
   RETURNING seq, id, pubkey, kind, d_tag
-), ${UNTAG_REMOVED}, unversioned AS (
+), ${UNTAG_REMOVED}, ${CANCEL_REMOVED_STEP}, unversioned AS (
   DELETE FROM versions v USING removed
   WHERE v.community = $1 AND v.pubkey = removed.pubkey AND v.kind = removed.kind AND v.d = removed.d_tag
     AND v.event_id = removed.id
@@ -131,7 +140,17 @@ SELECT id FROM removed`
 const LOCK_KEYS = 'SELECT count(pg_advisory_xact_lock(k)) FROM unnest($1::int8[]) AS k'
 
 /** Exported for the query-plan test: every write statement must find its rows through an index. */
-export const SAVE_SQL = { SAVE_EVENT, SAVE_REGULAR, DELETE_LOSERS, DELETE_BY_ID, DELETE_BY_ADDRESS, DELETE_EVENTS } as const
+export const SAVE_SQL = {
+  SAVE_EVENT,
+  SAVE_AND_ENQUEUE,
+  SAVE_AND_MOVE,
+  LOCK_JOB,
+  SAVE_REGULAR,
+  DELETE_LOSERS,
+  DELETE_BY_ID,
+  DELETE_BY_ADDRESS,
+  DELETE_EVENTS,
+} as const
 
 /** The `d` key of a replaceable/addressable event ('' for replaceable kinds), null for regular ones. */
 function addressKeyOf(event: VerifiedEvent): string | null {
@@ -144,10 +163,12 @@ function addressKeyOf(event: VerifiedEvent): string | null {
  * The batch cut into plans, each with the places in the batch of the events it decides. A kind 5 keeps its own
  * statements and its place in the order (it must block a later event of the batch and not an earlier one), so a
  * run of regular events ends there, and before an id the run already holds (the repeat must see the first as
- * stored, which only a later statement can). A replaceable or addressable event keeps its own statements too
- * but leaves the run open: no regular event's outcome depends on one (different kinds, so never the same id;
- * the latest-wins rule and `a` tombstones concern addresses only), so they may be decided in either order. On
- * the ingest corpus (10 % of events replaceable or addressable) ending runs there cut them to ~10 events.
+ * stored, which only a later statement can). So does an event that writes the jobs table: a report or close is
+ * decided against its job's row as the events before it left it. A replaceable or addressable event keeps its
+ * own statements too but leaves the run open: no regular event's outcome depends on one (different kinds, so
+ * never the same id; the latest-wins rule and `a` tombstones concern addresses only), so they may be decided in
+ * either order. On the ingest corpus (10 % of events replaceable or addressable) ending runs there cut them to
+ * ~10 events.
  */
 function planBatch(batch: readonly SaveRequest[]): { plans: Plan[]; places: number[][] } {
   const plans: Plan[] = []
@@ -166,10 +187,13 @@ function planBatch(batch: readonly SaveRequest[]): { plans: Plan[]; places: numb
   }
   for (const [i, request] of batch.entries()) {
     const { community, event: e } = request
-    const alone = e.kind === KIND_DELETION || request.raw.includes(RAW_SEPARATOR)
+    const alone = e.kind === KIND_DELETION || request.job !== undefined || request.raw.includes(RAW_SEPARATOR)
     if (alone || addressKeyOf(e) !== null) {
       if (alone) endRun()
-      plans.push(planSave(request))
+      const job = request.job
+      plans.push(
+        job === undefined || job.op === 'enqueue' ? planSave(request) : planJudgedSave(request, job, (move) => planSave(request, move)),
+      )
       places.push([i])
       continue
     }
@@ -183,7 +207,8 @@ function planBatch(batch: readonly SaveRequest[]): { plans: Plan[]; places: numb
   return { plans, places }
 }
 
-function planSave({ community, event: e, raw }: SaveRequest): Plan {
+/** `move`: a report's or close's job moves to `state` if the event is stored (postgres-job-writes.ts) */
+function planSave({ community, event: e, raw, job }: SaveRequest, move?: { job: string; state: JobState }): PipelinedPlan {
   const d = addressKeyOf(e)
   const names: string[] = []
   const values: string[] = []
@@ -194,8 +219,13 @@ function planSave({ community, event: e, raw }: SaveRequest): Plan {
   const expiresAt = expirationOf(e) ?? null
   // NIP-09: deleting a deletion has no effect, so no tombstone ever blocks a kind 5
   const blockable = e.kind !== KIND_DELETION
+  const params = [community, e.id, e.pubkey, e.kind, e.created_at, d, expiresAt, raw, names, values, blockable]
   const statements: Statement[] = [
-    { sql: SAVE_EVENT, params: [community, e.id, e.pubkey, e.kind, e.created_at, d, expiresAt, raw, names, values, blockable] },
+    job?.op === 'enqueue'
+      ? { sql: SAVE_AND_ENQUEUE, params: [...params, job.capability, job.queuedAtMs, job.deadlineAtMs] }
+      : move === undefined
+        ? { sql: SAVE_EVENT, params }
+        : { sql: SAVE_AND_MOVE, params: [...params, move.job, move.state] },
   ]
   const lockKeys = [idLockKey(community, e.id)]
   if (d !== null) {
@@ -288,7 +318,11 @@ export function commitBatch(sql: Sql, batch: readonly SaveRequest[], fence?: Ses
     })
 }
 
-/** `claim`: a mesh session's fence, checked after the locks and before any write (postgres-session-fence.ts). */
+/**
+ * `claim`: a mesh session's fence, checked after the locks and before any write (postgres-session-fence.ts). A
+ * stepped plan (a job's report) waits for its answers, and what follows it in the batch is sent after it; one that
+ * fails ends the transaction with ROLLBACK, as it may have sent only part of its decision.
+ */
 async function pipelinedTransaction(
   sql: Sql,
   plans: readonly Plan[],
@@ -298,29 +332,46 @@ async function pipelinedTransaction(
   const tx = await sql.reserve()
   try {
     const run = (s: Statement): Promise<Row[]> => tx.unsafe(s.sql, s.params as never[], { prepare: true }).then((r) => r)
+    // settled together at the end; marked handled now, as a stepped plan awaits in between (a plan's own
+    // statements are handled by its Promise.all, or by its decide)
+    const sent = <T>(p: Promise<T>): Promise<T> => {
+      p.catch(() => {})
+      return p
+    }
     // the driver's queries are lazy: `then` sends them, so each is sent here, in this order, in one write
-    const begin = tx.unsafe('BEGIN').then(() => undefined)
-    const body: Promise<unknown>[] = [begin]
+    const body: Promise<unknown>[] = [sent(tx.unsafe('BEGIN').then(() => undefined))]
+    /** each plan's outcomes, read once the transaction committed */
+    const decided: Promise<() => SaveOutcome[]>[] = []
+    let abandoned = false
     try {
-      body.push(
-        run({ sql: LOCK_KEYS, params: [lockIds as string[]] }),
-        ...claim.map(run),
-        ...plans.map((p) => Promise.all(p.statements.map(run))),
-      )
+      body.push(sent(run({ sql: LOCK_KEYS, params: [lockIds as string[]] })), ...claim.map((c) => sent(run(c))))
+      for (const p of plans) {
+        if ('statements' in p) {
+          decided.push(sent(Promise.all(p.statements.map(run)).then((rows) => () => p.outcomes(rows))))
+          continue
+        }
+        const outcomes = sent(p.decide(run))
+        decided.push(sent(outcomes.then((o) => () => o)))
+        try {
+          await outcomes
+        } catch {
+          abandoned = true
+          break
+        }
+      }
     } catch (error) {
       // a statement that could not even be sent: the connection must not go back to the pool mid-transaction
-      await Promise.allSettled([...body, tx.unsafe('ROLLBACK')])
+      await Promise.allSettled([...body, ...decided, tx.unsafe('ROLLBACK')])
       throw error
     }
-    const commit = tx.unsafe('COMMIT').then((r) => (r as unknown as { command: string }).command)
-    const settled = await Promise.allSettled([...body, commit])
+    const end = tx.unsafe(abandoned ? 'ROLLBACK' : 'COMMIT').then((r) => (r as unknown as { command: string }).command)
+    const settled = await Promise.allSettled([...body, ...decided, end])
     const failed = settled.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason as { code?: string })
     // the first error that is not "transaction aborted" is the cause; the rest followed from it
     if (failed.length > 0) throw failed.find((e) => e?.code !== IN_FAILED_TRANSACTION) ?? failed[0]
     const done = settled.at(-1) as PromiseFulfilledResult<string>
     if (done.value !== 'COMMIT') throw new Error(`event store: COMMIT answered ${done.value}`)
-    const first = 2 + claim.length // BEGIN, the locks, the claim
-    return plans.flatMap((p, i) => p.outcomes((settled[i + first] as PromiseFulfilledResult<Row[][]>).value))
+    return (settled.slice(body.length, -1) as PromiseFulfilledResult<() => SaveOutcome[]>[]).flatMap((r) => r.value())
   } finally {
     tx.release()
   }

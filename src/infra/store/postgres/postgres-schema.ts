@@ -94,8 +94,32 @@ const EVENTS_V3 = 'ALTER TABLE tags DROP CONSTRAINT IF EXISTS tags_event_seq_fke
 /** The function every read statement counts its candidate rows with (postgres-read-budget.ts). */
 const EVENTS_V4 = ROWS_BUDGET_FUNCTION
 
+/**
+ * The jobs table (job-ledger.ts), as in SQLite (sqlite-schema.ts V4): one row per dispatched job, by its request's
+ * id, written in the transactions that save the events changing it. `jobs_open` serves `openJobs` oldest first and
+ * holds only the open rows; its condition is job-fence.mjs's OPEN_STATES_SQL, written out (a shipped migration
+ * never changes).
+ */
+const EVENTS_V5 = `
+CREATE TABLE IF NOT EXISTS jobs (
+  community TEXT COLLATE "C" NOT NULL,
+  id TEXT COLLATE "C" NOT NULL,
+  capability TEXT COLLATE "C" NOT NULL,
+  requester TEXT COLLATE "C" NOT NULL,
+  kind INTEGER NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('queued', 'assigned', 'running', 'success', 'error', 'cancelled')),
+  generation INTEGER NOT NULL,
+  assignee TEXT COLLATE "C",
+  attempts INTEGER NOT NULL,
+  queued_at_ms BIGINT NOT NULL,
+  deadline_at_ms BIGINT,
+  PRIMARY KEY (community, id)
+);
+CREATE INDEX IF NOT EXISTS jobs_open ON jobs (community, capability, queued_at_ms, id) WHERE state IN ('queued', 'assigned', 'running');
+`
+
 /** EVENT_MIGRATIONS[i] takes the event schema from version i to i + 1. Append only. */
-export const EVENT_MIGRATIONS: readonly string[] = [EVENTS_V1, EVENTS_V2, EVENTS_V3, EVENTS_V4]
+export const EVENT_MIGRATIONS: readonly string[] = [EVENTS_V1, EVENTS_V2, EVENTS_V3, EVENTS_V4, EVENTS_V5]
 
 export type Sql = postgres.Sql
 

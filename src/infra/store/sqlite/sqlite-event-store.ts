@@ -3,16 +3,18 @@ import type { VerifiedEvent } from '../../../protocols/nip01/event.js'
 import { kindClass } from '../../../protocols/nip01/kinds.js'
 import { type Durability, type EventStore, overBudgetError, type SaveOutcome, StoreError } from '../event-store.js'
 import { createGroupCommit, type GroupCommit } from '../group-commit.js'
+import type { AssignOutcome, JobLedger, JobWrite } from '../job-ledger.js'
 // Extension needed: plain JS shared with the read worker, which runs without a TypeScript loader.
 import { ReadBudgetExceeded } from '../read-budget.mjs'
 // Extension needed: as above.
 import { createInlineReads } from './sqlite-inline-reads.js'
+import { createSqliteJobLedger } from './sqlite-job-ledger.js'
 import { planCount, planQuery, type ReadBatch, type ReadPlan } from './sqlite-read.js'
 import { createReadRunner } from './sqlite-read-core.mjs'
 import { createSqliteReadPool } from './sqlite-read-pool.js'
 import { savePlan } from './sqlite-save.js'
 import { applyPragmas, migrate } from './sqlite-schema.js'
-import { createWriteRunner, type SavePlan, type WriteRunner } from './sqlite-write-core.mjs'
+import { createWriteRunner, type SavePlan, type WriteOutcome, type WritePlan, type WriteRunner } from './sqlite-write-core.mjs'
 import { createSqliteWriter, type SqliteWriter, type WriterLifecycle } from './sqlite-writer.js'
 import { AUTO_CHECKPOINT_PAGES, startWalCheckpointer } from './wal-checkpointer.js'
 
@@ -78,6 +80,7 @@ export interface SqliteEventStoreStats {
 
 /** The embedded EventStore; `stats()` is for tests and metrics, not part of the port. */
 export interface SqliteEventStore extends EventStore {
+  readonly jobs: JobLedger
   stats(): SqliteEventStoreStats
   /** Test hook: the read worker the next read goes to dies when that read arrives (no-op on the main thread). */
   crashReadWorkerOnNextReadForTest(): void
@@ -185,8 +188,16 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
       return finish(inlineReads.tryHere(batch) ?? (await pool.run(batch, what, community)))
     })
 
+  const jobs = createSqliteJobLedger({
+    db,
+    // the runner answers an AssignPlan with an AssignOutcome (sqlite-write-core.mjs)
+    assign: (plan) => writes.submit(plan) as Promise<AssignOutcome>,
+    guarded,
+  })
+
   return {
-    save(community: string, event: VerifiedEvent, raw: string): Promise<SaveOutcome> {
+    jobs,
+    save(community: string, event: VerifiedEvent, raw: string, job?: JobWrite): Promise<SaveOutcome> {
       // a programming error, thrown at the call site rather than mistaken for an outage
       if (kindClass(event.kind) === 'ephemeral') {
         throw new Error(`ephemeral kind ${event.kind} must never reach the event store`)
@@ -194,11 +205,12 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
       if (closing) return Promise.reject(new StoreError('event store is closed'))
       let plan: SavePlan
       try {
-        plan = savePlan(community, event, raw)
+        plan = savePlan(community, event, raw, job)
       } catch (cause) {
         return Promise.reject(new StoreError('event store write failed: the event could not be planned', { cause }))
       }
-      return writes.submit(plan)
+      // the runner answers a SavePlan with a SaveOutcome
+      return writes.submit(plan) as Promise<SaveOutcome>
     },
     query: (community, filters, o) => read('query', community, () => planQuery(community, filters, o)),
     count: (community, filters, o) => read('count', community, () => planCount(community, filters, o)),
@@ -247,12 +259,12 @@ export function openSqliteEventStore(opts: SqliteEventStoreOptions): SqliteEvent
   }
 }
 
-/** Writes on the writer thread, or on the main thread's connection: the same runner either way. */
+/** Saves and job assignments, on the writer thread or on the main thread's connection: the same runner either way. */
 function createWrites(
   writer: Pick<WriteRunner, 'commit'> | SqliteWriter,
   opts: SqliteEventStoreOptions,
-): GroupCommit<SavePlan, SaveOutcome> {
-  return createGroupCommit<SavePlan, SaveOutcome>({
+): GroupCommit<WritePlan, WriteOutcome> {
+  return createGroupCommit<WritePlan, WriteOutcome>({
     maxItems: opts.groupCommitMaxEvents,
     maxDelayMs: opts.groupCommitMaxDelayMs,
     commit: (batch) => writer.commit(batch),

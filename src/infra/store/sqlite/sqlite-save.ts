@@ -3,6 +3,7 @@ import { dTagOf, KIND_DELETION, kindClass } from '../../../protocols/nip01/kinds
 import { deletionTargets } from '../../../protocols/nip09.js'
 import { expirationOf } from '../../../protocols/nip40.js'
 import { forEachIndexedTag } from '../event-store.js'
+import type { JobWrite } from '../job-ledger.js'
 // Extension needed: plain JS shared with the writer thread, which runs without a TypeScript loader.
 import type { SavePlan } from './sqlite-write-core.mjs'
 
@@ -13,10 +14,11 @@ export { SAVE_SQL } from './sqlite-write-core.mjs'
  * thread that has the parsed event: its address key, expiry, indexed tags and NIP-09 targets. The decisions
  * themselves are the runner's, inside the batch transaction.
  */
-export function savePlan(community: string, event: VerifiedEvent, raw: string): SavePlan {
+export function savePlan(community: string, event: VerifiedEvent, raw: string, job?: JobWrite): SavePlan {
   const tags: string[] = []
   forEachIndexedTag(event, (name, value) => tags.push(name, value))
   return {
+    type: 'save',
     community,
     id: event.id,
     pubkey: event.pubkey,
@@ -27,6 +29,7 @@ export function savePlan(community: string, event: VerifiedEvent, raw: string): 
     raw,
     tags,
     deletion: event.kind === KIND_DELETION ? deletionOf(event) : null,
+    job: job ?? null,
   }
 }
 

@@ -95,8 +95,32 @@ DROP TABLE tags;
 ALTER TABLE tags_v3 RENAME TO tags;
 `
 
+/**
+ * The jobs table (job-ledger.ts): one row per dispatched job, by its request's id, written in the transactions
+ * that save the events changing it. `jobs_open` serves `openJobs` (a dispatcher's queue, oldest first) and holds
+ * only the open rows, so ended jobs cost it nothing. Its condition is job-fence.mjs's OPEN_STATES_SQL, written
+ * out (a shipped migration never changes): SQLite uses a partial index only for a query that repeats it.
+ */
+const V4 = `
+CREATE TABLE IF NOT EXISTS jobs (
+  community TEXT NOT NULL,
+  id TEXT NOT NULL,
+  capability TEXT NOT NULL,
+  requester TEXT NOT NULL,
+  kind INTEGER NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('queued', 'assigned', 'running', 'success', 'error', 'cancelled')),
+  generation INTEGER NOT NULL,
+  assignee TEXT,
+  attempts INTEGER NOT NULL,
+  queued_at_ms INTEGER NOT NULL,
+  deadline_at_ms INTEGER,
+  PRIMARY KEY (community, id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS jobs_open ON jobs (community, capability, queued_at_ms, id) WHERE state IN ('queued', 'assigned', 'running');
+`
+
 /** MIGRATIONS[i] takes the schema from user_version i to i + 1. Append only; never edit a shipped entry. */
-const MIGRATIONS: readonly string[] = [V1, V2, V3]
+const MIGRATIONS: readonly string[] = [V1, V2, V3, V4]
 
 export const SCHEMA_VERSION = MIGRATIONS.length
 

@@ -5,7 +5,10 @@
 //
 // A batch runs inside one transaction, one plan after the other, so each decision sees the writes of the
 // plans before it in the same batch (two versions of a replaceable event, a deletion and its target, the same
-// event twice). Only the store decides these (docs/architecture.md §7).
+// event twice). Only the store decides these (docs/architecture.md §7). A batch also carries the jobs table's
+// assignments (sqlite-job-writes.mjs), so they share the saves' writer and commits.
+
+import { assign, JOB_WRITE_SQL, judgeJob, recordJob } from './sqlite-job-writes.mjs'
 
 /** NIP-09's kind; a deletion is never blocked by a tombstone and never deleted by another deletion. */
 const KIND_DELETION = 5
@@ -36,6 +39,7 @@ export const SAVE_SQL = {
   deleteTagsByIds: `DELETE FROM tags WHERE (community, name, value, created_at, event_seq) IN (
     ${TAG_KEYS_OF} WHERE e.community = ? AND e.id IN (SELECT value FROM json_each(?)))`,
   deleteByIds: 'DELETE FROM events WHERE community = ? AND id IN (SELECT value FROM json_each(?)) RETURNING id',
+  ...JOB_WRITE_SQL,
 }
 
 /** Tag rows per INSERT: an event's tags go in one statement (kind 3 contact lists in a few). */
@@ -93,10 +97,13 @@ export function createWriteRunner(db) {
     return tagInserts[rows]
   }
   // one transaction per batch; better-sqlite3 rolls it back if any statement throws
-  const commitBatch = db.transaction((batch) => batch.map((plan) => decide(s, plan)))
+  const commitBatch = db.transaction((batch) => batch.map((plan) => (plan.type === 'assign' ? assign(s, plan) : decide(s, plan))))
   const removeByIds = db.transaction((community, ids) => {
     s.deleteTagsByIds.run(community, ids)
-    return s.deleteByIds.all(community, ids)
+    const removed = s.deleteByIds.all(community, ids)
+    // a removed job request takes its job with it (only a request's id names a job)
+    if (removed.length > 0) s.cancelJobs.run(community, JSON.stringify(removed))
+    return removed
   })
   return {
     // IMMEDIATE: the write lock is taken before the first read, so another connection writing (the community
@@ -114,6 +121,9 @@ export function createWriteRunner(db) {
 function decide(s, plan) {
   const { community, id, pubkey, kind } = plan
   if (s.hasId.get(community, id) !== undefined) return { status: 'duplicate' }
+  // after the duplicate check: a resend of a stored report answers duplicate, whatever the job did since
+  const judged = judgeJob(s, plan)
+  if (judged.refused) return judged.refused
   // NIP-09: deleting a deletion has no effect, so no tombstone ever blocks a kind 5
   if (kind !== KIND_DELETION && s.hasIdTombstone.get(community, id, pubkey) !== undefined) return { status: 'deleted' }
   const removedIds = []
@@ -123,6 +133,7 @@ function decide(s, plan) {
   }
   insertEvent(s, plan)
   if (plan.deletion) applyDeletion(s, plan, removedIds)
+  recordJob(s, plan, judged.row)
   return { status: 'saved', removedIds }
 }
 
@@ -173,6 +184,8 @@ function applyDeletion(s, plan, removedIds) {
     if (target && target.kind !== KIND_DELETION) {
       removeEvent(s, target.seq)
       removedIds.push(id)
+      // a deleted request cancels its job, if it was dispatched (only a request's id names a job)
+      s.cancelJob.run(community, id)
     }
     // remembered even when the target is unknown: it may arrive after its deletion
     s.tombstoneId.run(community, id, pubkey, created_at)

@@ -11,12 +11,12 @@
 // tells its give-up listener; the node's store-writer actor (src/actors/node) backs off and asks for a new
 // thread (`retryThread`), which takes the writes back once it reports Ready.
 import { Worker } from 'node:worker_threads'
-import { type Durability, type SaveOutcome, StoreError } from '../event-store.js'
+import { type Durability, StoreError } from '../event-store.js'
 // Extension needed: plain JS shared with the writer thread, which runs without a TypeScript loader.
-import type { SavePlan, WriteRunner } from './sqlite-write-core.mjs'
+import type { WriteOutcome, WritePlan, WriteRunner } from './sqlite-write-core.mjs'
 
 /** Messages to the thread. */
-type Work = { type: 'Commit'; batch: readonly SavePlan[] } | { type: 'Delete'; community: string; ids: readonly string[] }
+type Work = { type: 'Commit'; batch: readonly WritePlan[] } | { type: 'Delete'; community: string; ids: readonly string[] }
 type WorkerInbox =
   | (Work & { id: number })
   | { type: 'AutoCheckpoint'; pages: number }
@@ -58,7 +58,7 @@ export interface WriterLifecycle {
 
 export interface SqliteWriter extends WriterLifecycle {
   /** one transaction; one outcome per plan; rejects with StoreError */
-  commit(batch: readonly SavePlan[]): Promise<SaveOutcome[]>
+  commit(batch: readonly WritePlan[]): Promise<WriteOutcome[]>
   deleteEvents(community: string, ids: readonly string[]): Promise<string[]>
   setAutoCheckpoint(pages: number): void
   /** the thread checkpoints the WAL between two commits, so its next commit can restart it (wal-checkpointer.ts) */
