@@ -324,6 +324,16 @@ export function describeJobLedgerContract(name: string, open: () => Promise<Even
         expect(list.map((j) => j.state)).toEqual(['queued', 'assigned', 'queued'])
         expect((await ctx.jobs.openJobs(ctx.community, CAPABILITY, 2)).map((j) => j.id)).toEqual([first.event.id, second.event.id])
         expect(await ctx.jobs.openJobs(`${ctx.community}-other`, CAPABILITY, 10)).toEqual([])
+        expect((await ctx.jobs.openCapabilities(ctx.community)).sort()).toEqual([CAPABILITY, 'translate'].sort())
+      })
+
+      it('names no capability once its jobs have ended', async () => {
+        const job = await dispatched()
+        expect(await ctx.jobs.openCapabilities(ctx.community)).toEqual([CAPABILITY])
+        await ctx.jobs.assign(ctx.community, job.event.id, 0, agent.pubkey)
+        const result = report(agent, job, 1, 'result')
+        await ctx.save(result.e, result.write)
+        expect(await ctx.jobs.openCapabilities(ctx.community)).toEqual([])
       })
 
       it.runIf(options.reopen)('still holds a queued job after the store is reopened', async () => {

@@ -151,6 +151,7 @@ describe('PostgreSQL query plans', () => {
     ASSIGN: ['c1', pk('j'), 0, pk('a')],
     JOB: ['c1', pk('j')],
     OPEN_JOBS: ['c1', 'cap1', 100],
+    OPEN_CAPABILITIES: ['c1'],
   }
   for (const [name, text] of Object.entries(JOB_LEDGER_SQL)) {
     it(`runs the jobs table's ${name} through indexes`, async () => {

@@ -138,4 +138,8 @@ describe('SQLite query plans', () => {
     expect(plan.join(' | ')).toContain('USING INDEX jobs_open (community=? AND capability=?)')
     expect(plan.join(' | ')).not.toContain('TEMP B-TREE')
   })
+
+  it("lists a community's capabilities with open jobs from the open-jobs index", () => {
+    expect(planOf(JOB_READ_SQL.openCapabilities, ['c']).join(' | ')).toContain('USING INDEX jobs_open (community=?)')
+  })
 })

@@ -22,6 +22,7 @@ export const JOB_LEDGER_SQL = {
   JOB: `SELECT ${JOB_COLUMNS} FROM jobs WHERE community = $1 AND id = $2`,
   OPEN_JOBS: `SELECT ${JOB_COLUMNS} FROM jobs WHERE community = $1 AND capability = $2 AND state IN ${OPEN_STATES_SQL}
     ORDER BY queued_at_ms, id LIMIT $3`,
+  OPEN_CAPABILITIES: `SELECT DISTINCT capability FROM jobs WHERE community = $1 AND state IN ${OPEN_STATES_SQL}`,
 } as const
 
 /** `closed`: true once the store is closing, when every call is refused */
@@ -49,6 +50,10 @@ export function createPostgresJobLedger(sql: Sql, closed: () => boolean): JobLed
     openJobs: (community, capability, limit) =>
       call('open jobs read', async () =>
         (await sql.unsafe(JOB_LEDGER_SQL.OPEN_JOBS, [community, capability, limit], { prepare: true })).map(toJobRow),
+      ),
+    openCapabilities: (community) =>
+      call('open capabilities read', async () =>
+        (await sql.unsafe(JOB_LEDGER_SQL.OPEN_CAPABILITIES, [community], { prepare: true })).map((r) => r.capability as string),
       ),
     job: (community, job) => call('job read', () => rowOf(community, job)),
   }
