@@ -60,6 +60,7 @@ export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, surviv
     maxRequestBytes: limits.maxRequestBytes,
     maxDeadlineMs: limits.maxDeadlineMs,
     wallMs: w.wallMs,
+    metrics: c.metrics,
     log: c.log,
   })
 }

@@ -2,6 +2,7 @@
 // stored with each event), the checks it makes before storing or relaying (the queue's bound, a chunk's
 // fence), and what it tells the dispatchers once the store decided. One per community, made by the
 // composition root; the dispatchers are activated on first use, one per capability.
+import type { Metrics } from '../../infra/metrics.js'
 import type { JobLedger, JobWrite } from '../../infra/store/job-ledger.js'
 import { endsJob, isDispatchRequest, jobReportOf, KIND_JOB_CHUNK, parseJobRequest } from '../../protocols/jobs.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
@@ -40,6 +41,7 @@ export interface CommunityJobsDeps {
   maxRequestBytes: number
   maxDeadlineMs: number
   wallMs: () => number
+  metrics: Pick<Metrics, 'jobsQueued'>
   log: { warn(o: object, m: string): void }
 }
 
@@ -103,6 +105,7 @@ export function createCommunityJobs(d: CommunityJobsDeps): CommunityJobs {
       if (write?.op === 'enqueue') {
         const deadlineAtMs = write.deadlineAtMs
         const job = { id: event.id, requester: event.pubkey, kind: event.kind, raw, queuedAtMs: write.queuedAtMs, deadlineAtMs }
+        d.metrics.jobsQueued.inc()
         tellDispatcher(write.capability, { type: 'Enqueued', job })
         return
       }
