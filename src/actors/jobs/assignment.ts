@@ -1,12 +1,13 @@
 // Handing jobs out (docs/jobs.md#assignment): the next queued job to the best live agent, its generation
 // written to the store first (so the agent it replaces is fenced before the new one hears of it), then the
 // relay-signed assignment sent to that one connection. No step awaits: each store call comes back as a message.
-import { assignmentTemplate, type JobErrorCode, revocationTemplate } from '../../protocols/jobs.js'
+import { assignmentTemplate } from '../../protocols/jobs.js'
 import { REDELIVER } from '../community/messages.js'
 import { pipeTo } from '../kernel/index.js'
 import { chooseAgent } from './agent-choice.js'
 import type { Ctx, DispatcherDeps, DispatcherState, JobEntry } from './dispatcher-state.js'
-import { closeJob, endJob } from './job-end.js'
+import { release, revoke } from './holding.js'
+import { closeJob, endJob } from './job-close.js'
 import type { DispatcherMsg } from './messages.js'
 
 type Msg<T extends DispatcherMsg['type']> = Extract<DispatcherMsg, { type: T }>
@@ -62,7 +63,8 @@ export function onAssigned(state: DispatcherState, msg: Msg<'Assigned'>, ctx: Ct
     release(state, entry)
     const row = outcome.row
     if (row === undefined || row.state === 'success' || row.state === 'error' || row.state === 'cancelled') {
-      endJob(state, entry, undefined, ctx, deps)
+      endJob(state, entry, undefined, deps)
+      pump(state, ctx, deps)
       return state
     }
     entry.generation = row.generation
@@ -130,26 +132,6 @@ export function reassign(state: DispatcherState, entry: JobEntry, why: string, c
   // nobody else has room now: back to the queue under the next generation, which fences the one it had
   entry.phase = 'assigning'
   writeAssignment(entry, null, null, ctx, deps)
-}
-
-/** Tells `holder` its assignment of `entry` is over (best effort: a connection gone needs no telling). */
-export function revoke(entry: JobEntry, holder: { conn: string; pubkey: string }, code: JobErrorCode, deps: DispatcherDeps): void {
-  const event = deps.sign(
-    revocationTemplate({ job: entry.job.id, agent: holder.pubkey, generation: entry.generation, code }),
-    Math.floor(deps.wallMs() / 1000),
-  )
-  deps.deliverTo(holder.conn, event, JSON.stringify(event))
-}
-
-/** The job's connection no longer counts it. */
-export function release(state: DispatcherState, entry: JobEntry): void {
-  const conn = entry.holder?.conn
-  entry.holder = undefined
-  entry.acceptByMs = undefined
-  if (conn === undefined) return
-  const left = (state.held.get(conn) ?? 1) - 1
-  if (left > 0) state.held.set(conn, left)
-  else state.held.delete(conn)
 }
 
 function requeue(state: DispatcherState, entry: JobEntry, deps: DispatcherDeps): void {

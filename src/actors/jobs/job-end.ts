@@ -1,11 +1,10 @@
-// How a dispatched job moves after its assignment and how it ends (docs/jobs.md#states): its agent's reports
-// (accepted, failed, finished), cancellation, the timer's accept and job deadlines, and the relay's own
-// terminal error, stored under the job's generation like any final answer.
-import { type JobErrorCode, terminalErrorTemplate } from '../../protocols/jobs.js'
-import { REDELIVER } from '../community/messages.js'
-import { pipeTo } from '../kernel/index.js'
-import { pump, reassign, release, revoke } from './assignment.js'
+// How a dispatched job moves after its assignment (docs/jobs.md#states): queued, its agent's reports (accepted,
+// failed, finished), cancellation, its agent leaving, the timer's accept and job deadlines, and the answer to
+// the relay's own terminal error.
+import { pump, reassign } from './assignment.js'
 import type { Ctx, DispatcherDeps, DispatcherState, JobEntry } from './dispatcher-state.js'
+import { revoke } from './holding.js'
+import { closeJob, endJob } from './job-close.js'
 import type { DispatcherMsg, QueuedJob } from './messages.js'
 
 type Msg<T extends DispatcherMsg['type']> = Extract<DispatcherMsg, { type: T }>
@@ -43,11 +42,15 @@ export function onReported(state: DispatcherState, msg: Msg<'Reported'>, ctx: Ct
       }
       return state
     case 'result':
-      endJob(state, entry, 'success', ctx, deps)
+      endJob(state, entry, 'success', deps)
+      pump(state, ctx, deps)
       return state
     case 'error':
       if (report.retry) reassign(state, entry, 'its agent refused it or failed it retryably', ctx, deps)
-      else endJob(state, entry, 'error', ctx, deps)
+      else {
+        endJob(state, entry, 'error', deps)
+        pump(state, ctx, deps)
+      }
       return state
     default:
       return state
@@ -59,8 +62,9 @@ export function onCancelled(state: DispatcherState, msg: Msg<'Cancelled'>, ctx: 
     const entry = state.jobs.get(id)
     if (entry === undefined) continue
     if (entry.holder) revoke(entry, entry.holder, 'cancelled', deps)
-    endJob(state, entry, 'cancelled', ctx, deps)
+    endJob(state, entry, 'cancelled', deps)
   }
+  pump(state, ctx, deps)
   return state
 }
 
@@ -97,25 +101,6 @@ export function onTick(state: DispatcherState, ctx: Ctx, deps: DispatcherDeps): 
   return state
 }
 
-/** The relay's terminal error, stored under the job's generation (the store refuses it if the job ended first). */
-export function closeJob(state: DispatcherState, entry: JobEntry, code: JobErrorCode, text: string, ctx: Ctx, deps: DispatcherDeps) {
-  release(state, entry)
-  deps.board.hold(entry.job.id, undefined)
-  entry.phase = 'closing'
-  entry.closing = { code, text }
-  const event = deps.sign(
-    terminalErrorTemplate({ job: entry.job.id, requester: entry.job.requester, generation: entry.generation, code, text }),
-    Math.floor(deps.wallMs() / 1000),
-  )
-  const raw = JSON.stringify(event)
-  const saved = deps.store.save(deps.community, event as Parameters<DispatcherDeps['store']['save']>[1], raw, {
-    op: 'close',
-    job: entry.job.id,
-    generation: entry.generation,
-  })
-  pipeTo(ctx.self, saved, (outcome): DispatcherMsg => ({ type: 'Closed', job: entry.job.id, code, event: { raw }, outcome }), REDELIVER)
-}
-
 export function onClosed(state: DispatcherState, msg: Msg<'Closed'>, ctx: Ctx, deps: DispatcherDeps): DispatcherState {
   const entry = state.jobs.get(msg.job)
   if (entry === undefined || entry.phase !== 'closing') return state
@@ -127,15 +112,7 @@ export function onClosed(state: DispatcherState, msg: Msg<'Closed'>, ctx: Ctx, d
   const outcome = msg.outcome.value
   if (outcome.status === 'saved') deps.announce(JSON.parse(msg.event.raw), msg.event.raw)
   // fenced: the job ended otherwise first (its result got in), and that is its one final answer
-  endJob(state, entry, outcome.status === 'saved' ? msg.code : undefined, ctx, deps)
-  return state
-}
-
-/** The job is over here; its agent has room again. `outcome` undefined: ended elsewhere, not counted here. */
-export function endJob(state: DispatcherState, entry: JobEntry, outcome: string | undefined, ctx: Ctx, deps: DispatcherDeps): void {
-  release(state, entry)
-  state.jobs.delete(entry.job.id)
-  deps.board.remove(entry.job.id)
-  if (outcome !== undefined) deps.metrics.jobsEnded.inc({ outcome })
+  endJob(state, entry, outcome.status === 'saved' ? msg.code : undefined, deps)
   pump(state, ctx, deps)
+  return state
 }
