@@ -14,6 +14,7 @@ import { scenario as ingestPg } from './scenarios/ingest-pg'
 import { scenario as ingestPinned } from './scenarios/ingest-pinned'
 import { scenario as ingestPipelined } from './scenarios/ingest-pipelined'
 import { scenario as ingestWithReads } from './scenarios/ingest-with-reads'
+import { scenario as jobs } from './scenarios/jobs'
 import { scenario as mesh } from './scenarios/mesh'
 import { scenario as req } from './scenarios/req'
 import { scenario as reqBurst } from './scenarios/req-burst'
@@ -33,6 +34,7 @@ export const SCENARIOS: readonly AnyScenario[] = [
   ingestWithReads,
   idleMemory,
   agents,
+  jobs,
   consoleCost,
   clusterFanout,
   cluster,

@@ -26,6 +26,9 @@ const atMost = (scenario: string, figure: string, bound: number, group?: string)
 const STORMS = ['storm', 'storm, maxConcurrentAuth 32']
 
 export const TARGETS: readonly Target[] = [
+  // docs/jobs.md: on this 2-core machine, one node, 100 agents
+  { scenario: 'jobs', figure: 'jobs completed', direction: 'at least', bound: 1_000 },
+  atMost('jobs', 'assignment p99', 25),
   ...['ingest-pinned', 'ingest-closed', 'ingest-pipelined'].flatMap((s) => [
     atMost(s, 'relay CPU per accepted event', 350),
     atMost(s, 'event-loop delay p99', 20),
