@@ -113,6 +113,12 @@ describe('the NIP-11 probe', () => {
     expect(toProbe('ws://r', { supported_nips: [1, 42] })).toEqual({ url: 'ws://r', supportedNips: [1, 42], leaseSeconds: 45 })
   })
 
+  it("keeps NIP-11 `self` (the community's key) when it is 64 hex characters", () => {
+    const self = 'ab'.repeat(32)
+    expect(toProbe('ws://r', { supported_nips: [1, 42], self }).self).toBe(self)
+    expect(toProbe('ws://r', { supported_nips: [1, 42], self: 'not a key' })).not.toHaveProperty('self')
+  })
+
   it('asks http(s) for ws(s)', () => {
     expect(toHttpUrl('ws://127.0.0.1:7777')).toBe('http://127.0.0.1:7777')
     expect(toHttpUrl('wss://relay.example/path')).toBe('https://relay.example/path')
