@@ -54,6 +54,14 @@ describe('the capabilities announcement', () => {
     expect(announcementTemplate([]).tags).toEqual([['d', 'apiary-agent']])
   })
 
+  it('says how many jobs of one capability the agent runs at once when it serves any', () => {
+    expect(announcementTemplate([{ name: 'echo', kinds: [] }], undefined, undefined, 3).tags).toEqual([
+      ['d', 'apiary-agent'],
+      ['c', 'echo'],
+      ['concurrency', '3'],
+    ])
+  })
+
   it('reads capabilities from the tags when the content is not ours', () => {
     const e = ev('a'.repeat(64), 31990, NOW, 'hand-written', [
       ['c', 'echo'],
