@@ -1,9 +1,9 @@
 // The agent client (docs/agent-client.md): one agent's connection to the registry, kept alive by itself. It
 // owns what outlives a connection: the state machine, the reconnect schedule, the outbound guard (publisher,
 // offline queue), the inbound dedup, the application's subscriptions and watches, the jobs it serves and
-// requests, the metrics. Each connect
-// is a ConnectionAttempt (attempt.ts) that owns everything of that one connection and dies with it. Longer
-// than ~250 lines because it is the public API and the state machine; the parts it drives are beside it.
+// requests, the metrics. Each connect is a ConnectionAttempt (attempt.ts) that owns everything of that one
+// connection and dies with it. Longer than ~250 lines because it is the public API and the state machine; the
+// parts it drives are beside it.
 import { BehaviorSubject, type Observable } from 'rxjs'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { type EventTemplate, signTemplate } from '../../protocols/nip01/sign.js'
