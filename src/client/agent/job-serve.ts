@@ -26,7 +26,7 @@ interface Served {
   capability: Capability
   handler: JobHandler
   concurrency: number
-  /** its jobs whose handler has not settled, aborted ones included: they still hold a slot */
+  /** its jobs whose handler has not settled, aborted ones included: they hold a slot until it does */
   running: Set<RunningJob>
 }
 
@@ -119,9 +119,13 @@ export class JobServer {
     try {
       output = toOutput(await entry.handler(run.job, run.context()))
     } catch (error) {
+      entry.running.delete(run)
       await run.fail(error)
       return
     }
+    // the slot frees before the result leaves: the relay assigns the next job once it stored this result, and
+    // that assignment can arrive with the result's OK, before this agent has read the OK
+    entry.running.delete(run)
     await run.finish(output, requestKind)
   }
 

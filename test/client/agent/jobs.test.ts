@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { ChunkStream, MAX_CHUNKS_AHEAD } from '../../../src/client/agent/job-chunks'
-import { type AgentClient, type JobChunk, JobError, RetryableJobError, type ServedJob } from '../../../src/client/index'
+import { type AgentClient, type JobChunk, JobError, type JobHandler, RetryableJobError, type ServedJob } from '../../../src/client/index'
 import type { NostrEvent } from '../../../src/protocols/nip01/event'
 import { FakeClock } from './fake-clock'
 import {
@@ -48,6 +48,36 @@ async function servingAgent(setup: (agent: AgentClient) => void, answer?: Answer
     await awaitSent(() => sentAbout(r, ping.id, 6050)[0], 'the ping result')
   }
   return { r, agent, assign, roundTrip }
+}
+
+/**
+ * A handler that runs until its signal fires, then resolves `value`; `started` resolves once it runs (a
+ * revocation that comes before is handled without calling it at all).
+ */
+function waitingForAbort(value: string) {
+  const reasons: unknown[] = []
+  let markStarted: () => void = () => {}
+  const started = new Promise<void>((resolve) => (markStarted = resolve))
+  const handler: JobHandler = (_job, ctx) =>
+    new Promise((resolve) => {
+      ctx.signal.addEventListener('abort', () => {
+        reasons.push(ctx.signal.reason)
+        resolve(value)
+      })
+      markStarted()
+    })
+  return { handler, started, reasons }
+}
+
+/** OK for everything but the agent's events about `job` that `holds` picks: their OK waits in `held` */
+function holdingOks(job: () => string, holds: (e: NostrEvent) => boolean) {
+  const held: (() => void)[] = []
+  const answer: Answer = (f, ws, c) => {
+    const e = f[1] as NostrEvent
+    if (f[0] === 'EVENT' && tagOf(e, 'e')?.[1] === job() && holds(e)) held.push(() => okAll(f, ws, c))
+    else okAll(f, ws, c)
+  }
+  return { held, answer }
 }
 
 const refuseKind =
@@ -100,28 +130,51 @@ describe('serving dispatched jobs', () => {
   })
 
   it('fires ctx.signal when the relay revokes the assignment, and sends nothing the handler returns after', async () => {
-    const reasons: unknown[] = []
-    const { r, agent, assign, roundTrip } = await servingAgent((a) =>
-      a.serve(
-        'echo',
-        (_job, ctx) =>
-          new Promise((resolve) =>
-            ctx.signal.addEventListener('abort', () => {
-              reasons.push(ctx.signal.reason)
-              resolve('too late')
-            }),
-          ),
-      ),
-    )
+    const { handler, started, reasons } = waitingForAbort('too late')
+    const { r, agent, assign, roundTrip } = await servingAgent((a) => a.serve('echo', handler))
     const request = jobRequest('slow')
     assign(assignment(request, agent.pubkey, 1))
-    await awaitSent(() => feedbackOn(r, request.id, 'processing'), 'processing')
+    await started
     assign(revocation(request, agent.pubkey, 1, 'cancelled'))
     await roundTrip()
     expect(reasons).toHaveLength(1)
     expect(reasons[0]).toBeInstanceOf(JobError)
     expect(reasons[0]).toMatchObject({ code: 'cancelled' })
     expect(sentAbout(r, request.id, 6050)).toEqual([])
+  })
+
+  it('does not run a handler whose assignment was revoked before the relay answered its `processing`', async () => {
+    const started: string[] = []
+    const request = jobRequest('revoked early')
+    const { held, answer } = holdingOks(
+      () => request.id,
+      (e) => e.kind === 7000,
+    )
+    const { r, agent, assign, roundTrip } = await servingAgent((a) => a.serve('echo', (job) => started.push(job.id)), answer)
+    assign(assignment(request, agent.pubkey, 1))
+    await awaitSent(() => held[0], 'the processing held')
+    assign(revocation(request, agent.pubkey, 1, 'superseded'))
+    await roundTrip()
+    held[0]!()
+    await roundTrip()
+    expect(started).toEqual([])
+    expect(sentAbout(r, request.id, 6050)).toEqual([])
+  })
+
+  it("frees the handler's slot before its result leaves: an assignment that arrives before the result's OK is taken", async () => {
+    const first = jobRequest('first')
+    const { held, answer } = holdingOks(
+      () => first.id,
+      (e) => e.kind === 6050,
+    )
+    const { r, agent, assign } = await servingAgent((a) => a.serve('echo', (job) => `done: ${job.input}`), answer)
+    assign(assignment(first, agent.pubkey, 1))
+    await awaitSent(() => held[0], 'the first result')
+    const second = jobRequest('second')
+    assign(assignment(second, agent.pubkey, 1))
+    await awaitSent(() => sentAbout(r, second.id, 6050)[0], 'the second result')
+    expect(feedbackOn(r, second.id, 'error')).toBeUndefined()
+    held[0]!()
   })
 
   it('fires ctx.signal on an OK false `restricted:` to a chunk, and sends no later chunk nor the result', async () => {
@@ -153,19 +206,13 @@ describe('serving dispatched jobs', () => {
   })
 
   it('fires ctx.signal when the connection is lost', async () => {
-    const reasons: JobError[] = []
-    const { r, agent, assign } = await servingAgent((a) =>
-      a.serve(
-        'echo',
-        (_job, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve(reasons.push(ctx.signal.reason)))),
-      ),
-    )
-    const request = jobRequest('slow')
-    assign(assignment(request, agent.pubkey, 1))
-    await awaitSent(() => feedbackOn(r, request.id, 'processing'), 'processing')
+    const { handler, started, reasons } = waitingForAbort('too late')
+    const { r, agent, assign } = await servingAgent((a) => a.serve('echo', handler))
+    assign(assignment(jobRequest('slow'), agent.pubkey, 1))
+    await started
     r.connections[0]!.ws.terminate()
     await awaitSent(() => reasons[0], 'the abort')
-    expect(reasons[0]!.code).toBe('unavailable')
+    expect(reasons[0]).toMatchObject({ code: 'unavailable' })
   })
 
   it('ignores an assignment signed by another key than the relay advertises as NIP-11 self', async () => {
