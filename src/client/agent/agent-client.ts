@@ -1,8 +1,9 @@
 // The agent client (docs/agent-client.md): one agent's connection to the registry, kept alive by itself. It
 // owns what outlives a connection: the state machine, the reconnect schedule, the outbound guard (publisher,
-// offline queue), the inbound dedup, the application's subscriptions and watches, the metrics. Each connect
-// is a ConnectionAttempt (attempt.ts) that owns everything of that one connection and dies with it. Longer
-// than ~250 lines because it is the public API and the state machine; the parts it drives are beside it.
+// offline queue), the inbound dedup, the application's subscriptions and watches, the jobs it serves and
+// requests, the metrics. Each connect is a ConnectionAttempt (attempt.ts) that owns everything of that one
+// connection and dies with it. Longer than ~250 lines because it is the public API and the state machine; the
+// parts it drives are beside it.
 import { BehaviorSubject, type Observable } from 'rxjs'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { type EventTemplate, signTemplate } from '../../protocols/nip01/sign.js'
@@ -15,6 +16,9 @@ import type { TimerHandle } from './clock.js'
 import { AgentError } from './error.js'
 import { InboundDedup } from './inbound-dedup.js'
 import { InboundLimits } from './inbound-limits.js'
+import { JobRequests } from './job-request.js'
+import { JobServer } from './job-serve.js'
+import type { JobCall, JobHandler, RequestOptions, ServeOptions } from './job-types.js'
 import { type AgentClientOptions, type ResolvedOptions, resolveOptions } from './options.js'
 import { type PublishCounters, Publisher, type PublishResult } from './publisher.js'
 import { type DiscoveredAgent, KIND_ANNOUNCEMENT, KIND_PRESENCE, toDiscovered } from './registry-wire.js'
@@ -59,6 +63,8 @@ export class AgentClient {
   private readonly limits: InboundLimits | undefined
   private readonly subscriptions: AppSubscriptions
   private readonly announcer: Announcer
+  private readonly jobs: JobServer
+  private readonly requests: JobRequests
   /** what every connection attempt shares with this client */
   private readonly shared: AttemptDeps
   private readonly watches = new Set<() => void>()
@@ -93,6 +99,14 @@ export class AgentClient {
     this.announcer = new Announcer(this.o)
     const newQueryId = () => `agent-q${++this.subCounter}`
     this.shared = { o: this.o, announcer: this.announcer, subscriptions: this.subscriptions, newQueryId }
+    const publish = (t: EventTemplate) => this.publish(t)
+    const subscribe = (filters: WireFilter[], onEvent: (e: NostrEvent) => void) => this.subscribe(filters, onEvent)
+    const relaySelf = () => this.probe?.self
+    const reannounce = () => this.reannounce()
+    this.jobs = new JobServer({ pubkey: this.pubkey, announcer: this.announcer, publish, subscribe, relaySelf, reannounce })
+    const sign = (t: EventTemplate) => this.sign(t)
+    const send = (e: NostrEvent) => this.send(e)
+    this.requests = new JobRequests({ clock: this.o.clock, sign, send, publish, subscribe, relaySelf })
   }
 
   get state(): AgentState {
@@ -115,12 +129,11 @@ export class AgentClient {
   async publish(t: EventTemplate): Promise<PublishResult> {
     let event: NostrEvent
     try {
-      event = signTemplate(this.o.key, t, Math.floor(this.o.clock.now() / 1000))
+      event = this.sign(t)
     } catch (error) {
       return { ok: false, id: '', reason: `invalid: cannot sign the template: ${(error as Error).message}` }
     }
-    if (this.stopping || this.state === 'CLOSED') return { ok: false, id: event.id, reason: this.closedReason() }
-    return this.publisher.publish(event)
+    return this.send(event)
   }
 
   /**
@@ -169,6 +182,24 @@ export class AgentClient {
     }
   }
 
+  /**
+   * Takes the relay's assignments of `capability` (docs/jobs.md): `handler(job, ctx)` resolves with the output
+   * (a string, or anything JSON can encode); throwing RetryableJobError passes the job to another agent. At most
+   * `options.concurrency` (1) at once. The capability is announced (with a `concurrency` tag). Returns the
+   * function that stops serving it: assignments that come later are refused with `retry`.
+   */
+  serve(capability: string, handler: JobHandler, options: ServeOptions = {}): () => void {
+    return this.jobs.serve(capability, handler, options)
+  }
+
+  /**
+   * Asks the relay to dispatch a job to one live agent offering `capability`: a promise of `{ content, event,
+   * agent }` that rejects with JobError, with the request's `id`, its streamed `chunks` and `cancel()`.
+   */
+  request(capability: string, input: string, options: RequestOptions = {}): JobCall {
+    return this.requests.request(capability, input, options)
+  }
+
   /** 0..1; re-announced with the next heartbeat when it changed (at most once per heartbeat). */
   setLoad(load: number): void {
     this.announcer.load = load
@@ -195,6 +226,8 @@ export class AgentClient {
     }
     if (this.stopping) return
     this.stopping = true
+    this.jobs.abortAll('unavailable', 'the agent is stopping')
+    this.requests.closeAll("the agent stopped before the job's answer arrived")
     this.clearReconnect()
     const attempt = this.attempt
     attempt?.quiet()
@@ -299,6 +332,8 @@ export class AgentClient {
     this.clearReconnect()
     this.endWatches()
     this.publisher.close(reason)
+    this.jobs.abortAll('unavailable', reason)
+    this.requests.closeAll(`the agent closed before the job's answer arrived (${reason})`)
   }
 
   private clearReconnect(): void {
@@ -311,6 +346,20 @@ export class AgentClient {
     this.watches.clear()
   }
 
+  private sign(t: EventTemplate): NostrEvent {
+    return signTemplate(this.o.key, t, Math.floor(this.o.clock.now() / 1000))
+  }
+
+  private send(event: NostrEvent): Promise<PublishResult> {
+    if (this.stopping || this.state === 'CLOSED') return Promise.resolve({ ok: false, id: event.id, reason: this.closedReason() })
+    return this.publisher.publish(event)
+  }
+
+  /** a changed announcement goes out now when ACTIVE; otherwise the next handshake or heartbeat sends it */
+  private reannounce(): void {
+    if (this.state === 'ACTIVE' && this.announcer.isStale) void this.publisher.publish(this.announcer.announcement())
+  }
+
   /** what a publish answers once the agent is CLOSED or stopping */
   private closedReason(): string {
     return this.terminalReason ?? STOPPED
@@ -321,6 +370,8 @@ export class AgentClient {
   }
 
   private transition(state: AgentState, cause: string, error?: AgentError): void {
+    // the relay hands a lost connection's jobs to another agent: whatever this one still sends is refused
+    if (state === 'INIT' || state === 'CLOSED') this.jobs.abortAll('unavailable', `the connection was lost: ${cause}`)
     this.states.next(error ? { state, cause, error } : { state, cause })
   }
 }
@@ -329,6 +380,8 @@ export type { AgentState, AgentStateChange } from './agent-state.js'
 export type { AgentClock, RandomSource } from './clock.js'
 export { AgentError, type AgentErrorCode } from './error.js'
 export type { InboundLimitOptions, WindowLimit } from './inbound-limits.js'
+export { JobError, RetryableJobError } from './job-error.js'
+export type { JobCall, JobChunk, JobContext, JobHandler, JobResult, RequestOptions, ServedJob, ServeOptions } from './job-types.js'
 export type { AgentClientOptions, Capability } from './options.js'
 export type { PublishResult } from './publisher.js'
 export type { DiscoveredAgent } from './registry-wire.js'

@@ -49,7 +49,7 @@ export class Liveness {
     if (this.stopped) return
     this.heartbeatTimer = this.o.clock.setTimeout(() => {
       void this.socket.sendAndAwaitOk('EVENT', this.announcer.heartbeat('online'), this.o.heartbeatMs).catch(() => undefined)
-      if (this.announcer.isLoadStale)
+      if (this.announcer.isStale)
         void this.socket.sendAndAwaitOk('EVENT', this.announcer.announcement(), this.o.okTimeoutMs).catch(() => undefined)
       this.scheduleHeartbeat()
     }, this.heartbeatIntervalMs())

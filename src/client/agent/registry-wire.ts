@@ -18,12 +18,22 @@ export interface DiscoveredAgent {
   leaseExpiresAt: number
 }
 
-export function announcementTemplate(capabilities: readonly Capability[], version?: string, load?: number): EventTemplate {
+/**
+ * `concurrency`: how many dispatched jobs of one capability the agent runs at once (the most over the
+ * capabilities it serves, docs/jobs.md); absent when it serves none.
+ */
+export function announcementTemplate(
+  capabilities: readonly Capability[],
+  version?: string,
+  load?: number,
+  concurrency?: number,
+): EventTemplate {
   const tags: string[][] = [['d', ANNOUNCEMENT_D]]
   for (const c of capabilities) tags.push(['c', c.name])
   for (const k of new Set(capabilities.flatMap((c) => c.kinds))) tags.push(['k', String(k)])
   if (version !== undefined) tags.push(['version', version])
   if (load !== undefined) tags.push(['load', clampLoad(load).toFixed(2)])
+  if (concurrency !== undefined) tags.push(['concurrency', String(concurrency)])
   const content = JSON.stringify({
     capabilities: capabilities.map((c) => ({
       name: c.name,

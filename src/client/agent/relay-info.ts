@@ -1,5 +1,6 @@
 // Phase one of the handshake: the relay's NIP-11 document says whether it can host an agent at all, and how
 // long the registry keeps a lease.
+import { isHex64 } from '../../protocols/ids.js'
 import { AgentError } from './error.js'
 
 /** What the agent needs: NIP-01, and NIP-42 because presence must be AUTHed as its author (docs/presence.md). */
@@ -15,6 +16,8 @@ export interface RelayProbe {
   /** NIP-11 `limitation.default_limit`/`max_limit`: what a filter without / with a `limit` gets back at most */
   defaultLimit?: number
   maxLimit?: number
+  /** NIP-11 `self`: the community's key, which signs the relay's job assignments and terminal job errors */
+  self?: string
 }
 
 /** ws://h/p → http://h/p, wss → https (NIP-11 is served on the same URL). */
@@ -49,7 +52,8 @@ export function toProbe(url: string, doc: unknown): RelayProbe {
       `${url} does not support NIP-${missing.join(', NIP-')} (its NIP-11 supported_nips: [${nips.join(', ')}]); an agent needs NIP-01 and NIP-42 AUTH`,
     )
   }
-  return { url, supportedNips: nips, leaseSeconds: leaseSecondsOf(info), ...queryLimitsOf(info) }
+  const self = typeof info.self === 'string' && isHex64(info.self) ? info.self : undefined
+  return { url, supportedNips: nips, leaseSeconds: leaseSecondsOf(info), ...queryLimitsOf(info), ...(self !== undefined && { self }) }
 }
 
 /** NIP-11 `limitation.default_limit` and `max_limit`, each left out when the relay does not advertise it. */

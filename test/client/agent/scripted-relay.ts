@@ -28,10 +28,10 @@ export const okAll: Answer = (f, ws) => {
 export async function startScriptedRelay(
   answer: Answer = okAll,
   nips = [1, 11, 42],
-  opts: { challenge?: boolean } = {},
+  opts: { challenge?: boolean; info?: Record<string, unknown> } = {},
 ): Promise<ScriptedRelay> {
   const server: Server = createServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/nostr+json' }).end(JSON.stringify({ supported_nips: nips }))
+    res.writeHead(200, { 'content-type': 'application/nostr+json' }).end(JSON.stringify({ supported_nips: nips, ...opts.info }))
   })
   const wss = new WebSocketServer({ server })
   const connections: ScriptedRelay['connections'] = []

@@ -54,6 +54,14 @@ describe('the capabilities announcement', () => {
     expect(announcementTemplate([]).tags).toEqual([['d', 'apiary-agent']])
   })
 
+  it('says how many jobs of one capability the agent runs at once when it serves any', () => {
+    expect(announcementTemplate([{ name: 'echo', kinds: [] }], undefined, undefined, 3).tags).toEqual([
+      ['d', 'apiary-agent'],
+      ['c', 'echo'],
+      ['concurrency', '3'],
+    ])
+  })
+
   it('reads capabilities from the tags when the content is not ours', () => {
     const e = ev('a'.repeat(64), 31990, NOW, 'hand-written', [
       ['c', 'echo'],
@@ -111,6 +119,12 @@ describe('the NIP-11 probe', () => {
     expect(() => toProbe('ws://r', { supported_nips: [1, 11] })).toThrow(/NIP-42/)
     expect(() => toProbe('ws://r', {})).toThrow(/NIP-1, NIP-42/)
     expect(toProbe('ws://r', { supported_nips: [1, 42] })).toEqual({ url: 'ws://r', supportedNips: [1, 42], leaseSeconds: 45 })
+  })
+
+  it("keeps NIP-11 `self` (the community's key) when it is 64 hex characters", () => {
+    const self = 'ab'.repeat(32)
+    expect(toProbe('ws://r', { supported_nips: [1, 42], self }).self).toBe(self)
+    expect(toProbe('ws://r', { supported_nips: [1, 42], self: 'not a key' })).not.toHaveProperty('self')
   })
 
   it('asks http(s) for ws(s)', () => {
