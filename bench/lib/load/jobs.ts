@@ -5,9 +5,9 @@
 // addon (bcrypto) so the load generator's signing does not bound what is measured.
 import { createHash, randomBytes } from 'node:crypto'
 import { createRequire } from 'node:module'
-import type WebSocket from 'ws'
+import WebSocket from 'ws'
 import { type BenchEvent, benchKeys } from '../fixtures'
-import { closeAll, connect, openEach } from './connect'
+import { closeAll, openEach } from './connect'
 import { type Latency, latency, perSecond } from './latency'
 
 export type JobsMode = 'dispatch' | 'broadcast'
@@ -55,9 +55,10 @@ const send = (ws: WebSocket, e: BenchEvent) => ws.send(`["EVENT",${JSON.stringif
 const tagOf = (e: BenchEvent, name: string) => e.tags.find((t) => t[0] === name)?.[1]
 
 /** Connects and authenticates `key` (NIP-42 with the relay's challenge); resolves once AUTH is OK. */
-async function authed(url: string, key: Key): Promise<WebSocket> {
-  const ws = await connect(url)
-  await new Promise<void>((resolve, reject) => {
+function authed(url: string, key: Key): Promise<WebSocket> {
+  // the challenge may arrive in the same read as the upgrade's answer: listen before the socket opens
+  const ws = new WebSocket(url, { perMessageDeflate: false, skipUTF8Validation: true, handshakeTimeout: 15_000 })
+  return new Promise<WebSocket>((resolve, reject) => {
     let authId = ''
     const onMessage = (data: WebSocket.RawData) => {
       const f = JSON.parse(data.toString()) as unknown[]
@@ -67,12 +68,14 @@ async function authed(url: string, key: Key): Promise<WebSocket> {
         ws.send(JSON.stringify(['AUTH', e]))
       } else if (f[0] === 'OK' && f[1] === authId) {
         ws.off('message', onMessage)
-        f[2] ? resolve() : reject(new Error(`AUTH refused: ${String(f[3])}`))
+        ws.removeAllListeners('error')
+        ws.on('error', () => {})
+        f[2] ? resolve(ws) : reject(new Error(`AUTH refused: ${String(f[3])}`))
       }
     }
     ws.on('message', onMessage)
+    ws.once('error', reject)
   })
-  return ws
 }
 
 /** One agent: announced, heartbeating, listening; answers each job with processing and a result. */
