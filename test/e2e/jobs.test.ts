@@ -257,6 +257,27 @@ describe('dispatched jobs on one relay', () => {
     )
   })
 
+  it("refuses a kind 25900 assignment from anyone but the community's key", async () => {
+    const r = await relays.start(FAST)
+    const agent = await agentOn(r, 'echo')
+    const forger = makeKeys()
+    const c = await authed(r, forger)
+    const fake = signEvent(forger, {
+      kind: KIND_JOB_ASSIGNMENT,
+      tags: [
+        ['e', 'a'.repeat(64)],
+        ['p', agent.keys.pubkey],
+        ['c', 'echo'],
+        ['generation', '1'],
+        ['status', 'assigned'],
+      ],
+      content: '{}',
+    })
+    const ok = await publish(c, fake)
+    expect(ok.prefix).toBe('restricted')
+    expect(agent.c.frames.some(isEventOn(agent.subId))).toBe(false)
+  })
+
   it('answers "rate-limited:" at jobs.maxQueuedPerCapability + 1 and "invalid:" to a request without one capability', async () => {
     const r = await relays.start({ ...FAST, jobs: { maxQueuedPerCapability: 2 } })
     const keys = makeKeys()

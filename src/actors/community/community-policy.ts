@@ -2,6 +2,7 @@
 // policy, the AUTH requirement, the NIP-86 kind rules and banned events. The relay's own events pass.
 import type { CommunityRecord, CommunitySettings } from '../../infra/store/community-store.js'
 import { KIND_DEPARTURE } from '../../protocols/agent-registry.js'
+import { KIND_JOB_ASSIGNMENT } from '../../protocols/jobs.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { KIND_AUTH, KIND_DELETION, KIND_PRESENCE } from '../../protocols/nip01/kinds.js'
 import { isManagementKind } from '../../protocols/nip29.js'
@@ -39,8 +40,9 @@ export function checkEventRules(event: NostrEvent, relayPubkey: string, nowSecon
   if (event.kind === KIND_AUTH) return reason('invalid', 'kind 22242 is only accepted in AUTH messages')
   if (isExpired(event, nowSeconds)) return reason('invalid', 'event has expired')
   // a departure is the relay's word that an agent left: nobody else may say it (docs/agent-registry.md)
-  if (event.kind === KIND_DEPARTURE && event.pubkey !== relayPubkey)
-    return reason('restricted', `kind ${KIND_DEPARTURE} is published by the relay only`)
+  // so is a job's assignment (docs/jobs.md): an agent acts on one as the relay's word
+  if ((event.kind === KIND_DEPARTURE || event.kind === KIND_JOB_ASSIGNMENT) && event.pubkey !== relayPubkey)
+    return reason('restricted', `kind ${event.kind} is published by the relay only`)
   // NIP-43: the member list, its changes and invites are signed by the relay
   if (RELAY_MEMBERSHIP_KINDS.has(event.kind) && event.pubkey !== relayPubkey)
     return reason('restricted', `kind ${event.kind} is published by the relay only`)

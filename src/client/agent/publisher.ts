@@ -123,7 +123,7 @@ export class Publisher {
   }
 
   private async sendWithRetries(event: NostrEvent, seq: number, maxWaitMs: number, live: boolean): Promise<PublishResult> {
-    const decision = this.throttle.reserve(event.tags, this.clock.now(), maxWaitMs)
+    const decision = this.throttle.reserve(event, this.clock.now(), maxWaitMs)
     if (!decision.ok) {
       this.counters.throttled++
       const retryAfterMs = decision.retryAfterMs

@@ -2,6 +2,12 @@
 // be refused by the relay. GCRA (the algorithm the relay's own admission uses, docs/architecture.md §8): each key holds a
 // theoretical arrival time; a publish reserves its slot on every key at once, so waiters keep their order.
 
+import { isJobResultKind, KIND_JOB_CHUNK, KIND_JOB_FEEDBACK, TAG_GENERATION } from '../../protocols/jobs.js'
+
+/** feedback, a result or a chunk under an assignment's generation (docs/jobs.md) */
+const isJobAnswer = (e: { kind: number; tags: readonly string[][] }): boolean =>
+  (e.kind === KIND_JOB_FEEDBACK || e.kind === KIND_JOB_CHUNK || isJobResultKind(e.kind)) && e.tags.some((t) => t[0] === TAG_GENERATION)
+
 export interface RateRule {
   ratePerSecond: number
   burst: number
@@ -24,8 +30,8 @@ export class OutboundThrottle {
    * Reserves a slot on every key the event touches when the wait fits in `maxWaitMs` (and then the caller
    * must wait `waitMs`); otherwise reserves nothing and says how long until it would fit.
    */
-  reserve(tags: readonly string[][], nowMs: number, maxWaitMs: number): ThrottleDecision {
-    const keys = this.keysOf(tags)
+  reserve(event: { kind: number; tags: readonly string[][] }, nowMs: number, maxWaitMs: number): ThrottleDecision {
+    const keys = this.keysOf(event)
     let waitMs = 0
     for (const [key, rule] of keys) waitMs = Math.max(waitMs, this.waitFor(key, rule, nowMs))
     if (waitMs > maxWaitMs) return { ok: false, retryAfterMs: Math.ceil(waitMs) }
@@ -44,11 +50,13 @@ export class OutboundThrottle {
     return Math.max(0, tat - tolerance - nowMs)
   }
 
-  private keysOf(tags: readonly string[][]): [string, RateRule][] {
+  private keysOf(event: { kind: number; tags: readonly string[][] }): [string, RateRule][] {
     const keys: [string, RateRule][] = [['global', this.rules.global]]
-    for (const t of tags) {
+    // what an assignee sends about its job goes to the requester who asked for it: not a message it did not want
+    const asked = isJobAnswer(event)
+    for (const t of event.tags) {
       if (t[0] === 'h' && t[1] !== undefined) keys.push([`h:${t[1]}`, this.rules.perChannel])
-      else if (t[0] === 'p' && t[1] !== undefined) keys.push([`p:${t[1]}`, this.rules.perRecipient])
+      else if (t[0] === 'p' && t[1] !== undefined && !asked) keys.push([`p:${t[1]}`, this.rules.perRecipient])
     }
     return keys
   }

@@ -48,6 +48,8 @@ function publisherWith(
   return new Publisher(o, socket)
 }
 
+const note = (tags: string[][]) => ({ kind: 1, tags })
+
 describe('the outbound throttle', () => {
   it('lets a burst through, then makes each publish wait its turn per global / channel / recipient key', () => {
     const t = new OutboundThrottle({
@@ -55,24 +57,41 @@ describe('the outbound throttle', () => {
       perChannel: ONE_PER_SECOND,
       perRecipient: { ratePerSecond: 2, burst: 1 },
     })
-    expect(t.reserve([], 0, 5000)).toEqual({ ok: true, waitMs: 0 })
-    expect(t.reserve([['h', 'lobby']], 0, 5000)).toEqual({ ok: true, waitMs: 0 })
-    expect(t.reserve([['p', 'bob']], 0, 5000)).toEqual({ ok: true, waitMs: 0 })
+    expect(t.reserve(note([]), 0, 5000)).toEqual({ ok: true, waitMs: 0 })
+    expect(t.reserve(note([['h', 'lobby']]), 0, 5000)).toEqual({ ok: true, waitMs: 0 })
+    expect(t.reserve(note([['p', 'bob']]), 0, 5000)).toEqual({ ok: true, waitMs: 0 })
     // global burst of 3 spent: the 4th waits one emission interval (100 ms)
-    expect(t.reserve([], 0, 5000)).toEqual({ ok: true, waitMs: 100 })
+    expect(t.reserve(note([]), 0, 5000)).toEqual({ ok: true, waitMs: 100 })
     // the channel allows one per second: its second publish waits for it, whatever the global allows
-    expect(t.reserve([['h', 'lobby']], 0, 5000)).toEqual({ ok: true, waitMs: 1000 })
-    expect(t.reserve([['h', 'other']], 0, 5000).ok).toBe(true)
-    expect(t.reserve([['p', 'bob']], 0, 5000)).toEqual({ ok: true, waitMs: 500 })
+    expect(t.reserve(note([['h', 'lobby']]), 0, 5000)).toEqual({ ok: true, waitMs: 1000 })
+    expect(t.reserve(note([['h', 'other']]), 0, 5000).ok).toBe(true)
+    expect(t.reserve(note([['p', 'bob']]), 0, 5000)).toEqual({ ok: true, waitMs: 500 })
+  })
+
+  it("does not hold an assignee's answers to the requester who asked for them to the per-recipient rate", () => {
+    const t = new OutboundThrottle({ global: OPEN, perChannel: OPEN, perRecipient: { ratePerSecond: 2, burst: 1 } })
+    const chunk = (seq: number) => ({
+      kind: 25_901,
+      tags: [
+        ['e', 'job'],
+        ['p', 'bob'],
+        ['generation', '1'],
+        ['seq', String(seq)],
+      ],
+    })
+    for (let seq = 0; seq < 5; seq++) expect(t.reserve(chunk(seq), 0, 5000)).toEqual({ ok: true, waitMs: 0 })
+    // without a generation it is a plain event to bob, and waits its turn
+    expect(t.reserve({ kind: 7000, tags: [['p', 'bob']] }, 0, 5000)).toEqual({ ok: true, waitMs: 0 })
+    expect(t.reserve({ kind: 7000, tags: [['p', 'bob']] }, 0, 5000)).toEqual({ ok: true, waitMs: 500 })
   })
 
   it('refuses past maxWaitMs with the wait it would have needed, and reserves nothing then', () => {
     const t = new OutboundThrottle({ global: ONE_PER_SECOND, perChannel: OPEN, perRecipient: OPEN })
-    const waits = Array.from({ length: 6 }, () => t.reserve([], 0, 5000))
+    const waits = Array.from({ length: 6 }, () => t.reserve(note([]), 0, 5000))
     expect(waits.map((w) => (w.ok ? w.waitMs : -1))).toEqual([0, 1000, 2000, 3000, 4000, 5000])
-    expect(t.reserve([], 0, 5000)).toEqual({ ok: false, retryAfterMs: 6000 })
-    expect(t.reserve([], 0, 5000)).toEqual({ ok: false, retryAfterMs: 6000 })
-    expect(t.reserve([], 1000, 5000)).toEqual({ ok: true, waitMs: 5000 })
+    expect(t.reserve(note([]), 0, 5000)).toEqual({ ok: false, retryAfterMs: 6000 })
+    expect(t.reserve(note([]), 0, 5000)).toEqual({ ok: false, retryAfterMs: 6000 })
+    expect(t.reserve(note([]), 1000, 5000)).toEqual({ ok: true, waitMs: 5000 })
   })
 })
 
