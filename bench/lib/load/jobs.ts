@@ -16,8 +16,10 @@ export interface JobsOptions {
   mode: JobsMode
   agents: number
   requesters: number
-  /** jobs each requester keeps in flight */
+  /** jobs each requester keeps in flight (closed loop) */
   window: number
+  /** an open loop instead: jobs/s over all requesters, whatever the results */
+  ratePerSec?: number
   jobs: number
   maxSeconds: number
   onStart?: () => Promise<void>
@@ -46,7 +48,9 @@ const schnorr = createRequire(import.meta.url)('bcrypto/lib/schnorr') as { sign(
 
 function sign(key: Key, kind: number, tags: string[][], content: string): BenchEvent {
   const created_at = Math.floor(Date.now() / 1000)
-  const hash = createHash('sha256').update(JSON.stringify([0, key.pubkey, created_at, kind, tags, content])).digest()
+  const hash = createHash('sha256')
+    .update(JSON.stringify([0, key.pubkey, created_at, kind, tags, content]))
+    .digest()
   const sig = schnorr.sign(hash, Buffer.from(key.secret), randomBytes(32)).toString('hex')
   return { id: hash.toString('hex'), pubkey: key.pubkey, created_at, kind, tags, content, sig }
 }
@@ -63,7 +67,15 @@ function authed(url: string, key: Key): Promise<WebSocket> {
     const onMessage = (data: WebSocket.RawData) => {
       const f = JSON.parse(data.toString()) as unknown[]
       if (f[0] === 'AUTH') {
-        const e = sign(key, 22_242, [['relay', url], ['challenge', String(f[1])]], '')
+        const e = sign(
+          key,
+          22_242,
+          [
+            ['relay', url],
+            ['challenge', String(f[1])],
+          ],
+          '',
+        )
         authId = e.id
         ws.send(JSON.stringify(['AUTH', e]))
       } else if (f[0] === 'OK' && f[1] === authId) {
@@ -81,9 +93,22 @@ function authed(url: string, key: Key): Promise<WebSocket> {
 /** One agent: announced, heartbeating, listening; answers each job with processing and a result. */
 async function startAgent(url: string, key: Key, mode: JobsMode, seen: (job: string, at: number) => void): Promise<WebSocket> {
   const ws = await authed(url, key)
-  const filter = mode === 'dispatch' ? { kinds: [25_900], '#p': [key.pubkey] } : { kinds: [KIND_REQUEST], since: Math.floor(Date.now() / 1000) }
+  const filter =
+    mode === 'dispatch' ? { kinds: [25_900], '#p': [key.pubkey] } : { kinds: [KIND_REQUEST], since: Math.floor(Date.now() / 1000) }
   ws.send(JSON.stringify(['REQ', 'work', filter]))
-  send(ws, sign(key, 31_990, [['d', 'apiary-agent'], ['c', CAPABILITY], ['concurrency', '8']], '{}'))
+  send(
+    ws,
+    sign(
+      key,
+      31_990,
+      [
+        ['d', 'apiary-agent'],
+        ['c', CAPABILITY],
+        ['concurrency', '8'],
+      ],
+      '{}',
+    ),
+  )
   send(ws, sign(key, 20_001, [], 'online'))
   ws.on('message', (data) => {
     const s = data.toString()
@@ -133,6 +158,7 @@ export async function runJobs(url: string, o: JobsOptions): Promise<JobsResult> 
   const t0 = performance.now()
   const perRequester = Math.ceil(o.jobs / o.requesters)
   let done = 0
+  const paces: ReturnType<typeof setInterval>[] = []
   await new Promise<void>((resolve) => {
     const stop = setTimeout(resolve, o.maxSeconds * 1000)
     requesters.forEach((ws, i) => {
@@ -152,7 +178,7 @@ export async function runJobs(url: string, o: JobsOptions): Promise<JobsResult> 
           if (!f[2] && sentAt.has(f[1])) {
             refused++
             done++
-            next()
+            if (o.ratePerSec === undefined) next()
           }
           return
         }
@@ -168,12 +194,24 @@ export async function runJobs(url: string, o: JobsOptions): Promise<JobsResult> 
           clearTimeout(stop)
           resolve()
         }
-        next()
+        if (o.ratePerSec === undefined) next()
       })
-      for (let k = 0; k < o.window; k++) next()
+      if (o.ratePerSec === undefined) {
+        for (let k = 0; k < o.window; k++) next()
+        return
+      }
+      // every 5 ms, what this requester's share of the rate says is due by now
+      const share = o.ratePerSec / o.requesters
+      const pace = setInterval(() => {
+        const due = Math.min(perRequester, Math.floor(((performance.now() - t0) * share) / 1000))
+        while (sent < due) next()
+        if (sent >= perRequester) clearInterval(pace)
+      }, 5)
+      paces.push(pace)
     })
   })
   const ms = performance.now() - t0
+  for (const pace of paces) clearInterval(pace)
   await o.onEnd?.()
   // a broadcast's other copies are still arriving: give them a moment to be counted
   if (o.mode === 'broadcast') await new Promise((r) => setTimeout(r, 1_000))
