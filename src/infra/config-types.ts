@@ -108,6 +108,8 @@ export interface Config {
   /** dispatched jobs (docs/jobs.md): the queue's bound, the accept deadline, reassignments, sizes */
   jobs: {
     maxQueuedPerCapability: number
+    maxCapabilitiesPerCommunity: number
+    maxOpenPerRequester: number
     acceptTimeoutMs: number
     maxAttempts: number
     maxRequestBytes: number

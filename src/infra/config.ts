@@ -521,6 +521,21 @@ export const configSchema = z
           .min(1)
           .default(10_000)
           .describe('open dispatched jobs of one capability in one community; one more is refused "rate-limited:"'),
+        // each capability with open jobs is a dispatcher with a queue and a timer: a requester naming a new one in
+        // every request must not make them without end
+        maxCapabilitiesPerCommunity: z
+          .number()
+          .int()
+          .min(1)
+          .default(256)
+          .describe('capabilities with open dispatched jobs in one community; a request for one more is refused "rate-limited:"'),
+        // one requester must not fill a capability's whole queue: others' jobs would be refused behind it
+        maxOpenPerRequester: z
+          .number()
+          .int()
+          .min(1)
+          .default(1_000)
+          .describe('open dispatched jobs of one requester in one community; one more is refused "rate-limited:"'),
         // an agent that is alive answers its assignment within a round trip; one that does not within 5 s is
         // stuck (or was chosen the moment it froze), and the job should not wait on it for a whole lease
         acceptTimeoutMs: z

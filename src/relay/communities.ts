@@ -6,6 +6,7 @@ import { pubkeysHeld } from '../actors/community/community-presence.js'
 import type { CommunityDeps, CommunitySurvivors } from '../actors/community/community-state.js'
 import { createCommunitySurvivors } from '../actors/community/community-survivors.js'
 import type { CommunityMsg, MembersChange, PublishOutcome } from '../actors/community/messages.js'
+import type { CommunityJobs } from '../actors/jobs/community-jobs.js'
 import { ask, createLagReporter, type Kernel, type LagReporter, tell } from '../actors/kernel/index.js'
 import type { RegistryDeps } from '../actors/registry/agent-tracking.js'
 import type { RegistryAnnounce, RegistryMsg } from '../actors/registry/messages.js'
@@ -108,8 +109,16 @@ export function createCommunities(d: CommunitiesDeps): Communities {
     agents.set(record.id, readOnlyAgents(survivors.agents, nowMs, wallMs))
     d.kernel.spawn(registryPath(record.id), registryActor(registryDeps(deps, survivors)))
     d.kernel.spawn(path, communityActor(deps, survivors))
-    // a store that cannot say now: the dispatchers start with the next request or agent of their capability
-    jobs?.start().catch((error: unknown) => d.log.error({ err: error, community: record.id }, 'job dispatchers not started'))
+    if (jobs) startDispatchers(record.id, jobs)
+  }
+
+  /** The dispatchers of capabilities with open jobs, once the store can say which: tried again until it can. */
+  function startDispatchers(id: string, jobs: CommunityJobs, delayMs = 1_000): void {
+    jobs.start().catch((error: unknown) => {
+      if (!running.has(id)) return
+      d.log.error({ err: error, community: id, retryInMs: delayMs }, 'job dispatchers not started; trying again')
+      setTimeout(() => startDispatchers(id, jobs, Math.min(delayMs * 2, 30_000)), delayMs).unref()
+    })
   }
 
   function linkOf(community: string, path: string, lag: LagReporter): CommunityLink {

@@ -6,12 +6,12 @@
 import { communityPath } from '../actors/community/community-actor.js'
 import type { CommunityDeps, CommunitySurvivors } from '../actors/community/community-state.js'
 import { deliverToConnection } from '../actors/community/direct-delivery.js'
-import type { CommunityMsg } from '../actors/community/messages.js'
+import { type CommunityMsg, REDELIVER } from '../actors/community/messages.js'
 import { type CommunityJobs, createCommunityJobs } from '../actors/jobs/community-jobs.js'
 import { dispatcherActor } from '../actors/jobs/dispatcher-actor.js'
 import { JobBoard } from '../actors/jobs/job-board.js'
 import type { DispatcherMsg } from '../actors/jobs/messages.js'
-import { type ActorDef, type Kernel, tell } from '../actors/kernel/index.js'
+import { type ActorDef, type Kernel, tellUntilTaken } from '../actors/kernel/index.js'
 import type { Config } from '../infra/config.js'
 import type { VerifiedEvent } from '../protocols/nip01/event.js'
 
@@ -40,8 +40,11 @@ export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, surviv
       deliverTo: (conn, event, raw) => deliverToConnection(survivors().index, conn, event, raw),
       announce: (event, raw) => {
         const ref = w.kernel.lookup<CommunityMsg>(communityPath(community))
-        // a community down misses delivering it live: the error is stored, and a REQ finds it
-        if (ref) tell(ref, { type: 'Announce', events: [{ event: event as VerifiedEvent, raw }], from: 'jobs' })
+        const msg: CommunityMsg = { type: 'Announce', events: [{ event: event as VerifiedEvent, raw }], from: 'jobs' }
+        // a community that never takes it misses delivering it live: the error is stored, and a REQ finds it
+        const lost = () => c.log.error({ community, eventId: event.id }, "a job's terminal error was stored but not delivered live")
+        if (ref) tellUntilTaken(ref, msg, { ...REDELIVER, onGiveUp: lost })
+        else lost()
       },
       sign: c.sign,
       limits,
@@ -57,6 +60,8 @@ export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, surviv
     board,
     dispatcherOf,
     maxQueuedPerCapability: limits.maxQueuedPerCapability,
+    maxCapabilities: limits.maxCapabilitiesPerCommunity,
+    maxOpenPerRequester: limits.maxOpenPerRequester,
     maxRequestBytes: limits.maxRequestBytes,
     maxDeadlineMs: limits.maxDeadlineMs,
     wallMs: w.wallMs,

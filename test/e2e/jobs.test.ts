@@ -292,6 +292,21 @@ describe('dispatched jobs on one relay', () => {
     expect((await publish(c, badDeadline)).prefix).toBe('invalid')
   })
 
+  it('answers "rate-limited:" past jobs.maxOpenPerRequester and past jobs.maxCapabilitiesPerCommunity', async () => {
+    const r = await relays.start({ ...FAST, jobs: { maxOpenPerRequester: 2, maxCapabilitiesPerCommunity: 3 } })
+    const keys = makeKeys()
+    const c = await authed(r, keys)
+    for (let i = 0; i < 2; i++) expect((await publish(c, request(keys, `cap-${i}`, 'x'))).accepted).toBe(true)
+    expect((await publish(c, request(keys, 'cap-0', 'third'))).prefix).toBe('rate-limited')
+    // another requester still gets in, up to the community's third capability, not a fourth
+    const other = makeKeys()
+    const c2 = await authed(r, other)
+    expect((await publish(c2, request(other, 'cap-2', 'x'))).accepted).toBe(true)
+    expect((await publish(c2, request(other, 'cap-3', 'x'))).prefix).toBe('rate-limited')
+    // a capability that already has open jobs takes more
+    expect((await publish(c2, request(other, 'cap-0', 'x'))).accepted).toBe(true)
+  })
+
   it('gives each agent at most its announced concurrency and spreads jobs over agents with room', async () => {
     const r = await relays.start(FAST)
     const wide = await agentOn(r, 'echo', { concurrency: 2 })

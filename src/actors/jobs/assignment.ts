@@ -6,7 +6,7 @@ import { REDELIVER } from '../community/messages.js'
 import { pipeTo } from '../kernel/index.js'
 import { chooseAgent } from './agent-choice.js'
 import type { Ctx, DispatcherDeps, DispatcherState, JobEntry } from './dispatcher-state.js'
-import { release, revoke } from './holding.js'
+import { lostAnswer, release, revoke } from './holding.js'
 import { closeJob, endJob } from './job-close.js'
 import type { DispatcherMsg } from './messages.js'
 
@@ -22,13 +22,23 @@ export function pump(state: DispatcherState, ctx: Ctx, deps: DispatcherDeps): vo
       state.queue.shift()
       continue
     }
-    candidates ??= deps.candidates()
+    candidates ??= candidatesPruned(state, deps)
     // an agent that refused or failed this job gets it again only when no other has room
     const agent = chooseAgent(candidates, state, entry.excluded) ?? chooseAgent(candidates, state, new Set())
     if (agent === undefined) return
     state.queue.shift()
     assignTo(state, entry, agent, ctx, deps)
   }
+}
+
+/** The candidates now; who got a job last is forgotten for connections no longer among them (it would only grow). */
+function candidatesPruned(state: DispatcherState, deps: DispatcherDeps): ReturnType<DispatcherDeps['candidates']> {
+  const candidates = deps.candidates()
+  if (state.lastAssignedMs.size > candidates.length) {
+    const live = new Set(candidates.map((c) => c.conn))
+    for (const conn of state.lastAssignedMs.keys()) if (!live.has(conn) && !state.held.has(conn)) state.lastAssignedMs.delete(conn)
+  }
+  return candidates
 }
 
 function assignTo(state: DispatcherState, entry: JobEntry, agent: { conn: string; pubkey: string }, ctx: Ctx, deps: DispatcherDeps) {
@@ -45,7 +55,7 @@ function writeAssignment(entry: JobEntry, conn: string | null, pubkey: string | 
     ctx.self,
     deps.store.jobs.assign(deps.community, job, entry.generation, pubkey),
     (outcome): DispatcherMsg => ({ type: 'Assigned', job, conn, pubkey, outcome }),
-    REDELIVER,
+    { ...REDELIVER, onGiveUp: () => lostAnswer(deps, job, 'assignment') },
   )
 }
 
@@ -53,12 +63,12 @@ export function onAssigned(state: DispatcherState, msg: Msg<'Assigned'>, ctx: Ct
   const entry = state.jobs.get(msg.job)
   if (!msg.outcome.ok) {
     deps.log.error({ err: msg.outcome.error, community: deps.community, job: msg.job }, 'job assignment not stored; retrying')
-    if (entry?.phase === 'assigning') requeue(state, entry, deps)
+    if (entry?.phase === 'assigning' && (entry.holder?.conn ?? null) === msg.conn) requeue(state, entry, deps)
     return state
   }
   const outcome = msg.outcome.value
-  // cancelled or ended meanwhile: its row decides
-  if (entry === undefined || entry.phase !== 'assigning') return state
+  // cancelled or ended meanwhile (its row decides), or an answer for an assignment since replaced by another
+  if (entry === undefined || entry.phase !== 'assigning' || (entry.holder?.conn ?? null) !== msg.conn) return state
   if (outcome.status === 'stale') {
     release(state, entry)
     const row = outcome.row

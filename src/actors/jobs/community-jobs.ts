@@ -5,7 +5,7 @@
 import type { Metrics } from '../../infra/metrics.js'
 import type { JobLedger, JobWrite } from '../../infra/store/job-ledger.js'
 import { endsJob, isDispatchRequest, jobReportOf, KIND_JOB_CHUNK, parseJobRequest } from '../../protocols/jobs.js'
-import type { NostrEvent } from '../../protocols/nip01/event.js'
+import { type NostrEvent, utf8Length } from '../../protocols/nip01/event.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
 import { REDELIVER } from '../community/messages.js'
 import { type ActorDef, type Kernel, type TypedRef, tellUntilTaken } from '../kernel/index.js'
@@ -38,6 +38,8 @@ export interface CommunityJobsDeps {
   /** the dispatcher of one capability, as the composition root builds it */
   dispatcherOf: (capability: string) => ActorDef<unknown, DispatcherMsg>
   maxQueuedPerCapability: number
+  maxCapabilities: number
+  maxOpenPerRequester: number
   maxRequestBytes: number
   maxDeadlineMs: number
   wallMs: () => number
@@ -48,11 +50,15 @@ export interface CommunityJobsDeps {
 export function createCommunityJobs(d: CommunityJobsDeps): CommunityJobs {
   const dispatcher = (capability: string): TypedRef<DispatcherMsg> =>
     d.kernel.getOrSpawn(dispatcherPath(d.community, capability), d.dispatcherOf(capability))
-  const tellDispatcher = (capability: string, msg: DispatcherMsg) =>
+  const tellDispatcher = (capability: string, msg: DispatcherMsg, again = true): void =>
     tellUntilTaken(dispatcher(capability), msg, {
       ...REDELIVER,
-      // the store has it: the dispatcher reads it back when it restarts
-      onGiveUp: () => d.log.warn({ community: d.community, capability, type: msg.type }, 'a job dispatcher did not take a message'),
+      onGiveUp: () => {
+        // an activation that stopped as idle just then: its successor reads the store at start, and hears this too
+        if (again) return tellDispatcher(capability, msg, false)
+        // the store has it: the dispatcher reads it back when it restarts
+        d.log.warn({ community: d.community, capability, type: msg.type }, 'a job dispatcher did not take a message')
+      },
     })
 
   return {
@@ -60,11 +66,19 @@ export function createCommunityJobs(d: CommunityJobsDeps): CommunityJobs {
       if (!isDispatchRequest(event)) return undefined
       const parsed = parseJobRequest(event, d.maxDeadlineMs)
       if (!parsed.ok) return parsed.error
-      const size = JSON.stringify(event).length
-      if (size > d.maxRequestBytes) return reason('invalid', `a dispatched job request is at most ${d.maxRequestBytes} bytes`)
+      if (utf8Length(JSON.stringify(event)) > d.maxRequestBytes) {
+        return reason('invalid', `a dispatched job request is at most ${d.maxRequestBytes} bytes`)
+      }
       const { capability } = parsed.value
       if (d.board.openCount(capability) >= d.maxQueuedPerCapability) {
         return reason('rate-limited', `the queue of ${capability} is full (${d.maxQueuedPerCapability} jobs); retry later`)
+      }
+      // each capability with open jobs is a dispatcher with a queue: a requester must not make them at will
+      if (d.board.openCount(capability) === 0 && d.board.capabilities >= d.maxCapabilities) {
+        return reason('rate-limited', `${d.maxCapabilities} capabilities already have open jobs here; retry later`)
+      }
+      if (d.board.openOf(event.pubkey) >= d.maxOpenPerRequester) {
+        return reason('rate-limited', `you have ${d.maxOpenPerRequester} open jobs here; wait for their answers`)
       }
       return undefined
     },
@@ -95,7 +109,14 @@ export function createCommunityJobs(d: CommunityJobsDeps): CommunityJobs {
       if (!report.ok || report.value === undefined || report.value.what === 'chunk') return undefined
       const r = report.value
       const ends = endsJob(r) ? (r.what === 'result' ? 'success' : 'error') : null
-      return { op: 'report', job: r.job, generation: r.generation ?? null, ends, accepts: r.what === 'processing' }
+      return {
+        op: 'report',
+        job: r.job,
+        generation: r.generation ?? null,
+        ends,
+        accepts: r.what === 'processing',
+        ...(r.what === 'result' ? { resultKind: event.kind } : {}),
+      }
     },
     stored(event, raw, write, removedIds) {
       for (const id of removedIds) {

@@ -8,7 +8,7 @@
 // (a result, feedback) or by the community from the board (a chunk).
 import { assertNever } from '../../protocols/result.js'
 import { type ActorDef, tell } from '../kernel/index.js'
-import { onAssigned } from './assignment.js'
+import { onAssigned, pump } from './assignment.js'
 import type { Ctx, DispatcherDeps, DispatcherState } from './dispatcher-state.js'
 import { onAgentGone, onCancelled, onClosed, onEnqueued, onReported, onTick } from './job-end.js'
 import type { DispatcherMsg } from './messages.js'
@@ -17,6 +17,7 @@ import { onRebuilt, startRebuild } from './rebuild.js'
 export const dispatcherPath = (community: string, capability: string) => `dispatcher/${community}/${capability}`
 
 const DEFAULT_TICK_MS = 250
+const IDLE_STOP_MS = 60_000
 // every stored request of its capability is told to it, at the community's ingest rate
 const MAILBOX_CAPACITY = 100_000
 
@@ -26,11 +27,13 @@ export function dispatcherActor(deps: DispatcherDeps): ActorDef<DispatcherState,
     kind: 'dispatcher',
     init: (ctx) => {
       // a tick the dispatcher cannot take is skipped: the next one looks again
-      timer ??= setInterval(() => tell(ctx.self, { type: 'Tick' }), deps.tickMs ?? DEFAULT_TICK_MS)
+      // and only while it has open jobs, so that one without any stops as idle
+      timer ??= setInterval(() => {
+        if (deps.board.openCount(deps.capability) > 0) tell(ctx.self, { type: 'Tick' })
+      }, deps.tickMs ?? DEFAULT_TICK_MS)
       timer.unref?.()
-      deps.board.forget(deps.capability)
       startRebuild(ctx, deps)
-      return { ready: false, jobs: new Map(), queue: [], held: new Map(), lastAssignedMs: new Map(), early: [] }
+      return { ready: false, jobs: new Map(), queue: [], held: new Map(), lastAssignedMs: new Map(), early: [], earlyReports: [] }
     },
     handle: (state, msg, ctx) => handle(state, msg, ctx, deps),
     afterStop: () => {
@@ -38,6 +41,8 @@ export function dispatcherActor(deps: DispatcherDeps): ActorDef<DispatcherState,
       deps.board.forget(deps.capability)
     },
     mailboxCapacity: MAILBOX_CAPACITY,
+    // one without open jobs holds nothing the store does not: the next request or agent starts it again
+    idleStopMs: IDLE_STOP_MS,
     policy: { mode: 'permanent' },
   }
 }
@@ -51,7 +56,8 @@ function handle(state: DispatcherState, msg: DispatcherMsg, ctx: Ctx, deps: Disp
     case 'Cancelled':
       return onCancelled(state, msg, ctx, deps)
     case 'AgentReady':
-      return onTick(state, ctx, deps)
+      pump(state, ctx, deps)
+      return state
     case 'AgentGone':
       return onAgentGone(state, msg, ctx, deps)
     case 'Rebuilt':

@@ -18,6 +18,8 @@ export interface JobLimits {
   maxAttempts: number
   /** open jobs of one capability; past it a request is answered `rate-limited:` */
   maxQueuedPerCapability: number
+  maxCapabilitiesPerCommunity: number
+  maxOpenPerRequester: number
 }
 
 export interface DispatcherDeps {
@@ -75,6 +77,8 @@ export interface DispatcherState {
   lastAssignedMs: Map<string, number>
   /** stored before the open jobs were read: queued once they are */
   early: QueuedJob[]
+  /** reports and cancellations heard before the open jobs were read: handled once they are */
+  earlyReports: Extract<DispatcherMsg, { type: 'Reported' | 'Cancelled' }>[]
 }
 
 export type Ctx = ActorContext<DispatcherMsg>

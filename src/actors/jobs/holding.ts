@@ -1,5 +1,5 @@
-// What an assignment holds, and how it is let go: the connection's count of jobs, and the revocation that
-// tells an agent still connected that a job is no longer its own.
+// What an assignment holds, and how it is let go: the connection's count of jobs, the revocation that tells an
+// agent still connected that a job is no longer its own, and a store answer that never came back.
 import { type JobErrorCode, revocationTemplate } from '../../protocols/jobs.js'
 import type { DispatcherDeps, DispatcherState, JobEntry } from './dispatcher-state.js'
 
@@ -21,4 +21,12 @@ export function release(state: DispatcherState, entry: JobEntry): void {
   const left = (state.held.get(conn) ?? 1) - 1
   if (left > 0) state.held.set(conn, left)
   else state.held.delete(conn)
+}
+
+/**
+ * A store answer the dispatcher never took (down or full for a minute): the job stays as it was here until the
+ * dispatcher's next start reads it back from the store, which decided it.
+ */
+export function lostAnswer(deps: DispatcherDeps, job: string, what: string): void {
+  deps.log.error({ community: deps.community, capability: deps.capability, job, what }, 'a job dispatcher did not take a store answer')
 }

@@ -10,8 +10,9 @@ export interface Holder {
 }
 
 export class JobBoard {
-  private readonly jobs = new Map<string, { capability: string; holder?: Holder }>()
+  private readonly jobs = new Map<string, { capability: string; requester: string; holder?: Holder }>()
   private readonly open = new Map<string, number>()
+  private readonly byRequester = new Map<string, number>()
 
   capabilityOf(job: string): string | undefined {
     return this.jobs.get(job)?.capability
@@ -25,10 +26,20 @@ export class JobBoard {
     return this.open.get(capability) ?? 0
   }
 
-  add(job: string, capability: string): void {
+  /** capabilities with open jobs */
+  get capabilities(): number {
+    return this.open.size
+  }
+
+  openOf(requester: string): number {
+    return this.byRequester.get(requester) ?? 0
+  }
+
+  add(job: string, capability: string, requester: string): void {
     if (this.jobs.has(job)) return
-    this.jobs.set(job, { capability })
-    this.open.set(capability, this.openCount(capability) + 1)
+    this.jobs.set(job, { capability, requester })
+    bump(this.open, capability, 1)
+    bump(this.byRequester, requester, 1)
   }
 
   hold(job: string, holder: Holder | undefined): void {
@@ -40,15 +51,13 @@ export class JobBoard {
     const entry = this.jobs.get(job)
     if (!entry) return
     this.jobs.delete(job)
-    const left = this.openCount(entry.capability) - 1
-    if (left > 0) this.open.set(entry.capability, left)
-    else this.open.delete(entry.capability)
+    bump(this.open, entry.capability, -1)
+    bump(this.byRequester, entry.requester, -1)
   }
 
   /** a dispatcher (re)starting: what it held is read back from the store */
   forget(capability: string): void {
-    for (const [id, entry] of this.jobs) if (entry.capability === capability) this.jobs.delete(id)
-    this.open.delete(capability)
+    for (const id of [...this.jobs.keys()]) if (this.jobs.get(id)!.capability === capability) this.remove(id)
   }
 
   /** the jobs `conn` holds now */
@@ -57,4 +66,11 @@ export class JobBoard {
     for (const [id, entry] of this.jobs) if (entry.holder?.conn === conn) out.push(id)
     return out
   }
+}
+
+/** a count kept only while it is above 0, so the map holds what is open and nothing else */
+function bump(counts: Map<string, number>, key: string, by: number): void {
+  const n = (counts.get(key) ?? 0) + by
+  if (n > 0) counts.set(key, n)
+  else counts.delete(key)
 }

@@ -4,7 +4,7 @@ import { type JobErrorCode, terminalErrorTemplate } from '../../protocols/jobs.j
 import { REDELIVER } from '../community/messages.js'
 import { pipeTo } from '../kernel/index.js'
 import type { Ctx, DispatcherDeps, DispatcherState, JobEntry } from './dispatcher-state.js'
-import { release } from './holding.js'
+import { lostAnswer, release } from './holding.js'
 import type { DispatcherMsg } from './messages.js'
 
 /** The relay's terminal error, stored under the job's generation (the store refuses it if the job ended first). */
@@ -23,7 +23,10 @@ export function closeJob(state: DispatcherState, entry: JobEntry, code: JobError
     job: entry.job.id,
     generation: entry.generation,
   })
-  pipeTo(ctx.self, saved, (outcome): DispatcherMsg => ({ type: 'Closed', job: entry.job.id, code, event: { raw }, outcome }), REDELIVER)
+  pipeTo(ctx.self, saved, (outcome): DispatcherMsg => ({ type: 'Closed', job: entry.job.id, code, event: { raw }, outcome }), {
+    ...REDELIVER,
+    onGiveUp: () => lostAnswer(deps, entry.job.id, 'terminal error'),
+  })
 }
 
 /** The job is over here; its agent has room again (the caller pumps). `outcome` undefined: ended elsewhere, not counted here. */

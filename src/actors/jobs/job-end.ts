@@ -25,11 +25,16 @@ export function queueJob(state: DispatcherState, job: QueuedJob, deps: Dispatche
   const entry: JobEntry = { job, generation, attempts, phase: 'queued', waitingSinceMs: deps.nowMs(), excluded: new Set() }
   state.jobs.set(job.id, entry)
   state.queue.push(job.id)
-  deps.board.add(job.id, deps.capability)
+  deps.board.add(job.id, deps.capability, job.requester)
   return entry
 }
 
 export function onReported(state: DispatcherState, msg: Msg<'Reported'>, ctx: Ctx, deps: DispatcherDeps): DispatcherState {
+  // before the open jobs were read back: heard once they are (the store may have decided it after that read)
+  if (!state.ready) {
+    state.earlyReports.push(msg)
+    return state
+  }
   const { report, pubkey } = msg
   const entry = state.jobs.get(report.job)
   // the store checked the generation; one this dispatcher has moved past is news of an assignment it replaced
@@ -46,8 +51,11 @@ export function onReported(state: DispatcherState, msg: Msg<'Reported'>, ctx: Ct
       pump(state, ctx, deps)
       return state
     case 'error':
-      if (report.retry) reassign(state, entry, 'its agent refused it or failed it retryably', ctx, deps)
-      else {
+      // from the assignee it has now: a retry heard while the job is already being handed on or closed changes nothing
+      if (report.retry) {
+        if ((entry.phase === 'assigned' || entry.phase === 'running') && entry.holder?.pubkey === pubkey)
+          reassign(state, entry, 'its agent refused it or failed it retryably', ctx, deps)
+      } else {
         endJob(state, entry, 'error', deps)
         pump(state, ctx, deps)
       }
@@ -58,6 +66,10 @@ export function onReported(state: DispatcherState, msg: Msg<'Reported'>, ctx: Ct
 }
 
 export function onCancelled(state: DispatcherState, msg: Msg<'Cancelled'>, ctx: Ctx, deps: DispatcherDeps): DispatcherState {
+  if (!state.ready) {
+    state.earlyReports.push(msg)
+    return state
+  }
   for (const id of msg.jobs) {
     const entry = state.jobs.get(id)
     if (entry === undefined) continue
@@ -103,14 +115,21 @@ export function onTick(state: DispatcherState, ctx: Ctx, deps: DispatcherDeps): 
 
 export function onClosed(state: DispatcherState, msg: Msg<'Closed'>, ctx: Ctx, deps: DispatcherDeps): DispatcherState {
   const entry = state.jobs.get(msg.job)
-  if (entry === undefined || entry.phase !== 'closing') return state
+  // stored: the requester's one final answer, whatever this dispatcher did meanwhile
+  if (msg.outcome.ok && msg.outcome.value.status === 'saved') deps.announce(JSON.parse(msg.event.raw), msg.event.raw)
+  if (entry === undefined || entry.phase !== 'closing') {
+    if (entry && msg.outcome.ok && msg.outcome.value.status === 'saved') {
+      endJob(state, entry, msg.code, deps)
+      pump(state, ctx, deps)
+    }
+    return state
+  }
   if (!msg.outcome.ok) {
     deps.log.error({ err: msg.outcome.error, community: deps.community, job: msg.job }, "job's terminal error not stored; retrying")
     entry.phase = 'unclosed'
     return state
   }
   const outcome = msg.outcome.value
-  if (outcome.status === 'saved') deps.announce(JSON.parse(msg.event.raw), msg.event.raw)
   // fenced: the job ended otherwise first (its result got in), and that is its one final answer
   endJob(state, entry, outcome.status === 'saved' ? msg.code : undefined, deps)
   pump(state, ctx, deps)

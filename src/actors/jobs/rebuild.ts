@@ -6,17 +6,27 @@ import { REDELIVER } from '../community/messages.js'
 import { pipeTo } from '../kernel/index.js'
 import { pump, reassign } from './assignment.js'
 import type { Ctx, DispatcherDeps, DispatcherState } from './dispatcher-state.js'
-import { queueJob } from './job-end.js'
+import { lostAnswer } from './holding.js'
+import { closeJob } from './job-close.js'
+import { onCancelled, onReported, queueJob } from './job-end.js'
 import type { DispatcherMsg } from './messages.js'
 
 type Msg<T extends DispatcherMsg['type']> = Extract<DispatcherMsg, { type: T }>
 
+/** open jobs per read of the jobs table */
+const ROWS_PER_READ = 1_000
 /** ids per read of the requests: one filter's list holds at most 1,000 values */
 const IDS_PER_READ = 500
 
 export function startRebuild(ctx: Ctx, deps: DispatcherDeps): void {
   const read = async () => {
-    const rows = await deps.store.jobs.openJobs(deps.community, deps.capability, deps.limits.maxQueuedPerCapability)
+    const rows: JobRow[] = []
+    // every open job, page by page: more than the queue's bound may be open (it is checked before each commit)
+    for (;;) {
+      const page = await deps.store.jobs.openJobs(deps.community, deps.capability, ROWS_PER_READ, rows.at(-1))
+      rows.push(...page)
+      if (page.length < ROWS_PER_READ) break
+    }
     const requests = []
     for (let i = 0; i < rows.length; i += IDS_PER_READ) {
       const ids = rows.slice(i, i + IDS_PER_READ).map((r) => r.id)
@@ -24,7 +34,10 @@ export function startRebuild(ctx: Ctx, deps: DispatcherDeps): void {
     }
     return { rows, requests }
   }
-  pipeTo(ctx.self, read(), (outcome): DispatcherMsg => ({ type: 'Rebuilt', outcome }), REDELIVER)
+  pipeTo(ctx.self, read(), (outcome): DispatcherMsg => ({ type: 'Rebuilt', outcome }), {
+    ...REDELIVER,
+    onGiveUp: () => lostAnswer(deps, '', 'open jobs read at start'),
+  })
 }
 
 export function onRebuilt(state: DispatcherState, msg: Msg<'Rebuilt'>, ctx: Ctx, deps: DispatcherDeps): DispatcherState {
@@ -34,23 +47,36 @@ export function onRebuilt(state: DispatcherState, msg: Msg<'Rebuilt'>, ctx: Ctx,
   const raws = new Map(requests.map((r) => [r.id, r.raw]))
   const here = new Map(deps.candidates().map((c) => [c.pubkey, c.conn]))
   state.ready = true
-  for (const row of rows) {
-    const raw = raws.get(row.id)
-    if (raw === undefined) {
-      deps.log.warn({ community: deps.community, job: row.id }, 'an open job has no stored request; left as it is')
-      continue
-    }
-    restore(state, row, raw, here, ctx, deps)
-  }
+  // what the board held for this capability is replaced in this one step: the community never sees it empty
+  deps.board.forget(deps.capability)
+  for (const row of rows) restore(state, row, raws.get(row.id), here, ctx, deps)
   for (const job of state.early.splice(0)) queueJob(state, job, deps)
+  for (const early of state.earlyReports.splice(0)) {
+    if (early.type === 'Reported') onReported(state, early, ctx, deps)
+    else onCancelled(state, early, ctx, deps)
+  }
   pump(state, ctx, deps)
   return state
 }
 
-function restore(state: DispatcherState, row: JobRow, raw: string, here: Map<string, string>, ctx: Ctx, deps: DispatcherDeps) {
-  const job = { id: row.id, requester: row.requester, kind: row.kind, raw, queuedAtMs: row.queuedAtMs, deadlineAtMs: row.deadlineAtMs }
+function restore(state: DispatcherState, row: JobRow, raw: string | undefined, here: Map<string, string>, ctx: Ctx, deps: DispatcherDeps) {
+  const job = {
+    id: row.id,
+    requester: row.requester,
+    kind: row.kind,
+    raw: raw ?? '',
+    queuedAtMs: row.queuedAtMs,
+    deadlineAtMs: row.deadlineAtMs,
+  }
   const entry = queueJob(state, job, deps, row.generation, row.attempts)
-  if (entry === undefined || row.state === 'queued' || row.assignee === null) return
+  if (entry === undefined) return
+  if (raw === undefined) {
+    // its request is gone (expired): nothing to hand an agent, and the requester is owed its one final answer
+    entry.phase = 'running'
+    closeJob(state, entry, 'unavailable', 'the job request is no longer stored', ctx, deps)
+    return
+  }
+  if (row.state === 'queued' || row.assignee === null) return
   const conn = here.get(row.assignee)
   if (conn === undefined) {
     // its agent is not connected here: the job goes on without it

@@ -5,6 +5,8 @@ export interface JobFenceRow {
   state: JobState
   generation: number
   assignee: string | null
+  /** the request's kind: a result's must be it + 1000 */
+  kind: number
 }
 
 type Judged = Exclude<JobWrite, { op: 'enqueue' }>

@@ -25,6 +25,9 @@ export function fenceOf(row, job, author) {
   // a report without a generation comes from a plain NIP-90 provider, never from an assignee
   if (job.generation !== row.generation) return `${name}: superseded: the job is at generation ${row.generation}`
   if (job.op === 'report' && author !== row.assignee) return `${name}: not its assignee`
+  // NIP-90: a result's kind is its request's + 1000; a requester waits for that kind alone
+  if (job.op === 'report' && job.resultKind !== undefined && job.resultKind !== row.kind + 1000)
+    return `${name}: its result is of kind ${row.kind + 1000}`
   return undefined
 }
 

@@ -18,7 +18,15 @@ export type JobWrite =
    * open and the author is its assignee at that generation (a job with no row is not dispatched: stored as
    * is). `ends`: the job's final answer (result, or an error that is not retryable); `accepts`: `processing`
    */
-  | { op: 'report'; job: string; generation: number | null; ends: 'success' | 'error' | null; accepts: boolean }
+  | {
+      op: 'report'
+      job: string
+      generation: number | null
+      ends: 'success' | 'error' | null
+      accepts: boolean
+      /** a result's kind: it must be the request's kind + 1000 (NIP-90) */
+      resultKind?: number
+    }
   /** the relay's own terminal error: stored only while the job is open at `generation` */
   | { op: 'close'; job: string; generation: number }
 
@@ -48,8 +56,11 @@ export interface JobLedger {
    * at generation `expected`. Atomic: of two calls with the same `expected`, one wins.
    */
   assign(community: string, job: string, expected: number, assignee: string | null): Promise<AssignOutcome>
-  /** the community's open jobs, oldest first (a dispatcher's queue rebuilt after a restart or takeover) */
-  openJobs(community: string, capability: string, limit: number): Promise<JobRow[]>
+  /**
+   * A capability's open jobs, oldest first (queued_at_ms, then id), up to `limit`, after `after` when given (the
+   * last row of the page before): a dispatcher's queue read back after a restart, page by page.
+   */
+  openJobs(community: string, capability: string, limit: number, after?: Pick<JobRow, 'queuedAtMs' | 'id'>): Promise<JobRow[]>
   /** the capabilities with open jobs in the community: whose dispatchers must start when the community does */
   openCapabilities(community: string): Promise<string[]>
   /** one job's row, or undefined */

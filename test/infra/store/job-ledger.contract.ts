@@ -52,7 +52,8 @@ export function report(
       ? signEvent(keys, { kind: 6100, created_at: at(10), tags, content: `answer ${randomUUID()}` })
       : signEvent(keys, { kind: 7000, created_at: at(20), tags: [['status', what], ...tags], content: randomUUID() })
   const ends = what === 'result' ? 'success' : what === 'error' ? 'error' : null
-  return { e, write: { op: 'report', job: job.event.id, generation, ends, accepts: what === 'processing' } }
+  const resultKind = what === 'result' ? { resultKind: 6100 } : {}
+  return { e, write: { op: 'report', job: job.event.id, generation, ends, accepts: what === 'processing', ...resultKind } }
 }
 
 /** The relay's terminal error for `job` at `generation`, and its JobWrite. */
@@ -193,6 +194,17 @@ export function describeJobLedgerContract(name: string, open: () => Promise<Even
         expect(await Promise.all([accepted, partial, result].map((r) => ctx.holds(r.e)))).toEqual([true, true, true])
       })
 
+      it("fences a result whose kind is not the request's + 1000, and leaves the job open for the right one", async () => {
+        const job = await dispatched(agent)
+        const wrong = signEvent(agent, { kind: 6999, created_at: at(10), tags: [['e', job.event.id], ['generation', '1']], content: 'x' })
+        const write: JobWrite = { op: 'report', job: job.event.id, generation: 1, ends: 'success', accepts: false, resultKind: 6999 }
+        expect((await ctx.save(wrong, write)).status).toBe('fenced')
+        expect(await ctx.holds(wrong)).toBe(false)
+        expect(await ctx.row(job)).toMatchObject({ state: 'assigned' })
+        const right = report(agent, job, 1, 'result')
+        expect((await ctx.save(right.e, right.write)).status).toBe('saved')
+      })
+
       it('ends the job in error on an error report that is not retryable', async () => {
         const job = await dispatched(agent)
         const failed = report(agent, job, 1, 'error')
@@ -323,6 +335,9 @@ export function describeJobLedgerContract(name: string, open: () => Promise<Even
         expect(list.map((j) => j.id)).toEqual([first, second, third].map((j) => j.event.id))
         expect(list.map((j) => j.state)).toEqual(['queued', 'assigned', 'queued'])
         expect((await ctx.jobs.openJobs(ctx.community, CAPABILITY, 2)).map((j) => j.id)).toEqual([first.event.id, second.event.id])
+        const page2 = await ctx.jobs.openJobs(ctx.community, CAPABILITY, 2, list[1])
+        expect(page2.map((j) => j.id)).toEqual([third.event.id])
+        expect(await ctx.jobs.openJobs(ctx.community, CAPABILITY, 2, list[2])).toEqual([])
         expect(await ctx.jobs.openJobs(`${ctx.community}-other`, CAPABILITY, 10)).toEqual([])
         expect((await ctx.jobs.openCapabilities(ctx.community)).sort()).toEqual([CAPABILITY, 'translate'].sort())
       })

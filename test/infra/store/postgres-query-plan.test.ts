@@ -151,6 +151,7 @@ describe('PostgreSQL query plans', () => {
     ASSIGN: ['c1', pk('j'), 0, pk('a')],
     JOB: ['c1', pk('j')],
     OPEN_JOBS: ['c1', 'cap1', 100],
+    OPEN_JOBS_AFTER: ['c1', 'cap1', 100, 1, pk('j')],
     OPEN_CAPABILITIES: ['c1'],
   }
   for (const [name, text] of Object.entries(JOB_LEDGER_SQL)) {

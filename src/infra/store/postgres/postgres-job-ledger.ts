@@ -22,6 +22,8 @@ export const JOB_LEDGER_SQL = {
   JOB: `SELECT ${JOB_COLUMNS} FROM jobs WHERE community = $1 AND id = $2`,
   OPEN_JOBS: `SELECT ${JOB_COLUMNS} FROM jobs WHERE community = $1 AND capability = $2 AND state IN ${OPEN_STATES_SQL}
     ORDER BY queued_at_ms, id LIMIT $3`,
+  OPEN_JOBS_AFTER: `SELECT ${JOB_COLUMNS} FROM jobs WHERE community = $1 AND capability = $2 AND state IN ${OPEN_STATES_SQL}
+    AND (queued_at_ms, id) > ($4, $5) ORDER BY queued_at_ms, id LIMIT $3`,
   OPEN_CAPABILITIES: `SELECT DISTINCT capability FROM jobs WHERE community = $1 AND state IN ${OPEN_STATES_SQL}`,
 } as const
 
@@ -47,10 +49,16 @@ export function createPostgresJobLedger(sql: Sql, closed: () => boolean): JobLed
         // a statement of its own: it sees the assignment that won, which the UPDATE's snapshot may predate
         return { status: 'stale', row: await rowOf(community, job) }
       }),
-    openJobs: (community, capability, limit) =>
-      call('open jobs read', async () =>
-        (await sql.unsafe(JOB_LEDGER_SQL.OPEN_JOBS, [community, capability, limit], { prepare: true })).map(toJobRow),
-      ),
+    openJobs: (community, capability, limit, after) =>
+      call('open jobs read', async () => {
+        const rows =
+          after === undefined
+            ? await sql.unsafe(JOB_LEDGER_SQL.OPEN_JOBS, [community, capability, limit], { prepare: true })
+            : await sql.unsafe(JOB_LEDGER_SQL.OPEN_JOBS_AFTER, [community, capability, limit, after.queuedAtMs, after.id], {
+                prepare: true,
+              })
+        return rows.map(toJobRow)
+      }),
     openCapabilities: (community) =>
       call('open capabilities read', async () =>
         (await sql.unsafe(JOB_LEDGER_SQL.OPEN_CAPABILITIES, [community], { prepare: true })).map((r) => r.capability as string),

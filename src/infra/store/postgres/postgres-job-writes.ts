@@ -34,8 +34,8 @@ export const CANCEL_REMOVED_STEP = `cancelled AS (
 
 /** The event's duplicate check and its job's row, locked until the batch commits ($3 job; no row: nulls). */
 export const LOCK_JOB = `
-SELECT EXISTS (SELECT 1 FROM events WHERE community = $1 AND id = $2) AS duplicate, j.state, j.generation, j.assignee
-FROM (SELECT 1) AS one LEFT JOIN (SELECT state, generation, assignee FROM jobs WHERE community = $1 AND id = $3 FOR UPDATE) j ON true`
+SELECT EXISTS (SELECT 1 FROM events WHERE community = $1 AND id = $2) AS duplicate, j.state, j.generation, j.assignee, j.kind
+FROM (SELECT 1) AS one LEFT JOIN (SELECT state, generation, assignee, kind FROM jobs WHERE community = $1 AND id = $3 FOR UPDATE) j ON true`
 
 type Judged = Exclude<JobWrite, { op: 'enqueue' }>
 
@@ -60,7 +60,12 @@ export function planJudgedSave(
       const row =
         found!.state === null
           ? undefined
-          : { state: found!.state as JobState, generation: found!.generation as number, assignee: found!.assignee as string | null }
+          : {
+              state: found!.state as JobState,
+              generation: found!.generation as number,
+              assignee: found!.assignee as string | null,
+              kind: found!.kind as number,
+            }
       const why = fenceOf(row, job, event.pubkey)
       if (why !== undefined) return [{ status: 'fenced', why }]
       const state = row === undefined ? undefined : stateAfter(row, job)

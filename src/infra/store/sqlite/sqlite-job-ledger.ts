@@ -15,6 +15,8 @@ import { type AssignPlan, SAVE_SQL } from './sqlite-write-core.mjs'
 export const JOB_READ_SQL = {
   openJobs: `SELECT ${JOB_COLUMNS} FROM jobs WHERE community = ? AND capability = ? AND state IN ${OPEN_STATES_SQL}
     ORDER BY queued_at_ms, id LIMIT ?`,
+  openJobsAfter: `SELECT ${JOB_COLUMNS} FROM jobs WHERE community = ? AND capability = ? AND state IN ${OPEN_STATES_SQL}
+    AND (queued_at_ms, id) > (?, ?) ORDER BY queued_at_ms, id LIMIT ?`,
   openCapabilities: `SELECT DISTINCT capability FROM jobs WHERE community = ? AND state IN ${OPEN_STATES_SQL}`,
   // the statement the writer reads a stale assignment's row with
   job: SAVE_SQL.wholeJob,
@@ -31,11 +33,18 @@ export interface SqliteJobLedgerDeps {
 export function createSqliteJobLedger({ db, assign, guarded }: SqliteJobLedgerDeps): JobLedger {
   const openJobs = db.prepare<[string, string, number], Record<string, unknown>>(JOB_READ_SQL.openJobs)
   const job = db.prepare<[string, string], Record<string, unknown>>(JOB_READ_SQL.job)
+  const openJobsAfter = db.prepare<[string, string, number, string, number], Record<string, unknown>>(JOB_READ_SQL.openJobsAfter)
   const openCapabilities = db.prepare<[string], string>(JOB_READ_SQL.openCapabilities).pluck()
   return {
     assign: (community, id, expected, assignee) =>
       guarded('job assignment', () => assign({ type: 'assign', community, job: id, expected, assignee })),
-    openJobs: (community, capability, limit) => guarded('open jobs read', () => openJobs.all(community, capability, limit).map(toJobRow)),
+    openJobs: (community, capability, limit, after) =>
+      guarded('open jobs read', () =>
+        (after === undefined
+          ? openJobs.all(community, capability, limit)
+          : openJobsAfter.all(community, capability, after.queuedAtMs, after.id, limit)
+        ).map(toJobRow),
+      ),
     openCapabilities: (community) => guarded('open capabilities read', () => openCapabilities.all(community)),
     job: (community, id) =>
       guarded('job read', () => {

@@ -5,7 +5,7 @@ import { fenceOf, JOB_COLUMNS, OPEN_STATES_SQL, stateAfter, toJobRow } from '../
 
 /** Exported (through SAVE_SQL) for the query-plan test: each is a primary-key lookup. */
 export const JOB_WRITE_SQL = {
-  jobOf: 'SELECT state, generation, assignee FROM jobs WHERE community = ? AND id = ?',
+  jobOf: 'SELECT state, generation, assignee, kind FROM jobs WHERE community = ? AND id = ?',
   insertJob: `INSERT INTO jobs (community, id, capability, requester, kind, state, generation, assignee, attempts, queued_at_ms,
     deadline_at_ms) VALUES (?, ?, ?, ?, ?, 'queued', 0, NULL, 0, ?, ?) ON CONFLICT DO NOTHING`,
   moveJob: 'UPDATE jobs SET state = ? WHERE community = ? AND id = ?',
