@@ -100,7 +100,8 @@ export class AgentClient {
     const newQueryId = () => `agent-q${++this.subCounter}`
     this.shared = { o: this.o, announcer: this.announcer, subscriptions: this.subscriptions, newQueryId }
     const publish = (t: EventTemplate) => this.publish(t)
-    const subscribe = (filters: WireFilter[], onEvent: (e: NostrEvent) => void) => this.subscribe(filters, onEvent)
+    const subscribe = (filters: WireFilter[], onEvent: (e: NostrEvent) => void, options?: SubscribeOptions) =>
+      this.subscribe(filters, onEvent, options)
     const relaySelf = () => this.probe?.self
     const reannounce = () => this.reannounce()
     this.jobs = new JobServer({ pubkey: this.pubkey, announcer: this.announcer, publish, subscribe, relaySelf, reannounce })

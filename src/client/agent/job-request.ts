@@ -21,7 +21,7 @@ export interface JobRequestsDeps {
   sign(t: EventTemplate): NostrEvent
   send(event: NostrEvent): Promise<PublishResult>
   publish(t: EventTemplate): Promise<PublishResult>
-  subscribe(filters: WireFilter[], onEvent: (event: NostrEvent) => void): () => void
+  subscribe(filters: WireFilter[], onEvent: (event: NostrEvent) => void, options: { onClosed: (reason: string) => void }): () => void
   relaySelf(): string | undefined
 }
 
@@ -82,7 +82,9 @@ class OpenCall {
 
   begin(deadlineMs: number | undefined): void {
     const { id, kind } = this.request
-    this.unsubscribe = this.deps.subscribe([answerFilter(id, kind)], (e) => this.onAnswer(e))
+    // a relay that refuses the subscription (too many open on this connection) would leave the call deaf to its answer
+    const onClosed = (reason: string) => this.fail(new JobError('unavailable', `the relay closed the job's subscription: ${reason}`, { reason }))
+    this.unsubscribe = this.deps.subscribe([answerFilter(id, kind)], (e) => this.onAnswer(e), { onClosed })
     this.published = this.deps.send(this.request)
     void this.published.then((r) => {
       // `queued`: not sent yet, and it will be, in order, after the reconnect
