@@ -44,7 +44,8 @@ const FREEZES = 4
 const FREEZE_MS = 4_000
 /** how long after the last request every call must have settled */
 const SETTLE_BOUND_MS = 30_000
-const SEED = 0x10b5_f417
+/** another seed, to explore: APIARY_TEST_JOBS_SEED=<integer> */
+const SEED = Number(process.env.APIARY_TEST_JOBS_SEED ?? 0x10b5_f417)
 const CAPABILITY = 'work'
 
 const RELAY_ENV: Record<string, string> = {
@@ -254,20 +255,20 @@ describe('dispatched jobs while their workers are killed and frozen', { timeout:
     const fenced = await metric(port, 'apiary_job_reports_fenced_total')
     const refusals = refusalsOf(run, fleet)
     summarize({ run, fleet, accepted: accepted.length, ended, fenced, refusals, times: { t0, tReady, tSubmitted, tSettled } })
+    // soft: a failing run reports every claim that failed, not only the first
+    expect.soft(accepted.length, 'the relay accepted every request (OK true)').toBe(JOBS)
+    expect.soft(checkOneFinalAnswer(run), '1. every accepted job got exactly one final answer, none hung').toEqual([])
+    expect.soft(checkNoSupersededAccepted(run), '2. no result or chunk from a superseded assignment was accepted').toEqual([])
+    expect.soft(checkNoDoubleWork(run), '3. no job was completed twice by workers that stayed alive').toEqual([])
+    expect.soft(checkChunkOrder(run), '4. chunks arrived in order per generation at each requester').toEqual([])
+    expect.soft(ended, '5. apiary_jobs_ended_total sums to the accepted jobs').toBe(accepted.length)
+    expect
+      .soft(fenced, '5. apiary_job_reports_fenced_total counts every "restricted:" a worker was answered')
+      .toBeGreaterThanOrEqual(refusals.restricted.length)
+    if (refusals.afterResume.length > 0)
+      expect.soft(fenced, '5. a frozen worker resumed and was fenced: the relay counted it').toBeGreaterThan(0)
     expect(fleet.faults.filter((f) => f.what === 'kill').length, 'kills injected on workers holding a job').toBe(KILLS)
     expect(fleet.faults.filter((f) => f.what === 'freeze').length, 'freezes injected on workers holding a job').toBe(FREEZES)
-
-    expect(accepted.length, 'the relay accepted every request (OK true)').toBe(JOBS)
-    expect(checkOneFinalAnswer(run), '1. every accepted job got exactly one final answer, none hung').toEqual([])
-    expect(checkNoSupersededAccepted(run), '2. no result or chunk from a superseded assignment was accepted').toEqual([])
-    expect(checkNoDoubleWork(run), '3. no job was completed twice by workers that stayed alive').toEqual([])
-    expect(checkChunkOrder(run), '4. chunks arrived in order per generation at each requester').toEqual([])
-    expect(ended, '5. apiary_jobs_ended_total sums to the accepted jobs').toBe(accepted.length)
-    expect(fenced, '5. apiary_job_reports_fenced_total counts every "restricted:" a worker was answered').toBeGreaterThanOrEqual(
-      refusals.restricted.length,
-    )
-    if (refusals.afterResume.length > 0)
-      expect(fenced, '5. a frozen worker resumed and was fenced: the relay counted it').toBeGreaterThan(0)
   })
 })
 
@@ -305,6 +306,7 @@ function summarize(o: {
       `  setup ${t.tReady! - t.t0!} ms, submitting ${t.tSubmitted! - t.tReady!} ms, settling ${t.tSettled! - t.tSubmitted!} ms`,
       `  outcomes ${JSON.stringify(Object.fromEntries(outcomes))}; accepted ${o.accepted}; apiary_jobs_ended_total ${o.ended}`,
       `  worker lines: started ${lines.filter((l) => l.step === 'started').length}, completed ${lines.filter((l) => l.step === 'completed').length}, aborted ${lines.filter((l) => l.step === 'aborted').length} (${[...new Set(lines.filter((l) => l.step === 'aborted').map((l) => l.why))].join(', ')})`,
+      `  completed by a worker after it was killed or frozen holding the job: ${run.workers.flatMap((w) => w.lines.filter((l) => l.step === 'completed' && run.interrupted.has(`${w.name}/${l.job}/${l.generation}`))).length}`,
       `  stored: ${run.stored.results.length} results, ${run.stored.feedback.length} feedback; generations of results > 1: ${run.stored.results.filter((e) => e.tags.some((x) => x[0] === 'generation' && x[1] !== '1')).length}`,
       `  apiary_job_reports_fenced_total ${o.fenced}; OK false to workers: ${o.refusals.all.length} (${o.refusals.restricted.length} restricted, ${o.refusals.afterResume.length} by a frozen worker after its freeze)`,
       ...o.refusals.all.map(
