@@ -20,7 +20,7 @@ import {
   KIND_REQUEST,
   KIND_RESULT,
 } from '../support/job-checker'
-import { JobWorkerProcess } from '../support/job-worker-process'
+import { Fleet, prng, sleep } from '../support/job-fleet'
 import { metric } from '../support/metrics'
 import { auth, reqEvents } from '../support/relay-client'
 import { GENEROUS_ENV, type RelayProcess, startRelayProcess } from '../support/relay-process'
@@ -57,88 +57,6 @@ const RELAY_ENV: Record<string, string> = {
   APIARY_LIMITS_MAX_LIMIT: '5000',
 }
 const UNTHROTTLED = { ratePerSecond: 10_000, burst: 10_000 }
-
-/** mulberry32: the fault plan and the workers' job durations follow from SEED */
-function prng(seed: number) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-interface Fault {
-  what: 'kill' | 'freeze'
-  worker: string
-  held: string[]
-  atMs: number
-}
-
-class Fleet {
-  readonly workers: JobWorkerProcess[] = []
-  readonly frozen = new Set<JobWorkerProcess>()
-  readonly faults: Fault[] = []
-  readonly interrupted = new Set<string>()
-  private thaws: Promise<void>[] = []
-  private started = 0
-
-  constructor(
-    private readonly url: string,
-    private readonly random: () => number,
-  ) {}
-
-  async add(count: number): Promise<void> {
-    const numbers = Array.from({ length: count }, () => ++this.started)
-    this.workers.push(...(await Promise.all(numbers.map((n) => JobWorkerProcess.start(this.url, CAPABILITY, `w${n}`, SEED + n)))))
-  }
-
-  /** a live, unfrozen worker holding a job, chosen by the seeded PRNG */
-  private holder(): JobWorkerProcess | undefined {
-    const candidates = this.workers.filter((w) => w.alive && !this.frozen.has(w) && w.holding().length > 0)
-    return candidates[Math.floor(this.random() * candidates.length)]
-  }
-
-  async inject(plan: Fault['what'][], stillRunning: () => boolean): Promise<void> {
-    for (const what of plan) {
-      await sleep(400 + this.random() * 800)
-      let w = this.holder()
-      while (w === undefined && stillRunning()) {
-        await sleep(5)
-        w = this.holder()
-      }
-      if (w === undefined) return
-      const held = w.holding().map((l) => `${l.job}/${l.generation}`)
-      for (const h of held) this.interrupted.add(`${w.name}/${h}`)
-      this.faults.push({ what, worker: w.name, held, atMs: Date.now() })
-      if (what === 'kill') {
-        w.signal('SIGKILL')
-        await this.add(1)
-      } else {
-        w.signal('SIGSTOP')
-        this.frozen.add(w)
-        const frozen = w
-        this.thaws.push(
-          sleep(FREEZE_MS).then(() => {
-            frozen.signal('SIGCONT')
-            this.frozen.delete(frozen)
-          }),
-        )
-      }
-    }
-  }
-
-  async thawed(): Promise<void> {
-    await Promise.all(this.thaws)
-  }
-
-  async end(): Promise<void> {
-    await Promise.all(this.workers.map((w) => w.end()))
-  }
-}
 
 /** a requester: an AgentClient whose connection also records every answer event addressed to it, in arrival order */
 async function startRequester(url: string, arrivals: Map<string, NostrEvent[]>): Promise<AgentClient> {
@@ -203,7 +121,7 @@ describe('dispatched jobs while their workers are killed and frozen', { timeout:
     })
     const port = { port: Number(new URL(relay.url).port) }
     const random = prng(SEED)
-    const fleet = new Fleet(relay.url, random)
+    const fleet = new Fleet({ url: relay.url, capability: CAPABILITY, seed: SEED, freezeMs: FREEZE_MS, random })
     cleanups.push(() => fleet.end())
     await fleet.add(WORKERS)
     const arrivals = new Map<string, NostrEvent[]>()
@@ -283,6 +201,16 @@ function refusalsOf(run: JobRunRecord, fleet: Fleet) {
   }
 }
 
+/** what became of a job a fault interrupted: finished by the worker anyway (the fault came too late), or answered under which generation */
+function heldFate(run: JobRunRecord, worker: string, held: string): string {
+  const [job, generation] = held.split('/')
+  const w = run.workers.find((x) => x.name === worker)
+  const here = w?.lines.find((l) => l.job === job && l.generation === Number(generation) && l.step !== 'started')
+  const stored = run.stored.results.find((e) => e.tags.some((x) => x[0] === 'e' && x[1] === job))
+  const answered = stored?.tags.find((x) => x[0] === 'generation')?.[1]
+  return `${job!.slice(0, 12)}/${generation}: ${here?.step ?? 'no word'} by ${worker}, result stored under generation ${answered ?? 'none'}`
+}
+
 function summarize(o: {
   run: JobRunRecord
   fleet: Fleet
@@ -314,7 +242,7 @@ function summarize(o: {
           `    ${r.worker} ${r.job.slice(0, 12)}/${r.generation} kind:prefix ${r.why}${o.fleet.faults.some((f) => f.worker === r.worker) ? ' (a faulted worker)' : ''}`,
       ),
       ...fleet.faults.map(
-        (f) => `  ${f.what} ${f.worker} at +${f.atMs - t.tReady!} ms holding ${f.held.map((h) => h.slice(0, 12) + h.slice(64)).join(' ')}`,
+        (f) => `  ${f.what} ${f.worker} at +${f.atMs - t.tReady!} ms holding ${f.held.map((h) => heldFate(run, f.worker, h)).join('; ')}`,
       ),
     ].join('\n'),
   )
