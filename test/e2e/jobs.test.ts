@@ -1,4 +1,6 @@
-import { describe, expect, it } from 'vitest'
+import { bytesToHex } from '@noble/hashes/utils.js'
+import { afterEach, describe, expect, it } from 'vitest'
+import { AgentClient, JobError } from '../../src/client/index'
 import type { ConfigInput } from '../../src/infra/config'
 import { KIND_JOB_ASSIGNMENT, KIND_JOB_CHUNK } from '../../src/protocols/jobs'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
@@ -86,8 +88,25 @@ function report(a: Agent, assignment: NostrEvent, kind: number, tags: string[][]
 const selfOf = async (r: TestRelay): Promise<string> => r.relay.communityPubkey('default')!
 const ended = (r: TestRelay, outcome: string) => labelledMetric(r, 'apiary_jobs_ended_total', { outcome })
 
+const clients: AgentClient[] = []
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.stop()))
+})
+
 describe('dispatched jobs on one relay', () => {
   const relays = useRelays()
+
+  it("rejects a request 'unavailable' when the relay refuses the subscription for its answers", async () => {
+    const r = await relays.start({ ...FAST, limits: { maxSubscriptions: 2 } })
+    const requester = new AgentClient({ relays: [r.url], secretKey: bytesToHex(makeKeys().secretKey), capabilities: [] })
+    clients.push(requester)
+    await requester.start()
+    const calls = [0, 1, 2].map((i) => requester.request('nobody', `x${i}`))
+    const third = (await calls[2]!.catch((e: unknown) => e)) as JobError
+    expect(third).toBeInstanceOf(JobError)
+    expect(third.code).toBe('unavailable')
+    expect(third.reason).toMatch(/^blocked: /)
+  })
 
   it('queues a request, assigns it to the one live agent with a relay-signed assignment, and delivers its result once', async () => {
     const r = await relays.start(FAST)

@@ -83,7 +83,8 @@ class OpenCall {
   begin(deadlineMs: number | undefined): void {
     const { id, kind } = this.request
     // a relay that refuses the subscription (too many open on this connection) would leave the call deaf to its answer
-    const onClosed = (reason: string) => this.fail(new JobError('unavailable', `the relay closed the job's subscription: ${reason}`, { reason }))
+    const onClosed = (reason: string) =>
+      this.fail(new JobError('unavailable', `the relay closed the job's subscription: ${reason}`, { reason }))
     this.unsubscribe = this.deps.subscribe([answerFilter(id, kind)], (e) => this.onAnswer(e), { onClosed })
     this.published = this.deps.send(this.request)
     void this.published.then((r) => {

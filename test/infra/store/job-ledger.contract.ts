@@ -196,7 +196,15 @@ export function describeJobLedgerContract(name: string, open: () => Promise<Even
 
       it("fences a result whose kind is not the request's + 1000, and leaves the job open for the right one", async () => {
         const job = await dispatched(agent)
-        const wrong = signEvent(agent, { kind: 6999, created_at: at(10), tags: [['e', job.event.id], ['generation', '1']], content: 'x' })
+        const wrong = signEvent(agent, {
+          kind: 6999,
+          created_at: at(10),
+          tags: [
+            ['e', job.event.id],
+            ['generation', '1'],
+          ],
+          content: 'x',
+        })
         const write: JobWrite = { op: 'report', job: job.event.id, generation: 1, ends: 'success', accepts: false, resultKind: 6999 }
         expect((await ctx.save(wrong, write)).status).toBe('fenced')
         expect(await ctx.holds(wrong)).toBe(false)
