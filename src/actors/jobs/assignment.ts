@@ -46,86 +46,20 @@ function assignTo(state: DispatcherState, entry: JobEntry, agent: { conn: string
   entry.holder = { conn: agent.conn, pubkey: agent.pubkey }
   state.held.set(agent.conn, (state.held.get(agent.conn) ?? 0) + 1)
   state.lastAssignedMs.set(agent.conn, deps.nowMs())
-  if (!deps.store.jobs.ordered) {
-    writeAssignment(entry, agent.conn, agent.pubkey, ctx, deps)
-    return
-  }
-  // One writer commits in submission order: the assignment is written before anything its agent can send
-  // about it, so it goes out now, without waiting for its commit. Should the write fail, the store never
-  // names this agent, its answers are refused, and the Assigned that says so takes the job back.
-  writeAssignment(entry, agent.conn, agent.pubkey, ctx, deps, true)
-  entry.generation++
-  entry.attempts++
-  sendAssignment(state, entry, agent, ctx, deps)
+  writeAssignment(entry, agent.conn, agent.pubkey, ctx, deps)
 }
 
-function writeAssignment(entry: JobEntry, conn: string | null, pubkey: string | null, ctx: Ctx, deps: DispatcherDeps, sent = false) {
+function writeAssignment(entry: JobEntry, conn: string | null, pubkey: string | null, ctx: Ctx, deps: DispatcherDeps) {
   const job = entry.job.id
-  const expected = entry.generation
   pipeTo(
     ctx.self,
-    deps.store.jobs.assign(deps.community, job, expected, pubkey),
-    (outcome): DispatcherMsg => ({ type: 'Assigned', job, conn, pubkey, outcome, ...(sent ? { sent: expected + 1 } : {}) }),
+    deps.store.jobs.assign(deps.community, job, entry.generation, pubkey),
+    (outcome): DispatcherMsg => ({ type: 'Assigned', job, conn, pubkey, outcome }),
     { ...REDELIVER, onGiveUp: () => lostAnswer(deps, job, 'assignment') },
   )
 }
 
-/** The relay-signed assignment, to the agent's connection alone; one that left meanwhile: the job goes on. */
-function sendAssignment(state: DispatcherState, entry: JobEntry, agent: { conn: string; pubkey: string }, ctx: Ctx, deps: DispatcherDeps) {
-  deps.board.hold(entry.job.id, { conn: agent.conn, pubkey: agent.pubkey, generation: entry.generation })
-  const event = deps.sign(
-    assignmentTemplate({
-      job: entry.job.id,
-      agent: agent.pubkey,
-      capability: deps.capability,
-      generation: entry.generation,
-      acceptMs: deps.limits.acceptTimeoutMs,
-      requestRaw: entry.job.raw,
-    }),
-    Math.floor(deps.wallMs() / 1000),
-  )
-  if (!deps.deliverTo(agent.conn, event, JSON.stringify(event))) {
-    // it left, or stopped listening, between the choice and now
-    reassign(state, entry, 'left before its assignment arrived', ctx, deps)
-    return
-  }
-  entry.phase = 'assigned'
-  entry.acceptByMs = deps.nowMs() + deps.limits.acceptTimeoutMs
-  deps.metrics.jobAssignments.inc({ attempt: entry.attempts > 1 ? 'again' : 'first' })
-  deps.metrics.jobAssignmentSeconds.observe((deps.nowMs() - entry.waitingSinceMs) / 1000)
-}
-
-/**
- * The store's answer to an assignment already sent (an ordered store): nothing to do when it holds; otherwise
- * the agent was sent a job the store never gave it, and, unless a later assignment replaced this one since,
- * the job is taken back from it and goes on from what the store says.
- */
-function onSentAssigned(state: DispatcherState, msg: Msg<'Assigned'> & { sent: number }, ctx: Ctx, deps: DispatcherDeps): DispatcherState {
-  const entry = state.jobs.get(msg.job)
-  const outcome = msg.outcome
-  if (outcome.ok && outcome.value.status === 'assigned') return state
-  if (entry === undefined || entry.generation !== msg.sent) return state
-  if (!outcome.ok) deps.log.error({ err: outcome.error, community: deps.community, job: msg.job }, 'job assignment not stored; retrying')
-  if (entry.holder && entry.holder.conn === msg.conn) {
-    revoke(entry, entry.holder, 'superseded', deps)
-    release(state, entry)
-  }
-  deps.board.hold(entry.job.id, undefined)
-  const row = outcome.ok && outcome.value.status === 'stale' ? outcome.value.row : undefined
-  if (outcome.ok && (row === undefined || row.state === 'success' || row.state === 'error' || row.state === 'cancelled')) {
-    endJob(state, entry, undefined, deps)
-  } else {
-    // a failed write changed nothing (or, if it did commit after all, the next assignment finds it stale)
-    entry.generation = row?.generation ?? msg.sent - 1
-    entry.attempts = row?.attempts ?? entry.attempts - 1
-    requeue(state, entry, deps)
-  }
-  pump(state, ctx, deps)
-  return state
-}
-
 export function onAssigned(state: DispatcherState, msg: Msg<'Assigned'>, ctx: Ctx, deps: DispatcherDeps): DispatcherState {
-  if (msg.sent !== undefined) return onSentAssigned(state, { ...msg, sent: msg.sent }, ctx, deps)
   const entry = state.jobs.get(msg.job)
   if (!msg.outcome.ok) {
     deps.log.error({ err: msg.outcome.error, community: deps.community, job: msg.job }, 'job assignment not stored; retrying')
@@ -158,7 +92,27 @@ export function onAssigned(state: DispatcherState, msg: Msg<'Assigned'>, ctx: Ct
     pump(state, ctx, deps)
     return state
   }
-  sendAssignment(state, entry, { conn: msg.conn, pubkey: msg.pubkey }, ctx, deps)
+  deps.board.hold(entry.job.id, { conn: msg.conn, pubkey: msg.pubkey, generation: entry.generation })
+  const event = deps.sign(
+    assignmentTemplate({
+      job: entry.job.id,
+      agent: msg.pubkey,
+      capability: deps.capability,
+      generation: entry.generation,
+      acceptMs: deps.limits.acceptTimeoutMs,
+      requestRaw: entry.job.raw,
+    }),
+    Math.floor(deps.wallMs() / 1000),
+  )
+  if (!deps.deliverTo(msg.conn, event, JSON.stringify(event))) {
+    // it left, or stopped listening, between the choice and now
+    reassign(state, entry, 'left before its assignment arrived', ctx, deps)
+    return state
+  }
+  entry.phase = 'assigned'
+  entry.acceptByMs = deps.nowMs() + deps.limits.acceptTimeoutMs
+  deps.metrics.jobAssignments.inc({ attempt: entry.attempts > 1 ? 'again' : 'first' })
+  deps.metrics.jobAssignmentSeconds.observe((deps.nowMs() - entry.waitingSinceMs) / 1000)
   return state
 }
 

@@ -31,15 +31,7 @@ export type DispatcherMsg =
   /** the open jobs read at start, with their requests */
   | { type: 'Rebuilt'; outcome: Settled<{ rows: JobRow[]; requests: StoredEvent[] }> }
   /** the store's answer to an assignment (or a return to the queue) */
-  | {
-      type: 'Assigned'
-      job: string
-      conn: string | null
-      pubkey: string | null
-      outcome: Settled<AssignOutcome>
-      /** the generation it was already sent under (an ordered store: sent before its commit) */
-      sent?: number
-    }
+  | { type: 'Assigned'; job: string; conn: string | null; pubkey: string | null; outcome: Settled<AssignOutcome> }
   /** the store's answer to the relay's terminal error for `job` */
   | { type: 'Closed'; job: string; code: JobErrorCode; event: { raw: string }; outcome: Settled<SaveOutcome> }
   /** the timer: accept deadlines, job deadlines */

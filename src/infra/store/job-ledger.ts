@@ -51,11 +51,6 @@ export type AssignOutcome =
 
 export interface JobLedger {
   /**
-   * True when assignments and saves commit one at a time in the order they were submitted (SQLite's one
-   * writer): an assignment submitted before it is sent commits before anything its agent answers.
-   */
-  readonly ordered: boolean
-  /**
    * Hands `job` to `assignee` under generation `expected + 1` (attempts + 1), or back to the queue when
    * `assignee` is null (generation + 1, no assignee: the one it had is fenced out), only if the job is open
    * at generation `expected`. Atomic: of two calls with the same `expected`, one wins.

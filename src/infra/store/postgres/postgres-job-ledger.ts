@@ -42,8 +42,6 @@ export function createPostgresJobLedger(sql: Sql, closed: () => boolean): JobLed
     return row === undefined ? undefined : toJobRow(row)
   }
   return {
-    // two group commits in flight on two connections: an assignment may commit after a later save
-    ordered: false,
     assign: (community, job, expected, assignee) =>
       call('job assignment', async () => {
         const [won] = await sql.unsafe(JOB_LEDGER_SQL.ASSIGN, [community, job, expected, assignee], { prepare: true })

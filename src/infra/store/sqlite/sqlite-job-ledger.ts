@@ -36,8 +36,6 @@ export function createSqliteJobLedger({ db, assign, guarded }: SqliteJobLedgerDe
   const openJobsAfter = db.prepare<[string, string, number, string, number], Record<string, unknown>>(JOB_READ_SQL.openJobsAfter)
   const openCapabilities = db.prepare<[string], string>(JOB_READ_SQL.openCapabilities).pluck()
   return {
-    // one writer, group commits in submission order (group-commit.ts, maxInFlight 1)
-    ordered: true,
     assign: (community, id, expected, assignee) =>
       guarded('job assignment', () => assign({ type: 'assign', community, job: id, expected, assignee })),
     openJobs: (community, capability, limit, after) =>
