@@ -1,0 +1,206 @@
+import { generateSecretKey } from 'nostr-tools/pure'
+import { afterEach, describe, expect, it } from 'vitest'
+import type { AgentCandidate } from '../../../src/actors/jobs/agent-choice'
+import { dispatcherActor, dispatcherPath } from '../../../src/actors/jobs/dispatcher-actor'
+import { JobBoard } from '../../../src/actors/jobs/job-board'
+import type { DispatcherMsg } from '../../../src/actors/jobs/messages'
+import { createKernel, type Kernel, type TypedRef, tell } from '../../../src/actors/kernel'
+import { createMetrics } from '../../../src/infra/metrics'
+import { signAsRelay } from '../../../src/infra/relay-key'
+import type { JobWrite } from '../../../src/infra/store/job-ledger'
+import { openSqliteEventStore, type SqliteEventStore } from '../../../src/infra/store/sqlite/sqlite-event-store'
+import { jobReportOf } from '../../../src/protocols/jobs'
+import type { NostrEvent } from '../../../src/protocols/nip01/event'
+import { toSigningKey } from '../../../src/protocols/nip01/sign'
+import { makeKeys, type SignedEvent, signEvent, type TestKeys } from '../../support/events'
+import { eventually } from '../../support/eventually'
+import { waitTurns } from '../kernel/harness'
+import { ManualClock } from '../kernel/manual-clock'
+
+/**
+ * One capability's dispatcher on a real kernel and an in-memory SQLite store, its community played by the test:
+ * the candidates it offers, the connections it delivers to (recorded), what it announces. Timers are told by
+ * hand (Tick); monotonic and wall time are the test's.
+ */
+const C = 'c'
+const CAP = 'echo'
+const communityKey = toSigningKey(generateSecretKey())
+const requester = makeKeys()
+
+let kernel: Kernel
+let store: SqliteEventStore | undefined
+afterEach(async () => {
+  await kernel.shutdown()
+  await store?.close()
+  store = undefined
+})
+
+interface Agent {
+  keys: TestKeys
+  conn: string
+}
+
+function start() {
+  kernel = createKernel({ clock: new ManualClock() })
+  store = openSqliteEventStore({ file: ':memory:', groupCommitMaxEvents: 100, groupCommitMaxDelayMs: 0 })
+  const s = store
+  const board = new JobBoard()
+  const metrics = createMetrics()
+  const candidates: AgentCandidate[] = []
+  const delivered: { conn: string; event: NostrEvent }[] = []
+  const announced: NostrEvent[] = []
+  const time = { mono: 1_000, wall: 1_700_000_000_000 }
+  const spawn = () =>
+    kernel.spawn(
+      dispatcherPath(C, CAP),
+      dispatcherActor({
+        community: C,
+        capability: CAP,
+        store: { save: s.save.bind(s), query: s.query.bind(s), jobs: s.jobs! },
+        board,
+        candidates: () => [...candidates],
+        deliverTo: (conn, event) => {
+          delivered.push({ conn, event })
+          return true
+        },
+        announce: (event) => announced.push(event),
+        sign: (t, at) => signAsRelay(communityKey, t, at),
+        limits: {
+          acceptTimeoutMs: 1_000,
+          maxAttempts: 3,
+          maxQueuedPerCapability: 100,
+          maxCapabilitiesPerCommunity: 10,
+          maxOpenPerRequester: 100,
+        },
+        nowMs: () => time.mono,
+        wallMs: () => time.wall,
+        metrics,
+        log: { warn: () => {}, error: () => {}, info: () => {} },
+        tickMs: 3_600_000,
+      }),
+    )
+  let ref: TypedRef<DispatcherMsg> = spawn()
+  const say = (msg: DispatcherMsg) => expect(tell(ref, msg)).toBe(true)
+  const agent = (n: number): Agent => {
+    const a = { keys: makeKeys(), conn: `conn-${n}` }
+    candidates.push({ conn: a.conn, pubkey: a.keys.pubkey, concurrency: 1 })
+    return a
+  }
+  /** a dispatch request stored and told, as its community does */
+  const enqueue = async (deadlineMs?: number): Promise<SignedEvent> => {
+    const e = signEvent(requester, { kind: 5050, tags: [['c', CAP], ['dispatch']], content: 'x' })
+    const write: JobWrite = {
+      op: 'enqueue',
+      capability: CAP,
+      queuedAtMs: time.wall,
+      deadlineAtMs: deadlineMs === undefined ? null : time.wall + deadlineMs,
+    }
+    expect((await s.save(C, e.event, e.raw, write)).status).toBe('saved')
+    say({
+      type: 'Enqueued',
+      job: { id: e.event.id, requester: requester.pubkey, kind: 5050, raw: e.raw, queuedAtMs: time.wall, deadlineAtMs: write.deadlineAtMs },
+    })
+    return e
+  }
+  /** what an assignee sends, stored through the fence; told to the dispatcher when the store took it */
+  const report = async (a: Agent, job: SignedEvent, generation: number, tags: string[][], kind = 7000) => {
+    const e = signEvent(a.keys, { kind, tags: [['e', job.event.id], ['p', requester.pubkey], ['generation', String(generation)], ...tags] })
+    const r = jobReportOf(e.event)
+    if (!r.ok || !r.value) throw new Error('not a report')
+    const ends = kind !== 7000 ? 'success' : r.value.what === 'error' && !r.value.retry ? 'error' : null
+    const write: JobWrite = { op: 'report', job: job.event.id, generation, ends, accepts: r.value.what === 'processing' }
+    const outcome = await s.save(C, e.event, e.raw, write)
+    if (outcome.status === 'saved') say({ type: 'Reported', pubkey: a.keys.pubkey, report: r.value })
+    return outcome.status
+  }
+  const assignmentsTo = (a: Agent, status = 'assigned') =>
+    delivered.filter((d) => d.conn === a.conn && d.event.tags.some((t) => t[0] === 'status' && t[1] === status)).map((d) => d.event)
+  const row = (job: SignedEvent) => s.jobs!.job(C, job.event.id)
+  const respawn = async () => {
+    await kernel.stop(dispatcherPath(C, CAP))
+    ref = spawn()
+  }
+  return { board, metrics, candidates, delivered, announced, time, say, agent, enqueue, report, assignmentsTo, row, respawn }
+}
+
+const generationOf = (e: NostrEvent) => Number(e.tags.find((t) => t[0] === 'generation')?.[1])
+const ended = async (d: ReturnType<typeof start>, outcome: string) =>
+  (await d.metrics.registry.getSingleMetric('apiary_jobs_ended_total')!.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0
+
+describe('the job dispatcher', () => {
+  it('writes generation 1 to the store before the assignment goes out, to the one candidate with room', async () => {
+    const d = start()
+    const a = d.agent(1)
+    const job = await d.enqueue()
+    await waitTurns(() => d.assignmentsTo(a).length === 1, 'the assignment')
+    expect(await d.row(job)).toMatchObject({ state: 'assigned', generation: 1, assignee: a.keys.pubkey, attempts: 1 })
+    expect(generationOf(d.assignmentsTo(a)[0]!)).toBe(1)
+    expect(d.board.holderOf(job.event.id)).toMatchObject({ conn: a.conn, generation: 1 })
+  })
+
+  it('ignores a retry from an assignee it is already replacing: one new assignment, none to a third agent', async () => {
+    const d = start()
+    const a = d.agent(1)
+    const job = await d.enqueue()
+    await waitTurns(() => d.assignmentsTo(a).length === 1, 'the first assignment')
+    const b = d.agent(2)
+    const c = d.agent(3)
+    // A does not accept in time: the tick hands the job on; A's retry, stored before that write, is heard right after
+    d.time.mono += 1_001
+    d.say({ type: 'Tick' })
+    d.say({ type: 'Reported', pubkey: a.keys.pubkey, report: { job: job.event.id, generation: 1, what: 'error', retry: true } })
+    await waitTurns(() => d.assignmentsTo(b).length + d.assignmentsTo(c).length >= 1, 'the second assignment')
+    await waitTurns(() => false, 'nothing more', 200).catch(() => {})
+    const second = [...d.assignmentsTo(b), ...d.assignmentsTo(c)]
+    expect(second.map(generationOf)).toEqual([2])
+    expect(d.assignmentsTo(a, 'revoked').map(generationOf)).toEqual([1])
+    expect((await d.row(job))?.generation).toBe(2)
+  })
+
+  it("announces the relay's deadline error once stored, though a retry came in while it was being stored", async () => {
+    const d = start()
+    const a = d.agent(1)
+    const job = await d.enqueue(5_000)
+    await waitTurns(() => d.assignmentsTo(a).length === 1, 'the assignment')
+    expect(await d.report(a, job, 1, [['status', 'processing']])).toBe('saved')
+    d.time.wall += 5_001
+    d.say({ type: 'Tick' })
+    d.say({ type: 'Reported', pubkey: a.keys.pubkey, report: { job: job.event.id, generation: 1, what: 'error', retry: true } })
+    await waitTurns(() => d.announced.length === 1, 'the terminal error')
+    expect(d.announced[0]!.tags).toContainEqual(['code', 'deadline'])
+    expect(await ended(d, 'deadline')).toBe(1)
+    expect((await d.row(job))?.state).toBe('error')
+    expect(d.board.openCount(CAP)).toBe(0)
+  })
+
+  it('hears a result stored while it restarts, after reading its open jobs back, and hands the job to nobody else', async () => {
+    const d = start()
+    const a = d.agent(1)
+    const job = await d.enqueue()
+    await waitTurns(() => d.assignmentsTo(a).length === 1, 'the assignment')
+    await d.respawn()
+    // the result commits, and its Reported reaches the new activation before its open jobs are read back
+    expect(await d.report(a, job, 1, [], 6050)).toBe('saved')
+    await eventually(
+      () => ended(d, 'success'),
+      (n) => n === 1,
+      'the job ended in success',
+    )
+    expect(d.board.openCount(CAP)).toBe(0)
+    expect(d.delivered.filter((x) => x.event.tags.some((t) => t[0] === 'status' && t[1] === 'assigned'))).toHaveLength(1)
+  })
+
+  it('ends a job assigned maxAttempts times with the relay error "exhausted", stored and announced', async () => {
+    const d = start()
+    const agents = [d.agent(1), d.agent(2), d.agent(3)]
+    const job = await d.enqueue()
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      await waitTurns(() => agents.some((a) => d.assignmentsTo(a).some((e) => generationOf(e) === attempt)), `assignment ${attempt}`)
+      const holder = agents.find((a) => d.assignmentsTo(a).some((e) => generationOf(e) === attempt))!
+      expect(await d.report(holder, job, attempt, [['status', 'error', 'busy'], ['retry']])).toBe('saved')
+    }
+    await waitTurns(() => d.announced.length === 1, 'the terminal error')
+    expect(d.announced[0]!.tags).toContainEqual(['code', 'exhausted'])
+    expect(await d.row(job)).toMatchObject({ state: 'error', generation: 3 })
+  })
+})
