@@ -56,6 +56,8 @@ export interface CommunitiesDeps {
 
 export interface Communities {
   start(records: CommunityRecord[]): void
+  /** events removed outright (NIP-86 banevent): the jobs they requested are cancelled, their assignees revoked */
+  removed(id: string, eventIds: readonly string[]): void
   /** re-read the store's active communities: close and stop archived ones, serve new ones */
   reconcile(): Promise<void>
   /** archive in the store, close here and on every other node; false when unknown */
@@ -84,6 +86,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
   const running = new Set<string>()
   const links = new Map<string, CommunityLink>()
   const agents = new Map<string, AgentConnectionsView>()
+  const dispatch = new Map<string, CommunityJobs>()
   const refOf = (id: string) => d.kernel.lookup<CommunityMsg>(communityPath(id))
 
   function spawn(record: CommunityRecord) {
@@ -101,6 +104,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
       () => survivors!,
     )
     if (jobs) {
+      dispatch.set(record.id, jobs)
       deps.jobs = jobs
       deps.agents.changed = (conn, what) => ('active' in what ? jobs.agentActive(what.active) : jobs.agentGone(conn, what.gone))
     }
@@ -229,6 +233,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
       running.delete(id)
       links.delete(id)
       agents.delete(id)
+      dispatch.delete(id)
       const ref = refOf(id)
       if (!ref) continue
       await ask<CommunityMsg, void>(
@@ -256,6 +261,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
     start: (records) => {
       for (const record of records) spawn(record)
     },
+    removed: (id, eventIds) => dispatch.get(id)?.removed(eventIds),
     async announce(via) {
       await reconcile()
       await links

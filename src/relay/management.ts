@@ -67,7 +67,8 @@ export function createManagementOps(d: ManagementOpsDeps): ManagementOps {
     async banEvent(community, id, reason) {
       // the ban first: a copy resubmitted between the two steps is refused rather than stored again
       await store.banEvent(community, id, reason)
-      await d.events.deleteEvents(community, [id])
+      // a job it requested is cancelled with it, in the store; its dispatcher takes it from its assignee
+      d.communities.removed(community, await d.events.deleteEvents(community, [id]))
       // each community actor keeps the banned ids in memory: every node re-reads them now
       await d.communities.announce(community)
     },

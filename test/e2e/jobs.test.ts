@@ -8,6 +8,7 @@ import { verifyEventNoble } from '../../src/protocols/nip01/event'
 import { makeKeys, type SignedEvent, signEvent, type TestKeys } from '../support/events'
 import { eventually } from '../support/eventually'
 import { labelledMetric, metric } from '../support/metrics'
+import { managementUrl, nip98Header, postNip86, rpc } from '../support/nip86-client'
 import type { TestRelay } from '../support/relay'
 import { auth, client, newSubId, publish, relayUrlOf, reqEvents } from '../support/relay-client'
 import { useRelays } from '../support/relay-fixtures'
@@ -295,6 +296,19 @@ describe('dispatched jobs on one relay', () => {
     const ok = await publish(c, fake)
     expect(ok.prefix).toBe('restricted')
     expect(agent.c.frames.some(isEventOn(agent.subId))).toBe(false)
+  })
+
+  it('revokes the assignee of a job whose request an operator bans (NIP-86 banevent), and fences its answers', async () => {
+    const operator = makeKeys()
+    const r = await relays.start({ ...FAST, operatorPubkeys: [operator.pubkey] })
+    const agent = await agentOn(r, 'echo')
+    const req = await requestJob(r, 'echo', 'x')
+    const a = await nextAssignment(agent)
+    const body = rpc('banevent', [req.job.event.id, 'spam'])
+    expect((await postNip86(r, body, nip98Header(operator, managementUrl(r), body))).status).toBe(200)
+    const revoked = (await agent.c.next(isEventOn(agent.subId, (e) => tagOf(e, 'status') === 'revoked')))[2] as NostrEvent
+    expect(tagOf(revoked, 'code')).toBe('cancelled')
+    expect((await publish(agent.c, report(agent, a, 6050, [], 'too late'))).prefix).toBe('restricted')
   })
 
   it('answers "rate-limited:" at jobs.maxQueuedPerCapability + 1 and "invalid:" to a request without one capability', async () => {

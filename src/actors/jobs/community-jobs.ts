@@ -22,6 +22,8 @@ export interface CommunityJobs {
   writeOf(event: NostrEvent): JobWrite | undefined
   /** the store took `event` (and removed `removedIds`): the dispatchers hear what it means */
   stored(event: NostrEvent, raw: string, write: JobWrite | undefined, removedIds: readonly string[]): void
+  /** events removed outright (NIP-86 banevent): a job whose request is among them was cancelled by the store */
+  removed(eventIds: readonly string[]): void
   /** an agent connection offering `capabilities` is ACTIVE (a heartbeat, an announcement) */
   agentActive(capabilities: readonly string[]): void
   /** an agent connection closed or lapsed: the jobs it holds go elsewhere */
@@ -60,6 +62,13 @@ export function createCommunityJobs(d: CommunityJobsDeps): CommunityJobs {
         d.log.warn({ community: d.community, capability, type: msg.type }, 'a job dispatcher did not take a message')
       },
     })
+
+  const cancelled = (ids: readonly string[]) => {
+    for (const id of ids) {
+      const capability = d.board.capabilityOf(id)
+      if (capability !== undefined) tellDispatcher(capability, { type: 'Cancelled', jobs: [id] })
+    }
+  }
 
   return {
     refuseRequest(event) {
@@ -118,11 +127,9 @@ export function createCommunityJobs(d: CommunityJobsDeps): CommunityJobs {
         ...(r.what === 'result' ? { resultKind: event.kind } : {}),
       }
     },
+    removed: (eventIds) => cancelled(eventIds),
     stored(event, raw, write, removedIds) {
-      for (const id of removedIds) {
-        const capability = d.board.capabilityOf(id)
-        if (capability !== undefined) tellDispatcher(capability, { type: 'Cancelled', jobs: [id] })
-      }
+      cancelled(removedIds)
       if (write?.op === 'enqueue') {
         const deadlineAtMs = write.deadlineAtMs
         const job = { id: event.id, requester: event.pubkey, kind: event.kind, raw, queuedAtMs: write.queuedAtMs, deadlineAtMs }
