@@ -34,13 +34,22 @@ async function authed(r: TestRelay, keys: TestKeys): Promise<TestClient> {
 }
 
 /** An agent connection offering `capability`: announced, heartbeating once (ACTIVE), listening for assignments. */
-async function agentOn(r: TestRelay, capability: string, opts: { keys?: TestKeys; concurrency?: number } = {}): Promise<Agent> {
+async function agentOn(
+  r: TestRelay,
+  capability: string,
+  opts: { keys?: TestKeys; concurrency?: number; tags?: string[][] } = {},
+): Promise<Agent> {
   const keys = opts.keys ?? makeKeys()
   const c = await authed(r, keys)
   const subId = newSubId('assignments')
   c.send(['REQ', subId, { kinds: [KIND_JOB_ASSIGNMENT], '#p': [keys.pubkey] }])
   await c.next((f) => f[0] === 'EOSE' && f[1] === subId)
-  const tags = [['d', 'apiary-agent'], ['c', capability], ...(opts.concurrency ? [['concurrency', String(opts.concurrency)]] : [])]
+  const tags = [
+    ['d', 'apiary-agent'],
+    ['c', capability],
+    ...(opts.concurrency ? [['concurrency', String(opts.concurrency)]] : []),
+    ...(opts.tags ?? []),
+  ]
   expect((await publish(c, signEvent(keys, { kind: 31990, tags, content: '{}' }))).accepted).toBe(true)
   expect((await publish(c, signEvent(keys, { kind: 20001, content: `online ${Math.random()}` }))).accepted).toBe(true)
   return { keys, c, subId }
@@ -353,6 +362,29 @@ describe('dispatched jobs on one relay', () => {
     const count = (a: Agent) => a.c.frames.filter(isEventOn(a.subId, (e) => tagOf(e, 'status') === 'assigned')).length
     expect(count(wide)).toBe(2)
     expect(count(narrow)).toBe(1)
+  })
+
+  it("counts an agent's concurrency per capability when its announcement names one", async () => {
+    const r = await relays.start(FAST)
+    const agent = await agentOn(r, 'narrow', {
+      tags: [
+        ['c', 'wide'],
+        ['concurrency', '1', 'narrow'],
+        ['concurrency', '3', 'wide'],
+      ],
+    })
+    for (let i = 0; i < 3; i++) await requestJob(r, 'narrow', `n${i}`)
+    for (let i = 0; i < 3; i++) await requestJob(r, 'wide', `w${i}`)
+    await eventually(
+      () => labelledMetric(r, 'apiary_job_assignments_total', { attempt: 'first' }),
+      (n) => n === 4,
+      'one narrow and three wide assignments',
+    )
+    const assigned = agent.c.frames
+      .filter(isEventOn(agent.subId, (e) => tagOf(e, 'status') === 'assigned'))
+      .map((f) => tagOf(f[2] as NostrEvent, 'c'))
+    expect(assigned.filter((c) => c === 'narrow')).toHaveLength(1)
+    expect(assigned.filter((c) => c === 'wide')).toHaveLength(3)
   })
 
   it('keeps a queued job across a restart and assigns it to an agent that connects afterwards', async () => {

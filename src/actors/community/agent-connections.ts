@@ -31,8 +31,8 @@ interface AgentEntry {
   heartbeats: number
   capabilities: string[]
   load?: number
-  /** jobs it takes at once: its announcement's `concurrency` (docs/jobs.md), 1 without one */
-  concurrency: number
+  /** jobs it takes at once, per capability (its announcement's `concurrency` tags, docs/jobs.md), 1 without one */
+  concurrency: Concurrency
   /** as last counted in the gauge: moved by heartbeats and by the scan */
   counted: OpenState
 }
@@ -84,7 +84,8 @@ export class AgentConnections implements AgentConnectionsView {
     const out: { conn: string; pubkey: string; load?: number; concurrency: number }[] = []
     for (const e of this.entries.values()) {
       if (!e.capabilities.includes(capability) || agentStateAt(e.lastHeartbeatMs, now, this.deps.timing) !== 'ACTIVE') continue
-      out.push({ conn: e.conn, pubkey: e.pubkey, concurrency: e.concurrency, ...(e.load === undefined ? {} : { load: e.load }) })
+      const concurrency = e.concurrency.of.get(capability) ?? e.concurrency.all
+      out.push({ conn: e.conn, pubkey: e.pubkey, concurrency, ...(e.load === undefined ? {} : { load: e.load }) })
     }
     return out
   }
@@ -166,7 +167,7 @@ export class AgentConnections implements AgentConnectionsView {
       lastHeartbeatMs: nowMs,
       heartbeats: 0,
       capabilities: [],
-      concurrency: 1,
+      concurrency: ONE_AT_A_TIME,
       counted: 'ACTIVE',
     }
     this.entries.set(conn, entry)
@@ -210,9 +211,29 @@ function loadOf(tags: readonly string[][]): number | undefined {
 /** jobs one agent connection takes at once (docs/jobs.md): a whole number from 1 to 1000 */
 const MAX_CONCURRENCY = 1000
 
-/** The announcement's `concurrency` tag; 1 when absent or not a whole number in range. */
-function concurrencyOf(tags: readonly string[][]): number {
-  const raw = tags.find((t) => t[0] === 'concurrency')?.[1]
-  const n = raw === undefined ? 1 : Number(raw)
-  return Number.isInteger(n) && n >= 1 && n <= MAX_CONCURRENCY ? n : 1
+/** `all`: for capabilities without a tag of their own; `of`: per capability */
+interface Concurrency {
+  all: number
+  of: Map<string, number>
+}
+
+const ONE_AT_A_TIME: Concurrency = { all: 1, of: new Map() }
+
+/**
+ * The announcement's `concurrency` tags: `["concurrency", n, capability]` for one capability, `["concurrency", n]`
+ * for the others; a value that is not a whole number in range counts as 1. At most one per capability it offers.
+ */
+function concurrencyOf(tags: readonly string[][]): Concurrency {
+  const whole = (raw: string | undefined) => {
+    const n = Number(raw)
+    return Number.isInteger(n) && n >= 1 && n <= MAX_CONCURRENCY ? n : 1
+  }
+  const out: Concurrency = { all: 1, of: new Map() }
+  const offered = new Set(tags.filter((t) => t[0] === 'c').map((t) => t[1]))
+  for (const t of tags) {
+    if (t[0] !== 'concurrency') continue
+    if (t[2] === undefined) out.all = whole(t[1])
+    else if (offered.has(t[2])) out.of.set(t[2], whole(t[1]))
+  }
+  return out
 }

@@ -15,7 +15,8 @@ export interface Registration {
 /** What serve() adds to the announcement: capabilities beyond the options', and the concurrency tag. */
 export interface ServedCapabilities {
   capabilities: Capability[]
-  concurrency: number | undefined
+  /** per capability served */
+  concurrency: Record<string, number> | undefined
 }
 
 export class Announcer {

@@ -138,7 +138,7 @@ export class JobServer {
     const served = [...this.served.values()]
     this.deps.announcer.setServed({
       capabilities: served.map((s) => s.capability),
-      concurrency: served.length > 0 ? Math.max(...served.map((s) => s.concurrency)) : undefined,
+      concurrency: served.length > 0 ? Object.fromEntries(served.map((s) => [s.capability.name, s.concurrency])) : undefined,
     })
     this.deps.reannounce()
   }

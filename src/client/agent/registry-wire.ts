@@ -19,21 +19,21 @@ export interface DiscoveredAgent {
 }
 
 /**
- * `concurrency`: how many dispatched jobs of one capability the agent runs at once (the most over the
- * capabilities it serves, docs/jobs.md); absent when it serves none.
+ * `concurrency`: how many dispatched jobs of each capability the agent runs at once (docs/jobs.md), one
+ * `["concurrency", n, capability]` tag each; absent when it serves none.
  */
 export function announcementTemplate(
   capabilities: readonly Capability[],
   version?: string,
   load?: number,
-  concurrency?: number,
+  concurrency?: Readonly<Record<string, number>>,
 ): EventTemplate {
   const tags: string[][] = [['d', ANNOUNCEMENT_D]]
   for (const c of capabilities) tags.push(['c', c.name])
   for (const k of new Set(capabilities.flatMap((c) => c.kinds))) tags.push(['k', String(k)])
   if (version !== undefined) tags.push(['version', version])
   if (load !== undefined) tags.push(['load', clampLoad(load).toFixed(2)])
-  if (concurrency !== undefined) tags.push(['concurrency', String(concurrency)])
+  for (const [capability, n] of Object.entries(concurrency ?? {})) tags.push(['concurrency', String(n), capability])
   const content = JSON.stringify({
     capabilities: capabilities.map((c) => ({
       name: c.name,

@@ -120,12 +120,14 @@ describe('serving dispatched jobs', () => {
       ['c', 'echo'],
       ['c', 'ping'],
       ['k', '5050'],
-      ['concurrency', '2'],
+      ['concurrency', '2', 'echo'],
+      ['concurrency', '1', 'ping'],
     ])
     agent.serve('translate', () => '', { concurrency: 4 })
     const again = await awaitSent(() => sentEvents(r).filter((e) => e.kind === 31990)[1], 'the new announcement')
     expect(again.tags).toContainEqual(['c', 'translate'])
-    expect(again.tags).toContainEqual(['concurrency', '4'])
+    expect(again.tags).toContainEqual(['concurrency', '4', 'translate'])
+    expect(again.tags).toContainEqual(['concurrency', '2', 'echo'])
     expect(again.created_at).toBeGreaterThan(first.created_at)
   })
 

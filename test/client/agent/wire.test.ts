@@ -54,11 +54,17 @@ describe('the capabilities announcement', () => {
     expect(announcementTemplate([]).tags).toEqual([['d', 'apiary-agent']])
   })
 
-  it('says how many jobs of one capability the agent runs at once when it serves any', () => {
-    expect(announcementTemplate([{ name: 'echo', kinds: [] }], undefined, undefined, 3).tags).toEqual([
+  it('says how many jobs of each capability it serves the agent runs at once', () => {
+    const caps = [
+      { name: 'echo', kinds: [] },
+      { name: 'shout', kinds: [] },
+    ]
+    expect(announcementTemplate(caps, undefined, undefined, { echo: 3, shout: 1 }).tags).toEqual([
       ['d', 'apiary-agent'],
       ['c', 'echo'],
-      ['concurrency', '3'],
+      ['c', 'shout'],
+      ['concurrency', '3', 'echo'],
+      ['concurrency', '1', 'shout'],
     ])
   })
 
