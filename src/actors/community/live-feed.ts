@@ -4,7 +4,7 @@
 // event after it waits in this queue until it is: the actor returns at once either way.
 import type { CommunityCounters } from '../../infra/console/community-counters.js'
 import type { Metrics } from '../../infra/metrics.js'
-import { KIND_ANNOUNCEMENT } from '../../protocols/agent-registry.js'
+import { KIND_ANNOUNCEMENT, KIND_DEPARTURE } from '../../protocols/agent-registry.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import { eventFrame } from '../../protocols/nip01/relay-message.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
@@ -45,8 +45,17 @@ const FEED_FULL = reason('error', 'live delivery is waiting on a slow lookup; su
 const LOOKUP_FAILED = reason('error', 'could not check access for an event; subscribe again to catch up')
 const HELD_TOO_MUCH = reason('error', 'too many live events arrived while stored events were read; subscribe again')
 
+/**
+ * How long a delivered announcement is not delivered again (unless its agent departed meanwhile): its own write
+ * and the registry's arrival on the agent's first heartbeat may both offer it, in either order (docs/agent-registry.md).
+ */
+const ANNOUNCED_MEMORY_MS = 60_000
+const MAX_ANNOUNCED = 10_000
+
 export class LiveFeed {
   private readonly queue: Item[] = []
+  /** per agent, the announcement last delivered and when: the same one offered again is an echo, not an arrival */
+  private readonly announced = new Map<string, { id: string; atMs: number }>()
 
   constructor(private readonly d: LiveFeedDeps) {}
 
@@ -60,6 +69,8 @@ export class LiveFeed {
    * true first; an event that matches nobody costs no check at all.
    */
   offer(event: NostrEvent, raw: string, signed?: () => Promise<boolean>): void {
+    // an agent that departed arrives again with the same announcement: that is news, not an echo
+    if (event.kind === KIND_DEPARTURE) this.forgetAnnounced(event)
     const matched = this.d.index.match(event).filter(isOpen)
     if (matched.length === 0) return
     const check = event.kind === KIND_ANNOUNCEMENT ? this.leaseCheck(event, signed) : signed
@@ -109,6 +120,7 @@ export class LiveFeed {
       return
     }
     if (this.d.stale?.(item.event)) return
+    if (this.isEcho(item.event, allowed)) return
     let delivered = 0
     const id = item.event.id
     for (const sub of allowed ?? []) {
@@ -130,6 +142,22 @@ export class LiveFeed {
       this.d.metrics.fanoutDeliveries.inc(delivered)
       this.d.counters?.deliveredOut(delivered)
     }
+  }
+
+  /** An announcement delivered a moment ago, its agent not departed since: the second offer of one arrival. */
+  private isEcho(event: NostrEvent, allowed: Subscription[] | undefined): boolean {
+    if (event.kind !== KIND_ANNOUNCEMENT || !allowed?.length) return false
+    const now = this.d.nowMs()
+    const last = this.announced.get(event.pubkey)
+    if (last?.id === event.id && now - last.atMs < ANNOUNCED_MEMORY_MS) return true
+    if (this.announced.size >= MAX_ANNOUNCED) this.announced.delete(this.announced.keys().next().value!)
+    this.announced.set(event.pubkey, { id: event.id, atMs: now })
+    return false
+  }
+
+  private forgetAnnounced(departure: NostrEvent): void {
+    const agent = departure.tags.find((t) => t[0] === 'p')?.[1]
+    if (agent !== undefined) this.announced.delete(agent)
   }
 
   private hold(sub: Subscription, id: string, raw: string) {
