@@ -1,6 +1,7 @@
 // Handing jobs out (docs/jobs.md#assignment): the next queued job to the best live agent, its generation
 // written to the store first (so the agent it replaces is fenced before the new one hears of it), then the
 // relay-signed assignment sent to that one connection. No step awaits: each store call comes back as a message.
+import { isOpenJobState } from '../../infra/store/job-ledger.js'
 import { assignmentTemplate } from '../../protocols/jobs.js'
 import { REDELIVER } from '../community/messages.js'
 import { pipeTo } from '../kernel/index.js'
@@ -72,7 +73,7 @@ export function onAssigned(state: DispatcherState, msg: Msg<'Assigned'>, ctx: Ct
   if (outcome.status === 'stale') {
     release(state, entry)
     const row = outcome.row
-    if (row === undefined || row.state === 'success' || row.state === 'error' || row.state === 'cancelled') {
+    if (row === undefined || !isOpenJobState(row.state)) {
       endJob(state, entry, undefined, deps)
       pump(state, ctx, deps)
       return state

@@ -6,7 +6,6 @@
 
 /** `queued`, `assigned` (sent to an agent), `running` (the agent accepted): open; the rest are final */
 export type JobState = 'queued' | 'assigned' | 'running' | 'success' | 'error' | 'cancelled'
-export const OPEN_JOB_STATES: readonly JobState[] = ['queued', 'assigned', 'running']
 export const isOpenJobState = (s: JobState): boolean => s === 'queued' || s === 'assigned' || s === 'running'
 
 /** What saving an event does to the jobs table, decided in its transaction. */
