@@ -11,6 +11,16 @@ const encoder = new TextEncoder()
 
 /** The segment of channel id `id` (one the caller has checked with isChannelId). */
 export function toChannelSegment(id: string): string {
+  return toSegment(id)
+}
+
+/** The channel id a segment spells; undefined for text toChannelSegment could not have produced. */
+export function fromChannelSegment(segment: string): string | undefined {
+  return fromSegment(segment, isChannelId)
+}
+
+/** Any name as one segment, by the same rule (a job capability in a mesh session id, too). */
+export function toSegment(id: string): string {
   let out = ''
   for (const ch of id) {
     if (PLAIN.test(ch)) out += ch
@@ -19,8 +29,8 @@ export function toChannelSegment(id: string): string {
   return out
 }
 
-/** The channel id a segment spells; undefined for text toChannelSegment could not have produced. */
-export function fromChannelSegment(segment: string): string | undefined {
+/** The name a segment spells, when `isName` accepts it; undefined for text toSegment could not have produced. */
+export function fromSegment(segment: string, isName: (id: string) => boolean): string | undefined {
   if (!SEGMENT.test(segment)) return undefined
   let id: string
   try {
@@ -29,5 +39,5 @@ export function fromChannelSegment(segment: string): string | undefined {
     return undefined
   }
   // one spelling per id: `%61` for `a`, or `%C3` for `%c3`, would alias the id's own segment
-  return isChannelId(id) && toChannelSegment(id) === segment ? id : undefined
+  return isName(id) && toSegment(id) === segment ? id : undefined
 }

@@ -29,6 +29,8 @@ export const TAG_SEQ = 'seq'
 
 /** capability names as the agent registry's `c` tags carry them */
 const CAPABILITY = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/
+export const MAX_CAPABILITY_CHARS = 64
+export const isCapabilityName = (name: string): boolean => CAPABILITY.test(name)
 const GENERATION = /^[1-9][0-9]{0,14}$/
 const COUNT = /^(0|[1-9][0-9]{0,14})$/
 const HEX64 = /^[0-9a-f]{64}$/
@@ -159,6 +161,24 @@ export function revocationTemplate(a: { job: string; agent: string; generation: 
     ],
     content: '',
   }
+}
+
+/**
+ * What a relay-signed assignment or revocation says about who holds its job (the relay reads back one it made):
+ * for an assignment, its agent, generation and the request's author; none for a revocation.
+ */
+export function assignmentOf(e: NostrEvent): { job: string; hold?: { requester: string; pubkey: string; generation: number } } {
+  const job = tagValue(e, 'e') ?? ''
+  const pubkey = tagValue(e, 'p') ?? ''
+  const generation = Number(tagValue(e, TAG_GENERATION))
+  if (tagValue(e, 'status') !== 'assigned') return { job }
+  let requester = ''
+  try {
+    requester = String((JSON.parse(e.content) as { pubkey?: unknown }).pubkey ?? '')
+  } catch {
+    // not the relay's own assignment: no hold
+  }
+  return HEX64.test(requester) ? { job, hold: { requester, pubkey, generation } } : { job }
 }
 
 /**

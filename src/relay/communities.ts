@@ -26,6 +26,7 @@ import type { ForwardedAuth } from '../protocols/mesh/session-frames.js'
 import type { VerifiedEvent } from '../protocols/nip01/event.js'
 import type { Backends } from './backends.js'
 import { communityJobsOf } from './community-jobs.js'
+import type { MeshJobs } from './mesh-jobs.js'
 
 export interface CommunitiesDeps {
   kernel: Kernel
@@ -48,9 +49,10 @@ export interface CommunitiesDeps {
   wallMs?: () => number
   /** drop this node's copy of a community's blocked IPs (node.ts keeps them, blocked-ips.ts) */
   blockListChanged: (community: string) => void
-  /** the relay mesh, when on: channel changes go to each channel's owner node */
+  /** the relay mesh, when on: channel changes go to each channel's owner node, jobs to each capability's */
   mesh?: {
     moderate(community: string, channel: string, event: VerifiedEvent, raw: string, auth: ForwardedAuth): Promise<PublishOutcome>
+    jobs?: MeshJobs
   }
 }
 
@@ -99,7 +101,13 @@ export function createCommunities(d: CommunitiesDeps): Communities {
     const deps = communityDeps(record, link, lag)
     let survivors: CommunitySurvivors | undefined
     const jobs = communityJobsOf(
-      { kernel: d.kernel, clustered: d.backends.mode === 'cluster', config: d.config, wallMs },
+      {
+        kernel: d.kernel,
+        clustered: d.backends.mode === 'cluster',
+        config: d.config,
+        wallMs,
+        ...(d.mesh?.jobs ? { mesh: d.mesh.jobs } : {}),
+      },
       deps,
       () => survivors!,
     )
@@ -234,6 +242,7 @@ export function createCommunities(d: CommunitiesDeps): Communities {
       links.delete(id)
       agents.delete(id)
       dispatch.delete(id)
+      d.mesh?.jobs?.unregister(id)
       const ref = refOf(id)
       if (!ref) continue
       await ask<CommunityMsg, void>(

@@ -1,24 +1,30 @@
 // Job dispatch for one community (docs/jobs.md), wired from what the node has: the event store's jobs table, the
 // community's agent connections and subscriptions (read, never changed), its key, and its actor to deliver the
-// relay's terminal errors. Undefined when the store has no jobs table, or in a cluster (one owner per capability
-// is not built yet): dispatch requests are then refused `unsupported:`.
+// relay's terminal errors. In a cluster each capability's dispatcher runs on the owner of its mesh session
+// (mesh-jobs.ts), with the agents of every node. Undefined when the store has no jobs table, or in a cluster
+// without the mesh: dispatch requests are then refused `unsupported:`.
 
 import { communityPath } from '../actors/community/community-actor.js'
 import type { CommunityDeps, CommunitySurvivors } from '../actors/community/community-state.js'
 import { deliverToConnection } from '../actors/community/direct-delivery.js'
 import { type CommunityMsg, REDELIVER } from '../actors/community/messages.js'
 import { type CommunityJobs, createCommunityJobs } from '../actors/jobs/community-jobs.js'
-import { dispatcherActor } from '../actors/jobs/dispatcher-actor.js'
+import { dispatcherActor, dispatcherPath } from '../actors/jobs/dispatcher-actor.js'
 import { JobBoard } from '../actors/jobs/job-board.js'
 import type { DispatcherMsg } from '../actors/jobs/messages.js'
-import { type ActorDef, type Kernel, tellUntilTaken } from '../actors/kernel/index.js'
+import { type ActorDef, type Kernel, tell, tellUntilTaken } from '../actors/kernel/index.js'
+import type { OwnerView } from '../actors/mesh/capability-session.js'
 import type { Config } from '../infra/config.js'
-import type { VerifiedEvent } from '../protocols/nip01/event.js'
+import { assignmentOf } from '../protocols/jobs.js'
+import { type JobDeliverRequest, parseRemoteConn } from '../protocols/mesh/job-frames.js'
+import { type NostrEvent, parseEventShape, type VerifiedEvent } from '../protocols/nip01/event.js'
+import type { MeshJobs } from './mesh-jobs.js'
 
 export interface CommunityJobsWiring {
   kernel: Kernel
-  /** several nodes: not yet (each capability needs one owner node, the mesh's job); dispatch is refused */
+  /** several nodes: dispatch needs the mesh (one owner node per capability), else it is refused */
   clustered: boolean
+  mesh?: MeshJobs
   config: Pick<Config, 'jobs'>
   wallMs: () => number
 }
@@ -26,18 +32,25 @@ export interface CommunityJobsWiring {
 /** `survivors` is read when a dispatcher starts, after the community's survivors exist. */
 export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, survivors: () => CommunitySurvivors): CommunityJobs | undefined {
   const jobs = c.store.jobs
-  if (jobs === undefined || w.clustered) return undefined
+  if (jobs === undefined || (w.clustered && w.mesh === undefined)) return undefined
   const community = c.record.id
   const board = new JobBoard()
   const limits = w.config.jobs
-  const dispatcherOf = (capability: string) =>
+  const local = (capability: string) => survivors().agents.candidatesFor(capability)
+  const dispatcherOf = (capability: string, owner?: OwnerView) =>
     dispatcherActor({
       community,
       capability,
       store: { save: c.store.save.bind(c.store), query: c.store.query.bind(c.store), jobs },
       board,
-      candidates: () => survivors().agents.candidatesFor(capability),
-      deliverTo: (conn, event, raw) => deliverToConnection(survivors().index, conn, event, raw),
+      candidates: owner ? () => [...local(capability), ...owner.remoteAgents()] : () => local(capability),
+      deliverTo: (conn, event, raw) => {
+        const remote = parseRemoteConn(conn)
+        if (remote === undefined) return deliverToConnection(survivors().index, conn, event, raw)
+        deliverElsewhere(capability, conn, remote, event, raw)
+        return true
+      },
+      ...(owner ? { fence: owner.fence, fenced: owner.fenced } : {}),
       announce: (event, raw) => {
         const ref = w.kernel.lookup<CommunityMsg>(communityPath(community))
         const msg: CommunityMsg = { type: 'Announce', events: [{ event: event as VerifiedEvent, raw }], from: 'jobs' }
@@ -53,11 +66,55 @@ export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, surviv
       metrics: c.metrics,
       log: c.log,
     }) as unknown as ActorDef<unknown, DispatcherMsg>
+  // an assignment for an agent on another node goes to that node; one it did not take is as if the agent left
+  const deliverElsewhere = (capability: string, conn: string, to: { runtime: string; conn: string }, event: NostrEvent, raw: string) => {
+    const assigned = assignmentOf(event)
+    const request: JobDeliverRequest = {
+      op: 'job-deliver',
+      community,
+      capability,
+      conn: to.conn,
+      job: assigned.job,
+      event: raw,
+      ...(assigned.hold ? { hold: assigned.hold } : {}),
+    }
+    const gone = () => {
+      if (assigned.hold === undefined) return
+      const ref = w.kernel.lookup<DispatcherMsg>(dispatcherPath(community, capability))
+      if (ref) tell(ref, { type: 'AgentGone', conn, why: 'closed' })
+    }
+    w.mesh!.deliver(to.runtime, request).then(
+      (took) => took || gone(),
+      (error: unknown) => {
+        c.log.warn({ err: error, community, job: assigned.job }, 'a job assignment did not reach its agent node')
+        gone()
+      },
+    )
+  }
+  const route = w.mesh?.register(community, {
+    dispatcher: (capability, owner) => w.kernel.getOrSpawn(dispatcherPath(community, capability), dispatcherOf(capability, owner)),
+    stopDispatcher: (capability) => void w.kernel.stop(dispatcherPath(community, capability)),
+    hasDispatcher: (capability) => w.kernel.lookup(dispatcherPath(community, capability)) !== undefined,
+    agents: (capability) => local(capability),
+    deliverHere: (request) => {
+      const delivered = route!.delivered
+      const shape = parseEventShape(request.event)
+      if (shape === undefined) return false
+      if (request.hold) {
+        delivered.add(request.job, request.capability, request.hold.requester)
+        delivered.hold(request.job, { conn: request.conn, pubkey: request.hold.pubkey, generation: request.hold.generation })
+      } else delivered.remove(request.job)
+      const took = deliverToConnection(survivors().index, request.conn, shape, request.event)
+      if (!took && request.hold) delivered.remove(request.job)
+      return took
+    },
+  })
   return createCommunityJobs({
     community,
     kernel: w.kernel,
     store: jobs,
     board,
+    ...(route ? { route } : {}),
     dispatcherOf,
     maxQueuedPerCapability: limits.maxQueuedPerCapability,
     maxCapabilities: limits.maxCapabilitiesPerCommunity,

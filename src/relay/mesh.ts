@@ -39,6 +39,13 @@ import { toIpPrincipal } from '../protocols/ip-address.js'
 import { attestRuntime } from '../protocols/mesh/attestation.js'
 import { encodeJsonPayload, FrameType, MESH_PROTOCOL_VERSION, parseJsonPayload } from '../protocols/mesh/frames.js'
 import type { MeshIdentity } from '../protocols/mesh/hello.js'
+import {
+  JOB_MESH_OPS,
+  type JobMeshReply,
+  type JobMeshRequest,
+  parseJobMeshReply,
+  parseJobMeshRequest,
+} from '../protocols/mesh/job-frames.js'
 import { buildReadinessRecord, READINESS_REFRESH_MS } from '../protocols/mesh/readiness.js'
 import {
   type ForwardedAuth,
@@ -48,16 +55,19 @@ import {
   parseModerateReply,
   parseModerateRequest,
 } from '../protocols/mesh/session-frames.js'
-import { channelOfSession, channelSessionId } from '../protocols/mesh/session-id.js'
+import { channelOfSession, channelSessionId, SESSION_KINDS } from '../protocols/mesh/session-id.js'
 import type { MeshStatus } from '../protocols/mesh/status.js'
 import { asVerified, parseEventShape, type VerifiedEvent } from '../protocols/nip01/event.js'
 import { toSigningKey } from '../protocols/nip01/sign.js'
 import { reason } from '../protocols/reasons.js'
 import type { Backends } from './backends.js'
+import { createMeshJobs, type MeshJobs } from './mesh-jobs.js'
 
 export interface Mesh {
   readonly runtime: string
   readonly endpoint: string
+  /** job dispatch across the nodes: each capability's session, the other nodes' requests about jobs */
+  readonly jobs: MeshJobs
   status(): MeshStatus
   /** decide a channel's moderation event on its owner node (here or over the tunnel) */
   moderate(community: string, channel: string, event: VerifiedEvent, raw: string, auth: ForwardedAuth): Promise<PublishOutcome>
@@ -137,6 +147,27 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
   }
   const sessionRef = (community: string, channel: string) =>
     spawnSession(kernel, community, channelSessionId(channel), channel, sessionDeps)
+  const jobs = createMeshJobs({
+    kernel,
+    runtime,
+    directory,
+    storedGeneration: d.storedGeneration,
+    peers: () => [...links.keys()],
+    send: sendJobs,
+    sessions,
+    renewMs: config.meshLeaseRenewMs,
+    metrics: d.metrics,
+    log,
+  })
+
+  async function sendJobs(peer: string, request: JobMeshRequest, timeoutMs: number): Promise<JobMeshReply> {
+    const tunnel = links.get(peer)
+    if (!tunnel) throw new Error(`no mesh link to ${peer.slice(0, 12)}`)
+    const json = parseJsonPayload(await tunnel.request(encodeJsonPayload(request), timeoutMs))
+    const reply = json.ok ? parseJobMeshReply(json.value) : json
+    if (!reply.ok) throw new Error(reply.error)
+    return reply.value
+  }
 
   async function forward(owner: string, request: ModerateRequest, timeoutMs: number): Promise<ModerateReply> {
     const tunnel = links.get(owner)
@@ -148,8 +179,13 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     return reply.value
   }
 
-  async function answerRequest(body: Uint8Array): Promise<Uint8Array> {
+  async function answerRequest(peer: string, body: Uint8Array): Promise<Uint8Array> {
     const json = parseJsonPayload(body)
+    if (json.ok && JOB_MESH_OPS.includes((json.value as { op?: unknown } | null)?.op as string)) {
+      const request = parseJobMeshRequest(json.value)
+      if (!request.ok) throw new Error(request.error)
+      return encodeJsonPayload(await jobs.answer(peer, request.value))
+    }
     const request = json.ok ? parseModerateRequest(json.value) : json
     if (!request.ok) throw new Error(request.error)
     const { fence, event: raw, auth = NO_AUTH } = request.value
@@ -238,7 +274,7 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
 
   // a Ping is the peer's heartbeat (it needs no answer); gossip goes to membership
   const handlersFor = (peer: string): TunnelHandlers => ({
-    onRequest: (body) => answerRequest(body),
+    onRequest: (body) => answerRequest(peer, body),
     onControl: (type, payload) => {
       if (membership && type !== FrameType.Pong) tell(membership.ref, { type: 'Control', peer, ping: type === FrameType.Ping, payload })
     },
@@ -289,7 +325,7 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
         runtimeKey,
         d.relayKey.pubkey,
         identity.attestation,
-        { endpoint, protocol: MESH_PROTOCOL_VERSION, capabilities: ['channel'], load, draining: drainingNow },
+        { endpoint, protocol: MESH_PROTOCOL_VERSION, capabilities: [...SESSION_KINDS], load, draining: drainingNow },
         Date.now(),
       )
       return registry.publish(record)
@@ -309,6 +345,7 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     // a suspect owner's sessions are taken over as soon as their leases lapse, without waiting for a request
     suspicionChanged: (peer, suspect) => {
       if (!suspect) return
+      jobs.peerSuspect(peer)
       for (const s of sessions.values()) {
         if (s.local || s.owner !== peer) continue
         const ref = kernel.lookup<SessionMsg>(`mesh-session/${s.community}/${s.session}`)
@@ -340,6 +377,7 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
   return {
     runtime,
     endpoint,
+    jobs,
     status: () => ({ runtime, draining, peers: [...peers.values()], sessions: [...sessions.values()] }),
     async moderate(community, channel, event, raw, auth) {
       if (draining) return { accepted: false, message: reason('error', 'this node is shutting down, retry') }

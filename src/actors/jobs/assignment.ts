@@ -2,6 +2,7 @@
 // written to the store first (so the agent it replaces is fenced before the new one hears of it), then the
 // relay-signed assignment sent to that one connection. No step awaits: each store call comes back as a message.
 import { isOpenJobState } from '../../infra/store/job-ledger.js'
+import { FencedError } from '../../infra/store/session-fence.js'
 import { assignmentTemplate } from '../../protocols/jobs.js'
 import { REDELIVER } from '../community/messages.js'
 import { pipeTo } from '../kernel/index.js'
@@ -15,7 +16,7 @@ type Msg<T extends DispatcherMsg['type']> = Extract<DispatcherMsg, { type: T }>
 
 /** Queued jobs go out while some agent has room, oldest first. */
 export function pump(state: DispatcherState, ctx: Ctx, deps: DispatcherDeps): void {
-  if (!state.ready) return
+  if (!state.ready || (deps.fence !== undefined && deps.fence() === undefined)) return
   let candidates: ReturnType<DispatcherDeps['candidates']> | undefined
   while (state.queue.length > 0) {
     const entry = state.jobs.get(state.queue[0]!)
@@ -52,9 +53,12 @@ function assignTo(state: DispatcherState, entry: JobEntry, agent: { conn: string
 
 function writeAssignment(entry: JobEntry, conn: string | null, pubkey: string | null, ctx: Ctx, deps: DispatcherDeps) {
   const job = entry.job.id
+  const fence = deps.fence?.()
+  // the session's lease lapsed: its owner stops this dispatcher, and the next one reads the job back
+  if (deps.fence !== undefined && fence === undefined) return
   pipeTo(
     ctx.self,
-    deps.store.jobs.assign(deps.community, job, entry.generation, pubkey),
+    deps.store.jobs.assign(deps.community, job, entry.generation, pubkey, fence),
     (outcome): DispatcherMsg => ({ type: 'Assigned', job, conn, pubkey, outcome }),
     { ...REDELIVER, onGiveUp: () => lostAnswer(deps, job, 'assignment') },
   )
@@ -62,6 +66,11 @@ function writeAssignment(entry: JobEntry, conn: string | null, pubkey: string | 
 
 export function onAssigned(state: DispatcherState, msg: Msg<'Assigned'>, ctx: Ctx, deps: DispatcherDeps): DispatcherState {
   const entry = state.jobs.get(msg.job)
+  if (!msg.outcome.ok && msg.outcome.error instanceof FencedError) {
+    // a newer owner of the capability's session wrote: nothing more is decided here
+    deps.fenced?.()
+    return state
+  }
   if (!msg.outcome.ok) {
     deps.log.error({ err: msg.outcome.error, community: deps.community, job: msg.job }, 'job assignment not stored; retrying')
     if (entry?.phase === 'assigning' && (entry.holder?.conn ?? null) === msg.conn) requeue(state, entry, deps)

@@ -1,7 +1,9 @@
 // A community's side of job dispatch (docs/jobs.md): what its writes mean for the jobs table (the JobWrite
 // stored with each event), the checks it makes before storing or relaying (the queue's bound, a chunk's
 // fence), and what it tells the dispatchers once the store decided. One per community, made by the
-// composition root; the dispatchers are activated on first use, one per capability.
+// composition root; the dispatchers are activated on first use, one per capability. With the mesh each
+// capability's dispatcher runs on the owner of its session, and what this node tells it goes through the
+// session (`route`); the jobs another node's dispatcher handed to agents connected here are on `delivered`.
 import type { Metrics } from '../../infra/metrics.js'
 import type { JobLedger, JobWrite } from '../../infra/store/job-ledger.js'
 import { endsJob, isDispatchRequest, jobReportOf, KIND_JOB_CHUNK, parseJobRequest } from '../../protocols/jobs.js'
@@ -11,7 +13,15 @@ import { REDELIVER } from '../community/messages.js'
 import { type ActorDef, type Kernel, type TypedRef, tellUntilTaken } from '../kernel/index.js'
 import { dispatcherPath } from './dispatcher-actor.js'
 import type { JobBoard } from './job-board.js'
-import type { DispatcherMsg } from './messages.js'
+import type { DispatcherMsg, DispatcherNote } from './messages.js'
+
+/** With the mesh: the capability's session, which takes a note to its dispatcher on whichever node runs it. */
+export interface DispatchRoute {
+  /** `spawn` false: only to a session that exists here (an agent's heartbeat must not make sessions) */
+  note(capability: string, note: DispatcherNote, spawn: boolean): void
+  /** jobs another node's dispatcher handed to agents connected here: the chunk fence and the routing of reports */
+  delivered: JobBoard
+}
 
 export interface CommunityJobs {
   /** before a write is judged: a refusal for a dispatch request that cannot be queued, else undefined */
@@ -35,8 +45,9 @@ export interface CommunityJobs {
 export interface CommunityJobsDeps {
   community: string
   kernel: Pick<Kernel, 'getOrSpawn'>
-  store: Pick<JobLedger, 'openCapabilities'>
+  store: Pick<JobLedger, 'openCapabilities' | 'job'>
   board: JobBoard
+  route?: DispatchRoute
   /** the dispatcher of one capability, as the composition root builds it */
   dispatcherOf: (capability: string) => ActorDef<unknown, DispatcherMsg>
   maxQueuedPerCapability: number
@@ -50,24 +61,41 @@ export interface CommunityJobsDeps {
 }
 
 export function createCommunityJobs(d: CommunityJobsDeps): CommunityJobs {
+  const route = d.route
   const dispatcher = (capability: string): TypedRef<DispatcherMsg> =>
     d.kernel.getOrSpawn(dispatcherPath(d.community, capability), d.dispatcherOf(capability))
-  const tellDispatcher = (capability: string, msg: DispatcherMsg, again = true): void =>
+  const tellDispatcher = (capability: string, msg: DispatcherNote, again = true): void => {
+    if (route) route.note(capability, msg, true)
+    else tellLocal(capability, msg.type === 'Agents' ? { type: 'AgentReady' } : msg, again)
+  }
+  const tellLocal = (capability: string, msg: DispatcherMsg, again: boolean): void =>
     tellUntilTaken(dispatcher(capability), msg, {
       ...REDELIVER,
       onGiveUp: () => {
         // an activation that stopped as idle just then: its successor reads the store at start, and hears this too
-        if (again) return tellDispatcher(capability, msg, false)
+        if (again) return tellLocal(capability, msg, false)
         // the store has it: the dispatcher reads it back when it restarts
         d.log.warn({ community: d.community, capability, type: msg.type }, 'a job dispatcher did not take a message')
       },
     })
 
+  const capabilityOf = (job: string) => d.board.capabilityOf(job) ?? route?.delivered.capabilityOf(job)
+  const holderOf = (job: string) => d.board.holderOf(job) ?? route?.delivered.holderOf(job)
   const cancelled = (ids: readonly string[]) => {
     for (const id of ids) {
-      const capability = d.board.capabilityOf(id)
+      const capability = capabilityOf(id)
       if (capability !== undefined) tellDispatcher(capability, { type: 'Cancelled', jobs: [id] })
+      else if (route) cancelledElsewhere(id)
     }
+  }
+  // with the mesh a request's dispatcher may run on another node: its row names the capability
+  const cancelledElsewhere = (id: string) => {
+    d.store.job(d.community, id).then(
+      (row) => {
+        if (row !== undefined) tellDispatcher(row.capability, { type: 'Cancelled', jobs: [id] })
+      },
+      (error: unknown) => d.log.warn({ err: error, community: d.community, job: id }, "a cancelled job's dispatcher was not told"),
+    )
   }
 
   return {
@@ -95,7 +123,7 @@ export function createCommunityJobs(d: CommunityJobsDeps): CommunityJobs {
       if (event.kind !== KIND_JOB_CHUNK) return undefined
       const report = jobReportOf(event)
       if (!report.ok) return report.error
-      const holder = d.board.holderOf(report.value!.job)
+      const holder = holderOf(report.value!.job)
       if (holder === undefined || holder.pubkey !== event.pubkey || holder.generation !== report.value!.generation) {
         return reason('restricted', 'not the assignee of this job at this generation')
       }
@@ -138,21 +166,28 @@ export function createCommunityJobs(d: CommunityJobsDeps): CommunityJobs {
         return
       }
       if (write?.op !== 'report') return
-      const capability = d.board.capabilityOf(write.job)
+      const capability = capabilityOf(write.job)
       const report = jobReportOf(event)
       if (capability === undefined || !report.ok || report.value === undefined) return
       tellDispatcher(capability, { type: 'Reported', pubkey: event.pubkey, report: report.value })
+      if (write.ends !== null) route?.delivered.remove(write.job)
     },
     agentActive(capabilities) {
       for (const capability of capabilities) {
-        if (d.board.openCount(capability) > 0) tellDispatcher(capability, { type: 'AgentReady' })
+        if (route) route.note(capability, { type: 'Agents' }, false)
+        else if (d.board.openCount(capability) > 0) tellDispatcher(capability, { type: 'Agents' })
       }
     },
     async start() {
-      for (const capability of await d.store.openCapabilities(d.community)) dispatcher(capability)
+      for (const capability of await d.store.openCapabilities(d.community)) {
+        if (route) route.note(capability, { type: 'Agents' }, true)
+        else dispatcher(capability)
+      }
     },
     agentGone(conn, why) {
-      const capabilities = new Set(d.board.heldBy(conn).map((job) => d.board.capabilityOf(job)!))
+      const held = [...d.board.heldBy(conn), ...(route?.delivered.heldBy(conn) ?? [])]
+      const capabilities = new Set(held.map((job) => capabilityOf(job)!))
+      for (const job of route?.delivered.heldBy(conn) ?? []) route?.delivered.remove(job)
       for (const capability of capabilities) tellDispatcher(capability, { type: 'AgentGone', conn, why })
     },
   }

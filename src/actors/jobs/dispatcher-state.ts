@@ -3,6 +3,7 @@ import type { Logger } from '../../infra/log.js'
 import type { Metrics } from '../../infra/metrics.js'
 import type { EventStore } from '../../infra/store/event-store.js'
 import type { JobLedger } from '../../infra/store/job-ledger.js'
+import type { SessionFence } from '../../infra/store/session-fence.js'
 import type { JobErrorCode } from '../../protocols/jobs.js'
 import type { NostrEvent } from '../../protocols/nip01/event.js'
 import type { EventTemplate } from '../../protocols/nip01/sign.js'
@@ -44,6 +45,13 @@ export interface DispatcherDeps {
   log: Pick<Logger, 'warn' | 'error' | 'info'>
   /** how often accept deadlines and job deadlines are looked at; default 250 ms */
   tickMs?: number
+  /**
+   * With the mesh: the capability session's fence, which every assignment claims in its transaction; undefined
+   * while this node does not hold the session (no assignment is written then).
+   */
+  fence?: () => SessionFence | undefined
+  /** an assignment was fenced off: the session is another node's now */
+  fenced?: () => void
 }
 
 /** `unclosed`: its terminal error could not be stored; the timer tries again */

@@ -36,3 +36,9 @@ export type DispatcherMsg =
   | { type: 'Closed'; job: string; code: JobErrorCode; event: { raw: string }; outcome: Settled<SaveOutcome> }
   /** the timer: accept deadlines, job deadlines */
   | { type: 'Tick' }
+
+/**
+ * What a community tells its capability's dispatcher, wherever it runs (with the mesh, on the session's owner
+ * node); `Agents`: this node's agents offering the capability changed.
+ */
+export type DispatcherNote = Extract<DispatcherMsg, { type: 'Enqueued' | 'Reported' | 'Cancelled' | 'AgentGone' }> | { type: 'Agents' }

@@ -83,7 +83,11 @@ export interface SessionDeps {
  */
 export type LeaseLoss = 'renewal-refused' | 'renewal-failed' | 'fenced' | 'superseded'
 
-type Mode = { role: 'starting' } | { role: 'owner'; generation: number } | { role: 'forwarder'; holder: LeaseRecord; retryAtMs: number }
+/** A session's role on this node. */
+export type Mode =
+  | { role: 'starting' }
+  | { role: 'owner'; generation: number }
+  | { role: 'forwarder'; holder: LeaseRecord; retryAtMs: number }
 
 interface State {
   mode: Mode
@@ -389,15 +393,16 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
   return kernel.getOrSpawn(`mesh-session/${community}/${session}`, def)
 }
 
-/** A peer's frame against what this node holds: undefined when it may be acted on. */
-function checkFence(
+/** A peer's frame against what this node holds for a session of `kind`: undefined when it may be acted on. */
+export function checkFence(
   mode: Mode,
   remote: { generation: number; owner: string },
   runtime: string,
   held: boolean,
+  kind = 'channel',
 ): { refused: FenceRejection; holder?: LeaseRecord } | undefined {
   if (mode.role !== 'owner' || !held) return { refused: 'no-lease', holder: mode.role === 'forwarder' ? mode.holder : undefined }
-  const holder = { owner: runtime, generation: mode.generation, kind: 'channel' }
+  const holder = { owner: runtime, generation: mode.generation, kind }
   if (remote.generation > mode.generation) return { refused: 'future', holder }
   if (remote.generation < mode.generation) return { refused: 'stale', holder }
   if (remote.owner !== runtime) return { refused: 'owner-mismatch', holder }

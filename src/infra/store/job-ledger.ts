@@ -4,6 +4,8 @@
  * (the fence), whichever node it reaches. Only the store decides a job's generation and its end.
  */
 
+import type { SessionFence } from './session-fence.js'
+
 /** `queued`, `assigned` (sent to an agent), `running` (the agent accepted): open; the rest are final */
 export type JobState = 'queued' | 'assigned' | 'running' | 'success' | 'error' | 'cancelled'
 export const isOpenJobState = (s: JobState): boolean => s === 'queued' || s === 'assigned' || s === 'running'
@@ -52,9 +54,10 @@ export interface JobLedger {
   /**
    * Hands `job` to `assignee` under generation `expected + 1` (attempts + 1), or back to the queue when
    * `assignee` is null (generation + 1, no assignee: the one it had is fenced out), only if the job is open
-   * at generation `expected`. Atomic: of two calls with the same `expected`, one wins.
+   * at generation `expected`. Atomic: of two calls with the same `expected`, one wins. With `fence` (the mesh's
+   * capability session, on the cluster store) the session is claimed first: FencedError when a newer owner wrote.
    */
-  assign(community: string, job: string, expected: number, assignee: string | null): Promise<AssignOutcome>
+  assign(community: string, job: string, expected: number, assignee: string | null, fence?: SessionFence): Promise<AssignOutcome>
   /**
    * A capability's open jobs, oldest first (queued_at_ms, then id), up to `limit`, after `after` when given (the
    * last row of the page before): a dispatcher's queue read back after a restart, page by page.

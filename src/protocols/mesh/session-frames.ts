@@ -9,7 +9,8 @@ import { err, ok, type Result } from '../result.js'
 import { isSessionId, MAX_SESSION_ID_CHARS } from './session-id.js'
 
 const hex64 = z.string().regex(HEX64_PATTERN)
-const fenceSchema = z.strictObject({
+/** the fence every session frame carries: the session and the owner its sender believes in */
+export const fenceSchema = z.strictObject({
   community: z.string().regex(COMMUNITY_ID_PATTERN),
   session: z.string().max(MAX_SESSION_ID_CHARS).refine(isSessionId),
   generation: z.number().int().min(1),
@@ -17,6 +18,8 @@ const fenceSchema = z.strictObject({
 })
 const REFUSALS = ['stale', 'no-lease', 'future', 'owner-mismatch'] as const
 const holderSchema = z.strictObject({ owner: hex64, generation: z.number().int().min(1) })
+/** a frame refused on its fence, with the holder the receiver knows */
+export const refusalSchema = z.strictObject({ ok: z.literal(false), refused: z.enum(REFUSALS), holder: holderSchema.optional() })
 
 /** A connection authenticates as a handful of pubkeys; far more is not a client's AUTH state. */
 const MAX_FORWARDED_PUBKEYS = 64
@@ -44,7 +47,7 @@ const replySchema = z.discriminatedUnion('ok', [
     generation: z.number().int().min(1),
     owner: hex64,
   }),
-  z.strictObject({ ok: z.literal(false), refused: z.enum(REFUSALS), holder: holderSchema.optional() }),
+  refusalSchema,
 ])
 
 export type ModerateRequest = z.infer<typeof requestSchema>

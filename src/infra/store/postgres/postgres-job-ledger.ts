@@ -2,13 +2,17 @@ import { StoreError } from '../event-store.js'
 // Extension needed: plain JS shared with the SQLite writer thread, which runs without a TypeScript loader.
 import { JOB_COLUMNS, OPEN_STATES_SQL, toJobRow } from '../job-fence.mjs'
 import type { JobLedger } from '../job-ledger.js'
+import { FencedError } from '../session-fence.js'
 import { type Sql, withDeadline } from './postgres-schema.js'
+import { runFenced } from './postgres-session-fence.js'
 
 /**
  * The jobs table of the cluster store (job-ledger.ts), on the commits' pool: an assignment is one conditional
  * UPDATE, whose row lock orders it with a batch deciding a report on the same job (postgres-job-writes.ts), and
  * of two with the same `expected` the second finds the generation moved on. The reads are primary-key or
  * open-index lookups, and rare (a dispatcher's start, a stale assignment): not worth the read pool's budget.
+ * With the mesh an assignment also claims the capability's session first (postgres-session-fence.ts): an owner
+ * that lost its session cannot assign once its successor has.
  */
 
 /** Exported for the query-plan test. */
@@ -34,6 +38,7 @@ export function createPostgresJobLedger(sql: Sql, closed: () => boolean): JobLed
     try {
       return await withDeadline(`event store ${what}`, body())
     } catch (cause) {
+      if (cause instanceof FencedError) throw cause
       throw new StoreError(`event store ${what} failed`, { cause })
     }
   }
@@ -42,9 +47,11 @@ export function createPostgresJobLedger(sql: Sql, closed: () => boolean): JobLed
     return row === undefined ? undefined : toJobRow(row)
   }
   return {
-    assign: (community, job, expected, assignee) =>
+    assign: (community, job, expected, assignee, fence) =>
       call('job assignment', async () => {
-        const [won] = await sql.unsafe(JOB_LEDGER_SQL.ASSIGN, [community, job, expected, assignee], { prepare: true })
+        const params = [community, job, expected, assignee]
+        const update = (tx: Sql) => tx.unsafe(JOB_LEDGER_SQL.ASSIGN, params, { prepare: true })
+        const [won] = fence === undefined ? await update(sql) : await runFenced(sql, fence, update)
         if (won !== undefined) return { status: 'assigned', generation: won.generation as number, attempts: won.attempts as number }
         // a statement of its own: it sees the assignment that won, which the UPDATE's snapshot may predate
         return { status: 'stale', row: await rowOf(community, job) }

@@ -1,0 +1,529 @@
+// State: one capability's dispatch session on this node, `mesh-session/<community>/capability:<name>` (docs/mesh.md
+// §9): owner (lease, generation; the capability's dispatcher runs here, with the agents every other node reported)
+// or forwarder (the holder it knows, and what this node's clients did waiting to go to it, one batch in flight).
+// Messages: Note (this node's community), Remote (a peer's batch, with the fence it believes in), Holder (a peer
+// took the session over), PeerGone, the owner's Poll of its peers' agents, the lease's I/O, Sent, Fenced, Release.
+// Policy: permanent with a short backoff: a restart acquires again. A lost lease stops the actor and its
+// dispatcher at once; the next message starts afresh, as a forwarder or as the next owner.
+import type { AcquireOutcome, FenceRejection, LeaseRecord, RenewOutcome, SessionDirectory } from '../../infra/mesh/session-directory.js'
+import type { SessionFence } from '../../infra/store/session-fence.js'
+import { type AgentNote, type JobMeshReply, type JobMeshRequest, type JobNote, remoteConn } from '../../protocols/mesh/job-frames.js'
+import type { AgentCandidate } from '../jobs/agent-choice.js'
+import type { DispatcherMsg, DispatcherNote } from '../jobs/messages.js'
+import { type ActorDef, type Kernel, pipeTo, type Settled, type TypedRef, tell, tellUntilTaken } from '../kernel/index.js'
+import { checkFence, type LeaseLoss, type Mode, type SessionView } from './session-actor.js'
+
+type LocalNote = DispatcherNote
+
+/** What the dispatcher on the owner node reads beside the session (a snapshot read of its state). */
+export interface OwnerView {
+  /** the fence its writes claim; undefined once the lease is not held (no assignment then) */
+  fence(): SessionFence | undefined
+  /** the ACTIVE agents the other nodes reported, their connections named `@<runtime>/<conn>` */
+  remoteAgents(): AgentCandidate[]
+  /** a write of the dispatcher was fenced off: the session is someone else's */
+  fenced(): void
+}
+
+/** This node's side of a community's dispatch: its dispatchers and its agents. */
+export interface DispatchHost {
+  dispatcher(capability: string, owner: OwnerView): TypedRef<DispatcherMsg>
+  stopDispatcher(capability: string): void
+  hasDispatcher(capability: string): boolean
+  /** this node's ACTIVE agent connections offering the capability */
+  agents(capability: string): AgentNote[]
+}
+
+export type CapabilitySessionMsg =
+  | { type: 'Note'; note: LocalNote }
+  | { type: 'Remote'; peer: string; fence: { generation: number; owner: string }; notes: JobNote[]; reply: (r: JobMeshReply) => void }
+  /** a peer says it owns the session now (its poll); answered with this node's agents */
+  | { type: 'Holder'; holder: LeaseRecord; reply: (agents: AgentNote[] | undefined) => void }
+  | { type: 'PeerGone'; peer: string }
+  | { type: 'Acquire' }
+  | { type: 'Acquired'; outcome: Settled<AcquireOutcome> }
+  | { type: 'Renew' }
+  | { type: 'Renewed'; outcome: Settled<RenewOutcome> }
+  | { type: 'Poll' }
+  | { type: 'Polled'; agents: [string, AgentNote[] | undefined][] }
+  | { type: 'Sent'; outcome: Settled<JobMeshReply>; count: number; agents?: string }
+  | { type: 'Fenced' }
+  | { type: 'Release'; done: () => void }
+  | { type: 'OwnerSuspect'; owner: string }
+
+export interface CapabilitySessionDeps {
+  runtime: string
+  directory: SessionDirectory
+  storedGeneration(community: string, session: string): Promise<number>
+  host(community: string): DispatchHost | undefined
+  /** the peers this node has a tunnel to */
+  peers(): string[]
+  /** a request to a peer over the tunnel; rejects when there is no link or it fails */
+  send(peer: string, request: JobMeshRequest, timeoutMs: number): Promise<JobMeshReply>
+  fenceRejected(reason: FenceRejection): void
+  leaseLost(reason: LeaseLoss): void
+  sessions: Map<string, SessionView>
+  renewMs: number
+  /** monotonic ms */
+  now(): number
+  log: { warn(o: object, m: string): void; info(o: object, m: string): void }
+}
+
+interface Outgoing {
+  note: JobNote
+  atMs: number
+}
+
+interface State {
+  mode: Mode
+  acquiring: boolean
+  renewing: boolean
+  /** owner: notes heard before the first poll of the peers ended (the dispatcher starts then) */
+  pending: LocalNote[]
+  started: boolean
+  /** forwarder: what waits to go to the owner, oldest first, one batch in flight */
+  outbox: Outgoing[]
+  sending: boolean
+  failures: number
+  retryAtMs: number
+  /** forwarder: this node's agents changed since it last sent them */
+  agentsDirty: boolean
+  sentAgents: string
+  idleSinceMs: number
+  suspect?: string
+}
+
+const PIPE = { everyMs: 100, forMs: 30_000 } as const
+const SEND_TIMEOUT_MS = 5_000
+/** The owner asks every peer for its agents this often; a node's report older than three rounds is not used. */
+const POLL_MS = 2_000
+const POLL_TIMEOUT_MS = 1_000
+const AGENTS_STALE_MS = 3 * POLL_MS
+/** A forwarder whose owner does not answer asks the directory again this often. */
+const RETRY_MS = 500
+/** What a forwarder holds for an owner that does not answer: past these the oldest goes (the store keeps it). */
+const MAX_OUTBOX = 10_000
+const OUTBOX_DEADLINE_MS = 60_000
+/** An owner whose dispatcher stopped (no open jobs) and that heard nothing for this long gives the session up. */
+const OWNER_IDLE_MS = 300_000
+const MAX_BATCH = 256
+
+export const capabilitySessionPath = (community: string, session: string) => `mesh-session/${community}/${session}`
+
+export function spawnCapabilitySession(
+  kernel: Kernel,
+  community: string,
+  session: string,
+  capability: string,
+  deps: CapabilitySessionDeps,
+): TypedRef<CapabilitySessionMsg> {
+  const key = `${community}/${session}`
+  let renewTimer: NodeJS.Timeout | undefined
+  let pollTimer: NodeJS.Timeout | undefined
+  let retryTimer: NodeJS.Timeout | undefined
+  let self: TypedRef<CapabilitySessionMsg> | undefined
+  // read beside the actor by its dispatcher: the lease's validity and the other nodes' agents
+  const lease = { generation: 0, validUntilMs: 0 }
+  const leaseHeld = () => deps.now() < lease.validUntilMs
+  const remote = new Map<string, { agents: AgentCandidate[]; atMs: number }>()
+  const view: OwnerView = {
+    fence: () => (leaseHeld() ? { community, session, generation: lease.generation, owner: deps.runtime } : undefined),
+    remoteAgents: () => {
+      const now = deps.now()
+      const out: AgentCandidate[] = []
+      for (const r of remote.values()) if (now - r.atMs < AGENTS_STALE_MS) out.push(...r.agents)
+      return out
+    },
+    fenced: () => {
+      if (self) tell(self, { type: 'Fenced' })
+    },
+  }
+  const host = () => deps.host(community)
+
+  const def: ActorDef<State, CapabilitySessionMsg> = {
+    kind: 'mesh-session',
+    policy: { mode: 'permanent', backoff: { minMs: 200, maxMs: 5_000, jitter: 0.2 }, maxRestarts: 20, windowMs: 60_000 },
+    idleStopMs: 60_000,
+    init: (ctx) => {
+      self = ctx.self
+      tell(ctx.self, { type: 'Acquire' })
+      return {
+        mode: { role: 'starting' },
+        acquiring: false,
+        renewing: false,
+        pending: [],
+        started: false,
+        outbox: [],
+        sending: false,
+        failures: 0,
+        retryAtMs: 0,
+        agentsDirty: true,
+        sentAgents: '',
+        idleSinceMs: deps.now(),
+      }
+    },
+    handle: (state, msg, ctx) => {
+      const self = ctx.self
+      switch (msg.type) {
+        case 'Note':
+          return onNote(state, msg.note, self)
+        case 'Remote':
+          return onRemote(state, msg, self)
+        case 'Holder':
+          return onHolder(state, msg, self)
+        case 'PeerGone':
+          return onPeerGone(state, msg.peer)
+        case 'Acquire':
+          return onAcquire(state, self)
+        case 'Acquired':
+          return onAcquired(state, msg.outcome, self)
+        case 'Renew':
+          return onRenew(state, self)
+        case 'Renewed':
+          return onRenewed(state, msg.outcome, self)
+        case 'Poll':
+          return poll(state, self)
+        case 'Polled':
+          return onPolled(state, msg.agents)
+        case 'Sent':
+          return onSent(state, msg, self)
+        case 'Fenced':
+          return state.mode.role === 'owner' ? stopNow(state, self, 'fenced') : state
+        case 'Release':
+          return release(state, msg.done, self)
+        case 'OwnerSuspect':
+          if (state.mode.role !== 'forwarder' || state.mode.holder.owner !== msg.owner) return state
+          state.suspect = msg.owner
+          retryLater(self, RETRY_MS)
+          return state
+      }
+    },
+    afterStop: (state) => {
+      clearInterval(renewTimer)
+      clearInterval(pollTimer)
+      clearTimeout(retryTimer)
+      lease.validUntilMs = 0
+      remote.clear()
+      deps.sessions.delete(key)
+      if (state.mode.role === 'owner') host()?.stopDispatcher(capability)
+    },
+  }
+
+  function dispatcher(): TypedRef<DispatcherMsg> | undefined {
+    return host()?.dispatcher(capability, view)
+  }
+
+  /** To the dispatcher here, offered again while it is full or restarting (the store keeps what it misses). */
+  function tellDispatcher(msg: DispatcherMsg): void {
+    const ref = dispatcher()
+    if (ref === undefined) return
+    tellUntilTaken(ref, msg, {
+      everyMs: 500,
+      forMs: 60_000,
+      onGiveUp: () => deps.log.warn({ community, capability, type: msg.type }, 'a job dispatcher did not take a message'),
+    })
+  }
+
+  function onNote(state: State, note: LocalNote, self: TypedRef<CapabilitySessionMsg>): State {
+    state.idleSinceMs = deps.now()
+    if (state.mode.role === 'owner') {
+      if (!state.started) state.pending.push(note)
+      else tellDispatcher(toDispatcher(note))
+      return state
+    }
+    if (note.type === 'Agents') state.agentsDirty = true
+    else {
+      if (state.outbox.length >= MAX_OUTBOX) dropOldest(state, 'the outbox is full')
+      state.outbox.push({ note: toWire(note), atMs: deps.now() })
+    }
+    flush(state, self)
+    return state
+  }
+
+  /** One batch to the holder if none is in flight: what waits, and this node's agents if they changed. */
+  function flush(state: State, self: TypedRef<CapabilitySessionMsg>): void {
+    const mode = state.mode
+    if (mode.role !== 'forwarder' || state.sending || deps.now() < state.retryAtMs) return
+    const now = deps.now()
+    while (state.outbox[0] && now - state.outbox[0].atMs > OUTBOX_DEADLINE_MS) dropOldest(state, 'no owner answered in time')
+    const notes = state.outbox.slice(0, MAX_BATCH).map((o) => o.note)
+    let agents: string | undefined
+    if (state.agentsDirty) {
+      const mine = host()?.agents(capability) ?? []
+      agents = JSON.stringify(mine)
+      if (agents !== state.sentAgents && notes.length < MAX_BATCH) notes.push({ type: 'Agents', agents: mine })
+      else state.agentsDirty = false
+    }
+    if (notes.length === 0) return
+    state.sending = true
+    const request: JobMeshRequest = {
+      op: 'jobs',
+      fence: { community, session, generation: mode.holder.generation, owner: mode.holder.owner },
+      notes,
+    }
+    const count = Math.min(state.outbox.length, MAX_BATCH)
+    pipeTo(
+      self,
+      deps.send(mode.holder.owner, request, SEND_TIMEOUT_MS),
+      (o): CapabilitySessionMsg => ({ type: 'Sent', outcome: o, count, agents }),
+      PIPE,
+    )
+  }
+
+  function dropOldest(state: State, why: string): void {
+    const dropped = state.outbox.shift()
+    if (dropped) deps.log.warn({ community, capability, type: dropped.note.type, why }, 'a job note for the owner was dropped')
+  }
+
+  function onSent(state: State, msg: Extract<CapabilitySessionMsg, { type: 'Sent' }>, self: TypedRef<CapabilitySessionMsg>): State {
+    state.sending = false
+    if (msg.outcome.ok && msg.outcome.value.ok) {
+      state.outbox.splice(0, msg.count)
+      state.failures = 0
+      if (msg.agents !== undefined) {
+        state.sentAgents = msg.agents
+        state.agentsDirty = false
+      }
+      flush(state, self)
+      return state
+    }
+    // refused or unreachable: ask the directory again, at once the first time, then every RETRY_MS
+    state.failures++
+    const delayMs = state.failures === 1 ? 0 : RETRY_MS
+    state.retryAtMs = deps.now() + delayMs
+    state.agentsDirty = true
+    state.sentAgents = ''
+    retryLater(self, delayMs)
+    return state
+  }
+
+  function onRemote(state: State, msg: Extract<CapabilitySessionMsg, { type: 'Remote' }>, self: TypedRef<CapabilitySessionMsg>): State {
+    state.idleSinceMs = deps.now()
+    const refused = checkFence(state.mode, msg.fence, deps.runtime, leaseHeld(), 'capability')
+    if (refused) {
+      deps.fenceRejected(refused.refused)
+      msg.reply({ ok: false, refused: refused.refused, ...(refused.holder ? { holder: holderOf(refused.holder) } : {}) })
+      return refused.refused === 'future' ? stopNow(state, self, 'superseded') : state
+    }
+    for (const note of msg.notes) {
+      if (note.type === 'Agents') {
+        remote.set(msg.peer, { agents: note.agents.map((a) => ({ ...a, conn: remoteConn(msg.peer, a.conn) })), atMs: deps.now() })
+        onNote(state, { type: 'Agents' }, self)
+      } else onNote(state, fromWire(note, msg.peer), self)
+    }
+    msg.reply({ ok: true })
+    return state
+  }
+
+  function onHolder(state: State, msg: Extract<CapabilitySessionMsg, { type: 'Holder' }>, self: TypedRef<CapabilitySessionMsg>): State {
+    const mode = state.mode
+    const known = mode.role === 'owner' ? mode.generation : mode.role === 'forwarder' ? mode.holder.generation : 0
+    if (msg.holder.generation < known) {
+      msg.reply(undefined)
+      return state
+    }
+    // a newer owner: this one was superseded (its own renewal would say so soon)
+    if (mode.role === 'owner' && msg.holder.owner !== deps.runtime) return stopNow(state, self, 'superseded')
+    if (mode.role !== 'owner') {
+      const changed = mode.role !== 'forwarder' || mode.holder.owner !== msg.holder.owner
+      state.mode = { role: 'forwarder', holder: msg.holder, retryAtMs: 0 }
+      if (changed) state.retryAtMs = 0
+      publishView(state)
+    }
+    const agents = host()?.agents(capability) ?? []
+    state.sentAgents = JSON.stringify(agents)
+    state.agentsDirty = false
+    msg.reply(agents)
+    flush(state, self)
+    return state
+  }
+
+  function onPeerGone(state: State, peer: string): State {
+    const gone = remote.get(peer)
+    remote.delete(peer)
+    if (state.mode.role === 'owner' && state.started && gone)
+      for (const a of gone.agents) tellDispatcher({ type: 'AgentGone', conn: a.conn, why: 'closed' })
+    return state
+  }
+
+  function onAcquire(state: State, self: TypedRef<CapabilitySessionMsg>): State {
+    if (state.acquiring || state.mode.role === 'owner') return state
+    state.acquiring = true
+    const acquiring = deps
+      .storedGeneration(community, session)
+      .then((floor) => deps.directory.acquire(community, session, 'capability', floor))
+    pipeTo(self, acquiring, (o): CapabilitySessionMsg => ({ type: 'Acquired', outcome: o }), PIPE)
+    return state
+  }
+
+  function onAcquired(state: State, outcome: Settled<AcquireOutcome>, self: TypedRef<CapabilitySessionMsg>): State {
+    state.acquiring = false
+    if (!outcome.ok) {
+      deps.log.warn({ err: outcome.error, community, session }, 'mesh session acquire failed')
+      retryLater(self, 1_000)
+      return state
+    }
+    const o = outcome.value
+    if (o.acquired || o.holder.owner === deps.runtime) {
+      const generation = o.acquired ? o.lease.generation : o.holder.generation
+      state.mode = { role: 'owner', generation }
+      lease.generation = generation
+      lease.validUntilMs = o.acquired ? o.validUntilMs : 0
+      clearInterval(renewTimer)
+      renewTimer = setInterval(() => tell(self, { type: 'Renew' }), deps.renewMs)
+      if (!o.acquired) tell(self, { type: 'Renew' })
+      clearInterval(pollTimer)
+      pollTimer = setInterval(() => tell(self, { type: 'Poll' }), POLL_MS)
+      // the dispatcher starts once the peers said which agents they have: a job held by an agent on another node
+      // stays with it rather than going to another agent for want of knowing it
+      poll(state, self)
+      // what this node held for the previous owner is the dispatcher's now (its own reads cover the rest)
+      state.pending.push(...state.outbox.splice(0).flatMap((o) => (o.note.type === 'Agents' ? [] : [fromWire(o.note, deps.runtime, true)])))
+      deps.log.info({ community, session, generation }, 'mesh session owned here')
+    } else {
+      const changed = state.mode.role !== 'forwarder' || state.mode.holder.owner !== o.holder.owner
+      state.mode = { role: 'forwarder', holder: o.holder, retryAtMs: 0 }
+      state.retryAtMs = 0
+      if (changed) state.agentsDirty = true
+      if (state.suspect === o.holder.owner) retryLater(self, Math.min(RETRY_MS, o.remainingMs + 1))
+      else state.suspect = undefined
+    }
+    publishView(state)
+    flush(state, self)
+    return state
+  }
+
+  function poll(state: State, self: TypedRef<CapabilitySessionMsg>): State {
+    const mode = state.mode
+    if (mode.role !== 'owner') return state
+    const fence = { community, session, generation: mode.generation, owner: deps.runtime }
+    const asked = deps.peers().map((peer) =>
+      deps.send(peer, { op: 'job-owner', fence }, POLL_TIMEOUT_MS).then(
+        (r): [string, AgentNote[] | undefined] => [peer, r.ok ? r.agents : undefined],
+        (): [string, AgentNote[] | undefined] => [peer, undefined],
+      ),
+    )
+    pipeTo(self, Promise.all(asked), (o): CapabilitySessionMsg => ({ type: 'Polled', agents: o.ok ? o.value : [] }), PIPE)
+    return state
+  }
+
+  function onPolled(state: State, answers: [string, AgentNote[] | undefined][]): State {
+    if (state.mode.role !== 'owner') return state
+    const now = deps.now()
+    let more = false
+    for (const [peer, agents] of answers) {
+      if (agents === undefined) continue
+      more ||= agents.length > 0
+      remote.set(peer, { agents: agents.map((a) => ({ ...a, conn: remoteConn(peer, a.conn) })), atMs: now })
+    }
+    if (!state.started) {
+      state.started = true
+      dispatcher()
+      for (const note of state.pending.splice(0)) tellDispatcher(toDispatcher(note))
+    } else if (more) tellDispatcher({ type: 'AgentReady' })
+    return state
+  }
+
+  function onRenew(state: State, self: TypedRef<CapabilitySessionMsg>): State {
+    const m = state.mode
+    if (m.role !== 'owner' || state.renewing) return state
+    if (!host()?.hasDispatcher(capability) && deps.now() - state.idleSinceMs > OWNER_IDLE_MS) return release(state, () => {}, self)
+    state.renewing = true
+    pipeTo(
+      self,
+      deps.directory.renew(community, session, m.generation),
+      (o): CapabilitySessionMsg => ({ type: 'Renewed', outcome: o }),
+      PIPE,
+    )
+    return state
+  }
+
+  function onRenewed(state: State, outcome: Settled<RenewOutcome>, self: TypedRef<CapabilitySessionMsg>): State {
+    state.renewing = false
+    if (state.mode.role !== 'owner') return state
+    if (!outcome.ok || !outcome.value.renewed) return stopNow(state, self, outcome.ok ? 'renewal-refused' : 'renewal-failed')
+    lease.validUntilMs = outcome.value.validUntilMs
+    return state
+  }
+
+  function retryLater(self: TypedRef<CapabilitySessionMsg>, ms: number): void {
+    clearTimeout(retryTimer)
+    retryTimer = setTimeout(() => tell(self, { type: 'Acquire' }), ms)
+  }
+
+  function publishView(state: State): void {
+    const m = state.mode
+    if (m.role === 'owner')
+      deps.sessions.set(key, { community, session, kind: 'capability', generation: m.generation, owner: deps.runtime, local: true })
+    else if (m.role === 'forwarder')
+      deps.sessions.set(key, {
+        community,
+        session,
+        kind: 'capability',
+        generation: m.holder.generation,
+        owner: m.holder.owner,
+        local: false,
+      })
+  }
+
+  /** The lease is gone: the dispatcher stops here (the next owner reads the store); the next message starts afresh. */
+  function stopNow(state: State, self: TypedRef<CapabilitySessionMsg>, why: LeaseLoss): State {
+    deps.log.warn({ community, session, why }, 'mesh session stops')
+    if (state.mode.role === 'owner') deps.leaseLost(why)
+    lease.validUntilMs = 0
+    void kernel.stop(self.path)
+    return state
+  }
+
+  function release(state: State, done: () => void, self: TypedRef<CapabilitySessionMsg>): State {
+    const m = state.mode
+    lease.validUntilMs = 0
+    if (m.role === 'owner') {
+      host()?.stopDispatcher(capability)
+      deps.directory.release(community, session, m.generation).then(
+        () => done(),
+        () => done(),
+      )
+    } else done()
+    void kernel.stop(self.path)
+    return state
+  }
+
+  return kernel.getOrSpawn(capabilitySessionPath(community, session), def)
+}
+
+const holderOf = (h: LeaseRecord) => ({ owner: h.owner, generation: h.generation })
+
+function toDispatcher(note: LocalNote): DispatcherMsg {
+  return note.type === 'Agents' ? { type: 'AgentReady' } : note
+}
+
+/** A note as it crosses to the owner: plain JSON, the agent's connection as this node names it. */
+function toWire(note: Exclude<LocalNote, { type: 'Agents' }>): JobNote {
+  switch (note.type) {
+    case 'Enqueued':
+      return { type: 'Enqueued', job: note.job }
+    case 'Reported': {
+      const { generation, ...report } = note.report
+      return { type: 'Reported', pubkey: note.pubkey, report: generation === undefined ? report : { ...report, generation } }
+    }
+    case 'Cancelled':
+      return { type: 'Cancelled', jobs: note.jobs }
+    case 'AgentGone':
+      return { type: 'AgentGone', conn: note.conn, why: note.why }
+  }
+}
+
+/** A peer's note for the dispatcher here; `local`: one this node held for an owner before it became one. */
+function fromWire(note: Exclude<JobNote, { type: 'Agents' }>, peer: string, local = false): Exclude<LocalNote, { type: 'Agents' }> {
+  switch (note.type) {
+    case 'Enqueued':
+      return { type: 'Enqueued', job: note.job }
+    case 'Reported':
+      return { type: 'Reported', pubkey: note.pubkey, report: { ...note.report, generation: note.report.generation } }
+    case 'Cancelled':
+      return { type: 'Cancelled', jobs: note.jobs }
+    case 'AgentGone':
+      return { type: 'AgentGone', conn: local ? note.conn : remoteConn(peer, note.conn), why: note.why }
+  }
+}

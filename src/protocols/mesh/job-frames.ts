@@ -1,0 +1,113 @@
+// What nodes tell each other about dispatched jobs (docs/mesh.md §9, docs/jobs.md#in-a-cluster), carried in
+// tunnel Requests like the channel session's. A capability's dispatcher runs on the owner of its session
+// (`capability:<name>`); every other node sends it, fenced like any session frame, what its own clients did
+// (`jobs`: requests stored, reports stored, requests deleted, agents come and gone); the owner sends an
+// assignment or revocation to the node its agent is connected to (`job-deliver`), and tells every node when it
+// takes a session over (`job-owner`), so that they send it their agents at once.
+import { z } from 'zod'
+import { COMMUNITY_ID_PATTERN, HEX64_PATTERN } from '../ids.js'
+import { isCapabilityName, MAX_CAPABILITY_CHARS } from '../jobs.js'
+import { reason } from '../reasons.js'
+import { err, ok, type Result } from '../result.js'
+import { fenceSchema, refusalSchema } from './session-frames.js'
+
+const hex64 = z.string().regex(HEX64_PATTERN)
+/** a connection id on the node that names it (never interpreted by another node) */
+const conn = z.string().min(1).max(64)
+const capability = z.string().max(MAX_CAPABILITY_CHARS).refine(isCapabilityName)
+/** one batch a node sends its owner; a node batches what waits while one is in flight */
+export const MAX_NOTES_PER_BATCH = 256
+/** agents one node reports for one capability */
+export const MAX_AGENTS_PER_NODE = 10_000
+const MAX_REQUEST_JSON_BYTES = 1_048_576
+
+const agent = z.strictObject({
+  conn,
+  pubkey: hex64,
+  load: z.number().min(0).max(1).optional(),
+  concurrency: z.number().int().min(1).max(1_000_000),
+})
+
+const note = z.discriminatedUnion('type', [
+  z.strictObject({
+    type: z.literal('Enqueued'),
+    job: z.strictObject({
+      id: hex64,
+      requester: hex64,
+      kind: z.number().int().min(5000).max(5999),
+      raw: z.string().max(MAX_REQUEST_JSON_BYTES),
+      queuedAtMs: z.number().int().min(0),
+      deadlineAtMs: z.number().int().min(0).nullable(),
+    }),
+  }),
+  z.strictObject({
+    type: z.literal('Reported'),
+    pubkey: hex64,
+    report: z.strictObject({
+      job: hex64,
+      generation: z.number().int().min(1).optional(),
+      what: z.enum(['result', 'chunk', 'processing', 'partial', 'error', 'other']),
+      retry: z.boolean(),
+      seq: z.number().int().min(0).optional(),
+    }),
+  }),
+  z.strictObject({ type: z.literal('Cancelled'), jobs: z.array(hex64).max(1_000) }),
+  z.strictObject({ type: z.literal('AgentGone'), conn, why: z.enum(['closed', 'lapsed']) }),
+  /** every ACTIVE agent connection of the sender offering the capability, now (replaces what it sent before) */
+  z.strictObject({ type: z.literal('Agents'), agents: z.array(agent).max(MAX_AGENTS_PER_NODE) }),
+])
+
+const notesRequest = z.strictObject({ op: z.literal('jobs'), fence: fenceSchema, notes: z.array(note).min(1).max(MAX_NOTES_PER_BATCH) })
+const deliverRequest = z.strictObject({
+  op: z.literal('job-deliver'),
+  community: z.string().regex(COMMUNITY_ID_PATTERN),
+  capability,
+  conn,
+  job: hex64,
+  /** the relay-signed assignment (kind 25900, status assigned) or revocation, as sent to the agent */
+  event: z.string().max(MAX_REQUEST_JSON_BYTES + 4_096),
+  /** an assignment: who holds the job now, for the chunk fence on the agent's node; absent for a revocation */
+  hold: z.strictObject({ requester: hex64, pubkey: hex64, generation: z.number().int().min(1) }).optional(),
+})
+const ownerRequest = z.strictObject({ op: z.literal('job-owner'), fence: fenceSchema })
+const request = z.discriminatedUnion('op', [notesRequest, deliverRequest, ownerRequest])
+
+const reply = z.union([
+  z.strictObject({
+    ok: z.literal(true),
+    /** job-deliver: the connection took it */
+    delivered: z.boolean().optional(),
+    /** job-owner: the answering node's ACTIVE agents offering the capability */
+    agents: z.array(agent).max(MAX_AGENTS_PER_NODE).optional(),
+  }),
+  refusalSchema,
+])
+
+export type JobNote = z.infer<typeof note>
+export type AgentNote = z.infer<typeof agent>
+export type JobMeshRequest = z.infer<typeof request>
+export type JobNotesRequest = z.infer<typeof notesRequest>
+export type JobDeliverRequest = z.infer<typeof deliverRequest>
+export type JobMeshReply = z.infer<typeof reply>
+
+/** An agent connection on another node as the owner's dispatcher names it: `@<runtime>/<conn>`. */
+export const remoteConn = (runtime: string, conn: string): string => `@${runtime}/${conn}`
+
+/** The node and its own connection id of a name remoteConn made; undefined for a connection of this node. */
+export function parseRemoteConn(name: string): { runtime: string; conn: string } | undefined {
+  if (!name.startsWith('@')) return undefined
+  const slash = name.indexOf('/')
+  return slash === 65 ? { runtime: name.slice(1, 65), conn: name.slice(66) } : undefined
+}
+
+export const JOB_MESH_OPS: readonly string[] = ['jobs', 'job-deliver', 'job-owner']
+
+export function parseJobMeshRequest(json: unknown): Result<JobMeshRequest> {
+  const parsed = request.safeParse(json)
+  return parsed.success ? ok(parsed.data) : err(reason('invalid', 'malformed mesh job request'))
+}
+
+export function parseJobMeshReply(json: unknown): Result<JobMeshReply> {
+  const parsed = reply.safeParse(json)
+  return parsed.success ? ok(parsed.data) : err(reason('invalid', 'malformed mesh job reply'))
+}

@@ -1,0 +1,126 @@
+// Job dispatch across the mesh (docs/mesh.md §9), part of the composition root: each capability's session on
+// this node (src/actors/mesh/capability-session.ts), what the other nodes ask of it over the tunnel, and each
+// community's side of it (registered by community-jobs.ts when the community starts).
+
+import type { DispatchRoute } from '../actors/jobs/community-jobs.js'
+import { JobBoard } from '../actors/jobs/job-board.js'
+import { ask, type Kernel, tell } from '../actors/kernel/index.js'
+import {
+  type CapabilitySessionDeps,
+  type CapabilitySessionMsg,
+  capabilitySessionPath,
+  type DispatchHost,
+  spawnCapabilitySession,
+} from '../actors/mesh/capability-session.js'
+import type { SessionView } from '../actors/mesh/session-actor.js'
+import type { Logger } from '../infra/log.js'
+import type { SessionDirectory } from '../infra/mesh/session-directory.js'
+import type { Metrics } from '../infra/metrics.js'
+import type { JobDeliverRequest, JobMeshReply, JobMeshRequest } from '../protocols/mesh/job-frames.js'
+import { capabilityOfSession, capabilitySessionId } from '../protocols/mesh/session-id.js'
+
+/** A community's side on this node: its dispatchers and agents, and the connections a remote assignment goes to. */
+export interface CommunityDispatch extends DispatchHost {
+  /** an assignment or revocation another node's dispatcher sent to a connection here: false when it did not take it */
+  deliverHere(request: JobDeliverRequest): boolean
+}
+
+export interface MeshJobs {
+  /** the community's route to its dispatchers (the capability sessions) once its side is registered */
+  register(community: string, side: CommunityDispatch): DispatchRoute
+  unregister(community: string): void
+  /** an assignment or revocation for an agent connected to `runtime`: resolves whether its connection took it */
+  deliver(runtime: string, request: JobDeliverRequest): Promise<boolean>
+  /** a peer's request about jobs */
+  answer(peer: string, request: JobMeshRequest): Promise<JobMeshReply>
+  /** membership suspects `peer`: the sessions owned here drop its agents (their jobs go to others) */
+  peerSuspect(peer: string): void
+}
+
+export interface MeshJobsDeps {
+  kernel: Kernel
+  runtime: string
+  directory: SessionDirectory
+  storedGeneration(community: string, session: string): Promise<number>
+  peers(): string[]
+  send(peer: string, request: JobMeshRequest, timeoutMs: number): Promise<JobMeshReply>
+  sessions: Map<string, SessionView>
+  renewMs: number
+  metrics: Pick<Metrics, 'meshFenceRejections' | 'meshLeasesLost'>
+  log: Logger
+}
+
+/** How long a peer's request waits for the session here to take it. */
+const ASK_MS = 10_000
+const DELIVER_TIMEOUT_MS = 5_000
+
+export function createMeshJobs(d: MeshJobsDeps): MeshJobs {
+  const sides = new Map<string, CommunityDispatch>()
+  const sessionDeps: CapabilitySessionDeps = {
+    runtime: d.runtime,
+    directory: d.directory,
+    storedGeneration: d.storedGeneration,
+    host: (community) => sides.get(community),
+    peers: d.peers,
+    send: d.send,
+    fenceRejected: (why) => d.metrics.meshFenceRejections.inc({ reason: why }),
+    leaseLost: (why) => d.metrics.meshLeasesLost.inc({ reason: why }),
+    sessions: d.sessions,
+    renewMs: d.renewMs,
+    now: () => performance.now(),
+    log: d.log,
+  }
+  const session = (community: string, capability: string) =>
+    spawnCapabilitySession(d.kernel, community, capabilitySessionId(capability), capability, sessionDeps)
+  const refused: JobMeshReply = { ok: false, refused: 'no-lease' }
+
+  return {
+    register(community, side) {
+      sides.set(community, side)
+      return {
+        delivered: new JobBoard(),
+        note(capability, note, spawn) {
+          const ref = spawn
+            ? session(community, capability)
+            : d.kernel.lookup<CapabilitySessionMsg>(capabilitySessionPath(community, capabilitySessionId(capability)))
+          if (ref) tell(ref, { type: 'Note', note })
+        },
+      }
+    },
+    unregister: (community) => sides.delete(community),
+    async deliver(runtime, request) {
+      const reply = await d.send(runtime, request, DELIVER_TIMEOUT_MS)
+      return reply.ok && reply.delivered === true
+    },
+    async answer(peer, request) {
+      if (request.op === 'job-deliver') {
+        const side = sides.get(request.community)
+        return { ok: true, delivered: side?.deliverHere(request) ?? false }
+      }
+      const { community, session: id, generation, owner } = request.fence
+      const capability = capabilityOfSession(id)
+      if (capability === undefined || !sides.has(community)) return refused
+      const ref = session(community, capability)
+      if (request.op === 'job-owner') {
+        const agents = await ask<CapabilitySessionMsg, Awaited<ReturnType<DispatchHost['agents']>> | undefined>(
+          ref,
+          (reply) => ({ type: 'Holder', holder: { owner, generation, kind: 'capability' }, reply }),
+          ASK_MS,
+        )
+        return agents === undefined ? { ok: false, refused: 'stale' } : { ok: true, agents }
+      }
+      return ask<CapabilitySessionMsg, JobMeshReply>(
+        ref,
+        (reply) => ({ type: 'Remote', peer, fence: { generation, owner }, notes: request.notes, reply }),
+        ASK_MS,
+      )
+    },
+    peerSuspect(peer) {
+      for (const s of d.sessions.values()) {
+        if (!s.local || s.kind !== 'capability') continue
+        const ref = d.kernel.lookup<CapabilitySessionMsg>(capabilitySessionPath(s.community, s.session))
+        if (ref) tell(ref, { type: 'PeerGone', peer })
+      }
+    },
+  }
+}
