@@ -47,8 +47,8 @@ describe('dispatched jobs across the mesh', () => {
     return started.nodes
   }
 
-  async function agentOn(r: TestRelay, capabilities: string[] = []) {
-    const agent = new AgentClient({ relays: [r.url], secretKey: bytesToHex(makeKeys().secretKey), capabilities })
+  async function agentOn(r: TestRelay) {
+    const agent = new AgentClient({ relays: [r.url], secretKey: bytesToHex(makeKeys().secretKey), capabilities: [] })
     clients.push(agent)
     return agent
   }

@@ -121,7 +121,7 @@ describe('dispatched jobs while their workers are killed and frozen', { timeout:
     })
     const port = { port: Number(new URL(relay.url).port) }
     const random = prng(SEED)
-    const fleet = new Fleet({ url: relay.url, capability: CAPABILITY, seed: SEED, freezeMs: FREEZE_MS, random })
+    const fleet = new Fleet({ urls: [relay.url], capability: CAPABILITY, seed: SEED, freezeMs: FREEZE_MS, random })
     cleanups.push(() => fleet.end())
     await fleet.add(WORKERS)
     const arrivals = new Map<string, NostrEvent[]>()

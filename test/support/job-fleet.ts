@@ -26,7 +26,8 @@ export interface Fault {
 }
 
 export interface FleetOptions {
-  url: string
+  /** worker n connects to urls[n mod urls.length] */
+  urls: string[]
   capability: string
   /** worker n's job durations follow from seed + n */
   seed: number
@@ -47,8 +48,20 @@ export class Fleet {
 
   async add(count: number): Promise<void> {
     const numbers = Array.from({ length: count }, () => ++this.started)
-    const { url, capability, seed } = this.o
-    this.workers.push(...(await Promise.all(numbers.map((n) => JobWorkerProcess.start(url, capability, `w${n}`, seed + n)))))
+    const { urls, capability, seed } = this.o
+    const urlOf = (n: number) => urls[n % urls.length]!
+    this.workers.push(...(await Promise.all(numbers.map((n) => JobWorkerProcess.start(urlOf(n), capability, `w${n}`, seed + n)))))
+  }
+
+  /** A node died under these workers: what they held is interrupted (their connection went with it). */
+  interruptOn(url: string): number {
+    let count = 0
+    for (const w of this.workers.filter((x) => x.url === url))
+      for (const l of w.holding()) {
+        this.interrupted.add(`${w.name}/${l.job}/${l.generation}`)
+        count++
+      }
+    return count
   }
 
   /** Each fault of `plan` in turn, a random 0.4–1.2 s apart, on a worker that holds a job when one does. */

@@ -27,6 +27,8 @@ export class JobWorkerProcess {
   private constructor(
     readonly name: string,
     readonly proc: ChildProcess,
+    /** the relay it connects to */
+    readonly url: string,
   ) {
     this.exited = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })))
     proc.stderr?.on('data', (d: Buffer) => {
@@ -38,7 +40,7 @@ export class JobWorkerProcess {
   static start(url: string, capability: string, name: string, seed: number): Promise<JobWorkerProcess> {
     const secretHex = bytesToHex(makeKeys().secretKey)
     const proc = spawn(process.execPath, [SCRIPT, url, secretHex, capability, name, String(seed)], { stdio: ['ignore', 'pipe', 'pipe'] })
-    const w = new JobWorkerProcess(name, proc)
+    const w = new JobWorkerProcess(name, proc, url)
     return new Promise((resolve, reject) => {
       let buffered = ''
       proc.stdout?.on('data', (d: Buffer) => {
