@@ -148,6 +148,11 @@ export function assignmentTemplate(a: {
   }
 }
 
+/** An assignment's shape without its content or signature: what an agent's subscription must match to hear one. */
+export function assignmentProbe(relay: string, agent: string, createdAt: number): NostrEvent {
+  return { id: '0'.repeat(64), pubkey: relay, created_at: createdAt, kind: KIND_JOB_ASSIGNMENT, tags: [['p', agent]], content: '', sig: '' }
+}
+
 /** Takes an assignment back from its agent: the job was cancelled, passed its deadline, or went elsewhere. */
 export function revocationTemplate(a: { job: string; agent: string; generation: number; code: JobErrorCode }): EventTemplate {
   return {
@@ -167,18 +172,22 @@ export function revocationTemplate(a: { job: string; agent: string; generation: 
  * What a relay-signed assignment or revocation says about who holds its job (the relay reads back one it made):
  * for an assignment, its agent, generation and the request's author; none for a revocation.
  */
-export function assignmentOf(e: NostrEvent): { job: string; hold?: { requester: string; pubkey: string; generation: number } } {
+export function assignmentOf(e: NostrEvent): {
+  job: string
+  generation: number
+  hold?: { requester: string; pubkey: string; generation: number }
+} {
   const job = tagValue(e, 'e') ?? ''
   const pubkey = tagValue(e, 'p') ?? ''
   const generation = Number(tagValue(e, TAG_GENERATION))
-  if (tagValue(e, 'status') !== 'assigned') return { job }
+  if (tagValue(e, 'status') !== 'assigned') return { job, generation }
   let requester = ''
   try {
     requester = String((JSON.parse(e.content) as { pubkey?: unknown }).pubkey ?? '')
   } catch {
     // not the relay's own assignment: no hold
   }
-  return HEX64.test(requester) ? { job, hold: { requester, pubkey, generation } } : { job }
+  return HEX64.test(requester) ? { job, generation, hold: { requester, pubkey, generation } } : { job, generation }
 }
 
 /**

@@ -6,8 +6,9 @@
 
 import { communityPath } from '../actors/community/community-actor.js'
 import type { CommunityDeps, CommunitySurvivors } from '../actors/community/community-state.js'
-import { deliverToConnection } from '../actors/community/direct-delivery.js'
+import { deliverToConnection, listensFor } from '../actors/community/direct-delivery.js'
 import { type CommunityMsg, REDELIVER } from '../actors/community/messages.js'
+import type { AgentCandidate } from '../actors/jobs/agent-choice.js'
 import { type CommunityJobs, createCommunityJobs } from '../actors/jobs/community-jobs.js'
 import { dispatcherActor, dispatcherPath } from '../actors/jobs/dispatcher-actor.js'
 import { JobBoard } from '../actors/jobs/job-board.js'
@@ -15,7 +16,7 @@ import type { DispatcherMsg } from '../actors/jobs/messages.js'
 import { type ActorDef, type Kernel, tell, tellUntilTaken } from '../actors/kernel/index.js'
 import type { OwnerView } from '../actors/mesh/capability-session.js'
 import type { Config } from '../infra/config.js'
-import { assignmentOf } from '../protocols/jobs.js'
+import { assignmentOf, assignmentProbe } from '../protocols/jobs.js'
 import { type JobDeliverRequest, parseRemoteConn } from '../protocols/mesh/job-frames.js'
 import { type NostrEvent, parseEventShape, type VerifiedEvent } from '../protocols/nip01/event.js'
 import type { MeshJobs } from './mesh-jobs.js'
@@ -36,7 +37,15 @@ export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, surviv
   const community = c.record.id
   const board = new JobBoard()
   const limits = w.config.jobs
-  const local = (capability: string) => survivors().agents.candidatesFor(capability)
+  // an agent connection not listening for its assignments (its REQ closed, not yet sent again) would only turn
+  // jobs away: it gets none until it listens again, and keeps those it holds
+  const local = (capability: string): AgentCandidate[] => {
+    const index = survivors().index
+    const createdAt = Math.floor(w.wallMs() / 1000)
+    return survivors()
+      .agents.candidatesFor(capability)
+      .map((a) => (listensFor(index, a.conn, assignmentProbe(c.communityPubkey, a.pubkey, createdAt)) ? a : { ...a, deaf: true }))
+  }
   const dispatcherOf = (capability: string, owner?: OwnerView) =>
     dispatcherActor({
       community,
@@ -45,9 +54,14 @@ export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, surviv
       board,
       candidates: owner ? () => [...local(capability), ...owner.remoteAgents()] : () => local(capability),
       deliverTo: (conn, event, raw) => {
+        if (conn === '' && owner) {
+          // a revocation for a holder whose node is not known: every node drops the hold it has
+          for (const runtime of w.mesh!.peers()) deliverElsewhere(capability, conn, { runtime }, event, raw, owner)
+          return true
+        }
         const remote = parseRemoteConn(conn)
         if (remote === undefined) return deliverToConnection(survivors().index, conn, event, raw)
-        deliverElsewhere(capability, conn, remote, event, raw)
+        deliverElsewhere(capability, conn, remote, event, raw, owner)
         return true
       },
       ...(owner ? { fence: owner.fence, fenced: owner.fenced } : {}),
@@ -67,19 +81,27 @@ export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, surviv
       log: c.log,
     }) as unknown as ActorDef<unknown, DispatcherMsg>
   // an assignment for an agent on another node goes to that node; one it did not take is as if the agent left
-  const deliverElsewhere = (capability: string, conn: string, to: { runtime: string; conn: string }, event: NostrEvent, raw: string) => {
+  const deliverElsewhere = (
+    capability: string,
+    conn: string,
+    to: { runtime: string; conn?: string },
+    event: NostrEvent,
+    raw: string,
+    owner: OwnerView | undefined,
+  ) => {
     const assigned = assignmentOf(event)
     const request: JobDeliverRequest = {
       op: 'job-deliver',
       community,
       capability,
-      conn: to.conn,
+      ...(to.conn === undefined ? {} : { conn: to.conn }),
       job: assigned.job,
       event: raw,
       ...(assigned.hold ? { hold: assigned.hold } : {}),
     }
     const gone = () => {
       if (assigned.hold === undefined) return
+      owner?.unreachable(conn)
       const ref = w.kernel.lookup<DispatcherMsg>(dispatcherPath(community, capability))
       if (ref) tell(ref, { type: 'AgentGone', conn, why: 'closed' })
     }
@@ -100,11 +122,15 @@ export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, surviv
       const delivered = route!.delivered
       const shape = parseEventShape(request.event)
       if (shape === undefined) return false
+      const held = delivered.holderOf(request.job)
       if (request.hold) {
+        if (request.conn === undefined) return false
         delivered.add(request.job, request.capability, request.hold.requester)
         delivered.hold(request.job, { conn: request.conn, pubkey: request.hold.pubkey, generation: request.hold.generation })
-      } else delivered.remove(request.job)
-      const took = deliverToConnection(survivors().index, request.conn, shape, request.event)
+      } else if (held !== undefined && held.generation <= assignmentOf(shape).generation) delivered.remove(request.job)
+      const conn = request.conn ?? held?.conn
+      if (conn === undefined) return false
+      const took = deliverToConnection(survivors().index, conn, shape, request.event)
       if (!took && request.hold) delivered.remove(request.job)
       return took
     },

@@ -33,6 +33,8 @@ export interface MeshJobs {
   deliver(runtime: string, request: JobDeliverRequest): Promise<boolean>
   /** a peer's request about jobs */
   answer(peer: string, request: JobMeshRequest): Promise<JobMeshReply>
+  /** the peers this node has a tunnel to */
+  peers(): string[]
   /** membership suspects `peer`: the sessions owned here drop its agents (their jobs go to others) */
   peerSuspect(peer: string): void
 }
@@ -88,6 +90,7 @@ export function createMeshJobs(d: MeshJobsDeps): MeshJobs {
       }
     },
     unregister: (community) => sides.delete(community),
+    peers: d.peers,
     async deliver(runtime, request) {
       const reply = await d.send(runtime, request, DELIVER_TIMEOUT_MS)
       return reply.ok && reply.delivered === true

@@ -56,7 +56,8 @@ describe('dispatched jobs across the mesh', () => {
   /** the node that owns capability `name`'s session, as every node's /mesh/status says */
   async function ownerOf(nodes: TestRelay[], name: string) {
     return eventually(
-      async () => (await Promise.all(nodes.map(status))).findIndex((s) => s.sessions.some((x) => x.session === `capability:${name}` && x.local)),
+      async () =>
+        (await Promise.all(nodes.map(status))).findIndex((s) => s.sessions.some((x) => x.session === `capability:${name}` && x.local)),
       (i) => i >= 0,
       `an owner of capability:${name}`,
       { timeoutMs: 10_000, intervalMs: 100 },

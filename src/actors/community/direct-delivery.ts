@@ -3,6 +3,7 @@
 // same agent must not start the same job).
 
 import type { NostrEvent } from '../../protocols/nip01/event.js'
+import { matchFilter } from '../../protocols/nip01/filter.js'
 import { eventFrame } from '../../protocols/nip01/relay-message.js'
 import { isOpen } from './live-feed.js'
 import type { SubscriptionIndex } from './subscription-index.js'
@@ -14,5 +15,11 @@ export function deliverToConnection(index: SubscriptionIndex, conn: string, even
     if (sub.conn.id !== conn || !isOpen(sub)) continue
     return sub.conn.queue.push(eventFrame(sub.subId, raw))
   }
+  return false
+}
+
+/** whether `conn` holds an open, live subscription `event` would match: where deliverToConnection would send it */
+export function listensFor(index: SubscriptionIndex, conn: string, event: NostrEvent): boolean {
+  for (const sub of index.of(conn)) if (isOpen(sub) && sub.filters.some((f) => matchFilter(f, event))) return true
   return false
 }

@@ -78,6 +78,11 @@ export class SubscriptionIndex {
     }
   }
 
+  /** the subscriptions of `connId` here */
+  *of(connId: string): Iterable<Subscription> {
+    for (const { sub } of this.subs.get(connId)?.values() ?? []) yield sub
+  }
+
   /** the subscription `subId` of `connId` now (a REQ with the same id replaces it) */
   get(connId: string, subId: string): Subscription | undefined {
     return this.subs.get(connId)?.get(subId)?.sub

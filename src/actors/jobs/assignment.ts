@@ -33,9 +33,26 @@ export function pump(state: DispatcherState, ctx: Ctx, deps: DispatcherDeps): vo
   }
 }
 
+/** How long a connection that did not take an assignment, or refused one, gets no other. */
+export const REST_MS = 1_000
+
+/** A connection that did not take or refused an assignment rests a while (REST_MS). */
+export function rest(state: DispatcherState, conn: string, deps: DispatcherDeps): void {
+  state.resting.set(conn, deps.nowMs() + REST_MS)
+}
+
+/** The candidates that may get a job now: none resting. */
+function available(state: DispatcherState, deps: DispatcherDeps): ReturnType<DispatcherDeps['candidates']> {
+  const candidates = deps.candidates()
+  if (state.resting.size === 0) return candidates
+  const now = deps.nowMs()
+  for (const [conn, untilMs] of state.resting) if (untilMs <= now) state.resting.delete(conn)
+  return state.resting.size === 0 ? candidates : candidates.filter((c) => !state.resting.has(c.conn))
+}
+
 /** The candidates now; who got a job last is forgotten for connections no longer among them (it would only grow). */
 function candidatesPruned(state: DispatcherState, deps: DispatcherDeps): ReturnType<DispatcherDeps['candidates']> {
-  const candidates = deps.candidates()
+  const candidates = available(state, deps)
   if (state.lastAssignedMs.size > candidates.length) {
     const live = new Set(candidates.map((c) => c.conn))
     for (const conn of state.lastAssignedMs.keys()) if (!live.has(conn) && !state.held.has(conn)) state.lastAssignedMs.delete(conn)
@@ -116,6 +133,7 @@ export function onAssigned(state: DispatcherState, msg: Msg<'Assigned'>, ctx: Ct
   )
   if (!deps.deliverTo(msg.conn, event, JSON.stringify(event))) {
     // it left, or stopped listening, between the choice and now
+    rest(state, msg.conn, deps)
     reassign(state, entry, 'left before its assignment arrived', ctx, deps)
     return state
   }
@@ -144,7 +162,7 @@ export function reassign(state: DispatcherState, entry: JobEntry, why: string, c
     return
   }
   entry.waitingSinceMs = deps.nowMs()
-  const agent = chooseAgent(deps.candidates(), state, entry.excluded)
+  const agent = chooseAgent(available(state, deps), state, entry.excluded)
   if (agent !== undefined) {
     assignTo(state, entry, agent, ctx, deps)
     return

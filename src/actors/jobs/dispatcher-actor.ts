@@ -33,7 +33,16 @@ export function dispatcherActor(deps: DispatcherDeps): ActorDef<DispatcherState,
       }, deps.tickMs ?? DEFAULT_TICK_MS)
       timer.unref?.()
       startRebuild(ctx, deps)
-      return { ready: false, jobs: new Map(), queue: [], held: new Map(), lastAssignedMs: new Map(), early: [], earlyReports: [] }
+      return {
+        ready: false,
+        jobs: new Map(),
+        queue: [],
+        held: new Map(),
+        lastAssignedMs: new Map(),
+        resting: new Map(),
+        early: [],
+        earlyReports: [],
+      }
     },
     handle: (state, msg, ctx) => handle(state, msg, ctx, deps),
     afterStop: () => {

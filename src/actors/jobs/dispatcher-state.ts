@@ -83,6 +83,11 @@ export interface DispatcherState {
   /** jobs each connection holds from this dispatcher */
   held: Map<string, number>
   lastAssignedMs: Map<string, number>
+  /**
+   * connections that did not take an assignment, or refused one, and until when (monotonic) they get no other:
+   * a connection closing, not listening or busy would otherwise turn every queued job away in turn
+   */
+  resting: Map<string, number>
   /** stored before the open jobs were read: queued once they are */
   early: QueuedJob[]
   /** reports and cancellations heard before the open jobs were read: handled once they are */

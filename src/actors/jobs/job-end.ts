@@ -1,7 +1,7 @@
 // How a dispatched job moves after its assignment (docs/jobs.md#states): queued, its agent's reports (accepted,
 // failed, finished), cancellation, its agent leaving, the timer's accept and job deadlines, and the answer to
 // the relay's own terminal error.
-import { pump, reassign } from './assignment.js'
+import { pump, reassign, rest } from './assignment.js'
 import type { Ctx, DispatcherDeps, DispatcherState, JobEntry } from './dispatcher-state.js'
 import { revoke } from './holding.js'
 import { closeJob, endJob } from './job-close.js'
@@ -53,8 +53,10 @@ export function onReported(state: DispatcherState, msg: Msg<'Reported'>, ctx: Ct
     case 'error':
       // from the assignee it has now: a retry heard while the job is already being handed on or closed changes nothing
       if (report.retry) {
-        if ((entry.phase === 'assigned' || entry.phase === 'running') && entry.holder?.pubkey === pubkey)
+        if ((entry.phase === 'assigned' || entry.phase === 'running') && entry.holder?.pubkey === pubkey) {
+          rest(state, entry.holder.conn, deps)
           reassign(state, entry, 'its agent refused it or failed it retryably', ctx, deps)
+        }
       } else {
         endJob(state, entry, 'error', deps)
         pump(state, ctx, deps)
@@ -87,6 +89,8 @@ export function onAgentGone(state: DispatcherState, msg: Msg<'AgentGone'>, ctx: 
   }
   state.held.delete(msg.conn)
   state.lastAssignedMs.delete(msg.conn)
+  // a connection on another node that did not take its assignment may still be listed there for a moment
+  rest(state, msg.conn, deps)
   return state
 }
 

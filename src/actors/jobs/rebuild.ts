@@ -79,8 +79,10 @@ function restore(state: DispatcherState, row: JobRow, raw: string | undefined, h
   if (row.state === 'queued' || row.assignee === null) return
   const conn = here.get(row.assignee)
   if (conn === undefined) {
-    // its agent is not connected here: the job goes on without it
+    // its agent is not connected here: the job goes on without it; its revocation goes to whichever connection
+    // holds it (no connection named: with the mesh, every node drops the hold it knows of)
     entry.phase = 'running'
+    entry.holder = { conn: '', pubkey: row.assignee }
     reassign(state, entry, 'its agent is gone since the dispatcher started', ctx, deps)
     return
   }

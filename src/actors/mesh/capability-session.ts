@@ -23,6 +23,8 @@ export interface OwnerView {
   remoteAgents(): AgentCandidate[]
   /** a write of the dispatcher was fenced off: the session is someone else's */
   fenced(): void
+  /** an agent connection on another node did not take its assignment: no candidate until its node reports it again */
+  unreachable(conn: string): void
 }
 
 /** This node's side of a community's dispatch: its dispatchers and its agents. */
@@ -136,6 +138,9 @@ export function spawnCapabilitySession(
     },
     fenced: () => {
       if (self) tell(self, { type: 'Fenced' })
+    },
+    unreachable: (conn) => {
+      for (const r of remote.values()) r.agents = r.agents.filter((a) => a.conn !== conn)
     },
   }
   const host = () => deps.host(community)

@@ -26,6 +26,8 @@ const agent = z.strictObject({
   pubkey: hex64,
   load: z.number().min(0).max(1).optional(),
   concurrency: z.number().int().min(1).max(1_000_000),
+  /** not listening for assignments now: keeps its jobs, gets no new one */
+  deaf: z.boolean().optional(),
 })
 
 const note = z.discriminatedUnion('type', [
@@ -62,7 +64,8 @@ const deliverRequest = z.strictObject({
   op: z.literal('job-deliver'),
   community: z.string().regex(COMMUNITY_ID_PATTERN),
   capability,
-  conn,
+  /** absent on a revocation whose connection the owner does not know: to the connection here that holds the job */
+  conn: conn.optional(),
   job: hex64,
   /** the relay-signed assignment (kind 25900, status assigned) or revocation, as sent to the agent */
   event: z.string().max(MAX_REQUEST_JSON_BYTES + 4_096),
