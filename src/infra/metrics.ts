@@ -278,6 +278,12 @@ export function createMetrics() {
       help: 'results, feedback and chunks refused "restricted:" because their sender was not the job\'s assignee at that generation',
       registers: r,
     }),
+    jobChunksDropped: new Counter({
+      name: 'apiary_job_chunks_dropped_total',
+      help: 'job chunks that did not reach another node (reason: full, the queue to it was full; failed, the tunnel did not take them)',
+      labelNames: ['reason'] as const,
+      registers: r,
+    }),
     authShaped: new Counter({
       name: 'apiary_auth_shaped_total',
       help: 'AUTH messages answered "rate-limited:" because limits.maxConcurrentAuth verifications were already in flight',

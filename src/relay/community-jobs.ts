@@ -134,6 +134,11 @@ export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, surviv
       if (!took && request.hold) delivered.remove(request.job)
       return took
     },
+    // through the community's mailbox, which keeps them in the order they came
+    chunkHere: (raw) => {
+      const ref = w.kernel.lookup<CommunityMsg>(communityPath(community))
+      if (!ref || !tell(ref, { type: 'RemoteEvent', raw })) c.metrics.jobChunksDropped.inc({ reason: 'full' })
+    },
   })
   return createCommunityJobs({
     community,

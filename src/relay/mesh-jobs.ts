@@ -14,15 +14,24 @@ import {
 } from '../actors/mesh/capability-session.js'
 import type { SessionView } from '../actors/mesh/session-actor.js'
 import type { Logger } from '../infra/log.js'
+import { createOrderedPipe, type OrderedPipe } from '../infra/mesh/ordered-pipe.js'
 import type { SessionDirectory } from '../infra/mesh/session-directory.js'
 import type { Metrics } from '../infra/metrics.js'
-import type { JobDeliverRequest, JobMeshReply, JobMeshRequest } from '../protocols/mesh/job-frames.js'
+import {
+  type JobChunksRequest,
+  type JobDeliverRequest,
+  type JobMeshReply,
+  type JobMeshRequest,
+  MAX_CHUNKS_PER_BATCH,
+} from '../protocols/mesh/job-frames.js'
 import { capabilityOfSession, capabilitySessionId } from '../protocols/mesh/session-id.js'
 
 /** A community's side on this node: its dispatchers and agents, and the connections a remote assignment goes to. */
 export interface CommunityDispatch extends DispatchHost {
   /** an assignment or revocation another node's dispatcher sent to a connection here: false when it did not take it */
   deliverHere(request: JobDeliverRequest): boolean
+  /** a job chunk another node relayed: to the subscriptions here, after the ones before it */
+  chunkHere(raw: string): void
 }
 
 export interface MeshJobs {
@@ -35,6 +44,8 @@ export interface MeshJobs {
   answer(peer: string, request: JobMeshRequest): Promise<JobMeshReply>
   /** the peers this node has a tunnel to */
   peers(): string[]
+  /** a job chunk relayed here: to every other node, in order (its requester may be connected to any) */
+  chunk(community: string, raw: string): void
   /** membership suspects `peer`: the sessions owned here drop its agents (their jobs go to others) */
   peerSuspect(peer: string): void
 }
@@ -48,13 +59,16 @@ export interface MeshJobsDeps {
   send(peer: string, request: JobMeshRequest, timeoutMs: number): Promise<JobMeshReply>
   sessions: Map<string, SessionView>
   renewMs: number
-  metrics: Pick<Metrics, 'meshFenceRejections' | 'meshLeasesLost'>
+  metrics: Pick<Metrics, 'meshFenceRejections' | 'meshLeasesLost' | 'jobChunksDropped'>
   log: Logger
 }
 
 /** How long a peer's request waits for the session here to take it. */
 const ASK_MS = 10_000
 const DELIVER_TIMEOUT_MS = 5_000
+/** chunks held for one peer (waiting and in flight): past it a chunk does not reach that node */
+const MAX_CHUNKS_QUEUED_PER_PEER = 10_000
+const CHUNKS_TIMEOUT_MS = 10_000
 
 export function createMeshJobs(d: MeshJobsDeps): MeshJobs {
   const sides = new Map<string, CommunityDispatch>()
@@ -75,12 +89,33 @@ export function createMeshJobs(d: MeshJobsDeps): MeshJobs {
   const session = (community: string, capability: string) =>
     spawnCapabilitySession(d.kernel, community, capabilitySessionId(capability), capability, sessionDeps)
   const refused: JobMeshReply = { ok: false, refused: 'no-lease' }
+  // one ordered pipe of chunks per peer: a requester reads an agent's chunks in the order its node relayed them
+  const pipes = new Map<string, OrderedPipe<JobChunksRequest['chunks'][number]>>()
+  const pipeTo = (peer: string) => {
+    let pipe = pipes.get(peer)
+    if (pipe === undefined) {
+      pipe = createOrderedPipe({
+        send: async (chunks) => {
+          await d.send(peer, { op: 'job-chunks', chunks }, CHUNKS_TIMEOUT_MS)
+        },
+        maxQueued: MAX_CHUNKS_QUEUED_PER_PEER,
+        maxBatch: MAX_CHUNKS_PER_BATCH,
+        dropped: (count, error) => {
+          d.metrics.jobChunksDropped.inc({ reason: 'failed' }, count)
+          d.log.warn({ err: error, peer: peer.slice(0, 12), count }, 'job chunks did not reach a node')
+        },
+      })
+      pipes.set(peer, pipe)
+    }
+    return pipe
+  }
 
-  return {
+  const api: MeshJobs = {
     register(community, side) {
       sides.set(community, side)
       return {
         delivered: new JobBoard(),
+        relayChunk: (raw) => api.chunk(community, raw),
         note(capability, note, spawn) {
           const ref = spawn
             ? session(community, capability)
@@ -91,11 +126,20 @@ export function createMeshJobs(d: MeshJobsDeps): MeshJobs {
     },
     unregister: (community) => sides.delete(community),
     peers: d.peers,
+    chunk(community, raw) {
+      const peers = d.peers()
+      for (const peer of pipes.keys()) if (!peers.includes(peer) && pipes.get(peer)!.queued === 0) pipes.delete(peer)
+      for (const peer of peers) if (!pipeTo(peer).push({ community, event: raw })) d.metrics.jobChunksDropped.inc({ reason: 'full' })
+    },
     async deliver(runtime, request) {
       const reply = await d.send(runtime, request, DELIVER_TIMEOUT_MS)
       return reply.ok && reply.delivered === true
     },
     async answer(peer, request) {
+      if (request.op === 'job-chunks') {
+        for (const c of request.chunks) sides.get(c.community)?.chunkHere(c.event)
+        return { ok: true }
+      }
       if (request.op === 'job-deliver') {
         const side = sides.get(request.community)
         return { ok: true, delivered: side?.deliverHere(request) ?? false }
@@ -126,4 +170,5 @@ export function createMeshJobs(d: MeshJobsDeps): MeshJobs {
       }
     },
   }
+  return api
 }

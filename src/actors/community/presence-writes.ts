@@ -3,6 +3,7 @@
 // goodbye clears the presence there first (community-presence.ts). Either comes back as PresenceWritten; the
 // agent registry hears of it, and the connection's agent state follows it (agent-connections.ts).
 import { BYE_STATUS } from '../../protocols/agent-registry.js'
+import { KIND_JOB_CHUNK } from '../../protocols/jobs.js'
 import { KIND_PRESENCE } from '../../protocols/nip01/kinds.js'
 import { pipeTo } from '../kernel/index.js'
 import { clearPresence, holdPresence, recordPresence, unholdForBye, unholdPresence } from './community-presence.js'
@@ -86,7 +87,9 @@ export function onPresenceWritten(
 
 function deliverEphemeral(state: CommunityState, publish: PublishMsg, deps: CommunityDeps): CommunityState {
   state.feed.offer(publish.event, publish.raw)
-  deps.cluster.link.publishEvent(publish.raw)
+  // with the mesh a job chunk goes to the other nodes in order over the tunnel, else on the bus like the rest
+  const meshed = publish.event.kind === KIND_JOB_CHUNK && deps.jobs?.relayChunk(publish.raw) === true
+  if (!meshed) deps.cluster.link.publishEvent(publish.raw)
   publish.reply({ accepted: true, message: '' })
   return state
 }

@@ -21,6 +21,8 @@ export interface DispatchRoute {
   note(capability: string, note: DispatcherNote, spawn: boolean): void
   /** jobs another node's dispatcher handed to agents connected here: the chunk fence and the routing of reports */
   delivered: JobBoard
+  /** a chunk relayed here goes to the other nodes over the mesh, in order (not on the bus) */
+  relayChunk(raw: string): void
 }
 
 export interface CommunityJobs {
@@ -28,6 +30,8 @@ export interface CommunityJobs {
   refuseRequest(event: NostrEvent): Reason | undefined
   /** a chunk about to be relayed: a refusal unless its author holds the job at its generation now */
   refuseChunk(event: NostrEvent): Reason | undefined
+  /** a chunk that passed: true when it went to the other nodes over the mesh (then not on the bus) */
+  relayChunk(raw: string): boolean
   /** what storing `event` does to the jobs table, decided in the same transaction */
   writeOf(event: NostrEvent): JobWrite | undefined
   /** the store took `event` (and removed `removedIds`): the dispatchers hear what it means */
@@ -128,6 +132,11 @@ export function createCommunityJobs(d: CommunityJobsDeps): CommunityJobs {
         return reason('restricted', 'not the assignee of this job at this generation')
       }
       return undefined
+    },
+    relayChunk(raw) {
+      if (!route) return false
+      route.relayChunk(raw)
+      return true
     },
     writeOf(event) {
       if (isDispatchRequest(event)) {

@@ -17,6 +17,8 @@ const conn = z.string().min(1).max(64)
 const capability = z.string().max(MAX_CAPABILITY_CHARS).refine(isCapabilityName)
 /** one batch a node sends its owner; a node batches what waits while one is in flight */
 export const MAX_NOTES_PER_BATCH = 256
+/** chunks one batch to a peer carries at most (what waits while one is in flight goes as the next) */
+export const MAX_CHUNKS_PER_BATCH = 256
 /** agents one node reports for one capability */
 export const MAX_AGENTS_PER_NODE = 10_000
 const MAX_REQUEST_JSON_BYTES = 1_048_576
@@ -73,7 +75,15 @@ const deliverRequest = z.strictObject({
   hold: z.strictObject({ requester: hex64, pubkey: hex64, generation: z.number().int().min(1) }).optional(),
 })
 const ownerRequest = z.strictObject({ op: z.literal('job-owner'), fence: fenceSchema })
-const request = z.discriminatedUnion('op', [notesRequest, deliverRequest, ownerRequest])
+/** job chunks (kind 25901) a node relayed, in the order it relayed them, for the requesters connected here */
+const chunksRequest = z.strictObject({
+  op: z.literal('job-chunks'),
+  chunks: z
+    .array(z.strictObject({ community: z.string().regex(COMMUNITY_ID_PATTERN), event: z.string().max(MAX_REQUEST_JSON_BYTES + 4_096) }))
+    .min(1)
+    .max(MAX_CHUNKS_PER_BATCH),
+})
+const request = z.discriminatedUnion('op', [notesRequest, deliverRequest, ownerRequest, chunksRequest])
 
 const reply = z.union([
   z.strictObject({
@@ -91,6 +101,7 @@ export type AgentNote = z.infer<typeof agent>
 export type JobMeshRequest = z.infer<typeof request>
 export type JobNotesRequest = z.infer<typeof notesRequest>
 export type JobDeliverRequest = z.infer<typeof deliverRequest>
+export type JobChunksRequest = z.infer<typeof chunksRequest>
 export type JobMeshReply = z.infer<typeof reply>
 
 /** An agent connection on another node as the owner's dispatcher names it: `@<runtime>/<conn>`. */
@@ -103,7 +114,7 @@ export function parseRemoteConn(name: string): { runtime: string; conn: string }
   return slash === 65 ? { runtime: name.slice(1, 65), conn: name.slice(66) } : undefined
 }
 
-export const JOB_MESH_OPS: readonly string[] = ['jobs', 'job-deliver', 'job-owner']
+export const JOB_MESH_OPS: readonly string[] = ['jobs', 'job-deliver', 'job-owner', 'job-chunks']
 
 export function parseJobMeshRequest(json: unknown): Result<JobMeshRequest> {
   const parsed = request.safeParse(json)

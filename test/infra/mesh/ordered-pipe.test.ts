@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest'
+import { createOrderedPipe } from '../../../src/infra/mesh/ordered-pipe'
+
+/** A peer that answers each batch when the test says so. */
+function slowPeer() {
+  const batches: number[][] = []
+  const answers: { resolve: () => void; reject: (e: Error) => void }[] = []
+  const send = (batch: number[]) =>
+    new Promise<void>((resolve, reject) => {
+      batches.push(batch)
+      answers.push({ resolve, reject })
+    })
+  return { batches, answers, send }
+}
+
+describe('an ordered pipe to one peer', () => {
+  it('sends one batch at a time, what waited meanwhile as the next, in the order it was pushed', async () => {
+    const peer = slowPeer()
+    const pipe = createOrderedPipe({ send: peer.send, maxQueued: 100, maxBatch: 3, dropped: () => {} })
+    for (let i = 0; i < 7; i++) expect(pipe.push(i)).toBe(true)
+    expect(peer.batches).toEqual([[0]])
+    peer.answers[0]!.resolve()
+    await Promise.resolve()
+    expect(peer.batches).toEqual([[0], [1, 2, 3]])
+    peer.answers[1]!.resolve()
+    await Promise.resolve()
+    peer.answers[2]!.resolve()
+    await Promise.resolve()
+    expect(peer.batches.flat()).toEqual([0, 1, 2, 3, 4, 5, 6])
+    expect(pipe.queued).toBe(0)
+  })
+
+  it('refuses an item past maxQueued, counting what is in flight', () => {
+    const peer = slowPeer()
+    const pipe = createOrderedPipe({ send: peer.send, maxQueued: 3, maxBatch: 10, dropped: () => {} })
+    expect([pipe.push(1), pipe.push(2), pipe.push(3), pipe.push(4)]).toEqual([true, true, true, false])
+    expect(pipe.queued).toBe(3)
+  })
+
+  it('counts a batch the peer did not take as dropped and goes on with the next, never resending it out of order', async () => {
+    const peer = slowPeer()
+    const dropped: number[] = []
+    const pipe = createOrderedPipe({ send: peer.send, maxQueued: 10, maxBatch: 10, dropped: (n) => dropped.push(n) })
+    pipe.push(1)
+    pipe.push(2)
+    pipe.push(3)
+    peer.answers[0]!.reject(new Error('tunnel closed'))
+    await Promise.resolve()
+    await Promise.resolve()
+    expect(dropped).toEqual([1])
+    expect(peer.batches).toEqual([[1], [2, 3]])
+  })
+})
