@@ -118,6 +118,7 @@ export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, surviv
     stopDispatcher: (capability) => void w.kernel.stop(dispatcherPath(community, capability)),
     hasDispatcher: (capability) => w.kernel.lookup(dispatcherPath(community, capability)) !== undefined,
     agents: (capability) => local(capability),
+    openCount: (capability) => board.openCount(capability),
     deliverHere: (request) => {
       const delivered = route!.delivered
       const shape = parseEventShape(request.event)

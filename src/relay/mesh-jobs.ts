@@ -10,6 +10,7 @@ import {
   type CapabilitySessionMsg,
   capabilitySessionPath,
   type DispatchHost,
+  POLL_MS,
   spawnCapabilitySession,
 } from '../actors/mesh/capability-session.js'
 import type { SessionView } from '../actors/mesh/session-actor.js'
@@ -72,6 +73,8 @@ const CHUNKS_TIMEOUT_MS = 10_000
 
 export function createMeshJobs(d: MeshJobsDeps): MeshJobs {
   const sides = new Map<string, CommunityDispatch>()
+  // each capability's open jobs as its owner last said, per community: the queue's bound on this node
+  const owned = new Map<string, Map<string, { open: number; atMs: number }>>()
   const sessionDeps: CapabilitySessionDeps = {
     runtime: d.runtime,
     directory: d.directory,
@@ -113,7 +116,13 @@ export function createMeshJobs(d: MeshJobsDeps): MeshJobs {
   const api: MeshJobs = {
     register(community, side) {
       sides.set(community, side)
+      const counts = new Map<string, { open: number; atMs: number }>()
+      owned.set(community, counts)
       return {
+        openAt: (capability) => {
+          const c = counts.get(capability)
+          return c !== undefined && performance.now() - c.atMs < 3 * POLL_MS ? c.open : 0
+        },
         delivered: new JobBoard(),
         relayChunk: (raw) => api.chunk(community, raw),
         note(capability, note, spawn) {
@@ -124,7 +133,10 @@ export function createMeshJobs(d: MeshJobsDeps): MeshJobs {
         },
       }
     },
-    unregister: (community) => sides.delete(community),
+    unregister: (community) => {
+      sides.delete(community)
+      owned.delete(community)
+    },
     peers: d.peers,
     chunk(community, raw) {
       const peers = d.peers()
@@ -149,6 +161,7 @@ export function createMeshJobs(d: MeshJobsDeps): MeshJobs {
       if (capability === undefined || !sides.has(community)) return refused
       const ref = session(community, capability)
       if (request.op === 'job-owner') {
+        if (request.open !== undefined) owned.get(community)?.set(capability, { open: request.open, atMs: performance.now() })
         const agents = await ask<CapabilitySessionMsg, Awaited<ReturnType<DispatchHost['agents']>> | undefined>(
           ref,
           (reply) => ({ type: 'Holder', holder: { owner, generation, kind: 'capability' }, reply }),

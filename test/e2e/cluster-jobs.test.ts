@@ -3,12 +3,13 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { AgentClient, type JobChunk } from '../../src/client/index'
 import type { ConfigInput } from '../../src/infra/config'
 import { parseMeshStatus } from '../../src/protocols/mesh/status'
-import { keysFromHex, makeKeys } from '../support/events'
+import { keysFromHex, makeKeys, signEvent } from '../support/events'
 import { eventually } from '../support/eventually'
 import { httpGet } from '../support/http'
 import { labelledMetric, metric } from '../support/metrics'
 import { operatorGetHeader } from '../support/nip86-client'
 import type { TestRelay } from '../support/relay'
+import { auth, client, publish, relayUrlOf } from '../support/relay-client'
 import { useCluster, useRelays } from '../support/relay-fixtures'
 
 /**
@@ -19,7 +20,13 @@ import { useCluster, useRelays } from '../support/relay-fixtures'
 describe('dispatched jobs across the mesh', () => {
   const relays = useRelays()
   const cluster = useCluster(relays)
-  const MESH: ConfigInput = { mesh: 'on', meshPort: 0, meshLeaseTtlMs: 1_500, meshLeaseRenewMs: 500, jobs: { acceptTimeoutMs: 2_000 } }
+  const MESH: ConfigInput = {
+    mesh: 'on',
+    meshPort: 0,
+    meshLeaseTtlMs: 1_500,
+    meshLeaseRenewMs: 500,
+    jobs: { acceptTimeoutMs: 2_000 },
+  }
   const clients: AgentClient[] = []
   afterEach(async () => {
     await Promise.all(clients.splice(0).map((c) => c.stop().catch(() => {})))
@@ -34,8 +41,8 @@ describe('dispatched jobs across the mesh', () => {
   }
 
   /** n linked nodes; the AgentClient connects to the default community (127.0.0.1), each test to capabilities of its own */
-  async function mesh(n: number) {
-    const started = await cluster.nodes(n, MESH)
+  async function mesh(n: number, extra: ConfigInput = {}) {
+    const started = await cluster.nodes(n, { ...MESH, ...extra })
     for (const node of started.nodes) {
       await eventually(
         () => status(node),
@@ -153,5 +160,30 @@ describe('dispatched jobs across the mesh', () => {
     const assigned = await Promise.all(nodes.map((n) => labelledMetric(n, 'apiary_job_assignments_total', { attempt: 'first' })))
     expect(assigned[owner]).toBe(1)
     expect(assigned[1 - owner] ?? 0).toBe(0)
+  })
+
+  it("answers 'rate-limited:' on every node once the capability's queue is full on its owner", async () => {
+    const nodes = await mesh(2, { jobs: { acceptTimeoutMs: 2_000, maxQueuedPerCapability: 2 } })
+    const keys = makeKeys()
+    const ask = async (node: TestRelay) => {
+      const c = await client(node)
+      expect((await auth(c, keys, relayUrlOf(node))).accepted).toBe(true)
+      const e = signEvent(keys, { kind: 5050, tags: [['c', 'tight'], ['dispatch'], ['i', `x${Math.random()}`, 'text']], content: '' })
+      const ok = await publish(c, e)
+      c.close()
+      return ok
+    }
+    // the first request makes node 0 the owner; its queue then holds the bound (nobody serves `tight`)
+    for (let i = 0; i < 2; i++) expect((await ask(nodes[0]!)).accepted).toBe(true)
+    expect(await ownerOf(nodes, 'tight')).toBe(0)
+    expect((await ask(nodes[0]!)).prefix).toBe('rate-limited')
+    // node 1 hears the owner's count with its next poll of the agents
+    const refused = await eventually(
+      () => ask(nodes[1]!),
+      (ok) => !ok.accepted,
+      'node 1 refuses once it knows the queue is full',
+      { timeoutMs: 10_000, intervalMs: 200 },
+    )
+    expect(refused.prefix).toBe('rate-limited')
   })
 })

@@ -23,6 +23,8 @@ export interface DispatchRoute {
   delivered: JobBoard
   /** a chunk relayed here goes to the other nodes over the mesh, in order (not on the bus) */
   relayChunk(raw: string): void
+  /** the capability's open jobs as its owner node last said (0 when it has not lately) */
+  openAt(capability: string): number
 }
 
 export interface CommunityJobs {
@@ -111,11 +113,13 @@ export function createCommunityJobs(d: CommunityJobsDeps): CommunityJobs {
         return reason('invalid', `a dispatched job request is at most ${d.maxRequestBytes} bytes`)
       }
       const { capability } = parsed.value
-      if (d.board.openCount(capability) >= d.maxQueuedPerCapability) {
+      // with the mesh the dispatcher may be on another node: its owner's count, as it last said
+      const open = Math.max(d.board.openCount(capability), route?.openAt(capability) ?? 0)
+      if (open >= d.maxQueuedPerCapability) {
         return reason('rate-limited', `the queue of ${capability} is full (${d.maxQueuedPerCapability} jobs); retry later`)
       }
       // each capability with open jobs is a dispatcher with a queue: a requester must not make them at will
-      if (d.board.openCount(capability) === 0 && d.board.capabilities >= d.maxCapabilities) {
+      if (open === 0 && d.board.capabilities >= d.maxCapabilities) {
         return reason('rate-limited', `${d.maxCapabilities} capabilities already have open jobs here; retry later`)
       }
       if (d.board.openOf(event.pubkey) >= d.maxOpenPerRequester) {

@@ -34,6 +34,8 @@ export interface DispatchHost {
   hasDispatcher(capability: string): boolean
   /** this node's ACTIVE agent connections offering the capability */
   agents(capability: string): AgentNote[]
+  /** the capability's open jobs as this node's dispatcher counts them */
+  openCount(capability: string): number
 }
 
 export type CapabilitySessionMsg =
@@ -98,7 +100,7 @@ interface State {
 const PIPE = { everyMs: 100, forMs: 30_000 } as const
 const SEND_TIMEOUT_MS = 5_000
 /** The owner asks every peer for its agents this often; a node's report older than three rounds is not used. */
-const POLL_MS = 2_000
+export const POLL_MS = 2_000
 const POLL_TIMEOUT_MS = 1_000
 const AGENTS_STALE_MS = 3 * POLL_MS
 /** A forwarder whose owner does not answer asks the directory again this often. */
@@ -403,7 +405,7 @@ export function spawnCapabilitySession(
     if (mode.role !== 'owner') return state
     const fence = { community, session, generation: mode.generation, owner: deps.runtime }
     const asked = deps.peers().map((peer) =>
-      deps.send(peer, { op: 'job-owner', fence }, POLL_TIMEOUT_MS).then(
+      deps.send(peer, { op: 'job-owner', fence, open: host()?.openCount(capability) ?? 0 }, POLL_TIMEOUT_MS).then(
         (r): [string, AgentNote[] | undefined] => [peer, r.ok ? r.agents : undefined],
         (): [string, AgentNote[] | undefined] => [peer, undefined],
       ),

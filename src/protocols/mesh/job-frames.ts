@@ -74,7 +74,12 @@ const deliverRequest = z.strictObject({
   /** an assignment: who holds the job now, for the chunk fence on the agent's node; absent for a revocation */
   hold: z.strictObject({ requester: hex64, pubkey: hex64, generation: z.number().int().min(1) }).optional(),
 })
-const ownerRequest = z.strictObject({ op: z.literal('job-owner'), fence: fenceSchema })
+const ownerRequest = z.strictObject({
+  op: z.literal('job-owner'),
+  fence: fenceSchema,
+  /** the capability's open jobs, as its owner counts them: the queue's bound on every node */
+  open: z.number().int().min(0).max(100_000_000).optional(),
+})
 /** job chunks (kind 25901) a node relayed, in the order it relayed them, for the requesters connected here */
 const chunksRequest = z.strictObject({
   op: z.literal('job-chunks'),
