@@ -15,6 +15,7 @@ import { scenario as ingestPinned } from './scenarios/ingest-pinned'
 import { scenario as ingestPipelined } from './scenarios/ingest-pipelined'
 import { scenario as ingestWithReads } from './scenarios/ingest-with-reads'
 import { scenario as jobs } from './scenarios/jobs'
+import { scenario as jobsCluster } from './scenarios/jobs-cluster'
 import { scenario as mesh } from './scenarios/mesh'
 import { scenario as req } from './scenarios/req'
 import { scenario as reqBurst } from './scenarios/req-burst'
@@ -38,6 +39,7 @@ export const SCENARIOS: readonly AnyScenario[] = [
   consoleCost,
   clusterFanout,
   cluster,
+  jobsCluster,
   admission,
   ingestPg,
   storePg,

@@ -43,10 +43,10 @@ export interface JobsResult {
 
 const KIND_REQUEST = 5050
 const CAPABILITY = 'bench-echo'
-type Key = { secret: Uint8Array; pubkey: string }
+export type Key = { secret: Uint8Array; pubkey: string }
 const schnorr = createRequire(import.meta.url)('bcrypto/lib/schnorr') as { sign(m: Buffer, k: Buffer, a: Buffer): Buffer }
 
-function sign(key: Key, kind: number, tags: string[][], content: string): BenchEvent {
+export function sign(key: Key, kind: number, tags: string[][], content: string): BenchEvent {
   const created_at = Math.floor(Date.now() / 1000)
   const hash = createHash('sha256')
     .update(JSON.stringify([0, key.pubkey, created_at, kind, tags, content]))
@@ -55,11 +55,11 @@ function sign(key: Key, kind: number, tags: string[][], content: string): BenchE
   return { id: hash.toString('hex'), pubkey: key.pubkey, created_at, kind, tags, content, sig }
 }
 
-const send = (ws: WebSocket, e: BenchEvent) => ws.send(`["EVENT",${JSON.stringify(e)}]`)
-const tagOf = (e: BenchEvent, name: string) => e.tags.find((t) => t[0] === name)?.[1]
+export const send = (ws: WebSocket, e: BenchEvent) => ws.send(`["EVENT",${JSON.stringify(e)}]`)
+export const tagOf = (e: BenchEvent, name: string) => e.tags.find((t) => t[0] === name)?.[1]
 
 /** Connects and authenticates `key` (NIP-42 with the relay's challenge); resolves once AUTH is OK. */
-function authed(url: string, key: Key): Promise<WebSocket> {
+export function authed(url: string, key: Key): Promise<WebSocket> {
   // the challenge may arrive in the same read as the upgrade's answer: listen before the socket opens
   const ws = new WebSocket(url, { perMessageDeflate: false, skipUTF8Validation: true, handshakeTimeout: 15_000 })
   return new Promise<WebSocket>((resolve, reject) => {
