@@ -278,6 +278,11 @@ export function createMetrics() {
       help: 'results, feedback and chunks refused "restricted:" because their sender was not the job\'s assignee at that generation',
       registers: r,
     }),
+    jobNotesDropped: new Counter({
+      name: 'apiary_job_notes_dropped_total',
+      help: "what a node had to tell a job capability's owner node (a request or report stored, an agent gone) and dropped: its owner did not answer; the owner's periodic read of the store makes up for it",
+      registers: r,
+    }),
     jobChunksDropped: new Counter({
       name: 'apiary_job_chunks_dropped_total',
       help: 'job chunks that did not reach another node (reason: full, the queue to it was full; failed, the tunnel did not take them)',

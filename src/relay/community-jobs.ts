@@ -9,17 +9,17 @@ import type { CommunityDeps, CommunitySurvivors } from '../actors/community/comm
 import { deliverToConnection, listensFor } from '../actors/community/direct-delivery.js'
 import { type CommunityMsg, REDELIVER } from '../actors/community/messages.js'
 import type { AgentCandidate } from '../actors/jobs/agent-choice.js'
-import { type CommunityJobs, createCommunityJobs } from '../actors/jobs/community-jobs.js'
+import { type CommunityJobs, createCommunityJobs, type DispatchRoute } from '../actors/jobs/community-jobs.js'
 import { dispatcherActor, dispatcherPath } from '../actors/jobs/dispatcher-actor.js'
 import { JobBoard } from '../actors/jobs/job-board.js'
 import type { DispatcherMsg } from '../actors/jobs/messages.js'
 import { type ActorDef, type Kernel, tell, tellUntilTaken } from '../actors/kernel/index.js'
 import type { OwnerView } from '../actors/mesh/capability-session.js'
 import type { Config } from '../infra/config.js'
-import { assignmentOf, assignmentProbe } from '../protocols/jobs.js'
-import { type JobDeliverRequest, parseRemoteConn } from '../protocols/mesh/job-frames.js'
-import { type NostrEvent, parseEventShape, type VerifiedEvent } from '../protocols/nip01/event.js'
+import { assignmentProbe } from '../protocols/jobs.js'
+import type { VerifiedEvent } from '../protocols/nip01/event.js'
 import type { MeshJobs } from './mesh-jobs.js'
+import { createRemoteJobDelivery, type RemoteJobDelivery } from './remote-job-delivery.js'
 
 export interface CommunityJobsWiring {
   kernel: Kernel
@@ -53,17 +53,9 @@ export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, surviv
       store: { save: c.store.save.bind(c.store), query: c.store.query.bind(c.store), jobs },
       board,
       candidates: owner ? () => [...local(capability), ...owner.remoteAgents()] : () => local(capability),
-      deliverTo: (conn, event, raw) => {
-        if (conn === '' && owner) {
-          // a revocation for a holder whose node is not known: every node drops the hold it has
-          for (const runtime of w.mesh!.peers()) deliverElsewhere(capability, conn, { runtime }, event, raw, owner)
-          return true
-        }
-        const remote = parseRemoteConn(conn)
-        if (remote === undefined) return deliverToConnection(survivors().index, conn, event, raw)
-        deliverElsewhere(capability, conn, remote, event, raw, owner)
-        return true
-      },
+      deliverTo: (conn, event, raw) =>
+        (owner !== undefined && remote?.sendElsewhere(capability, conn, event, raw)) ||
+        deliverToConnection(survivors().index, conn, event, raw),
       ...(owner ? { fence: owner.fence, fenced: owner.fenced } : {}),
       announce: (event, raw) => {
         const ref = w.kernel.lookup<CommunityMsg>(communityPath(community))
@@ -80,61 +72,24 @@ export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, surviv
       metrics: c.metrics,
       log: c.log,
     }) as unknown as ActorDef<unknown, DispatcherMsg>
-  // an assignment for an agent on another node goes to that node; one it did not take is as if the agent left
-  const deliverElsewhere = (
-    capability: string,
-    conn: string,
-    to: { runtime: string; conn?: string },
-    event: NostrEvent,
-    raw: string,
-    owner: OwnerView | undefined,
-  ) => {
-    const assigned = assignmentOf(event)
-    const request: JobDeliverRequest = {
-      op: 'job-deliver',
+  // with the mesh: assignments for agents on other nodes, and those other nodes' dispatchers send here
+  const remote: RemoteJobDelivery | undefined =
+    w.mesh &&
+    createRemoteJobDelivery({
       community,
-      capability,
-      ...(to.conn === undefined ? {} : { conn: to.conn }),
-      job: assigned.job,
-      event: raw,
-      ...(assigned.hold ? { hold: assigned.hold } : {}),
-    }
-    const gone = () => {
-      if (assigned.hold === undefined) return
-      owner?.unreachable(conn)
-      const ref = w.kernel.lookup<DispatcherMsg>(dispatcherPath(community, capability))
-      if (ref) tell(ref, { type: 'AgentGone', conn, why: 'closed' })
-    }
-    w.mesh!.deliver(to.runtime, request).then(
-      (took) => took || gone(),
-      (error: unknown) => {
-        c.log.warn({ err: error, community, job: assigned.job }, 'a job assignment did not reach its agent node')
-        gone()
-      },
-    )
-  }
-  const route = w.mesh?.register(community, {
+      kernel: w.kernel,
+      mesh: w.mesh,
+      delivered: () => route!.delivered,
+      index: () => survivors().index,
+      log: c.log,
+    })
+  const route: DispatchRoute | undefined = w.mesh?.register(community, {
     dispatcher: (capability, owner) => w.kernel.getOrSpawn(dispatcherPath(community, capability), dispatcherOf(capability, owner)),
     stopDispatcher: (capability) => void w.kernel.stop(dispatcherPath(community, capability)),
     hasDispatcher: (capability) => w.kernel.lookup(dispatcherPath(community, capability)) !== undefined,
     agents: (capability) => local(capability),
     openCount: (capability) => board.openCount(capability),
-    deliverHere: (request) => {
-      const delivered = route!.delivered
-      const shape = parseEventShape(request.event)
-      if (shape === undefined) return false
-      const held = delivered.holderOf(request.job)
-      if (request.hold) {
-        if (request.conn === undefined) return false
-        delivered.add(request.job, request.capability, request.hold.requester)
-        delivered.hold(request.job, { conn: request.conn, pubkey: request.hold.pubkey, generation: request.hold.generation })
-      } else if (held !== undefined && held.generation <= assignmentOf(shape).generation) delivered.remove(request.job)
-      const conn = request.conn ?? held?.conn
-      if (conn === undefined) return false
-      const took = deliverToConnection(survivors().index, conn, shape, request.event)
-      if (!took && request.hold) delivered.remove(request.job)
-      return took
-    },
+    deliverHere: (request) => remote?.deliverHere(request) ?? false,
     // through the community's mailbox, which keeps them in the order they came
     chunkHere: (raw) => {
       const ref = w.kernel.lookup<CommunityMsg>(communityPath(community))

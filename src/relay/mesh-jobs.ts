@@ -60,7 +60,9 @@ export interface MeshJobsDeps {
   send(peer: string, request: JobMeshRequest, timeoutMs: number): Promise<JobMeshReply>
   sessions: Map<string, SessionView>
   renewMs: number
-  metrics: Pick<Metrics, 'meshFenceRejections' | 'meshLeasesLost' | 'jobChunksDropped'>
+  /** capability sessions a peer's requests may make here per community (jobs.maxCapabilitiesPerCommunity) */
+  maxSessionsPerCommunity: number
+  metrics: Pick<Metrics, 'meshFenceRejections' | 'meshLeasesLost' | 'jobChunksDropped' | 'jobNotesDropped'>
   log: Logger
 }
 
@@ -69,6 +71,9 @@ const ASK_MS = 10_000
 const DELIVER_TIMEOUT_MS = 5_000
 /** chunks held for one peer (waiting and in flight): past it a chunk does not reach that node */
 const MAX_CHUNKS_QUEUED_PER_PEER = 10_000
+const MAX_CHUNK_BYTES_QUEUED_PER_PEER = 32 * 2 ** 20
+/** under the tunnel's 16 MiB body, its JSON escaping included */
+const MAX_CHUNK_BATCH_BYTES = 4 * 2 ** 20
 const CHUNKS_TIMEOUT_MS = 10_000
 
 export function createMeshJobs(d: MeshJobsDeps): MeshJobs {
@@ -83,6 +88,7 @@ export function createMeshJobs(d: MeshJobsDeps): MeshJobs {
     peers: d.peers,
     send: d.send,
     fenceRejected: (why) => d.metrics.meshFenceRejections.inc({ reason: why }),
+    notesDropped: () => d.metrics.jobNotesDropped.inc(),
     leaseLost: (why) => d.metrics.meshLeasesLost.inc({ reason: why }),
     sessions: d.sessions,
     renewMs: d.renewMs,
@@ -92,6 +98,11 @@ export function createMeshJobs(d: MeshJobsDeps): MeshJobs {
   const session = (community: string, capability: string) =>
     spawnCapabilitySession(d.kernel, community, capabilitySessionId(capability), capability, sessionDeps)
   const refused: JobMeshReply = { ok: false, refused: 'no-lease' }
+  const sessionsOf = (community: string) => {
+    let n = 0
+    for (const s of d.sessions.values()) if (s.kind === 'capability' && s.community === community) n++
+    return n
+  }
   // one ordered pipe of chunks per peer: a requester reads an agent's chunks in the order its node relayed them
   const pipes = new Map<string, OrderedPipe<JobChunksRequest['chunks'][number]>>()
   const pipeTo = (peer: string) => {
@@ -101,8 +112,11 @@ export function createMeshJobs(d: MeshJobsDeps): MeshJobs {
         send: async (chunks) => {
           await d.send(peer, { op: 'job-chunks', chunks }, CHUNKS_TIMEOUT_MS)
         },
+        sizeOf: (c) => c.event.length + c.community.length,
         maxQueued: MAX_CHUNKS_QUEUED_PER_PEER,
+        maxQueuedBytes: MAX_CHUNK_BYTES_QUEUED_PER_PEER,
         maxBatch: MAX_CHUNKS_PER_BATCH,
+        maxBatchBytes: MAX_CHUNK_BATCH_BYTES,
         dropped: (count, error) => {
           d.metrics.jobChunksDropped.inc({ reason: 'failed' }, count)
           d.log.warn({ err: error, peer: peer.slice(0, 12), count }, 'job chunks did not reach a node')
@@ -125,6 +139,9 @@ export function createMeshJobs(d: MeshJobsDeps): MeshJobs {
         },
         delivered: new JobBoard(),
         relayChunk: (raw) => api.chunk(community, raw),
+        afterChunks: (then) => {
+          void Promise.all([...pipes.values()].map((p) => p.flushed())).then(then)
+        },
         note(capability, note, spawn) {
           const ref = spawn
             ? session(community, capability)
@@ -136,6 +153,12 @@ export function createMeshJobs(d: MeshJobsDeps): MeshJobs {
     unregister: (community) => {
       sides.delete(community)
       owned.delete(community)
+      // its sessions hand their leases over (an owner releases, a forwarder stops)
+      for (const s of [...d.sessions.values()]) {
+        if (s.community !== community || s.kind !== 'capability') continue
+        const ref = d.kernel.lookup<CapabilitySessionMsg>(capabilitySessionPath(community, s.session))
+        if (ref) tell(ref, { type: 'Release', done: () => {} })
+      }
     },
     peers: d.peers,
     chunk(community, raw) {
@@ -159,6 +182,9 @@ export function createMeshJobs(d: MeshJobsDeps): MeshJobs {
       const { community, session: id, generation, owner } = request.fence
       const capability = capabilityOfSession(id)
       if (capability === undefined || !sides.has(community)) return refused
+      // a peer's request makes a session only within the bound a community's own requests have
+      const known = d.kernel.lookup(capabilitySessionPath(community, id)) !== undefined
+      if (!known && sessionsOf(community) >= d.maxSessionsPerCommunity) return refused
       const ref = session(community, capability)
       if (request.op === 'job-owner') {
         if (request.open !== undefined) owned.get(community)?.set(capability, { open: request.open, atMs: performance.now() })

@@ -156,6 +156,7 @@ export async function startMesh(d: MeshDeps): Promise<Mesh> {
     send: sendJobs,
     sessions,
     renewMs: config.meshLeaseRenewMs,
+    maxSessionsPerCommunity: config.jobs.maxCapabilitiesPerCommunity,
     metrics: d.metrics,
     log,
   })

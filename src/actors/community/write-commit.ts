@@ -105,7 +105,9 @@ export function onApplied(state: CommunityState, msg: AppliedMsg, ctx: Ctx, deps
   state.recent.add(event.id)
   state.accepted++
   state.feed.offer(event, raw)
-  deps.cluster.link.publishEvent(raw)
+  // a job's report follows its chunks, which go to the other nodes over the mesh (docs/jobs.md#in-a-cluster)
+  const publish = () => deps.cluster.link.publishEvent(raw)
+  if (!deps.jobs?.publishAfterChunks(msg.job, publish)) publish()
   announce(state, changes, deps)
   deps.jobs?.stored(event, raw, msg.job, removedIds)
   if (event.kind === KIND_ANNOUNCEMENT) {

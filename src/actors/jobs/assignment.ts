@@ -16,9 +16,11 @@ type Msg<T extends DispatcherMsg['type']> = Extract<DispatcherMsg, { type: T }>
 
 /** Queued jobs go out while some agent has room, oldest first. */
 export function pump(state: DispatcherState, ctx: Ctx, deps: DispatcherDeps): void {
-  if (!state.ready || (deps.fence !== undefined && deps.fence() === undefined)) return
+  if (!state.ready) return
   let candidates: ReturnType<DispatcherDeps['candidates']> | undefined
   while (state.queue.length > 0) {
+    // with the mesh, nothing is handed out while the session's lease is not held
+    if (deps.fence !== undefined && deps.fence() === undefined) return
     const entry = state.jobs.get(state.queue[0]!)
     if (entry?.phase !== 'queued') {
       state.queue.shift()
@@ -65,14 +67,25 @@ function assignTo(state: DispatcherState, entry: JobEntry, agent: { conn: string
   entry.holder = { conn: agent.conn, pubkey: agent.pubkey }
   state.held.set(agent.conn, (state.held.get(agent.conn) ?? 0) + 1)
   state.lastAssignedMs.set(agent.conn, deps.nowMs())
-  writeAssignment(entry, agent.conn, agent.pubkey, ctx, deps)
+  writeAssignment(state, entry, agent.conn, agent.pubkey, ctx, deps)
 }
 
-function writeAssignment(entry: JobEntry, conn: string | null, pubkey: string | null, ctx: Ctx, deps: DispatcherDeps) {
+function writeAssignment(
+  state: DispatcherState,
+  entry: JobEntry,
+  conn: string | null,
+  pubkey: string | null,
+  ctx: Ctx,
+  deps: DispatcherDeps,
+) {
   const job = entry.job.id
   const fence = deps.fence?.()
-  // the session's lease lapsed: its owner stops this dispatcher, and the next one reads the job back
-  if (deps.fence !== undefined && fence === undefined) return
+  if (deps.fence !== undefined && fence === undefined) {
+    // the session's lease is not held now: back in the queue; a renewal lets pump() hand it out again, and a
+    // lost session stops this dispatcher (the next owner reads the job back)
+    requeue(state, entry, deps)
+    return
+  }
   pipeTo(
     ctx.self,
     deps.store.jobs.assign(deps.community, job, entry.generation, pubkey, fence),
@@ -169,7 +182,7 @@ export function reassign(state: DispatcherState, entry: JobEntry, why: string, c
   }
   // nobody else has room now: back to the queue under the next generation, which fences the one it had
   entry.phase = 'assigning'
-  writeAssignment(entry, null, null, ctx, deps)
+  writeAssignment(state, entry, null, null, ctx, deps)
 }
 
 function requeue(state: DispatcherState, entry: JobEntry, deps: DispatcherDeps): void {

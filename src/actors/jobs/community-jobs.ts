@@ -23,6 +23,8 @@ export interface DispatchRoute {
   delivered: JobBoard
   /** a chunk relayed here goes to the other nodes over the mesh, in order (not on the bus) */
   relayChunk(raw: string): void
+  /** `then` once every chunk relayed so far reached the other nodes (or was dropped) */
+  afterChunks(then: () => void): void
   /** the capability's open jobs as its owner node last said (0 when it has not lately) */
   openAt(capability: string): number
 }
@@ -34,6 +36,11 @@ export interface CommunityJobs {
   refuseChunk(event: NostrEvent): Reason | undefined
   /** a chunk that passed: true when it went to the other nodes over the mesh (then not on the bus) */
   relayChunk(raw: string): boolean
+  /**
+   * A stored report of a job (`write`) that must reach the other nodes after its chunks: true when `publish` is
+   * called once they went (with the mesh), false when the caller publishes it now.
+   */
+  publishAfterChunks(write: JobWrite | undefined, publish: () => void): boolean
   /** what storing `event` does to the jobs table, decided in the same transaction */
   writeOf(event: NostrEvent): JobWrite | undefined
   /** the store took `event` (and removed `removedIds`): the dispatchers hear what it means */
@@ -136,6 +143,11 @@ export function createCommunityJobs(d: CommunityJobsDeps): CommunityJobs {
         return reason('restricted', 'not the assignee of this job at this generation')
       }
       return undefined
+    },
+    publishAfterChunks(write, publish) {
+      if (!route || write?.op !== 'report') return false
+      route.afterChunks(publish)
+      return true
     },
     relayChunk(raw) {
       if (!route) return false

@@ -10,9 +10,10 @@ import { assertNever } from '../../protocols/result.js'
 import { type ActorDef, tell } from '../kernel/index.js'
 import { onAssigned, pump } from './assignment.js'
 import type { Ctx, DispatcherDeps, DispatcherState } from './dispatcher-state.js'
-import { onAgentGone, onCancelled, onClosed, onEnqueued, onReported, onTick } from './job-end.js'
+import { onAgentGone, onCancelled, onClosed, onEnqueued, onReported, onTick, onUndelivered } from './job-end.js'
 import type { DispatcherMsg } from './messages.js'
 import { onRebuilt, startRebuild } from './rebuild.js'
+import { onResynced, RESYNC_MS, startResync } from './resync.js'
 
 export const dispatcherPath = (community: string, capability: string) => `dispatcher/${community}/${capability}`
 
@@ -23,6 +24,7 @@ const MAILBOX_CAPACITY = 100_000
 
 export function dispatcherActor(deps: DispatcherDeps): ActorDef<DispatcherState, DispatcherMsg> {
   let timer: ReturnType<typeof setInterval> | undefined
+  let resyncTimer: ReturnType<typeof setInterval> | undefined
   return {
     kind: 'dispatcher',
     init: (ctx) => {
@@ -32,6 +34,13 @@ export function dispatcherActor(deps: DispatcherDeps): ActorDef<DispatcherState,
         if (deps.board.openCount(deps.capability) > 0) tell(ctx.self, { type: 'Tick' })
       }, deps.tickMs ?? DEFAULT_TICK_MS)
       timer.unref?.()
+      if (deps.fence !== undefined) {
+        // only while it has open jobs, as the tick; a node that lost what it had to tell asks for one (Resync)
+        resyncTimer ??= setInterval(() => {
+          if (deps.board.openCount(deps.capability) > 0) tell(ctx.self, { type: 'Resync' })
+        }, RESYNC_MS)
+        resyncTimer.unref?.()
+      }
       startRebuild(ctx, deps)
       return {
         ready: false,
@@ -47,6 +56,7 @@ export function dispatcherActor(deps: DispatcherDeps): ActorDef<DispatcherState,
     handle: (state, msg, ctx) => handle(state, msg, ctx, deps),
     afterStop: () => {
       clearInterval(timer)
+      clearInterval(resyncTimer)
       deps.board.forget(deps.capability)
     },
     mailboxCapacity: MAILBOX_CAPACITY,
@@ -69,6 +79,8 @@ function handle(state: DispatcherState, msg: DispatcherMsg, ctx: Ctx, deps: Disp
       return state
     case 'AgentGone':
       return onAgentGone(state, msg, ctx, deps)
+    case 'Undelivered':
+      return onUndelivered(state, msg, ctx, deps)
     case 'Rebuilt':
       return onRebuilt(state, msg, ctx, deps)
     case 'Assigned':
@@ -77,6 +89,10 @@ function handle(state: DispatcherState, msg: DispatcherMsg, ctx: Ctx, deps: Disp
       return onClosed(state, msg, ctx, deps)
     case 'Tick':
       return onTick(state, ctx, deps)
+    case 'Resync':
+      return startResync(state, ctx, deps)
+    case 'Resynced':
+      return onResynced(state, msg, ctx, deps)
     default:
       return assertNever(msg)
   }

@@ -90,6 +90,8 @@ export interface DispatcherState {
   resting: Map<string, number>
   /** stored before the open jobs were read: queued once they are */
   early: QueuedJob[]
+  /** a read of the open jobs again is in flight (resync.ts) */
+  resyncing?: boolean
   /** reports and cancellations heard before the open jobs were read: handled once they are */
   earlyReports: Extract<DispatcherMsg, { type: 'Reported' | 'Cancelled' }>[]
 }

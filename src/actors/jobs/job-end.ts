@@ -89,8 +89,14 @@ export function onAgentGone(state: DispatcherState, msg: Msg<'AgentGone'>, ctx: 
   }
   state.held.delete(msg.conn)
   state.lastAssignedMs.delete(msg.conn)
-  // a connection on another node that did not take its assignment may still be listed there for a moment
+  return state
+}
+
+export function onUndelivered(state: DispatcherState, msg: Msg<'Undelivered'>, ctx: Ctx, deps: DispatcherDeps): DispatcherState {
+  const entry = state.jobs.get(msg.job)
+  if (entry?.phase !== 'assigned' || entry.holder?.conn !== msg.conn) return state
   rest(state, msg.conn, deps)
+  reassign(state, entry, 'its assignment did not reach its agent', ctx, deps)
   return state
 }
 

@@ -28,6 +28,8 @@ export type DispatcherMsg =
   | { type: 'AgentReady' }
   /** an agent connection closed, or its lease lapsed: its jobs go to another agent */
   | { type: 'AgentGone'; conn: string; why: 'closed' | 'lapsed' }
+  /** the assignment of `job` to `conn` on another node did not reach it: that job goes to another agent */
+  | { type: 'Undelivered'; job: string; conn: string }
   /** the open jobs read at start, with their requests */
   | { type: 'Rebuilt'; outcome: Settled<{ rows: JobRow[]; requests: StoredEvent[] }> }
   /** the store's answer to an assignment (or a return to the queue) */
@@ -36,9 +38,14 @@ export type DispatcherMsg =
   | { type: 'Closed'; job: string; code: JobErrorCode; event: { raw: string }; outcome: Settled<SaveOutcome> }
   /** the timer: accept deadlines, job deadlines */
   | { type: 'Tick' }
+  /** with the mesh, now and then: read the open jobs again (notes from other nodes can be lost) */
+  | { type: 'Resync' }
+  | { type: 'Resynced'; outcome: Settled<{ rows: JobRow[]; requests: StoredEvent[]; known: Set<string> }> }
 
 /**
  * What a community tells its capability's dispatcher, wherever it runs (with the mesh, on the session's owner
  * node); `Agents`: this node's agents offering the capability changed.
  */
-export type DispatcherNote = Extract<DispatcherMsg, { type: 'Enqueued' | 'Reported' | 'Cancelled' | 'AgentGone' }> | { type: 'Agents' }
+export type DispatcherNote =
+  | Extract<DispatcherMsg, { type: 'Enqueued' | 'Reported' | 'Cancelled' | 'AgentGone' | 'Resync' }>
+  | { type: 'Agents' }

@@ -1,6 +1,7 @@
 // A dispatcher's start (docs/jobs.md#recovery): the store is the truth, so the open jobs of its capability are
 // read back with their requests, beside the actor. A job whose agent is still connected here keeps it; any
 // other assigned job goes to another agent under the next generation, which fences the one it had.
+import type { StoredEvent } from '../../infra/store/event-store.js'
 import type { JobRow } from '../../infra/store/job-ledger.js'
 import { REDELIVER } from '../community/messages.js'
 import { pipeTo } from '../kernel/index.js'
@@ -18,21 +19,31 @@ const ROWS_PER_READ = 1_000
 /** ids per read of the requests: one filter's list holds at most 1,000 values */
 const IDS_PER_READ = 500
 
+/** Every open job of the capability, page by page: more than the queue's bound may be open (it is checked before each commit). */
+export async function readOpenRows(deps: DispatcherDeps): Promise<JobRow[]> {
+  const rows: JobRow[] = []
+  for (;;) {
+    const page = await deps.store.jobs.openJobs(deps.community, deps.capability, ROWS_PER_READ, rows.at(-1))
+    rows.push(...page)
+    if (page.length < ROWS_PER_READ) break
+  }
+  return rows
+}
+
+/** The request events of `rows`, a filter's worth at a time. */
+export async function readRequests(rows: readonly JobRow[], deps: DispatcherDeps): Promise<StoredEvent[]> {
+  const requests: StoredEvent[] = []
+  for (let i = 0; i < rows.length; i += IDS_PER_READ) {
+    const ids = rows.slice(i, i + IDS_PER_READ).map((r) => r.id)
+    requests.push(...(await deps.store.query(deps.community, [{ ids, limit: ids.length }], { now: Math.floor(deps.wallMs() / 1000) })))
+  }
+  return requests
+}
+
 export function startRebuild(ctx: Ctx, deps: DispatcherDeps): void {
   const read = async () => {
-    const rows: JobRow[] = []
-    // every open job, page by page: more than the queue's bound may be open (it is checked before each commit)
-    for (;;) {
-      const page = await deps.store.jobs.openJobs(deps.community, deps.capability, ROWS_PER_READ, rows.at(-1))
-      rows.push(...page)
-      if (page.length < ROWS_PER_READ) break
-    }
-    const requests = []
-    for (let i = 0; i < rows.length; i += IDS_PER_READ) {
-      const ids = rows.slice(i, i + IDS_PER_READ).map((r) => r.id)
-      requests.push(...(await deps.store.query(deps.community, [{ ids, limit: ids.length }], { now: Math.floor(deps.wallMs() / 1000) })))
-    }
-    return { rows, requests }
+    const rows = await readOpenRows(deps)
+    return { rows, requests: await readRequests(rows, deps) }
   }
   pipeTo(ctx.self, read(), (outcome): DispatcherMsg => ({ type: 'Rebuilt', outcome }), {
     ...REDELIVER,
@@ -59,7 +70,14 @@ export function onRebuilt(state: DispatcherState, msg: Msg<'Rebuilt'>, ctx: Ctx,
   return state
 }
 
-function restore(state: DispatcherState, row: JobRow, raw: string | undefined, here: Map<string, string>, ctx: Ctx, deps: DispatcherDeps) {
+export function restore(
+  state: DispatcherState,
+  row: JobRow,
+  raw: string | undefined,
+  here: Map<string, string>,
+  ctx: Ctx,
+  deps: DispatcherDeps,
+) {
   const job = {
     id: row.id,
     requester: row.requester,

@@ -23,8 +23,6 @@ export interface OwnerView {
   remoteAgents(): AgentCandidate[]
   /** a write of the dispatcher was fenced off: the session is someone else's */
   fenced(): void
-  /** an agent connection on another node did not take its assignment: no candidate until its node reports it again */
-  unreachable(conn: string): void
 }
 
 /** This node's side of a community's dispatch: its dispatchers and its agents. */
@@ -50,7 +48,7 @@ export type CapabilitySessionMsg =
   | { type: 'Renewed'; outcome: Settled<RenewOutcome> }
   | { type: 'Poll' }
   | { type: 'Polled'; agents: [string, AgentNote[] | undefined][] }
-  | { type: 'Sent'; outcome: Settled<JobMeshReply>; count: number; agents?: string }
+  | { type: 'Sent'; outcome: Settled<JobMeshReply>; count: number; lost: boolean; agents?: string }
   | { type: 'Fenced' }
   | { type: 'Release'; done: () => void }
   | { type: 'OwnerSuspect'; owner: string }
@@ -65,6 +63,8 @@ export interface CapabilitySessionDeps {
   /** a request to a peer over the tunnel; rejects when there is no link or it fails */
   send(peer: string, request: JobMeshRequest, timeoutMs: number): Promise<JobMeshReply>
   fenceRejected(reason: FenceRejection): void
+  /** a note for the owner was dropped (apiary_job_notes_dropped_total) */
+  notesDropped(): void
   leaseLost(reason: LeaseLoss): void
   sessions: Map<string, SessionView>
   renewMs: number
@@ -76,6 +76,8 @@ export interface CapabilitySessionDeps {
 interface Outgoing {
   note: JobNote
   atMs: number
+  /** its JSON's length */
+  bytes: number
 }
 
 interface State {
@@ -87,9 +89,13 @@ interface State {
   started: boolean
   /** forwarder: what waits to go to the owner, oldest first, one batch in flight */
   outbox: Outgoing[]
+  /** a batch is in flight, holding the outbox's first `inFlight` notes */
   sending: boolean
+  inFlight: number
   failures: number
   retryAtMs: number
+  /** forwarder: notes were dropped since the last batch the owner took: the next asks it to read the store again */
+  lost?: boolean
   /** forwarder: this node's agents changed since it last sent them */
   agentsDirty: boolean
   sentAgents: string
@@ -111,6 +117,7 @@ const OUTBOX_DEADLINE_MS = 60_000
 /** An owner whose dispatcher stopped (no open jobs) and that heard nothing for this long gives the session up. */
 const OWNER_IDLE_MS = 300_000
 const MAX_BATCH = 256
+const MAX_BATCH_BYTES = 4 * 2 ** 20
 
 export const capabilitySessionPath = (community: string, session: string) => `mesh-session/${community}/${session}`
 
@@ -141,9 +148,6 @@ export function spawnCapabilitySession(
     fenced: () => {
       if (self) tell(self, { type: 'Fenced' })
     },
-    unreachable: (conn) => {
-      for (const r of remote.values()) r.agents = r.agents.filter((a) => a.conn !== conn)
-    },
   }
   const host = () => deps.host(community)
 
@@ -162,6 +166,7 @@ export function spawnCapabilitySession(
         started: false,
         outbox: [],
         sending: false,
+        inFlight: 0,
         failures: 0,
         retryAtMs: 0,
         agentsDirty: true,
@@ -241,7 +246,8 @@ export function spawnCapabilitySession(
     if (note.type === 'Agents') state.agentsDirty = true
     else {
       if (state.outbox.length >= MAX_OUTBOX) dropOldest(state, 'the outbox is full')
-      state.outbox.push({ note: toWire(note), atMs: deps.now() })
+      const wire = toWire(note)
+      state.outbox.push({ note: wire, atMs: deps.now(), bytes: JSON.stringify(wire).length })
     }
     flush(state, self)
     return state
@@ -253,40 +259,56 @@ export function spawnCapabilitySession(
     if (mode.role !== 'forwarder' || state.sending || deps.now() < state.retryAtMs) return
     const now = deps.now()
     while (state.outbox[0] && now - state.outbox[0].atMs > OUTBOX_DEADLINE_MS) dropOldest(state, 'no owner answered in time')
-    const notes = state.outbox.slice(0, MAX_BATCH).map((o) => o.note)
+    // a batch is bounded by count and by bytes: the tunnel refuses a body past 16 MiB
+    const notes: JobNote[] = []
+    let bytes = 0
+    for (const o of state.outbox) {
+      if (notes.length >= MAX_BATCH || (notes.length > 0 && bytes + o.bytes > MAX_BATCH_BYTES)) break
+      notes.push(o.note)
+      bytes += o.bytes
+    }
+    const count = notes.length
+    const lost = state.lost === true
+    if (lost) notes.push({ type: 'Resync' })
     let agents: string | undefined
     if (state.agentsDirty) {
       const mine = host()?.agents(capability) ?? []
       agents = JSON.stringify(mine)
-      if (agents !== state.sentAgents && notes.length < MAX_BATCH) notes.push({ type: 'Agents', agents: mine })
-      else state.agentsDirty = false
+      if (agents === state.sentAgents) state.agentsDirty = false
+      else if (notes.length < MAX_BATCH) notes.push({ type: 'Agents', agents: mine })
     }
     if (notes.length === 0) return
     state.sending = true
+    state.inFlight = count
     const request: JobMeshRequest = {
       op: 'jobs',
       fence: { community, session, generation: mode.holder.generation, owner: mode.holder.owner },
       notes,
     }
-    const count = Math.min(state.outbox.length, MAX_BATCH)
     pipeTo(
       self,
       deps.send(mode.holder.owner, request, SEND_TIMEOUT_MS),
-      (o): CapabilitySessionMsg => ({ type: 'Sent', outcome: o, count, agents }),
+      (o): CapabilitySessionMsg => ({ type: 'Sent', outcome: o, count, lost, ...(agents === undefined ? {} : { agents }) }),
       PIPE,
     )
   }
 
+  /** the oldest note not in flight: the store has what it says, and the owner reads the store again (Resync) */
   function dropOldest(state: State, why: string): void {
-    const dropped = state.outbox.shift()
-    if (dropped) deps.log.warn({ community, capability, type: dropped.note.type, why }, 'a job note for the owner was dropped')
+    const [dropped] = state.outbox.splice(state.inFlight, 1)
+    if (!dropped) return
+    deps.notesDropped()
+    state.lost = true
+    deps.log.warn({ community, capability, type: dropped.note.type, why }, 'a job note for the owner was dropped')
   }
 
   function onSent(state: State, msg: Extract<CapabilitySessionMsg, { type: 'Sent' }>, self: TypedRef<CapabilitySessionMsg>): State {
     state.sending = false
+    state.inFlight = 0
     if (msg.outcome.ok && msg.outcome.value.ok) {
       state.outbox.splice(0, msg.count)
       state.failures = 0
+      if (msg.lost) state.lost = false
       if (msg.agents !== undefined) {
         state.sentAgents = msg.agents
         state.agentsDirty = false
@@ -518,6 +540,8 @@ function toWire(note: Exclude<LocalNote, { type: 'Agents' }>): JobNote {
       return { type: 'Cancelled', jobs: note.jobs }
     case 'AgentGone':
       return { type: 'AgentGone', conn: note.conn, why: note.why }
+    case 'Resync':
+      return note
   }
 }
 
@@ -532,5 +556,7 @@ function fromWire(note: Exclude<JobNote, { type: 'Agents' }>, peer: string, loca
       return { type: 'Cancelled', jobs: note.jobs }
     case 'AgentGone':
       return { type: 'AgentGone', conn: local ? note.conn : remoteConn(peer, note.conn), why: note.why }
+    case 'Resync':
+      return note
   }
 }

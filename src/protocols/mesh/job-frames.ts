@@ -57,6 +57,8 @@ const note = z.discriminatedUnion('type', [
   }),
   z.strictObject({ type: z.literal('Cancelled'), jobs: z.array(hex64).max(1_000) }),
   z.strictObject({ type: z.literal('AgentGone'), conn, why: z.enum(['closed', 'lapsed']) }),
+  /** the sender dropped notes it could not deliver: the owner reads its open jobs from the store again */
+  z.strictObject({ type: z.literal('Resync') }),
   /** every ACTIVE agent connection of the sender offering the capability, now (replaces what it sent before) */
   z.strictObject({ type: z.literal('Agents'), agents: z.array(agent).max(MAX_AGENTS_PER_NODE) }),
 ])
