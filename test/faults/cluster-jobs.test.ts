@@ -1,6 +1,4 @@
-import { bytesToHex } from '@noble/hashes/utils.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { AgentClient, type JobCall, JobError } from '../../src/client/index'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { makeKeys, signEvent } from '../support/events'
 import { eventually } from '../support/eventually'
@@ -12,16 +10,13 @@ import {
   checkOneFinalAnswer,
   type JobRecord,
   type JobRunRecord,
-  KIND_CHUNK,
-  KIND_FEEDBACK,
-  KIND_REQUEST,
-  KIND_RESULT,
 } from '../support/job-checker'
 import { Fleet, prng, sleep } from '../support/job-fleet'
+import { readStored, startRequester, track } from '../support/job-run'
 import { type MeshCluster, type MeshNode, meshStatus, startMeshCluster } from '../support/mesh-cluster'
 import { createTestDatabase, type TestDatabase } from '../support/postgres'
 import { startPrivateRedis } from '../support/redis-server'
-import { auth, publish, reqEvents } from '../support/relay-client'
+import { auth, publish } from '../support/relay-client'
 import { connect } from '../support/ws-client'
 
 /**
@@ -54,8 +49,6 @@ const ENV: Record<string, string> = {
   APIARY_JOBS_MAX_ATTEMPTS: '10',
   APIARY_LIMITS_MAX_LIMIT: '5000',
 }
-const UNTHROTTLED = { ratePerSecond: 10_000, burst: 10_000 }
-
 let db: TestDatabase
 let redis: Awaited<ReturnType<typeof startPrivateRedis>>
 let cluster: MeshCluster | undefined
@@ -71,39 +64,6 @@ afterAll(async () => {
   await db?.drop()
 })
 
-async function startRequester(url: string, arrivals: Map<string, NostrEvent[]>): Promise<AgentClient> {
-  const client = new AgentClient({
-    relays: [url],
-    secretKey: bytesToHex(makeKeys().secretKey),
-    capabilities: [],
-    heartbeatSeconds: 1,
-    leaseSeconds: 3,
-    sessionSeconds: 300,
-    throttle: { global: UNTHROTTLED, perChannel: UNTHROTTLED, perRecipient: UNTHROTTLED },
-  })
-  await client.start()
-  const seen: NostrEvent[] = []
-  arrivals.set(client.pubkey, seen)
-  client.subscribe([{ kinds: [KIND_RESULT, KIND_FEEDBACK, KIND_CHUNK], '#p': [client.pubkey] }], (e) => seen.push(e))
-  return client
-}
-
-function track(call: JobCall, job: JobRecord): Promise<void> {
-  void (async () => {
-    for await (const chunk of call.chunks) job.chunks.push(chunk)
-  })()
-  return call.then(
-    (r) => {
-      job.outcome = { result: r.event }
-    },
-    (e: unknown) => {
-      job.outcome = {
-        error: e instanceof JobError ? { code: e.code, message: e.message, event: e.event } : { code: 'thrown', message: String(e) },
-      }
-    },
-  )
-}
-
 /** The dispatcher's node: a request from a throwaway client there makes it take the capability's session first. */
 async function claimOwner(node: MeshNode): Promise<void> {
   const c = await connect(node.url)
@@ -118,19 +78,6 @@ async function claimOwner(node: MeshNode): Promise<void> {
     'the first node owns the capability',
     { timeoutMs: 10_000, intervalMs: 100 },
   )
-}
-
-async function readStored(node: MeshNode, jobs: JobRecord[], requesters: string[]): Promise<JobRunRecord['stored']> {
-  const c = await connect(node.url)
-  expect((await auth(c, makeKeys(), node.url)).accepted).toBe(true)
-  const ids = jobs.map((j) => j.id)
-  const stored = {
-    requests: await reqEvents(c, [{ kinds: [KIND_REQUEST], authors: requesters, limit: 5000 }]),
-    results: await reqEvents(c, [{ kinds: [KIND_RESULT], '#e': ids, limit: 5000 }]),
-    feedback: await reqEvents(c, [{ kinds: [KIND_FEEDBACK], '#e': ids, limit: 5000 }]),
-  }
-  c.close()
-  return stored
 }
 
 describe('dispatched jobs on three nodes while the owner node and workers die', { timeout: 180_000 }, () => {

@@ -1,11 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { bytesToHex } from '@noble/hashes/utils.js'
 import { afterAll, describe, expect, it } from 'vitest'
-import { AgentClient, type JobCall, JobError } from '../../src/client/index'
 import type { NostrEvent } from '../../src/protocols/nip01/event'
-import { makeKeys } from '../support/events'
 import { eventually } from '../support/eventually'
 import {
   acceptedJobs,
@@ -15,16 +12,11 @@ import {
   checkOneFinalAnswer,
   type JobRecord,
   type JobRunRecord,
-  KIND_CHUNK,
-  KIND_FEEDBACK,
-  KIND_REQUEST,
-  KIND_RESULT,
 } from '../support/job-checker'
 import { Fleet, prng, sleep } from '../support/job-fleet'
+import { readStored, startRequester, track } from '../support/job-run'
 import { metric } from '../support/metrics'
-import { auth, reqEvents } from '../support/relay-client'
-import { GENEROUS_ENV, type RelayProcess, startRelayProcess } from '../support/relay-process'
-import { connect } from '../support/ws-client'
+import { GENEROUS_ENV, startRelayProcess } from '../support/relay-process'
 
 /**
  * Dispatched jobs (docs/jobs.md) while their workers die: one `apiary start` process, WORKERS worker agents
@@ -56,54 +48,6 @@ const RELAY_ENV: Record<string, string> = {
   APIARY_JOBS_MAX_ATTEMPTS: '10',
   APIARY_LIMITS_MAX_LIMIT: '5000',
 }
-const UNTHROTTLED = { ratePerSecond: 10_000, burst: 10_000 }
-
-/** a requester: an AgentClient whose connection also records every answer event addressed to it, in arrival order */
-async function startRequester(url: string, arrivals: Map<string, NostrEvent[]>): Promise<AgentClient> {
-  const client = new AgentClient({
-    relays: [url],
-    secretKey: bytesToHex(makeKeys().secretKey),
-    capabilities: [],
-    heartbeatSeconds: 1,
-    leaseSeconds: 3,
-    sessionSeconds: 300,
-    throttle: { global: UNTHROTTLED, perChannel: UNTHROTTLED, perRecipient: UNTHROTTLED },
-  })
-  await client.start()
-  const seen: NostrEvent[] = []
-  arrivals.set(client.pubkey, seen)
-  client.subscribe([{ kinds: [KIND_RESULT, KIND_FEEDBACK, KIND_CHUNK], '#p': [client.pubkey] }], (e) => seen.push(e))
-  return client
-}
-
-function track(call: JobCall, job: JobRecord): Promise<void> {
-  void (async () => {
-    for await (const chunk of call.chunks) job.chunks.push(chunk)
-  })()
-  return call.then(
-    (r) => {
-      job.outcome = { result: r.event }
-    },
-    (e: unknown) => {
-      const error = e instanceof JobError ? { code: e.code, message: e.message, event: e.event } : { code: 'thrown', message: String(e) }
-      job.outcome = { error }
-    },
-  )
-}
-
-async function readStored(relay: RelayProcess, jobs: JobRecord[], requesters: string[]): Promise<JobRunRecord['stored']> {
-  const c = await connect(relay.url)
-  expect((await auth(c, makeKeys(), relay.url)).accepted).toBe(true)
-  const ids = jobs.map((j) => j.id)
-  const [requests, results, feedback] = [
-    await reqEvents(c, [{ kinds: [KIND_REQUEST], authors: requesters, limit: 5000 }]),
-    await reqEvents(c, [{ kinds: [KIND_RESULT], '#e': ids, limit: 5000 }]),
-    await reqEvents(c, [{ kinds: [KIND_FEEDBACK], '#e': ids, limit: 5000 }]),
-  ]
-  c.close()
-  return { requests, results, feedback }
-}
-
 describe('dispatched jobs while their workers are killed and frozen', { timeout: 120_000 }, () => {
   const cleanups: (() => Promise<void> | void)[] = []
   afterAll(async () => {

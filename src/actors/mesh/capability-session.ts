@@ -12,6 +12,7 @@ import type { AgentCandidate } from '../jobs/agent-choice.js'
 import type { DispatcherMsg, DispatcherNote } from '../jobs/messages.js'
 import { type ActorDef, type Kernel, pipeTo, type Settled, type TypedRef, tell, tellUntilTaken } from '../kernel/index.js'
 import { checkFence, type LeaseLoss, type Mode, type SessionView } from './session-actor.js'
+import { SessionLease } from './session-lease.js'
 
 type LocalNote = DispatcherNote
 
@@ -87,6 +88,8 @@ interface State {
   /** owner: notes heard before the first poll of the peers ended (the dispatcher starts then) */
   pending: LocalNote[]
   started: boolean
+  /** owner: when it took the session (monotonic): the dispatcher waits for every peer's agents a while */
+  ownedSinceMs?: number
   /** forwarder: what waits to go to the owner, oldest first, one batch in flight */
   outbox: Outgoing[]
   /** a batch is in flight, holding the outbox's first `inFlight` notes */
@@ -108,6 +111,8 @@ const SEND_TIMEOUT_MS = 5_000
 /** The owner asks every peer for its agents this often; a node's report older than three rounds is not used. */
 export const POLL_MS = 2_000
 const POLL_TIMEOUT_MS = 1_000
+/** how long a new owner asks again for the agents of peers that did not answer before its dispatcher starts */
+const START_GRACE_MS = 5_000
 const AGENTS_STALE_MS = 3 * POLL_MS
 /** A forwarder whose owner does not answer asks the directory again this often. */
 const RETRY_MS = 500
@@ -129,13 +134,11 @@ export function spawnCapabilitySession(
   deps: CapabilitySessionDeps,
 ): TypedRef<CapabilitySessionMsg> {
   const key = `${community}/${session}`
-  let renewTimer: NodeJS.Timeout | undefined
   let pollTimer: NodeJS.Timeout | undefined
-  let retryTimer: NodeJS.Timeout | undefined
   let self: TypedRef<CapabilitySessionMsg> | undefined
   // read beside the actor by its dispatcher: the lease's validity and the other nodes' agents
-  const lease = { generation: 0, validUntilMs: 0 }
-  const leaseHeld = () => deps.now() < lease.validUntilMs
+  const lease = new SessionLease(community, session, 'capability', deps)
+  const leaseHeld = () => lease.held()
   const remote = new Map<string, { agents: AgentCandidate[]; atMs: number }>()
   const view: OwnerView = {
     fence: () => (leaseHeld() ? { community, session, generation: lease.generation, owner: deps.runtime } : undefined),
@@ -196,7 +199,7 @@ export function spawnCapabilitySession(
         case 'Poll':
           return poll(state, self)
         case 'Polled':
-          return onPolled(state, msg.agents)
+          return onPolled(state, msg.agents, self)
         case 'Sent':
           return onSent(state, msg, self)
         case 'Fenced':
@@ -211,10 +214,8 @@ export function spawnCapabilitySession(
       }
     },
     afterStop: (state) => {
-      clearInterval(renewTimer)
+      lease.stop()
       clearInterval(pollTimer)
-      clearTimeout(retryTimer)
-      lease.validUntilMs = 0
       remote.clear()
       deps.sessions.delete(key)
       if (state.mode.role === 'owner') host()?.stopDispatcher(capability)
@@ -378,10 +379,7 @@ export function spawnCapabilitySession(
   function onAcquire(state: State, self: TypedRef<CapabilitySessionMsg>): State {
     if (state.acquiring || state.mode.role === 'owner') return state
     state.acquiring = true
-    const acquiring = deps
-      .storedGeneration(community, session)
-      .then((floor) => deps.directory.acquire(community, session, 'capability', floor))
-    pipeTo(self, acquiring, (o): CapabilitySessionMsg => ({ type: 'Acquired', outcome: o }), PIPE)
+    pipeTo(self, lease.acquire(), (o): CapabilitySessionMsg => ({ type: 'Acquired', outcome: o }), PIPE)
     return state
   }
 
@@ -394,13 +392,9 @@ export function spawnCapabilitySession(
     }
     const o = outcome.value
     if (o.acquired || o.holder.owner === deps.runtime) {
-      const generation = o.acquired ? o.lease.generation : o.holder.generation
+      const generation = lease.own(o, () => tell(self, { type: 'Renew' }))
       state.mode = { role: 'owner', generation }
-      lease.generation = generation
-      lease.validUntilMs = o.acquired ? o.validUntilMs : 0
-      clearInterval(renewTimer)
-      renewTimer = setInterval(() => tell(self, { type: 'Renew' }), deps.renewMs)
-      if (!o.acquired) tell(self, { type: 'Renew' })
+      state.ownedSinceMs = deps.now()
       clearInterval(pollTimer)
       pollTimer = setInterval(() => tell(self, { type: 'Poll' }), POLL_MS)
       // the dispatcher starts once the peers said which agents they have: a job held by an agent on another node
@@ -436,7 +430,7 @@ export function spawnCapabilitySession(
     return state
   }
 
-  function onPolled(state: State, answers: [string, AgentNote[] | undefined][]): State {
+  function onPolled(state: State, answers: [string, AgentNote[] | undefined][], self: TypedRef<CapabilitySessionMsg>): State {
     if (state.mode.role !== 'owner') return state
     const now = deps.now()
     let more = false
@@ -445,6 +439,9 @@ export function spawnCapabilitySession(
       more ||= agents.length > 0
       remote.set(peer, { agents: agents.map((a) => ({ ...a, conn: remoteConn(peer, a.conn) })), atMs: now })
     }
+    // a peer that did not answer yet may hold agents working on this capability's jobs: ask again, a while
+    const unanswered = answers.some(([, agents]) => agents === undefined)
+    if (!state.started && unanswered && now - (state.ownedSinceMs ?? now) < START_GRACE_MS) return poll(state, self)
     if (!state.started) {
       state.started = true
       dispatcher()
@@ -458,26 +455,19 @@ export function spawnCapabilitySession(
     if (m.role !== 'owner' || state.renewing) return state
     if (!host()?.hasDispatcher(capability) && deps.now() - state.idleSinceMs > OWNER_IDLE_MS) return release(state, () => {}, self)
     state.renewing = true
-    pipeTo(
-      self,
-      deps.directory.renew(community, session, m.generation),
-      (o): CapabilitySessionMsg => ({ type: 'Renewed', outcome: o }),
-      PIPE,
-    )
+    pipeTo(self, lease.renew(), (o): CapabilitySessionMsg => ({ type: 'Renewed', outcome: o }), PIPE)
     return state
   }
 
   function onRenewed(state: State, outcome: Settled<RenewOutcome>, self: TypedRef<CapabilitySessionMsg>): State {
     state.renewing = false
     if (state.mode.role !== 'owner') return state
-    if (!outcome.ok || !outcome.value.renewed) return stopNow(state, self, outcome.ok ? 'renewal-refused' : 'renewal-failed')
-    lease.validUntilMs = outcome.value.validUntilMs
+    if (!outcome.ok || !lease.renewed(outcome.value)) return stopNow(state, self, outcome.ok ? 'renewal-refused' : 'renewal-failed')
     return state
   }
 
   function retryLater(self: TypedRef<CapabilitySessionMsg>, ms: number): void {
-    clearTimeout(retryTimer)
-    retryTimer = setTimeout(() => tell(self, { type: 'Acquire' }), ms)
+    lease.retryLater(ms, () => tell(self, { type: 'Acquire' }))
   }
 
   function publishView(state: State): void {
@@ -499,21 +489,19 @@ export function spawnCapabilitySession(
   function stopNow(state: State, self: TypedRef<CapabilitySessionMsg>, why: LeaseLoss): State {
     deps.log.warn({ community, session, why }, 'mesh session stops')
     if (state.mode.role === 'owner') deps.leaseLost(why)
-    lease.validUntilMs = 0
+    lease.stop()
     void kernel.stop(self.path)
     return state
   }
 
   function release(state: State, done: () => void, self: TypedRef<CapabilitySessionMsg>): State {
-    const m = state.mode
-    lease.validUntilMs = 0
-    if (m.role === 'owner') {
+    if (state.mode.role === 'owner') {
       host()?.stopDispatcher(capability)
-      deps.directory.release(community, session, m.generation).then(
-        () => done(),
-        () => done(),
-      )
-    } else done()
+      void lease.release().then(done)
+    } else {
+      lease.stop()
+      done()
+    }
     void kernel.stop(self.path)
     return state
   }

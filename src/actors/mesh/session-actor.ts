@@ -13,6 +13,7 @@ import { DeferredState, type RelayEvent, type StateWanted } from '../community/c
 import type { PublishOutcome } from '../community/messages.js'
 import { type ActorDef, type Kernel, pipeTo, type Settled, type TypedRef, tell } from '../kernel/index.js'
 import { LeaseLostError, type Moderated, moderateAsOwner, type OwnerLease, type OwnerSinks, publishStateAsOwner } from './channel-owner.js'
+import { SessionLease } from './session-lease.js'
 
 /** What a peer hears: the outcome, or why its frame was refused (and who holds the lease, if known). */
 export type SessionAnswer =
@@ -116,11 +117,9 @@ const unavailable = (text: string): SessionAnswer => ({
 
 export function spawnSession(kernel: Kernel, community: string, session: string, channel: string, deps: SessionDeps): TypedRef<SessionMsg> {
   const key = `${community}/${session}`
-  let renewTimer: NodeJS.Timeout | undefined
-  let retryTimer: NodeJS.Timeout | undefined
   // the lease's validity, read by the work beside the actor (a snapshot read of actor state); the mode holds the rest
-  const lease = { generation: 0, validUntilMs: 0 }
-  const leaseHeld = () => deps.now() < lease.validUntilMs
+  const lease = new SessionLease(community, session, 'channel', deps)
+  const leaseHeld = () => lease.held()
   let self: TypedRef<SessionMsg> | undefined
   const deferred = new DeferredState((_channel, what) => self !== undefined && tell(self, { type: 'PublishState', what }))
   const ownerLease: OwnerLease = {
@@ -171,9 +170,7 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
     },
     afterStop: (state) => {
       deferred.stop()
-      clearInterval(renewTimer)
-      clearTimeout(retryTimer)
-      lease.validUntilMs = 0
+      lease.stop()
       deps.sessions.delete(key)
       for (const w of [...(state.busy ? [state.busy] : []), ...state.queue]) w.reply(unavailable('the channel owner is moving, retry'))
       state.release?.()
@@ -221,8 +218,7 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
   }
 
   function retryLater(self: TypedRef<SessionMsg>, ms: number): void {
-    clearTimeout(retryTimer)
-    retryTimer = setTimeout(() => tell(self, { type: 'Acquire' }), ms)
+    lease.retryLater(ms, () => tell(self, { type: 'Acquire' }))
   }
 
   function publishView(state: State): void {
@@ -241,7 +237,7 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
       // what waited for this owner is refused, not written: a stale owner's attempts show in the fence counters
       for (const w of state.queue) if (w.kind === 'moderate') deps.fenceRejected('stale')
     }
-    lease.validUntilMs = 0
+    lease.stop()
     void kernel.stop(self.path)
     return state
   }
@@ -272,10 +268,7 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
   function onAcquire(state: State, self: TypedRef<SessionMsg>): State {
     if (state.acquiring || state.mode.role === 'owner') return state
     state.acquiring = true
-    const acquiring = deps
-      .storedGeneration(community, session)
-      .then((floor) => deps.directory.acquire(community, session, 'channel', floor))
-    pipeTo(self, acquiring, (o): SessionMsg => ({ type: 'Acquired', outcome: o }), PIPE)
+    pipeTo(self, lease.acquire(), (o): SessionMsg => ({ type: 'Acquired', outcome: o }), PIPE)
     return state
   }
 
@@ -288,14 +281,9 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
     }
     const o = outcome.value
     if (o.acquired || o.holder.owner === deps.runtime) {
-      const generation = o.acquired ? o.lease.generation : o.holder.generation
       // our own lease found after a restart: valid only once a renewal says so
+      const generation = lease.own(o, () => tell(self, { type: 'Renew' }))
       state.mode = { role: 'owner', generation }
-      lease.generation = generation
-      lease.validUntilMs = o.acquired ? o.validUntilMs : 0
-      clearInterval(renewTimer)
-      renewTimer = setInterval(() => tell(self, { type: 'Renew' }), deps.renewMs)
-      if (!o.acquired) tell(self, { type: 'Renew' })
       deps.log.info({ community, session, generation }, 'mesh session owned here')
     } else {
       state.mode = { role: 'forwarder', holder: o.holder, retryAtMs: 0 }
@@ -312,15 +300,14 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
     if (m.role !== 'owner' || state.renewing) return state
     if (!state.busy && state.queue.length === 0 && deps.now() - state.idleSinceMs > OWNER_IDLE_MS) return release(state, () => {}, self)
     state.renewing = true
-    pipeTo(self, deps.directory.renew(community, session, m.generation), (o): SessionMsg => ({ type: 'Renewed', outcome: o }), PIPE)
+    pipeTo(self, lease.renew(), (o): SessionMsg => ({ type: 'Renewed', outcome: o }), PIPE)
     return state
   }
 
   function onRenewed(state: State, outcome: Settled<RenewOutcome>, self: TypedRef<SessionMsg>): State {
     state.renewing = false
     if (state.mode.role !== 'owner') return state
-    if (!outcome.ok || !outcome.value.renewed) return stopNow(state, self, outcome.ok ? 'renewal-refused' : 'renewal-failed')
-    lease.validUntilMs = outcome.value.validUntilMs
+    if (!outcome.ok || !lease.renewed(outcome.value)) return stopNow(state, self, outcome.ok ? 'renewal-refused' : 'renewal-failed')
     next(state, self)
     return state
   }
@@ -379,12 +366,7 @@ export function spawnSession(kernel: Kernel, community: string, session: string,
       state.release = done
       return state
     }
-    clearInterval(renewTimer)
-    lease.validUntilMs = 0
-    deps.directory.release(community, session, m.generation).then(
-      () => done(),
-      () => done(),
-    )
+    void lease.release().then(done)
     state.release = undefined
     void kernel.stop(self.path)
     return state
