@@ -111,9 +111,9 @@ describe('dispatched jobs on three nodes while the owner node and workers die', 
     const faults = fleet.inject(plan, () => submitting || jobs.some((j) => j.outcome === undefined))
     for (let i = 0; i < JOBS; i++) {
       if (i === OWNER_KILL_AT) {
-        interruptedByKill = fleet.interruptOn(owner.url)
-        owner.process.proc.kill('SIGKILL')
         killedAtMs = Date.now()
+        interruptedByKill = fleet.interruptOn(owner.url, killedAtMs)
+        owner.process.proc.kill('SIGKILL')
       }
       const requester = requesters[i % REQUESTERS]!
       const input = `job-${i}`
@@ -129,6 +129,7 @@ describe('dispatched jobs on three nodes while the owner node and workers die', 
     const tSettled = Date.now()
     await faults
     await fleet.thawed()
+    fleet.settle()
 
     const run: JobRunRecord = {
       jobs,
