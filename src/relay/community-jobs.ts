@@ -44,7 +44,7 @@ export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, surviv
     const createdAt = Math.floor(w.wallMs() / 1000)
     return survivors()
       .agents.candidatesFor(capability)
-      .map((a) => (listensFor(index, a.conn, assignmentProbe(c.communityPubkey, a.pubkey, createdAt)) ? a : { ...a, deaf: true }))
+      .map((a) => (listensFor(index, a.conn, assignmentProbe(c.communityPubkey, a.pubkey, createdAt)) ? a : { ...a, holdsOnly: true }))
   }
   const dispatcherOf = (capability: string, owner?: OwnerView) =>
     dispatcherActor({

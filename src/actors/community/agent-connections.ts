@@ -60,6 +60,14 @@ export class AgentConnections implements AgentConnectionsView {
     this.deps.changed?.(conn, { active: entry.capabilities })
   }
 
+  /** A heartbeat seen on `conn` that the presence store did not take: an agent connection already here stays live. */
+  keepAlive(conn: string): void {
+    const entry = this.entries.get(conn)
+    if (entry === undefined) return
+    entry.lastHeartbeatMs = this.deps.nowMs()
+    this.move(entry, 'ACTIVE')
+  }
+
   /**
    * A 31990 of `pubkey` took effect: `conn` (its publisher, when a connection of this node) registers, and every
    * connection of that agent here takes its capabilities and load.
@@ -78,14 +86,24 @@ export class AgentConnections implements AgentConnectionsView {
     }
   }
 
-  /** The ACTIVE connections offering `capability` now: who may get a job (docs/jobs.md#assignment). */
-  candidatesFor(capability: string): { conn: string; pubkey: string; load?: number; concurrency: number }[] {
+  /**
+   * The live connections offering `capability` now (docs/jobs.md#assignment): ACTIVE ones may get a job; a
+   * SUSPECT one (a heartbeat late, its lease not lapsed) keeps the jobs it holds and gets none (`holdsOnly`).
+   */
+  candidatesFor(capability: string): { conn: string; pubkey: string; load?: number; concurrency: number; holdsOnly?: boolean }[] {
     const now = this.deps.nowMs()
-    const out: { conn: string; pubkey: string; load?: number; concurrency: number }[] = []
+    const out: { conn: string; pubkey: string; load?: number; concurrency: number; holdsOnly?: boolean }[] = []
     for (const e of this.entries.values()) {
-      if (!e.capabilities.includes(capability) || agentStateAt(e.lastHeartbeatMs, now, this.deps.timing) !== 'ACTIVE') continue
+      const state = agentStateAt(e.lastHeartbeatMs, now, this.deps.timing)
+      if (!e.capabilities.includes(capability) || (state !== 'ACTIVE' && state !== 'SUSPECT')) continue
       const concurrency = e.concurrency.of.get(capability) ?? e.concurrency.all
-      out.push({ conn: e.conn, pubkey: e.pubkey, concurrency, ...(e.load === undefined ? {} : { load: e.load }) })
+      out.push({
+        conn: e.conn,
+        pubkey: e.pubkey,
+        concurrency,
+        ...(e.load === undefined ? {} : { load: e.load }),
+        ...(state === 'SUSPECT' ? { holdsOnly: true } : {}),
+      })
     }
     return out
   }

@@ -70,7 +70,13 @@ export function onPresenceWritten(
   if (hold === undefined) tellRegistry(deps, { type: 'GoodbyeDone', pubkey, cleared: outcome.ok })
   if (!outcome.ok) {
     deps.log.error({ err: outcome.error, community: deps.record.id }, 'presence store failed')
-    if (hold !== undefined) unholdPresence(state.presenceHolds, hold)
+    if (hold !== undefined) {
+      unholdPresence(state.presenceHolds, hold)
+      // the heartbeat came on time on this connection: the relay's view of it stays live (an outage of the
+      // presence store must not lapse every agent here, and hand away their jobs), though it is not recorded
+      const connId = publish.conn?.id
+      if (connId !== undefined && state.conns.has(connId)) state.agents.keepAlive(connId)
+    }
     return refuse(state, publish.reply, PRESENCE_NOT_RECORDED)
   }
   const connId = publish.conn?.id

@@ -9,8 +9,11 @@ export interface AgentCandidate {
   load?: number
   /** how many jobs it takes at once (its announcement's `concurrency`, default 1) */
   concurrency: number
-  /** not listening for assignments now (its subscription closed, not yet sent again): it keeps its jobs, gets none */
-  deaf?: boolean
+  /**
+   * keeps the jobs it holds and gets no new one: not listening for assignments now (its subscription closed, not
+   * yet sent again), or SUSPECT (a heartbeat late, its lease not yet lapsed)
+   */
+  holdsOnly?: boolean
 }
 
 export interface ChoiceState {
@@ -29,7 +32,7 @@ export function chooseAgent(
   let best: AgentCandidate | undefined
   let bestKey: [number, number, number] | undefined
   for (const c of candidates) {
-    if (excluded.has(c.pubkey) || c.deaf) continue
+    if (excluded.has(c.pubkey) || c.holdsOnly) continue
     const held = s.held.get(c.conn) ?? 0
     if (held >= c.concurrency) continue
     const key: [number, number, number] = [held / c.concurrency, c.load ?? 0, s.lastAssignedMs.get(c.conn) ?? -1]

@@ -28,8 +28,8 @@ const agent = z.strictObject({
   pubkey: hex64,
   load: z.number().min(0).max(1).optional(),
   concurrency: z.number().int().min(1).max(1_000_000),
-  /** not listening for assignments now: keeps its jobs, gets no new one */
-  deaf: z.boolean().optional(),
+  /** not listening for assignments now, or SUSPECT: keeps its jobs, gets no new one */
+  holdsOnly: z.boolean().optional(),
 })
 
 const note = z.discriminatedUnion('type', [

@@ -45,6 +45,28 @@ function table() {
 }
 
 describe("a community's agent connections", () => {
+  it('stays live on a heartbeat the presence store did not take (keepAlive), and keepAlive registers no connection', () => {
+    const t = table()
+    t.agents.heartbeat('c1', AGENT)
+    t.after(25_000)
+    expect(t.agents.stateOf('c1', t.clock.ms)).toBe('SUSPECT')
+    t.agents.keepAlive('c1')
+    expect(t.agents.stateOf('c1', t.clock.ms)).toBe('ACTIVE')
+    t.agents.keepAlive('c2')
+    expect(t.agents.stateOf('c2', t.clock.ms)).toBeUndefined()
+  })
+
+  it('offers ACTIVE connections for jobs, and a SUSPECT one only to keep what it holds (holdsOnly)', () => {
+    const t = table()
+    t.agents.announced('c1', AGENT, [['c', 'sum']])
+    t.agents.heartbeat('c1', AGENT)
+    expect(t.agents.candidatesFor('sum')).toEqual([{ conn: 'c1', pubkey: AGENT, concurrency: 1 }])
+    t.after(15_001)
+    expect(t.agents.candidatesFor('sum')).toEqual([{ conn: 'c1', pubkey: AGENT, concurrency: 1, holdsOnly: true }])
+    t.after(15_000)
+    expect(t.agents.candidatesFor('sum')).toEqual([])
+  })
+
   it('is ACTIVE from its first heartbeat, SUSPECT past 1.5 intervals, ZOMBIE past its lease, ACTIVE again on a heartbeat', async () => {
     const t = table()
     t.agents.heartbeat('c1', AGENT)
