@@ -280,7 +280,7 @@ export function createMetrics() {
     }),
     jobNotesDropped: new Counter({
       name: 'apiary_job_notes_dropped_total',
-      help: "what a node had to tell a job capability's owner node (a request or report stored, an agent gone) and dropped: its owner did not answer; the owner's periodic read of the store makes up for it",
+      help: "what a node had to tell a job capability's dispatcher (a request or report stored, an agent gone) and dropped: its owner node, or the dispatcher itself, did not take it; the dispatcher's next read of the store makes up for it",
       registers: r,
     }),
     jobChunksDropped: new Counter({

@@ -45,7 +45,9 @@ const ENV: Record<string, string> = {
   APIARY_MESH_LEASE_RENEW_MS: '500',
   APIARY_PRESENCE_HEARTBEAT_SECONDS: '1',
   APIARY_AGENT_ORPHAN_SCAN_SECONDS: '0.2',
-  APIARY_JOBS_ACCEPT_TIMEOUT_MS: '1000',
+  // the processing report of an agent on another node takes a forwarder's hop: a loaded machine must not turn
+  // an accept deadline into a reassignment of a live agent's job
+  APIARY_JOBS_ACCEPT_TIMEOUT_MS: '3000',
   APIARY_JOBS_MAX_ATTEMPTS: '10',
   APIARY_LIMITS_MAX_LIMIT: '5000',
 }

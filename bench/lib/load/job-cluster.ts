@@ -7,7 +7,7 @@ import { type ChildProcess, fork } from 'node:child_process'
 import type WebSocket from 'ws'
 import type { BenchEvent } from '../fixtures'
 import { benchKeys } from '../fixtures'
-import { authed, type Key, send, sign, tagOf } from './jobs'
+import { authed, type Key, listeningAgent, send, sign, tagOf } from './jobs'
 import { type Latency, latency } from './latency'
 
 const KIND_REQUEST = 5050
@@ -19,22 +19,7 @@ const frameOf = (data: WebSocket.RawData) => JSON.parse(data.toString()) as unkn
 
 /** Announced with `capability`, heartbeating every second, listening for its assignments. */
 export async function agentOn(url: string, key: Key, capability: string, onAssigned: (assignment: BenchEvent) => void) {
-  const ws = await authed(url, key)
-  ws.send(JSON.stringify(['REQ', 'work', { kinds: [25_900], '#p': [key.pubkey] }]))
-  send(
-    ws,
-    sign(
-      key,
-      31_990,
-      [
-        ['d', 'apiary-agent'],
-        ['c', capability],
-        ['concurrency', '4'],
-      ],
-      '{}',
-    ),
-  )
-  send(ws, sign(key, 20_001, [], 'online'))
+  const ws = await listeningAgent(url, key, { kinds: [25_900], '#p': [key.pubkey] }, capability, 4)
   const beat = setInterval(() => send(ws, sign(key, 20_001, [], 'online')), 1_000)
   ws.on('close', () => clearInterval(beat))
   ws.on('message', (data) => {

@@ -90,26 +90,25 @@ export function authed(url: string, key: Key): Promise<WebSocket> {
   })
 }
 
+/** An authenticated agent: its subscription `work` open with `filter`, announced with `capability`, one heartbeat sent. */
+export async function listeningAgent(url: string, key: Key, filter: object, capability: string, concurrency: number): Promise<WebSocket> {
+  const ws = await authed(url, key)
+  ws.send(JSON.stringify(['REQ', 'work', filter]))
+  const tags = [
+    ['d', 'apiary-agent'],
+    ['c', capability],
+    ['concurrency', String(concurrency)],
+  ]
+  send(ws, sign(key, 31_990, tags, '{}'))
+  send(ws, sign(key, 20_001, [], 'online'))
+  return ws
+}
+
 /** One agent: announced, heartbeating, listening; answers each job with processing and a result. */
 async function startAgent(url: string, key: Key, mode: JobsMode, seen: (job: string, at: number) => void): Promise<WebSocket> {
-  const ws = await authed(url, key)
   const filter =
     mode === 'dispatch' ? { kinds: [25_900], '#p': [key.pubkey] } : { kinds: [KIND_REQUEST], since: Math.floor(Date.now() / 1000) }
-  ws.send(JSON.stringify(['REQ', 'work', filter]))
-  send(
-    ws,
-    sign(
-      key,
-      31_990,
-      [
-        ['d', 'apiary-agent'],
-        ['c', CAPABILITY],
-        ['concurrency', '8'],
-      ],
-      '{}',
-    ),
-  )
-  send(ws, sign(key, 20_001, [], 'online'))
+  const ws = await listeningAgent(url, key, filter, CAPABILITY, 8)
   ws.on('message', (data) => {
     const s = data.toString()
     if (!s.startsWith('["EVENT","work"')) return

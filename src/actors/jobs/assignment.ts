@@ -36,7 +36,7 @@ export function pump(state: DispatcherState, ctx: Ctx, deps: DispatcherDeps): vo
 }
 
 /** How long a connection that did not take an assignment, or refused one, gets no other. */
-export const REST_MS = 1_000
+const REST_MS = 1_000
 
 /** A connection that did not take or refused an assignment rests a while (REST_MS). */
 export function rest(state: DispatcherState, conn: string, deps: DispatcherDeps): void {

@@ -96,7 +96,6 @@ interface State {
   sending: boolean
   inFlight: number
   failures: number
-  retryAtMs: number
   /** forwarder: notes were dropped since the last batch the owner took: the next asks it to read the store again */
   lost?: boolean
   /** forwarder: this node's agents changed since it last sent them */
@@ -171,7 +170,6 @@ export function spawnCapabilitySession(
         sending: false,
         inFlight: 0,
         failures: 0,
-        retryAtMs: 0,
         agentsDirty: true,
         sentAgents: '',
         idleSinceMs: deps.now(),
@@ -233,7 +231,11 @@ export function spawnCapabilitySession(
     tellUntilTaken(ref, msg, {
       everyMs: 500,
       forMs: 60_000,
-      onGiveUp: () => deps.log.warn({ community, capability, type: msg.type }, 'a job dispatcher did not take a message'),
+      onGiveUp: () => {
+        // the store has what it said: the dispatcher's next read of its open jobs makes up for it
+        deps.notesDropped()
+        deps.log.warn({ community, capability, type: msg.type }, 'a job dispatcher did not take a message')
+      },
     })
   }
 
@@ -257,7 +259,7 @@ export function spawnCapabilitySession(
   /** One batch to the holder if none is in flight: what waits, and this node's agents if they changed. */
   function flush(state: State, self: TypedRef<CapabilitySessionMsg>): void {
     const mode = state.mode
-    if (mode.role !== 'forwarder' || state.sending || deps.now() < state.retryAtMs) return
+    if (mode.role !== 'forwarder' || state.sending || deps.now() < mode.retryAtMs) return
     const now = deps.now()
     while (state.outbox[0] && now - state.outbox[0].atMs > OUTBOX_DEADLINE_MS) dropOldest(state, 'no owner answered in time')
     // a batch is bounded by count and by bytes: the tunnel refuses a body past 16 MiB
@@ -320,7 +322,7 @@ export function spawnCapabilitySession(
     // refused or unreachable: ask the directory again, at once the first time, then every RETRY_MS
     state.failures++
     const delayMs = state.failures === 1 ? 0 : RETRY_MS
-    state.retryAtMs = deps.now() + delayMs
+    if (state.mode.role === 'forwarder') state.mode.retryAtMs = deps.now() + delayMs
     state.agentsDirty = true
     state.sentAgents = ''
     retryLater(self, delayMs)
@@ -356,8 +358,7 @@ export function spawnCapabilitySession(
     if (mode.role === 'owner' && msg.holder.owner !== deps.runtime) return stopNow(state, self, 'superseded')
     if (mode.role !== 'owner') {
       const changed = mode.role !== 'forwarder' || mode.holder.owner !== msg.holder.owner
-      state.mode = { role: 'forwarder', holder: msg.holder, retryAtMs: 0 }
-      if (changed) state.retryAtMs = 0
+      state.mode = { role: 'forwarder', holder: msg.holder, retryAtMs: changed || mode.role !== 'forwarder' ? 0 : mode.retryAtMs }
       publishView(state)
     }
     const agents = host()?.agents(capability) ?? []
@@ -406,7 +407,6 @@ export function spawnCapabilitySession(
     } else {
       const changed = state.mode.role !== 'forwarder' || state.mode.holder.owner !== o.holder.owner
       state.mode = { role: 'forwarder', holder: o.holder, retryAtMs: 0 }
-      state.retryAtMs = 0
       if (changed) state.agentsDirty = true
       if (state.suspect === o.holder.owner) retryLater(self, Math.min(RETRY_MS, o.remainingMs + 1))
       else state.suspect = undefined
