@@ -11,12 +11,13 @@ import { type CommunityMsg, REDELIVER } from '../actors/community/messages.js'
 import type { AgentCandidate } from '../actors/jobs/agent-choice.js'
 import { type CommunityJobs, createCommunityJobs, type DispatchRoute } from '../actors/jobs/community-jobs.js'
 import { dispatcherActor, dispatcherPath } from '../actors/jobs/dispatcher-actor.js'
-import { JobBoard } from '../actors/jobs/job-board.js'
+import { type Holder, JobBoard } from '../actors/jobs/job-board.js'
 import type { DispatcherMsg } from '../actors/jobs/messages.js'
 import { type ActorDef, type Kernel, tell, tellUntilTaken } from '../actors/kernel/index.js'
 import type { OwnerView } from '../actors/mesh/capability-session.js'
 import type { Config } from '../infra/config.js'
 import { assignmentProbe } from '../protocols/jobs.js'
+import { type AgentNote, MAX_HOLDS_PER_AGENT } from '../protocols/mesh/job-frames.js'
 import type { VerifiedEvent } from '../protocols/nip01/event.js'
 import type { MeshJobs } from './mesh-jobs.js'
 import { createRemoteJobDelivery, type RemoteJobDelivery } from './remote-job-delivery.js'
@@ -46,6 +47,28 @@ export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, surviv
       .agents.candidatesFor(capability)
       .map((a) => (listensFor(index, a.conn, assignmentProbe(c.communityPubkey, a.pubkey, createdAt)) ? a : { ...a, holdsOnly: true }))
   }
+  // the jobs of the capability this node delivered to a connection still live here (ACTIVE or SUSPECT), at the
+  // newest generation either board holds: what a new owner's dispatcher keeps with that connection
+  const localHolders = (capability: string): Map<string, Holder> => {
+    const live = new Set(
+      survivors()
+        .agents.candidatesFor(capability)
+        .map((a) => a.conn),
+    )
+    const out = new Map<string, Holder>()
+    for (const b of route ? [board, route.delivered] : [board])
+      for (const [job, h] of b.holdsOf(capability)) if (live.has(h.conn) && (out.get(job)?.generation ?? 0) < h.generation) out.set(job, h)
+    return out
+  }
+  const agentsWithHolds = (capability: string): AgentNote[] => {
+    const byConn = new Map<string, { job: string; generation: number }[]>()
+    for (const [job, h] of localHolders(capability)) {
+      const holds = byConn.get(h.conn) ?? []
+      if (holds.length < MAX_HOLDS_PER_AGENT) holds.push({ job, generation: h.generation })
+      byConn.set(h.conn, holds)
+    }
+    return local(capability).map((a) => (byConn.has(a.conn) ? { ...a, holds: byConn.get(a.conn)! } : a))
+  }
   const dispatcherOf = (capability: string, owner?: OwnerView) =>
     dispatcherActor({
       community,
@@ -53,6 +76,7 @@ export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, surviv
       store: { save: c.store.save.bind(c.store), query: c.store.query.bind(c.store), jobs },
       board,
       candidates: owner ? () => [...local(capability), ...owner.remoteAgents()] : () => local(capability),
+      ...(owner ? { holders: () => new Map([...owner.remoteHolders(), ...localHolders(capability)]) } : {}),
       deliverTo: (conn, event, raw) =>
         (owner !== undefined && remote?.sendElsewhere(capability, conn, event, raw)) ||
         deliverToConnection(survivors().index, conn, event, raw),
@@ -87,7 +111,7 @@ export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, surviv
     dispatcher: (capability, owner) => w.kernel.getOrSpawn(dispatcherPath(community, capability), dispatcherOf(capability, owner)),
     stopDispatcher: (capability) => void w.kernel.stop(dispatcherPath(community, capability)),
     hasDispatcher: (capability) => w.kernel.lookup(dispatcherPath(community, capability)) !== undefined,
-    agents: (capability) => local(capability),
+    agents: (capability, holds) => (holds ? agentsWithHolds(capability) : local(capability)),
     openCount: (capability) => board.openCount(capability),
     deliverHere: (request) => remote?.deliverHere(request) ?? false,
     // through the community's mailbox, which keeps them in the order they came

@@ -148,6 +148,60 @@ describe('dispatched jobs across the mesh', () => {
     expect(after?.generation).toBeGreaterThan(before.generation)
   })
 
+  it('keeps a running job with its agent on another node when the owner closes: no second generation', async () => {
+    const nodes = await mesh(3)
+    // a throwaway request on node 0 makes it the owner, before any agent serves the capability
+    const first = await agentOn(nodes[0]!)
+    await first.start()
+    void first.request('long', 'first', { deadlineMs: 30_000 }).catch(() => {})
+    expect(await ownerOf(nodes, 'long')).toBe(0)
+    const before = (await status(nodes[0]!)).sessions.find((s) => s.session === 'capability:long')!
+    let began!: () => void
+    const running = new Promise<void>((resolve) => {
+      began = resolve
+    })
+    let finish!: () => void
+    const released = new Promise<void>((resolve) => {
+      finish = resolve
+    })
+    const taken: { input: string; generation: number }[] = []
+    const worker = await agentOn(nodes[2]!)
+    worker.serve('long', async (job, ctx) => {
+      taken.push({ input: job.input, generation: job.generation })
+      if (job.input === 'first') return 'done'
+      began()
+      await released
+      await ctx.stream('after the takeover')
+      return `done: ${job.input}`
+    })
+    await worker.start()
+    const requester = await agentOn(nodes[1]!)
+    await requester.start()
+    const call = requester.request('long', 'keep me', { deadlineMs: 30_000 })
+    const chunks: JobChunk[] = []
+    const streamed = (async () => {
+      for await (const chunk of call.chunks) chunks.push(chunk)
+    })()
+    await running
+    relays.forget(nodes[0]!)
+    await nodes[0]!.close()
+    // the next owner asked node 2 which jobs its connections hold before it read its open jobs back
+    await eventually(
+      async () =>
+        (await Promise.all(nodes.slice(1).map(status))).flatMap((s) => s.sessions).find((s) => s.session === 'capability:long' && s.local),
+      (s) => s !== undefined && s.generation > before.generation,
+      'a next owner of capability:long',
+      { timeoutMs: 10_000, intervalMs: 100 },
+    )
+    finish()
+    const result = await call
+    await streamed
+    expect(result.content).toBe('done: keep me')
+    expect(result.event.tags).toContainEqual(['generation', '1'])
+    expect(taken.filter((t) => t.input === 'keep me')).toEqual([{ input: 'keep me', generation: 1 }])
+    expect(chunks).toEqual([{ data: 'after the takeover', seq: 0, generation: 1 }])
+  })
+
   it('counts the assignments on the owner node only', async () => {
     const nodes = await mesh(2)
     const worker = await agentOn(nodes[1]!)

@@ -54,26 +54,29 @@ export class Fleet {
   }
 
   /**
-   * A node died under these workers at `atMs`: what they held is interrupted (their connection went with it).
-   * Their lines come through a pipe and may be read after the kill, so settle() looks again once the run is over;
-   * this returns what is known now.
+   * A node died under these workers: what they held is interrupted (their connection went with it). Their lines
+   * come through a pipe and may be read after the kill, so settle() looks again once the run is over; this
+   * returns what is known now.
    */
-  interruptOn(url: string, atMs: number): number {
-    this.deadNodes.push({ url, atMs })
+  interruptOn(url: string): number {
+    this.deadNodes.push(url)
     return this.workers.filter((x) => x.url === url).reduce((n, w) => n + w.holding().length, 0)
   }
 
-  /** Every job a worker on a dead node started and had not completed by the node's death, as interrupted. */
+  /**
+   * Every job a worker on a dead node started and whose result the relay did not take (OK true), as interrupted:
+   * a handler that returned just before the kill may have sent a result the dead node never stored.
+   */
   settle(): void {
-    for (const { url, atMs } of this.deadNodes)
+    for (const url of this.deadNodes)
       for (const w of this.workers.filter((x) => x.url === url))
         for (const l of w.lines.filter((x) => x.step === 'started')) {
-          const done = w.lines.some((x) => x.step === 'completed' && x.job === l.job && x.generation === l.generation && x.atMs <= atMs)
-          if (!done) this.interrupted.add(`${w.name}/${l.job}/${l.generation}`)
+          const answered = w.lines.some((x) => x.step === 'answered' && x.job === l.job && x.generation === l.generation)
+          if (!answered) this.interrupted.add(`${w.name}/${l.job}/${l.generation}`)
         }
   }
 
-  private readonly deadNodes: { url: string; atMs: number }[] = []
+  private readonly deadNodes: string[] = []
 
   /** Each fault of `plan` in turn, a random 0.4–1.2 s apart, on a worker that holds a job when one does. */
   async inject(plan: Fault['what'][], stillRunning: () => boolean): Promise<void> {

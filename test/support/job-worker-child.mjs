@@ -7,6 +7,9 @@
 //   completed <job> <generation>      the handler returned with the job still this worker's
 //   aborted <job> <generation> <code>  the job was taken away (the JobError code of ctx.signal's reason)
 //   refused <job> <generation> <kind>:<prefix>  the relay answered OK false to something it sent about a job
+//   queued <job> <generation> <kind>  something it sent about a job waits in the client's offline queue (its
+//                                     answer, after a reconnect, is not seen here)
+//   answered <job> <generation>       the relay took its result (OK true)
 // usage: node job-worker-child.mjs <relay ws url> <secret hex> <capability> <name> <seed>
 import { AgentClient } from '../../dist/client/index.js'
 
@@ -50,8 +53,10 @@ agent.publish = async (template) => {
   const r = await publish(template)
   const job = template.tags?.find((t) => t[0] === 'e')?.[1]
   const generation = template.tags?.find((t) => t[0] === 'generation')?.[1]
-  if (!r.ok && !r.queued && job !== undefined && generation !== undefined)
-    say(`refused ${job} ${generation} ${template.kind}:${r.reason.split(':')[0]}`)
+  if (job === undefined || generation === undefined) return r
+  if (r.ok && template.kind >= 6000 && template.kind < 7000) say(`answered ${job} ${generation}`)
+  else if (!r.ok && r.queued) say(`queued ${job} ${generation} ${template.kind}`)
+  else if (!r.ok) say(`refused ${job} ${generation} ${template.kind}:${r.reason.split(':')[0]}`)
   return r
 }
 

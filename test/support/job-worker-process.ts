@@ -7,13 +7,13 @@ import { makeKeys } from './events'
 
 const SCRIPT = fileURLToPath(new URL('./job-worker-child.mjs', import.meta.url))
 
-export type WorkerStep = 'started' | 'completed' | 'aborted' | 'refused'
+export type WorkerStep = 'started' | 'completed' | 'aborted' | 'refused' | 'queued' | 'answered'
 
 export interface WorkerLine {
   step: WorkerStep
   job: string
   generation: number
-  /** for `aborted`: the JobError code; for `refused`: `<kind>:<prefix>` */
+  /** for `aborted`: the JobError code; for `refused`: `<kind>:<prefix>`; for `queued`: the kind */
   why?: string
   atMs: number
 }
@@ -63,7 +63,7 @@ export class JobWorkerProcess {
     for (const l of this.lines) {
       const key = `${l.job}/${l.generation}`
       if (l.step === 'started') open.set(key, l)
-      else if (l.step !== 'refused') open.delete(key)
+      else if (l.step === 'completed' || l.step === 'aborted') open.delete(key)
     }
     return [...open.values()]
   }
@@ -91,7 +91,7 @@ export class JobWorkerProcess {
       this.pubkey = ready[1]!
       return true
     }
-    const m = /^(started|completed|aborted|refused) ([0-9a-f]{64}) (\d+)(?: (\S+))?$/.exec(line)
+    const m = /^(started|completed|aborted|refused|queued|answered) ([0-9a-f]{64}) (\d+)(?: (\S+))?$/.exec(line)
     if (m) this.lines.push({ step: m[1] as WorkerStep, job: m[2]!, generation: Number(m[3]), why: m[4], atMs: Date.now() })
     return false
   }

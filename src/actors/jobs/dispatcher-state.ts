@@ -9,7 +9,7 @@ import type { NostrEvent } from '../../protocols/nip01/event.js'
 import type { EventTemplate } from '../../protocols/nip01/sign.js'
 import type { ActorContext } from '../kernel/index.js'
 import type { AgentCandidate } from './agent-choice.js'
-import type { JobBoard } from './job-board.js'
+import type { Holder, JobBoard } from './job-board.js'
 import type { DispatcherMsg, QueuedJob } from './messages.js'
 
 export interface JobLimits {
@@ -30,6 +30,12 @@ export interface DispatcherDeps {
   board: JobBoard
   /** this node's ACTIVE agent connections offering the capability, now */
   candidates: () => AgentCandidate[]
+  /**
+   * Who holds each job of the capability now, as the nodes its agents are connected to know it (the connection
+   * an assignment was delivered to, at its generation): a job read back from the store is kept only by that
+   * connection. Default: what `board` holds for a connection among `candidates` (one node).
+   */
+  holders?: () => ReadonlyMap<string, Holder>
   /** sends `event` to that connection alone, on its subscription that matches it; false when none can take it */
   deliverTo: (conn: string, event: NostrEvent, raw: string) => boolean
   /** a relay event for the community to deliver live and to the other nodes */
@@ -92,8 +98,8 @@ export interface DispatcherState {
   early: QueuedJob[]
   /** a read of the open jobs again is in flight (resync.ts) */
   resyncing?: boolean
-  /** reports and cancellations heard before the open jobs were read: handled once they are */
-  earlyReports: Extract<DispatcherMsg, { type: 'Reported' | 'Cancelled' }>[]
+  /** reports, cancellations and agents gone heard before the open jobs were read: handled once they are */
+  earlyReports: Extract<DispatcherMsg, { type: 'Reported' | 'Cancelled' | 'AgentGone' }>[]
 }
 
 export type Ctx = ActorContext<DispatcherMsg>

@@ -60,6 +60,11 @@ export class JobBoard {
     for (const id of [...this.jobs.keys()]) if (this.jobs.get(id)!.capability === capability) this.remove(id)
   }
 
+  /** who holds each held job of `capability` now */
+  *holdsOf(capability: string): Iterable<[string, Holder]> {
+    for (const [id, entry] of this.jobs) if (entry.capability === capability && entry.holder) yield [id, entry.holder]
+  }
+
   /** the jobs `conn` holds now */
   heldBy(conn: string): string[] {
     const out: string[] = []

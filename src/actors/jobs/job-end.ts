@@ -83,6 +83,11 @@ export function onCancelled(state: DispatcherState, msg: Msg<'Cancelled'>, ctx: 
 }
 
 export function onAgentGone(state: DispatcherState, msg: Msg<'AgentGone'>, ctx: Ctx, deps: DispatcherDeps): DispatcherState {
+  // before the open jobs were read back: a job restored to this connection must still go elsewhere
+  if (!state.ready) {
+    state.earlyReports.push(msg)
+    return state
+  }
   for (const entry of [...state.jobs.values()]) {
     if (entry.holder?.conn !== msg.conn || (entry.phase !== 'assigned' && entry.phase !== 'running')) continue
     reassign(state, entry, msg.why === 'closed' ? 'its agent connection closed' : "its agent's lease lapsed", ctx, deps)

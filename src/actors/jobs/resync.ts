@@ -9,7 +9,7 @@ import { pump } from './assignment.js'
 import type { Ctx, DispatcherDeps, DispatcherState } from './dispatcher-state.js'
 import { endJob } from './job-close.js'
 import type { DispatcherMsg } from './messages.js'
-import { readOpenRows, readRequests, restore } from './rebuild.js'
+import { handOn, holdersNow, readOpenRows, readRequests, restore } from './rebuild.js'
 
 type Msg<T extends DispatcherMsg['type']> = Extract<DispatcherMsg, { type: T }>
 
@@ -39,8 +39,10 @@ export function onResynced(state: DispatcherState, msg: Msg<'Resynced'>, ctx: Ct
   const { rows, requests, known } = msg.outcome.value
   const open = new Set(rows.map((r) => r.id))
   const raws = new Map(requests.map((r) => [r.id, r.raw]))
-  const here = new Map(deps.candidates().map((c) => [c.pubkey, c.conn]))
-  for (const row of rows) if (!state.jobs.has(row.id) && raws.has(row.id)) restore(state, row, raws.get(row.id), here, ctx, deps)
+  const holders = holdersNow(deps)
+  const unknown = rows.filter((row) => !state.jobs.has(row.id) && raws.has(row.id))
+  const orphans = unknown.flatMap((row) => restore(state, row, raws.get(row.id), holders, ctx, deps) ?? [])
+  handOn(state, orphans, ctx, deps)
   for (const entry of [...state.jobs.values()]) {
     const settled = entry.phase === 'closing' || entry.phase === 'unclosed' || entry.phase === 'assigning'
     if (known.has(entry.job.id) && !open.has(entry.job.id) && !settled) endJob(state, entry, undefined, deps)

@@ -9,6 +9,7 @@ import type { AcquireOutcome, FenceRejection, LeaseRecord, RenewOutcome, Session
 import type { SessionFence } from '../../infra/store/session-fence.js'
 import { type AgentNote, type JobMeshReply, type JobMeshRequest, type JobNote, remoteConn } from '../../protocols/mesh/job-frames.js'
 import type { AgentCandidate } from '../jobs/agent-choice.js'
+import type { Holder } from '../jobs/job-board.js'
 import type { DispatcherMsg, DispatcherNote } from '../jobs/messages.js'
 import { type ActorDef, type Kernel, pipeTo, type Settled, type TypedRef, tell, tellUntilTaken } from '../kernel/index.js'
 import { checkFence, type LeaseLoss, type Mode, type SessionView } from './session-actor.js'
@@ -22,6 +23,8 @@ export interface OwnerView {
   fence(): SessionFence | undefined
   /** the ACTIVE agents the other nodes reported, their connections named `@<runtime>/<conn>` */
   remoteAgents(): AgentCandidate[]
+  /** the jobs the other nodes' connections hold, as their last answer to a poll said */
+  remoteHolders(): Map<string, Holder>
   /** a write of the dispatcher was fenced off: the session is someone else's */
   fenced(): void
 }
@@ -31,8 +34,8 @@ export interface DispatchHost {
   dispatcher(capability: string, owner: OwnerView): TypedRef<DispatcherMsg>
   stopDispatcher(capability: string): void
   hasDispatcher(capability: string): boolean
-  /** this node's ACTIVE agent connections offering the capability */
-  agents(capability: string): AgentNote[]
+  /** this node's ACTIVE agent connections offering the capability; with `holds`, the jobs each holds */
+  agents(capability: string, holds?: boolean): AgentNote[]
   /** the capability's open jobs as this node's dispatcher counts them */
   openCount(capability: string): number
 }
@@ -138,13 +141,20 @@ export function spawnCapabilitySession(
   // read beside the actor by its dispatcher: the lease's validity and the other nodes' agents
   const lease = new SessionLease(community, session, 'capability', deps)
   const leaseHeld = () => lease.held()
-  const remote = new Map<string, { agents: AgentCandidate[]; atMs: number }>()
+  // per peer: its agents (a poll's answer, or its own note since), and the jobs they held at the last poll
+  const remote = new Map<string, { agents: AgentCandidate[]; holders: Map<string, Holder>; atMs: number }>()
   const view: OwnerView = {
     fence: () => (leaseHeld() ? { community, session, generation: lease.generation, owner: deps.runtime } : undefined),
     remoteAgents: () => {
       const now = deps.now()
       const out: AgentCandidate[] = []
       for (const r of remote.values()) if (now - r.atMs < AGENTS_STALE_MS) out.push(...r.agents)
+      return out
+    },
+    remoteHolders: () => {
+      const now = deps.now()
+      const out = new Map<string, Holder>()
+      for (const r of remote.values()) if (now - r.atMs < AGENTS_STALE_MS) for (const [job, h] of r.holders) out.set(job, h)
       return out
     },
     fenced: () => {
@@ -339,7 +349,8 @@ export function spawnCapabilitySession(
     }
     for (const note of msg.notes) {
       if (note.type === 'Agents') {
-        remote.set(msg.peer, { agents: note.agents.map((a) => ({ ...a, conn: remoteConn(msg.peer, a.conn) })), atMs: deps.now() })
+        const holders = remote.get(msg.peer)?.holders ?? new Map()
+        remote.set(msg.peer, { ...candidatesOf(msg.peer, note.agents), holders, atMs: deps.now() })
         onNote(state, { type: 'Agents' }, self)
       } else onNote(state, fromWire(note, msg.peer), self)
     }
@@ -361,10 +372,9 @@ export function spawnCapabilitySession(
       state.mode = { role: 'forwarder', holder: msg.holder, retryAtMs: changed || mode.role !== 'forwarder' ? 0 : mode.retryAtMs }
       publishView(state)
     }
-    const agents = host()?.agents(capability) ?? []
-    state.sentAgents = JSON.stringify(agents)
+    state.sentAgents = JSON.stringify(host()?.agents(capability) ?? [])
     state.agentsDirty = false
-    msg.reply(agents)
+    msg.reply(host()?.agents(capability, true) ?? [])
     flush(state, self)
     return state
   }
@@ -437,7 +447,7 @@ export function spawnCapabilitySession(
     for (const [peer, agents] of answers) {
       if (agents === undefined) continue
       more ||= agents.length > 0
-      remote.set(peer, { agents: agents.map((a) => ({ ...a, conn: remoteConn(peer, a.conn) })), atMs: now })
+      remote.set(peer, { ...candidatesOf(peer, agents), atMs: now })
     }
     // a peer that did not answer yet may hold agents working on this capability's jobs: ask again, a while
     const unanswered = answers.some(([, agents]) => agents === undefined)
@@ -510,6 +520,17 @@ export function spawnCapabilitySession(
 }
 
 const holderOf = (h: LeaseRecord) => ({ owner: h.owner, generation: h.generation })
+
+/** A peer's agents as the owner's candidates, their connections named `@<runtime>/<conn>`, and the jobs they hold. */
+function candidatesOf(peer: string, agents: AgentNote[]): { agents: AgentCandidate[]; holders: Map<string, Holder> } {
+  const holders = new Map<string, Holder>()
+  const candidates = agents.map(({ holds, ...a }) => {
+    const conn = remoteConn(peer, a.conn)
+    for (const h of holds ?? []) holders.set(h.job, { conn, pubkey: a.pubkey, generation: h.generation })
+    return { ...a, conn }
+  })
+  return { agents: candidates, holders }
+}
 
 function toDispatcher(note: LocalNote): DispatcherMsg {
   return note.type === 'Agents' ? { type: 'AgentReady' } : note

@@ -21,6 +21,8 @@ export const MAX_NOTES_PER_BATCH = 256
 export const MAX_CHUNKS_PER_BATCH = 256
 /** agents one node reports for one capability */
 export const MAX_AGENTS_PER_NODE = 10_000
+/** jobs of one capability one agent connection is reported holding (an agent takes at most 1,000 at once) */
+export const MAX_HOLDS_PER_AGENT = 1_000
 const MAX_REQUEST_JSON_BYTES = 1_048_576
 
 const agent = z.strictObject({
@@ -30,6 +32,11 @@ const agent = z.strictObject({
   concurrency: z.number().int().min(1).max(1_000_000),
   /** not listening for assignments now, or SUSPECT: keeps its jobs, gets no new one */
   holdsOnly: z.boolean().optional(),
+  /** the jobs of the capability this node delivered to the connection, at their generation */
+  holds: z
+    .array(z.strictObject({ job: hex64, generation: z.number().int().min(1) }))
+    .max(MAX_HOLDS_PER_AGENT)
+    .optional(),
 })
 
 const note = z.discriminatedUnion('type', [

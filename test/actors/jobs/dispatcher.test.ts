@@ -2,7 +2,7 @@ import { generateSecretKey } from 'nostr-tools/pure'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { AgentCandidate } from '../../../src/actors/jobs/agent-choice'
 import { dispatcherActor, dispatcherPath } from '../../../src/actors/jobs/dispatcher-actor'
-import { JobBoard } from '../../../src/actors/jobs/job-board'
+import { type Holder, JobBoard } from '../../../src/actors/jobs/job-board'
 import type { DispatcherMsg } from '../../../src/actors/jobs/messages'
 import { createKernel, type Kernel, type TypedRef, tell } from '../../../src/actors/kernel'
 import { createMetrics } from '../../../src/infra/metrics'
@@ -40,7 +40,8 @@ interface Agent {
   conn: string
 }
 
-function start() {
+/** `holders`: who holds each job, as the agents' nodes say (DispatcherDeps.holders); else what the board holds */
+function start(o: { holders?: Map<string, Holder> } = {}) {
   kernel = createKernel({ clock: new ManualClock() })
   store = openSqliteEventStore({ file: ':memory:', groupCommitMaxEvents: 100, groupCommitMaxDelayMs: 0 })
   const s = store
@@ -59,6 +60,7 @@ function start() {
         store: { save: s.save.bind(s), query: s.query.bind(s), jobs: s.jobs! },
         board,
         candidates: () => [...candidates],
+        ...(o.holders ? { holders: () => new Map(o.holders) } : {}),
         deliverTo: (conn, event) => {
           delivered.push({ conn, event })
           return true
@@ -87,8 +89,8 @@ function start() {
     return a
   }
   /** a dispatch request stored and told, as its community does */
-  const enqueue = async (deadlineMs?: number): Promise<SignedEvent> => {
-    const e = signEvent(requester, { kind: 5050, tags: [['c', CAP], ['dispatch']], content: 'x' })
+  const enqueue = async (deadlineMs?: number, input = 'x'): Promise<SignedEvent> => {
+    const e = signEvent(requester, { kind: 5050, tags: [['c', CAP], ['dispatch']], content: input })
     const write: JobWrite = {
       op: 'enqueue',
       capability: CAP,
@@ -188,6 +190,51 @@ describe('the job dispatcher', () => {
     )
     expect(d.board.openCount(CAP)).toBe(0)
     expect(d.delivered.filter((x) => x.event.tags.some((t) => t[0] === 'status' && t[1] === 'assigned'))).toHaveLength(1)
+  })
+
+  it('keeps a job read back with the connection that holds it at its generation, and no other', async () => {
+    const holders = new Map<string, Holder>()
+    const d = start({ holders })
+    const a = d.agent(1)
+    const kept = await d.enqueue()
+    await waitTurns(() => d.assignmentsTo(a).length === 1, 'the first assignment')
+    expect(await d.report(a, kept, 1, [['status', 'processing']])).toBe('saved')
+    d.candidates.push({ conn: 'conn-1b', pubkey: a.keys.pubkey, concurrency: 1 })
+    const lost = await d.enqueue(undefined, 'y')
+    await waitTurns(() => d.delivered.some((x) => x.conn === 'conn-1b'), 'the second assignment, to its second connection')
+    expect(await d.report(a, lost, 1, [['status', 'processing']])).toBe('saved')
+    // a's first connection still holds its job; its second closed and a connected again as conn-1c (the client
+    // dropped the job with that connection), so the node reports no holder for the second job
+    holders.set(kept.event.id, { conn: a.conn, pubkey: a.keys.pubkey, generation: 1 })
+    d.candidates.splice(1, 1, { conn: 'conn-1c', pubkey: a.keys.pubkey, concurrency: 1 })
+    const before = d.delivered.length
+    await d.respawn()
+    // (to a, on its new connection: under a third generation, as the second goes to the queue with a excluded)
+    await waitTurns(() => d.delivered.some((x) => x.conn === 'conn-1c'), 'the second job assigned again')
+    const again = generationOf(d.delivered.find((x) => x.conn === 'conn-1c')!.event)
+    expect(again).toBeGreaterThan(1)
+    expect(await d.row(lost)).toMatchObject({ state: 'assigned', generation: again, assignee: a.keys.pubkey })
+    expect(await d.row(kept)).toMatchObject({ state: 'running', generation: 1 })
+    expect(d.board.holderOf(kept.event.id)).toMatchObject({ conn: a.conn, generation: 1 })
+    // the first job went to no one else: its holder is as it was
+    expect(d.delivered.slice(before).filter((x) => x.event.tags.some((t) => t[0] === 'e' && t[1] === kept.event.id))).toEqual([])
+  })
+
+  it('hands on a job whose connection went away while its open jobs were read back', async () => {
+    const holders = new Map<string, Holder>()
+    const d = start({ holders })
+    const [a, b] = [d.agent(1), d.agent(2)]
+    const job = await d.enqueue()
+    await waitTurns(() => d.delivered.length === 1, 'the assignment')
+    const holder = d.delivered[0]!.conn === a.conn ? a : b
+    expect(await d.report(holder, job, 1, [['status', 'processing']])).toBe('saved')
+    holders.set(job.event.id, { conn: holder.conn, pubkey: holder.keys.pubkey, generation: 1 })
+    await d.respawn()
+    // told before the read of its open jobs came back, which still shows the connection holding the job
+    d.say({ type: 'AgentGone', conn: holder.conn, why: 'lapsed' })
+    const other = holder === a ? b : a
+    await waitTurns(() => d.assignmentsTo(other).length === 1, 'the job assigned to the other agent')
+    expect(generationOf(d.assignmentsTo(other)[0]!)).toBe(2)
   })
 
   it('ends a job assigned maxAttempts times with the relay error "exhausted", stored and announced', async () => {
