@@ -73,6 +73,9 @@ export interface CommunityJobsDeps {
   log: { warn(o: object, m: string): void }
 }
 
+/** how long the jobs delivered to a connection that went stay held for its agent (see leftBehind) */
+const GONE_HOLDS_MS = 30_000
+
 export function createCommunityJobs(d: CommunityJobsDeps): CommunityJobs {
   const route = d.route
   const dispatcher = (capability: string): TypedRef<DispatcherMsg> =>
@@ -92,6 +95,21 @@ export function createCommunityJobs(d: CommunityJobsDeps): CommunityJobs {
       },
     })
 
+  // What another node's dispatcher handed a connection that closed or lapsed stays held a while: until the
+  // owner's revocation comes, its agent reconnected under the same key may still finish the job (the store
+  // fences a result by key and generation), and its chunks must pass as its result would. Dropped past
+  // GONE_HOLDS_MS, when the next connection goes.
+  const gone = new Map<string, number>()
+  const leftBehind = (delivered: JobBoard, conn: string) => {
+    const now = d.wallMs()
+    for (const [c, atMs] of gone) {
+      if (now - atMs < GONE_HOLDS_MS) break
+      gone.delete(c)
+      for (const job of delivered.heldBy(c)) delivered.remove(job)
+    }
+    gone.delete(conn)
+    gone.set(conn, now)
+  }
   const capabilityOf = (job: string) => d.board.capabilityOf(job) ?? route?.delivered.capabilityOf(job)
   const holderOf = (job: string) => d.board.holderOf(job) ?? route?.delivered.holderOf(job)
   const cancelled = (ids: readonly string[]) => {
@@ -212,7 +230,7 @@ export function createCommunityJobs(d: CommunityJobsDeps): CommunityJobs {
     agentGone(conn, why) {
       const held = [...d.board.heldBy(conn), ...(route?.delivered.heldBy(conn) ?? [])]
       const capabilities = new Set(held.map((job) => capabilityOf(job)!))
-      for (const job of route?.delivered.heldBy(conn) ?? []) route?.delivered.remove(job)
+      if (route) leftBehind(route.delivered, conn)
       for (const capability of capabilities) tellDispatcher(capability, { type: 'AgentGone', conn, why })
     },
   }
