@@ -107,7 +107,8 @@ export class AgentClient {
     this.jobs = new JobServer({ pubkey: this.pubkey, announcer: this.announcer, publish, subscribe, relaySelf, reannounce })
     const sign = (t: EventTemplate) => this.sign(t)
     const send = (e: NostrEvent) => this.send(e)
-    this.requests = new JobRequests({ clock: this.o.clock, sign, send, publish, subscribe, relaySelf })
+    const afterQueued = (id: string, then: (r: PublishResult) => void) => this.publisher.afterQueued(id, then)
+    this.requests = new JobRequests({ clock: this.o.clock, sign, send, publish, subscribe, relaySelf, afterQueued })
   }
 
   get state(): AgentState {

@@ -21,6 +21,8 @@ export interface JobRequestsDeps {
   sign(t: EventTemplate): NostrEvent
   send(event: NostrEvent): Promise<PublishResult>
   publish(t: EventTemplate): Promise<PublishResult>
+  /** the answer a publish that was answered `queued` gets once it is sent after the reconnect */
+  afterQueued(id: string, then: (r: PublishResult) => void): void
   subscribe(filters: WireFilter[], onEvent: (event: NostrEvent) => void, options: { onClosed: (reason: string) => void }): () => void
   relaySelf(): string | undefined
 }
@@ -87,9 +89,13 @@ class OpenCall {
       this.fail(new JobError('unavailable', `the relay closed the job's subscription: ${reason}`, { reason }))
     this.unsubscribe = this.deps.subscribe([answerFilter(id, kind)], (e) => this.onAnswer(e), { onClosed })
     this.published = this.deps.send(this.request)
+    const refused = (r: PublishResult) => {
+      if (!r.ok) this.fail(new JobError('refused', `the relay refused the job request: ${r.reason}`, { reason: r.reason }))
+    }
     void this.published.then((r) => {
-      // `queued`: not sent yet, and it will be, in order, after the reconnect
-      if (!r.ok && !r.queued) this.fail(new JobError('refused', `the relay refused the job request: ${r.reason}`, { reason: r.reason }))
+      // `queued`: not sent yet, and it will be, in order, after the reconnect; the relay's answer then counts
+      if (!r.ok && r.queued) this.deps.afterQueued(id, refused)
+      else refused(r)
     })
     if (deadlineMs !== undefined) {
       this.deadline = this.deps.clock.setTimeout(

@@ -20,7 +20,11 @@ export class OfflineQueue {
   private bytes = 0
   dropped = 0
 
-  constructor(private readonly opts: OfflineQueueOptions) {}
+  constructor(
+    private readonly opts: OfflineQueueOptions,
+    /** an item dropped past a bound */
+    private readonly onDrop: (item: QueuedEvent) => void = () => {},
+  ) {}
 
   /** in publish order (`seq`): a retried send re-enters before what was published after it */
   push(event: NostrEvent, seq: number): void {
@@ -60,6 +64,7 @@ export class OfflineQueue {
       const oldest = this.items.shift()!
       this.bytes -= oldest.bytes
       this.dropped++
+      this.onDrop(oldest)
     }
   }
 }

@@ -44,13 +44,17 @@ export class Publisher {
    */
   private readonly sleepers = new Map<number, Promise<void>>()
   private readonly releases = new Map<number, () => void>()
+  /** by event id: who waits for the answer a queued publish gets once the queue sends it (afterQueued) */
+  private readonly later = new Map<string, (r: PublishResult) => void>()
 
   constructor(
     private readonly o: ResolvedOptions,
     /** the socket to send on while the agent is ACTIVE, else undefined */
     private readonly liveSocket: () => RelaySocket | undefined,
   ) {
-    this.queue = new OfflineQueue(o.offlineQueue)
+    this.queue = new OfflineQueue(o.offlineQueue, (item) =>
+      this.answerLater(item.event.id, { ok: false, id: item.event.id, reason: 'error: dropped from the offline queue (full)' }),
+    )
     this.throttle = new OutboundThrottle(o.throttle)
     this.clock = o.clock
     this.random = o.random
@@ -78,6 +82,22 @@ export class Publisher {
     return sending
   }
 
+  /**
+   * `then` gets the answer the relay gives event `id`, published and answered `queued`, once the queue sent it
+   * (or why it never will: dropped from the full queue, or the publisher closed). One waiter per event.
+   */
+  afterQueued(id: string, then: (r: PublishResult) => void): void {
+    if (this.closedReason !== undefined) then({ ok: false, id, reason: this.closedReason })
+    else this.later.set(id, then)
+  }
+
+  private answerLater(id: string, r: PublishResult): void {
+    const then = this.later.get(id)
+    if (then === undefined) return
+    this.later.delete(id)
+    then(r)
+  }
+
   /** resolves once every publish in flight now has its answer and a flush under way has emptied the queue */
   async settled(): Promise<void> {
     await Promise.allSettled([...this.inFlight, ...(this.flushing ? [this.flushing] : [])])
@@ -103,11 +123,12 @@ export class Publisher {
       const item = this.queue.shift()!
       const startedMs = this.clock.now()
       // a bug of ours while sending one item costs that item, not the rest of the queue
-      const r = await this.send(item.event, item.seq, Number.POSITIVE_INFINITY, false).catch(() => {
+      const r: PublishResult = await this.send(item.event, item.seq, Number.POSITIVE_INFINITY, false).catch((error: unknown) => {
         this.counters.failed++
-        return undefined
+        return { ok: false, id: item.event.id, reason: `error: ${(error as Error).message}` }
       })
-      if (r !== undefined && !r.ok && r.queued) return
+      if (!r.ok && r.queued) return
+      this.answerLater(item.event.id, r)
       const restMs = this.o.offlineQueue.flushIntervalMs - (this.clock.now() - startedMs)
       if (restMs > 0) await this.nap(restMs)
     }
@@ -225,6 +246,7 @@ export class Publisher {
    */
   close(reason: string): void {
     this.closedReason ??= reason
+    for (const id of [...this.later.keys()]) this.answerLater(id, { ok: false, id, reason: this.closedReason })
     for (const [timer, wake] of this.naps) {
       this.clock.clearTimeout(timer)
       wake()

@@ -189,12 +189,14 @@ describe('publish order across a reconnect', () => {
 })
 
 describe('the offline queue', () => {
-  it('holds 256 events; the 257th drops the oldest, counted', () => {
-    const q = new OfflineQueue({ maxEvents: 256, maxBytes: 1 << 20 })
+  it('holds 256 events; the 257th drops the oldest, counted and told', () => {
+    const told: string[] = []
+    const q = new OfflineQueue({ maxEvents: 256, maxBytes: 1 << 20 }, (item) => told.push(item.event.id))
     const events = Array.from({ length: 257 }, () => fakeEvent())
     for (const [i, e] of events.entries()) q.push(e, i)
     expect(q.length).toBe(256)
     expect(q.dropped).toBe(1)
+    expect(told).toEqual([events[0]!.id])
     expect(q.ids()[0]).toBe(events[1]!.id)
     expect(q.ids().at(-1)).toBe(events[256]!.id)
   })

@@ -358,6 +358,23 @@ describe('requesting a dispatched job', () => {
     expect(error.reason).toMatch(/^rate-limited: /)
   })
 
+  it('rejects `refused` when the request, queued as its connection was lost, is refused after the reconnect', async () => {
+    // the first connection goes as the request arrives (no OK): the request waits in the offline queue
+    const r = await scripted((f, ws, c) => {
+      const e = f[1] as NostrEvent
+      if (f[0] !== 'EVENT' || e.kind !== 5000) return okAll(f, ws, c)
+      if (c === 0) ws.terminate()
+      else ws.send(JSON.stringify(['OK', e.id, false, 'invalid: deadline_ms is past what this relay allows']))
+    })
+    const agent = agentOn(r, { capabilities: [], reconnect: { minMs: 50, maxMs: 100 } })
+    await agent.start()
+    const error = (await agent.request('echo', 'x', { deadlineMs: 60_000 }).catch((e: unknown) => e)) as JobError
+    expect(error).toBeInstanceOf(JobError)
+    expect(error.code).toBe('refused')
+    expect(error.reason).toMatch(/^invalid: deadline_ms/)
+    expect(r.connections.length).toBe(2)
+  })
+
   it('yields chunks in seq order, once each, restarting at a higher generation, and ends with the call', async () => {
     const { agent } = await requestingAgent((request) => [
       chunk(request, 1, 1, 'b'),
