@@ -350,7 +350,7 @@ export function spawnCapabilitySession(
     for (const note of msg.notes) {
       if (note.type === 'Agents') {
         const holders = remote.get(msg.peer)?.holders ?? new Map()
-        remote.set(msg.peer, { ...candidatesOf(msg.peer, note.agents), holders, atMs: deps.now() })
+        reported(state, msg.peer, { ...candidatesOf(msg.peer, note.agents), holders, atMs: deps.now() })
         onNote(state, { type: 'Agents' }, self)
       } else onNote(state, fromWire(note, msg.peer), self)
     }
@@ -377,6 +377,18 @@ export function spawnCapabilitySession(
     msg.reply(host()?.agents(capability, true) ?? [])
     flush(state, self)
     return state
+  }
+
+  /**
+   * A peer's agents as it reported them now: a connection it reported before and not now is gone (closed or
+   * lapsed there) for the dispatcher, in case that node's AgentGone note was lost.
+   */
+  function reported(state: State, peer: string, next: { agents: AgentCandidate[]; holders: Map<string, Holder>; atMs: number }): void {
+    const before = remote.get(peer)?.agents
+    remote.set(peer, next)
+    if (state.mode.role !== 'owner' || !state.started || before === undefined) return
+    const live = new Set(next.agents.map((a) => a.conn))
+    for (const a of before) if (!live.has(a.conn)) tellDispatcher({ type: 'AgentGone', conn: a.conn, why: 'closed' })
   }
 
   function onPeerGone(state: State, peer: string): State {
@@ -447,7 +459,7 @@ export function spawnCapabilitySession(
     for (const [peer, agents] of answers) {
       if (agents === undefined) continue
       more ||= agents.length > 0
-      remote.set(peer, { ...candidatesOf(peer, agents), atMs: now })
+      reported(state, peer, { ...candidatesOf(peer, agents), atMs: now })
     }
     // a peer that did not answer yet may hold agents working on this capability's jobs: ask again, a while
     const unanswered = answers.some(([, agents]) => agents === undefined)
