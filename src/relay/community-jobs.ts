@@ -6,7 +6,7 @@
 
 import { communityPath } from '../actors/community/community-actor.js'
 import type { CommunityDeps, CommunitySurvivors } from '../actors/community/community-state.js'
-import { deliverToConnection, listensFor } from '../actors/community/direct-delivery.js'
+import { deliverToConnection, listenCache } from '../actors/community/direct-delivery.js'
 import { type CommunityMsg, REDELIVER } from '../actors/community/messages.js'
 import type { AgentCandidate } from '../actors/jobs/agent-choice.js'
 import { type CommunityJobs, createCommunityJobs, type DispatchRoute } from '../actors/jobs/community-jobs.js'
@@ -40,12 +40,17 @@ export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, surviv
   const limits = w.config.jobs
   // an agent connection not listening for its assignments (its REQ closed, not yet sent again) would only turn
   // jobs away: it gets none until it listens again, and keeps those it holds
+  const listens = listenCache()
   const local = (capability: string): AgentCandidate[] => {
     const index = survivors().index
     const createdAt = Math.floor(w.wallMs() / 1000)
     return survivors()
       .agents.candidatesFor(capability)
-      .map((a) => (listensFor(index, a.conn, assignmentProbe(c.communityPubkey, a.pubkey, createdAt)) ? a : { ...a, holdsOnly: true }))
+      .map((a) =>
+        listens(index, a.conn, a.pubkey, createdAt, () => assignmentProbe(c.communityPubkey, a.pubkey, createdAt))
+          ? a
+          : { ...a, holdsOnly: true },
+      )
   }
   // the jobs of the capability this node delivered to a connection still live here (ACTIVE or SUSPECT), at the
   // newest generation either board holds: what a new owner's dispatcher keeps with that connection
