@@ -17,7 +17,7 @@ import { type ActorDef, type Kernel, tell, tellUntilTaken } from '../actors/kern
 import type { OwnerView } from '../actors/mesh/capability-session.js'
 import type { Config } from '../infra/config.js'
 import { assignmentProbe } from '../protocols/jobs.js'
-import { type AgentNote, MAX_HOLDS_PER_AGENT } from '../protocols/mesh/job-frames.js'
+import { type AgentNote, MAX_HOLDS_PER_AGENT, parseRemoteConn } from '../protocols/mesh/job-frames.js'
 import type { VerifiedEvent } from '../protocols/nip01/event.js'
 import type { MeshJobs } from './mesh-jobs.js'
 import { createRemoteJobDelivery, type RemoteJobDelivery } from './remote-job-delivery.js'
@@ -86,6 +86,9 @@ export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, surviv
         (owner !== undefined && remote?.sendElsewhere(capability, conn, event, raw)) ||
         deliverToConnection(survivors().index, conn, event, raw),
       ...(owner ? { fence: owner.fence, fenced: owner.fenced } : {}),
+      // the jobs it gave this node's own connections stay held here, as if another node had delivered them: the
+      // chunk fence goes on, and the next owner's poll hears who holds them (remoteConn names the others)
+      ...(route ? { stopped: () => board.handOver(capability, route.delivered, (h) => parseRemoteConn(h.conn) === undefined) } : {}),
       announce: (event, raw) => {
         const ref = w.kernel.lookup<CommunityMsg>(communityPath(community))
         const msg: CommunityMsg = { type: 'Announce', events: [{ event: event as VerifiedEvent, raw }], from: 'jobs' }

@@ -17,6 +17,9 @@ import type { MeshJobs } from './mesh-jobs.js'
 
 /** jobs whose last revocation here is remembered (the oldest forgotten first) */
 const MAX_REVOKED_REMEMBERED = 10_000
+/** a revocation no node answered is sent again this often, this many times in all (a tunnel back within 30 s) */
+const REVOCATION_RETRY_MS = 500
+const REVOCATION_TRIES = 60
 
 export interface RemoteJobDelivery {
   /** the owner's side: false for a connection of this node (deliver it here); otherwise sent, answered later */
@@ -51,19 +54,29 @@ export function createRemoteJobDelivery(d: {
       event: raw,
       ...(assigned.hold ? { hold: assigned.hold } : {}),
     }
-    // an assignment that did not reach its connection goes to another agent at once (a revocation needs nothing)
+    // an assignment its connection did not take goes to another agent at once
     const undelivered = () => {
-      if (assigned.hold === undefined) return
       const ref = d.kernel.lookup<DispatcherMsg>(dispatcherPath(d.community, capability))
       if (ref) tell(ref, { type: 'Undelivered', job: assigned.job, conn })
     }
-    d.mesh.deliver(to.runtime, request).then(
-      (took) => took || undelivered(),
-      (error: unknown) => {
-        d.log.warn({ err: error, community: d.community, job: assigned.job }, 'a job assignment did not reach its agent node')
-        undelivered()
-      },
-    )
+    const attempt = (tries: number) =>
+      d.mesh.deliver(to.runtime, request).then(
+        (took) => took || assigned.hold === undefined || undelivered(),
+        (error: unknown) => {
+          // no answer (a cut tunnel, a timeout): the agent may have it. An assignment waits for its acceptance
+          // (the accept deadline hands it on if it never arrived); a revocation is sent again, as a superseded
+          // agent would otherwise work on and stream chunks its node still lets through
+          if (assigned.hold === undefined && tries < REVOCATION_TRIES) {
+            setTimeout(() => void attempt(tries + 1), REVOCATION_RETRY_MS).unref?.()
+            return
+          }
+          d.log.warn(
+            { err: error, community: d.community, job: assigned.job },
+            'a job assignment or revocation did not reach its agent node',
+          )
+        },
+      )
+    void attempt(1)
   }
 
   function deliverHere(request: JobDeliverRequest): boolean {

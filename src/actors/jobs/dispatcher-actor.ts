@@ -57,7 +57,8 @@ export function dispatcherActor(deps: DispatcherDeps): ActorDef<DispatcherState,
     afterStop: () => {
       clearInterval(timer)
       clearInterval(resyncTimer)
-      deps.board.forget(deps.capability)
+      if (deps.stopped) deps.stopped()
+      else deps.board.forget(deps.capability)
     },
     mailboxCapacity: MAILBOX_CAPACITY,
     // one without open jobs holds nothing the store does not: the next request or agent starts it again

@@ -58,6 +58,11 @@ export interface DispatcherDeps {
   fence?: () => SessionFence | undefined
   /** an assignment was fenced off: the session is another node's now */
   fenced?: () => void
+  /**
+   * The dispatcher stops (its session went to another node): what its board holds goes, except what the node
+   * must go on fencing and reporting for its own connections (default: all of it goes).
+   */
+  stopped?: () => void
 }
 
 /** `unclosed`: its terminal error could not be stored; the timer tries again */

@@ -60,6 +60,18 @@ export class JobBoard {
     for (const id of [...this.jobs.keys()]) if (this.jobs.get(id)!.capability === capability) this.remove(id)
   }
 
+  /** The jobs of `capability` whose holder `keep` names move to `to` (with their holder); the rest are forgotten. */
+  handOver(capability: string, to: JobBoard, keep: (h: Holder) => boolean): void {
+    for (const [id, entry] of [...this.jobs]) {
+      if (entry.capability !== capability) continue
+      if (entry.holder && keep(entry.holder)) {
+        to.add(id, capability, entry.requester)
+        to.hold(id, entry.holder)
+      }
+      this.remove(id)
+    }
+  }
+
   /** who holds each held job of `capability` now */
   *holdsOf(capability: string): Iterable<[string, Holder]> {
     for (const [id, entry] of this.jobs) if (entry.capability === capability && entry.holder) yield [id, entry.holder]
