@@ -112,4 +112,19 @@ describe('the jobs fault checker', () => {
     ;[arrived[4], arrived[5]] = [arrived[5]!, arrived[4]!]
     expect(checkChunkOrder(swapped)).toEqual([expect.stringContaining('seq arrived as 0,2,1')])
   })
+
+  it('lets a job under way during a fault miss chunks and get its stored page first, and still checks the rest', () => {
+    const gap = cleanRun()
+    gap.jobs[0]!.chunks.splice(1, 1)
+    // its subscription sent again: the stored result first, then the live chunk held meanwhile
+    const arrived = gap.arrivals.get(REQUESTER)!
+    arrived.push(arrived.splice(5, 1)[0]!)
+    expect(checkChunkOrder(gap)).toEqual([expect.stringContaining('holds seq 0,2')])
+    expect(checkNoSupersededAccepted(gap)).toEqual([expect.stringContaining('after the final answer')])
+    gap.gapsAllowed = new Set([JOB])
+    expect(checkChunkOrder(gap)).toEqual([])
+    expect(checkNoSupersededAccepted(gap)).toEqual([])
+    gap.stored.results.push(result(W1, 1))
+    expect(checkNoSupersededAccepted(gap).join('\n')).toContain('2 results stored')
+  })
 })
