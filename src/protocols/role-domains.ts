@@ -60,10 +60,30 @@ export function checkRoleDomains(
   for (const t of event.tags) {
     if (t[0] !== 'p' || t[1] === undefined) continue
     const target = roleOf(t[1])
-    if (target === undefined || target === null || target === author || allowed.includes(target)) continue
+    if (reaches(author, target, allowed)) continue
     return reason('restricted', `agents of role ${author} may not address agents of role ${target}`)
   }
   return null
+}
+
+/** An agent of role `author` may address one of role `target` (people and agents without a role: always). */
+const reaches = (author: string, target: string | null | undefined, allowed: readonly string[]): boolean =>
+  target === undefined || target === null || target === author || allowed.includes(target)
+
+/**
+ * Whether `to` may be addressed on behalf of `from` (a job of `from` handed to agent `to`): the addressing rule
+ * of checkRoleDomains, both judged by the roster alone.
+ */
+export function mayAddress(
+  rules: readonly RoleRule[],
+  roleOf: (pubkey: string) => string | null | undefined,
+  from: string,
+  to: string,
+): boolean {
+  if (rules.length === 0) return true
+  const author = roleOf(from)
+  if (author === undefined || author === null) return true
+  return reaches(author, roleOf(to), rules.find((r) => r.from === author)?.to ?? [])
 }
 
 /** The author's own roster entry first; off the roster, its owner's (null and undefined as for roleOf). */

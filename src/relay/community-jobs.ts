@@ -5,6 +5,7 @@
 // without the mesh: dispatch requests are then refused `unsupported:`.
 
 import { communityPath } from '../actors/community/community-actor.js'
+import { assignableUnder } from '../actors/community/community-policy.js'
 import type { CommunityDeps, CommunitySurvivors } from '../actors/community/community-state.js'
 import { deliverToConnection, listenCache } from '../actors/community/direct-delivery.js'
 import { type CommunityMsg, REDELIVER } from '../actors/community/messages.js'
@@ -81,6 +82,7 @@ export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, surviv
       store: { save: c.store.save.bind(c.store), query: c.store.query.bind(c.store), jobs },
       board,
       candidates: owner ? () => [...local(capability), ...owner.remoteAgents()] : () => local(capability),
+      roleDomains: () => assignableUnder(survivors().current.record),
       ...(owner ? { holders: () => new Map([...owner.remoteHolders(), ...localHolders(capability)]) } : {}),
       deliverTo: (conn, event, raw) =>
         (owner !== undefined && remote?.sendElsewhere(capability, conn, event, raw)) ||

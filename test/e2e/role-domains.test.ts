@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest'
+import { KIND_JOB_ASSIGNMENT } from '../../src/protocols/jobs'
+import type { NostrEvent } from '../../src/protocols/nip01/event'
 import { prefixOf } from '../../src/protocols/reasons'
 import { makeKeys, signEvent, type TestKeys } from '../support/events'
 import { authAsAgent } from '../support/nip29-client'
@@ -6,7 +8,7 @@ import { callNip86, managementUrl, nip98Header, postNip86 } from '../support/nip
 import type { TestRelay } from '../support/relay'
 import { auth, client, publish, relayUrlOf } from '../support/relay-client'
 import { useRelays } from '../support/relay-fixtures'
-import type { TestClient } from '../support/ws-client'
+import type { Frame, TestClient } from '../support/ws-client'
 
 /**
  * Role domains (docs/agent-registry.md): the roster gives agents roles, the community's policy says which
@@ -131,5 +133,50 @@ describe('role domains', () => {
     expect(errorPrefix(await callNip86(r, admin, 'setagentrole', [makeKeys().pubkey, 'worker'], HIVE))).toBe('invalid')
     expect(errorPrefix(await callNip86(r, admin, 'setagentrole', [worker.pubkey, 'Not A Role'], HIVE))).toBe('invalid')
     expect((await callNip86(r, makeKeys(), 'setroledomain', ['worker', ['auditor']], HIVE)).status).toBe(403)
+  })
+
+  it("hands a dispatched job only to an agent its requester's role may address; the queue goes on past it", async () => {
+    const r = await start()
+    const [planner, auditor, worker] = [
+      await agentWithRole(r, 'planner'),
+      await agentWithRole(r, 'auditor'),
+      await agentWithRole(r, 'worker'),
+    ]
+    expect((await callNip86(r, admin, 'setroledomain', ['planner', ['worker']], HIVE)).json).toEqual({ result: true })
+    /** an agent connection offering `work`: listening for its assignments, announced, heartbeating (ACTIVE) */
+    const serving = async (keys: TestKeys) => {
+      const c = await authed(r, keys)
+      c.send(['REQ', 'assignments', { kinds: [KIND_JOB_ASSIGNMENT], '#p': [keys.pubkey] }])
+      await c.next((f) => f[0] === 'EOSE' && f[1] === 'assignments')
+      const announcement = signEvent(keys, {
+        kind: 31990,
+        tags: [
+          ['d', 'apiary-agent'],
+          ['c', 'work'],
+        ],
+        content: '{}',
+      })
+      expect((await publish(c, announcement)).accepted).toBe(true)
+      expect((await publish(c, signEvent(keys, { kind: 20001, content: 'online' }))).accepted).toBe(true)
+      return c
+    }
+    const jobOf = (f: Frame) => (f[2] as NostrEvent).tags.find((t) => t[0] === 'e')?.[1]
+    const assigned = (c: TestClient) =>
+      c.next(
+        (f) =>
+          f[0] === 'EVENT' && f[1] === 'assignments' && (f[2] as NostrEvent).tags.some((t) => t[0] === 'status' && t[1] === 'assigned'),
+      )
+    const ask = async (keys: TestKeys, input: string) => {
+      const job = signEvent(keys, { kind: 5050, tags: [['c', 'work'], ['dispatch'], ['i', input, 'text']], content: '' })
+      expect((await publish(await authed(r, keys), job)).accepted).toBe(true)
+      return job.event.id
+    }
+    const a = await serving(auditor)
+    const planned = await ask(planner, 'planned')
+    // a person's job, asked after the planner's, goes to the auditor: the planner's waits without holding it up
+    const anyone = await ask(makeKeys(), 'anyone')
+    expect(jobOf(await assigned(a))).toBe(anyone)
+    const w = await serving(worker)
+    expect(jobOf(await assigned(w))).toBe(planned)
   })
 })

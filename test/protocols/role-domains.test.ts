@@ -3,6 +3,7 @@ import { prefixOf } from '../../src/protocols/reasons'
 import {
   checkRoleDomains,
   MAX_ROLE_RULES,
+  mayAddress,
   parseSetAgentRoleParams,
   parseSetChannelRolesParams,
   parseSetRoleDomainParams,
@@ -75,6 +76,13 @@ describe('role domains', () => {
 
   it('restricts no addressing while the community has no rule', () => {
     expect(verdict(event(WORKER, [['p', AUDITOR]]), { rules: [], channels: [] })).toBe('allowed')
+  })
+
+  it('lets a job of one agent go to another as its addressing would (the roster alone judges both)', () => {
+    const may = (from: string, to: string, rules = POLICY.rules) => mayAddress(rules, roleOf, from, to)
+    expect([may(PLANNER, WORKER), may(WORKER, WORKER), may(PLANNER, AUDITOR), may(WORKER, PLANNER)]).toEqual([true, true, false, false])
+    expect([may(PERSON, AUDITOR), may(BARE, AUDITOR), may(AUDITOR, PERSON), may(AUDITOR, BARE)]).toEqual([true, true, true, true])
+    expect(may(WORKER, PLANNER, [])).toBe(true)
   })
 
   it('names both roles in the refusal', () => {

@@ -9,7 +9,7 @@ import { isManagementKind } from '../../protocols/nip29.js'
 import { isExpired } from '../../protocols/nip40.js'
 import { RELAY_MEMBERSHIP_KINDS } from '../../protocols/nip43.js'
 import { type Reason, reason } from '../../protocols/reasons.js'
-import { checkRoleDomains } from '../../protocols/role-domains.js'
+import { checkRoleDomains, mayAddress } from '../../protocols/role-domains.js'
 import type { ConnView } from './subscription-index.js'
 
 /** The membership answers a write needs (the access gate gives them; declared here so the gate can use the read policy below). */
@@ -69,6 +69,17 @@ export function checkRoles(record: CommunityRecord, event: NostrEvent, owner?: s
   if ((roleRules.length === 0 && channelRoles.length === 0) || isExemptKind(event.kind)) return null
   const roles = rolesOf(record)
   return checkRoleDomains(event, { rules: roleRules, channels: channelRoles }, (p) => roles.get(p), owner)
+}
+
+/**
+ * Role domains for dispatched jobs: whether an agent may be given a job a requester asked for (the roster alone
+ * judges both); undefined while the community has no rule (any agent may).
+ */
+export function assignableUnder(record: CommunityRecord): ((requester: string, agent: string) => boolean) | undefined {
+  const rules = record.settings.roleRules
+  if (rules.length === 0) return undefined
+  const roles = rolesOf(record)
+  return (requester, agent) => mayAddress(rules, (p) => roles.get(p), requester, agent)
 }
 
 /** The kind rules, then the role domains: everything decided from the record (and the connection's attestations). */

@@ -23,16 +23,20 @@ export interface ChoiceState {
   lastAssignedMs: ReadonlyMap<string, number>
 }
 
-/** The agent for the next job, never one of `excluded` (pubkeys that refused or failed it); undefined: none has room. */
+/**
+ * The agent for the next job, never one of `excluded` (pubkeys that refused or failed it) nor one `allowed` says
+ * no to (role domains); undefined: none has room.
+ */
 export function chooseAgent(
   candidates: readonly AgentCandidate[],
   s: ChoiceState,
   excluded: ReadonlySet<string>,
+  allowed?: (pubkey: string) => boolean,
 ): AgentCandidate | undefined {
   let best: AgentCandidate | undefined
   let bestKey: [number, number, number] | undefined
   for (const c of candidates) {
-    if (excluded.has(c.pubkey) || c.holdsOnly) continue
+    if (excluded.has(c.pubkey) || c.holdsOnly || (allowed !== undefined && !allowed(c.pubkey))) continue
     const held = s.held.get(c.conn) ?? 0
     if (held >= c.concurrency) continue
     const key: [number, number, number] = [held / c.concurrency, c.load ?? 0, s.lastAssignedMs.get(c.conn) ?? -1]

@@ -14,25 +14,49 @@ import type { DispatcherMsg } from './messages.js'
 
 type Msg<T extends DispatcherMsg['type']> = Extract<DispatcherMsg, { type: T }>
 
-/** Queued jobs go out while some agent has room, oldest first. */
+/**
+ * Queued jobs go out while some agent has room, oldest first. A job whose requester may be given none of the
+ * agents with room (role domains) stays queued and the jobs behind it go first, up to MAX_PASSED a round.
+ */
 export function pump(state: DispatcherState, ctx: Ctx, deps: DispatcherDeps): void {
   if (!state.ready) return
   let candidates: ReturnType<DispatcherDeps['candidates']> | undefined
-  while (state.queue.length > 0) {
+  const mayServe = state.queue.length > 0 ? deps.roleDomains?.() : undefined
+  let passed = 0
+  for (let i = 0; i < state.queue.length; ) {
     // with the mesh, nothing is handed out while the session's lease is not held
     if (deps.fence !== undefined && deps.fence() === undefined) return
-    const entry = state.jobs.get(state.queue[0]!)
+    const entry = state.jobs.get(state.queue[i]!)
     if (entry?.phase !== 'queued') {
-      state.queue.shift()
+      state.queue.splice(i, 1)
       continue
     }
     candidates ??= candidatesPruned(state, deps)
+    const allowed = allowedFor(entry, mayServe)
     // an agent that refused or failed this job gets it again only when no other has room
-    const agent = chooseAgent(candidates, state, entry.excluded) ?? chooseAgent(candidates, state, new Set())
-    if (agent === undefined) return
-    state.queue.shift()
+    const agent = chooseAgent(candidates, state, entry.excluded, allowed) ?? chooseAgent(candidates, state, NONE, allowed)
+    if (agent === undefined) {
+      // nobody has room: what is behind waits too; only agents this requester may not be given have room: the
+      // jobs behind it go first
+      if (allowed === undefined || chooseAgent(candidates, state, NONE) === undefined || ++passed > MAX_PASSED) return
+      i++
+      continue
+    }
+    state.queue.splice(i, 1)
     assignTo(state, entry, agent, ctx, deps)
   }
+}
+
+const NONE: ReadonlySet<string> = new Set()
+/** queued jobs a pump passes over (no agent with room may be given them) before it waits for the next */
+const MAX_PASSED = 1_000
+
+/** Role domains: which agents this job's requester may be given; undefined when any may. */
+function allowedFor(
+  entry: JobEntry,
+  mayServe: ((requester: string, agent: string) => boolean) | undefined,
+): ((pubkey: string) => boolean) | undefined {
+  return mayServe ? (pubkey) => mayServe(entry.job.requester, pubkey) : undefined
 }
 
 /** How long a connection that did not take an assignment, or refused one, gets no other. */
@@ -175,7 +199,7 @@ export function reassign(state: DispatcherState, entry: JobEntry, why: string, c
     return
   }
   entry.waitingSinceMs = deps.nowMs()
-  const agent = chooseAgent(available(state, deps), state, entry.excluded)
+  const agent = chooseAgent(available(state, deps), state, entry.excluded, allowedFor(entry, deps.roleDomains?.()))
   if (agent !== undefined) {
     assignTo(state, entry, agent, ctx, deps)
     return

@@ -31,6 +31,11 @@ export interface DispatcherDeps {
   /** this node's ACTIVE agent connections offering the capability, now */
   candidates: () => AgentCandidate[]
   /**
+   * Role domains now: whether `agent` may be given a job `requester` asked for; undefined while the community
+   * has none (any agent may)
+   */
+  roleDomains?: () => ((requester: string, agent: string) => boolean) | undefined
+  /**
    * Who holds each job of the capability now, as the nodes its agents are connected to know it (the connection
    * an assignment was delivered to, at its generation): a job read back from the store is kept only by that
    * connection. Default: what `board` holds for a connection among `candidates` (one node).

@@ -40,8 +40,11 @@ interface Agent {
   conn: string
 }
 
-/** `holders`: who holds each job, as the agents' nodes say (DispatcherDeps.holders); else what the board holds */
-function start(o: { holders?: Map<string, Holder> } = {}) {
+/**
+ * `holders`: who holds each job, as the agents' nodes say (DispatcherDeps.holders); else what the board holds.
+ * `roleDomains`: who may be given whose job.
+ */
+function start(o: { holders?: Map<string, Holder>; roleDomains?: (requester: string, agent: string) => boolean } = {}) {
   kernel = createKernel({ clock: new ManualClock() })
   store = openSqliteEventStore({ file: ':memory:', groupCommitMaxEvents: 100, groupCommitMaxDelayMs: 0 })
   const s = store
@@ -61,6 +64,7 @@ function start(o: { holders?: Map<string, Holder> } = {}) {
         board,
         candidates: () => [...candidates],
         ...(o.holders ? { holders: () => new Map(o.holders) } : {}),
+        roleDomains: () => o.roleDomains,
         deliverTo: (conn, event) => {
           delivered.push({ conn, event })
           return true
@@ -89,8 +93,8 @@ function start(o: { holders?: Map<string, Holder> } = {}) {
     return a
   }
   /** a dispatch request stored and told, as its community does */
-  const enqueue = async (deadlineMs?: number, input = 'x'): Promise<SignedEvent> => {
-    const e = signEvent(requester, { kind: 5050, tags: [['c', CAP], ['dispatch']], content: input })
+  const enqueue = async (deadlineMs?: number, input = 'x', from = requester): Promise<SignedEvent> => {
+    const e = signEvent(from, { kind: 5050, tags: [['c', CAP], ['dispatch']], content: input })
     const write: JobWrite = {
       op: 'enqueue',
       capability: CAP,
@@ -100,7 +104,7 @@ function start(o: { holders?: Map<string, Holder> } = {}) {
     expect((await s.save(C, e.event, e.raw, write)).status).toBe('saved')
     say({
       type: 'Enqueued',
-      job: { id: e.event.id, requester: requester.pubkey, kind: 5050, raw: e.raw, queuedAtMs: time.wall, deadlineAtMs: write.deadlineAtMs },
+      job: { id: e.event.id, requester: from.pubkey, kind: 5050, raw: e.raw, queuedAtMs: time.wall, deadlineAtMs: write.deadlineAtMs },
     })
     return e
   }
@@ -235,6 +239,24 @@ describe('the job dispatcher', () => {
     const other = holder === a ? b : a
     await waitTurns(() => d.assignmentsTo(other).length === 1, 'the job assigned to the other agent')
     expect(generationOf(d.assignmentsTo(other)[0]!)).toBe(2)
+  })
+
+  it('gives a job only to an agent its requester may address, and meanwhile the jobs behind it go first', async () => {
+    const planner = makeKeys()
+    let auditor = ''
+    // the planner's jobs may not go to the auditor; anyone else's may
+    const d = start({ roleDomains: (from, to) => !(from === planner.pubkey && to === auditor) })
+    const a = d.agent(1)
+    auditor = a.keys.pubkey
+    const held = await d.enqueue(undefined, 'planned', planner)
+    const other = await d.enqueue(undefined, 'anyone')
+    await waitTurns(() => d.assignmentsTo(a).length === 1, "the job behind the planner's")
+    expect(d.assignmentsTo(a)[0]!.tags).toContainEqual(['e', other.event.id])
+    expect(await d.row(held)).toMatchObject({ state: 'queued', assignee: null })
+    const b = d.agent(2)
+    d.say({ type: 'AgentReady' })
+    await waitTurns(() => d.assignmentsTo(b).length === 1, "the planner's job, to the agent it may address")
+    expect(d.assignmentsTo(b)[0]!.tags).toContainEqual(['e', held.event.id])
   })
 
   it('ends a job assigned maxAttempts times with the relay error "exhausted", stored and announced', async () => {
