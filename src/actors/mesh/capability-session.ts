@@ -7,11 +7,12 @@
 // dispatcher at once; the next message starts afresh, as a forwarder or as the next owner.
 import type { AcquireOutcome, FenceRejection, LeaseRecord, RenewOutcome, SessionDirectory } from '../../infra/mesh/session-directory.js'
 import type { SessionFence } from '../../infra/store/session-fence.js'
-import { type AgentNote, type JobMeshReply, type JobMeshRequest, type JobNote, remoteConn } from '../../protocols/mesh/job-frames.js'
+import type { AgentNote, JobMeshReply, JobMeshRequest, JobNote } from '../../protocols/mesh/job-frames.js'
 import type { AgentCandidate } from '../jobs/agent-choice.js'
 import type { Holder } from '../jobs/job-board.js'
 import type { DispatcherMsg, DispatcherNote } from '../jobs/messages.js'
 import { type ActorDef, type Kernel, pipeTo, type Settled, type TypedRef, tell, tellUntilTaken } from '../kernel/index.js'
+import { fromWire, RemoteAgents, toDispatcher, toWire } from './capability-notes.js'
 import { checkFence, type LeaseLoss, type Mode, type SessionView } from './session-actor.js'
 import { SessionLease } from './session-lease.js'
 
@@ -141,22 +142,11 @@ export function spawnCapabilitySession(
   // read beside the actor by its dispatcher: the lease's validity and the other nodes' agents
   const lease = new SessionLease(community, session, 'capability', deps)
   const leaseHeld = () => lease.held()
-  // per peer: its agents (a poll's answer, or its own note since), and the jobs they held at the last poll
-  const remote = new Map<string, { agents: AgentCandidate[]; holders: Map<string, Holder>; atMs: number }>()
+  const remote = new RemoteAgents(AGENTS_STALE_MS)
   const view: OwnerView = {
     fence: () => (leaseHeld() ? { community, session, generation: lease.generation, owner: deps.runtime } : undefined),
-    remoteAgents: () => {
-      const now = deps.now()
-      const out: AgentCandidate[] = []
-      for (const r of remote.values()) if (now - r.atMs < AGENTS_STALE_MS) out.push(...r.agents)
-      return out
-    },
-    remoteHolders: () => {
-      const now = deps.now()
-      const out = new Map<string, Holder>()
-      for (const r of remote.values()) if (now - r.atMs < AGENTS_STALE_MS) for (const [job, h] of r.holders) out.set(job, h)
-      return out
-    },
+    remoteAgents: () => remote.agents(deps.now()),
+    remoteHolders: () => remote.holders(deps.now()),
     fenced: () => {
       if (self) tell(self, { type: 'Fenced' })
     },
@@ -349,8 +339,7 @@ export function spawnCapabilitySession(
     }
     for (const note of msg.notes) {
       if (note.type === 'Agents') {
-        const holders = remote.get(msg.peer)?.holders ?? new Map()
-        reported(state, msg.peer, { ...candidatesOf(msg.peer, note.agents), holders, atMs: deps.now() })
+        gone(state, remote.report(msg.peer, note.agents, deps.now(), false))
         onNote(state, { type: 'Agents' }, self)
       } else onNote(state, fromWire(note, msg.peer), self)
     }
@@ -380,22 +369,16 @@ export function spawnCapabilitySession(
   }
 
   /**
-   * A peer's agents as it reported them now: a connection it reported before and not now is gone (closed or
-   * lapsed there) for the dispatcher, in case that node's AgentGone note was lost.
+   * Other nodes' connections gone for the dispatcher: their node is, or no longer reports them (closed or lapsed
+   * there), in case its AgentGone note was lost.
    */
-  function reported(state: State, peer: string, next: { agents: AgentCandidate[]; holders: Map<string, Holder>; atMs: number }): void {
-    const before = remote.get(peer)?.agents
-    remote.set(peer, next)
-    if (state.mode.role !== 'owner' || !state.started || before === undefined) return
-    const live = new Set(next.agents.map((a) => a.conn))
-    for (const a of before) if (!live.has(a.conn)) tellDispatcher({ type: 'AgentGone', conn: a.conn, why: 'closed' })
+  function gone(state: State, conns: string[]): void {
+    if (state.mode.role !== 'owner' || !state.started) return
+    for (const conn of conns) tellDispatcher({ type: 'AgentGone', conn, why: 'closed' })
   }
 
   function onPeerGone(state: State, peer: string): State {
-    const gone = remote.get(peer)
-    remote.delete(peer)
-    if (state.mode.role === 'owner' && state.started && gone)
-      for (const a of gone.agents) tellDispatcher({ type: 'AgentGone', conn: a.conn, why: 'closed' })
+    gone(state, remote.drop(peer))
     return state
   }
 
@@ -459,7 +442,7 @@ export function spawnCapabilitySession(
     for (const [peer, agents] of answers) {
       if (agents === undefined) continue
       more ||= agents.length > 0
-      reported(state, peer, { ...candidatesOf(peer, agents), atMs: now })
+      gone(state, remote.report(peer, agents, now, true))
     }
     // a peer that did not answer yet may hold agents working on this capability's jobs: ask again, a while
     const unanswered = answers.some(([, agents]) => agents === undefined)
@@ -532,52 +515,3 @@ export function spawnCapabilitySession(
 }
 
 const holderOf = (h: LeaseRecord) => ({ owner: h.owner, generation: h.generation })
-
-/** A peer's agents as the owner's candidates, their connections named `@<runtime>/<conn>`, and the jobs they hold. */
-function candidatesOf(peer: string, agents: AgentNote[]): { agents: AgentCandidate[]; holders: Map<string, Holder> } {
-  const holders = new Map<string, Holder>()
-  const candidates = agents.map(({ holds, ...a }) => {
-    const conn = remoteConn(peer, a.conn)
-    for (const h of holds ?? []) holders.set(h.job, { conn, pubkey: a.pubkey, generation: h.generation })
-    return { ...a, conn }
-  })
-  return { agents: candidates, holders }
-}
-
-function toDispatcher(note: LocalNote): DispatcherMsg {
-  return note.type === 'Agents' ? { type: 'AgentReady' } : note
-}
-
-/** A note as it crosses to the owner: plain JSON, the agent's connection as this node names it. */
-function toWire(note: Exclude<LocalNote, { type: 'Agents' }>): JobNote {
-  switch (note.type) {
-    case 'Enqueued':
-      return { type: 'Enqueued', job: note.job }
-    case 'Reported': {
-      const { generation, ...report } = note.report
-      return { type: 'Reported', pubkey: note.pubkey, report: generation === undefined ? report : { ...report, generation } }
-    }
-    case 'Cancelled':
-      return { type: 'Cancelled', jobs: note.jobs }
-    case 'AgentGone':
-      return { type: 'AgentGone', conn: note.conn, why: note.why }
-    case 'Resync':
-      return note
-  }
-}
-
-/** A peer's note for the dispatcher here; `local`: one this node held for an owner before it became one. */
-function fromWire(note: Exclude<JobNote, { type: 'Agents' }>, peer: string, local = false): Exclude<LocalNote, { type: 'Agents' }> {
-  switch (note.type) {
-    case 'Enqueued':
-      return { type: 'Enqueued', job: note.job }
-    case 'Reported':
-      return { type: 'Reported', pubkey: note.pubkey, report: { ...note.report, generation: note.report.generation } }
-    case 'Cancelled':
-      return { type: 'Cancelled', jobs: note.jobs }
-    case 'AgentGone':
-      return { type: 'AgentGone', conn: local ? note.conn : remoteConn(peer, note.conn), why: note.why }
-    case 'Resync':
-      return note
-  }
-}
