@@ -10,6 +10,7 @@ import { consoleLoginLink } from '../support/console-login'
 import { type ConsoleStub, startConsoleStub } from '../support/console-stub'
 import { type ConsoleWorld, makeConsoleWorld } from '../support/console-world'
 import { makeKeys } from '../support/events'
+import { eventually } from '../support/eventually'
 
 const operator = makeKeys()
 const admin = makeKeys()
@@ -96,8 +97,13 @@ describe('the console page', () => {
 
     await page.getByRole('button', { name: 'next' }).click()
     await page.getByTestId('agent-range').filter({ hasText: '101–200 of 10000' }).waitFor()
-    // the page asked the server for that page (an EventSource may also have reconnected since, with its own query)
-    expect(stub.streams.some((q) => q.get('offset') === '100')).toBe(true)
+    // the page asks the server for that page: the range shows the query at once, its stream opens a moment
+    // later (an EventSource may also have reconnected since, with its own query)
+    await eventually(
+      () => stub.streams.some((q) => q.get('offset') === '100'),
+      (asked) => asked,
+      'the stream of the second page opened',
+    )
 
     await page.getByTestId('agent-state-filter').selectOption('ZOMBIE')
     await page.getByTestId('agent-range').filter({ hasText: '1–100 of 2000' }).waitFor()
