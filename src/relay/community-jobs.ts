@@ -55,25 +55,22 @@ export function communityJobsOf(w: CommunityJobsWiring, c: CommunityDeps, surviv
   }
   // the jobs of the capability this node delivered to a connection still live here (ACTIVE or SUSPECT), at the
   // newest generation either board holds: what a new owner's dispatcher keeps with that connection
-  const localHolders = (capability: string): Map<string, Holder> => {
-    const live = new Set(
-      survivors()
-        .agents.candidatesFor(capability)
-        .map((a) => a.conn),
-    )
+  const localHolders = (capability: string, agents: readonly { conn: string }[] = survivors().agents.candidatesFor(capability)) => {
+    const live = new Set(agents.map((a) => a.conn))
     const out = new Map<string, Holder>()
     for (const b of route ? [board, route.delivered] : [board])
       for (const [job, h] of b.holdsOf(capability)) if (live.has(h.conn) && (out.get(job)?.generation ?? 0) < h.generation) out.set(job, h)
     return out
   }
   const agentsWithHolds = (capability: string): AgentNote[] => {
+    const agents = local(capability)
     const byConn = new Map<string, { job: string; generation: number }[]>()
-    for (const [job, h] of localHolders(capability)) {
+    for (const [job, h] of localHolders(capability, agents)) {
       const holds = byConn.get(h.conn) ?? []
       if (holds.length < MAX_HOLDS_PER_AGENT) holds.push({ job, generation: h.generation })
       byConn.set(h.conn, holds)
     }
-    return local(capability).map((a) => (byConn.has(a.conn) ? { ...a, holds: byConn.get(a.conn)! } : a))
+    return agents.map((a) => (byConn.has(a.conn) ? { ...a, holds: byConn.get(a.conn)! } : a))
   }
   const dispatcherOf = (capability: string, owner?: OwnerView) =>
     dispatcherActor({

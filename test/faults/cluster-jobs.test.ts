@@ -147,6 +147,22 @@ async function submit(r: Requesters, count: number, before: (i: number) => void)
   return { jobs, spans, tSubmitted, tSettled: Date.now() }
 }
 
+/** What the checker judges: the calls, what the requesters received, what `node` reads of the store, the workers' lines. */
+async function recordOf(s: Submitted, r: Requesters, fleet: Fleet, node: MeshNode, gapsAllowed?: Set<string>): Promise<JobRunRecord> {
+  return {
+    jobs: s.jobs,
+    arrivals: r.arrivals,
+    stored: await readStored(
+      node,
+      s.jobs,
+      r.clients.map((c) => c.pubkey),
+    ),
+    workers: fleet.workers.map((w) => ({ name: w.name, pubkey: w.pubkey, lines: w.lines })),
+    interrupted: fleet.interrupted,
+    ...(gapsAllowed ? { gapsAllowed } : {}),
+  }
+}
+
 type Findings = Record<'answers' | 'superseded' | 'double' | 'order', string[]>
 
 const findingsOf = (run: JobRunRecord): Findings => ({
@@ -244,17 +260,7 @@ describe('dispatched jobs on three nodes under faults', { timeout: FULL ? 400_00
     await fleet.thawed()
     fleet.settle()
 
-    const run: JobRunRecord = {
-      jobs: s.jobs,
-      arrivals: r.arrivals,
-      stored: await readStored(
-        survivors[0]!,
-        s.jobs,
-        r.clients.map((c) => c.pubkey),
-      ),
-      workers: fleet.workers.map((w) => ({ name: w.name, pubkey: w.pubkey, lines: w.lines })),
-      interrupted: fleet.interrupted,
-    }
+    const run = await recordOf(s, r, fleet, survivors[0]!)
     const failed = findingsOf(run)
     const sessions = (await Promise.all(survivors.map((n) => meshStatus(n)))).flatMap((x) => x.sessions)
     const session = sessions.find((x) => x.session === `capability:${CAPABILITY}` && x.local)
@@ -334,18 +340,7 @@ describe('dispatched jobs on three nodes under faults', { timeout: FULL ? 400_00
         })
         .map((j) => j.id),
     )
-    const run: JobRunRecord = {
-      jobs: s.jobs,
-      arrivals: r.arrivals,
-      stored: await readStored(
-        nodes[1]!,
-        s.jobs,
-        r.clients.map((c) => c.pubkey),
-      ),
-      workers: fleet.workers.map((w) => ({ name: w.name, pubkey: w.pubkey, lines: w.lines })),
-      interrupted: fleet.interrupted,
-      gapsAllowed,
-    }
+    const run = await recordOf(s, r, fleet, nodes[1]!, gapsAllowed)
     const failed = findingsOf(run)
     console.log(
       [

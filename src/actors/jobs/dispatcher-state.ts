@@ -28,7 +28,7 @@ export interface DispatcherDeps {
   capability: string
   store: Pick<EventStore, 'save' | 'query'> & { jobs: JobLedger }
   board: JobBoard
-  /** this node's ACTIVE agent connections offering the capability, now */
+  /** the live agent connections offering the capability now (those that may get no new job `holdsOnly`) */
   candidates: () => AgentCandidate[]
   /**
    * Role domains now: whether `agent` may be given a job `requester` asked for; undefined while the community

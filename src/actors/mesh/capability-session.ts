@@ -22,7 +22,7 @@ type LocalNote = DispatcherNote
 export interface OwnerView {
   /** the fence its writes claim; undefined once the lease is not held (no assignment then) */
   fence(): SessionFence | undefined
-  /** the ACTIVE agents the other nodes reported, their connections named `@<runtime>/<conn>` */
+  /** the live agents the other nodes reported (SUSPECT ones `holdsOnly`), their connections named `@<runtime>/<conn>` */
   remoteAgents(): AgentCandidate[]
   /** the jobs the other nodes' connections hold, as their last answer to a poll said */
   remoteHolders(): Map<string, Holder>
@@ -35,7 +35,7 @@ export interface DispatchHost {
   dispatcher(capability: string, owner: OwnerView): TypedRef<DispatcherMsg>
   stopDispatcher(capability: string): void
   hasDispatcher(capability: string): boolean
-  /** this node's ACTIVE agent connections offering the capability; with `holds`, the jobs each holds */
+  /** this node's live agent connections offering the capability (ACTIVE, or SUSPECT and `holdsOnly`); with `holds`, the jobs each holds */
   agents(capability: string, holds?: boolean): AgentNote[]
   /** the capability's open jobs as this node's dispatcher counts them */
   openCount(capability: string): number
@@ -361,9 +361,11 @@ export function spawnCapabilitySession(
       state.mode = { role: 'forwarder', holder: msg.holder, retryAtMs: changed || mode.role !== 'forwarder' ? 0 : mode.retryAtMs }
       publishView(state)
     }
-    state.sentAgents = JSON.stringify(host()?.agents(capability) ?? [])
+    const agents = host()?.agents(capability, true) ?? []
+    // what an Agents note would carry: the same agents without the jobs they hold
+    state.sentAgents = JSON.stringify(agents.map(({ holds: _, ...a }) => a))
     state.agentsDirty = false
-    msg.reply(host()?.agents(capability, true) ?? [])
+    msg.reply(agents)
     flush(state, self)
     return state
   }
